@@ -1,0 +1,74 @@
+"""cute_py — CuTe's layout algebra in pure Python.
+
+``import cute_py as cute`` gives CuTe's names: ``cute.Layout``, ``cute.make_layout``,
+``cute.composition``, ``cute.logical_divide``, ... The CUDA backend lives in
+``cute_py.backends`` and is never imported by the algebra.
+"""
+
+from __future__ import annotations
+
+from . import errors
+from .errors import *  # noqa: F401,F403
+from .int_tuple import (
+    IntTuple, Underscore, _, is_int, is_tuple, is_static, is_underscore, has_underscore,
+    product, product_each, product_like, inner_product, shape_div, ceil_div, round_up,
+    prefix_product, suffix_product, congruent, weakly_congruent, compatible, weakly_compatible,
+    evenly_divides, idx2crd, crd2crd, slice_, dice, elem_less, elem_leq, repeat_like, wrap,
+    unwrap, elem_scale, signum, increment,
+)
+from .int_tuple import flatten as _flatten_t, unflatten as _unflatten_t, filter_zeros as _fz_t
+from .layout import (
+    Layout, LayoutLeft, LayoutRight, is_layout, make_layout, make_shape, make_stride,
+    make_coord, make_tile, make_step, make_ordered_layout, make_layout_like, make_fragment_like,
+    compact_col_major, compact_row_major, compact_major, compact_order, size, cosize, coshape,
+    rank, depth, shape, stride, get, layout, crd2idx, slice_and_offset, select, take, group,
+    append, prepend, replace, remove, zip, zip2_by, tile_unzip, with_shape, get_hier_coord,
+    get_flat_coord, get_1d_coord, transform_layout, fmt_int_tuple,
+)
+from .algebra import (
+    coalesce, coalesce_shape, filter_zeros as _fz_l, filter as _filter_l, composition,
+    complement, right_inverse, left_inverse, logical_divide, zipped_divide, tiled_divide,
+    flat_divide, logical_product, zipped_product, tiled_product, flat_product, blocked_product,
+    raked_product, tile_to_shape, upcast, downcast, recast_layout, max_common_layout,
+    max_common_vector, nullspace, max_alignment, domain_distribute,
+)
+from .printing import print_layout, parse_layout, format_layout
+
+__version__ = "0.1.0"
+
+
+def flatten(x):
+    """``flatten`` of an IntTuple (a flat tuple of leaves) or of a layout (flat shape and stride)."""
+    if isinstance(x, Layout):
+        from .algebra import flatten_layout
+        return flatten_layout(x)
+    f = getattr(x, "_cute_flatten", None)
+    if f is not None:
+        return f()
+    return _flatten_t(x)
+
+
+def unflatten(x, profile):
+    """Inverse of :func:`flatten` for IntTuples and layouts."""
+    if isinstance(x, Layout):
+        from .algebra import unflatten_layout
+        return unflatten_layout(x, profile)
+    return _unflatten_t(x, profile)
+
+
+def filter_zeros(x, profile=None):
+    """Layouts: set stride-0 modes' extents to 1. IntTuples: ``filter_zeros(a, b)`` replaces the
+    elements of ``b`` paired with 0 in ``a`` by 1."""
+    if isinstance(x, (int, tuple)) and not isinstance(x, bool):
+        return _fz_t(x, profile)
+    return _fz_l(x, profile)
+
+
+def filter(x, profile=None):  # noqa: A001 - CuTe's name; kept out of __all__
+    """CuTe's ``filter``: remove stride-0 and size-1 modes, then coalesce."""
+    return _filter_l(x, profile)
+
+
+__all__ = [n for n in dir() if not n.startswith("_") and n not in {
+    "annotations", "filter", "errors", "int_tuple", "layout", "algebra", "printing"}]
+__all__ += ["_"]

@@ -1,0 +1,733 @@
+"""CuTe's layout algebra: coalesce, composition, complement, inverses, divides and products.
+
+Every function follows CuTe C++ (``include/cute/layout.hpp``) with Python ints as static values
+and states its law in its docstring; ``tests/test_algebra_laws.py`` checks each law with
+hypothesis and ``tests/test_cpp_oracle.py`` checks results against real CuTe C++.
+
+Where C++ returns a layout that violates its own post-condition (NVIDIA/cutlass#3177: a
+composition whose stride does not divide a mode it continues past), we raise a
+:class:`~cute_py.errors.LayoutError` instead of returning a wrong layout.
+"""
+
+from __future__ import annotations
+
+from fractions import Fraction
+
+from . import int_tuple as it
+from .errors import LayoutError, SymbolicError
+from .int_tuple import _is_const, ceil_div, flatten, is_underscore, product, wrap
+from .layout import (
+    Layout, _as_layout, _concat, _modes, _to_tuple, append, compact_col_major, cosize,
+    fmt_int_tuple, make_layout, make_ordered_layout, tile_unzip, zip as zip_layout,
+)
+
+__all__ = [
+    "coalesce", "coalesce_shape", "filter", "filter_zeros", "composition", "complement",
+    "right_inverse", "left_inverse", "logical_divide", "zipped_divide", "tiled_divide",
+    "flat_divide", "logical_product", "zipped_product", "tiled_product", "flat_product",
+    "blocked_product", "raked_product", "tile_to_shape", "upcast", "downcast", "recast_layout",
+    "max_common_layout", "max_common_vector", "nullspace", "max_alignment",
+    "domain_distribute", "flatten_layout", "unflatten_layout",
+]
+
+
+def _dispatch(x, name):
+    """Non-Layout operands (composed layouts, tensors) implement the algebra themselves."""
+    f = getattr(x, "_cute_" + name, None)
+    return f
+
+
+def _layout_arg(x, op, arg):
+    if isinstance(x, Layout):
+        return x
+    if isinstance(x, (int, tuple)) and not isinstance(x, bool):
+        return make_layout(x)
+    return _as_layout(x, op, arg)
+
+
+# ---------------------------------------------------------------------------------------------
+# Coalesce and filter
+
+
+def _bw_coalesce(old_shape, old_stride, new_shape, new_stride) -> Layout:
+    """CuTe's right-to-left coalesce of flat modes onto the seed mode ``new_shape:new_stride``."""
+    ns, nd = [new_shape], [new_stride]
+    single = True
+    for s, d in zip(reversed(old_shape), reversed(old_stride)):
+        if _is_const(s, 1):
+            continue
+        if single and _is_const(ns[0], 1):
+            ns[0], nd[0] = s, d
+            continue
+        p = s * d
+        if isinstance(ns[0], int) and isinstance(p, int) and isinstance(nd[0], int) and p == nd[0]:
+            ns[0], nd[0] = s * ns[0], d
+            continue
+        ns.insert(0, s)
+        nd.insert(0, d)
+        single = False
+    if single:
+        if _is_const(ns[0], 1):
+            return Layout(1, 0)
+        return Layout(ns[0], nd[0])
+    return Layout(tuple(ns), tuple(nd))
+
+
+def coalesce(L, profile=None):
+    """Merge modes of ``L`` without changing it as a function on ``[0, size(L))``.
+
+    Laws: ``size(R) == size(L)``; ``depth(R) <= 1``; ``R(i) == L(i)`` for ``0 <= i < size(L)``.
+    Size-1 modes vanish; ``s0:d0, s1:d1`` merge into ``s0*s1:d0`` when ``d1 == s0*d0``.
+    With a ``profile`` (an IntTuple), coalesce applies at its terminals, mode by mode, and
+    modes of ``L`` past the profile pass through.
+    ``coalesce((2,(1,6)):(1,(6,2))) == 12:1``.
+    """
+    f = _dispatch(L, "coalesce")
+    if f is not None:
+        return f(profile)
+    L = _layout_arg(L, "coalesce", "layout")
+    if isinstance(profile, tuple):
+        if len(profile) > L.rank():
+            raise LayoutError("coalesce", "profile", f"has more modes than the layout's rank {L.rank()}",
+                              expected=fmt_int_tuple(L.shape), actual=fmt_int_tuple(profile))
+        return _transform2(L, profile, lambda l, p: coalesce(l, p))
+    fs, fd = flatten(wrap(L.shape)), flatten(wrap(L.stride))
+    return _bw_coalesce(fs[:-1], fd[:-1], fs[-1], fd[-1])
+
+
+def _coalesce_x(L: Layout) -> Layout:
+    """Coalesce that keeps the function outside the domain too (a trailing size-1 mode becomes a
+    size-2 seed so its stride survives) — used inside composition."""
+    fs, fd = flatten(wrap(L.shape)), flatten(wrap(L.stride))
+    seed = 2 if _is_const(fs[-1], 1) else fs[-1]
+    return _bw_coalesce(fs[:-1], fd[:-1], seed, fd[-1])
+
+
+def coalesce_shape(shape):
+    """Merge adjacent static (or adjacent symbolic) extents of a shape: all-static -> one int."""
+    fl = flatten(wrap(shape))
+    out = [fl[0]]
+    for a in fl[1:]:
+        if isinstance(out[-1], int) == isinstance(a, int):
+            out[-1] = out[-1] * a
+        else:
+            out.append(a)
+    return out[0] if len(out) == 1 else tuple(out)
+
+
+def filter_zeros(L, profile=None):
+    """Set the extent of every stride-0 mode (or every mode at a 0 of ``profile``) to 1.
+
+    Law: ``filter_zeros(L)(c)`` equals ``L(c)`` wherever the coordinate exists.
+    """
+    f = _dispatch(L, "filter_zeros")
+    if f is not None:
+        return f(profile)
+    L = _layout_arg(L, "filter_zeros", "layout")
+    if profile is None:
+        return Layout(it.filter_zeros(L.stride, L.shape), L.stride)
+    return Layout(it.filter_zeros(profile, L.shape), L.stride)
+
+
+def filter(L, profile=None):
+    """Remove stride-0 and size-1 modes and coalesce: ``coalesce(filter_zeros(L))`` (``1:0`` if empty).
+
+    Law: the image of ``filter(L)`` equals the image of ``L`` and ``filter(L)`` is injective when
+    the non-zero part of ``L`` is.
+    """
+    f = _dispatch(L, "filter")
+    if f is not None:
+        return f(profile)
+    L = _layout_arg(L, "filter", "layout")
+    if isinstance(profile, tuple):
+        return _transform2(L, profile, lambda l, p: filter(l, p))
+    return coalesce(filter_zeros(L))
+
+
+def flatten_layout(L):
+    """``flatten(L)``: the same function with a flat shape and stride."""
+    L = _layout_arg(L, "flatten", "layout")
+    return Layout(flatten(L.shape), flatten(L.stride))
+
+
+def unflatten_layout(L, profile):
+    """Reshape a flat layout's modes into ``profile``'s structure."""
+    L = _layout_arg(L, "unflatten", "layout")
+    return Layout(it.unflatten(L.shape, profile), it.unflatten(L.stride, profile))
+
+
+def _transform2(L: Layout, t, f):
+    """By-mode application of ``f`` to ``L``'s modes and the entries of tuple ``t``; extra modes of
+    ``L`` are kept (CuTe's two-argument transform_layout)."""
+    ms = _modes(L)
+    out = [f(ms[i], t[i]) for i in range(len(t))] + ms[len(t):]
+    return _concat(out)
+
+
+def _check_tiler_rank(op, L: Layout, tiler):
+    if len(tiler) > L.rank():
+        raise LayoutError(op, "tiler", f"has {len(tiler)} modes but the layout has rank {L.rank()}",
+                          expected=f"at most {L.rank()} modes", actual=_fmt_tiler(tiler))
+
+
+def _fmt_tiler(t):
+    if isinstance(t, tuple):
+        return "<" + ",".join(_fmt_tiler(a) for a in t) + ">"
+    return str(t)
+
+
+# ---------------------------------------------------------------------------------------------
+# Composition
+
+
+def composition(A, B):
+    """``R = A ∘ B``: ``R(c) == A(B(c))`` for every coordinate ``c`` of ``B``; ``compatible(B, R)``.
+
+    ``B`` may be a layout, an int ``n`` (``n:1``), ``_`` (identity) or a tuple of those applied
+    mode by mode (modes of ``A`` not covered by the tuple are dropped, as in CuTe C++).
+    Raises :class:`LayoutError` when ``B``'s strides or extents do not divide ``A``'s modes
+    (CuTe's stride and shape divisibility conditions), including the cases where CuTe's weak
+    check would return a wrong layout (NVIDIA/cutlass#3177).
+    ``(6,2):(8,2) ∘ (4,3):(3,1) == ((2,2),3):((24,2),8)``.
+    """
+    f = _dispatch(A, "compose")
+    if f is not None:
+        return f(B)
+    g = _dispatch(B, "rcompose")
+    if g is not None:
+        return g(A)
+    A = _layout_arg(A, "composition", "lhs")
+    if isinstance(B, Layout):
+        flat = _coalesce_x(A)
+        return _composition_impl(flat.shape, flat.stride, B.shape, B.stride, A, B)
+    if isinstance(B, list):
+        B = tuple(B)
+    if isinstance(B, tuple):
+        _check_tiler_rank("composition", A, B)
+        ms = _modes(A)
+        return _concat([composition(ms[i], B[i]) for i in range(len(B))])
+    if is_underscore(B):
+        return A
+    if it.is_int(B):
+        flat = _coalesce_x(A)
+        return _composition_impl(flat.shape, flat.stride, B, 1, A, B)
+    raise LayoutError("composition", "rhs", "must be a Layout, an int, _ or a tuple of those",
+                      actual=repr(B))
+
+
+def _composition_impl(ls, ld, rs, rd, A, B) -> Layout:
+    if isinstance(rs, tuple):
+        return _concat([_composition_impl(ls, ld, s, d, A, B) for s, d in zip(rs, rd)])
+    if _is_const(rd, 0):
+        return Layout(rs, rd)
+    if not isinstance(ls, tuple):
+        return Layout(rs, rd * ld)
+    R = len(ls)
+    result_shape, result_stride = [], []
+    rest_shape, rest_stride = rs, rd
+    for i in range(R - 1):
+        curr_shape, curr_stride = ls[i], ld[i]
+        static = isinstance(curr_shape, int) and isinstance(rest_stride, int)
+        if static and not (rest_stride % curr_shape == 0 or abs(rest_stride) < curr_shape):
+            raise LayoutError("composition", "rhs", f"stride {rest_stride} does not divide "
+                              f"and is not smaller than the lhs mode of extent {curr_shape} "
+                              f"(stride divisibility condition)",
+                              expected=f"{A} ∘ {B} with divisible strides", actual=str(B))
+        next_shape = ceil_div(curr_shape, abs(rest_stride))
+        next_stride = ceil_div(abs(rest_stride), curr_shape) * it.signum(rest_stride)
+        if _is_const(next_shape, 1) or _is_const(rest_shape, 1):
+            rest_stride = next_stride
+            continue
+        new_shape = it._min(next_shape, rest_shape)
+        if isinstance(new_shape, int) and isinstance(rest_shape, int):
+            if rest_shape % new_shape != 0:
+                raise LayoutError("composition", "rhs", f"extent {rest_shape} is not divisible by "
+                                  f"{new_shape}, the part of the lhs mode of extent {curr_shape} it "
+                                  f"covers (shape divisibility condition)",
+                                  expected=f"{A} ∘ {B} with divisible shapes", actual=str(B))
+            if (static and curr_shape % abs(rest_stride) != 0 and new_shape != rest_shape):
+                # CuTe's weak condition accepts this and returns a wrong layout (cutlass#3177).
+                raise LayoutError("composition", "rhs", f"stride {rest_stride} does not divide the "
+                                  f"lhs mode of extent {curr_shape} that the rhs continues past, "
+                                  f"so no layout equals A(B(c)) (NVIDIA/cutlass#3177)",
+                                  expected=f"{curr_shape} % {abs(rest_stride)} == 0", actual=str(B))
+        result_shape.append(new_shape)
+        result_stride.append(rest_stride * curr_stride)
+        rest_shape = rest_shape // new_shape if isinstance(rest_shape, int) and isinstance(new_shape, int) \
+            else it._floordiv(rest_shape, new_shape)
+        rest_stride = next_stride
+    if not result_shape:
+        return Layout(rest_shape, rest_stride * ld[R - 1])
+    if _is_const(rest_shape, 1):
+        return Layout(it.unwrap(tuple(result_shape)), it.unwrap(tuple(result_stride)))
+    return Layout(tuple(result_shape) + (rest_shape,), tuple(result_stride) + (rest_stride * ld[R - 1],))
+
+
+# ---------------------------------------------------------------------------------------------
+# Complement
+
+
+def complement(L, cotarget=None):
+    """The layout of the "holes" of ``L`` up to ``cotarget`` (default ``cosize(filter(L))``).
+
+    Laws: ``R`` is ordered (strictly increasing on its domain); its image meets ``L``'s image
+    only at 0; ``size(R) >= cotarget / size(filter(L))``; ``make_layout(L, R)`` is injective.
+    ``cotarget`` may be an int or a shape (a layout gives its shape).
+    ``complement(4:2, 24) == (2,3):(1,8)``.
+    """
+    f = _dispatch(L, "complement")
+    if f is not None:
+        return f(cotarget)
+    L = _layout_arg(L, "complement", "layout")
+    fl = filter(L)
+    if cotarget is None:
+        cotarget = cosize(fl)
+    elif isinstance(cotarget, Layout):
+        cotarget = cotarget.shape
+    else:
+        cotarget = _to_tuple(cotarget)
+        it._check(cotarget, "complement", "cotarget")
+    shape_, stride_ = wrap(fl.shape), wrap(fl.stride)
+    if len(stride_) == 1 and _is_const(stride_[0], 0):
+        return make_layout(coalesce_shape(cotarget))
+    R = len(shape_)
+    if R > 1 and not it.is_static(stride_):
+        raise SymbolicError("complement", "layout", "has symbolic strides; CuTe allows a dynamic-"
+                            "stride complement only for rank-1 layouts", actual=str(L))
+    for d in stride_:
+        if isinstance(d, int) and d < 0:
+            raise LayoutError("complement", "layout", "has a negative stride", actual=str(L))
+    shape_, stride_ = list(shape_), list(stride_)
+    result_shape, result_stride = [], [1]
+    for i in range(R - 1):
+        min_stride = min(stride_)
+        min_idx = stride_.index(min_stride)
+        new_shape = min_stride // result_stride[i]
+        if new_shape == 0:
+            raise LayoutError("complement", "layout", "is not injective (or its strides do not "
+                              "nest), so it has no complement", actual=str(L))
+        result_shape.append(new_shape)
+        result_stride.append(min_stride * shape_[min_idx])
+        del shape_[min_idx], stride_[min_idx]
+    new_shape = stride_[0] // result_stride[R - 1] if isinstance(stride_[0], int) else \
+        it._floordiv(stride_[0], result_stride[R - 1])
+    if _is_const(new_shape, 0):
+        raise LayoutError("complement", "layout", "is not injective (or its strides do not "
+                          "nest), so it has no complement", actual=str(L))
+    result_shape.append(new_shape)
+    new_stride = stride_[0] * shape_[0]
+    rest_shape = coalesce_shape(ceil_div(cotarget, new_stride))
+    rest_stride = compact_col_major(rest_shape, new_stride)
+    return coalesce(Layout((tuple(result_shape), rest_shape), (tuple(result_stride), rest_stride)))
+
+
+# ---------------------------------------------------------------------------------------------
+# Inverses
+
+
+def _prefix_shapes(shapes):
+    out = [1]
+    for s in shapes:
+        out.append(out[-1] * s)
+    return out
+
+
+def right_inverse(L):
+    """``R`` with ``L(R(i)) == i`` for ``0 <= i < size(R)`` (as large as the contiguous part of
+    ``L``'s image starting at 0 allows; ``1:0`` when ``0, 1`` are not both reachable).
+
+    ``right_inverse((2,4,6):(4,1,8)) == (4,2,6):(2,1,8)``; ``right_inverse(_) == _``.
+    """
+    if is_underscore(L):
+        return L
+    f = _dispatch(L, "right_inverse")
+    if f is not None:
+        return f()
+    L = _layout_arg(L, "right_inverse", "layout")
+    c = coalesce(L)
+    lshape, lstride = wrap(c.shape), wrap(c.stride)
+    pre = _prefix_shapes(lshape)
+    idx = [i for i, d in enumerate(lstride) if isinstance(d, int)]
+    idx.sort(key=lambda i: lstride[i])
+    rs, rd, curr = [1], [0], 1
+    for i in idx:
+        if lstride[i] == curr:
+            rs.append(lshape[i])
+            rd.append(pre[i])
+            curr = lshape[i] * lstride[i]
+    return coalesce(Layout(tuple(rs), tuple(rd)))
+
+
+def left_inverse(L):
+    """``R`` with ``R(L(i)) == i`` for ``0 <= i < size(L)`` when ``L`` is injective (a
+    quasi-inverse otherwise: ``L(R(L(i))) == L(i)``). Uses CuTe C++'s construction, so values off
+    the image of ``L`` match C++ (``left_inverse(4:2) == (2,4):(0,1)``; pycute differs).
+    """
+    if is_underscore(L):
+        return L
+    f = _dispatch(L, "left_inverse")
+    if f is not None:
+        return f()
+    L = _layout_arg(L, "left_inverse", "layout")
+    c = coalesce(L)
+    lshape, lstride = wrap(c.shape), wrap(c.stride)
+    if not it.is_static(lstride):
+        raise SymbolicError("left_inverse", "layout", "needs static strides", actual=str(L))
+    pre = _prefix_shapes(lshape)
+    order = sorted(range(len(lstride)), key=lambda i: lstride[i])
+    rs, rd = [], [0]
+    for i in order:
+        d = lstride[i]
+        if d == 0:
+            continue
+        sz = product(tuple(rs))
+        if d % sz != 0:
+            raise LayoutError("left_inverse", "layout", f"stride {d} is not divisible by the size "
+                              f"{sz} of the modes below it (left inverse divisibility condition)",
+                              actual=str(L))
+        rs.append(d // sz)
+        rd.append(pre[i])
+    rs.append(lshape[order[-1]])
+    return coalesce(Layout(tuple(rs), tuple(rd)))
+
+
+# ---------------------------------------------------------------------------------------------
+# Divides
+
+
+def logical_divide(L, tiler):
+    """Split ``L`` into ``(tile, rest)``: ``composition(L, make_layout(T, complement(T, shape(coalesce(L)))))``.
+
+    A tuple tiler divides mode by mode (``((TileM,RestM),(TileN,RestN),L...)``, extra modes of
+    ``L`` kept); an int ``n`` means ``n:1``; ``_`` keeps the mode. Law: ``R(c) == L(T*(c))`` with
+    ``T* = make_layout(T, complement(T, ...))``; mode 0 of the result is ``composition(L, T)``.
+    ``logical_divide((4,2,3):(2,1,8), 4:2) == ((2,2),(2,3)):((4,1),(2,8))``.
+    """
+    f = _dispatch(L, "logical_divide")
+    if f is not None:
+        return f(tiler)
+    L = _layout_arg(L, "logical_divide", "layout")
+    if isinstance(tiler, list):
+        tiler = tuple(tiler)
+    if isinstance(tiler, Layout):
+        cot = coalesce(L).shape
+        return composition(L, make_layout(tiler, complement(tiler, cot)))
+    if isinstance(tiler, tuple):
+        _check_tiler_rank("logical_divide", L, tiler)
+        return _transform2(L, tiler, logical_divide)
+    if is_underscore(tiler):
+        return L
+    if it.is_int(tiler):
+        return logical_divide(L, make_layout(tiler))
+    raise LayoutError("logical_divide", "tiler", "must be a Layout, an int, _ or a tuple of those",
+                      actual=repr(tiler))
+
+
+def _rep(n):
+    return it._ if n == 1 else tuple(it._ for _ in range(n))
+
+
+def zipped_divide(L, tiler):
+    """``((TileM,TileN,...),(RestM,RestN,...,L...))``: the logical divide with tiles gathered.
+
+    Law: mode 0 equals ``composition(L, tiler)``.
+    """
+    f = _dispatch(L, "zipped_divide")
+    if f is not None:
+        return f(tiler)
+    return tile_unzip(logical_divide(L, tiler), tiler)
+
+
+def tiled_divide(L, tiler):
+    """``((TileM,TileN,...),RestM,RestN,...,L...)``: the zipped divide with its rest mode unpacked."""
+    f = _dispatch(L, "tiled_divide")
+    if f is not None:
+        return f(tiler)
+    r = zipped_divide(L, tiler)
+    return r(it._, _rep(it.rank(r.shape[1])))
+
+
+def flat_divide(L, tiler):
+    """``(TileM,TileN,...,RestM,RestN,...,L...)``: both modes of the zipped divide unpacked."""
+    f = _dispatch(L, "flat_divide")
+    if f is not None:
+        return f(tiler)
+    r = zipped_divide(L, tiler)
+    return r(_rep(it.rank(r.shape[0])), _rep(it.rank(r.shape[1])))
+
+
+# ---------------------------------------------------------------------------------------------
+# Products
+
+
+def logical_product(A, B):
+    """Reproduce ``A`` by ``B``: ``make_layout(A, composition(complement(A, size(A)*cosize(B)), B))``.
+
+    Laws: rank 2; mode 0 is ``A``; ``compatible(B, mode 1)``. A tuple ``B`` multiplies by mode;
+    an int ``n`` means ``n:1`` (pycute wrongly divides there).
+    ``logical_product((2,2):(4,1), 6:1) == ((2,2),(2,3)):((4,1),(2,8))``.
+    """
+    f = _dispatch(A, "logical_product")
+    if f is not None:
+        return f(B)
+    A = _layout_arg(A, "logical_product", "block")
+    if isinstance(B, list):
+        B = tuple(B)
+    if isinstance(B, Layout):
+        return make_layout(A, composition(complement(A, A.size() * cosize(B)), B))
+    if isinstance(B, tuple):
+        _check_tiler_rank("logical_product", A, B)
+        return _transform2(A, B, logical_product)
+    if is_underscore(B):
+        return A
+    if it.is_int(B):
+        return logical_product(A, make_layout(B))
+    raise LayoutError("logical_product", "tiler", "must be a Layout, an int, _ or a tuple of those",
+                      actual=repr(B))
+
+
+def zipped_product(A, B):
+    """``((M,N,...),(TileM,TileN,...,L...))``: the logical product with block modes gathered."""
+    f = _dispatch(A, "zipped_product")
+    if f is not None:
+        return f(B)
+    return tile_unzip(logical_product(A, B), B)
+
+
+def tiled_product(A, B):
+    """``((M,N,...),TileM,TileN,...,L...)``."""
+    f = _dispatch(A, "tiled_product")
+    if f is not None:
+        return f(B)
+    r = zipped_product(A, B)
+    return r(it._, _rep(it.rank(r.shape[1])))
+
+
+def flat_product(A, B):
+    """``(M,N,...,TileM,TileN,...,L...)``."""
+    f = _dispatch(A, "flat_product")
+    if f is not None:
+        return f(B)
+    r = zipped_product(A, B)
+    return r(_rep(it.rank(r.shape[0])), _rep(it.rank(r.shape[1])))
+
+
+def _rank_product(op, A, B):
+    A = _layout_arg(A, op, "block")
+    B = _layout_arg(B, op, "tiler")
+    R = max(A.rank(), B.rank())
+    res = logical_product(append(A, n=R), append(B, n=R))
+    return res[0], res[1]
+
+
+def blocked_product(A, B):
+    """Blocks of ``A`` arranged by ``B``: mode ``i`` is ``(A_i, B_i)`` (rank-sensitive; both
+    padded to the larger rank with ``1:0``). Law: ``R((a, b))`` at block coordinate ``b`` is
+    ``A(a) + size(A)``-scaled offset of ``B(b)``; ``size(R) == size(A) * size(B)``.
+    ``blocked_product((2,5):(5,1), (3,4):(1,3)) == ((2,3),(5,4)):((5,10),(1,30))``.
+    """
+    f = _dispatch(A, "blocked_product")
+    if f is not None:
+        return f(B)
+    a, b = _rank_product("blocked_product", A, B)
+    return zip_layout(a, b)
+
+
+def raked_product(A, B):
+    """``A`` interleaved ("raked") across ``B``: mode ``i`` is ``(B_i, A_i)``.
+    ``raked_product((2,5):(5,1), (3,4):(1,3)) == ((3,2),(4,5)):((10,5),(30,1))``.
+    """
+    f = _dispatch(A, "raked_product")
+    if f is not None:
+        return f(B)
+    a, b = _rank_product("raked_product", A, B)
+    return zip_layout(b, a)
+
+
+def tile_to_shape(block, trg_shape, order=None):
+    """Repeat ``block`` to fill ``trg_shape``: ``blocked_product(block, make_ordered_layout(
+    ceil_div(trg, block), order))``; each mode of the block must divide the target's.
+    Law: ``product_each(shape(R)) == product_each(trg_shape)``.
+    """
+    f = _dispatch(block, "tile_to_shape")
+    if f is not None:
+        return f(trg_shape, order)
+    block = _layout_arg(block, "tile_to_shape", "block")
+    trg_shape = _to_tuple(trg_shape)
+    if isinstance(trg_shape, Layout):
+        trg_shape = trg_shape.shape
+    it._check(trg_shape, "tile_to_shape", "trg_shape")
+    R = it.rank(trg_shape)
+    if block.rank() > R:
+        raise LayoutError("tile_to_shape", "block", f"has rank {block.rank()} > rank {R} of the target shape",
+                          expected=fmt_int_tuple(trg_shape), actual=str(block))
+    padded = append(block, n=R)
+    block_shape = it.product_each(padded.shape)
+    target_shape = it.product_each(trg_shape)
+    if it.is_static(target_shape) and it.is_static(block_shape):
+        for i, (t, b) in enumerate(zip(target_shape, block_shape)):
+            if t % b != 0:
+                raise LayoutError("tile_to_shape", "trg_shape", f"mode {i} of extent {t} is not a "
+                                  f"multiple of the block's extent {b}",
+                                  expected=f"multiples of {fmt_int_tuple(block_shape)}",
+                                  actual=fmt_int_tuple(trg_shape))
+    product_shape = ceil_div(target_shape, block_shape)
+    if order is None:
+        tiler = make_layout(product_shape)
+    else:
+        tiler = make_ordered_layout(product_shape, _to_tuple(order))
+    return blocked_product(padded, tiler)
+
+
+# ---------------------------------------------------------------------------------------------
+# Element-type changes
+
+
+def _upcast(s, d, n):
+    if isinstance(s, tuple):
+        return _concat([_upcast(a, b, n) for a, b in zip(s, d)])
+    if _is_const(d, 0):
+        return Layout(s, d)
+    if isinstance(d, int):
+        if d % n != 0 and n % abs(d) != 0:
+            raise LayoutError("upcast", "layout", f"stride {d} and factor {n} do not divide each "
+                              "other (divisibility condition)", actual=d)
+        return Layout(ceil_div(s, ceil_div(n, abs(d))), it.signum(d) * ceil_div(abs(d), n))
+    return Layout(s, it._floordiv(d, n))
+
+
+def upcast(L, n: int):
+    """View ``n`` consecutive elements as one: shapes shrink along stride-1 modes, strides divide.
+
+    Law (for a layout whose stride-1 mode is a multiple of n): ``upcast(L, n)(c) * n ==
+    L(c')`` for the first element ``c'`` of each group.
+    """
+    f = _dispatch(L, "upcast")
+    if f is not None:
+        return f(n)
+    L = _layout_arg(L, "upcast", "layout")
+    _check_factor("upcast", n)
+    return _upcast(L.shape, L.stride, n)
+
+
+def _downcast(s, d, n):
+    if isinstance(s, tuple):
+        return _concat([_downcast(a, b, n) for a, b in zip(s, d)])
+    if _is_const(d, 1) or _is_const(d, -1):
+        return Layout(s * n, d)
+    return Layout(s, d * n)
+
+
+def downcast(L, n: int):
+    """View each element as ``n`` elements: stride-1 modes grow ``n``-fold, other strides scale.
+
+    Requires a stride-1 mode ("downcast requires adjacent elements").
+    """
+    f = _dispatch(L, "downcast")
+    if f is not None:
+        return f(n)
+    L = _layout_arg(L, "downcast", "layout")
+    _check_factor("downcast", n)
+    if not any(_is_const(d, 1) for d in flatten(wrap(L.stride))):
+        raise LayoutError("downcast", "layout", "has no stride-1 mode (downcast requires adjacent "
+                          "elements)", actual=str(L))
+    return _downcast(L.shape, L.stride, n)
+
+
+def _check_factor(op, n):
+    if not isinstance(n, int) or isinstance(n, bool) or n < 1:
+        raise LayoutError(op, "n", "must be a positive int", actual=repr(n))
+
+
+def recast_layout(L, old_bits: int, new_bits: int):
+    """Re-express ``L`` (indexing ``old_bits``-wide elements) for ``new_bits``-wide elements:
+    ``upcast``/``downcast`` by the reduced ratio ``new_bits / old_bits`` (CuTe's recast_layout).
+    """
+    for name, v in (("old_bits", old_bits), ("new_bits", new_bits)):
+        if not isinstance(v, int) or isinstance(v, bool) or v < 1:
+            raise LayoutError("recast_layout", name, "must be a positive int", actual=repr(v))
+    r = Fraction(new_bits, old_bits)
+    if r == 1:
+        return L
+    if r.numerator == 1:
+        return downcast(L, r.denominator)
+    if r.denominator == 1:
+        return upcast(L, r.numerator)
+    return downcast(upcast(L, r.numerator), r.denominator)
+
+
+# ---------------------------------------------------------------------------------------------
+# Vectorisation helpers
+
+
+def max_common_layout(a, b):
+    """The largest ``R`` with ``a(R(i)) == i`` and ``b(R(i)) == i`` for ``i < size(R)`` (the
+    contiguous run two layouts agree on): ``composition(right_inverse(b), common mode 0)``.
+    """
+    a = _layout_arg(a, "max_common_layout", "a")
+    b = _layout_arg(b, "max_common_layout", "b")
+    inv_b = right_inverse(b)
+    common = coalesce(composition(a, inv_b))
+    s0 = wrap(common.shape)[0]
+    d0 = wrap(common.stride)[0]
+    if isinstance(s0, int) and _is_const(d0, 1):
+        return composition(inv_b, Layout(s0, d0))
+    return Layout(1, 0)
+
+
+def max_common_vector(a, b) -> int:
+    """The number ``N`` of contiguous elements on which ``a`` and ``b`` agree with the identity:
+    the vector width a copy between them can use. ``N >= 1``.
+    """
+    a = _layout_arg(a, "max_common_vector", "a")
+    b = _layout_arg(b, "max_common_vector", "b")
+    common = coalesce(composition(a, right_inverse(b)))
+    s0 = wrap(common.shape)[0]
+    d0 = wrap(common.stride)[0]
+    if isinstance(s0, int) and _is_const(d0, 1):
+        return s0
+    return 1
+
+
+def nullspace(L):
+    """The domain coordinates (as 1-D indices of ``L``) that ``L`` maps to 0 through stride-0
+    modes. Laws: ``L(R(i)) == 0``; ``size(R) == size(L) / size(filter(L))`` for injective
+    non-zero parts; ``1:0`` when there is none.
+    """
+    L = _layout_arg(L, "nullspace", "layout")
+    fd = flatten(wrap(L.stride))
+    fs = flatten(wrap(L.shape))
+    iseq = [i for i, d in enumerate(fd) if _is_const(d, 0)]
+    if not iseq:
+        return Layout(1, 0)
+    rstride = compact_col_major(fs)
+    return Layout(it.unwrap(tuple(fs[i] for i in iseq)), it.unwrap(tuple(rstride[i] for i in iseq)))
+
+
+def max_alignment(L) -> int:
+    """The largest ``N`` such that ``upcast(L, N)`` is valid (static parts only)."""
+    L = _layout_arg(L, "max_alignment", "layout")
+    c = coalesce(L)
+    ss = tuple(s if isinstance(s, int) else 1 for s in wrap(c.shape))
+    dd = tuple(d if isinstance(d, int) else 0 for d in wrap(c.stride))
+    fl = Layout(ss, dd)
+    permuted = logical_divide(fl, right_inverse(fl))
+    return it.gcd(product(permuted.shape[0]), _first_leaf(permuted.stride[1]))
+
+
+def _first_leaf(t):
+    while isinstance(t, tuple):
+        t = t[0]
+    return t
+
+
+def domain_distribute(a, b: int):
+    """Distribute ``b`` elements over shape ``a`` by gcds, ordered: ``domain_distribute((15,14), 6)
+    == (3,2):(1,15)``."""
+    fs = flatten(wrap(a.shape if isinstance(a, Layout) else a))
+    res, rest = [], b
+    for x in fs:
+        g = it.gcd(x, rest)
+        res.append(g)
+        rest //= g
+    return coalesce(Layout(tuple(res), compact_col_major(fs)))

@@ -1,0 +1,696 @@
+"""``Layout``: a function from coordinates to indices, ``shape:stride``.
+
+Construction, accessors, evaluation, slicing and mode manipulation. The algebra on layouts
+(coalesce, composition, complement, inverses, divides, products) is in :mod:`cute_py.algebra`.
+Semantics are CuTe C++'s (``include/cute/layout.hpp``), every Python int being a static value.
+"""
+
+from __future__ import annotations
+
+from builtins import zip as _zip
+
+from .errors import IntTupleError, LayoutError
+from . import int_tuple as it
+from .int_tuple import (
+    _check, _is_const, flatten, has_underscore, is_int, is_tuple, is_underscore, product, wrap,
+)
+
+__all__ = [
+    "Layout", "LayoutLeft", "LayoutRight", "is_layout",
+    "make_layout", "make_shape", "make_stride", "make_coord", "make_tile", "make_step",
+    "make_ordered_layout", "make_layout_like", "make_fragment_like",
+    "compact_col_major", "compact_row_major", "compact_major", "compact_order",
+    "size", "cosize", "coshape", "rank", "depth", "shape", "stride", "get", "layout",
+    "crd2idx", "slice_and_offset", "select", "take", "group", "append", "prepend", "replace",
+    "remove", "zip", "zip2_by", "tile_unzip", "with_shape", "get_hier_coord", "get_flat_coord",
+    "get_1d_coord", "transform_layout", "fmt_int_tuple",
+]
+
+
+class _Major:
+    __slots__ = ("name",)
+
+    def __init__(self, name):
+        self.name = name
+
+    def __repr__(self):
+        return self.name
+
+
+LayoutLeft = _Major("LayoutLeft")    #: generalised column-major (CuTe's default)
+LayoutRight = _Major("LayoutRight")  #: generalised row-major
+
+
+def fmt_int_tuple(t) -> str:
+    """Print an IntTuple as CuTe does: ``(4,(2,3))``, no spaces, ``_`` for an underscore."""
+    if isinstance(t, tuple):
+        return "(" + ",".join(fmt_int_tuple(a) for a in t) + ")"
+    if is_underscore(t):
+        return "_"
+    return str(t).replace(" ", "")
+
+
+def compact_major(shape, major=LayoutLeft, current=1):
+    """Compact strides for ``shape`` in the given major order, starting at ``current``.
+
+    Static size-1 modes get stride 0 (CuTe: ``make_layout((4,1)) == (4,1):(1,0)``).
+    """
+    if major is LayoutRight:
+        if isinstance(shape, tuple):
+            out = []
+            for s in reversed(shape):
+                out.append(compact_major(s, LayoutRight, current))
+                current = current * product(s)
+            return tuple(reversed(out))
+    else:
+        if isinstance(shape, tuple):
+            out = []
+            for s in shape:
+                out.append(compact_major(s, LayoutLeft, current))
+                current = current * product(s)
+            return tuple(out)
+    return 0 if _is_const(shape, 1) else current
+
+
+def compact_col_major(shape, current=1):
+    """Generalised column-major strides (LayoutLeft); size-1 modes get stride 0."""
+    return compact_major(shape, LayoutLeft, current)
+
+
+def compact_row_major(shape, current=1):
+    """Generalised row-major strides (LayoutRight); size-1 modes get stride 0."""
+    return compact_major(shape, LayoutRight, current)
+
+
+def compact_order(shape, order):
+    """Compact strides following ``order``: modes with smaller order values get smaller strides.
+
+    ``order`` is weakly congruent to ``shape``; a mode's starting stride is the product of the
+    sizes of all modes with a strictly smaller order (CuTe's ``compact_order``).
+    """
+    if not it.weakly_congruent(order, shape):
+        raise LayoutError("compact_order", "order", "is not weakly congruent to the shape",
+                          expected=fmt_int_tuple(shape), actual=order)
+    ref_shape = flatten(wrap(it.product_like(shape, order)))
+    ref_order = flatten(wrap(order))
+
+    def rec(s, o):
+        if isinstance(o, tuple):
+            return tuple(rec(a, b) for a, b in _zip(s, o))
+        start = 1
+        for rs, ro in _zip(ref_shape, ref_order):
+            if ro < o:
+                start *= rs
+        return compact_major(s, LayoutLeft, start)
+
+    return rec(shape, order)
+
+
+def _check_shape(shape, op):
+    _check(shape, op, "shape")
+    for leaf in flatten(wrap(shape)):
+        if isinstance(leaf, int) and leaf < 1:
+            raise LayoutError(op, "shape", f"has a non-positive extent {leaf}",
+                              expected="extents >= 1", actual=fmt_int_tuple(shape))
+
+
+class Layout:
+    """A CuTe layout ``shape:stride`` — a frozen, hashable function from coordinates to indices.
+
+    ``Layout(shape, stride=None)``: ``stride`` defaults to the compact column-major strides
+    (``LayoutLeft``; size-1 modes get stride 0). ``L(i)``, ``L(coord)``, ``L(c0, c1, ...)``
+    evaluate; a coordinate holding ``_`` (or ``None``) slices and returns the sub-layout.
+    Equality is structural (shape and stride), not functional.
+    """
+
+    __slots__ = ("shape", "stride", "_hash")
+
+    def __init__(self, shape, stride=None):
+        if isinstance(shape, list):
+            shape = _to_tuple(shape)
+        if isinstance(stride, list):
+            stride = _to_tuple(stride)
+        _check_shape(shape, "Layout")
+        if stride is None or stride is LayoutLeft:
+            stride = compact_major(shape, LayoutLeft)
+        elif stride is LayoutRight:
+            stride = compact_major(shape, LayoutRight)
+        else:
+            _check(stride, "Layout", "stride")
+            if not it.congruent(shape, stride):
+                raise LayoutError("Layout", "stride", "is not congruent to the shape",
+                                  expected=f"profile of {fmt_int_tuple(shape)}",
+                                  actual=fmt_int_tuple(stride))
+        object.__setattr__(self, "shape", shape)
+        object.__setattr__(self, "stride", stride)
+        object.__setattr__(self, "_hash", None)
+
+    # frozen value -----------------------------------------------------------------------------
+    def __setattr__(self, name, value):
+        raise AttributeError("Layout is immutable")
+
+    def __delattr__(self, name):
+        raise AttributeError("Layout is immutable")
+
+    def __eq__(self, other):
+        if not isinstance(other, Layout):
+            return NotImplemented
+        return _same(self.shape, other.shape) and _same(self.stride, other.stride)
+
+    def __hash__(self):
+        h = self._hash
+        if h is None:
+            h = hash(("Layout", self.shape, self.stride))
+            object.__setattr__(self, "_hash", h)
+        return h
+
+    def __reduce__(self):
+        return (Layout, (self.shape, self.stride))
+
+    # printing ---------------------------------------------------------------------------------
+    def __str__(self):
+        return f"{fmt_int_tuple(self.shape)}:{fmt_int_tuple(self.stride)}"
+
+    def __repr__(self):
+        return f"Layout({self.shape!r}, {self.stride!r})"
+
+    def __format__(self, spec):
+        return format(str(self), spec)
+
+    # accessors --------------------------------------------------------------------------------
+    def size(self):
+        """Number of coordinates in the domain: ``product(shape)``."""
+        return product(self.shape)
+
+    def cosize(self):
+        """Extent of the codomain: ``sum((s-1)*|d|) + 1`` (correct for negative strides)."""
+        return cosize(self)
+
+    def rank(self) -> int:
+        return it.rank(self.shape)
+
+    def depth(self) -> int:
+        return it.depth(self.shape)
+
+    def __len__(self):
+        return it.rank(self.shape)
+
+    def __iter__(self):
+        for i in range(len(self)):
+            yield self[i]
+
+    def __getitem__(self, i):
+        """Mode ``i`` as a layout (``get<i>``); a tuple ``(i, j)`` selects a nested mode."""
+        return get(self, *(i if isinstance(i, tuple) else (i,)))
+
+    # evaluation -------------------------------------------------------------------------------
+    def __call__(self, *coord):
+        if len(coord) == 0:
+            raise IntTupleError("Layout.__call__", "coord", "is missing")
+        c = coord[0] if len(coord) == 1 else tuple(coord)
+        if isinstance(c, list):
+            c = _to_tuple(c)
+        if has_underscore(c):
+            _check(c, "Layout.__call__", "coord", allow_underscore=True)
+            return _slice(c, self)
+        return crd2idx(c, self)
+
+    # CuTe member functions --------------------------------------------------------------------
+    def compose(self, *others):
+        """``composition(self, other)``; several arguments form a by-mode tiler."""
+        from .algebra import composition
+        return composition(self, others[0] if len(others) == 1 else tuple(others))
+
+    def with_shape(self, *shape):
+        """``composition(self, make_layout(shape))``: view the same codomain through a new shape."""
+        return with_shape(self, shape[0] if len(shape) == 1 else tuple(shape))
+
+    def tile(self, *tiler):
+        """``tiled_divide(self, tiler)``."""
+        from .algebra import tiled_divide
+        return tiled_divide(self, tiler[0] if len(tiler) == 1 else tuple(tiler))
+
+    def get_hier_coord(self, idx):
+        return get_hier_coord(self, idx)
+
+    def get_flat_coord(self, idx):
+        return get_flat_coord(self, idx)
+
+    def get_1d_coord(self, idx):
+        return get_1d_coord(self, idx)
+
+    def _repr_svg_(self):  # notebooks
+        try:
+            from .svg import layout_svg
+        except ImportError:  # pragma: no cover - svg module optional
+            return None
+        return layout_svg(self)
+
+
+def _same(a, b) -> bool:
+    if isinstance(a, tuple):
+        return isinstance(b, tuple) and len(a) == len(b) and all(_same(x, y) for x, y in _zip(a, b))
+    if isinstance(b, tuple):
+        return False
+    return type(a) is type(b) and a == b if isinstance(a, int) else bool(a == b)
+
+
+def _to_tuple(x):
+    if isinstance(x, (list, tuple)):
+        return tuple(_to_tuple(a) for a in x)
+    return x
+
+
+def is_layout(x) -> bool:
+    return isinstance(x, Layout)
+
+
+def _as_layout(x, op: str, arg: str) -> Layout:
+    if isinstance(x, Layout):
+        return x
+    from .errors import CuteError
+    if hasattr(x, "layout") and isinstance(getattr(x, "layout"), Layout):  # tensors
+        return x.layout
+    raise LayoutError(op, arg, "must be a Layout", actual=f"{x!r}")
+
+
+# ---------------------------------------------------------------------------------------------
+# Construction
+
+
+def make_shape(*xs):
+    return tuple(xs)
+
+
+make_stride = make_shape
+make_coord = make_shape
+make_step = make_shape
+
+
+def make_tile(*xs):
+    """A by-mode tiler: a tuple of layouts, ints or ``_``."""
+    return tuple(xs)
+
+
+def make_layout(*args, stride=None):
+    """Build a layout.
+
+    ``make_layout(shape, stride=None)`` (``stride`` may be ``LayoutLeft``/``LayoutRight``);
+    ``make_layout(L0, L1, ...)`` concatenates layouts as modes; ``make_layout(L)`` wraps ``L``
+    into a rank-1 tuple layout, as CuTe does.
+    """
+    if not args:
+        raise LayoutError("make_layout", "shape", "is missing")
+    if all(isinstance(a, Layout) for a in args):
+        if stride is not None:
+            raise LayoutError("make_layout", "stride", "cannot be given with layout arguments")
+        return Layout(tuple(a.shape for a in args), tuple(a.stride for a in args))
+    if any(isinstance(a, Layout) for a in args):
+        raise LayoutError("make_layout", "args", "mixes layouts and shapes",
+                          actual=[type(a).__name__ for a in args])
+    if len(args) == 2 and stride is None:
+        shape, stride = args
+    elif len(args) == 1:
+        shape = args[0]
+    else:
+        raise LayoutError("make_layout", "args", "expects (shape, stride=None) or layouts",
+                          actual=f"{len(args)} positional arguments")
+    return Layout(_to_tuple(shape), _to_tuple(stride) if stride is not None else None)
+
+
+def make_ordered_layout(shape, order):
+    """Compact layout of ``shape`` whose strides increase in the order given by ``order``.
+
+    ``make_ordered_layout((2,2,2,2), (0,2,3,1)) == (2,2,2,2):(1,4,8,2)``.
+    """
+    shape = _to_tuple(shape)
+    _check_shape(shape, "make_ordered_layout")
+    order = _to_tuple(order)
+    _check(order, "make_ordered_layout", "order")
+    return Layout(shape, compact_order(shape, order))
+
+
+def make_layout_like(L):
+    """Compact layout with L's shape whose strides are ordered like L's; stride-0 modes stay 0.
+
+    ``make_layout_like((2,3,4,5):(0,42,1,0)) == (2,3,4,5):(0,4,1,0)``.
+    """
+    L = _as_layout(L, "make_layout_like", "layout")
+    return Layout(L.shape, compact_order(it.filter_zeros(L.stride, L.shape), L.stride))
+
+
+def make_fragment_like(L):
+    """Register-fragment layout like ``L``: mode 0 compact column-major, the other modes ordered
+    like L's strides (CuTe's ``make_fragment_like``). A shape gives ``make_layout(shape)``.
+    """
+    if not isinstance(L, Layout):
+        if hasattr(L, "layout") and isinstance(L.layout, Layout):
+            L = L.layout
+        else:
+            return make_layout(_to_tuple(L))
+    R = L.rank()
+    if R > 1 and it.is_static(L.shape):
+        from .algebra import tiled_product
+        mode0 = Layout(L.shape[0], compact_col_major(it.filter_zeros(L.stride[0], L.shape[0])))
+        rest = make_ordered_layout(L.shape[1:], L.stride[1:])
+        return tiled_product(mode0, rest)
+    return make_layout(L.shape)
+
+
+# ---------------------------------------------------------------------------------------------
+# Accessors (free functions accept layouts, tensors and IntTuples)
+
+
+def _unwrap_obj(x):
+    if isinstance(x, Layout):
+        return x
+    lay = getattr(x, "layout", None)
+    if isinstance(lay, Layout) or type(lay).__name__ == "ComposedLayout":
+        return lay
+    return x
+
+
+def get(x, *modes):
+    """``get<I, J, ...>``: a (nested) mode of a layout or IntTuple."""
+    x = _unwrap_obj(x)
+    for m in modes:
+        if isinstance(x, Layout):
+            if not isinstance(m, int) or isinstance(m, bool):
+                raise LayoutError("get", "mode", "must be an int", actual=m)
+            r = x.rank()
+            if not -r <= m < r:
+                raise LayoutError("get", "mode", f"is out of range for rank {r}", expected=f"[0, {r})", actual=m)
+            if isinstance(x.shape, tuple):
+                x = Layout(x.shape[m], x.stride[m])
+        elif hasattr(x, "get_mode"):
+            x = x.get_mode(m)
+        else:
+            r = it.rank(x)
+            if not -r <= m < r:
+                raise IntTupleError("get", "mode", f"is out of range for rank {r}", actual=m)
+            if isinstance(x, tuple):
+                x = x[m]
+    return x
+
+
+layout = get
+
+
+def shape(x, *modes):
+    x = get(x, *modes)
+    return x.shape if hasattr(x, "shape") and not isinstance(x, tuple) else x
+
+
+def stride(x, *modes):
+    x = get(x, *modes)
+    return x.stride
+
+
+def size(x, *modes):
+    """Size of a layout/tensor/IntTuple or of one of its modes: ``size(L, 1)``."""
+    x = get(x, *modes)
+    if hasattr(x, "size") and callable(x.size) and not isinstance(x, tuple):
+        return x.size()
+    return product(x)
+
+
+def rank(x, *modes):
+    x = get(x, *modes)
+    s = x.shape if hasattr(x, "shape") and not isinstance(x, tuple) else x
+    return it.rank(s)
+
+
+def depth(x, *modes):
+    x = get(x, *modes)
+    s = x.shape if hasattr(x, "shape") and not isinstance(x, tuple) else x
+    return it.depth(s)
+
+
+def coshape(L):
+    """``inner_product(shape - 1, |stride|) + 1`` by top-level structure (an int for int codomains)."""
+    L = _unwrap_obj(L)
+    if not isinstance(L, Layout):
+        return L.coshape() if hasattr(L, "coshape") else product(L)
+    m1 = _map_leaf(L.shape, lambda s: s - 1)
+    return it.inner_product(m1, it.abs_(L.stride)) + 1
+
+
+def cosize(L, *modes):
+    """Extent of the codomain: ``size(coshape(L))`` — for a layout ``max index + 1`` over its
+    domain, correct for negative strides (``cosize(4:-1) == 4``)."""
+    L = get(L, *modes)
+    if isinstance(L, Layout):
+        return coshape(L)
+    if hasattr(L, "cosize"):
+        return L.cosize()
+    raise LayoutError("cosize", "layout", "must be a Layout", actual=repr(L))
+
+
+def _map_leaf(t, f):
+    if isinstance(t, tuple):
+        return tuple(_map_leaf(a, f) for a in t)
+    return f(t)
+
+
+def crd2idx(coord, L, stride_=None):
+    """``crd2idx(coord, layout)`` or ``crd2idx(coord, shape, stride=None)``."""
+    if isinstance(L, Layout):
+        coord = _to_tuple(coord)
+        _check(coord, "crd2idx", "coord")
+        _check_coord_profile(coord, L.shape, "crd2idx")
+        return it._crd2idx(coord, L.shape, L.stride)
+    return it.crd2idx(coord, L, stride_)
+
+
+def _check_coord_profile(c, s, op):
+    """Coordinates must be weakly congruent to the shape and in range (CuTe: UB otherwise)."""
+    if isinstance(c, tuple):
+        if not isinstance(s, tuple) or len(c) != len(s):
+            raise IntTupleError(op, "coord", "does not match the layout's profile",
+                                expected=fmt_int_tuple(s), actual=fmt_int_tuple(c))
+        for a, b in _zip(c, s):
+            _check_coord_profile(a, b, op)
+    elif isinstance(c, int):
+        n = product(s)
+        if isinstance(n, int) and not (0 <= c < n):
+            raise IntTupleError(op, "coord", f"is out of range for a mode of size {n}",
+                                expected=f"0 <= coord < {n}", actual=c)
+
+
+def _slice(c, L: Layout) -> Layout:
+    if is_underscore(c):
+        return L
+    return Layout(it.slice_(c, L.shape), it.slice_(c, L.stride))
+
+
+def _zero_underscores(c):
+    if isinstance(c, tuple):
+        return tuple(_zero_underscores(a) for a in c)
+    return 0 if is_underscore(c) else c
+
+
+def slice_and_offset(coord, L):
+    """``(L(coord), offset)`` for a slicing coordinate: the sub-layout of the ``_`` modes and the
+    index of the coordinate with every ``_`` set to 0. Law: ``L(c) == sub(c_) + offset``."""
+    coord = _to_tuple(coord)
+    L = _unwrap_obj(L)
+    if not isinstance(L, Layout) and hasattr(L, "slice_and_offset"):
+        return L.slice_and_offset(coord)
+    _check(coord, "slice_and_offset", "coord", allow_underscore=True)
+    if isinstance(coord, tuple) and not isinstance(L.shape, tuple):
+        raise IntTupleError("slice_and_offset", "coord", "is a tuple but the layout has rank 1",
+                            expected=fmt_int_tuple(L.shape), actual=fmt_int_tuple(coord))
+    z = _zero_underscores(coord)
+    _check_coord_profile(z, L.shape, "slice_and_offset")
+    return _slice(coord, L), it._crd2idx(z, L.shape, L.stride)
+
+
+def get_hier_coord(L, idx):
+    """The hierarchical coordinate of index ``idx`` of a compact layout: ``idx2crd(idx, shape, stride)``."""
+    L = _as_layout(L, "get_hier_coord", "layout")
+    return it.idx2crd(idx, L.shape, L.stride)
+
+
+def get_flat_coord(L, idx):
+    """The rank-R coordinate (one 1-D coordinate per top-level mode) of index ``idx`` of a
+    compact layout: ``crd2crd(get_hier_coord(idx), shape, (1,)*R)``."""
+    L = _as_layout(L, "get_flat_coord", "layout")
+    hc = get_hier_coord(L, idx)
+    if isinstance(L.shape, tuple):
+        return tuple(it.crd2idx(c, s) for c, s in _zip(hc, L.shape))
+    return hc
+
+
+def get_1d_coord(L, idx):
+    """The 1-D (colexicographic) coordinate of index ``idx`` of a compact layout."""
+    L = _as_layout(L, "get_1d_coord", "layout")
+    return it.crd2idx(get_hier_coord(L, idx), L.shape)
+
+
+# ---------------------------------------------------------------------------------------------
+# Mode manipulation
+
+
+def _modes(L: Layout):
+    if isinstance(L.shape, tuple):
+        return [Layout(s, d) for s, d in _zip(L.shape, L.stride)]
+    return [L]
+
+
+def _from_modes(modes) -> Layout:
+    return Layout(tuple(m.shape for m in modes), tuple(m.stride for m in modes))
+
+
+def _range_check(op, B, E, R):
+    if not (0 <= B < E <= R):
+        raise LayoutError(op, "range", f"[{B}, {E}) is empty or outside the rank {R}",
+                          expected=f"0 <= begin < end <= {R}", actual=(B, E))
+
+
+def select(L, *modes):
+    """The layout of the listed modes, in that order: ``select(L, 2, 0)``."""
+    L = _as_layout(L, "select", "layout")
+    if len(modes) == 1 and isinstance(modes[0], (tuple, list)):
+        modes = tuple(modes[0])
+    ms = _modes(L)
+    for m in modes:
+        if not isinstance(m, int) or not -len(ms) <= m < len(ms):
+            raise LayoutError("select", "modes", f"mode {m} is out of range for rank {len(ms)}", actual=modes)
+    return _from_modes([ms[m] for m in modes])
+
+
+def take(L, begin, end):
+    """Modes ``[begin, end)`` of ``L`` (CuTe's ``take<B,E>``), always a tuple layout."""
+    L = _as_layout(L, "take", "layout")
+    ms = _modes(L)
+    _range_check("take", begin, end, len(ms))
+    return _from_modes(ms[begin:end])
+
+
+def group(L, begin, end):
+    """Wrap modes ``[begin, end)`` into one mode (CuTe's ``group<B,E>``)."""
+    L = _as_layout(L, "group", "layout")
+    ms = _modes(L)
+    _range_check("group", begin, end, len(ms))
+    mid = _from_modes(ms[begin:end])
+    return _from_modes(ms[:begin] + [mid] + ms[end:])
+
+
+def append(L, x=None, n=None):
+    """Append ``x`` (default ``1:0``) as a new last mode; with ``n``, pad with ``x`` up to rank ``n``."""
+    L = _as_layout(L, "append", "layout")
+    x = Layout(1, 0) if x is None else _as_layout(x, "append", "x")
+    ms = _modes(L) if isinstance(L.shape, tuple) else [L]
+    if n is None:
+        return _from_modes(ms + [x])
+    if n < len(ms):
+        raise LayoutError("append", "n", f"is smaller than the rank {len(ms)}", actual=n)
+    if n == 1 and not isinstance(L.shape, tuple):
+        return L
+    if n == len(ms) and isinstance(L.shape, tuple):
+        return L
+    return _from_modes(ms + [x] * (n - len(ms)))
+
+
+def prepend(L, x=None, n=None):
+    """Prepend ``x`` (default ``1:0``) as a new first mode; with ``n``, pad in front up to rank ``n``."""
+    L = _as_layout(L, "prepend", "layout")
+    x = Layout(1, 0) if x is None else _as_layout(x, "prepend", "x")
+    ms = _modes(L)
+    if n is None:
+        return _from_modes([x] + ms)
+    if n < len(ms):
+        raise LayoutError("prepend", "n", f"is smaller than the rank {len(ms)}", actual=n)
+    if n == 1 and not isinstance(L.shape, tuple):
+        return L
+    if n == len(ms) and isinstance(L.shape, tuple):
+        return L
+    return _from_modes([x] * (n - len(ms)) + ms)
+
+
+def replace(L, i, x):
+    """Replace mode ``i`` of ``L`` by the layout ``x``."""
+    L = _as_layout(L, "replace", "layout")
+    x = _as_layout(x, "replace", "x")
+    ms = _modes(L)
+    if not -len(ms) <= i < len(ms):
+        raise LayoutError("replace", "i", f"is out of range for rank {len(ms)}", actual=i)
+    ms[i] = x
+    if len(ms) == 1 and not isinstance(L.shape, tuple):
+        return x
+    return _from_modes(ms)
+
+
+def remove(L, i):
+    """Remove mode ``i`` of ``L``."""
+    L = _as_layout(L, "remove", "layout")
+    ms = _modes(L)
+    if not -len(ms) <= i < len(ms):
+        raise LayoutError("remove", "i", f"is out of range for rank {len(ms)}", actual=i)
+    del ms[i]
+    return _from_modes(ms)
+
+
+def _zip_t(t):
+    if isinstance(t, tuple):
+        if t and isinstance(t[0], tuple):
+            n = len(t[0])
+            for x in t:
+                if not isinstance(x, tuple) or len(x) < n:
+                    raise LayoutError("zip", "layout", "modes have mismatched ranks", actual=fmt_int_tuple(t))
+            return tuple(tuple(x[j] for x in t) for j in range(n))
+        return (t,)
+    return t
+
+
+def zip(*layouts):
+    """Transpose a rank-R-of-rank-K layout into rank-K-of-rank-R: ``zip(((a,b),(c,d))) -> ((a,c),(b,d))``.
+
+    With two or more layouts, zips their modes: ``zip(A, B)`` pairs ``A_i`` with ``B_i``.
+    """
+    if len(layouts) == 1:
+        L = _as_layout(layouts[0], "zip", "layout")
+        return Layout(_zip_t(L.shape), _zip_t(L.stride))
+    Ls = [_as_layout(L, "zip", "layout") for L in layouts]
+    return Layout(_zip_t(tuple(L.shape for L in Ls)), _zip_t(tuple(L.stride for L in Ls)))
+
+
+def zip2_by(t, guide):
+    """Split each mode of ``t`` by the guide's profile and gather the halves:
+    ``((A,a),((B,b),(C,c)),d)`` with guide ``(_,(_,_))`` gives ``((A,(B,C)),(a,(b,c),d))``."""
+    if isinstance(guide, tuple):
+        if not isinstance(t, tuple) or len(t) < len(guide):
+            raise LayoutError("zip2_by", "guide", "has more modes than the layout", actual=guide)
+        split = [zip2_by(t[i], guide[i]) for i in range(len(guide))]
+        return (tuple(s[0] for s in split), tuple(s[1] for s in split) + tuple(t[len(guide):]))
+    if not isinstance(t, tuple) or len(t) != 2:
+        raise LayoutError("zip2_by", "layout", "mode is not a (tile, rest) pair", actual=fmt_int_tuple(t))
+    return t
+
+
+def tile_unzip(L, tiler):
+    """Gather the tile and rest parts of a by-mode divided/multiplied layout: ``((tiles...),(rests...))``."""
+    L = _as_layout(L, "tile_unzip", "layout")
+    if isinstance(tiler, Layout) or not isinstance(tiler, tuple):
+        return L
+    return Layout(zip2_by(L.shape, tiler), zip2_by(L.stride, tiler))
+
+
+def with_shape(L, shape_):
+    """``composition(L, make_layout(shape))``."""
+    from .algebra import composition
+    return composition(L, make_layout(_to_tuple(shape_)))
+
+
+def transform_layout(f, *layouts):
+    """Apply ``f`` mode by mode; with two layouts, tail modes of the longer are kept."""
+    if len(layouts) == 1:
+        return _concat([f(m) for m in _modes(layouts[0])])
+    a, b = _modes(layouts[0]), _modes(layouts[1])
+    R = min(len(a), len(b))
+    return _concat([f(a[i], b[i]) for i in range(R)] + a[R:] + b[R:])
+
+
+def _concat(modes) -> Layout:
+    """CuTe's make_layout(L0, L1, ...): modes become the top-level modes (one layout is wrapped)."""
+    return Layout(tuple(m.shape for m in modes), tuple(m.stride for m in modes))

@@ -1,0 +1,139 @@
+"""Printing and parsing layouts in CuTe's notation.
+
+``print_layout`` reproduces CuTe's 2-D table; ``parse_layout`` reads ``"((2,2),4):((1,4),2)"``
+back (law: ``parse_layout(str(L)) == L``).
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+
+from .errors import ParseError
+from .layout import Layout, fmt_int_tuple
+from . import int_tuple as it
+
+__all__ = ["print_layout", "format_layout", "parse_layout", "parse_int_tuple"]
+
+
+def format_layout(L) -> str:
+    """The text CuTe's ``print_layout`` prints for a rank-2 layout.
+
+    Other ranks: rank 1 is shown as ``(size, 1)``; ranks above 2 group modes ``1..R-1`` into
+    the column mode, and the header line says so.
+    """
+    if not isinstance(L, Layout):
+        inner = getattr(L, "layout", None)
+        if not isinstance(inner, Layout) and not hasattr(L, "shape"):
+            from .errors import LayoutError
+            raise LayoutError("print_layout", "layout", "must be a Layout", actual=repr(L))
+    header = str(L)
+    R = it.rank(L.shape)
+    note = ""
+    if R == 1:
+        from .layout import make_layout
+        L2 = make_layout(L, Layout(1, 0))
+        note = "  [rank 1: shown as (size,1)]"
+    elif R > 2:
+        from .layout import group
+        L2 = group(L, 1, R)
+        note = f"  [rank {R}: modes 1..{R - 1} grouped as columns]"
+    else:
+        L2 = L
+    M, N = it.product(L2.shape[0]), it.product(L2.shape[1])
+    vals = [[L2((m, n)) for n in range(N)] for m in range(M)]
+    width = max([len(str(v)) for row in vals for v in row] + [len(str(N - 1)), 1])
+    w = max(width, 2) + 1
+    lines = [header + note]
+    lines.append(" " * 5 + "".join(f"{n:>{w}}  " for n in range(N)).rstrip(" ") + " ")
+    sep = " " * 4 + "+" + ("-" * (w + 1) + "+") * N
+    lines.append(sep)
+    for m in range(M):
+        lines.append(f"{m:>2}  |" + "".join(f"{v:>{w}} |" for v in vals[m]))
+        lines.append(sep)
+    return "\n".join(lines)
+
+
+def print_layout(L, file=None) -> None:
+    """Print ``L`` and its 2-D table exactly as CuTe's ``print_layout`` does (rank 2)."""
+    print(format_layout(L), file=file or sys.stdout)
+
+
+_TOKEN = re.compile(r"\s*(?:(\()|(\))|(,)|(:)|(-?\d+)|(_)|([A-Za-z][A-Za-z0-9_]*))")
+
+
+def _parse_tuple(text: str, pos: int, symbols):
+    m = _TOKEN.match(text, pos)
+    if not m:
+        raise ParseError("parse_layout", "text", f"unexpected character at {pos}", actual=text)
+    if m.group(1):
+        items = []
+        pos = m.end()
+        while True:
+            item, pos = _parse_tuple(text, pos, symbols)
+            items.append(item)
+            m2 = _TOKEN.match(text, pos)
+            if m2 and m2.group(3):
+                pos = m2.end()
+                continue
+            if m2 and m2.group(2):
+                return tuple(items), m2.end()
+            raise ParseError("parse_layout", "text", f"expected ',' or ')' at {pos}", actual=text)
+    if m.group(5):
+        return int(m.group(5)), m.end()
+    if m.group(6):
+        # CuTe prints static ints as _N; accept "_4" and a bare "_".
+        m2 = re.compile(r"(-?\d+)").match(text, m.end())
+        if m2:
+            return int(m2.group(1)), m2.end()
+        return it._, m.end()
+    if m.group(7):
+        name = m.group(7)
+        import sympy
+        if name not in symbols:
+            symbols[name] = sympy.Symbol(name, integer=True, positive=True)
+        return symbols[name], m.end()
+    raise ParseError("parse_layout", "text", f"unexpected token at {pos}", actual=text)
+
+
+def parse_int_tuple(text: str):
+    """Read an IntTuple such as ``"(4,(2,3))"``; ``_N`` (CuTe's static ints) reads as ``N``."""
+    if not isinstance(text, str):
+        raise ParseError("parse_int_tuple", "text", "must be a str", actual=type(text).__name__)
+    val, pos = _parse_tuple(text, 0, {})
+    if text[pos:].strip():
+        raise ParseError("parse_int_tuple", "text", f"has trailing text {text[pos:]!r}", actual=text)
+    return val
+
+
+def parse_layout(text: str) -> Layout:
+    """Read CuTe's printed notation ``shape:stride`` back into a :class:`Layout`.
+
+    Accepts ``"((2,2),4):((1,4),2)"``, ``"8:1"``, C++'s ``"(_4,_2):(_1,_4)"`` and a bare shape
+    (compact strides). Names (``M``) become positive integer sympy symbols.
+    Law: ``parse_layout(str(L)) == L``.
+    """
+    if not isinstance(text, str):
+        raise ParseError("parse_layout", "text", "must be a str", actual=type(text).__name__)
+    if not text.strip():
+        raise ParseError("parse_layout", "text", "is empty", actual=repr(text))
+    symbols: dict = {}
+    try:
+        shape, pos = _parse_tuple(text, 0, symbols)
+    except RecursionError:  # pragma: no cover - absurd nesting
+        raise ParseError("parse_layout", "text", "is nested too deeply", actual=text[:40]) from None
+    rest = text[pos:].strip()
+    if not rest:
+        return Layout(shape)
+    if not rest.startswith(":"):
+        raise ParseError("parse_layout", "text", f"expected ':' after the shape, found {rest[:10]!r}",
+                         actual=text)
+    stride, pos2 = _parse_tuple(rest, 1, symbols)
+    if rest[pos2:].strip():
+        raise ParseError("parse_layout", "text", f"has trailing text {rest[pos2:]!r}", actual=text)
+    if it.has_underscore(shape) or it.has_underscore(stride):
+        raise ParseError("parse_layout", "text", "contains '_' where an integer is required", actual=text)
+    if not it.congruent(shape, stride):
+        raise ParseError("parse_layout", "text", "shape and stride are not congruent",
+                         expected=fmt_int_tuple(shape), actual=fmt_int_tuple(stride))
+    return Layout(shape, stride)
