@@ -10,7 +10,7 @@ import re
 import sys
 
 from .errors import ParseError
-from .layout import Layout, fmt_int_tuple
+from .layout import Layout, cosize, fmt_int_tuple
 from . import int_tuple as it
 
 __all__ = ["print_layout", "format_layout", "parse_layout", "parse_int_tuple"]
@@ -41,16 +41,17 @@ def format_layout(L) -> str:
     else:
         L2 = L
     M, N = it.product(L2.shape[0]), it.product(L2.shape[1])
-    vals = [[L2((m, n)) for n in range(N)] for m in range(M)]
-    width = max([len(str(v)) for row in vals for v in row] + [len(str(N - 1)), 1])
-    w = max(width, 2) + 1
+    # CuTe (util/print_tensor.hpp): idx_width = num_digits(cosize) + 2, values "%*d" in
+    # idx_width-2 columns, separators "+" followed by idx_width dashes.
+    d = max(len(str(cosize(L2))), 1) if cosize(L2) > 0 else 1
+    width = d + 2
     lines = [header + note]
-    lines.append(" " * 5 + "".join(f"{n:>{w}}  " for n in range(N)).rstrip(" ") + " ")
-    sep = " " * 4 + "+" + ("-" * (w + 1) + "+") * N
-    lines.append(sep)
+    lines.append("    " + "".join(f"  {n:>{d}d} " for n in range(N)))
+    sep = "    " + ("+" + "-" * width) * N + "+"
     for m in range(M):
-        lines.append(f"{m:>2}  |" + "".join(f"{v:>{w}} |" for v in vals[m]))
         lines.append(sep)
+        lines.append(f"{m:>2d}  " + "".join(f"| {L2((m, n)):>{d}d} " for n in range(N)) + "|")
+    lines.append(sep)
     return "\n".join(lines)
 
 
