@@ -1,0 +1,152 @@
+"""PTX wrappers the epilogue emits (a static prelude; names prefixed ``cute_epi_``).
+
+mbarrier (init / arrive / arrive.expect_tx / try_wait.parity spin), TMA 2-D load and store,
+bulk async-group commit / wait, ``fence.proxy.async``, named barriers, ``stmatrix``, and
+``cp.async`` for the SM80 variant.
+"""
+
+__all__ = ["PRELUDE_COMMON", "PRELUDE_SM90", "PRELUDE_SM80"]
+
+PRELUDE_COMMON = r"""
+#ifndef INFINITY
+#define INFINITY __int_as_float(0x7f800000)
+#endif
+typedef unsigned int cute_u32;
+typedef unsigned long long cute_u64;
+
+__device__ __forceinline__ cute_u32 cute_epi_smem_u32(const void* p) {
+  return static_cast<cute_u32>(__cvta_generic_to_shared(p));
+}
+__device__ __forceinline__ void cute_epi_named_bar(int id, int nthreads) {
+  asm volatile("bar.sync %0, %1;" :: "r"(id), "r"(nthreads) : "memory");
+}
+__device__ __forceinline__ cute_u32 cute_epi_lds32(cute_u32 a) {
+  cute_u32 v; asm volatile("ld.shared.b32 %0, [%1];" : "=r"(v) : "r"(a) : "memory"); return v;
+}
+__device__ __forceinline__ unsigned short cute_epi_lds16(cute_u32 a) {
+  unsigned short v; asm volatile("ld.shared.b16 %0, [%1];" : "=h"(v) : "r"(a) : "memory"); return v;
+}
+__device__ __forceinline__ float2 cute_epi_lds64f(cute_u32 a) {
+  float2 v; asm volatile("ld.shared.v2.f32 {%0, %1}, [%2];" : "=f"(v.x), "=f"(v.y) : "r"(a) : "memory");
+  return v;
+}
+__device__ __forceinline__ float cute_epi_lds32f(cute_u32 a) {
+  float v; asm volatile("ld.shared.f32 %0, [%1];" : "=f"(v) : "r"(a) : "memory"); return v;
+}
+__device__ __forceinline__ void cute_epi_sts32(cute_u32 a, cute_u32 v) {
+  asm volatile("st.shared.b32 [%0], %1;" :: "r"(a), "r"(v) : "memory");
+}
+__device__ __forceinline__ void cute_epi_sts16(cute_u32 a, unsigned short v) {
+  asm volatile("st.shared.b16 [%0], %1;" :: "r"(a), "h"(v) : "memory");
+}
+__device__ __forceinline__ void cute_epi_sts64f(cute_u32 a, float x, float y) {
+  asm volatile("st.shared.v2.f32 [%0], {%1, %2};" :: "r"(a), "f"(x), "f"(y) : "memory");
+}
+__device__ __forceinline__ void cute_epi_sts32f(cute_u32 a, float x) {
+  asm volatile("st.shared.f32 [%0], %1;" :: "r"(a), "f"(x) : "memory");
+}
+__device__ __forceinline__ cute_u32 cute_epi_pack_half2(float lo, float hi) {
+  cute_u32 r; asm("cvt.rn.f16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo)); return r;
+}
+__device__ __forceinline__ cute_u32 cute_epi_pack_bf162(float lo, float hi) {
+  cute_u32 r; asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo)); return r;
+}
+__device__ __forceinline__ unsigned short cute_epi_pack_half(float a) {
+  unsigned short h; asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(a)); return h;
+}
+__device__ __forceinline__ unsigned short cute_epi_pack_bf16(float a) {
+  unsigned short h; asm("cvt.rn.bf16.f32 %0, %1;" : "=h"(h) : "f"(a)); return h;
+}
+__device__ __forceinline__ float cute_epi_unpack_half(unsigned short h) {
+  float f; asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(h)); return f;
+}
+__device__ __forceinline__ float cute_epi_unpack_bf16(unsigned short h) {
+  return __uint_as_float(static_cast<cute_u32>(h) << 16);
+}
+__device__ __forceinline__ float2 cute_epi_unpack_half2(cute_u32 w) {
+  return make_float2(cute_epi_unpack_half(static_cast<unsigned short>(w & 0xffffu)),
+                     cute_epi_unpack_half(static_cast<unsigned short>(w >> 16)));
+}
+__device__ __forceinline__ float2 cute_epi_unpack_bf162(cute_u32 w) {
+  return make_float2(__uint_as_float(w << 16), __uint_as_float(w & 0xffff0000u));
+}
+"""
+
+PRELUDE_SM90 = r"""
+struct alignas(64) CuteTmaDesc { cute_u64 opaque[16]; };
+
+__device__ __forceinline__ void cute_epi_mbar_init(cute_u32 bar, int count) {
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" :: "r"(bar), "r"(count) : "memory");
+}
+__device__ __forceinline__ void cute_epi_fence_mbar_init() {
+  asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+}
+__device__ __forceinline__ void cute_epi_mbar_wait(cute_u32 bar, cute_u32 phase) {
+  asm volatile(
+    "{\n .reg .pred P1;\n"
+    "LAB_WAIT:\n"
+    " mbarrier.try_wait.parity.shared::cta.b64 P1, [%0], %1, 0x989680;\n"
+    " @P1 bra DONE;\n bra LAB_WAIT;\n"
+    "DONE:\n}\n" :: "r"(bar), "r"(phase) : "memory");
+}
+__device__ __forceinline__ void cute_epi_mbar_arrive(cute_u32 bar) {
+  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" :: "r"(bar) : "memory");
+}
+__device__ __forceinline__ void cute_epi_mbar_arrive_expect_tx(cute_u32 bar, cute_u32 bytes) {
+  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;"
+               :: "r"(bar), "r"(bytes) : "memory");
+}
+__device__ __forceinline__ void cute_epi_tma_load_2d(const CuteTmaDesc* desc, cute_u32 dst,
+                                                     cute_u32 bar, int x, int y) {
+  asm volatile(
+    "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes"
+    " [%0], [%1, {%3, %4}], [%2];"
+    :: "r"(dst), "l"(reinterpret_cast<cute_u64>(desc)), "r"(bar), "r"(x), "r"(y) : "memory");
+}
+__device__ __forceinline__ void cute_epi_tma_store_2d(const CuteTmaDesc* desc, cute_u32 src,
+                                                      int x, int y) {
+  asm volatile(
+    "cp.async.bulk.tensor.2d.global.shared::cta.bulk_group [%0, {%2, %3}], [%1];"
+    :: "l"(reinterpret_cast<cute_u64>(desc)), "r"(src), "r"(x), "r"(y) : "memory");
+}
+__device__ __forceinline__ void cute_epi_bulk_commit() {
+  asm volatile("cp.async.bulk.commit_group;" ::: "memory");
+}
+template <int N> __device__ __forceinline__ void cute_epi_bulk_wait_read() {
+  asm volatile("cp.async.bulk.wait_group.read %0;" :: "n"(N) : "memory");
+}
+template <int N> __device__ __forceinline__ void cute_epi_bulk_wait() {
+  asm volatile("cp.async.bulk.wait_group %0;" :: "n"(N) : "memory");
+}
+__device__ __forceinline__ void cute_epi_fence_proxy_async() {
+  asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+}
+__device__ __forceinline__ void cute_epi_prefetch_tma(const CuteTmaDesc* desc) {
+  asm volatile("prefetch.tensormap [%0];" :: "l"(reinterpret_cast<cute_u64>(desc)) : "memory");
+}
+__device__ __forceinline__ void cute_epi_stmatrix_x4(cute_u32 a, cute_u32 r0, cute_u32 r1,
+                                                     cute_u32 r2, cute_u32 r3) {
+  asm volatile("stmatrix.sync.aligned.x4.m8n8.shared.b16 [%0], {%1, %2, %3, %4};"
+               :: "r"(a), "r"(r0), "r"(r1), "r"(r2), "r"(r3) : "memory");
+}
+"""
+
+PRELUDE_SM80 = r"""
+__device__ __forceinline__ void cute_epi_cp_async16(cute_u32 dst, const void* src, bool pred) {
+  int n = pred ? 16 : 0;
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;"
+               :: "r"(dst), "l"(src), "r"(n) : "memory");
+}
+__device__ __forceinline__ void cute_epi_cp_async_commit() {
+  asm volatile("cp.async.commit_group;" ::: "memory");
+}
+template <int N> __device__ __forceinline__ void cute_epi_cp_async_wait() {
+  asm volatile("cp.async.wait_group %0;" :: "n"(N) : "memory");
+}
+__device__ __forceinline__ uint4 cute_epi_lds128(cute_u32 a) {
+  uint4 v;
+  asm volatile("ld.shared.v4.b32 {%0, %1, %2, %3}, [%4];"
+               : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "r"(a) : "memory");
+  return v;
+}
+"""

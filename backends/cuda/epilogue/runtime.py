@@ -1,0 +1,166 @@
+"""Running epilogue kernels: TMA descriptors encoded by the driver (``cuTensorMapEncodeTiled``
+through ``libcuda``), a driver-API launcher that passes them as ``__grid_constant__``
+parameters, and :class:`EpilogueTestKernel` — the standalone kernel that proves the epilogue on
+its own (accumulator read from global memory, then the full smem-staged / TMA path).
+"""
+
+from __future__ import annotations
+
+import ctypes
+from functools import lru_cache
+
+import numpy as np
+
+from cute_py.epilogue import evt
+from cute_py.errors import LaunchError
+
+from .sm90 import EpilogueConfig, Sm90Epilogue, build_test_kernel_source, dtype_bytes
+
+__all__ = ["encode_tma_2d", "DriverKernel", "EpilogueTestKernel"]
+
+_TMA_DTYPE = {"float16": 6, "float32": 7, "bfloat16": 9}
+_TMA_SWIZZLE = {0: 0, 32: 1, 64: 2, 128: 3}
+_NP_DTYPE = {"float16": np.float16, "bfloat16": np.uint16, "float32": np.float32}
+
+
+@lru_cache(maxsize=1)
+def _libcuda():
+    lib = ctypes.CDLL("libcuda.so.1")
+    return lib
+
+
+def _check(res, what):
+    if res != 0:
+        raise LaunchError("epilogue", what, f"CUDA driver call failed with CUresult {res}")
+
+
+def encode_tma_2d(ptr: int, dtype: str, rows: int, cols: int, ld: int, box_rows: int,
+                  box_cols: int, swizzle_bytes: int) -> bytes:
+    """A 128-byte ``CUtensorMap`` for a row-major ``rows x cols`` matrix (leading dimension
+    ``ld`` elements) read/written in ``box_rows x box_cols`` boxes with the given swizzle.
+    Raises LaunchError when TMA cannot address the matrix (16-byte alignment of the base and of
+    the row pitch)."""
+    eb = dtype_bytes(dtype)
+    if ptr % 16:
+        raise LaunchError("encode_tma_2d", "ptr", "must be 16-byte aligned for TMA", actual=ptr)
+    if (ld * eb) % 16:
+        raise LaunchError("encode_tma_2d", "ld", "row pitch must be a multiple of 16 bytes "
+                          "for TMA", expected="ld * sizeof(T) % 16 == 0", actual=ld * eb)
+    tmap = (ctypes.c_uint64 * 16)()
+    dims = (ctypes.c_uint64 * 2)(cols, rows)
+    strides = (ctypes.c_uint64 * 1)(ld * eb)
+    box = (ctypes.c_uint32 * 2)(box_cols, box_rows)
+    estr = (ctypes.c_uint32 * 2)(1, 1)
+    res = _libcuda().cuTensorMapEncodeTiled(
+        ctypes.byref(tmap), _TMA_DTYPE[dtype], 2, ctypes.c_void_p(ptr), dims, strides, box, estr,
+        0, _TMA_SWIZZLE[swizzle_bytes], 2, 0)
+    _check(res, "cuTensorMapEncodeTiled")
+    return bytes(tmap)
+
+
+class DriverKernel:
+    """A kernel loaded from a CUBIN with the driver API; ``launch(grid, block, smem, args)``
+    where args are ``(kind, value)`` with kind tmap (bytes), ptr (int), float, int."""
+
+    def __init__(self, cubin: bytes, name: str):
+        lib = _libcuda()
+        self._cubin = ctypes.create_string_buffer(cubin, len(cubin))
+        self.module = ctypes.c_void_p()
+        _check(lib.cuModuleLoadData(ctypes.byref(self.module), self._cubin), "cuModuleLoadData")
+        self.func = ctypes.c_void_p()
+        _check(lib.cuModuleGetFunction(ctypes.byref(self.func), self.module, name.encode()),
+               "cuModuleGetFunction")
+        self._smem_set = 0
+
+    def launch(self, grid, block, smem, args, stream=0):
+        lib = _libcuda()
+        if smem > self._smem_set:
+            _check(lib.cuFuncSetAttribute(self.func, 8, ctypes.c_int(smem)),
+                   "cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES)")
+            self._smem_set = smem
+        holders = []
+        for kind, value in args:
+            if kind == "tmap":
+                holders.append((ctypes.c_uint64 * 16).from_buffer_copy(value))
+            elif kind == "ptr":
+                holders.append(ctypes.c_uint64(value))
+            elif kind == "float":
+                holders.append(ctypes.c_float(value))
+            else:
+                holders.append(ctypes.c_int(value))
+        params = (ctypes.c_void_p * len(holders))(*[ctypes.addressof(h) for h in holders])
+        _check(lib.cuLaunchKernel(self.func, grid[0], grid[1], grid[2], block[0], block[1],
+                                  block[2], smem, ctypes.c_void_p(stream), params, None),
+               "cuLaunchKernel")
+
+
+def _ptr(a) -> int:
+    return int(a.data.ptr) if hasattr(a, "data") and hasattr(a.data, "ptr") else \
+        int(a.__cuda_array_interface__["data"][0])
+
+
+def _check_matrix(name, a, M, N, dtype):
+    want = np.dtype(_NP_DTYPE[dtype])
+    if a.dtype != want:
+        raise LaunchError("epilogue", name, "has the wrong dtype", expected=str(want),
+                          actual=str(a.dtype))
+    if tuple(a.shape) != (M, N) or a.strides[1] != a.itemsize:
+        raise LaunchError("epilogue", name, "must be a row-major M x N matrix",
+                          expected=(M, N), actual=(tuple(a.shape), a.strides))
+    return a.strides[0] // a.itemsize
+
+
+class EpilogueTestKernel:
+    """The standalone SM90 epilogue kernel for one :class:`EpilogueConfig`.
+
+    ``k(acc, D, **tensors)``: ``acc`` a float32 M x N CuPy array (the accumulator the GEMM would
+    have), ``D`` the output (float16 / uint16 bits for bfloat16 / float32), tensors as for
+    :func:`cute_py.epilogue.evt.evaluate` plus the side outputs (aux stores, reductions — the
+    latter are reset to their identity before the launch)."""
+
+    def __init__(self, cfg: EpilogueConfig, arch: str = "sm_90a"):
+        from ..compiler import compile_module
+        self.cfg = cfg
+        self.epi = Sm90Epilogue(cfg)
+        self.source, self.name = build_test_kernel_source(self.epi)
+        self.module = compile_module(self.source, arch=arch)
+        self._kernel = None
+
+    @property
+    def resources(self):
+        return self.module.resources_for(self.name)
+
+    def __call__(self, acc, D, **tensors):
+        cfg, epi = self.cfg, self.epi
+        M, N = D.shape
+        bound = evt.bind_arguments(cfg.tree, M, N, tensors, op="EpilogueTestKernel",
+                                   need_outputs=True)
+        if tuple(acc.shape) != (M, N) or acc.dtype != np.float32:
+            raise LaunchError("EpilogueTestKernel", "acc", "must be float32 M x N",
+                              expected=(M, N), actual=(tuple(acc.shape), str(acc.dtype)))
+        em, en = epi.epi_m, epi.epi_n
+        args = [("ptr", _ptr(acc)), ("int", M), ("int", N)]
+        for p in epi.params():
+            if p.kind == "tmap":
+                a = D if p.tensor == "D" else bound[p.tensor]
+                ld = _check_matrix(p.tensor, a, M, N, p.dtype)
+                args.append(("tmap", encode_tma_2d(_ptr(a), p.dtype, M, N, ld, em, en,
+                                                   en * dtype_bytes(p.dtype))))
+            elif p.kind == "ptr":
+                a = bound[p.tensor]
+                role = cfg.tree.signature[p.tensor][0]
+                if role.split(":")[0] in ("row_reduce", "col_reduce", "scalar_reduce"):
+                    a.fill(evt.reduction_identity(role.split(":")[1]))
+                want = np.dtype(_NP_DTYPE[p.dtype])
+                if a.dtype != want:
+                    raise LaunchError("EpilogueTestKernel", p.tensor, "has the wrong dtype",
+                                      expected=str(want), actual=str(a.dtype))
+                args.append(("ptr", _ptr(a)))
+            elif p.kind == "float":
+                args.append(("float", float(bound[p.tensor])))
+        if self._kernel is None:
+            self._kernel = DriverKernel(self.module.cubin, self.name)
+        grid = (-(-N // cfg.tile_n), -(-M // cfg.tile_m), 1)
+        block = (cfg.fragment.num_threads + 32, 1, 1)
+        self._kernel.launch(grid, block, epi.smem_bytes + 1024, args)
+        return D

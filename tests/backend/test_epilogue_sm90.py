@@ -1,0 +1,295 @@
+"""The SM90 TMA warp-specialized epilogue: lowering, fragment analysis, bank conflicts, CPU
+compile tests for sm_90a (every valid StagesC/StagesD/ReuseSmemC/DelayTmaStore combination,
+every EVT node), and GPU tests against the NumPy float64 reference of ``evt.evaluate``."""
+
+import itertools
+import shutil
+
+import numpy as np
+import pytest
+
+from cute_py.epilogue import evt
+from cute_py.epilogue.evt import (AccFetch, AuxLoad, AuxStore, ColBroadcast, ColReduction,
+                                  Compute, RowBroadcast, RowReduction, ScalarBroadcast,
+                                  ScalarReduction, SrcFetch)
+from cute_py.errors import LaunchError, LayoutError
+
+epi_mod = pytest.importorskip("cute_py.backends.cuda.epilogue.sm90")
+from cute_py.backends.cuda.epilogue.fragment import (bank_wavefronts, mma_sm80_fragment,  # noqa
+                                                      wgmma_fragment)
+from cute_py.backends.cuda.epilogue.lower import lower_tree  # noqa: E402
+from cute_py.backends.cuda.epilogue.sm90 import (EpilogueConfig, Sm90Epilogue,  # noqa: E402
+                                                 build_test_kernel_source, swizzle_offset,
+                                                 valid_option_combinations)
+
+try:
+    from cute_py.backends.cuda.device import has_gpu
+    HAS_GPU = has_gpu()
+except Exception:  # pragma: no cover
+    HAS_GPU = False
+
+
+def _have_compiler():
+    try:
+        import cuda.bindings.nvrtc  # noqa: F401
+        return True
+    except Exception:
+        return shutil.which("nvcc") is not None
+
+
+needs_compiler = pytest.mark.skipif(not _have_compiler(), reason="no NVRTC or nvcc")
+
+FR = wgmma_fragment(2, 128)
+
+# one tree per node kind (and the ready-made trees)
+NODE_TREES = {
+    "acc": AccFetch(),
+    "lincomb": evt.linear_combination(),
+    "scalar_ptr": AccFetch() * ScalarBroadcast("s", ptr=True),
+    "row_bias_relu": evt.lin_comb_bias_elt_act("relu", bias="col"),
+    "col_bias_gelu": evt.lin_comb_bias_elt_act("gelu", bias="row"),
+    "gelu_erf": evt.gelu_erf(AccFetch() + RowBroadcast("b", "float32")),
+    "silu_sigmoid": evt.silu(AccFetch()) + evt.sigmoid(SrcFetch("float16")),
+    "clamp_convert": evt.clamp(evt.convert(AccFetch() * 3.0, "bfloat16"), -1.0, 2.0),
+    "aux_load": AccFetch() - AuxLoad("z", "bfloat16"),
+    "aux_store": evt.lin_comb_bias_elt_act_aux("silu"),
+    "reductions": ScalarReduction(RowReduction(ColReduction(
+        evt.relu(AccFetch() + SrcFetch("float16")), "cs", "sum"), "rm", "max"), "amax", "absmax"),
+    "min_max": evt.maximum(evt.minimum(AccFetch(), 0.5), ColBroadcast("c", "float32")),
+}
+
+
+# -- CPU: lowering and analysis ------------------------------------------------------------------
+
+def test_lowering_is_deterministic_and_shares_subtrees():
+    x = AccFetch() * ScalarBroadcast("s")
+    t = x * evt.sigmoid(x)
+    a, b = lower_tree(t), lower_tree(AccFetch() * ScalarBroadcast("s") * evt.sigmoid(x))
+    assert a.source == b.source
+    assert a.source.count("(v0 * v1)") == 1            # x computed once
+    assert a.source.count("cute_epi_sigmoid(") == 1
+    assert a.scalars == ("s",)
+
+
+def test_lowered_roles():
+    lt = lower_tree(NODE_TREES["reductions"])
+    assert lt.loads == (("C", "float16"),)
+    assert {r[0]: r[1:] for r in lt.reductions} == {"cs": ("col", "sum"), "rm": ("row", "max"),
+                                                     "amax": ("scalar", "absmax")}
+    lt = lower_tree(NODE_TREES["aux_store"])
+    assert lt.stores == (("aux", "float16"),) and lt.rows == (("bias", "float16"),)
+
+
+@pytest.mark.parametrize("fr", [wgmma_fragment(1, 64), wgmma_fragment(2, 256),
+                                wgmma_fragment(1, 128, m_per_wg=128),
+                                mma_sm80_fragment(2, 2, 64, 32)])
+def test_fragment_thread_expressions_match_tables(fr):
+    for tid in range(fr.num_threads):
+        env = {"tid": tid}
+        assert eval(fr.m_thr_expr.replace("/", "//"), env) == fr.m_thr[tid]
+        assert eval(fr.n_thr_expr.replace("/", "//"), env) == fr.n_thr[tid]
+    coords = {fr.coord(t, v) for t in range(fr.num_threads) for v in range(fr.num_values)}
+    assert len(coords) == fr.num_threads * fr.num_values        # injective: a TV layout
+    assert fr.mma_warp_pattern()
+    assert fr.shuffle_masks("n") == [4, 8, 16] and fr.shuffle_masks("m") == [1, 2]
+
+
+def test_fragment_rejects_thread_dependent_subtiles():
+    with pytest.raises(LayoutError):
+        FR.values_in(0, 64, 0, 32)   # 64-row subtiles split the two warpgroups
+
+
+@pytest.mark.parametrize("rb", [32, 64, 128])
+def test_swizzle_is_a_16B_chunk_permutation(rb):
+    rows = 64
+    offs = [swizzle_offset(r, c, rb) for r in range(rows) for c in range(0, rb, 16)]
+    assert sorted(offs) == list(range(0, rows * rb, 16))
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+@pytest.mark.parametrize("fr, tn", [(wgmma_fragment(2, 128), 128), (wgmma_fragment(1, 256), 256),
+                                    (mma_sm80_fragment(4, 1, 32, 128), 128)])
+def test_r2s_is_conflict_free(dtype, fr, tn):
+    tm = max(fr.m_thr) + max(fr.m_val) + 1
+    epi = Sm90Epilogue(EpilogueConfig(AccFetch(), fr, tm, tn, element_d=dtype))
+    a = epi.r2s_wavefronts()
+    assert a["instr"] == "stmatrix.x4" and a["wavefronts"] == a["ideal"]
+
+
+def test_bank_model():
+    assert bank_wavefronts([4 * i for i in range(32)], 4) == 1
+    assert bank_wavefronts([128 * i for i in range(32)], 4) == 32
+    assert bank_wavefronts([16 * i for i in range(32)], 16) == 4
+
+
+@pytest.mark.parametrize("kw, arg", [
+    (dict(reuse_smem_c=True, tree=AccFetch()), "reuse_smem_c"),
+    (dict(reuse_smem_c=True, element_d="float32"), "reuse_smem_c"),
+    (dict(reuse_smem_c=True, delay_tma_store=True), "delay_tma_store"),
+    (dict(epi_n=24), "epilogue_tile"),
+    (dict(epi_n=8), "epi_n"),
+    (dict(stages_c=0), "stages"),
+])
+def test_invalid_configurations(kw, arg):
+    base = dict(tree=evt.linear_combination(), fragment=FR, tile_m=128, tile_n=128)
+    base.update(kw)
+    with pytest.raises(LaunchError) as e:
+        Sm90Epilogue(EpilogueConfig(**base))
+    assert e.value.arg == arg
+
+
+def test_config_is_hashable_cache_key():
+    a = EpilogueConfig(evt.linear_combination(), FR, 128, 128)
+    b = EpilogueConfig(evt.linear_combination(), wgmma_fragment(2, 128), 128, 128)
+    assert a == b and hash(a) == hash(b)
+    assert Sm90Epilogue(a).key() == Sm90Epilogue(b).key()
+
+
+# -- CPU: compile for sm_90a -----------------------------------------------------------------------
+
+def _compile(cfg):
+    from cute_py.backends.cuda.compiler import compile_module
+    epi = Sm90Epilogue(cfg)
+    src, name = build_test_kernel_source(epi)
+    mod = compile_module(src, arch="sm_90a")
+    r = mod.resources_for(name)
+    assert r.spills == 0 and r.stack_frame == 0, r
+    return mod, name
+
+
+@needs_compiler
+@pytest.mark.parametrize("combo", valid_option_combinations(True, 2, 2, False))
+def test_compile_every_option_combination(combo):
+    sc, sd, reuse, delay = combo
+    _compile(EpilogueConfig(evt.lin_comb_bias_elt_act("relu"), FR, 128, 128, stages_c=sc,
+                            stages_d=sd, reuse_smem_c=reuse, delay_tma_store=delay))
+
+
+@needs_compiler
+@pytest.mark.parametrize("name", sorted(NODE_TREES))
+@pytest.mark.parametrize("element_d", ["float16", "bfloat16", "float32"])
+def test_compile_every_node(name, element_d):
+    _compile(EpilogueConfig(NODE_TREES[name], FR, 128, 128, element_d=element_d))
+
+
+@needs_compiler
+def test_compile_wide_tile_one_warpgroup():
+    _compile(EpilogueConfig(evt.lin_comb_bias_elt_act("gelu"), wgmma_fragment(1, 256), 64, 256,
+                            stages_c=3))
+
+
+# -- GPU: numbers against the float64 reference ------------------------------------------------------
+
+gpu = pytest.mark.gpu
+needs_gpu = pytest.mark.skipif(not HAS_GPU, reason="needs a CUDA GPU")
+
+
+def _bf16_bits(x):
+    f = np.asarray(x, np.float32)
+    b = f.view(np.uint32).astype(np.uint64)
+    return (((b + 0x7FFF + ((b >> 16) & 1)) >> 16) & 0xFFFF).astype(np.uint16)
+
+
+def _host_array(shape, dtype, rng, scale=1.0):
+    x = rng.standard_normal(shape) * scale
+    if dtype == "bfloat16":
+        return _bf16_bits(x)
+    return x.astype(np.float16 if dtype == "float16" else np.float32)
+
+
+def _as_float(a, dtype):
+    a = np.asarray(a)
+    if dtype == "bfloat16":
+        return (a.astype(np.uint32) << 16).view(np.float32).astype(np.float64)
+    return a.astype(np.float64)
+
+
+def run_case(tree, M, N, *, fragment=FR, tile_m=128, tile_n=128, element_d="float16", seed=0,
+             **cfg_kw):
+    """Run the standalone epilogue kernel on fresh random inputs and compare with evaluate_all.
+    Returns the max relative error over D and the side outputs."""
+    import cupy as cp
+    from cute_py.backends.cuda.epilogue.runtime import EpilogueTestKernel
+    rng = np.random.default_rng(seed)
+    k = EpilogueTestKernel(EpilogueConfig(tree, fragment, tile_m, tile_n, element_d=element_d,
+                                          **cfg_kw))
+    acc = rng.standard_normal((M, N)).astype(np.float32) * 2
+    host, dev = {}, {}
+    for name, (role, dt) in tree.signature.items():
+        base = role.split(":")[0]
+        if base in ("src", "aux_load"):
+            host[name] = _host_array((M, N), dt, rng)
+        elif base == "row":
+            host[name] = _host_array((N,), dt, rng)
+        elif base == "col":
+            host[name] = _host_array((M,), dt, rng)
+        elif base == "scalar":
+            host[name] = float(rng.uniform(0.5, 1.5))
+        elif base == "scalar_ptr":
+            host[name] = _host_array((1,), dt, rng)
+        elif base == "aux_store":
+            dev[name] = cp.full((M, N), 0xFFFF if dt != "float32" else np.nan,
+                                dtype=np.float32 if dt == "float32" else np.uint16)
+            if dt == "float16":
+                dev[name] = dev[name].view(np.float16)
+        else:
+            dev[name] = cp.full({"row_reduce": N, "col_reduce": M, "scalar_reduce": 1}[base],
+                                np.nan, np.float32)
+    for name, v in host.items():
+        dev[name] = v if isinstance(v, float) else cp.asarray(v)
+    D = cp.full((M, N), np.nan, dtype={"float16": np.float16, "bfloat16": np.uint16,
+                                       "float32": np.float32}[element_d])
+    if element_d == "bfloat16":
+        D.fill(0xFFFF)
+    k(cp.asarray(acc), D, **dev)
+    cp.cuda.runtime.deviceSynchronize()
+    ref = evt.evaluate_all(tree, acc.astype(np.float64), **host)
+    errs = {}
+    got_d = _as_float(D.get(), element_d)
+    assert np.isfinite(got_d).all(), "D has unwritten (poisoned) elements"
+    want = evt.round_to(ref["D"], element_d)
+    errs["D"] = np.linalg.norm(got_d - want) / max(np.linalg.norm(want), 1e-30)
+    for name, (role, dt) in evt.outputs(tree).items():
+        got = _as_float(dev[name].get() if dt != "float16" else dev[name].get(), dt)
+        assert np.isfinite(got).all(), f"{name} has unwritten elements"
+        errs[name] = np.linalg.norm(got - ref[name]) / max(np.linalg.norm(ref[name]), 1e-30)
+    return errs
+
+
+TOL = {"float16": 2e-3, "bfloat16": 1e-2, "float32": 2e-3}
+
+
+@gpu
+@needs_gpu
+@pytest.mark.parametrize("name", sorted(NODE_TREES))
+@pytest.mark.parametrize("element_d", ["float16", "bfloat16", "float32"])
+def test_gpu_every_node(name, element_d):
+    errs = run_case(NODE_TREES[name], 300, 264, element_d=element_d)
+    tol = max(TOL[element_d], 1e-2 if name in ("clamp_convert", "aux_load") else 0)
+    assert all(e < tol for e in errs.values()), errs
+
+
+@gpu
+@needs_gpu
+@pytest.mark.parametrize("combo", valid_option_combinations(True, 2, 2, False))
+def test_gpu_every_option_combination(combo):
+    sc, sd, reuse, delay = combo
+    errs = run_case(evt.lin_comb_bias_elt_act("relu"), 257, 392, stages_c=sc, stages_d=sd,
+                    reuse_smem_c=reuse, delay_tma_store=delay, seed=sum(combo))
+    assert all(e < 2e-3 for e in errs.values()), errs
+
+
+@gpu
+@needs_gpu
+@pytest.mark.parametrize("M, N", [(1, 8), (129, 136), (1000, 1000), (64, 4096)])
+def test_gpu_odd_sizes(M, N):
+    errs = run_case(evt.lin_comb_bias_elt_act_aux("gelu"), M, N, stages_c=3, delay_tma_store=True)
+    assert all(e < 2e-3 for e in errs.values()), errs
+
+
+@gpu
+@needs_gpu
+def test_gpu_one_warpgroup_wide_tile():
+    errs = run_case(NODE_TREES["reductions"], 200, 520, fragment=wgmma_fragment(1, 256),
+                    tile_m=64, tile_n=256)
+    assert all(e < 2e-3 for e in errs.values()), errs
