@@ -478,13 +478,15 @@ _EVAL = {
     "add": lambda a, b: a + b, "mul": lambda a, b: a * b, "floordiv": lambda a, b: a // b,
     "mod": lambda a, b: a % b, "xor": lambda a, b: a ^ b, "and": lambda a, b: a & b,
     "or": lambda a, b: a | b, "shl": lambda a, b: a << b, "shr": lambda a, b: a >> b,
-    "lt": lambda a, b: int(a < b), "le": lambda a, b: int(a <= b), "eq": lambda a, b: int(a == b),
-    "land": lambda a, b: int(bool(a) and bool(b)),
+    # written to work elementwise on NumPy integer arrays too
+    "lt": lambda a, b: (a < b) * 1, "le": lambda a, b: (a <= b) * 1,
+    "eq": lambda a, b: (a == b) * 1, "land": lambda a, b: ((a != 0) & (b != 0)) * 1,
 }
 
 
 def evaluate(node: Node, env: dict) -> int:
-    """The value of ``node`` with variables from ``env`` (name -> int)."""
+    """The value of ``node`` with variables from ``env`` (name -> int, or NumPy int64 arrays to
+    evaluate many points at once)."""
     memo: dict = {}
 
     def ev(n):
@@ -496,7 +498,12 @@ def evaluate(node: Node, env: dict) -> int:
         elif n.op == "var":
             r = env[n.args[0]]
         elif n.op == "select":
-            r = ev(n.args[1]) if ev(n.args[0]) else ev(n.args[2])
+            c = ev(n.args[0])
+            if isinstance(c, int):
+                r = ev(n.args[1]) if c else ev(n.args[2])
+            else:
+                import numpy as np
+                r = np.where(c != 0, ev(n.args[1]), ev(n.args[2]))
         else:
             r = _EVAL[n.op](ev(n.args[0]), ev(n.args[1]))
         memo[n] = r
