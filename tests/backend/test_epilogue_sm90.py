@@ -55,6 +55,9 @@ NODE_TREES = {
     "aux_store": evt.lin_comb_bias_elt_act_aux("silu"),
     "reductions": ScalarReduction(RowReduction(ColReduction(
         evt.relu(AccFetch() + SrcFetch("float16")), "cs", "sum"), "rm", "max"), "amax", "absmax"),
+    "custom_scale_residual": ScalarReduction(       # the docs/epilogue.md example
+        AuxStore(AccFetch() * ColBroadcast("scale", "float32"), "scaled", "float16")
+        + AuxLoad("residual", "float16"), "amax", "absmax"),
     "min_max": evt.maximum(evt.minimum(AccFetch(), 0.5), ColBroadcast("c", "float32")),
 }
 

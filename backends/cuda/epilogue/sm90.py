@@ -190,6 +190,15 @@ class Sm90Epilogue:
             add(("store", "D"), cfg.element_d, cfg.stages_d)
         for name, dt in self.lt.stores:
             add(("store", name), dt, cfg.stages_d)
+        # broadcast vectors: the CTA's slice staged once per tile as float (CUTLASS stages
+        # Sm90RowBroadcast in smem too)
+        for name, _ in self.lt.rows:
+            self.buf[("row", name)] = (off, 4 * cfg.tile_n, 1, "float32")
+            off += -(-4 * cfg.tile_n // 128) * 128
+        for name, _ in self.lt.cols:
+            self.buf[("col", name)] = (off, 4 * cfg.tile_m, 1, "float32")
+            off += -(-4 * cfg.tile_m // 128) * 128
+        off = -(-off // 8) * 8
         self.bar_offset = off
         self.smem_bytes = off + 16 * cfg.stages_c + (16 if not self.lt.loads else 0)
         self.load_bytes = sum(em * en * _BYTES[dt] for _, dt in self.lt.loads)
@@ -315,6 +324,18 @@ class Sm90Epilogue:
                 L.append(f"float red_{name} = {ident};")
             elif kind == "col":
                 L += [f"float cr_{name}_{m} = {ident};" for m in col_m]
+        if lt.rows or lt.cols:   # stage the tile's slice of every broadcast vector in smem
+            for name, dt in lt.rows:
+                o = self.buf[("row", name)][0]
+                L.append(f"for (int i_ = tid; i_ < {cfg.tile_n}; i_ += {self.nc}) "
+                         f"cute_epi_sts32f(cute_epi_smem + {o}u + 4u * i_, "
+                         f"{self._gload(name, dt, 'cute_epi_n0 + i_', 'N')});")
+            for name, dt in lt.cols:
+                o = self.buf[("col", name)][0]
+                L.append(f"for (int i_ = tid; i_ < {cfg.tile_m}; i_ += {self.nc}) "
+                         f"cute_epi_sts32f(cute_epi_smem + {o}u + 4u * i_, "
+                         f"{self._gload(name, dt, 'cute_epi_m0 + i_', 'M')});")
+            L.append(f"cute_epi_named_bar(1, {self.nc});")
         reuse_lag = min(1, cfg.stages_c - 1)
         if cfg.reuse_smem_c:
             L.append("int cute_epi_prev_c = -1;")
@@ -367,11 +388,15 @@ class Sm90Epilogue:
             ns = sorted({fr.n_val[v] for v in vals})
             ms = sorted({fr.m_val[v] for v in vals})
             for name, dt in lt.rows:
+                o = self.buf[("row", name)][0]
                 for n in ns:
-                    B.append(f"const float row_{name}_{n} = {self._gload(name, dt, f'cute_epi_n0 + cute_nt + {n}', 'N')};")
+                    B.append(f"const float row_{name}_{n} = "
+                             f"cute_epi_lds32f(cute_epi_smem + {o}u + 4u * (cute_nt + {n}));")
             for name, dt in lt.cols:
+                o = self.buf[("col", name)][0]
                 for m in ms:
-                    B.append(f"const float col_{name}_{m} = {self._gload(name, dt, f'cute_epi_m0 + cute_mt + {m}', 'M')};")
+                    B.append(f"const float col_{name}_{m} = "
+                             f"cute_epi_lds32f(cute_epi_smem + {o}u + 4u * (cute_mt + {m}));")
             for name, (kind, op) in reds.items():
                 if kind == "row":
                     B += [f"float rr_{name}_{n} = {reduce_identity_literal(op)};" for n in ns]
