@@ -1,0 +1,862 @@
+"""SM80-style GEMM: single-stage, pipelined (2-stage) and multistage (cp.async) mainloops.
+
+``D[l] = alpha * A[l] @ B[l] + beta * C[l]`` with A ``(M, K)``, B ``(K, N)``, C/D ``(M, N)``
+(N contiguous), generated as CUDA C from a :class:`GemmSm80Config` and the index maps in
+:mod:`.gemm_sm80_maps`.  The three mainloops follow CUTLASS' ``MmaSingleStage``,
+``MmaPipelined`` and ``MmaMultistage`` (the seed documents 000 and 002); the warp level follows
+``MmaTensorOp`` (seed 001): fragments loaded with ``ldmatrix`` from swizzled shared memory,
+``mma.sync.m16n8k16`` (f16, bf16) or ``m16n8k8`` (tf32, with the ``cvt.rna.tf32`` operand
+transform) issued in serpentine order (vertical visit: n outer, m snakes).
+
+Structure of one CTA (``T = 32 * WARPS_M * WARPS_N`` threads, tile ``BM x BN x BK``)::
+
+    gmem --(CopyMap, cp.async or ld/st.shared, zero-filled residues)--> smem[stage]
+    smem --(ldmatrix[.trans] at SmemLayout offsets, XOR/ADD strength-reduced)--> fa/fb[2]
+    fa, fb --(mma.sync, serpentine)--> acc[MI][NI][4]
+    acc --(alpha, beta*C, convert, 2-wide stores)--> D
+
+``generate_source(cfg)`` returns the kernel text; :class:`GemmSm80` compiles (through
+``compiler.compile_module``) and launches it; :func:`gemm_sm80` is the array-level entry.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, replace
+
+from cute_py.errors import LaunchError, AtomError
+
+from .gemm_sm80_maps import (DTYPES, SmemLayout, CopyMap, ldmatrix_coord, decompose_xor_add,
+                             log2i)
+
+__all__ = ["GemmSm80Config", "GemmSm80", "generate_source", "gemm_sm80", "MAINLOOPS",
+           "kernel_name", "alignment_of"]
+
+MAINLOOPS = ("singlestage", "pipelined", "multistage")
+_OUT_TYPES = {"f16": ("unsigned short", 2), "bf16": ("unsigned short", 2), "f32": ("float", 4)}
+_MMA = {"f16": "mma_m16n8k16_f16f32", "bf16": "mma_m16n8k16_bf16f32",
+        "tf32": "mma_m16n8k8_tf32f32"}
+
+
+@dataclass(frozen=True)
+class GemmSm80Config:
+    """Everything that fixes one generated kernel (frozen, hashable: the kernel-cache key).
+
+    dtype       operand type: ``"f16"``, ``"bf16"`` or ``"tf32"`` (fp32 storage, tf32 math)
+    out_dtype   C and D: ``"f16"``, ``"bf16"`` or ``"f32"``
+    a_major     ``"K"`` (A row-major, k contiguous) or ``"M"`` (column-major)
+    b_major     ``"K"`` (B column-major, k contiguous) or ``"N"`` (row-major)
+    tile        threadblock tile ``(BM, BN, BK)``
+    warps       warp layout ``(WARPS_M, WARPS_N)``; warp tile ``(BM/WARPS_M, BN/WARPS_N)``
+    stages      shared-memory stages (1 single-stage, 2 pipelined, >= 3 multistage; multistage
+                also accepts 2)
+    mainloop    ``"singlestage"``, ``"pipelined"`` or ``"multistage"``
+    vec_a/vec_b elements per global access of A / B (16 bytes when aligned; 1 = scalar)
+    vec_c       elements per epilogue store (2 or 1)
+    raster      CTA rasterization: tile-rows per group (L2 reuse)
+    """
+
+    dtype: str = "f16"
+    out_dtype: str = "f16"
+    a_major: str = "K"
+    b_major: str = "K"
+    tile: tuple = (128, 128, 32)
+    warps: tuple = (2, 2)
+    stages: int = 4
+    mainloop: str = "multistage"
+    vec_a: int = 8
+    vec_b: int = 8
+    vec_c: int = 2
+    raster: int = 8
+
+    # ------------------------------------------------------------------ derived sizes
+    @property
+    def elem_bytes(self) -> int:
+        return DTYPES[self.dtype][0]
+
+    @property
+    def mma_k(self) -> int:
+        return DTYPES[self.dtype][1]
+
+    @property
+    def threads(self) -> int:
+        return 32 * self.warps[0] * self.warps[1]
+
+    @property
+    def warp_tile(self) -> tuple[int, int]:
+        return (self.tile[0] // self.warps[0], self.tile[1] // self.warps[1])
+
+    @property
+    def mma_iters(self) -> tuple[int, int, int]:
+        """(MI, NI, KB): m16 tiles and n8 tiles per warp, k blocks per k-tile."""
+        WM, WN = self.warp_tile
+        return (WM // 16, WN // 8, self.tile[2] // self.mma_k)
+
+    def smem_layout(self, operand: str) -> SmemLayout:
+        if operand == "A":
+            return SmemLayout(self.tile[0], self.tile[2], "K" if self.a_major == "K" else "MN",
+                              self.elem_bytes)
+        return SmemLayout(self.tile[1], self.tile[2], "K" if self.b_major == "K" else "MN",
+                          self.elem_bytes)
+
+    def copy_map(self, operand: str) -> CopyMap:
+        lay = self.smem_layout(operand)
+        vec = self.vec_a if operand == "A" else self.vec_b
+        return CopyMap(lay.R, lay.BK, lay.major, vec, self.threads)
+
+    @property
+    def smem_bytes(self) -> int:
+        BM, BN, BK = self.tile
+        return self.stages * (BM + BN) * BK * self.elem_bytes
+
+    @property
+    def flops_per_cta_tile(self) -> int:
+        BM, BN, BK = self.tile
+        return 2 * BM * BN * BK
+
+    def check(self) -> "GemmSm80Config":
+        """Raise :class:`AtomError` naming the field when the configuration cannot be built."""
+        op = "GemmSm80Config"
+        if self.dtype not in DTYPES:
+            raise AtomError(op, "dtype", "is not supported", expected=sorted(DTYPES),
+                            actual=self.dtype)
+        if self.out_dtype not in _OUT_TYPES:
+            raise AtomError(op, "out_dtype", "is not supported", expected=sorted(_OUT_TYPES),
+                            actual=self.out_dtype)
+        if self.a_major not in ("K", "M"):
+            raise AtomError(op, "a_major", "must be 'K' or 'M'", actual=self.a_major)
+        if self.b_major not in ("K", "N"):
+            raise AtomError(op, "b_major", "must be 'K' or 'N'", actual=self.b_major)
+        if self.mainloop not in MAINLOOPS:
+            raise AtomError(op, "mainloop", "is not one of the mainloops",
+                            expected=MAINLOOPS, actual=self.mainloop)
+        BM, BN, BK = self.tile
+        WM, WN = self.warp_tile
+        if WM * self.warps[0] != BM or WN * self.warps[1] != BN or WM % 16 or WN % 16:
+            raise AtomError(op, "warps", "must split the tile into warp tiles of multiples of "
+                            "16x16", expected=f"divisors of {(BM, BN)}", actual=self.warps)
+        if BK % self.mma_k or BK < 2 * self.mma_k and self.mainloop == "pipelined":
+            raise AtomError(op, "tile", "BK must be a multiple of the mma k (and hold >= 2 k "
+                            "blocks for the pipelined mainloop)", actual=self.tile)
+        if any(x & (x - 1) for x in (BM, BN, BK)) or BK < 16 or BM < 16 or BN < 16:
+            raise AtomError(op, "tile", "extents must be powers of two >= 16", actual=self.tile)
+        want = {"singlestage": (1, 1), "pipelined": (2, 2), "multistage": (2, 8)}[self.mainloop]
+        if not want[0] <= self.stages <= want[1]:
+            raise AtomError(op, "stages", f"does not fit mainloop {self.mainloop!r}",
+                            expected=f"{want[0]}..{want[1]}", actual=self.stages)
+        if self.dtype == "tf32" and self.out_dtype != "f32":
+            raise AtomError(op, "out_dtype", "tf32 GEMMs write f32", actual=self.out_dtype)
+        eb = self.elem_bytes
+        for name, vec in (("vec_a", self.vec_a), ("vec_b", self.vec_b)):
+            if vec not in (1, 2, 4, 8) or vec * eb > 16:
+                raise AtomError(op, name, "must be a power of two of at most 16 bytes",
+                                actual=vec)
+        for operand in "AB":
+            if not self.copy_map(operand).valid():
+                raise AtomError(op, "tile", f"operand {operand}'s tile does not split evenly "
+                                "over the threads", actual=(self.tile, self.threads))
+        if self.vec_c not in (1, 2):
+            raise AtomError(op, "vec_c", "must be 1 or 2", actual=self.vec_c)
+        if self.smem_bytes > 227 * 1024:
+            raise AtomError(op, "stages", "need more shared memory than a block can have",
+                            expected="<= 232448 bytes", actual=self.smem_bytes)
+        return self
+
+    def with_alignment(self, vec_a: int, vec_b: int, vec_c: int) -> "GemmSm80Config":
+        return replace(self, vec_a=vec_a, vec_b=vec_b, vec_c=vec_c)
+
+
+def kernel_name(cfg: GemmSm80Config) -> str:
+    BM, BN, BK = cfg.tile
+    return (f"gemm_sm80_{cfg.mainloop}_{cfg.dtype}_{cfg.out_dtype}_{cfg.a_major}{cfg.b_major}_"
+            f"{BM}x{BN}x{BK}_w{cfg.warps[0]}x{cfg.warps[1]}_s{cfg.stages}_"
+            f"v{cfg.vec_a}{cfg.vec_b}{cfg.vec_c}_r{cfg.raster}")
+
+
+# ====================================================================================== codegen
+
+class _Emitter:
+    def __init__(self):
+        self.lines: list[str] = []
+        self.ind = 0
+
+    def __call__(self, text: str = ""):
+        for line in text.split("\n"):
+            self.lines.append(("  " * self.ind + line) if line else "")
+
+    def block(self, head: str):
+        outer = self
+
+        class _B:
+            def __enter__(self):
+                outer(head + " {")
+                outer.ind += 1
+
+            def __exit__(self, *exc):
+                outer.ind -= 1
+                outer("}")
+        return _B()
+
+    def text(self) -> str:
+        return "\n".join(self.lines) + "\n"
+
+
+def _fragment_plan(cfg: GemmSm80Config, operand: str, scalar: bool):
+    """Strength-reduced fragment addresses: {item: (x, a)} in elements, or None.
+
+    ldmatrix (``scalar=False``): item ``(kb, i)``, the i-th x4 load (16 rows of A, or 16 n of B)
+    of k block kb; the lane's row address is ``ldmatrix_coord``.  Scalar 32-bit loads
+    (``scalar=True``, tf32 with an MN-major operand): item ``(kb, i, j)``, register j of m-tile
+    (A) or n-tile (B) i; the lane's element is ``fragment_coord``.  Each item's offset equals
+    ``(base ^ x) + a`` for every lane and warp, with base the item-(0, 0[, 0]) offset.
+    """
+    lay = cfg.smem_layout(operand)
+    eb, mk = cfg.elem_bytes, cfg.mma_k
+    major = "K" if lay.major == "K" else "MN"
+    MI, NI, KB = cfg.mma_iters
+    WM, WN = cfg.warp_tile
+    nwarps = cfg.warps[0] if operand == "A" else cfg.warps[1]
+    wext = WM if operand == "A" else WN
+    items = {}
+    if not scalar:
+        count = MI if operand == "A" else (NI + 1) // 2
+        lane_fn = lambda l: ldmatrix_coord(operand, major, eb, l)  # noqa: E731
+        for kb in range(KB):
+            for i in range(count):
+                items[(kb, i)] = (i * 16, kb * mk)
+    else:
+        lane_fn = lambda l: (l // 4, l % 4)  # noqa: E731
+        for kb in range(KB):
+            for i in range(MI if operand == "A" else NI):
+                for j in range(4 if operand == "A" else 2):
+                    if operand == "A":
+                        items[(kb, i, j)] = (i * 16 + 8 * (j % 2), kb * 8 + 4 * (j // 2))
+                    else:
+                        items[(kb, i, j)] = (i * 8, kb * 8 + 4 * j)
+    keys = [(w, l) for w in range(nwarps) for l in range(32)]
+    plan = {}
+    for item, (dr, dk) in items.items():
+        def f(key, dr=dr, dk=dk):
+            w, lane = key
+            r, k = lane_fn(lane)
+            return lay(w * wext + dr + r, dk + k), lay(w * wext + r, k)
+        res = decompose_xor_add(f, keys, log2i(lay.W))
+        if res is None:
+            return None
+        plan[item] = res
+    return plan
+
+
+def _lane_coord_c(operand: str, major: str, eb: int) -> tuple[str, str]:
+    """C expressions (in ``lane``) of ldmatrix_coord -- kept beside it, tested against it."""
+    ch = 16 // eb
+    if operand == "A":
+        if major == "K":
+            return ("(lane & 15)", f"((lane >> 4) * {ch})")
+        return ("(((lane >> 3) & 1) * 8)", "((lane & 7) + (lane >> 4) * 8)")
+    if major == "K":
+        return ("((lane & 7) + (lane >> 4) * 8)", f"(((lane >> 3) & 1) * {ch})")
+    return ("((lane >> 4) * 8)", "((lane & 7) + ((lane >> 3) & 1) * 8)")
+
+
+def generate_source(cfg: GemmSm80Config) -> str:
+    """CUDA C source of the kernel ``kernel_name(cfg)`` (``extern "C"``).
+
+    Law: for every (M, N, K, L) with M, N, K >= 1, launched as :class:`GemmSm80` does, the
+    kernel writes every D[l, m, n] = alpha * sum_k A[l,m,k] B[l,k,n] + beta * C[l,m,n]
+    (fp32 accumulation, operands rounded to tf32 for ``dtype == "tf32"``) and nothing else.
+    """
+    cfg.check()
+    BM, BN, BK = cfg.tile
+    WM, WN = cfg.warp_tile
+    MI, NI, KB = cfg.mma_iters
+    T = cfg.threads
+    eb = cfg.elem_bytes
+    S = cfg.stages
+    name = kernel_name(cfg)
+    EA = "unsigned short" if eb == 2 else "unsigned int"
+    EC, ebc = _OUT_TYPES[cfg.out_dtype]
+    layA, layB = cfg.smem_layout("A"), cfg.smem_layout("B")
+    cmA, cmB = cfg.copy_map("A"), cfg.copy_map("B")
+    a_stage, b_stage = layA.size * eb, layB.size * eb
+    tf32 = cfg.dtype == "tf32"
+    scalarA = tf32 and cfg.a_major == "M"
+    scalarB = tf32 and cfg.b_major == "N"
+    planA = _fragment_plan(cfg, "A", scalarA)
+    planB = _fragment_plan(cfg, "B", scalarB)
+    if planA is None or planB is None:
+        raise AtomError("generate_source", "tile", "fragment addresses do not strength-reduce "
+                        "for this tile / warp layout", actual=(cfg.tile, cfg.warps))
+
+    e = _Emitter()
+    e(f"// Generated by cute_py.backends.cuda.kernels.gemm_sm80 -- do not edit.\n"
+      f"// {name}\n"
+      f"// tile {BM}x{BN}x{BK}, warps {cfg.warps[0]}x{cfg.warps[1]} (warp tile {WM}x{WN}, "
+      f"{MI}x{NI} mma tiles, {KB} k blocks), {S} stage(s), mainloop {cfg.mainloop}\n"
+      f"// smem A: {layA.shape_stride} o Sw{layA.swizzle} [{layA.major}-major]\n"
+      f"// smem B: {layB.shape_stride} o Sw{layB.swizzle} [{layB.major}-major]\n"
+      f"// copies: A {cmA.iterations}x{cmA.vec} elems/thread, "
+      f"B {cmB.iterations}x{cmB.vec} elems/thread")
+    e('#include "cute_py/ptx_sm80.cuh"')
+    e("using namespace cute_py::sm80;")
+    e(f"typedef {EA} EA;   // operand storage\ntypedef {EC} EC;   // C / D storage")
+    e(layA.c_function("smem_off_A"))
+    e(layB.c_function("smem_off_B"))
+    _emit_chunk_helpers(e, eb)
+
+    e(f'extern "C" __global__ void __launch_bounds__({T}, 1) {name}(')
+    e("    const EA* __restrict__ A, const EA* __restrict__ B, const EC* C, EC* D,\n"
+      "    int M, int N, int K, long long lda, long long ldb, long long ldc, long long ldd,\n"
+      "    long long batch_a, long long batch_b, long long batch_c, long long batch_d,\n"
+      "    float alpha, float beta) {")
+    e.ind += 1
+    e("extern __shared__ __align__(1024) unsigned char smem[];")
+    e("const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;")
+    e(f"const int warp_m = warp % {cfg.warps[0]}, warp_n = warp / {cfg.warps[0]};")
+    e("const int g = lane >> 2, t4 = lane & 3;")
+    e("(void)g; (void)t4;")
+    e(f"// CTA rasterization: groups of {cfg.raster} tile-rows walk N together (L2 reuse)")
+    e(f"const int tiles_m = (M + {BM - 1}) / {BM}, tiles_n = (N + {BN - 1}) / {BN};")
+    e(f"const int group_sz = {cfg.raster} * tiles_n, bid = blockIdx.x;")
+    e(f"const int first_m = (bid / group_sz) * {cfg.raster};")
+    e(f"const int rows_in_group = min(tiles_m - first_m, {cfg.raster});")
+    e("const int tile_m = first_m + (bid % group_sz) % rows_in_group;")
+    e("const int tile_n = (bid % group_sz) / rows_in_group;")
+    e(f"const int m0 = tile_m * {BM}, n0 = tile_n * {BN};")
+    e("const long long bz = blockIdx.z;")
+    e("A += bz * batch_a; B += bz * batch_b; D += bz * batch_d; C += bz * batch_c;")
+    e(f"const u32 sA = smem_u32(smem), sB = sA + {S * a_stage};")
+    e(f"const int k_tiles = (K + {BK - 1}) / {BK};")
+
+    # ---------------------------------------------------------------- copy setup
+    # Iteration i of a thread's copies sits DR lines after iteration 0 (the copy map is affine
+    # in i when cpl divides T); its smem offset then differs by a compile-time DS (checked for
+    # every thread), so each operand keeps one pointer, one step and one smem offset.
+    affine = {}
+    for op, cm, lay, ext, mn0, ld in (("A", cmA, layA, "M", "m0", "lda"),
+                                      ("B", cmB, layB, "N", "n0", "ldb")):
+        x = op.lower()
+        aff = _copy_affine(cm, lay)
+        if aff is None:
+            raise AtomError("generate_source", "tile", f"operand {op}'s copy map is not affine "
+                            "in the iteration", actual=(cfg.tile, cm))
+        DR, DS = aff
+        affine[op] = aff
+        r, k = cm.c_coord("tid", 0)
+        e(f"// {op}: gmem->smem thread map, {cm.iterations} iterations of {cm.vec} elements, "
+          f"{DR} lines apart (+{'?' if DS is None else DS * eb} smem bytes)")
+        e(f"const int {x}c_r = {r}, {x}c_k = {k};")
+        e(f"const u32 {x}c_s = smem_off_{op}({x}c_r, {x}c_k) * {eb};")
+        if lay.major == "K":
+            e(f"const EA* {x}c_g = {op} + (long long)({mn0} + {x}c_r) * {ld} + {x}c_k;")
+        else:
+            e(f"const int {x}c_n = max(0, min({cm.vec}, {ext} - {mn0} - {x}c_r));")
+            e(f"const EA* {x}c_g = {op} + ({mn0} + {x}c_r) + (long long){x}c_k * {ld};")
+        e(f"const long long {x}c_step = (long long){DR} * {ld};")
+        e(f"(void){x}c_step;")
+
+    # ---------------------------------------------------------------- fragment setup
+    e(f"u32 fa[2][{MI}][4];\nu32 fb[2][{NI}][2];\nfloat acc[{MI}][{NI}][4];")
+    e(f"#pragma unroll\nfor (int i = 0; i < {MI}; ++i)\n  #pragma unroll\n"
+      f"  for (int j = 0; j < {NI}; ++j)\n    #pragma unroll\n"
+      f"    for (int v = 0; v < 4; ++v) acc[i][j][v] = 0.f;")
+    for op, plan, lay, major in (("A", planA, layA, cfg.a_major), ("B", planB, layB,
+                                                                    cfg.b_major)):
+        scalar = scalarA if op == "A" else scalarB
+        if scalar:
+            rl, kl = "g", "t4"
+        else:
+            rl, kl = _lane_coord_c(op, "K" if major == "K" else "MN", eb)
+        if True:
+            wv = "warp_m" if op == "A" else "warp_n"
+            wext = WM if op == "A" else WN
+            e(f"const u32 {op.lower()}_lm = smem_off_{op}({wv} * {wext} + {rl}, {kl}) * {eb};"
+              f"  // ldmatrix row address of this lane")
+
+    # helper lambdas (emitted as macros-free inline code blocks via Python functions)
+    def _smem_at(op: str, i: int) -> str:
+        """Byte offset in the stage of thread's copy iteration i."""
+        x = op.lower()
+        cm = cmA if op == "A" else cmB
+        DR, DS = affine[op]
+        if DS is not None:
+            return f"{x}c_s + {i * DS * eb}"
+        if cm.major == "K":
+            return f"smem_off_{op}({x}c_r + {i * DR}, {x}c_k) * {eb}"
+        return f"smem_off_{op}({x}c_r, {x}c_k + {i * DR}) * {eb}"
+
+    def copy_issue(op: str, i: int, stage: str, kbase: str, asynchronous: bool,
+                   reg: str | None = None):
+        x = op.lower()
+        cm = cmA if op == "A" else cmB
+        lay = layA if op == "A" else layB
+        ld = "lda" if op == "A" else "ldb"
+        ext, mn0 = ("M", "m0") if op == "A" else ("N", "n0")
+        DR, DS = affine[op]
+        vb = cm.vec * eb
+        sbase = "sA" if op == "A" else "sB"
+        st = a_stage if op == "A" else b_stage
+        if lay.major == "K":
+            n = (f"(({mn0} + {x}c_r + {i * DR} < {ext}) ? "
+                 f"max(0, min({cm.vec}, K - ({kbase}) - {x}c_k)) : 0)")
+            src = f"{x}c_g + {i} * {x}c_step + ({kbase})"
+        else:
+            n = f"((({kbase}) + {x}c_k + {i * DR} < K) ? {x}c_n : 0)"
+            src = f"{x}c_g + {i} * {x}c_step + (long long)({kbase}) * {ld}"
+        dst = f"{sbase} + ({stage}) * {st} + {_smem_at(op, i)}"
+        if asynchronous and vb >= 4:
+            e(f"{{ const int n = {n}; cp_async_zfill<{vb}>({dst}, n ? {src} : {op}, n * {eb}); }}")
+        elif asynchronous:  # narrower than cp.async's 4 bytes: synchronous element copy
+            e(f"{{ const int n = {n}; u32 v[1]; ld_chunk<{cm.vec}>(v, n ? {src} : {op}, n); "
+              f"st_chunk<{vb}>({dst}, v); }}")
+        else:  # register-staged: load into reg
+            e(f"{{ const int n = {n}; ld_chunk<{cm.vec}>({reg}, n ? {src} : {op}, n); }}")
+
+    def reg_store(op: str, i: int, stage: str, reg: str):
+        x = op.lower()
+        cm = cmA if op == "A" else cmB
+        DR, DS = affine[op]
+        sbase = "sA" if op == "A" else "sB"
+        st = a_stage if op == "A" else b_stage
+        e(f"st_chunk<{cm.vec * eb}>({sbase} + ({stage}) * {st} + {_smem_at(op, i)}, {reg});")
+
+    def load_frag(stage: str, kb: int, buf: int):
+        # A
+        if not scalarA:
+            for mi in range(MI):
+                xo, ad = planA[(kb, mi)]
+                addr = f"sA + ({stage}) * {a_stage} + ((a_lm ^ {xo * eb}u) + {ad * eb}u)"
+                fn = "ldmatrix_x4" if cfg.a_major == "K" else "ldmatrix_x4_trans"
+                regs = ", ".join(f"fa[{buf}][{mi}][{j}]" for j in range(4))
+                e(f"{fn}({regs}, {addr});")
+        else:  # tf32, M-major: scalar loads of the fragment elements
+            for mi in range(MI):
+                for j in range(4):
+                    xo, ad = planA[(kb, mi, j)]
+                    e(f"fa[{buf}][{mi}][{j}] = lds32(sA + ({stage}) * {a_stage} + "
+                      f"((a_lm ^ {xo * eb}u) + {ad * eb}u));")
+        if not scalarB:
+            for i in range((NI + 1) // 2):
+                xo, ad = planB[(kb, i)]
+                addr = f"sB + ({stage}) * {b_stage} + ((b_lm ^ {xo * eb}u) + {ad * eb}u)"
+                tr = "" if cfg.b_major == "K" else "_trans"
+                if 2 * i + 1 < NI:
+                    e(f"ldmatrix_x4{tr}(fb[{buf}][{2 * i}][0], fb[{buf}][{2 * i}][1], "
+                      f"fb[{buf}][{2 * i + 1}][0], fb[{buf}][{2 * i + 1}][1], {addr});")
+                else:
+                    e(f"ldmatrix_x2{tr}(fb[{buf}][{2 * i}][0], fb[{buf}][{2 * i}][1], {addr});")
+        else:
+            for ni in range(NI):
+                for j in range(2):
+                    xo, ad = planB[(kb, ni, j)]
+                    e(f"fb[{buf}][{ni}][{j}] = lds32(sB + ({stage}) * {b_stage} + "
+                      f"((b_lm ^ {xo * eb}u) + {ad * eb}u));")
+        if tf32:
+            e(f"#pragma unroll\nfor (int i = 0; i < {MI}; ++i)\n  #pragma unroll\n"
+              f"  for (int j = 0; j < 4; ++j) fa[{buf}][i][j] = cvt_tf32(fa[{buf}][i][j]);")
+            e(f"#pragma unroll\nfor (int i = 0; i < {NI}; ++i)\n  #pragma unroll\n"
+              f"  for (int j = 0; j < 2; ++j) fb[{buf}][i][j] = cvt_tf32(fb[{buf}][i][j]);")
+
+    def warp_mma(buf: int):
+        e(f"// warp MMA, serpentine (vertical visit): n outer, m reversed on odd n")
+        e(f"#pragma unroll\nfor (int ni = 0; ni < {NI}; ++ni) {{\n  #pragma unroll\n"
+          f"  for (int mm = 0; mm < {MI}; ++mm) {{\n"
+          f"    const int mi = (ni & 1) ? ({MI - 1} - mm) : mm;\n"
+          f"    {_MMA[cfg.dtype]}(acc[mi][ni], fa[{buf}][mi], fb[{buf}][ni]);\n  }}\n}}")
+
+    nwA = max(1, cmA.vec * eb // 4)
+    nwB = max(1, cmB.vec * eb // 4)
+
+    # ---------------------------------------------------------------- mainloops
+    if cfg.mainloop == "multistage":
+        ops = [("A", i) for i in range(cmA.iterations)] + [("B", i) for i in range(cmB.iterations)]
+        parts = max(KB - 1, 1)
+        per = math.ceil(len(ops) / parts)
+        groups = [ops[p * per:(p + 1) * per] for p in range(parts)]
+        e(f"// Multistage: prologue fetches {S - 1} k-tiles with cp.async")
+        e(f"#pragma unroll\nfor (int s = 0; s < {S - 1}; ++s) {{")
+        e.ind += 1
+        with e.block("if (s < k_tiles)"):
+            for op, i in ops:
+                copy_issue(op, i, "s", f"s * {BK}", True)
+        e("cp_async_commit();")
+        e.ind -= 1
+        e("}")
+        e(f"cp_async_wait<{S - 2}>();\n__syncthreads();")
+        e(f"int read_stage = 0, write_stage = {S - 1}, fetch = {S - 1};")
+        load_frag("read_stage", 0, 0)
+        with e.block("for (int kt = 0; kt < k_tiles; ++kt)"):
+            for kb in range(KB):
+                e(f"// k block {kb}")
+                if kb < KB - 1:
+                    load_frag("read_stage", kb + 1, (kb + 1) % 2)
+                if kb < parts:
+                    e(f"// issue part {kb} of the copies of k-tile fetch = kt + {S - 1}")
+                    with e.block("if (fetch < k_tiles)"):
+                        for op, i in groups[kb]:
+                            copy_issue(op, i, "write_stage", f"fetch * {BK}", True)
+                    if kb == parts - 1:
+                        e("cp_async_commit();")
+                        e(f"write_stage = (write_stage + 1 == {S}) ? 0 : write_stage + 1;")
+                        e("++fetch;")
+                if kb == KB - 1:
+                    e(f"cp_async_wait<{S - 2}>();\n__syncthreads();")
+                    e(f"read_stage = (read_stage + 1 == {S}) ? 0 : read_stage + 1;")
+                    load_frag("read_stage", 0, (kb + 1) % 2)
+                warp_mma(kb % 2)
+        e("cp_async_wait<0>();  // drain (only empty groups remain)")
+    elif cfg.mainloop == "pipelined":
+        e(f"// Pipelined (MmaPipelined): 2 smem stages, gmem fragment in registers")
+        e(f"u32 ra[{cmA.iterations}][{nwA}], rb[{cmB.iterations}][{nwB}];")
+        for i in range(cmA.iterations):
+            copy_issue("A", i, "", "0", False, f"ra[{i}]")
+        for i in range(cmB.iterations):
+            copy_issue("B", i, "", "0", False, f"rb[{i}]")
+        for i in range(cmA.iterations):
+            reg_store("A", i, "0", f"ra[{i}]")
+        for i in range(cmB.iterations):
+            reg_store("B", i, "0", f"rb[{i}]")
+        e("__syncthreads();")
+        e("int read_stage = 0, write_stage = 1;")
+        load_frag("read_stage", 0, 0)
+        with e.block("for (int kt = 0; kt < k_tiles; ++kt)"):
+            e("const bool more = kt + 1 < k_tiles;")
+            for kb in range(KB):
+                e(f"// k block {kb}")
+                if kb == KB - 1:
+                    with e.block("if (more)"):
+                        for i in range(cmA.iterations):
+                            reg_store("A", i, "write_stage", f"ra[{i}]")
+                        for i in range(cmB.iterations):
+                            reg_store("B", i, "write_stage", f"rb[{i}]")
+                    e("__syncthreads();")
+                    e("read_stage ^= 1; write_stage ^= 1;")
+                load_frag("read_stage", (kb + 1) % KB, (kb + 1) % 2)
+                if kb == 0:
+                    with e.block("if (more)"):
+                        for i in range(cmA.iterations):
+                            copy_issue("A", i, "", f"(kt + 1) * {BK}", False, f"ra[{i}]")
+                        for i in range(cmB.iterations):
+                            copy_issue("B", i, "", f"(kt + 1) * {BK}", False, f"rb[{i}]")
+                warp_mma(kb % 2)
+    else:
+        e(f"// Single stage (MmaSingleStage): gmem -> registers -> smem, sync, compute, sync")
+        e(f"u32 ra[{cmA.iterations}][{nwA}], rb[{cmB.iterations}][{nwB}];")
+        for i in range(cmA.iterations):
+            copy_issue("A", i, "", "0", False, f"ra[{i}]")
+        for i in range(cmB.iterations):
+            copy_issue("B", i, "", "0", False, f"rb[{i}]")
+        with e.block("for (int kt = 0; kt < k_tiles; ++kt)"):
+            for i in range(cmA.iterations):
+                reg_store("A", i, "0", f"ra[{i}]")
+            for i in range(cmB.iterations):
+                reg_store("B", i, "0", f"rb[{i}]")
+            e("__syncthreads();")
+            for kb in range(KB):
+                load_frag("0", kb, 0)
+                warp_mma(0)
+            e("__syncthreads();")
+            with e.block("if (kt + 1 < k_tiles)"):
+                for i in range(cmA.iterations):
+                    copy_issue("A", i, "", f"(kt + 1) * {BK}", False, f"ra[{i}]")
+                for i in range(cmB.iterations):
+                    copy_issue("B", i, "", f"(kt + 1) * {BK}", False, f"rb[{i}]")
+
+    # ---------------------------------------------------------------- epilogue
+    _emit_epilogue(e, cfg, WM, WN, MI, NI)
+    e.ind -= 1
+    e("}")
+    return e.text()
+
+
+def _copy_affine(cm: CopyMap, lay: SmemLayout):
+    """(DR, DS): iteration i of every thread's copy is DR lines and DS smem elements after
+    iteration 0, or None when the map is not affine in i."""
+    DR = cm.threads // cm.cpl if cm.threads % cm.cpl == 0 else None
+    if DR is None:
+        return None
+    DS = None
+    for t in range(cm.threads):
+        r0, k0 = cm.coord(t, 0)
+        for i in range(cm.iterations):
+            r, k = cm.coord(t, i)
+            want = (r0 + i * DR, k0) if cm.major == "K" else (r0, k0 + i * DR)
+            if (r, k) != want:
+                return None
+            d = lay(r, k) - lay(r0, k0)
+            if i == 1 and DS is None and t == 0:
+                DS = d
+            if i >= 1 and DS is not None and d != i * DS:
+                DS = False
+    return DR, (None if DS is False else (DS or 0))
+
+
+def _emit_chunk_helpers(e: _Emitter, eb: int) -> None:
+    if eb == 2:
+        e("""// gmem chunk of VEC 16-bit elements -> registers; n < VEC elements valid (rest zero)
+template <int VEC> CUTE_PY_DEVICE void ld_chunk(u32* v, const unsigned short* p, int n) {
+  if (n == VEC) {
+    if (VEC == 8) { const uint4 t = *reinterpret_cast<const uint4*>(p); v[0] = t.x; v[1] = t.y; v[2] = t.z; v[3] = t.w; }
+    else if (VEC == 4) { const uint2 t = *reinterpret_cast<const uint2*>(p); v[0] = t.x; v[1] = t.y; }
+    else if (VEC == 2) { v[0] = *reinterpret_cast<const u32*>(p); }
+    else { v[0] = p[0]; }
+  } else {
+    #pragma unroll
+    for (int w = 0; w < (VEC + 1) / 2; ++w) {
+      const u32 lo = (2 * w < n) ? p[2 * w] : 0u;
+      const u32 hi = (2 * w + 1 < n) ? p[2 * w + 1] : 0u;
+      v[w] = lo | (hi << 16);
+    }
+  }
+}""")
+    else:
+        e("""// gmem chunk of VEC 32-bit elements -> registers; n < VEC elements valid (rest zero)
+template <int VEC> CUTE_PY_DEVICE void ld_chunk(u32* v, const unsigned int* p, int n) {
+  if (n == VEC) {
+    if (VEC == 4) { const uint4 t = *reinterpret_cast<const uint4*>(p); v[0] = t.x; v[1] = t.y; v[2] = t.z; v[3] = t.w; }
+    else if (VEC == 2) { const uint2 t = *reinterpret_cast<const uint2*>(p); v[0] = t.x; v[1] = t.y; }
+    else { v[0] = p[0]; }
+  } else {
+    #pragma unroll
+    for (int w = 0; w < VEC; ++w) v[w] = (w < n) ? p[w] : 0u;
+  }
+}""")
+    e("""template <int BYTES> CUTE_PY_DEVICE void st_chunk(u32 addr, const u32* v) {
+  if (BYTES == 16) sts128(addr, v[0], v[1], v[2], v[3]);
+  else if (BYTES == 8) sts64(addr, v[0], v[1]);
+  else if (BYTES == 4) sts32(addr, v[0]);
+  else sts16(addr, static_cast<u16>(v[0]));
+}""")
+
+
+def _emit_epilogue(e: _Emitter, cfg: GemmSm80Config, WM: int, WN: int, MI: int, NI: int):
+    out = cfg.out_dtype
+    e("// Epilogue: D = alpha * acc + beta * C, converted, 2-wide stores where aligned")
+    if out == "f32":
+        load1, store1 = "C[o]", "D[o] = {v};"
+        load2 = "const float2 c2 = *reinterpret_cast<const float2*>(C + o); c0 = c2.x; c1 = c2.y;"
+        store2 = "*reinterpret_cast<float2*>(D + o) = make_float2(v0, v1);"
+    else:
+        cv = "f16_to_f32" if out == "f16" else "bf16_to_f32"
+        pk = "pack_f16x2" if out == "f16" else "pack_bf16x2"
+        to = "f32_to_f16" if out == "f16" else "f32_to_bf16"
+        load1, store1 = f"{cv}(C[o])", f"D[o] = {to}({{v}});"
+        load2 = (f"const u32 c2 = *reinterpret_cast<const u32*>(C + o); "
+                 f"c0 = {cv}(static_cast<u16>(c2 & 0xffffu)); c1 = {cv}(static_cast<u16>(c2 >> 16));")
+        store2 = f"*reinterpret_cast<u32*>(D + o) = {pk}(v0, v1);"
+    e("const bool use_c = beta != 0.f;")
+    e(f"#pragma unroll\nfor (int mi = 0; mi < {MI}; ++mi) {{")
+    e(f"  #pragma unroll\n  for (int h = 0; h < 2; ++h) {{")
+    e(f"    const int m = m0 + warp_m * {WM} + mi * 16 + g + 8 * h;")
+    e("    if (m >= M) continue;")
+    e(f"    #pragma unroll\n    for (int ni = 0; ni < {NI}; ++ni) {{")
+    e(f"      const int n = n0 + warp_n * {WN} + ni * 8 + 2 * t4;")
+    e("      const long long oc = (long long)m * ldc + n, o = (long long)m * ldd + n;")
+    e("      float v0 = alpha * acc[mi][ni][2 * h], v1 = alpha * acc[mi][ni][2 * h + 1];")
+    if cfg.vec_c == 2:
+        e("      if (n + 1 < N) {")
+        e("        if (use_c) { float c0, c1; { const long long o = oc; " + load2 + " }"
+          " v0 += beta * c0; v1 += beta * c1; }")
+        e("        " + store2)
+        e("      } else if (n < N) {")
+    else:
+        e("      if (n < N) {")
+    e("        if (use_c) { const long long o = oc; v0 += beta * " + load1 + "; }")
+    e("        " + store1.format(v="v0"))
+    if cfg.vec_c == 1:
+        e("        if (n + 1 < N) {")
+        e("          if (use_c) { const long long o = oc + 1; v1 += beta * " + load1 + "; }")
+        e("          { const long long o2 = o + 1; { const long long o = o2; "
+          + store1.format(v="v1") + " } }")
+        e("        }")
+    e("      }")
+    e("    }\n  }\n}")
+
+
+# ====================================================================================== host
+
+def alignment_of(ptr: int, ld: int, contiguous_extent: int, elem_bytes: int,
+                 batch_stride: int = 0, max_bytes: int = 16) -> int:
+    """Largest vector (elements) such that every chunk start is aligned to its size.
+
+    Chunk starts are ``ptr + i*ld + j*vec (+ l*batch_stride)`` in elements; the contiguous
+    extent itself may be ragged (the tail chunk is zero-filled)."""
+    vec = max_bytes // elem_bytes
+    while vec > 1:
+        vb = vec * elem_bytes
+        if ptr % vb == 0 and (ld * elem_bytes) % vb == 0 and (batch_stride * elem_bytes) % vb == 0:
+            break
+        vec //= 2
+    return vec
+
+
+class GemmSm80:
+    """One compiled configuration: ``GemmSm80(cfg)(A, B, C, D, alpha, beta)`` on CuPy arrays.
+
+    Arrays are (L, rows, cols) CuPy views; A's and B's major must match the config (``a_major
+    = "K"`` means A's k stride is 1), D (and C) must have unit n stride.  The object holds the
+    compiled module (``compile_module`` cache) and the loaded function.
+    """
+
+    def __init__(self, cfg: GemmSm80Config, arch: str | None = None):
+        self.cfg = cfg.check()
+        self.name = kernel_name(cfg)
+        self.source = generate_source(cfg)
+        self._arch = arch
+        self._module = None
+        self._func = None
+
+    def compile(self, arch: str | None = None):
+        from ..compiler import compile_module
+        return compile_module(self.source, arch=arch or self._arch, options=())
+
+    @property
+    def function(self):
+        if self._func is None:
+            self._module = self.compile(self._arch)
+            self._func = self._module.get_function(self.name)
+        return self._func
+
+    def grid(self, M: int, N: int, L: int) -> tuple[int, int, int]:
+        BM, BN, _ = self.cfg.tile
+        return (((M + BM - 1) // BM) * ((N + BN - 1) // BN), 1, L)
+
+    def __call__(self, A, B, C, D, alpha: float = 1.0, beta: float = 0.0, stream=None):
+        import numpy as np
+        from ..launch import launch
+        cfg = self.cfg
+        L, M, K = A.shape
+        N = B.shape[2]
+        eb = cfg.elem_bytes
+        sa = [s // eb for s in A.strides]
+        sb = [s // eb for s in B.strides]
+        sd = [s // D.itemsize for s in D.strides]
+        sc = [s // C.itemsize for s in C.strides]
+        lda = sa[1] if cfg.a_major == "K" else sa[2]
+        ldb = sb[2] if cfg.b_major == "K" else sb[1]
+        args = (A, B, C, D, np.int32(M), np.int32(N), np.int32(K), np.int64(lda),
+                np.int64(ldb), np.int64(sc[1]), np.int64(sd[1]), np.int64(sa[0]),
+                np.int64(sb[0]), np.int64(sc[0]), np.int64(sd[0]), np.float32(alpha),
+                np.float32(beta))
+        launch(self.function, self.grid(M, N, L), (cfg.threads, 1, 1), args,
+               smem=cfg.smem_bytes, stream=stream)
+        return D
+
+
+_KERNELS: dict = {}
+
+
+def get_kernel(cfg: GemmSm80Config) -> GemmSm80:
+    k = _KERNELS.get(cfg)
+    if k is None:
+        k = _KERNELS[cfg] = GemmSm80(cfg)
+    return k
+
+
+_DT_NAMES = {"float16": "f16", "bfloat16": "bf16", "float32": "f32"}
+
+
+def _dtype_name(arr) -> str:
+    name = str(arr.dtype)
+    if name not in _DT_NAMES:
+        raise LaunchError("gemm_sm80", "dtype", "is not supported",
+                          expected=sorted(_DT_NAMES), actual=name)
+    return _DT_NAMES[name]
+
+
+def gemm_sm80(A, B, C=None, D=None, alpha: float = 1.0, beta: float = 0.0, *,
+              config: GemmSm80Config | None = None, mainloop: str | None = None,
+              stream=None):
+    """``D = alpha * A @ B + beta * C`` on CuPy arrays with the SM80 kernels.
+
+    A ``(M, K)`` or ``(L, M, K)``, B ``(K, N)`` or ``(L, K, N)``, each with a unit stride in
+    one of its two matrix modes (any major); C (optional) and D ``(M, N)``/``(L, M, N)`` with a
+    unit stride in either mode.  ``config`` fixes tile/warps/stages/mainloop (its dtype, majors
+    and alignment are filled in from the arrays); otherwise :func:`default_config` picks one.
+    Returns D (allocated, row-major, dtype of C or of A when not given).
+    """
+    import cupy as cp
+    op = "gemm_sm80"
+    squeeze = A.ndim == 2
+    if A.ndim not in (2, 3) or B.ndim != A.ndim:
+        raise LaunchError(op, "A", "must be 2-D (M, K) or 3-D (L, M, K) like B",
+                          actual=(A.shape, B.shape))
+    if squeeze:
+        A, B = A[None], B[None]
+        C = None if C is None else C[None]
+        D = None if D is None else D[None]
+    L, M, K = A.shape
+    if B.shape[0] != L or B.shape[1] != K:
+        raise LaunchError(op, "B", "shape does not match A", expected=(L, K, "N"),
+                          actual=B.shape)
+    N = B.shape[2]
+    if min(M, N, K) < 1:
+        raise LaunchError(op, "A", "needs M, N, K >= 1", actual=(M, N, K))
+    da, db = _dtype_name(A), _dtype_name(B)
+    if da != db:
+        raise LaunchError(op, "B", "dtype must equal A's", expected=A.dtype, actual=B.dtype)
+    dtype = "tf32" if da == "f32" else da
+    out_np = C.dtype if C is not None else (D.dtype if D is not None else A.dtype)
+    if D is None:
+        D = cp.empty((L, M, N), dtype=out_np)
+    if C is None:
+        C, beta = D, 0.0
+    for nm, X in (("C", C), ("D", D)):
+        if X.shape != (L, M, N):
+            raise LaunchError(op, nm, "has the wrong shape", expected=(L, M, N), actual=X.shape)
+    if C.dtype != D.dtype:
+        raise LaunchError(op, "C", "dtype must equal D's", expected=D.dtype, actual=C.dtype)
+    out = _dtype_name(D)
+    # D column-major (unit m stride): compute D^T = B^T A^T instead.
+    if D.strides[2] != D.itemsize and D.strides[1] == D.itemsize:
+        if C is not D and C.strides[1] != C.itemsize:
+            C = cp.ascontiguousarray(C.transpose(0, 2, 1)).transpose(0, 2, 1)
+        gemm_sm80(B.transpose(0, 2, 1), A.transpose(0, 2, 1), C.transpose(0, 2, 1),
+                  D.transpose(0, 2, 1), alpha, beta, config=config, mainloop=mainloop,
+                  stream=stream)
+        return D[0] if squeeze else D
+    if D.strides[2] != D.itemsize:
+        raise LaunchError(op, "D", "needs a unit stride in one of its matrix modes",
+                          actual=D.strides)
+    if C is not D and C.strides[2] != C.itemsize:
+        C = cp.ascontiguousarray(C)
+    eb = A.itemsize
+
+    def major_of(X, name, unit_k_mode):
+        if X.strides[unit_k_mode] == eb:
+            return "K", X
+        other = 1 if unit_k_mode == 2 else 2
+        if X.strides[other] == eb:
+            return ("M" if name == "A" else "N"), X
+        return ("K", cp.ascontiguousarray(X) if unit_k_mode == 2 else
+                cp.ascontiguousarray(X.transpose(0, 2, 1)).transpose(0, 2, 1))
+    a_major, A = major_of(A, "A", 2)
+    b_major, B = major_of(B, "B", 1)
+    from .gemm_sm80_configs import default_config
+    base = config or default_config(M, N, K, dtype=dtype, out_dtype=out, a_major=a_major,
+                                    b_major=b_major, mainloop=mainloop)
+    vec_a = alignment_of(A.data.ptr // eb, A.strides[1 if a_major == "K" else 2] // eb, 0, eb,
+                         A.strides[0] // eb)
+    vec_b = alignment_of(B.data.ptr // eb, B.strides[2 if b_major == "K" else 1] // eb, 0, eb,
+                         B.strides[0] // eb)
+    ec = D.itemsize
+    vc = 2
+    for X in (C, D):
+        if (X.data.ptr % (2 * ec)) or (X.strides[1] // ec) % 2 or (X.strides[0] // ec) % 2:
+            vc = 1
+    if A.data.ptr % eb or B.data.ptr % eb:
+        raise LaunchError(op, "A", "pointers must be element-aligned")
+    cfg = replace(base, dtype=dtype, out_dtype=out, a_major=a_major, b_major=b_major,
+                  vec_a=min(vec_a, 16 // eb), vec_b=min(vec_b, 16 // eb), vec_c=vc)
+    cfg = _fit_vectors(cfg)
+    get_kernel(cfg)(A, B, C, D, alpha, beta, stream=stream)
+    return D[0] if squeeze else D
+
+
+def _fit_vectors(cfg: GemmSm80Config) -> GemmSm80Config:
+    """Shrink vec_a / vec_b until each copy map splits evenly (tiny tiles, wide vectors)."""
+    while not cfg.copy_map("A").valid() and cfg.vec_a > 1:
+        cfg = replace(cfg, vec_a=cfg.vec_a // 2)
+    while not cfg.copy_map("B").valid() and cfg.vec_b > 1:
+        cfg = replace(cfg, vec_b=cfg.vec_b // 2)
+    return cfg
