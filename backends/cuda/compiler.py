@@ -495,6 +495,14 @@ def compile_module(source: str, *, arch: str | None = "sm_90a", name_expressions
         _stats["compiles"] += 1
     if not ok:
         raise CompileError("compile_module", log, source, opts)
+    if "Compiling entry function" not in log and "__global__" in source:
+        # Seen with NVRTC 13.0 on the GPU machine: a program compiled before (same text) came
+        # back with an empty log, so no ptxas report.  A marker comment makes the text new.
+        ok2, cubin2, log2, lowered2 = _COMPILERS[kind](
+            source + f"\n// cute_py: resource report {key[:16]}\n",
+            f"{_kernel_hint(source)}.cu", all_opts, name_expressions)
+        if ok2 and "Compiling entry function" in log2:
+            cubin, log, lowered = cubin2, log2, lowered2
     mod = CompiledModule(source=source, arch=arch, options=opts, key=key, cubin=cubin, log=log,
                          lowered_names=lowered, resources=parse_ptxas_log(log), compiler=cid)
     _disk_store(key, cubin, {"log": log, "lowered_names": lowered, "arch": arch,

@@ -78,6 +78,8 @@ def as_array_view(obj, name: str = "array", op: str = "launch") -> ArrayView:
                 dev = cupy.cuda.runtime.pointerGetAttributes(ptr).device
             except Exception:
                 dev = None
+            if dev is not None and dev < 0:  # not a device allocation CUDA knows of
+                dev = None
         return ArrayView(int(ptr), dtype, shape, strides, dev, bool(ro), obj)
     if hasattr(obj, "__dlpack__") and cupy is not None:
         try:

@@ -118,6 +118,11 @@ def test_plan_errors():
         C.CopyConfig(threads=100)
     with pytest.raises(AtomError):
         C.CopyConfig(tile=48)
+    with pytest.raises(AtomError, match="tile"):
+        C.plan_copy(((64, 64), (1, 64)), ((64, 64), (64, 1)), 2, config=C.CopyConfig(tile=32))
+    with pytest.raises(AtomError, match="tile"):
+        C.plan_copy(((64, 64), (1, 64)), ((64, 64), (64, 1)), 4,
+                    config=C.CopyConfig(threads=512, tile=32))
 
 
 def test_shipped_configs_compile_without_spills(tmp_cache):
@@ -162,3 +167,24 @@ def test_copy_rejects_bad_arguments():
         C.copy(A((16,)), A((16,)), src_layout=((4, 4), (1, 5)))
     with pytest.raises(AtomError, match="tiled_copy"):
         C.copy(A((4,)), A((4,)), tiled_copy="x")
+
+
+def test_every_vector_combination_compiles(tmp_cache):
+    """Each (element size, path, vector widths) the planner can emit compiles for sm_80 and
+    sm_90a without spills (odd extents force the narrower vectors)."""
+    shapes = {1: [(129, 67), (130, 66), (132, 68), (136, 72), (144, 80)],
+              2: [(33, 70), (34, 70), (36, 72), (40, 80)], 4: [(33, 70), (34, 70), (36, 72)],
+              8: [(33, 70), (34, 70)]}
+    seen = set()
+    for E, ss in shapes.items():
+        for a, b in ss:
+            for plan in (C.plan_copy(((b, a), (1, b)), ((b, a), (a, 1)), E),
+                         C.plan_copy(((a, b), (b, 1)), ((a, b), (b, 1)), E)):
+                key = (E, plan.kind, plan.vec, plan.vec_a, plan.vec_b)
+                if key in seen:
+                    continue
+                seen.add(key)
+                k = C.build_copy(plan)
+                for arch in ("sm_80", "sm_90a"):
+                    assert k.compile(arch).resources_for(k.name).spills == 0, (key, arch)
+    assert len(seen) >= 20

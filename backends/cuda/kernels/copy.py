@@ -39,7 +39,7 @@ __all__ = ["CopyPlan", "CopyConfig", "plan_copy", "copy_source", "CopyKernel", "
            "copy", "transpose", "simulate", "common_modes", "max_common_vector", "SHIPPED_CONFIGS"]
 
 _ETYPE = {1: "u8", 2: "u16", 4: "u32", 8: "u64"}
-_VTYPE = {1: "u8", 2: "u16", 4: "u32", 8: "uint2", 16: "u128"}
+_VTYPE = {1: "u8", 2: "u16", 4: "u32", 8: "u64", 16: "u128"}
 
 
 @dataclass(frozen=True)
@@ -228,6 +228,14 @@ def plan_copy(src_layout, dst_layout, elem_bytes: int, *, src_align: int = 16,
         va = max_common_vector(modes, ks, elem_bytes, src_align, dst_align, check_dst=False)
         vb = max_common_vector(modes, kd, elem_bytes, src_align, dst_align, check_src=False)
         va, vb = min(va, tile), min(vb, tile)
+        # the swizzle needs 8 16-byte chunks per tile row; each phase must give every thread
+        # a whole number of vectors; phase 2 puts 8 threads along b in a warp
+        if tile * elem_bytes < 128 or (tile * tile // va) % cfg.threads \
+                or (tile * tile // vb) % cfg.threads or (tile // vb) % 8:
+            raise AtomError("copy", "tiled_copy", f"tile {tile} does not fit {cfg.threads} "
+                            f"threads for {elem_bytes}-byte elements (need tile*elem_bytes >= "
+                            "128 and tile*tile/vector a multiple of threads)",
+                            actual=cfg)
         return CopyPlan("transpose", elem_bytes, modes, cfg.threads, mode_a=ks, mode_b=kd,
                         vec_a=va, vec_b=vb, tile=tile)
     k = kd if kd is not None else (ks if ks is not None else 0)
@@ -318,31 +326,27 @@ def _register_source(plan: CopyPlan) -> str:
 
 
 def _pack(E, vb, names):
-    """C expression packing ``vb`` scalars of E bytes (names) into one vector of vb*E bytes."""
+    """C expression packing ``vb`` scalars of E bytes (names) into one vector of vb*E bytes
+    (u8/u16/u32/u64/u128, element 0 in the lowest bytes)."""
     nbytes = vb * E
-    if nbytes <= 8 and nbytes == E:
+    if vb == 1:
         return names[0]
-    # 32-bit words
+    if nbytes == 2:  # two bytes
+        return f"(u16)((u32){names[0]} | ((u32){names[1]} << 8))"
+    words = []  # 32-bit words, lowest first
     if E >= 4:
-        words = []
         for n in names:
-            if E == 4:
-                words.append(n)
-            else:
-                words += [f"(u32){n}", f"(u32)({n} >> 32)"]
+            words += [n] if E == 4 else [f"(u32){n}", f"(u32)({n} >> 32)"]
     else:
         per = 4 // E
-        words = []
-        for w in range(max(1, nbytes // 4)):
-            parts = [f"((u32){names[w * per + i]} << {8 * E * i})" if i else f"(u32){names[w * per]}"
-                     for i in range(min(per, len(names) - w * per))]
+        for w in range(nbytes // 4):
+            parts = [f"(u32){names[w * per]}"] + [
+                f"((u32){names[w * per + i]} << {8 * E * i})" for i in range(1, per)]
             words.append(" | ".join(parts))
-        if nbytes < 4:  # 2 bytes from two u8
-            return f"({_VTYPE[nbytes]})({words[0]})"
     if nbytes == 4:
         return words[0]
     if nbytes == 8:
-        return f"make_uint2({words[0]}, {words[1]})"
+        return f"((u64)({words[1]}) << 32) | (u64)({words[0]})"
     return f"make_uint4({', '.join(words)})"
 
 
@@ -488,6 +492,16 @@ class CopyKernel:
         self.plan = plan
         self.name = plan.name
         self.source = copy_source(plan)
+        self._funcs: dict = {}  # device id -> CudaFunction (keeps the launch path short)
+
+    def function(self):
+        """The loaded kernel for the current device (compiled on first use)."""
+        import cupy
+        dev = cupy.cuda.Device().id
+        f = self._funcs.get(dev)
+        if f is None:
+            f = self._funcs[dev] = self.compile(None).get_function(self.name)
+        return f
 
     def compile(self, arch: str | None = None):
         from ..compiler import compile_module
@@ -505,8 +519,7 @@ class CopyKernel:
                               "base pointer is misaligned for this kernel",
                               expected=(self.plan.src_align, self.plan.dst_align),
                               actual=(hex(src_ptr), hex(dst_ptr)))
-        f = self.compile(None).get_function(self.name)
-        launch(f, self.plan.grid(), self.plan.threads,
+        launch(self.function(), self.plan.grid(), self.plan.threads,
                (np.uint64(src_ptr), np.uint64(dst_ptr)), stream=stream)
 
 
@@ -542,6 +555,17 @@ def _check_fits(view, layout, arg):
                           expected=f"offsets within [{vlo}, {vhi}]", actual=f"[{lo}, {hi}]")
 
 
+def _key(layout):
+    shape, stride = lower.shape_stride(layout)
+    return (shape, stride)
+
+
+@lru_cache(maxsize=1024)
+def _kernel_for(sl, dl, elem_bytes, src_align, dst_align, config):
+    return build_copy(plan_copy(sl, dl, elem_bytes, src_align=src_align, dst_align=dst_align,
+                                config=config))
+
+
 def copy(src, dst, tiled_copy=None, *, src_layout=None, dst_layout=None, stream=None):
     """``dst(c) = src(c)`` for every coordinate c (``dst[...] = src`` for same-shape arrays).
 
@@ -575,9 +599,8 @@ def copy(src, dst, tiled_copy=None, *, src_layout=None, dst_layout=None, stream=
         _check_fits(dv, dl, "dst_layout")
     if math.prod(sv.shape) == 0 and src_layout is None:
         return None
-    plan = plan_copy(sl, dl, sv.dtype.itemsize, src_align=_align_of(sv.ptr),
-                     dst_align=_align_of(dv.ptr), config=tiled_copy)
-    k = build_copy(plan)
+    k = _kernel_for(_key(sl), _key(dl), sv.dtype.itemsize, _align_of(sv.ptr),
+                    _align_of(dv.ptr), tiled_copy)
     k.launch_pointers(sv.ptr, dv.ptr, stream=stream)
     return k
 
