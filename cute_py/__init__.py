@@ -72,3 +72,15 @@ def filter(x, profile=None):  # noqa: A001 - CuTe's name; kept out of __all__
 __all__ = [n for n in dir() if not n.startswith("_") and n not in {
     "annotations", "filter", "errors", "int_tuple", "layout", "algebra", "printing"}]
 __all__ += ["_"]
+
+# Swizzles, composed layouts and shared-memory layout atoms (issue 3)
+from .swizzle import Swizzle, make_swizzle, is_swizzle
+from .composed import (
+    ComposedLayout, make_composed_layout, is_composed_layout, smem_ptr_flag_bits, smem_ptr_flag,
+    get_swizzle_portion, get_nonswizzle_portion, as_position_independent_swizzle_layout,
+)
+from .smem_atoms import GMMA, sizeof_bits, ss_smem_selector, make_sm80_smem_layout_atom
+__all__ += ["Swizzle", "make_swizzle", "is_swizzle", "ComposedLayout", "make_composed_layout",
+            "is_composed_layout", "smem_ptr_flag_bits", "smem_ptr_flag", "get_swizzle_portion",
+            "get_nonswizzle_portion", "as_position_independent_swizzle_layout", "GMMA",
+            "sizeof_bits", "ss_smem_selector", "make_sm80_smem_layout_atom"]

@@ -22,6 +22,9 @@ def format_layout(L) -> str:
     Other ranks: rank 1 is shown as ``(size, 1)``; ranks above 2 group modes ``1..R-1`` into
     the column mode, and the header line says so.
     """
+    form = getattr(L, "_cute_print_form", None)  # composed layouts: CuTe prints flagged ones position-independently
+    if form is not None:
+        L = form()
     if not isinstance(L, Layout):
         inner = getattr(L, "layout", None)
         if not isinstance(inner, Layout) and not hasattr(L, "shape"):
