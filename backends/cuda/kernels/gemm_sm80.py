@@ -30,7 +30,7 @@ from .gemm_sm80_maps import (DTYPES, SmemLayout, CopyMap, ldmatrix_coord, decomp
                              log2i)
 
 __all__ = ["GemmSm80Config", "GemmSm80", "generate_source", "gemm_sm80", "MAINLOOPS",
-           "kernel_name", "alignment_of"]
+           "kernel_name", "alignment_of", "plan_only", "precompile", "get_kernel"]
 
 MAINLOOPS = ("singlestage", "pipelined", "multistage")
 _OUT_TYPES = {"f16": ("unsigned short", 2), "bf16": ("unsigned short", 2), "f32": ("float", 4)}
@@ -756,8 +756,10 @@ def get_kernel(cfg: GemmSm80Config) -> GemmSm80:
 _DT_NAMES = {"float16": "f16", "bfloat16": "bf16", "float32": "f32"}
 
 
-def _dtype_name(arr) -> str:
+def _dtype_name(arr, label: str | None = None) -> str:
     name = str(arr.dtype)
+    if label == "bf16" and name in ("uint16", "int16", "bfloat16"):
+        return "bf16"
     if name not in _DT_NAMES:
         raise LaunchError("gemm_sm80", "dtype", "is not supported",
                           expected=sorted(_DT_NAMES), actual=name)
@@ -766,14 +768,16 @@ def _dtype_name(arr) -> str:
 
 def gemm_sm80(A, B, C=None, D=None, alpha: float = 1.0, beta: float = 0.0, *,
               config: GemmSm80Config | None = None, mainloop: str | None = None,
-              stream=None):
+              stream=None, bf16: bool = False):
     """``D = alpha * A @ B + beta * C`` on CuPy arrays with the SM80 kernels.
 
     A ``(M, K)`` or ``(L, M, K)``, B ``(K, N)`` or ``(L, K, N)``, each with a unit stride in
     one of its two matrix modes (any major); C (optional) and D ``(M, N)``/``(L, M, N)`` with a
     unit stride in either mode.  ``config`` fixes tile/warps/stages/mainloop (its dtype, majors
     and alignment are filled in from the arrays); otherwise :func:`default_config` picks one.
-    Returns D (allocated, row-major, dtype of C or of A when not given).
+    Returns D (allocated, row-major, dtype of C or of A when not given).  CuPy has no
+    bfloat16: pass bf16 data as uint16 bit patterns with ``bf16=True`` (C/D then hold bf16
+    bits too when they are 16-bit).
     """
     import cupy as cp
     op = "gemm_sm80"
@@ -790,9 +794,12 @@ def gemm_sm80(A, B, C=None, D=None, alpha: float = 1.0, beta: float = 0.0, *,
         raise LaunchError(op, "B", "shape does not match A", expected=(L, K, "N"),
                           actual=B.shape)
     N = B.shape[2]
+    if D is not None and D.ndim != 3:
+        raise LaunchError(op, "D", "must have A's rank", actual=D.shape)
     if min(M, N, K) < 1:
         raise LaunchError(op, "A", "needs M, N, K >= 1", actual=(M, N, K))
-    da, db = _dtype_name(A), _dtype_name(B)
+    lab = "bf16" if bf16 else None
+    da, db = _dtype_name(A, lab), _dtype_name(B, lab)
     if da != db:
         raise LaunchError(op, "B", "dtype must equal A's", expected=A.dtype, actual=B.dtype)
     dtype = "tf32" if da == "f32" else da
@@ -806,14 +813,14 @@ def gemm_sm80(A, B, C=None, D=None, alpha: float = 1.0, beta: float = 0.0, *,
             raise LaunchError(op, nm, "has the wrong shape", expected=(L, M, N), actual=X.shape)
     if C.dtype != D.dtype:
         raise LaunchError(op, "C", "dtype must equal D's", expected=D.dtype, actual=C.dtype)
-    out = _dtype_name(D)
+    out = _dtype_name(D, lab)
     # D column-major (unit m stride): compute D^T = B^T A^T instead.
     if D.strides[2] != D.itemsize and D.strides[1] == D.itemsize:
         if C is not D and C.strides[1] != C.itemsize:
             C = cp.ascontiguousarray(C.transpose(0, 2, 1)).transpose(0, 2, 1)
         gemm_sm80(B.transpose(0, 2, 1), A.transpose(0, 2, 1), C.transpose(0, 2, 1),
                   D.transpose(0, 2, 1), alpha, beta, config=config, mainloop=mainloop,
-                  stream=stream)
+                  stream=stream, bf16=bf16)
         return D[0] if squeeze else D
     if D.strides[2] != D.itemsize:
         raise LaunchError(op, "D", "needs a unit stride in one of its matrix modes",
@@ -846,11 +853,55 @@ def gemm_sm80(A, B, C=None, D=None, alpha: float = 1.0, beta: float = 0.0, *,
             vc = 1
     if A.data.ptr % eb or B.data.ptr % eb:
         raise LaunchError(op, "A", "pointers must be element-aligned")
+    if config is None and min(vec_a, vec_b) < 16 // eb:
+        base = default_config(M, N, K, dtype=dtype, out_dtype=out, a_major=a_major,
+                              b_major=b_major, mainloop=mainloop, aligned=False)
     cfg = replace(base, dtype=dtype, out_dtype=out, a_major=a_major, b_major=b_major,
                   vec_a=min(vec_a, 16 // eb), vec_b=min(vec_b, 16 // eb), vec_c=vc)
     cfg = _fit_vectors(cfg)
+    if _PLAN_ONLY:
+        _PLAN_ONLY[-1].append(cfg)
+        return D[0] if squeeze else D
     get_kernel(cfg)(A, B, C, D, alpha, beta, stream=stream)
     return D[0] if squeeze else D
+
+
+_PLAN_ONLY: list = []
+
+
+class plan_only:
+    """Context manager: ``gemm_sm80`` records the configs it would launch instead of launching
+    (used to compile every needed kernel in parallel before a test or benchmark run)."""
+
+    def __enter__(self):
+        _PLAN_ONLY.append([])
+        return _PLAN_ONLY[-1]
+
+    def __exit__(self, *exc):
+        _PLAN_ONLY.pop()
+
+
+def _compile_one(args):
+    cfg, arch = args
+    from ..compiler import compile_module
+    mod = compile_module(generate_source(cfg), arch=arch)
+    r = mod.resources_for(kernel_name(cfg))
+    return kernel_name(cfg), r.registers, r.spills
+
+
+def precompile(configs, arch: str | None = None, processes: int | None = None):
+    """Compile ``configs`` (into the compile cache) in a process pool; returns
+    [(kernel name, registers, spill bytes)]."""
+    import multiprocessing as mp
+    import os
+    from ..compiler import normalize_arch
+    arch = normalize_arch(arch)
+    todo = sorted(set(configs), key=kernel_name)
+    procs = processes or min(len(todo), os.cpu_count() or 1) or 1
+    if procs <= 1:
+        return [_compile_one((c, arch)) for c in todo]
+    with mp.get_context("spawn").Pool(procs) as pool:
+        return pool.map(_compile_one, [(c, arch) for c in todo])
 
 
 def _fit_vectors(cfg: GemmSm80Config) -> GemmSm80Config:

@@ -17,7 +17,7 @@ __all__ = ["SHIPPED", "TILES", "default_config", "shipped_configs"]
 #: name -> (tile, warps, stages, mainloop) for 16-bit operands
 TILES = {
     "multistage_128x256x32": ((128, 256, 32), (2, 4), 4, "multistage"),
-    "multistage_128x128x32": ((128, 128, 32), (2, 2), 4, "multistage"),
+    "multistage_128x128x32": ((128, 128, 32), (2, 4), 4, "multistage"),
     "multistage_64x64x32": ((64, 64, 32), (2, 2), 3, "multistage"),
     "pipelined_128x128x32": ((128, 128, 32), (2, 4), 2, "pipelined"),
     "pipelined_64x64x32": ((64, 64, 32), (2, 2), 2, "pipelined"),
@@ -51,20 +51,34 @@ def _make(entry, dtype, out_dtype, a_major, b_major) -> GemmSm80Config:
 
 
 def shipped_configs():
-    """Every configuration the library may launch with full alignment (plus scalar fallbacks)."""
+    """The configurations the CPU test compiles for sm_80 and sm_90a (zero spills required).
+
+    Every tile family the heuristic can pick, with full alignment, for f16 in all four operand
+    majors; bf16 (same code but the mma and the conversions) in the K/K major; f16 -> f32 out;
+    tf32 in all majors for the multistage tiles; the 64x64 scalar-copy fallbacks.
+    """
     out = []
-    for dtype, odt, tiles in (("f16", "f16", TILES), ("bf16", "bf16", TILES),
-                              ("f16", "f32", {k: TILES[k] for k in ("multistage_128x128x32",)}),
-                              ("tf32", "f32", TILES_TF32)):
-        for am in ("K", "M"):
-            for bm in ("K", "N"):
-                for entry in tiles.values():
-                    out.append(_make(entry, dtype, odt, am, bm))
-    # residue paths: unaligned operands (scalar copies) and 1-wide epilogue
+    majors = (("K", "K"), ("M", "K"), ("K", "N"), ("M", "N"))
+    for am, bm in majors:
+        for name in ("multistage_128x256x32", "multistage_128x128x32", "multistage_64x64x32",
+                     "pipelined_128x128x32", "singlestage_128x128x32"):
+            out.append(_make(TILES[name], "f16", "f16", am, bm))
+        for name in ("multistage_128x128x32", "multistage_64x64x32"):
+            out.append(_make(TILES_TF32[name], "tf32", "f32", am, bm))
+    for name in ("pipelined_64x64x32", "singlestage_64x64x32"):
+        out.append(_make(TILES[name], "f16", "f16", "K", "K"))
+    for name in ("multistage_128x256x32", "multistage_64x64x32", "pipelined_128x128x32",
+                 "singlestage_128x128x32"):
+        out.append(_make(TILES[name], "bf16", "bf16", "K", "K"))
+    out.append(_make(TILES["multistage_128x256x32"], "f16", "f32", "K", "K"))
+    for name in ("pipelined_128x128x32", "singlestage_128x128x32"):
+        out.append(_make(TILES_TF32[name], "tf32", "f32", "K", "K"))
+        out.append(_make(TILES_TF32[name], "tf32", "f32", "M", "N"))
+    # residue paths: unaligned operands (scalar copies) and the 1-wide epilogue
     for dtype, odt in (("f16", "f16"), ("tf32", "f32")):
         for name in ("multistage_64x64x32", "pipelined_64x64x32", "singlestage_64x64x32"):
             entry = (TILES_TF32 if dtype == "tf32" else TILES)[name]
-            c = _make(entry, dtype, odt, "K", "N")
+            c = _make(entry, dtype, odt, "M", "N")
             out.append(replace(c, vec_a=1, vec_b=1, vec_c=1))
     return out
 
@@ -74,12 +88,22 @@ SHIPPED = None  # filled lazily by shipped_configs(); kept for discoverability
 
 def default_config(M: int, N: int, K: int, *, dtype: str = "f16", out_dtype: str = "f16",
                    a_major: str = "K", b_major: str = "K",
-                   mainloop: str | None = None) -> GemmSm80Config:
+                   mainloop: str | None = None, aligned: bool = True) -> GemmSm80Config:
     """A good configuration for an (M, N, K) problem (alignment fields at their widest).
 
-    Small problems (fewer than ~2 waves of 128x128 tiles on 132 SMs) take the 64x64 multistage
+    Small problems (fewer than one wave of 128x128 tiles on 132 SMs) take the 64x64 multistage
     tile; larger ones the measured best per mainloop.  ``mainloop`` forces the family.
+    ``aligned=False`` (an operand needs narrower than 16-byte copies) takes the 64x64 tile of
+    the family: the scalar copy path holds more registers per thread.
     """
+    if not aligned:
+        name = f"{mainloop or 'multistage'}_64x64x32"
+        tiles = TILES_TF32 if dtype == "tf32" else TILES
+        if name not in tiles:
+            from cute_py.errors import AtomError
+            raise AtomError("default_config", "mainloop", "is not one of the mainloops",
+                            actual=mainloop)
+        return _make(tiles[name], dtype, out_dtype, a_major, b_major)
     tiles = TILES_TF32 if dtype == "tf32" else TILES
     best = BEST_TF32 if dtype == "tf32" else BEST
     if mainloop is None:

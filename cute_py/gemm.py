@@ -1,0 +1,91 @@
+"""The high-level GEMM: ``cute_py.gemm(A, B, C=None, alpha=1, beta=0, ...)``.
+
+Picks a kernel configuration for the dtypes, layouts and sizes and launches it.  On sm_90 it
+first tries the Hopper kernel (``cute_py.backends.cuda.kernels.gemm_sm90``, when it is
+installed and supports the case), else the SM80 kernels (``gemm_sm80``: single-stage,
+pipelined or multistage ``cp.async`` mainloops with ``ldmatrix`` + ``mma.sync``).
+
+Nothing here imports the backend or CuPy at module import: the algebra stays importable on a
+machine without CUDA.
+"""
+
+from __future__ import annotations
+
+from cute_py.errors import LaunchError
+
+__all__ = ["gemm"]
+
+
+def _to_cupy(x, name):
+    """CuPy view of a CuPy array or a torch CUDA tensor; returns (array, is_bf16, kind)."""
+    mod = type(x).__module__
+    if mod.startswith("torch"):
+        import torch
+        import cupy as cp
+        if not x.is_cuda:
+            raise LaunchError("gemm", name, "must live on a CUDA device", actual=x.device)
+        bf16 = x.dtype == torch.bfloat16
+        v = x.view(torch.int16) if bf16 else x
+        arr = cp.asarray(v)
+        if bf16:
+            arr = arr.view(cp.uint16)
+        return arr, bf16, "torch"
+    if hasattr(x, "__cuda_array_interface__") and mod.startswith("cupy"):
+        return x, False, "cupy"
+    raise LaunchError("gemm", name, "must be a CuPy array or a torch CUDA tensor",
+                      actual=type(x).__name__)
+
+
+def _hopper_available() -> bool:
+    try:
+        from cute_py.backends.cuda.device import device_properties
+        return device_properties().cc == (9, 0)
+    except Exception:
+        return False
+
+
+def gemm(A, B, C=None, alpha: float = 1.0, beta: float = 0.0, *, out=None,
+         mainloop: str | None = None, config=None, backend: str = "auto"):
+    """``D = alpha * A @ B + beta * C`` on the GPU; returns D.
+
+    A ``(M, K)`` / ``(L, M, K)``, B ``(K, N)`` / ``(L, K, N)``: CuPy arrays or torch CUDA
+    tensors of float16, bfloat16 (torch) or float32 (computed in tf32), with a unit stride in
+    either matrix mode (row- or column-major, any leading dimension, any M, N, K >= 1).  C, when
+    given, has D's shape; ``out`` is D (allocated row-major in C's dtype, else A's, when None).
+
+    ``backend``: ``"auto"`` (Hopper kernel on sm_90 when available, else SM80), ``"sm80"`` or
+    ``"sm90"``.  ``mainloop`` (``"multistage"``, ``"pipelined"``, ``"singlestage"``) and
+    ``config`` (a ``GemmSm80Config``) force the SM80 kernel's choice.
+
+    Law: the result equals the float64 product within the dtype's rounding (fp32 accumulation).
+    """
+    if backend not in ("auto", "sm80", "sm90"):
+        raise LaunchError("gemm", "backend", "is not one of auto/sm80/sm90", actual=backend)
+    a, bf_a, kind = _to_cupy(A, "A")
+    b, bf_b, _ = _to_cupy(B, "B")
+    if bf_a != bf_b:
+        raise LaunchError("gemm", "B", "dtype must equal A's", expected=A.dtype, actual=B.dtype)
+    c = None if C is None else _to_cupy(C, "C")[0]
+    d = None if out is None else _to_cupy(out, "out")[0]
+    if d is None and kind == "torch":
+        import torch
+        shape = (*A.shape[:-1], B.shape[-1])
+        dt = C.dtype if C is not None else A.dtype
+        out = torch.empty(shape, device=A.device, dtype=dt)
+        d = _to_cupy(out, "out")[0]
+    if backend in ("auto", "sm90") and mainloop is None and config is None and _hopper_available():
+        try:
+            from cute_py.backends.cuda.kernels import gemm_sm90  # lazy: may not exist yet
+            fn = getattr(gemm_sm90, "gemm_sm90", None)
+            if fn is not None:
+                res = fn(a, b, c, d, alpha, beta)
+                if res is not None:
+                    return out if out is not None else res
+        except Exception:
+            if backend == "sm90":
+                raise
+    elif backend == "sm90":
+        raise LaunchError("gemm", "backend", "sm90 needs an sm_90 GPU and the Hopper kernel")
+    from cute_py.backends.cuda.kernels.gemm_sm80 import gemm_sm80
+    res = gemm_sm80(a, b, c, d, alpha, beta, config=config, mainloop=mainloop, bf16=bf_a)
+    return out if out is not None else res
