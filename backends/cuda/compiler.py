@@ -207,10 +207,20 @@ class CompiledModule:
     def resources_for(self, name: str) -> KernelResources:
         """ptxas' report for kernel ``name`` (extern "C" name or name expression)."""
         low = self.lowered_name(name)
+        if not self.resources:
+            raise CompileError("CompiledModule.resources_for", "the compiler returned no ptxas "
+                               "report (seen with NVRTC 13.0 on a program compiled before in "
+                               "the same process); check has_resource_report first",
+                               self.source, self.options)
         if low not in self.resources:
             raise CompileError("CompiledModule.resources_for", f"no entry function {name!r}; "
                                f"have {sorted(self.resources)}", self.source, self.options)
         return self.resources[low]
+
+    @property
+    def has_resource_report(self) -> bool:
+        """Whether ptxas' verbose report came back (NVRTC 13.0 sometimes returns no log)."""
+        return bool(self.resources)
 
     def max_spills(self) -> int:
         return max((r.spills for r in self.resources.values()), default=0)
@@ -495,14 +505,6 @@ def compile_module(source: str, *, arch: str | None = "sm_90a", name_expressions
         _stats["compiles"] += 1
     if not ok:
         raise CompileError("compile_module", log, source, opts)
-    if "Compiling entry function" not in log and "__global__" in source:
-        # Seen with NVRTC 13.0 on the GPU machine: a program compiled before (same text) came
-        # back with an empty log, so no ptxas report.  A marker comment makes the text new.
-        ok2, cubin2, log2, lowered2 = _COMPILERS[kind](
-            source + f"\n// cute_py: resource report {key[:16]}\n",
-            f"{_kernel_hint(source)}.cu", all_opts, name_expressions)
-        if ok2 and "Compiling entry function" in log2:
-            cubin, log, lowered = cubin2, log2, lowered2
     mod = CompiledModule(source=source, arch=arch, options=opts, key=key, cubin=cubin, log=log,
                          lowered_names=lowered, resources=parse_ptxas_log(log), compiler=cid)
     _disk_store(key, cubin, {"log": log, "lowered_names": lowered, "arch": arch,
