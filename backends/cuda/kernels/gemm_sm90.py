@@ -1,0 +1,489 @@
+"""The Hopper GEMM: TMA + mbarrier pipeline + warp specialization + wgmma (sm_90a).
+
+``D[l] = alpha * A[l] @ B[l] + beta * C[l]`` with A ``(M, K)`` K-major (row-major), B given as
+``(N, K)`` K-major (the BLAS "TN" case; ``B.T`` of a row-major ``(K, N)`` is *not* this), D and C
+``(M, N)`` row-major, 16-bit (fp16 or bf16) operands, fp32 accumulation.
+
+Kernel structure (CUTLASS's ``KernelTmaWarpSpecializedCooperative`` + persistent scheduler):
+
+- CTA = 1 producer warpgroup + ``W`` consumer warpgroups, ``__launch_bounds__(128*(W+1), 1)``;
+  the producer warpgroup gives registers away (``setmaxnreg.dec``), consumers take them
+  (``setmaxnreg.inc``);
+- one elected thread of warp 0 runs the mainloop producer: for every tile of this CTA and
+  every k-block, ``producer_acquire`` (wait empty, ``arrive.expect_tx``) then two TMA loads (A
+  and B boxes, 128-byte swizzle) completing on the stage's full barrier;
+- the consumer warpgroups split the tile along M (``tile_m / W`` rows each) and issue
+  ``wgmma.mma_async.m64n{tile_n}k16`` from smem descriptors, keeping one wgmma group in
+  flight: after ``wait_group<1>`` the previous k-block's stage is released (one arrival per
+  consumer warp);
+- persistent grid (one CTA per SM), tiles visited in grouped ("swizzled") order, batch mode L
+  outermost;
+- residues: TMA zero-fills out-of-bounds boxes, the epilogue is predicated.
+
+The pipeline barriers, counts and state updates come from :class:`cute_py.pipeline
+.PipelineTmaAsync` through :class:`~cute_py.backends.cuda.pipeline.PipelineLowering`; the smem
+layouts and TMA boxes from the GMMA layout atoms (``gemm_sm90_maps``).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import hashlib
+from dataclasses import dataclass
+from functools import lru_cache
+
+from cute_py.errors import LaunchError
+from cute_py.pipeline import PipelineTmaAsync
+
+from ..pipeline import PipelineLowering
+from .gemm_sm90_maps import Sm90Maps, derive_maps
+
+__all__ = ["Sm90GemmConfig", "generate_source", "Sm90Gemm", "SHIPPED_CONFIGS", "gemm_sm90"]
+
+_DT = {"f16": "f16", "float16": "f16", "bf16": "bf16", "bfloat16": "bf16"}
+
+
+@dataclass(frozen=True)
+class Sm90GemmConfig:
+    """One kernel: tile, pipeline depth, consumer warpgroups, element type, raster, registers,
+    epilogue.  Hashable (the kernel-cache key)."""
+
+    tile_m: int = 128
+    tile_n: int = 256
+    tile_k: int = 64
+    stages: int = 4
+    consumer_wgs: int = 2
+    dtype: str = "f16"
+    group_m: int = 8
+    producer_regs: int = 40
+    consumer_regs: int = 232
+    has_c: bool = False          # beta * C term in the built-in epilogue
+    vec2: bool = True            # D/C leading dimensions even: paired 4-byte stores
+    raster_n: bool = False       # group along N instead of M
+
+    def check(self):
+        op = "Sm90GemmConfig"
+        if _DT.get(self.dtype) is None:
+            raise LaunchError(op, "dtype", "must be f16 or bf16", actual=self.dtype)
+        if self.tile_k != 64:
+            raise LaunchError(op, "tile_k", "must be 64 (one 128-byte swizzle row of 16-bit "
+                              "elements)", expected=64, actual=self.tile_k)
+        if self.consumer_wgs not in (1, 2):
+            raise LaunchError(op, "consumer_wgs", "must be 1 or 2", actual=self.consumer_wgs)
+        rows = self.tile_m // self.consumer_wgs
+        if self.tile_m % (64 * self.consumer_wgs) or rows > 128:
+            raise LaunchError(op, "tile_m", "must give each consumer warpgroup 64 or 128 rows",
+                              expected="64*W or 128*W", actual=self.tile_m)
+        if self.tile_n % 64 or not 64 <= self.tile_n <= 256:
+            raise LaunchError(op, "tile_n", "must be 64, 128, 192 or 256", actual=self.tile_n)
+        if self.tile_m > 256:
+            raise LaunchError(op, "tile_m", "exceeds the TMA box limit 256", actual=self.tile_m)
+        if (rows // 64) * self.tile_n // 2 > 128:
+            raise LaunchError(op, "tile", "needs more than 128 accumulators per thread",
+                              actual=(self.tile_m, self.tile_n, self.consumer_wgs))
+        if self.smem_bytes() > 227 * 1024:
+            raise LaunchError(op, "stages", "shared memory exceeds 227 KB",
+                              expected="<= 232448", actual=self.smem_bytes())
+        if not 2 <= self.stages <= 8:
+            raise LaunchError(op, "stages", "must be in [2, 8]", actual=self.stages)
+        if self.producer_regs * 128 + self.consumer_regs * 128 * self.consumer_wgs > 65536:
+            raise LaunchError(op, "consumer_regs", "register budget exceeds 64K per SM",
+                              actual=(self.producer_regs, self.consumer_regs))
+        return self
+
+    @property
+    def threads(self) -> int:
+        return 128 * (self.consumer_wgs + 1)
+
+    @property
+    def stage_bytes(self) -> int:
+        return (self.tile_m + self.tile_n) * self.tile_k * 2
+
+    def smem_bytes(self) -> int:
+        return self.stages * self.stage_bytes + 16 * self.stages + 1024
+
+    @property
+    def name(self) -> str:
+        h = hashlib.sha256(repr(self).encode()).hexdigest()[:8]
+        return (f"cute_sm90_gemm_{_DT[self.dtype]}_{self.tile_m}x{self.tile_n}x{self.tile_k}"
+                f"_s{self.stages}_w{self.consumer_wgs}_{h}")
+
+    def pipeline(self) -> PipelineTmaAsync:
+        return PipelineTmaAsync(stages=self.stages, consumer_arrivals=4 * self.consumer_wgs,
+                                transaction_bytes=self.stage_bytes)
+
+
+#: configurations the benchmark and the CPU compile test cover
+SHIPPED_CONFIGS = (
+    Sm90GemmConfig(128, 256, 64, 4, 2, "f16"),
+    Sm90GemmConfig(128, 256, 64, 4, 2, "bf16"),
+    Sm90GemmConfig(256, 128, 64, 4, 2, "f16"),
+    Sm90GemmConfig(128, 128, 64, 6, 2, "f16"),
+    Sm90GemmConfig(128, 128, 64, 6, 1, "f16"),
+    Sm90GemmConfig(128, 256, 64, 4, 2, "f16", has_c=True),
+    Sm90GemmConfig(128, 256, 64, 4, 2, "f16", vec2=False),
+)
+
+
+def _tile_coord_code(cfg: Sm90GemmConfig) -> str:
+    """Grouped raster: tiles of one batch are visited in groups of ``group_m`` tile-rows
+    (or tile-columns with ``raster_n``), column-major inside a group."""
+    if cfg.raster_n:
+        return f"""
+  const int per_l_ = num_m * num_n;
+  l_ = tile / per_l_;
+  const int r_ = tile - l_ * per_l_;
+  const int gw_ = {cfg.group_m} * num_m;
+  const int g_ = r_ / gw_;
+  const int first_ = g_ * {cfg.group_m};
+  const int gs_ = min(num_n - first_, {cfg.group_m});
+  const int rr_ = r_ - g_ * gw_;
+  n_blk = first_ + rr_ % gs_;
+  m_blk = rr_ / gs_;"""
+    return f"""
+  const int per_l_ = num_m * num_n;
+  l_ = tile / per_l_;
+  const int r_ = tile - l_ * per_l_;
+  const int gw_ = {cfg.group_m} * num_n;
+  const int g_ = r_ / gw_;
+  const int first_ = g_ * {cfg.group_m};
+  const int gs_ = min(num_m - first_, {cfg.group_m});
+  const int rr_ = r_ - g_ * gw_;
+  m_blk = first_ + rr_ % gs_;
+  n_blk = rr_ / gs_;"""
+
+
+def _epilogue_direct(cfg: Sm90GemmConfig, maps: Sm90Maps) -> str:
+    """Built-in epilogue: alpha*acc (+ beta*C), predicated register -> global stores.
+    Value coordinates from the fragment map (``maps.frag``)."""
+    dt = _DT[cfg.dtype]
+    pack2 = "pack_f16x2" if dt == "f16" else "pack_bf16x2"
+    pack1 = "f32_to_f16_bits" if dt == "f16" else "f32_to_bf16_bits"
+    unpack = "f16_bits_to_f32" if dt == "f16" else "bf16_bits_to_f32"
+    fr = maps.frag
+    lines = [f"const int row0_ = m_blk * {cfg.tile_m} + {fr.m_thr_expr};",
+             f"const int col0_ = n_blk * {cfg.tile_n} + {fr.n_thr_expr};",
+             "u16* Dl_ = D + (long long)l_ * ldl_d;"]
+    if cfg.has_c:
+        lines.append("const u16* Cl_ = C + (long long)l_ * ldl_c;")
+    nv = fr.num_values
+    slab_vals = nv // maps.slabs
+    # group values by (m_val): each pair (v, v+1) has the same row and adjacent columns
+    for v in range(0, nv, 2):
+        j, vv = divmod(v, slab_vals)
+        mo, no = fr.m_val[v], fr.n_val[v]
+        a0, a1 = f"acc[{j}][{vv}]", f"acc[{j}][{vv + 1}]"
+        lines.append("{")
+        lines.append(f"  const int r = row0_ + {mo}, c = col0_ + {no};")
+        lines.append("  if (r < M) {")
+        lines.append(f"    float x0 = alpha * {a0}, x1 = alpha * {a1};")
+        lines.append("    u16* dp = Dl_ + (long long)r * ldd + c;")
+        if cfg.has_c:
+            lines.append("    const u16* cp = Cl_ + (long long)r * ldc + c;")
+        if cfg.vec2:
+            lines.append("    if (c + 1 < N) {")
+            if cfg.has_c:
+                lines.append("      const u32 cc = *reinterpret_cast<const u32*>(cp);")
+                lines.append(f"      x0 += beta * {unpack}((u16)(cc & 0xffffu)); "
+                             f"x1 += beta * {unpack}((u16)(cc >> 16));")
+            lines.append(f"      *reinterpret_cast<u32*>(dp) = {pack2}(x0, x1);")
+            lines.append("    } else if (c < N) {")
+            if cfg.has_c:
+                lines.append(f"      x0 += beta * {unpack}(cp[0]);")
+            lines.append(f"      dp[0] = {pack1}(x0);")
+            lines.append("    }")
+        else:
+            for i, x in ((0, "x0"), (1, "x1")):
+                lines.append(f"    if (c + {i} < N) {{")
+                if cfg.has_c:
+                    lines.append(f"      {x} += beta * {unpack}(cp[{i}]);")
+                lines.append(f"      dp[{i}] = {pack1}({x});")
+                lines.append("    }")
+        lines.append("  }")
+        lines.append("}")
+    return "\n".join("      " + s for s in lines)
+
+
+def generate_source(cfg: Sm90GemmConfig) -> str:
+    """CUDA C for one configuration (deterministic: the same config gives the same text)."""
+    cfg.check()
+    maps = derive_maps(cfg)
+    pl = PipelineLowering(cfg.pipeline(), full="bar_full", empty="bar_empty")
+    dt = _DT[cfg.dtype]
+    S, W = cfg.stages, cfg.consumer_wgs
+    a_bytes, b_bytes = cfg.tile_m * cfg.tile_k * 2, cfg.tile_n * cfg.tile_k * 2
+    slabs = maps.slabs
+    nacc = cfg.tile_n // 2
+    wg_rows = cfg.tile_m // W
+    wgmma = f"wgmma_m64n{cfg.tile_n}k16_f32_{dt}_ss<0, 0>"
+    kk_steps = cfg.tile_k // 16
+    mma_lines = []
+    for kk in range(kk_steps):
+        for j in range(slabs):
+            a_off = maps.desc_a_offset(j, kk)
+            b_off = maps.desc_b_offset(kk)
+            mma_lines.append(
+                f"          {wgmma}(acc[{j}], gmma_desc_add(da_, {a_off}u), "
+                f"gmma_desc_add(db_, {b_off}u), {'scale_d' if kk == 0 else '1'});")
+    mma = "\n".join(mma_lines)
+    return f"""// generated by cute_py.backends.cuda.kernels.gemm_sm90 -- {cfg!r}
+#include "cute_py/prelude.cuh"
+using namespace cute_py;
+
+extern "C" __global__ void __launch_bounds__({cfg.threads}, 1) {cfg.name}(
+    const __grid_constant__ TmaDescriptor tmA, const __grid_constant__ TmaDescriptor tmB,
+    u16* __restrict__ D, const u16* __restrict__ C, int M, int N, int K, int L,
+    long long ldd, long long ldc, long long ldl_d, long long ldl_c, float alpha, float beta)
+{{
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  extern __shared__ unsigned char smem_raw_[];
+  const u32 smem0_ = (cvta_to_shared_u32(smem_raw_) + 1023u) & ~1023u;
+  const u32 sA = smem0_;                        // {S} stages x {a_bytes} B: {maps.smem_a}
+  const u32 sB = sA + {S * a_bytes}u;           // {S} stages x {b_bytes} B: {maps.smem_b}
+  const u32 bar_full = sB + {S * b_bytes}u;
+  const u32 bar_empty = bar_full + {8 * S}u;
+  const int wg = __shfl_sync(0xffffffffu, (int)(threadIdx.x / 128), 0);
+  if (threadIdx.x == 0) {{
+    {pl.init()}
+    prefetch_tma_descriptor(&tmA);
+    prefetch_tma_descriptor(&tmB);
+  }}
+  __syncthreads();
+  const int num_m = (M + {cfg.tile_m - 1}) / {cfg.tile_m};
+  const int num_n = (N + {cfg.tile_n - 1}) / {cfg.tile_n};
+  const int num_tiles = num_m * num_n * L;
+  const int k_blocks = (K + {cfg.tile_k - 1}) / {cfg.tile_k};
+  if (wg == 0) {{
+    // ---------------- producer warpgroup ----------------
+    setmaxnreg_dec<{cfg.producer_regs}>();
+    if (warp_id() == 0 && elect_one_sync()) {{
+      int idx = 0; u32 phase = 1u;               // make_producer_start_state
+      for (int tile = blockIdx.x; tile < num_tiles; tile += gridDim.x) {{
+        int m_blk, n_blk, l_;
+        {{ {_tile_coord_code(cfg)}
+        }}
+        for (int kb = 0; kb < k_blocks; ++kb) {{
+          {pl.producer_acquire("idx", "phase")}
+          const u32 fb_ = {pl.full_barrier("idx")};
+          {maps.tma_load("A", "sA + (u32)idx * %du" % a_bytes, "&tmA", "fb_", "kb * 64", f"m_blk * {cfg.tile_m}", "l_")}
+          {maps.tma_load("B", "sB + (u32)idx * %du" % b_bytes, "&tmB", "fb_", "kb * 64", f"n_blk * {cfg.tile_n}", "l_")}
+          {pl.increment("idx", "phase")}
+        }}
+      }}
+      {pl.producer_tail("idx", "phase")}
+    }}
+  }} else {{
+    // ---------------- consumer warpgroups ----------------
+    setmaxnreg_inc<{cfg.consumer_regs}>();
+    const int tid = threadIdx.x - 128;
+    const int cw = wg - 1;
+    const bool release_lane = (threadIdx.x & 31) == 0;
+    int idx = 0; u32 phase = 0u;
+    float acc[{slabs}][{nacc}];
+    for (int tile = blockIdx.x; tile < num_tiles; tile += gridDim.x) {{
+      int m_blk, n_blk, l_;
+      {{ {_tile_coord_code(cfg)}
+      }}
+      int prev_ = -1;
+      for (int kb = 0; kb < k_blocks; ++kb) {{
+        {pl.consumer_wait("idx", "phase")}
+        const u64 da_ = make_gmma_desc(sA + (u32)idx * {a_bytes}u + (u32)cw * {maps.wg_a_offset(1)}u, {maps.lbo}u, {maps.sbo}u, {maps.layout_type}u);
+        const u64 db_ = make_gmma_desc(sB + (u32)idx * {b_bytes}u, {maps.lbo}u, {maps.sbo}u, {maps.layout_type}u);
+        const int scale_d = kb > 0 ? 1 : 0;
+        wgmma_fence();
+        {{
+{mma}
+        }}
+        wgmma_commit_group();
+        wgmma_wait_group<1>();
+        if (prev_ >= 0) {{ {pl.consumer_release("prev_", "release_lane")} }}
+        prev_ = idx;
+        {pl.increment("idx", "phase")}
+      }}
+      wgmma_wait_group<0>();
+      if (prev_ >= 0) {{ {pl.consumer_release("prev_", "release_lane")} }}
+#pragma unroll
+      for (int j = 0; j < {slabs}; ++j) wgmma_fence_operands(acc[j]);
+      if (k_blocks == 0) {{
+#pragma unroll
+        for (int j = 0; j < {slabs}; ++j)
+#pragma unroll
+          for (int i = 0; i < {nacc}; ++i) acc[j][i] = 0.0f;
+      }}
+      // ---------------- epilogue ----------------
+{_epilogue_direct(cfg, maps)}
+    }}
+  }}
+#endif
+}}
+"""
+
+
+# ---------------------------------------------------------------------------------------------
+# host side
+
+
+@lru_cache(maxsize=1)
+def _libcuda():
+    lib = ctypes.CDLL("libcuda.so.1")
+    lib.cuLaunchKernel.argtypes = [ctypes.c_void_p, ctypes.c_uint, ctypes.c_uint, ctypes.c_uint,
+                                   ctypes.c_uint, ctypes.c_uint, ctypes.c_uint, ctypes.c_uint,
+                                   ctypes.c_void_p, ctypes.POINTER(ctypes.c_void_p),
+                                   ctypes.c_void_p]
+    lib.cuLaunchKernel.restype = ctypes.c_int
+    return lib
+
+
+class Sm90Gemm:
+    """A compiled configuration: ``g(A, B, D=None, C=None, alpha=1, beta=0)``.
+
+    ``A``: ``(M, K)`` or ``(L, M, K)`` row-major; ``B``: ``(N, K)`` or ``(L, N, K)`` row-major
+    (K-major, "TN"); ``D``/``C``: ``(M, N)`` / ``(L, M, N)`` row-major.  CuPy arrays (bf16 as
+    uint16 bit patterns).  Leading dimensions may be padded (strided views) if 16-byte aligned.
+    """
+
+    def __init__(self, cfg: Sm90GemmConfig = Sm90GemmConfig(), arch: str = "sm_90a"):
+        from ..compiler import compile_module
+        self.cfg = cfg.check()
+        self.maps = derive_maps(cfg)
+        self.source = generate_source(cfg)
+        self.module = compile_module(self.source, arch=arch)
+        self._fn = None
+        self._num_sms = None
+
+    @property
+    def resources(self):
+        return self.module.resources_for(self.cfg.name)
+
+    def _function(self):
+        if self._fn is None:
+            self._fn = self.module.get_function(self.cfg.name)
+            self._fn.set_max_dynamic_smem(self.cfg.smem_bytes())
+            import cupy
+            self._num_sms = cupy.cuda.Device().attributes["MultiProcessorCount"]
+        return self._fn
+
+    def prepare(self, A, B, D=None, C=None, alpha=1.0, beta=0.0, max_ctas=None):
+        """Check everything and build the launch; returns a zero-argument callable that runs
+        the GEMM on the current stream (descriptors encoded once)."""
+        import cupy as cp
+        import numpy as np
+        op, cfg = "Sm90Gemm", self.cfg
+        want = np.float16 if _DT[cfg.dtype] == "f16" else np.uint16
+        for nm, X in (("A", A), ("B", B)):
+            if X.dtype != want:
+                raise LaunchError(op, nm, "has the wrong dtype", expected=str(np.dtype(want)),
+                                  actual=str(X.dtype))
+            if X.ndim not in (2, 3):
+                raise LaunchError(op, nm, "must be 2-D or 3-D (batched)", actual=X.shape)
+        batched = A.ndim == 3
+        A3 = A if batched else A[None]
+        B3 = B if B.ndim == 3 else B[None]
+        L, M, K = A3.shape
+        if B3.shape[0] != L or B3.shape[2] != K:
+            raise LaunchError(op, "B", "must be (N, K) [or (L, N, K)] matching A",
+                              expected=(L, "N", K), actual=B3.shape)
+        N = B3.shape[1]
+        if min(M, N) < 1:
+            raise LaunchError(op, "A", "empty problem", actual=(M, N, K))
+        if D is None:
+            D = cp.empty((L, M, N) if batched else (M, N), dtype=want)
+        D3 = D if D.ndim == 3 else D[None]
+        if D3.shape != (L, M, N) or D.dtype != want:
+            raise LaunchError(op, "D", "has the wrong shape or dtype", expected=(L, M, N),
+                              actual=(D3.shape, str(D.dtype)))
+        if cfg.has_c:
+            if C is None:
+                raise LaunchError(op, "C", "is required by this configuration (has_c)")
+            C3 = C if C.ndim == 3 else C[None]
+            if C3.shape != (L, M, N) or C.dtype != want:
+                raise LaunchError(op, "C", "has the wrong shape or dtype", expected=(L, M, N),
+                                  actual=(C3.shape, str(C.dtype)))
+        else:
+            C3 = D3
+        es = 2
+        for nm, X in (("A", A3), ("B", B3), ("D", D3), ("C", C3)):
+            if X.strides[2] != es:
+                raise LaunchError(op, nm, "must be row-major (unit stride in the last mode)",
+                                  actual=X.strides)
+        if cfg.vec2 and ((D3.strides[1] // es) % 2 or (C3.strides[1] // es) % 2
+                         or D3.data.ptr % 4 or C3.data.ptr % 4):
+            raise LaunchError(op, "D", "this configuration (vec2) needs even leading "
+                              "dimensions and 4-byte aligned D and C",
+                              actual=(D3.strides, C3.strides))
+        ta = self.maps.tma_atom("A", M, K, L, A3.strides[1] // es, A3.strides[0] // es)
+        tb = self.maps.tma_atom("B", N, K, L, B3.strides[1] // es, B3.strides[0] // es)
+        descA = ta.encode(int(A3.data.ptr))
+        descB = tb.encode(int(B3.data.ptr))
+        fn = self._function()
+        tiles = -(-M // cfg.tile_m) * -(-N // cfg.tile_n) * L
+        grid = max(1, min(tiles, max_ctas or self._num_sms))
+        hold = [(ctypes.c_uint64 * 16).from_buffer_copy(descA),
+                (ctypes.c_uint64 * 16).from_buffer_copy(descB),
+                ctypes.c_uint64(int(D3.data.ptr)), ctypes.c_uint64(int(C3.data.ptr)),
+                ctypes.c_int(M), ctypes.c_int(N), ctypes.c_int(K), ctypes.c_int(L),
+                ctypes.c_longlong(D3.strides[1] // es), ctypes.c_longlong(C3.strides[1] // es),
+                ctypes.c_longlong(D3.strides[0] // es), ctypes.c_longlong(C3.strides[0] // es),
+                ctypes.c_float(alpha), ctypes.c_float(beta)]
+        params = (ctypes.c_void_p * len(hold))(*[ctypes.addressof(h) for h in hold])
+        lib = _libcuda()
+        func = ctypes.c_void_p(fn.raw.ptr)
+        smem = cfg.smem_bytes()
+        threads = cfg.threads
+
+        def run():
+            stream = cp.cuda.get_current_stream().ptr
+            res = lib.cuLaunchKernel(func, grid, 1, 1, threads, 1, 1, smem,
+                                     ctypes.c_void_p(stream), params, None)
+            if res != 0:
+                raise LaunchError(op, "launch", f"cuLaunchKernel failed (CUresult {res})")
+        run._keep = (hold, params, A, B, C, D)  # keep arguments alive with the closure
+        run.D = D
+        return run
+
+    def __call__(self, A, B, D=None, C=None, alpha=1.0, beta=0.0):
+        run = self.prepare(A, B, D, C, alpha, beta)
+        run()
+        return run.D
+
+
+_CACHE: dict = {}
+
+
+def _tma_ready(X):
+    """X (2-D or 3-D, row-major) as TMA can read it: 16-byte aligned base and row pitch; else a
+    zero-padded copy (host-side handling of odd K, e.g. 1x1x1 or K = 333)."""
+    import cupy as cp
+    es = X.itemsize
+    ok = (X.strides[-1] == es and X.data.ptr % 16 == 0 and (X.strides[-2] * 1) % 16 == 0
+          and (X.ndim == 2 or X.strides[0] % 16 == 0))
+    if ok:
+        return X
+    K = X.shape[-1]
+    Kp = -(-K // 8) * 8
+    buf = cp.zeros(X.shape[:-1] + (Kp,), dtype=X.dtype)
+    buf[..., :K] = X
+    return buf[..., :K]
+
+
+def gemm_sm90(A, B, D=None, C=None, alpha=1.0, beta=0.0, cfg: Sm90GemmConfig | None = None):
+    """One-call GEMM with a cached kernel: ``D = alpha * A @ B.T + beta * C`` for A ``(M, K)``
+    and B ``(N, K)`` (both K-major), optionally batched ``(L, ...)``.  Operands TMA cannot read
+    directly (row pitch not a multiple of 16 bytes) are copied into padded buffers first; D / C
+    with odd leading dimensions select the scalar-store epilogue."""
+    import numpy as np
+    A, B = _tma_ready(A), _tma_ready(B)
+    use_c = C is not None and beta != 0.0
+    if cfg is None:
+        dt = "f16" if A.dtype == np.float16 else "bf16"
+        vec2 = True
+        for X in (D, C if use_c else None):
+            if X is not None and (X.strides[-2] % 4 or X.data.ptr % 4):
+                vec2 = False
+        if D is None and B.shape[-2] % 2:
+            vec2 = False
+        cfg = Sm90GemmConfig(dtype=dt, has_c=use_c, vec2=vec2)
+    g = _CACHE.get(cfg)
+    if g is None:
+        g = _CACHE[cfg] = Sm90Gemm(cfg)
+    return g(A, B, D, C if cfg.has_c else None, alpha, beta)

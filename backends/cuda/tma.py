@@ -1,0 +1,195 @@
+"""TMA descriptors from layouts (CuTe's ``make_tma_copy``, host side).
+
+:func:`make_tma_atom` takes the global tensor's layout (shape and element strides, sizes may be
+runtime ints) and the shared-memory layout of one CTA tile (a swizzled GMMA layout atom tiled to
+the tile: ``tile_to_shape(GMMA.Layout_K_SW128_Atom(T), (BM, BK))``) and derives the TMA box the
+way CuTe does: invert the non-swizzle part of the smem layout (``right_inverse``: smem offset ->
+tile coordinate), compose the gmem tile layout with it (``composition``: smem offset -> gmem
+offset) and ``coalesce``.  Each mode of the result is one box dimension, ordered as smem is
+filled; the first must be contiguous in global memory (stride 1), and each must run along one
+mode of the global tensor (its global extent and byte stride become the descriptor's dimension
+and stride).  The smem swizzle ``Sw<B,4,3>`` (on byte addresses) gives the TMA swizzle mode
+(``B`` = 1, 2, 3 -> 32, 64, 128 bytes).  Modes of the global tensor that the tile does not
+cover (a batch mode L) become box dimensions of size 1.
+
+:meth:`TmaAtom.encode` then asks the driver (``cuTensorMapEncodeTiled`` through
+``cuda-bindings``) for the 128-byte ``CUtensorMap``; nothing is hand-packed.  Every requirement
+the driver has is checked first and raises :class:`~cute_py.errors.LaunchError` naming the
+argument (16-byte aligned base and strides, box <= 256 per dimension, inner box within the
+swizzle span ...).
+"""
+
+from __future__ import annotations
+
+import struct
+from dataclasses import dataclass
+
+import cute_py as cute
+from cute_py.composed import get_nonswizzle_portion, get_swizzle_portion, is_composed_layout
+from cute_py.errors import LaunchError, LayoutError
+
+__all__ = ["TmaAtom", "make_tma_atom", "TMA_DTYPES", "SWIZZLE_BYTES"]
+
+#: element type name -> (CUtensorMapDataType value, bytes)
+TMA_DTYPES = {"f16": (6, 2), "float16": (6, 2), "bf16": (9, 2), "bfloat16": (9, 2),
+              "f32": (7, 4), "float32": (7, 4), "u16": (1, 2), "uint16": (1, 2),
+              "u8": (0, 1), "uint8": (0, 1)}
+#: swizzle bits B of Sw<B,4,3> -> (CUtensorMapSwizzle value, span in bytes)
+SWIZZLE_BYTES = {0: (0, 0), 1: (1, 32), 2: (2, 64), 3: (3, 128)}
+
+
+@dataclass(frozen=True)
+class TmaAtom:
+    """A derived TMA copy: ``box`` (innermost first), the global ``dims`` / byte ``strides``
+    (``strides[i]`` for dimension ``i + 1``; dimension 0 is contiguous), the swizzle, and
+    ``g_modes``: for each TMA dimension, the mode of the global tensor it walks (so kernel
+    coordinates are ``(coord[g_modes[0]], coord[g_modes[1]], ...)``)."""
+
+    dtype: str
+    dims: tuple
+    strides: tuple
+    box: tuple
+    g_modes: tuple
+    swizzle_bits: int
+    smem_bytes: int
+
+    @property
+    def rank(self) -> int:
+        return len(self.dims)
+
+    def bind(self, g_shape, g_stride, *, op: str = "TmaAtom.bind") -> "TmaAtom":
+        """The same box on a global tensor with other (runtime) extents and strides, e.g. a
+        box derived once with symbolic strides (CuTe's basis strides) and bound per launch.
+        ``g_stride[g_modes[0]]`` must be 1; other byte strides 16-byte multiples."""
+        _, eb = TMA_DTYPES[self.dtype]
+        if int(g_stride[self.g_modes[0]]) != 1:
+            raise LaunchError(op, "g_stride", "the box's inner mode must be contiguous",
+                              expected=1, actual=g_stride[self.g_modes[0]])
+        dims = tuple(int(g_shape[i]) for i in self.g_modes)
+        strides = tuple(int(g_stride[i]) * eb for i in self.g_modes[1:])
+        _check_dims_strides(dims, strides, self.g_modes, op)
+        return TmaAtom(self.dtype, dims, strides, self.box, self.g_modes, self.swizzle_bits,
+                       self.smem_bytes)
+
+    def encode(self, ptr: int, l2_promotion: int = 3) -> bytes:
+        """The 128-byte ``CUtensorMap`` for a tensor at device address ``ptr``."""
+        if ptr % 16:
+            raise LaunchError("TmaAtom.encode", "ptr", "must be 16-byte aligned for TMA",
+                              expected="ptr % 16 == 0", actual=ptr)
+        from cuda.bindings import driver as drv
+        dt, _ = TMA_DTYPES[self.dtype]
+        sw, _ = SWIZZLE_BYTES[self.swizzle_bits]
+        err, tmap = drv.cuTensorMapEncodeTiled(
+            drv.CUtensorMapDataType(dt), self.rank, ptr, list(self.dims), list(self.strides),
+            list(self.box), [1] * self.rank, drv.CUtensorMapInterleave(0),
+            drv.CUtensorMapSwizzle(sw), drv.CUtensorMapL2promotion(l2_promotion),
+            drv.CUtensorMapFloatOOBfill(0))
+        if int(err) != 0:
+            raise LaunchError("TmaAtom.encode", "cuTensorMapEncodeTiled",
+                              f"driver refused the descriptor (CUresult {int(err)})",
+                              actual=self)
+        return struct.pack("<16Q", *[int(x) for x in tmap.opaque])
+
+
+def _swizzle_bits(sw, op) -> int:
+    if sw is None:
+        return 0
+    B, M, S = sw.B, sw.M, sw.S
+    if B == 0:
+        return 0
+    if M != 4 or S != 3 or B not in (1, 2, 3):
+        raise LayoutError(op, "smem_layout", "has a swizzle TMA cannot produce; TMA swizzles "
+                          "are Sw<1,4,3>, Sw<2,4,3>, Sw<3,4,3> on byte addresses",
+                          expected="Sw<B,4,3>", actual=str(sw))
+    return B
+
+
+def make_tma_atom(dtype: str, g_shape, g_stride, smem_layout, *, op: str = "make_tma_atom"
+                  ) -> TmaAtom:
+    """Derive the TMA box for copying a CTA tile between a global tensor and shared memory.
+
+    ``g_shape`` / ``g_stride``: the global tensor, element strides, rank >= rank of the tile;
+    the first ``rank(smem_layout)`` modes are tiled, the rest (e.g. a batch mode) get box 1.
+    ``smem_layout``: a ``Layout`` or swizzled ``ComposedLayout`` over the tile shape mapping a
+    tile coordinate to an smem element offset; it must be compact.
+
+    Law: for every smem offset ``i``, the TMA box element ``i`` (box coordinates innermost
+    first) is the global element ``composition(g_tile, right_inverse(smem))(i)``.
+    """
+    if dtype not in TMA_DTYPES:
+        raise LaunchError(op, "dtype", "is not a TMA element type", expected=sorted(TMA_DTYPES),
+                          actual=dtype)
+    _, eb = TMA_DTYPES[dtype]
+    g_shape, g_stride = tuple(g_shape), tuple(g_stride)
+    if len(g_shape) != len(g_stride):
+        raise LaunchError(op, "g_stride", "must have one stride per mode of g_shape",
+                          expected=len(g_shape), actual=len(g_stride))
+    if is_composed_layout(smem_layout):
+        sw = get_swizzle_portion(smem_layout)
+        inner = get_nonswizzle_portion(smem_layout)
+    else:
+        sw, inner = None, smem_layout
+    B = _swizzle_bits(sw, op)
+    tile = cute.shape(inner)
+    tile = tile if isinstance(tile, tuple) else (tile,)
+    r = len(tile)
+    if len(g_shape) < r:
+        raise LaunchError(op, "g_shape", "has fewer modes than the smem tile",
+                          expected=f">= {r}", actual=g_shape)
+    tile_sizes = tuple(cute.size(t) for t in tile)
+    if cute.cosize(inner) != cute.size(inner):
+        raise LayoutError(op, "smem_layout", "is not compact (cosize != size)",
+                          actual=str(inner))
+    inv = cute.right_inverse(inner)
+    g_tile = cute.make_layout(tile_sizes, stride=tuple(g_stride[:r]))
+    tma = cute.coalesce(cute.composition(g_tile, inv))
+    sh = cute.shape(tma) if isinstance(cute.shape(tma), tuple) else (cute.shape(tma),)
+    st = cute.stride(tma) if isinstance(cute.stride(tma), tuple) else (cute.stride(tma),)
+    if st[0] != 1:
+        raise LayoutError(op, "g_stride", "the smem tile's contiguous direction is not "
+                          "contiguous in global memory (TMA needs stride 1 innermost); use the "
+                          "transposed smem layout atom", expected=1, actual=st[0])
+    box, modes = [], []
+    for s, d in zip(sh, st):
+        cand = [i for i in range(r) if g_stride[i] == d and tile_sizes[i] == s]
+        if len(cand) != 1:
+            raise LayoutError(op, "smem_layout", "a TMA box dimension must run along exactly "
+                              "one whole mode of the tile", expected=f"modes of {tile_sizes} "
+                              f"with strides {g_stride[:r]}", actual=f"{s}:{d}")
+        box.append(s)
+        modes.append(cand[0])
+    for i in range(r, len(g_shape)):
+        box.append(1)
+        modes.append(i)
+    dims = tuple(int(g_shape[i]) for i in modes)
+    strides = tuple(int(g_stride[i]) * eb for i in modes[1:])
+    _check_dims_strides(dims, strides, modes, op)
+    for i, b in enumerate(box):
+        if b > 256:
+            raise LaunchError(op, "smem_layout", f"TMA box dimension {i} exceeds 256",
+                              expected="<= 256", actual=b)
+    span = SWIZZLE_BYTES[B][1]
+    if B and box[0] * eb > span:
+        raise LayoutError(op, "smem_layout", "inner box dimension exceeds the swizzle span",
+                          expected=f"<= {span} bytes", actual=box[0] * eb)
+    if (box[0] * eb) % 16:
+        raise LayoutError(op, "smem_layout", "inner box dimension must be a multiple of 16 "
+                          "bytes", actual=box[0] * eb)
+    nbytes = eb
+    for b in box:
+        nbytes *= b
+    return TmaAtom(dtype, dims, strides, tuple(box), tuple(modes), B, nbytes)
+
+
+def _check_dims_strides(dims, strides, modes, op):
+    for i, s in enumerate(strides):
+        if s % 16 or s <= 0:
+            raise LaunchError(op, "g_stride", f"mode {modes[i + 1]} has a byte stride that is not "
+                              "a positive multiple of 16 (TMA requirement)",
+                              expected="stride * sizeof(T) % 16 == 0", actual=s)
+        if s >= 1 << 40:
+            raise LaunchError(op, "g_stride", "byte stride too large for TMA", actual=s)
+    for i, d in enumerate(dims):
+        if not 1 <= d <= 1 << 32:
+            raise LaunchError(op, "g_shape", f"extent {d} of dimension {i} outside [1, 2^32]",
+                              actual=d)

@@ -1,0 +1,250 @@
+"""Hopper GEMM variants for ``benchmarks/bench_gemm.py`` (provider ``variants()``), and a
+standalone device script that checks every variant against a float64 reference and times it
+against cuBLAS (CuPy and torch) and Triton in the same run:
+
+    python benchmarks/gemm_sm90_variants.py [--quick] [--sizes 4096,8192] [--no-triton]
+                                            [--json FILE]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.dirname(HERE))
+
+__all__ = ["variants", "CONFIGS", "main"]
+
+
+def _configs():
+    from cute_py.backends.cuda.kernels.gemm_sm90 import Sm90GemmConfig as C
+    return {
+        "sm90 ws-coop 128x256x64 s4": lambda dt: C(128, 256, 64, 4, 2, dt),
+        "sm90 ws-coop 256x128x64 s4": lambda dt: C(256, 128, 64, 4, 2, dt),
+        "sm90 ws-coop 128x128x64 s6": lambda dt: C(128, 128, 64, 6, 2, dt),
+    }
+
+
+CONFIGS = ("sm90 ws-coop 128x256x64 s4", "sm90 ws-coop 256x128x64 s4",
+           "sm90 ws-coop 128x128x64 s6")
+
+
+def _variant(name):
+    def run(A, B, dtype):
+        from cute_py.backends.cuda.kernels.gemm_sm90 import Sm90Gemm
+        Bt = B.T                      # (N, K); K-major B means this view is row-major
+        if A.strides[1] != A.itemsize or Bt.strides[1] != Bt.itemsize:
+            return None               # only TN (both K-major)
+        dt = "f16" if dtype in ("f16", "fp16", "float16") else "bf16"
+        cfg = _configs()[name](dt)
+        g = _GEMMS.get(cfg)
+        if g is None:
+            g = _GEMMS[cfg] = Sm90Gemm(cfg)
+        import cupy as cp
+        D = cp.empty((A.shape[0], Bt.shape[0]), dtype=A.dtype)
+        try:
+            return g.prepare(A, Bt, D)
+        except Exception:
+            return None
+
+    def check(A, B, dtype):
+        r = run(A, B, dtype)
+        r()
+        return r.D
+    return {"name": name, "run": run, "check": check}
+
+
+_GEMMS: dict = {}
+
+
+def variants():
+    """The provider protocol of ``bench_gemm.py``: dicts with ``name``, ``run``, ``check``."""
+    return [_variant(n) for n in CONFIGS]
+
+
+# ------------------------------------------------------------------------------ device script
+
+def _to_f64(X, dt):
+    import cupy as cp
+    if dt == "f16":
+        return X.astype(cp.float64)
+    return (X.astype(cp.uint32) << 16).view(cp.float32).astype(cp.float64)
+
+
+def _rand(shape, dt, rng):
+    import cupy as cp
+    x = rng.standard_normal(shape, dtype=cp.float32)
+    if dt == "f16":
+        return x.astype(cp.float16)
+    u = x.view(cp.uint32)
+    return ((u + cp.uint32(0x7FFF) + ((u >> 16) & cp.uint32(1))) >> 16).astype(cp.uint16)
+
+
+def _poison(D, dt):
+    import cupy as cp
+    D.view(cp.uint16).fill(0x7E00 if dt == "f16" else 0x7FC0)
+
+
+def check_case(gemm_fn, M, N, K, dt, rng, L=None, beta=0.0, alpha=1.0, tol=None):
+    """Relative error of one GEMM vs float64; NaN (an unwritten output) fails."""
+    import cupy as cp
+    lead = () if L is None else (L,)
+    A = _rand(lead + (M, K), dt, rng)
+    B = _rand(lead + (N, K), dt, rng)
+    C = _rand(lead + (M, N), dt, rng) if beta else None
+    D = cp.empty(lead + (M, N), dtype=A.dtype)
+    _poison(D, dt)
+    gemm_fn(A, B, D, C, alpha, beta)
+    cp.cuda.Device().synchronize()
+    ref = alpha * cp.matmul(_to_f64(A, dt), _to_f64(B, dt).swapaxes(-1, -2))
+    if beta:
+        ref += beta * _to_f64(C, dt)
+    out = _to_f64(D, dt)
+    if bool(cp.isnan(out).any()):
+        return float("nan")
+    return float(cp.linalg.norm(out - ref) / max(float(cp.linalg.norm(ref)), 1e-30))
+
+
+def time_fn(fn, reps=30, warmup=5):
+    import cupy as cp
+    for _ in range(warmup):
+        fn()
+    s, e = cp.cuda.Event(), cp.cuda.Event()
+    ts = []
+    for _ in range(reps):
+        s.record()
+        fn()
+        e.record()
+        e.synchronize()
+        ts.append(cp.cuda.get_elapsed_time(s, e))
+    return statistics.median(ts), min(ts), max(ts)
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--sizes", default="4096,8192")
+    ap.add_argument("--no-triton", action="store_true")
+    ap.add_argument("--no-check", action="store_true")
+    ap.add_argument("--configs", default="")
+    ap.add_argument("--json", default="")
+    ap.add_argument("--reps", type=int, default=30)
+    args = ap.parse_args(argv)
+    import cupy as cp
+    from cute_py.backends.cuda.kernels.gemm_sm90 import Sm90Gemm, Sm90GemmConfig, gemm_sm90
+    dev = cp.cuda.Device()
+    print("device:", cp.cuda.runtime.getDeviceProperties(dev.id)["name"].decode(),
+          "SMs", dev.attributes["MultiProcessorCount"], flush=True)
+    results = {"check": [], "time": []}
+    extra = {}
+    if args.configs:
+        for spec in args.configs.split(";"):
+            kv = dict(x.split("=") for x in spec.split(","))
+            name = kv.pop("name")
+            extra[name] = {k: (v if k == "dtype" else (v == "1" if k in ("raster_n",)
+                                                       else int(v))) for k, v in kv.items()}
+    cfgs = {n: f for n, f in _configs().items()}
+    for name, kv in extra.items():
+        cfgs[name] = (lambda kv: lambda dt: Sm90GemmConfig(**{**kv, "dtype": dt}))(kv)
+
+    rng = cp.random.default_rng(int(time.time()))
+    if not args.no_check:
+        cases = [(1, 1, 1, None, 0.0), (1000, 777, 333, None, 0.0), (4095, 4097, 4099, None, 0.0),
+                 (256, 4096, 4096, None, 0.0), (300, 200, 136, 3, 0.0), (777, 555, 264, None, 0.5),
+                 (128, 256, 64, None, 0.0), (2048, 2048, 2048, None, 0.0)]
+        for dt in ("f16", "bf16"):
+            tol = 2e-3 if dt == "f16" else 1e-2
+            for (M, N, K, L, beta) in cases:
+                err = check_case(lambda A, B, D, C, a, b: gemm_sm90(A, B, D, C, a, b),
+                                 M, N, K, dt, rng, L=L, beta=beta, alpha=1.0 if not beta else 1.5)
+                ok = err == err and err < tol
+                results["check"].append(("gemm_sm90 default", dt, M, N, K, L, beta, err, ok))
+                print(f"check default {dt} {M}x{N}x{K} L={L} beta={beta}: rel err {err:.2e} "
+                      f"{'OK' if ok else 'FAIL'}", flush=True)
+            for name, mk in cfgs.items():
+                cfg = mk(dt)
+                g = Sm90Gemm(cfg)
+                for (M, N, K) in ((1000, 777, 336), (4096, 4096, 512), (520, 1000, 4096)):
+                    err = check_case(lambda A, B, D, C, a, b: g(A, B, D, C, a, b), M, N, K, dt,
+                                     rng)
+                    ok = err == err and err < tol
+                    results["check"].append((name, dt, M, N, K, None, 0.0, err, ok))
+                    print(f"check {name} {dt} {M}x{N}x{K}: rel err {err:.2e} "
+                          f"{'OK' if ok else 'FAIL'} regs={g.resources.registers} "
+                          f"spills={g.resources.spills}", flush=True)
+
+    try:
+        import torch
+    except Exception:
+        torch = None
+    tri = None
+    if not args.no_triton:
+        try:
+            sys.path.insert(0, HERE)
+            import triton_matmul as tri
+        except Exception as e:
+            print("triton unavailable:", e)
+    sizes = [int(s) for s in args.sizes.split(",") if s]
+    shapes = [(s, s, s) for s in sizes]
+    if not args.quick:
+        shapes += [(256, 8192, 8192), (4095, 4097, 4099)]
+    table = []
+    for (M, N, K) in shapes:
+        for dt in ("f16", "bf16"):
+            if args.quick and dt == "bf16" and M != sizes[0]:
+                continue
+            flops = 2.0 * M * N * K
+            Kp = (K + 63) // 64 * 64
+            A = _rand((M, Kp), dt, rng)[:, :K]
+            Bt = _rand((N, Kp), dt, rng)[:, :K]
+            D = cp.empty((M, N), dtype=A.dtype)
+            row = {"M": M, "N": N, "K": K, "dtype": dt}
+            # cuBLAS
+            if dt == "f16":
+                Dc = cp.empty((M, N), dtype=cp.float16)
+                row["cublas(cupy)"] = time_fn(lambda: cp.matmul(A, Bt.T, out=Dc), args.reps)[0]
+            if torch is not None:
+                tdt = torch.float16 if dt == "f16" else torch.bfloat16
+                At = torch.randn(M, K, device="cuda", dtype=torch.float32).to(tdt)
+                Btt = torch.randn(N, K, device="cuda", dtype=torch.float32).to(tdt)
+                Dt = torch.empty(M, N, device="cuda", dtype=tdt)
+                row["cublas(torch)"] = time_fn(lambda: torch.matmul(At, Btt.T, out=Dt),
+                                               args.reps)[0]
+                if tri is not None and M == N == K:
+                    try:
+                        row["triton"] = time_fn(lambda: tri.matmul(At, Btt.T, out=Dt),
+                                                args.reps)[0]
+                    except Exception as e:
+                        print("triton failed:", e)
+            for name, mk in cfgs.items():
+                g = Sm90Gemm(mk(dt))
+                try:
+                    run = g.prepare(A, Bt, D)
+                except Exception as e:
+                    print(name, "unsupported:", e)
+                    continue
+                row[name] = time_fn(run, args.reps)[0]
+            base = row.get("cublas(cupy)") or row.get("cublas(torch)")
+            parts = []
+            for k, v in row.items():
+                if k in ("M", "N", "K", "dtype"):
+                    continue
+                parts.append(f"{k}={flops / v / 1e9:.0f}TF({base / v:.2f}x)")
+            print(f"{M}x{N}x{K} {dt}: " + "  ".join(parts), flush=True)
+            table.append(row)
+    results["time"] = table
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(results, f, indent=1)
+    bad = [c for c in results["check"] if not c[-1]]
+    print(f"checks: {len(results['check']) - len(bad)} ok, {len(bad)} failed")
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,312 @@
+"""The SM90 producer/consumer pipeline (CUTLASS ``sm90_pipeline.hpp``) as pure Python values.
+
+Three things live here, none of them touching a GPU:
+
+- :class:`PipelineState` ``(index, phase, count)`` with CuTe's increment rule (``index`` wraps
+  at ``stages`` and ``phase`` flips when it does) and :func:`make_producer_start_state`
+  (``phase = 1``: the buffers start empty, so the producer's first wait on every empty barrier
+  passes at once);
+- :class:`PipelineTmaAsync`: the *description* of a TMA-load / MMA-consume pipeline (stages,
+  consumer arrivals per stage, transaction bytes, barrier counts).  The CUDA backend lowers this
+  very object to ``mbarrier`` PTX (``cute_py.backends.cuda.pipeline``), so the kernel and the
+  model below share one description;
+- :class:`PipelineModel`: an executable model of the protocol with the ``mbarrier`` semantics
+  the seed gives (arrival count + pending transaction bytes; a phase completes when both reach
+  0, and the phase bit flips).  Producer and consumer *programs* are generators of steps that
+  block on ``try_wait.parity``; :meth:`PipelineModel.run` interleaves them under any schedule and
+  records every read of a stage that was not full and every overwrite of a stage a consumer had
+  not released.  ``tests/test_pipeline_model.py`` runs it over random schedules (hypothesis).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from .errors import CuteError
+
+__all__ = ["PipelineState", "make_producer_start_state", "make_pipeline_state",
+           "PipelineTmaAsync", "MBarrier", "PipelineModel", "PipelineError"]
+
+
+class PipelineError(CuteError):
+    """A pipeline description or model run that cannot work (bad arguments, deadlock)."""
+
+
+def _check_pos_int(op, name, v, minimum=1):
+    if isinstance(v, bool) or not isinstance(v, int) or v < minimum:
+        raise PipelineError(f"{op}: {name} must be an int >= {minimum}, got {v!r}")
+
+
+@dataclass(frozen=True)
+class PipelineState:
+    """``cutlass::PipelineState<Stages>``: the stage ``index`` in ``[0, stages)``, the barrier
+    ``phase`` (0/1) to wait for, and the number of increments ``count``.
+
+    Law: ``advance(n)`` equals ``n`` calls of ``next()``; after ``k`` increments from
+    ``(0, p, 0)``: ``index == k % stages``, ``phase == p ^ ((k // stages) & 1)``, ``count == k``.
+    """
+
+    stages: int
+    index: int = 0
+    phase: int = 0
+    count: int = 0
+
+    def __post_init__(self):
+        _check_pos_int("PipelineState", "stages", self.stages)
+        if not (0 <= self.index < self.stages):
+            raise PipelineError(f"PipelineState: index must be in [0, {self.stages}), "
+                                f"got {self.index}")
+        if self.phase not in (0, 1):
+            raise PipelineError(f"PipelineState: phase must be 0 or 1, got {self.phase!r}")
+
+    def next(self) -> "PipelineState":
+        """``++state``: index+1 and count+1; on wrap to 0 the phase flips."""
+        i = self.index + 1
+        ph = self.phase
+        if i == self.stages:
+            i, ph = 0, ph ^ 1
+        return PipelineState(self.stages, i, ph, self.count + 1)
+
+    def advance(self, n: int) -> "PipelineState":
+        """``state += n`` (``n >= 0``)."""
+        _check_pos_int("PipelineState.advance", "n", n, 0)
+        wraps, i = divmod(self.index + n, self.stages)
+        return PipelineState(self.stages, i, self.phase ^ (wraps & 1), self.count + n)
+
+
+def make_pipeline_state(stages: int, index: int = 0, phase: int = 0, count: int = 0):
+    """``make_pipeline_state``: a state at the given position."""
+    return PipelineState(stages, index, phase, count)
+
+
+def make_producer_start_state(stages: int) -> PipelineState:
+    """``make_producer_start_state<Pipeline>()`` = ``{0, phase=1, 0}``: a producer waits on the
+    empty barriers with the opposite phase, so its first ``stages`` acquires pass at once."""
+    return PipelineState(stages, 0, 1, 0)
+
+
+@dataclass(frozen=True)
+class PipelineTmaAsync:
+    """``PipelineTmaAsync<Stages>``: a full (transaction) and an empty barrier per stage.
+
+    ``consumer_arrivals``: arrivals that release one stage (CUTLASS counts consumer threads; the
+    generated kernels arrive once per consumer warp, so this is the number of consumer warps).
+    ``transaction_bytes``: bytes the producer's TMA copies deliver per stage.
+    ``num_producers``: arrivals on a full barrier (the leader's ``arrive.expect_tx``).
+    ``cluster_size``: CTAs whose consumers release a stage (multicast): empty count =
+    ``consumer_arrivals * cluster_size`` for a 1-D cluster.
+    """
+
+    stages: int
+    consumer_arrivals: int
+    transaction_bytes: int
+    num_producers: int = 1
+    cluster_size: int = 1
+
+    def __post_init__(self):
+        op = "PipelineTmaAsync"
+        _check_pos_int(op, "stages", self.stages)
+        _check_pos_int(op, "consumer_arrivals", self.consumer_arrivals)
+        _check_pos_int(op, "transaction_bytes", self.transaction_bytes, 0)
+        _check_pos_int(op, "num_producers", self.num_producers)
+        _check_pos_int(op, "cluster_size", self.cluster_size)
+        if self.transaction_bytes >= 1 << 20:
+            raise PipelineError(f"{op}: transaction_bytes {self.transaction_bytes} exceeds the "
+                                "mbarrier tx-count range (2^20 - 1)")
+
+    @property
+    def full_arrive_count(self) -> int:
+        """Arrival count the full barriers are initialised with (``num_producers``)."""
+        return self.num_producers
+
+    @property
+    def empty_arrive_count(self) -> int:
+        """Arrival count the empty barriers are initialised with."""
+        return self.consumer_arrivals * self.cluster_size
+
+    def producer_start_state(self) -> PipelineState:
+        return make_producer_start_state(self.stages)
+
+    def consumer_start_state(self) -> PipelineState:
+        return PipelineState(self.stages)
+
+
+# ---------------------------------------------------------------------------------------------
+# executable model
+
+
+class MBarrier:
+    """A 64-bit mbarrier as the seed describes it: phase bit, pending arrivals, pending tx bytes.
+
+    Law: a phase completes when the pending arrival count and the pending transaction count are
+    both 0; then the phase bit flips and the arrival count is re-armed.
+    ``try_wait_parity(p)`` is true iff the phase with parity ``p`` has completed, i.e. the
+    current phase bit differs from ``p``.
+    """
+
+    def __init__(self, count: int):
+        _check_pos_int("MBarrier", "count", count)
+        self.count = count
+        self.phase = 0
+        self.pending = count
+        self.tx = 0
+
+    def _maybe_complete(self):
+        if self.pending == 0 and self.tx == 0:
+            self.phase ^= 1
+            self.pending = self.count
+
+    def arrive(self):
+        if self.pending == 0:
+            raise PipelineError("mbarrier: arrive on a barrier with no pending arrivals")
+        self.pending -= 1
+        self._maybe_complete()
+
+    def arrive_expect_tx(self, nbytes: int):
+        self.tx += nbytes
+        self.arrive()
+
+    def complete_tx(self, nbytes: int):
+        self.tx -= nbytes
+        if self.tx < 0:
+            raise PipelineError("mbarrier: complete_tx beyond the expected bytes")
+        self._maybe_complete()
+
+    def try_wait_parity(self, phase: int) -> bool:
+        return self.phase != phase
+
+
+@dataclass
+class _Stage:
+    data: object = None          # tag of the k-block the producer wrote
+    readers_left: int = 0        # consumers that have not released the current contents
+
+
+@dataclass
+class PipelineModel:
+    """Runs producer and consumer programs of one :class:`PipelineTmaAsync` on modelled barriers.
+
+    ``num_consumers`` consumer agents each read every k-block; ``num_blocks`` k-blocks flow.
+    The producer agent does, per block: ``producer_acquire`` (wait empty, ``arrive.expect_tx``),
+    then issues a TMA whose completion (a separate agent step, ``tma``) writes the data and
+    does ``complete_tx``.  Each consumer does ``consumer_wait`` (wait full), reads, then
+    ``consumer_release`` (arrive on empty, ``consumer_arrivals // num_consumers`` times — one
+    per warp).  The producer ends with ``producer_tail``.  Violations are recorded in
+    ``errors``; :meth:`run` returns True when every agent finished.
+    """
+
+    desc: PipelineTmaAsync
+    num_consumers: int
+    num_blocks: int
+    release_lag: int = 0          # consumers release stage k after reading k + release_lag
+    errors: list = field(default_factory=list)
+
+    def __post_init__(self):
+        _check_pos_int("PipelineModel", "num_consumers", self.num_consumers)
+        _check_pos_int("PipelineModel", "num_blocks", self.num_blocks, 0)
+        if self.desc.consumer_arrivals % self.num_consumers:
+            raise PipelineError("PipelineModel: consumer_arrivals must be a multiple of "
+                                "num_consumers")
+        S = self.desc.stages
+        self.full = [MBarrier(self.desc.full_arrive_count) for _ in range(S)]
+        self.empty = [MBarrier(self.desc.empty_arrive_count) for _ in range(S)]
+        self.stages = [_Stage() for _ in range(S)]
+        self.inflight = []            # TMA copies issued, not yet landed: (stage, block)
+        self.reads = [[] for _ in range(self.num_consumers)]
+
+    # programs: generators yielding None (made progress) or "blocked"
+    def _producer(self):
+        d = self.desc
+        st = d.producer_start_state()
+        for k in range(self.num_blocks):
+            while not self.empty[st.index].try_wait_parity(st.phase):
+                yield "blocked"
+            s = self.stages[st.index]
+            if s.readers_left:
+                self.errors.append(f"producer overwrites stage {st.index} (block {k}) before "
+                                   f"{s.readers_left} consumer(s) released it")
+            self.full[st.index].arrive_expect_tx(d.transaction_bytes)
+            self.inflight.append((st.index, k))
+            st = st.next()
+            yield None
+        for _ in range(d.stages):         # producer_tail
+            while not self.empty[st.index].try_wait_parity(st.phase):
+                yield "blocked"
+            st = st.next()
+            yield None
+
+    def _land_tma(self):
+        idx, k = self.inflight.pop(0)
+        s = self.stages[idx]
+        s.data, s.readers_left = k, self.num_consumers
+        self.full[idx].complete_tx(self.desc.transaction_bytes)
+
+    def _consumer(self, c):
+        d = self.desc
+        per = d.consumer_arrivals // self.num_consumers
+        st = d.consumer_start_state()
+        held = []
+        for k in range(self.num_blocks):
+            while not self.full[st.index].try_wait_parity(st.phase):
+                yield "blocked"
+            s = self.stages[st.index]
+            if s.data != k:
+                self.errors.append(f"consumer {c} reads stage {st.index} for block {k} but it "
+                                   f"holds {s.data!r}")
+            self.reads[c].append(s.data)
+            held.append(st.index)
+            while len(held) > self.release_lag:
+                idx = held.pop(0)
+                self.stages[idx].readers_left -= 1
+                for _ in range(per):
+                    self.empty[idx].arrive()
+            st = st.next()
+            yield None
+        for idx in held:
+            self.stages[idx].readers_left -= 1
+            for _ in range(per):
+                self.empty[idx].arrive()
+        yield None
+
+    def run(self, schedule) -> bool:
+        """Interleave the agents: ``schedule`` is an iterable of ints; each picks (modulo the
+        number of live agents) who moves next.  Returns True when all programs finished; a
+        state where every live agent is blocked and no TMA is in flight is a deadlock
+        (recorded in ``errors``, returns False)."""
+        agents = {"producer": self._producer()}
+        for c in range(self.num_consumers):
+            agents[f"consumer{c}"] = self._consumer(c)
+        done = set()
+        sched = iter(schedule)
+        while len(done) < len(agents):
+            live = [a for a in agents if a not in done]
+            choices = live + (["tma"] if self.inflight else [])
+            pick = next(sched, None)
+            order = choices if pick is None else choices[pick % len(choices):] + \
+                choices[:pick % len(choices)]
+            progressed = False
+            for who in order:
+                if who == "tma":
+                    try:
+                        self._land_tma()
+                    except PipelineError as e:
+                        self.errors.append(f"tma: {e}")
+                        return False
+                    progressed = True
+                    break
+                try:
+                    r = next(agents[who])
+                except StopIteration:
+                    done.add(who)
+                    progressed = True
+                    break
+                except PipelineError as e:     # a barrier misuse is a protocol violation
+                    self.errors.append(f"{who}: {e}")
+                    return False
+                if r != "blocked":
+                    progressed = True
+                    break
+            if not progressed:
+                self.errors.append("deadlock: every agent blocked, no TMA in flight")
+                return False
+        return True
