@@ -84,3 +84,18 @@ __all__ += ["Swizzle", "make_swizzle", "is_swizzle", "ComposedLayout", "make_com
             "is_composed_layout", "smem_ptr_flag_bits", "smem_ptr_flag", "get_swizzle_portion",
             "get_nonswizzle_portion", "as_position_independent_swizzle_layout", "GMMA",
             "sizeof_bits", "ss_smem_selector", "make_sm80_smem_layout_atom"]
+
+# Tensors (issue 3)
+from .tensor import (  # noqa: E402
+    Tensor, make_tensor, is_tensor, make_gmem_ptr, make_smem_ptr, make_rmem_ptr, Pointer,
+    ElementRef, ScaledBasis, E, ArithmeticTuple, make_basis_like, make_identity_layout,
+    make_identity_tensor, make_coord_tensor, local_tile, local_partition, inner_partition,
+    outer_partition, make_fragment_like, make_tensor_like, recast, domain_offset, print_tensor,
+    basis_value, basis_get,
+)
+__all__ += [n for n in ("Tensor", "make_tensor", "is_tensor", "make_gmem_ptr", "make_smem_ptr",
+            "make_rmem_ptr", "Pointer", "ElementRef", "ScaledBasis", "E", "ArithmeticTuple",
+            "make_basis_like", "make_identity_layout", "make_identity_tensor", "make_coord_tensor",
+            "local_tile", "local_partition", "inner_partition", "outer_partition",
+            "make_fragment_like", "make_tensor_like", "recast", "domain_offset", "print_tensor",
+            "basis_value", "basis_get") if n not in __all__]

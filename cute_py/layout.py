@@ -106,6 +106,13 @@ def compact_order(shape, order):
     return rec(shape, order)
 
 
+def _basis_as_int(t):
+    """Strides may be ScaledBasis elements (coordinate layouts, ``cute_py.tensor.E``)."""
+    if isinstance(t, tuple):
+        return tuple(_basis_as_int(a) for a in t)
+    return 1 if getattr(t, "_cute_scaled_basis", False) else t
+
+
 def _check_shape(shape, op):
     _check(shape, op, "shape")
     for leaf in flatten(wrap(shape)):
@@ -136,7 +143,7 @@ class Layout:
         elif stride is LayoutRight:
             stride = compact_major(shape, LayoutRight)
         else:
-            _check(stride, "Layout", "stride")
+            _check(_basis_as_int(stride), "Layout", "stride")
             if not it.congruent(shape, stride):
                 raise LayoutError("Layout", "stride", "is not congruent to the shape",
                                   expected=f"profile of {fmt_int_tuple(shape)}",

@@ -145,17 +145,18 @@ def _prefix_divisors(mode_shape):
 
 
 @st.composite
-def tilers(draw, layout):
+def tilers(draw, layout, allow_underscore: bool = False):
     """Tilers that divide ``layout`` mode by mode: a tuple with one entry per leading top-level
-    mode, each ``_``, an int ``d`` or the layout ``d:1``, where ``d`` evenly divides the mode
-    (so ``logical_divide(layout, tiler)`` and ``zipped_divide`` are defined)."""
+    mode, each an int ``d`` or the layout ``d:1`` (or ``_`` with ``allow_underscore``), where ``d``
+    evenly divides the mode (so ``logical_divide(layout, tiler)`` and ``zipped_divide`` are
+    defined)."""
     L = layout.layout if not isinstance(layout, Layout) and hasattr(layout, "layout") else layout
     shape = L.shape if isinstance(L.shape, tuple) else (L.shape,)
     n = draw(st.integers(1, len(shape)))
     out = []
     for s in shape[:n]:
         d = draw(st.sampled_from(_prefix_divisors(s)))
-        kind = draw(st.sampled_from(["int", "layout", "underscore"]))
+        kind = draw(st.sampled_from(["int", "layout"] + (["underscore"] if allow_underscore else [])))
         out.append(it._ if kind == "underscore" else (Layout(d, 1) if kind == "layout" else d))
     return tuple(out)
 
