@@ -99,3 +99,8 @@ __all__ += [n for n in ("Tensor", "make_tensor", "is_tensor", "make_gmem_ptr", "
             "local_tile", "local_partition", "inner_partition", "outer_partition",
             "make_fragment_like", "make_tensor_like", "recast", "domain_offset", "print_tensor",
             "basis_value", "basis_get") if n not in __all__]
+
+# Symbolic sizes (issue 3); sympy is imported only when used
+from .symbolic import symbols, is_symbolic, free_symbols, subs, simplify, require_static  # noqa: E402
+__all__ += [n for n in ("symbols", "is_symbolic", "free_symbols", "subs", "simplify",
+            "require_static") if n not in __all__]
