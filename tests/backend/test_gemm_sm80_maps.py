@@ -43,17 +43,30 @@ def test_smem_layout_is_bijection(R, BK, major, eb):
     assert offs == set(range(R * BK))
 
 
+def _c_body_eval(src, r, k):
+    """Evaluate the C function's body in Python (its operators mean the same on ints >= 0)."""
+    body = src.split("{")[1].split("}")[0]
+    env = {"r": r, "k": k}
+    for stmt in body.strip().split(";"):
+        stmt = stmt.strip()
+        if stmt.startswith("const int o = "):
+            env["o"] = eval(stmt[len("const int o = "):], dict(env))
+        elif stmt.startswith("return "):
+            return eval(stmt[len("return "):], dict(env))
+    raise AssertionError("no return")
+
+
+@pytest.mark.parametrize("lowered", [True, False])
 @pytest.mark.parametrize("R,BK,major,eb", [(128, 32, "K", 2), (128, 64, "K", 2), (128, 32, "MN", 2),
                                            (128, 32, "K", 4), (64, 32, "MN", 4)])
-def test_smem_layout_matches_c_function(R, BK, major, eb):
+def test_smem_layout_matches_c_function(R, BK, major, eb, lowered, monkeypatch):
     lay = SmemLayout(R, BK, major, eb)
+    if not lowered:  # the hand-written fallback used when the algebra is unavailable
+        monkeypatch.setattr(SmemLayout, "lowered", lambda self: None)
     src = lay.c_function("f")
-    body = src.split("{")[1].split("}")[0]
-    lin = body.split("const int o = ")[1].split(";")[0]
-    ret = body.split("return ")[1].split(";")[0]
+    assert ("lowered from cute_py.algebra" in src) == lowered
     for r, k in itertools.product(range(0, R, 3), range(BK)):
-        o = eval(lin, {"r": r, "k": k})
-        assert eval(ret, {"o": o}) == lay(r, k)
+        assert _c_body_eval(src, r, k) == lay(r, k)
 
 
 @pytest.mark.parametrize("cfg", CONFIGS, ids=lambda c: f"{c.dtype}-{c.a_major}{c.b_major}-"

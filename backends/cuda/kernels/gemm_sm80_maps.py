@@ -95,13 +95,48 @@ class SmemLayout:
     def __call__(self, r: int, k: int) -> int:
         return self.swz(self.linear(r, k))
 
+    def cute(self):
+        """The same layout as a cute_py object: ``composition(Swizzle, tile_to_shape(atom, .))``."""
+        from cute_py.algebra import composition, tile_to_shape
+        from cute_py.layout import make_layout
+        from cute_py.swizzle import Swizzle
+        B, M, S = self.swizzle
+        W = self.W
+        atom = (make_layout((8, W), (W, 1)) if self.major == "K"
+                else make_layout((W, 8), (1, W)))
+        return composition(Swizzle(B, M, S), tile_to_shape(atom, (self.R, self.BK)))
+
+    def lowered(self):
+        """``self.cute()`` applied to coordinates ``(r, k)`` as a backend IR node, or None when
+        the algebra / IR modules are unavailable."""
+        try:
+            from cute_py.backends.cuda import ir, lower
+            from cute_py.composed import get_swizzle_portion, get_nonswizzle_portion
+            L = self.cute()
+            r = ir.var("r", 0, self.R - 1)
+            k = ir.var("k", 0, self.BK - 1)
+            return lower.swizzle_apply(lower.layout_apply(get_nonswizzle_portion(L), (r, k)),
+                                       get_swizzle_portion(L))
+        except ImportError:
+            return None
+
     def c_function(self, name: str) -> str:
-        """A CUDA ``__device__`` function ``int name(int r, int k)`` computing ``self(r, k)``."""
+        """A CUDA ``__device__`` function ``int name(int r, int k)`` computing ``self(r, k)``.
+
+        The body is the algebra's layout lowered through the backend IR (``lower.layout_apply``
+        + ``lower.swizzle_apply``, rendered by ``render.render_expr``); without those modules, the
+        same formula written by hand."""
         W, R = self.W, self.R
         B, M, S = self.swizzle
-        mask = ((1 << B) - 1) << M
         (shp, std) = self.shape_stride
         doc = (f"// Sw<{B},{M},{S}> o ({shp[0]},{shp[1]}):({std[0]},{std[1]})".replace(" ", ""))
+        node = self.lowered()
+        if node is not None:
+            from cute_py.backends.cuda.render import render_expr
+            return (f"{doc}  [lowered from cute_py.algebra]\n"
+                    f"CUTE_PY_DEVICE int {name}(int r, int k) {{\n"
+                    f"  return {render_expr(node)};\n}}\n")
+        mask = ((1 << B) - 1) << M
         if self.major == "K":
             lin = f"r * {W} + (k & {W - 1}) + (k >> {log2i(W)}) * {R * W}"
         else:
