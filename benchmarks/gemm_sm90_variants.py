@@ -27,10 +27,13 @@ def _configs():
         "sm90 ws-coop 128x256x64 s4": lambda dt: C(128, 256, 64, 4, 2, dt),
         "sm90 ws-coop 256x128x64 s4": lambda dt: C(256, 128, 64, 4, 2, dt),
         "sm90 ws-coop 128x128x64 s6": lambda dt: C(128, 128, 64, 6, 2, dt),
+        "sm90 ws-coop 128x256x64 s4 c2": lambda dt: C(128, 256, 64, 4, 2, dt, cluster_m=2),
+        "sm90 ws-coop 256x128x64 s4 c2": lambda dt: C(256, 128, 64, 4, 2, dt, cluster_m=2),
     }
 
 
-CONFIGS = ("sm90 ws-coop 128x256x64 s4", "sm90 ws-coop 256x128x64 s4",
+CONFIGS = ("sm90 ws-coop 128x256x64 s4 c2", "sm90 ws-coop 128x256x64 s4",
+           "sm90 ws-coop 256x128x64 s4 c2", "sm90 ws-coop 256x128x64 s4",
            "sm90 ws-coop 128x128x64 s6")
 
 
@@ -134,6 +137,7 @@ def main(argv=None):
     ap.add_argument("--configs", default="")
     ap.add_argument("--json", default="")
     ap.add_argument("--reps", type=int, default=30)
+    ap.add_argument("--only", default="", help="comma-separated variant names to run")
     args = ap.parse_args(argv)
     import cupy as cp
     from cute_py.backends.cuda.kernels.gemm_sm90 import Sm90Gemm, Sm90GemmConfig, gemm_sm90
@@ -148,7 +152,8 @@ def main(argv=None):
             name = kv.pop("name")
             extra[name] = {k: (v if k == "dtype" else (v == "1" if k in ("raster_n",)
                                                        else int(v))) for k, v in kv.items()}
-    cfgs = {n: f for n, f in _configs().items()}
+    cfgs = {n: f for n, f in _configs().items()
+            if not args.only or n in args.only.split(",")}
     for name, kv in extra.items():
         cfgs[name] = (lambda kv: lambda dt: Sm90GemmConfig(**{**kv, "dtype": dt}))(kv)
 
@@ -157,6 +162,8 @@ def main(argv=None):
         cases = [(1, 1, 1, None, 0.0), (1000, 777, 333, None, 0.0), (4095, 4097, 4099, None, 0.0),
                  (256, 4096, 4096, None, 0.0), (300, 200, 136, 3, 0.0), (777, 555, 264, None, 0.5),
                  (128, 256, 64, None, 0.0), (2048, 2048, 2048, None, 0.0)]
+        if args.quick:
+            cases = cases[:3] + cases[4:6]
         for dt in ("f16", "bf16"):
             tol = 2e-3 if dt == "f16" else 1e-2
             for (M, N, K, L, beta) in cases:
@@ -169,14 +176,16 @@ def main(argv=None):
             for name, mk in cfgs.items():
                 cfg = mk(dt)
                 g = Sm90Gemm(cfg)
-                for (M, N, K) in ((1000, 777, 336), (4096, 4096, 512), (520, 1000, 4096)):
+                for (M, N, K, L) in ((1000, 776, 336, None), (4096, 4096, 512, None),
+                                     (520, 1000, 4096, None), (136, 264, 64, None),
+                                     (300, 200, 136, 3)):
                     err = check_case(lambda A, B, D, C, a, b: g(A, B, D, C, a, b), M, N, K, dt,
-                                     rng)
+                                     rng, L=L)
                     ok = err == err and err < tol
                     results["check"].append((name, dt, M, N, K, None, 0.0, err, ok))
                     print(f"check {name} {dt} {M}x{N}x{K}: rel err {err:.2e} "
                           f"{'OK' if ok else 'FAIL'} regs={g.resources.registers} "
-                          f"spills={g.resources.spills}", flush=True)
+                          f"spills={g.resources.spills} max_ctas={g.max_ctas()}", flush=True)
 
     try:
         import torch

@@ -91,4 +91,10 @@ class PipelineLowering:
         return w if token is None else f"if (!({token})) {w}"
 
     def consumer_release(self, idx: str, signaling: str = "true") -> str:
-        return f"if ({signaling}) mbarrier_arrive({self._bar(self.empty, idx)});"
+        """Arrive on the empty barrier of stage ``idx``; with a cluster, on the barrier of every
+        CTA whose producer multicasts into this CTA's stage (``mapa`` + remote arrive)."""
+        c = self.desc.cluster_size
+        if c == 1:
+            return f"if ({signaling}) mbarrier_arrive({self._bar(self.empty, idx)});"
+        return (f"if ({signaling}) {{ for (u32 c_ = 0; c_ < {c}u; ++c_) "
+                f"mbarrier_arrive_cluster({self._bar(self.empty, idx)}, c_); }}")

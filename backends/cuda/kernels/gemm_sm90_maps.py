@@ -93,12 +93,26 @@ class Sm90Maps:
     def desc_b_offset(self, kk: int) -> int:
         return self._byte_offset(self.smem_b, 0, 16 * kk)
 
-    def tma_load(self, which, dst, desc, bar, kc, rc, lc) -> str:
-        """The TMA load of one stage: coordinates ordered by the box's global modes."""
+    def tma_load(self, which, dst, desc, bar, kc, rc, lc, mask=None) -> str:
+        """The TMA load of one stage (``mask``: multicast to the CTAs of the cluster mask):
+        coordinates ordered by the box's global modes."""
         atom = self.atom_a if which == "A" else self.atom_b
         by_mode = {0: rc, 1: kc, 2: lc}
         cs = ", ".join(by_mode[m] for m in atom.g_modes)
+        if mask is not None:
+            return f"tma_load_{atom.rank}d_multicast({dst}, {desc}, {bar}, (u16){mask}, {cs});"
         return f"tma_load_{atom.rank}d({dst}, {desc}, {bar}, {cs});"
+
+    @property
+    def b_box_rows(self) -> int:
+        """Rows of B one TMA box covers (the whole tile, or a 1/cluster slice multicast)."""
+        return self.atom_b.box[list(self.atom_b.g_modes).index(0)]
+
+    def b_slice_offset(self, rank: int) -> int:
+        """Byte offset in the B tile of the slice CTA ``rank`` of the cluster loads."""
+        if rank * self.b_box_rows >= self.tile_n:
+            return 0
+        return self._byte_offset(self.smem_b, rank * self.b_box_rows, 0)
 
     def tma_atom(self, which, rows, K, L, ld, batch_stride) -> TmaAtom:
         atom = self.atom_a if which == "A" else self.atom_b
@@ -112,7 +126,10 @@ def derive_maps(cfg) -> Sm90Maps:
     sa = smem_tile(dt, cfg.tile_m, cfg.tile_k)
     sb = smem_tile(dt, cfg.tile_n, cfg.tile_k)
     ta = make_tma_atom(dt, (1 << 20, 1 << 20, 1 << 10), (_SYM_ROW, 1, _SYM_BATCH), sa)
-    tb = make_tma_atom(dt, (1 << 20, 1 << 20, 1 << 10), (_SYM_ROW, 1, _SYM_BATCH), sb)
+    # with a cluster of `cluster_m` CTAs along M, each CTA loads 1/cluster_m of the B tile and
+    # multicasts it to every CTA of the cluster: the box is that slice of the smem tile
+    sb_slice = smem_tile(dt, cfg.tile_n // getattr(cfg, "cluster_m", 1), cfg.tile_k)
+    tb = make_tma_atom(dt, (1 << 20, 1 << 20, 1 << 10), (_SYM_ROW, 1, _SYM_BATCH), sb_slice)
     sw = get_swizzle_portion(sa)
     inner = get_nonswizzle_portion(sa)
     # canonical K-major SW128: ((8,m),(T,2)) -> SBO = stride between 8-row groups (bytes)
