@@ -170,7 +170,12 @@ class Swizzle:
                               actual=repr(A))
         if self.num_bits == 0:
             return A
-        y, z = A(self.yyy_msk), A(self.zzz_msk)
+        from .int_tuple import _crd2idx
+
+        def ev(i):  # CuTe evaluates 1-D coordinates past the size (the last mode extends)
+            return _crd2idx(i, A.shape, A.stride)
+
+        y, z = ev(self.yyy_msk), ev(self.zzz_msk)
         why = f"{A} does not carry the Y and Z bits of {self} to the bits of a swizzle (CuTe's " \
               "composition(Layout, Swizzle) only handles these 'simple cases')"
         try:
@@ -185,7 +190,7 @@ class Swizzle:
         if isinstance(n, int):
             # C++ would return R unchecked; we verify R(x) == A(sw(x)) on A's domain (capped).
             for x in range(min(n, 1 << 14)):
-                if R(x) != A(self.apply(x)):
+                if R(x) != ev(self.apply(x)):
                     raise LayoutError("composition", "lhs", why, actual=str(A))
         return R
 
