@@ -221,3 +221,43 @@ def test_default_config_picks_by_size():
     with pytest.raises(AtomError):
         default_config(1, 1, 1, mainloop="nope")
     assert log2i(64) == 6
+
+
+def _wavefronts(byte_addrs, access_bytes):
+    """Shared-memory wavefronts of one warp access (phases of 128 bytes of requests; distinct
+    words in one bank serialise) -- the same rule as the epilogue's bank_wavefronts."""
+    per = max(1, 128 // access_bytes)
+    total = 0
+    for p in range(0, len(byte_addrs), per):
+        banks = {}
+        for a in byte_addrs[p:p + per]:
+            for w in range(0, access_bytes, 4):
+                banks.setdefault(((a + w) // 4) % 32, set()).add((a + w) // 4)
+        total += max(len(s) for s in banks.values())
+    return total
+
+
+@pytest.mark.parametrize("cfg", [c for c in CONFIGS if c.vec_a * c.elem_bytes == 16],
+                         ids=lambda c: f"{c.dtype}-{c.a_major}{c.b_major}-{c.tile}")
+def test_copy_stores_are_bank_conflict_free(cfg):
+    """Every warp's 16-byte smem writes (cp.async / st.shared.v4) need the minimum 4 wavefronts."""
+    eb = cfg.elem_bytes
+    for op in "AB":
+        cm, lay = cfg.copy_map(op), cfg.smem_layout(op)
+        for warp in range(cfg.threads // 32):
+            for i in range(cm.iterations):
+                addrs = [lay(*cm.coord(warp * 32 + l, i)) * eb for l in range(32)]
+                assert _wavefronts(addrs, 16) == 4, (op, warp, i)
+
+
+@pytest.mark.parametrize("cfg", [c for c in CONFIGS if c.dtype == "tf32" and c.a_major == "M"][:2],
+                         ids=lambda c: f"{c.a_major}{c.b_major}-{c.tile}")
+def test_tf32_mn_major_scalar_loads_conflicts_are_bounded(cfg):
+    """The tf32 MN-major fragment path (32-bit ld.shared, no ldmatrix for 32-bit transposes)
+    costs at most 2 wavefronts per load (documented 2-way conflict)."""
+    lay = cfg.smem_layout("A")
+    plan = _fragment_plan(cfg, "A", True)
+    base = [lay(l // 4, l % 4) for l in range(32)]
+    for (kb, i, j), (x, a) in plan.items():
+        addrs = [((base[l] ^ x) + a) * 4 for l in range(32)]
+        assert _wavefronts(addrs, 4) <= 2
