@@ -29,10 +29,20 @@ def _configs():
         "sm90 ws-coop 128x128x64 s6": lambda dt: C(128, 128, 64, 6, 2, dt),
         "sm90 ws-coop 128x256x64 s4 c2": lambda dt: C(128, 256, 64, 4, 2, dt, cluster_m=2),
         "sm90 ws-coop 256x128x64 s4 c2": lambda dt: C(256, 128, 64, 4, 2, dt, cluster_m=2),
+        "sm90 ws-coop 128x256x64 s4 c2 tma-epi": lambda dt: C(
+            128, 256, 64, 4, 2, dt, cluster_m=2, epi=_epi(dt)),
+        "sm90 ws-coop 128x256x64 s4 tma-epi": lambda dt: C(
+            128, 256, 64, 4, 2, dt, epi=_epi(dt)),
     }
 
 
-CONFIGS = ("sm90 ws-coop 128x256x64 s4 c2", "sm90 ws-coop 128x256x64 s4",
+def _epi(dt, tree=None, **kw):
+    from cute_py.backends.cuda.kernels.gemm_sm90 import make_epilogue_config
+    return make_epilogue_config(tree, 128, 256, 2, "float16" if dt == "f16" else "bfloat16", **kw)
+
+
+CONFIGS = ("sm90 ws-coop 128x256x64 s4 c2 tma-epi", "sm90 ws-coop 128x256x64 s4 c2",
+           "sm90 ws-coop 128x256x64 s4",
            "sm90 ws-coop 256x128x64 s4 c2", "sm90 ws-coop 256x128x64 s4",
            "sm90 ws-coop 128x128x64 s6")
 
@@ -173,12 +183,51 @@ def main(argv=None):
                 results["check"].append(("gemm_sm90 default", dt, M, N, K, L, beta, err, ok))
                 print(f"check default {dt} {M}x{N}x{K} L={L} beta={beta}: rel err {err:.2e} "
                       f"{'OK' if ok else 'FAIL'}", flush=True)
+            # the EVT epilogue with C: D = relu(alpha * acc + beta * C + bias[n])
+            try:
+                from cute_py.epilogue import evt
+                tree = evt.lin_comb_bias_elt_act("relu", bias="col",
+                                                 element_c="float16" if dt == "f16" else "bfloat16",
+                                                 element_bias="float16" if dt == "f16" else "bfloat16")
+                ge = Sm90Gemm(Sm90GemmConfig(128, 256, 64, 4, 2, dt, cluster_m=2,
+                                             epi=_epi(dt, tree)))
+                for (M, N, K) in ((1000, 776, 336), (2048, 1024, 1024)):
+                    A = _rand((M, K), dt, rng)
+                    B = _rand((N, K), dt, rng)
+                    Cm = _rand((M, N), dt, rng)
+                    bias = _rand((N,), dt, rng)
+                    D = cp.empty((M, N), dtype=A.dtype)
+                    _poison(D, dt)
+                    sig = tree.signature
+                    tens = {"C": Cm, "bias": bias}
+                    for nm, (role, _) in sig.items():
+                        if role == "scalar":
+                            tens[nm] = 1.5 if "alpha" in nm else 0.5
+                    ge(A, B, D, tensors=tens)
+                    cp.cuda.Device().synchronize()
+                    ref = cp.maximum(1.5 * cp.matmul(_to_f64(A, dt), _to_f64(B, dt).T)
+                                     + 0.5 * _to_f64(Cm, dt) + _to_f64(bias, dt)[None, :], 0)
+                    out = _to_f64(D, dt)
+                    err = float("nan") if bool(cp.isnan(out).any()) else float(
+                        cp.linalg.norm(out - ref) / cp.linalg.norm(ref))
+                    ok = err == err and err < tol
+                    results["check"].append(("evt relu lincomb bias", dt, M, N, K, None, 0.5,
+                                             err, ok))
+                    print(f"check EVT relu(1.5*acc+0.5*C+bias) {dt} {M}x{N}x{K}: rel err {err:.2e}"
+                          f" {'OK' if ok else 'FAIL'} regs={ge.resources.registers} "
+                          f"spills={ge.resources.spills}", flush=True)
+            except Exception:
+                import traceback
+                traceback.print_exc()
+                results["check"].append(("evt", dt, 0, 0, 0, None, 0, float("nan"), False))
             for name, mk in cfgs.items():
                 cfg = mk(dt)
                 g = Sm90Gemm(cfg)
                 for (M, N, K, L) in ((1000, 776, 336, None), (4096, 4096, 512, None),
                                      (520, 1000, 4096, None), (136, 264, 64, None),
                                      (300, 200, 136, 3)):
+                    if L is not None and cfg.epi is not None:
+                        continue
                     err = check_case(lambda A, B, D, C, a, b: g(A, B, D, C, a, b), M, N, K, dt,
                                      rng, L=L)
                     ok = err == err and err < tol
@@ -257,3 +306,17 @@ def main(argv=None):
 
 if __name__ == "__main__":
     sys.exit(main())
+
+
+def profile_once(name="sm90 ws-coop 128x256x64 s4", size=4096, dt="f16", reps=3):
+    """Run one variant a few times (for ``ncu -k regex:cute_sm90 --launch-skip 2``)."""
+    import cupy as cp
+    from cute_py.backends.cuda.kernels.gemm_sm90 import Sm90Gemm
+    rng = cp.random.default_rng(0)
+    A = _rand((size, size), dt, rng)
+    Bt = _rand((size, size), dt, rng)
+    g = Sm90Gemm(_configs()[name](dt))
+    run = g.prepare(A, Bt, cp.empty((size, size), dtype=A.dtype))
+    for _ in range(reps):
+        run()
+    cp.cuda.Device().synchronize()

@@ -38,7 +38,8 @@ from cute_py.pipeline import PipelineTmaAsync
 from ..pipeline import PipelineLowering
 from .gemm_sm90_maps import Sm90Maps, derive_maps
 
-__all__ = ["Sm90GemmConfig", "generate_source", "Sm90Gemm", "SHIPPED_CONFIGS", "gemm_sm90"]
+__all__ = ["Sm90GemmConfig", "generate_source", "Sm90Gemm", "SHIPPED_CONFIGS", "gemm_sm90",
+           "make_epilogue_config"]
 
 _DT = {"f16": "f16", "float16": "f16", "bf16": "bf16", "bfloat16": "bf16"}
 
@@ -61,6 +62,7 @@ class Sm90GemmConfig:
     vec2: bool = True            # D/C leading dimensions even: paired 4-byte stores
     raster_n: bool = False       # group along N instead of M
     cluster_m: int = 1           # CTAs per cluster along M (2: B tile multicast)
+    epi: object = None           # an epilogue.sm90.EpilogueConfig: TMA-store / EVT epilogue
 
     def check(self):
         op = "Sm90GemmConfig"
@@ -85,6 +87,16 @@ class Sm90GemmConfig:
         if self.smem_bytes() > 227 * 1024:
             raise LaunchError(op, "stages", "shared memory exceeds 227 KB",
                               expected="<= 232448", actual=self.smem_bytes())
+        if self.epi is not None:
+            e = self.epilogue()
+            if self.tile_m // self.consumer_wgs != 64:
+                raise LaunchError(op, "epi", "the EVT epilogue needs one 64-row slab per "
+                                  "consumer warpgroup", actual=(self.tile_m, self.consumer_wgs))
+            if (e.cfg.tile_m, e.cfg.tile_n) != (self.tile_m, self.tile_n) or \
+                    e.cfg.fragment.num_threads != 128 * self.consumer_wgs:
+                raise LaunchError(op, "epi", "epilogue tile / fragment differ from the GEMM's",
+                                  expected=(self.tile_m, self.tile_n),
+                                  actual=(e.cfg.tile_m, e.cfg.tile_n))
         if self.cluster_m not in (1, 2):
             raise LaunchError(op, "cluster_m", "must be 1 or 2", actual=self.cluster_m)
         if not 2 <= self.stages <= 8:
@@ -102,8 +114,20 @@ class Sm90GemmConfig:
     def stage_bytes(self) -> int:
         return (self.tile_m + self.tile_n) * self.tile_k * 2
 
+    def epilogue(self):
+        """The :class:`~cute_py.backends.cuda.epilogue.sm90.Sm90Epilogue` of ``epi`` (cached)."""
+        if self.epi is None:
+            return None
+        return _epilogue_of(self.epi)
+
+    def epilogue_smem_bytes(self) -> int:
+        e = self.epilogue()
+        return 0 if e is None else -(-e.smem_bytes // 16) * 16
+
     def smem_bytes(self) -> int:
-        return self.stages * self.stage_bytes + 16 * self.stages + 1024
+        """[A stages][B stages][epilogue region][mbarriers] + 1024 bytes to align the base."""
+        return self.stages * self.stage_bytes + self.epilogue_smem_bytes() + 16 * self.stages \
+            + 1024
 
     @property
     def name(self) -> str:
@@ -114,6 +138,26 @@ class Sm90GemmConfig:
     def pipeline(self) -> PipelineTmaAsync:
         return PipelineTmaAsync(stages=self.stages, consumer_arrivals=4 * self.consumer_wgs,
                                 transaction_bytes=self.stage_bytes, cluster_size=self.cluster_m)
+
+
+@lru_cache(maxsize=None)
+def _epilogue_of(epi_cfg):
+    from ..epilogue.sm90 import Sm90Epilogue
+    return Sm90Epilogue(epi_cfg)
+
+
+def make_epilogue_config(tree=None, tile_m=128, tile_n=256, consumer_wgs=2, element_d="float16",
+                         **kw):
+    """An ``EpilogueConfig`` whose fragment is this kernel's accumulator (``wgmma_fragment``);
+    ``tree`` defaults to ``D = acc`` (``evt.AccFetch()``)."""
+    from cute_py.epilogue import evt
+    from ..epilogue.fragment import wgmma_fragment
+    from ..epilogue.sm90 import EpilogueConfig
+    if tree is None:
+        tree = evt.AccFetch()
+    frag = wgmma_fragment(consumer_wgs, tile_n, tile_m // consumer_wgs)
+    return EpilogueConfig(tree=tree, fragment=frag, tile_m=tile_m, tile_n=tile_n,
+                          element_d=element_d, **kw)
 
 
 #: configurations the benchmark and the CPU compile test cover
@@ -245,6 +289,37 @@ def generate_source(cfg: Sm90GemmConfig) -> str:
                 f"          {wgmma}(acc[{j}], gmma_desc_add(da_, {a_off}u), "
                 f"gmma_desc_add(db_, {b_off}u), {'scale_d' if kk == 0 else '1'});")
     mma = "\n".join(mma_lines)
+    epi = cfg.epilogue()
+    if epi is not None:
+        from ..epilogue.sm90 import SWZ_HELPER
+        epi_prelude = epi.prelude() + SWZ_HELPER
+        epi_params = ",\n    " + epi.param_decls()
+        epi_init = (f"unsigned char* cute_epi_smem_base = smem_raw_ + (smem0_ - "
+                    f"cvta_to_shared_u32(smem_raw_)) + {S * cfg.stage_bytes};\n  "
+                    + epi.init_code("cute_epi_smem_base").replace("\n", "\n  "))
+        epi_tile = ("const int cute_epi_m0 = m_blk * %d, cute_epi_n0 = n_blk * %d;"
+                    % (cfg.tile_m, cfg.tile_n))
+        epilogue_code = ("      { " + epi_tile + "\n" + "      "
+                         + epi.consumer_code("acc[0]").replace("\n", "\n      ") + "\n      }")
+        epi_consumer_decls = epi.consumer_state_decls()
+        epi_tail = epi.consumer_tail_code()
+        if epi.lt.loads:
+            epi_producer = f"""
+    if (warp_id() == 1 && (threadIdx.x & 31) == 0) {{   // epilogue load producer
+      {epi.producer_state_decls()}
+      for (int tile = first_tile; tile < num_tiles; tile += tile_step) {{
+        int m_blk, n_blk, l_;
+        {{ {_tile_coord_code(cfg)}
+        }}
+        {epi_tile}
+        {epi.producer_code().replace(chr(10), chr(10) + '        ')}
+      }}
+    }}"""
+        else:
+            epi_producer = ""
+    else:
+        epi_prelude = epi_params = epi_init = epi_consumer_decls = epi_tail = epi_producer = ""
+        epilogue_code = _epilogue_direct(cfg, maps)
     if cfg.cluster_m > 1:
         cluster_attr = f"__cluster_dims__({cfg.cluster_m}, 1, 1) "
         sync_all = "cluster_arrive(); cluster_wait();"
@@ -260,19 +335,21 @@ def generate_source(cfg: Sm90GemmConfig) -> str:
     return f"""// generated by cute_py.backends.cuda.kernels.gemm_sm90 -- {cfg!r}
 #include "cute_py/prelude.cuh"
 using namespace cute_py;
+{epi_prelude}
 
 extern "C" __global__ void {cluster_attr}__launch_bounds__({cfg.threads}, 1) {cfg.name}(
     const __grid_constant__ TmaDescriptor tmA, const __grid_constant__ TmaDescriptor tmB,
     u16* __restrict__ D, const u16* __restrict__ C, int M, int N, int K, int L,
-    long long ldd, long long ldc, long long ldl_d, long long ldl_c, float alpha, float beta)
+    long long ldd, long long ldc, long long ldl_d, long long ldl_c, float alpha, float beta{epi_params})
 {{
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
   extern __shared__ unsigned char smem_raw_[];
   const u32 smem0_ = (cvta_to_shared_u32(smem_raw_) + 1023u) & ~1023u;
   const u32 sA = smem0_;                        // {S} stages x {a_bytes} B: {maps.smem_a}
   const u32 sB = sA + {S * a_bytes}u;           // {S} stages x {b_bytes} B: {maps.smem_b}
-  const u32 bar_full = sB + {S * b_bytes}u;
+  const u32 bar_full = sB + {S * b_bytes + cfg.epilogue_smem_bytes()}u;
   const u32 bar_empty = bar_full + {8 * S}u;
+  {epi_init}
   const int wg = __shfl_sync(0xffffffffu, (int)(threadIdx.x / 128), 0);
   if (threadIdx.x == 0) {{
     {pl.init()}
@@ -304,7 +381,7 @@ extern "C" __global__ void {cluster_attr}__launch_bounds__({cfg.threads}, 1) {cf
         }}
       }}
       {pl.producer_tail("idx", "phase")}
-    }}
+    }}{epi_producer}
   }} else {{
     // ---------------- consumer warpgroups ----------------
     setmaxnreg_inc<{cfg.consumer_regs}>();
@@ -312,6 +389,7 @@ extern "C" __global__ void {cluster_attr}__launch_bounds__({cfg.threads}, 1) {cf
     const int cw = wg - 1;
     const bool release_lane = (threadIdx.x & 31) == 0;
     int idx = 0; u32 phase = 0u;
+    {epi_consumer_decls}
     float acc[{slabs}][{nacc}];
     for (int tile = first_tile; tile < num_tiles; tile += tile_step) {{
       int m_blk, n_blk, l_;
@@ -344,8 +422,9 @@ extern "C" __global__ void {cluster_attr}__launch_bounds__({cfg.threads}, 1) {cf
           for (int i = 0; i < {nacc}; ++i) acc[j][i] = 0.0f;
       }}
       // ---------------- epilogue ----------------
-{_epilogue_direct(cfg, maps)}
+{epilogue_code}
     }}
+    {epi_tail}
   }}
 #endif
 }}
@@ -424,9 +503,46 @@ class Sm90Gemm:
             self._num_sms = cupy.cuda.Device().attributes["MultiProcessorCount"]
         return self._fn
 
-    def prepare(self, A, B, D=None, C=None, alpha=1.0, beta=0.0, max_ctas=None):
+    def _epilogue_args(self, D3, M, N, L, tensors):
+        """Kernel arguments of the EVT epilogue (TMA descriptors of D / C / aux, vectors,
+        scalars), built as the epilogue runtime does."""
+        import numpy as np
+        from cute_py.epilogue import evt
+        from ..epilogue.runtime import encode_tma_2d
+        from ..epilogue.sm90 import dtype_bytes
+        op, epi = "Sm90Gemm", self.cfg.epilogue()
+        if L != 1:
+            raise LaunchError(op, "A", "the EVT epilogue supports L = 1 only", actual=L)
+        D = D3[0]
+        bound = evt.bind_arguments(epi.cfg.tree, M, N, dict(tensors or {}), op=op,
+                                   need_outputs=True)
+        em, en = epi.epi_m, epi.epi_n
+        out = []
+        for p in epi.params():
+            if p.kind == "tmap":
+                a = D if p.tensor == "D" else bound[p.tensor]
+                if tuple(a.shape) != (M, N) or a.strides[1] != a.itemsize:
+                    raise LaunchError(op, p.tensor, "must be a row-major M x N matrix",
+                                      expected=(M, N), actual=(tuple(a.shape), a.strides))
+                out.append(ctypes.create_string_buffer(encode_tma_2d(
+                    int(a.data.ptr), p.dtype, M, N, a.strides[0] // a.itemsize, em, en,
+                    en * dtype_bytes(p.dtype)), 128))
+            elif p.kind == "ptr":
+                a = bound[p.tensor]
+                role = epi.cfg.tree.signature[p.tensor][0]
+                if role.split(":")[0] in ("row_reduce", "col_reduce", "scalar_reduce"):
+                    a.fill(evt.reduction_identity(role.split(":")[1]))
+                out.append(ctypes.c_uint64(int(a.data.ptr)))
+            elif p.kind == "float":
+                out.append(ctypes.c_float(float(bound[p.tensor])))
+            else:
+                out.append(ctypes.c_int(int(bound[p.tensor])))
+        return out
+
+    def prepare(self, A, B, D=None, C=None, alpha=1.0, beta=0.0, max_ctas=None, tensors=None):
         """Check everything and build the launch; returns a zero-argument callable that runs
-        the GEMM on the current stream (descriptors encoded once)."""
+        the GEMM on the current stream (descriptors encoded once).  ``tensors``: the EVT
+        epilogue's named inputs / outputs (configurations with ``epi``)."""
         import cupy as cp
         import numpy as np
         op, cfg = "Sm90Gemm", self.cfg
@@ -487,6 +603,8 @@ class Sm90Gemm:
                 ctypes.c_longlong(D3.strides[1] // es), ctypes.c_longlong(C3.strides[1] // es),
                 ctypes.c_longlong(D3.strides[0] // es), ctypes.c_longlong(C3.strides[0] // es),
                 ctypes.c_float(alpha), ctypes.c_float(beta)]
+        if cfg.epi is not None:
+            hold += self._epilogue_args(D3, M, N, L, tensors)
         params = (ctypes.c_void_p * len(hold))(*[ctypes.addressof(h) for h in hold])
         lib = _libcuda()
         func = ctypes.c_void_p(fn.raw.ptr)
@@ -503,8 +621,8 @@ class Sm90Gemm:
         run.D = D
         return run
 
-    def __call__(self, A, B, D=None, C=None, alpha=1.0, beta=0.0):
-        run = self.prepare(A, B, D, C, alpha, beta)
+    def __call__(self, A, B, D=None, C=None, alpha=1.0, beta=0.0, tensors=None):
+        run = self.prepare(A, B, D, C, alpha, beta, tensors=tensors)
         run()
         return run.D
 
