@@ -137,3 +137,13 @@ def test_make_gemm_sm80_rejects_what_it_cannot_generate():
         make_gemm_sm80(d["tiled_mma"], cfg.tile, copy_A=plain)
     with pytest.raises(AtomError, match="tile"):
         make_gemm_sm80(d["tiled_mma"], (128, 256))
+
+
+@pytest.mark.parametrize("dtype", ["f16", "tf32"])
+def test_epilogue_coordinates_lowered_from_layout_C(dtype):
+    from cute_py.backends.cuda.kernels.gemm_sm80_maps import accumulator_c_exprs
+    exprs = accumulator_c_exprs(dtype)
+    for lane in range(32):
+        for h, (me, ne) in enumerate(exprs):
+            assert (eval(me, {"lane": lane}), eval(ne, {"lane": lane})) == \
+                accumulator_coord(lane, 2 * h)

@@ -27,7 +27,7 @@ from dataclasses import dataclass, replace
 from cute_py.errors import LaunchError, AtomError
 
 from .gemm_sm80_maps import (DTYPES, SmemLayout, CopyMap, ldmatrix_coord, decompose_xor_add,
-                             log2i)
+                             log2i, accumulator_c_exprs)
 
 __all__ = ["GemmSm80Config", "GemmSm80", "generate_source", "gemm_sm80", "MAINLOOPS",
            "kernel_name", "alignment_of", "plan_only", "precompile", "get_kernel"]
@@ -644,13 +644,16 @@ def _emit_epilogue(e: _Emitter, cfg: GemmSm80Config, WM: int, WN: int, MI: int, 
         load2 = (f"const u32 c2 = *reinterpret_cast<const u32*>(C + o); "
                  f"c0 = {cv}(static_cast<u16>(c2 & 0xffffu)); c1 = {cv}(static_cast<u16>(c2 >> 16));")
         store2 = f"*reinterpret_cast<u32*>(D + o) = {pk}(v0, v1);"
+    (m0e, n0e), (m1e, n1e) = accumulator_c_exprs(cfg.dtype)
+    e("// accumulator (m, n) of c{2h}, c{2h+1}: lowered from the MMA atom's layout_C")
+    e(f"const int cm0 = {m0e}, cn0 = {n0e}, cm1 = {m1e}, cn1 = {n1e};")
     e("const bool use_c = beta != 0.f;")
     e(f"#pragma unroll\nfor (int mi = 0; mi < {MI}; ++mi) {{")
     e(f"  #pragma unroll\n  for (int h = 0; h < 2; ++h) {{")
-    e(f"    const int m = m0 + warp_m * {WM} + mi * 16 + g + 8 * h;")
+    e(f"    const int m = m0 + warp_m * {WM} + mi * 16 + (h ? cm1 : cm0);")
     e("    if (m >= M) continue;")
     e(f"    #pragma unroll\n    for (int ni = 0; ni < {NI}; ++ni) {{")
-    e(f"      const int n = n0 + warp_n * {WN} + ni * 8 + 2 * t4;")
+    e(f"      const int n = n0 + warp_n * {WN} + ni * 8 + (h ? cn1 : cn0);")
     e("      const long long oc = (long long)m * ldc + n, o = (long long)m * ldd + n;")
     e("      float v0 = alpha * acc[mi][ni][2 * h], v1 = alpha * acc[mi][ni][2 * h + 1];")
     if cfg.vec_c == 2:

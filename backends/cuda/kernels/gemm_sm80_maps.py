@@ -24,7 +24,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 __all__ = ["DTYPES", "SmemLayout", "CopyMap", "ldmatrix_coord", "fragment_coord",
-           "accumulator_coord", "decompose_xor_add", "log2i"]
+           "accumulator_coord", "accumulator_c_exprs", "decompose_xor_add", "log2i"]
 
 #: operand type -> (element bytes, mma k, C storage type)
 DTYPES = {
@@ -235,6 +235,36 @@ def accumulator_coord(lane: int, idx: int) -> tuple[int, int]:
     """(m, n) of accumulator ``c{idx}`` of an m16n8 tile: ``(g + 8*(idx//2), 2t + idx%2)``."""
     g, t = lane // 4, lane % 4
     return (g + 8 * (idx // 2), 2 * t + idx % 2)
+
+
+def accumulator_c_exprs(dtype: str):
+    """C expressions (in ``lane``) of the (m, n) of accumulator pairs ``c{2h}, c{2h+1}``, h = 0, 1.
+
+    Lowered from the MMA atom's ``layout_C`` (``(thr, val) -> m + 16 n``) through the backend IR:
+    ``m = layout_C(lane, 2h) % 16``, ``n = layout_C(lane, 2h) / 16``; checks that ``c{2h+1}`` is
+    the next column.  Without the algebra / IR modules, the PTX table written by hand.
+    Law: ``eval(expr, lane=l) == accumulator_coord(l, 2h)`` for every lane.
+    """
+    try:
+        from cute_py.atom import mma_traits_sm80 as t
+        from cute_py.backends.cuda import ir, lower
+        from cute_py.backends.cuda.render import render_expr
+    except ImportError:
+        return [("(lane >> 2)", "((lane & 3) * 2)"), ("((lane >> 2) + 8)", "((lane & 3) * 2)")]
+    atom = (t.SM80_16x8x8_F32TF32TF32F32_TN() if dtype == "tf32"
+            else t.SM80_16x8x16_F32F16F16F32_TN())
+    L = atom.layout_C
+    for lane in range(32):
+        for h in range(2):
+            i0, i1 = L((lane, 2 * h)), L((lane, 2 * h + 1))
+            if (i1 % 16, i1 // 16) != (i0 % 16, i0 // 16 + 1):
+                raise ValueError("accumulator pairs are not adjacent columns")
+    lane = ir.var("lane", 0, 31)
+    out = []
+    for h in range(2):
+        idx = lower.layout_apply(L, (lane, 2 * h))
+        out.append((f"({render_expr(ir.mod(idx, 16))})", f"({render_expr(ir.floordiv(idx, 16))})"))
+    return out
 
 
 def decompose_xor_add(f, lanes, split_bit: int):
