@@ -36,6 +36,16 @@ def test_shipped_configs_compile_sm90a_zero_spills(cfg):
     assert "C7508" not in mod.log                         # setmaxnreg not ignored
 
 
+@pytest.mark.parametrize("i", range(6))
+def test_epilogue_configs_compile_sm90a_zero_spills(i):
+    from cute_py.backends.cuda.compiler import compile_module
+    cfg = G.shipped_epilogue_configs()[i]
+    mod = compile_module(G.generate_source(cfg), arch="sm_90a")
+    res = mod.resources_for(cfg.name)
+    assert res.spills == 0 and res.stack_frame == 0, res
+    assert cfg.smem_bytes() <= 227 * 1024
+
+
 def test_compiles_for_sm80_as_empty_kernel():
     from cute_py.backends.cuda.compiler import compile_module
     cfg = G.SHIPPED_CONFIGS[0]

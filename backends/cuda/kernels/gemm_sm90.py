@@ -39,7 +39,7 @@ from ..pipeline import PipelineLowering
 from .gemm_sm90_maps import Sm90Maps, derive_maps
 
 __all__ = ["Sm90GemmConfig", "generate_source", "Sm90Gemm", "SHIPPED_CONFIGS", "gemm_sm90",
-           "make_epilogue_config"]
+           "make_epilogue_config", "shipped_epilogue_configs"]
 
 _DT = {"f16": "f16", "float16": "f16", "bf16": "bf16", "bfloat16": "bf16"}
 
@@ -169,7 +169,23 @@ SHIPPED_CONFIGS = (
     Sm90GemmConfig(128, 128, 64, 6, 1, "f16"),
     Sm90GemmConfig(128, 256, 64, 4, 2, "f16", has_c=True),
     Sm90GemmConfig(128, 256, 64, 4, 2, "f16", vec2=False),
+    Sm90GemmConfig(128, 256, 64, 4, 2, "f16", cluster_m=2),
 )
+
+
+def shipped_epilogue_configs():
+    """The EVT / TMA-store configurations the default path and the benchmark use (built lazily:
+    the epilogue emitter is imported only here)."""
+    from cute_py.epilogue import evt
+    out = []
+    for dt, ed in (("f16", "float16"), ("bf16", "bfloat16")):
+        out.append(Sm90GemmConfig(dtype=dt, epi=make_epilogue_config(None, element_d=ed)))
+        out.append(Sm90GemmConfig(dtype=dt, epi=make_epilogue_config(
+            evt.linear_combination(element_c=ed), element_d=ed)))
+    out.append(Sm90GemmConfig(dtype="f16", cluster_m=2, epi=make_epilogue_config()))
+    out.append(Sm90GemmConfig(dtype="f16", cluster_m=2, epi=make_epilogue_config(
+        evt.lin_comb_bias_elt_act("relu", bias="col"))))
+    return tuple(out)
 
 
 def _tile_coord_code(cfg: Sm90GemmConfig) -> str:
@@ -646,24 +662,49 @@ def _tma_ready(X):
     return buf[..., :K]
 
 
+def _tma_store_ok(X) -> bool:
+    return X is not None and X.ndim == 2 and X.strides[1] == X.itemsize and \
+        X.data.ptr % 16 == 0 and X.strides[0] % 16 == 0
+
+
 def gemm_sm90(A, B, D=None, C=None, alpha=1.0, beta=0.0, cfg: Sm90GemmConfig | None = None):
     """One-call GEMM with a cached kernel: ``D = alpha * A @ B.T + beta * C`` for A ``(M, K)``
-    and B ``(N, K)`` (both K-major), optionally batched ``(L, ...)``.  Operands TMA cannot read
-    directly (row pitch not a multiple of 16 bytes) are copied into padded buffers first; D / C
-    with odd leading dimensions select the scalar-store epilogue."""
+    and B ``(N, K)`` (both K-major), optionally batched ``(L, ...)``.
+
+    Default kernel: 128x256x64 tiles, 4 stages, 2 consumer warpgroups; for a single 2-D
+    problem whose D (and C) rows are 16-byte aligned the epilogue is the smem-staged TMA-store
+    EVT epilogue (``D = acc`` or ``D = alpha*acc + beta*C``), else the built-in predicated
+    register->global epilogue.  Operands TMA cannot read directly (row pitch not a multiple of
+    16 bytes) are copied into padded buffers first."""
+    import cupy as cp
     import numpy as np
     A, B = _tma_ready(A), _tma_ready(B)
     use_c = C is not None and beta != 0.0
+    dt = "f16" if A.dtype == np.float16 else "bf16"
+    tensors = None
     if cfg is None:
-        dt = "f16" if A.dtype == np.float16 else "bf16"
-        vec2 = True
-        for X in (D, C if use_c else None):
-            if X is not None and (X.strides[-2] % 4 or X.data.ptr % 4):
+        M, N = A.shape[-2], B.shape[-2]
+        if A.ndim == 2 and D is None and (N * A.itemsize) % 16 == 0:
+            D = cp.empty((M, N), dtype=A.dtype)
+        if A.ndim == 2 and _tma_store_ok(D) and (not use_c or _tma_store_ok(C)) and \
+                (use_c or alpha == 1.0):
+            from cute_py.epilogue import evt
+            ed = "float16" if dt == "f16" else "bfloat16"
+            tree = evt.linear_combination(element_c=ed) if use_c else None
+            cfg = Sm90GemmConfig(dtype=dt, epi=make_epilogue_config(tree, element_d=ed))
+            if use_c:
+                tensors = {"C": C, "alpha": float(alpha), "beta": float(beta)}
+        else:
+            vec2 = True
+            for X in (D, C if use_c else None):
+                if X is not None and (X.strides[-2] % 4 or X.data.ptr % 4):
+                    vec2 = False
+            if D is None and B.shape[-2] % 2:
                 vec2 = False
-        if D is None and B.shape[-2] % 2:
-            vec2 = False
-        cfg = Sm90GemmConfig(dtype=dt, has_c=use_c, vec2=vec2)
+            cfg = Sm90GemmConfig(dtype=dt, has_c=use_c, vec2=vec2)
     g = _CACHE.get(cfg)
     if g is None:
         g = _CACHE[cfg] = Sm90Gemm(cfg)
+    if cfg.epi is not None:
+        return g(A, B, D, None, 1.0, 0.0, tensors=tensors)
     return g(A, B, D, C if cfg.has_c else None, alpha, beta)
