@@ -104,3 +104,8 @@ __all__ += [n for n in ("Tensor", "make_tensor", "is_tensor", "make_gmem_ptr", "
 from .symbolic import symbols, is_symbolic, free_symbols, subs, simplify, require_static  # noqa: E402
 __all__ += [n for n in ("symbols", "is_symbolic", "free_symbols", "subs", "simplify",
             "require_static") if n not in __all__]
+
+# MMA / copy atoms, TiledMMA, TiledCopy (issue 4)
+from . import atom  # noqa: E402
+from .atom import *  # noqa: E402,F401,F403
+__all__ += [n for n in atom.__all__ if n not in __all__]

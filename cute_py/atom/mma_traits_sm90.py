@@ -1,0 +1,134 @@
+"""SM90 ``wgmma`` atoms (CuTe ``include/cute/atom/mma_traits_sm90_gmma.hpp``).
+
+One warpgroup (``ThrID = 128:1``) computes a ``64 x N x 16`` product. ``_SS`` atoms read A and B
+through shared-memory descriptors: their A/B layouts are ``ABLayout<M,K> = (128,(M,K)):(0,(1,M))``
+(every thread "sees" the whole tile). ``_RS`` atoms take A from registers
+(``ALayout_64x16 = ((4,8,4),(2,2,2)):((128,1,16),(64,8,512))``) and then A must be K-major.
+The accumulator is ``CLayout_64xN = ((4,8,4),(2,2,N/8)):((128,1,16),(64,8,512))``.
+
+``N`` is any multiple of 8 in ``[8, 256]`` (the core header has 8,16,32,64,96,128,192,256; the
+``_ext`` header the rest). Majors are ``"K"`` or ``"MN"`` (or ``cute_py.GMMA.Major.K`` / ``.MN``).
+"""
+
+from __future__ import annotations
+
+from ..errors import AtomError
+from ..layout import Layout
+from .mma_atom import MMA_Atom
+
+__all__ = [
+    "CLayout_64xN", "ALayout_64x16", "ABLayout",
+    "SM90_64xNx16_F32F16F16_SS", "SM90_64xNx16_F32F16F16_RS",
+    "SM90_64xNx16_F32BF16BF16_SS", "SM90_64xNx16_F32BF16BF16_RS",
+    "SM90_N_VALUES",
+]
+
+#: The N of the core header's wgmma atoms (every multiple of 8 up to 256 is accepted).
+SM90_N_VALUES = (8, 16, 32, 64, 96, 128, 192, 256)
+
+
+class _GMMA:
+    """Majors accepted by the wgmma atoms: ``"K"``/``"MN"`` or ``cute_py.GMMA.Major.K``/``.MN``."""
+
+    class Major:
+        K = "K"
+        MN = "MN"
+
+
+def CLayout_64xN(N: int) -> Layout:
+    """``((4,8,4),(2,2,N/8)):((128,1,16),(64,8,512))``: ``(thr, val) -> m + 64*n``."""
+    return Layout(((4, 8, 4), (2, 2, N // 8)), ((128, 1, 16), (64, 8, 512)))
+
+
+#: Register-sourced A for 16-bit types: ``(thr, val) -> m + 64*k``.
+ALayout_64x16 = Layout(((4, 8, 4), (2, 2, 2)), ((128, 1, 16), (64, 8, 512)))
+
+
+def ABLayout(M: int, K: int) -> Layout:
+    """``(128,(M,K)):(0,(1,M))``: all 128 threads see the whole shared-memory tile."""
+    return Layout((128, (M, K)), (0, (1, M)))
+
+
+def _major(x, arg, op):
+    x = getattr(x, "name", x)   # GMMA.Major.K of cute_py.smem_atoms, or a string
+    if x in ("K", 0, "k"):
+        return "K"
+    if x in ("MN", 1, "mn", "M", "N"):
+        return "MN"
+    raise AtomError(op, arg, "must be GMMA.Major.K or GMMA.Major.MN", expected="'K' or 'MN'",
+                    actual=repr(x))
+
+
+def _gmma(ab: str, src: str, N, a_major, b_major) -> MMA_Atom:
+    tname = {"float16": "F16F16", "bfloat16": "BF16BF16"}[ab]
+    generic = f"SM90_64xNx16_F32{tname}_{src}"
+    if not isinstance(N, int) or isinstance(N, bool) or N % 8 != 0 or not 8 <= N <= 256:
+        raise AtomError(generic, "N", "is not a wgmma N for 16-bit inputs",
+                        expected="a multiple of 8 in [8, 256] (core: 8,16,32,64,96,128,192,256)",
+                        actual=N)
+    name = f"SM90_64x{N}x16_F32{tname}_{src}"
+    am = _major(a_major, "a_major", name)
+    bm = _major(b_major, "b_major", name)
+    if src == "RS" and am != "K":
+        raise AtomError(name, "a_major", "must be K: wgmma with A from registers requires a "
+                        "K-major A (CuTe static_assert tnspA == GMMA::Major::K)",
+                        expected="'K'", actual=repr(a_major))
+    p = {"float16": "f16", "bfloat16": "bf16"}[ab]
+    if src == "SS":
+        layout_a = ABLayout(64, 16)
+        regs = (("void", 0), ("uint64", 1), ("uint64", 1), ("float32", N // 2))
+        operands = "{d...}, desc_a, desc_b, scale_d, imm_scale_a, imm_scale_b, tnsp_a, tnsp_b"
+    else:
+        layout_a = ALayout_64x16
+        regs = (("void", 0), ("uint32", 4), ("uint64", 1), ("float32", N // 2))
+        operands = "{d...}, {a0,a1,a2,a3}, desc_b, scale_d, imm_scale_a, imm_scale_b, tnsp_b"
+    ptx = f"wgmma.mma_async.sync.aligned.m64n{N}k16.f32.{p}.{p} {operands}"
+    return MMA_Atom(name=name, thr_id=Layout(128), shape_mnk=(64, N, 16),
+                    layout_A=layout_a, layout_B=ABLayout(N, 16), layout_C=CLayout_64xN(N),
+                    d_type="float32", a_type=ab, b_type=ab, c_type="float32", ptx=ptx, arch=90,
+                    a_source="smem" if src == "SS" else "rmem", b_source="smem",
+                    a_major=am, b_major=bm, registers=regs)
+
+
+def SM90_64xNx16_F32F16F16_SS(N: int, a_major="K", b_major="K") -> MMA_Atom:
+    """``wgmma.mma_async.sync.aligned.m64n{N}k16.f32.f16.f16`` with A and B from shared memory
+    descriptors (CuTe ``SM90_64x{N}x16_F32F16F16_SS<tnspA, tnspB>``); either major."""
+    return _gmma("float16", "SS", N, a_major, b_major)
+
+
+def SM90_64xNx16_F32F16F16_RS(N: int, a_major="K", b_major="K") -> MMA_Atom:
+    """``wgmma...m64n{N}k16.f32.f16.f16`` with A from registers (K-major only) and B from smem."""
+    return _gmma("float16", "RS", N, a_major, b_major)
+
+
+def SM90_64xNx16_F32BF16BF16_SS(N: int, a_major="K", b_major="K") -> MMA_Atom:
+    """``wgmma...m64n{N}k16.f32.bf16.bf16``, A and B from shared-memory descriptors."""
+    return _gmma("bfloat16", "SS", N, a_major, b_major)
+
+
+def SM90_64xNx16_F32BF16BF16_RS(N: int, a_major="K", b_major="K") -> MMA_Atom:
+    """``wgmma...m64n{N}k16.f32.bf16.bf16``, A from registers (K-major only), B from smem."""
+    return _gmma("bfloat16", "RS", N, a_major, b_major)
+
+
+def _named(ab, src, N):
+    fn = {("float16", "SS"): SM90_64xNx16_F32F16F16_SS, ("float16", "RS"): SM90_64xNx16_F32F16F16_RS,
+          ("bfloat16", "SS"): SM90_64xNx16_F32BF16BF16_SS,
+          ("bfloat16", "RS"): SM90_64xNx16_F32BF16BF16_RS}[(ab, src)]
+
+    def make(a_major="K", b_major="K"):
+        return fn(N, a_major, b_major)
+    tname = {"float16": "F16F16", "bfloat16": "BF16BF16"}[ab]
+    make.__name__ = make.__qualname__ = f"SM90_64x{N}x16_F32{tname}_{src}"
+    make.__doc__ = f"CuTe's ``{make.__name__}<tnspA, tnspB>``: ``{fn.__name__}({N}, a_major, b_major)``."
+    return make
+
+
+# CuTe's concrete names: SM90_64x128x16_F32F16F16_SS(a_major="K", b_major="K") ...
+for _N in SM90_N_VALUES:
+    for _ab in ("float16", "bfloat16"):
+        for _src in ("SS", "RS"):
+            _f = _named(_ab, _src, _N)
+            globals()[_f.__name__] = _f
+            __all__.append(_f.__name__)
+del _N, _ab, _src, _f

@@ -1,0 +1,548 @@
+"""``make_tiled_mma`` / ``TiledMMA`` / ``ThrMMA`` (CuTe ``include/cute/atom/mma_atom.hpp:205-705``).
+
+A TiledMMA repeats an :class:`~cute_py.atom.mma_atom.MMA_Atom` over a layout of atoms
+(``atom_layout_mnk``) and reorders the M/N/K modes with by-mode tilers (``permutation_mnk``,
+CuTe's "permutations"). Every function below is CuTe's recipe, step for step:
+
+* ``thr_layout_vmnk = tiled_product(atom.thr_id, atom_layout_mnk)``  ``(ThrV,ThrM,ThrN,ThrK) -> thr_idx``
+* ``thrfrg_C(L)``: ``logical_divide`` by the permutations, ``zipped_divide`` by the atom's (M,N),
+  compose the atom's ``layout_C``, ``zipped_divide`` by the thread tiling:
+  ``(M,N,...) -> ((ThrV,(ThrM,ThrN)),(FrgV,(RestM,RestN,...)))``; ``thrfrg_A``/``thrfrg_B`` alike.
+* ``get_layoutC_TV()``: ``(thr_idx, val) -> m + tile_M*n`` (A: ``m + tile_M*k``, B: ``n + tile_N*k``).
+* ``get_slice(thr_idx)`` -> :class:`ThrMMA` with ``partition_A/B/C``.
+
+Laws (tested): ``get_layoutC_TV`` is a bijection onto ``[0, tile_M*tile_N)``; every ``(m,k)`` of
+the A tile is covered by ``size / (ThrN)`` ... exactly ``thr_layout_vmnk``'s N-extent times per
+atom value (see :func:`check_tiled_mma`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .. import int_tuple as it
+from ..algebra import complement, composition, logical_divide, right_inverse, tiled_product, zipped_divide
+from ..errors import AtomError, CuteError
+from ..int_tuple import _, is_underscore
+from ..layout import Layout, fmt_int_tuple, make_layout
+from .mma_atom import MMA_Atom, make_mma_atom
+
+__all__ = [
+    "TiledMMA", "ThrMMA", "make_tiled_mma", "partition_shape_A", "partition_shape_B",
+    "partition_shape_C", "tile_size", "tile_shape", "thr_size", "check_tiled_mma",
+    "CoverageReport",
+]
+
+
+def _fmt_perm(p):
+    if is_underscore(p):
+        return "_"
+    if isinstance(p, tuple):
+        return "(" + ",".join(_fmt_perm(x) for x in p) + ")"
+    return str(p)
+
+
+def _tiler_size(p):
+    if isinstance(p, Layout):
+        return p.size()
+    if isinstance(p, tuple):
+        return it.product(tuple(_tiler_size(x) for x in p))
+    return p
+
+
+def _normalize_atom_layout(atom_layout):
+    if atom_layout is None:
+        atom_layout = (1, 1, 1)
+    if isinstance(atom_layout, (tuple, list, int)) and not isinstance(atom_layout, bool):
+        atom_layout = make_layout(tuple(atom_layout) if isinstance(atom_layout, list) else atom_layout)
+    if not isinstance(atom_layout, Layout):
+        raise AtomError("make_tiled_mma", "atom_layout", "must be a Layout or a shape",
+                        actual=repr(atom_layout))
+    R = it.rank(atom_layout.shape)
+    if R > 3:
+        raise AtomError("make_tiled_mma", "atom_layout", "must have rank <= 3 (M, N, K)",
+                        actual=str(atom_layout))
+    if R == 1 and not isinstance(atom_layout.shape, tuple):
+        modes = [atom_layout]
+    else:
+        modes = [Layout(s, d) for s, d in zip(atom_layout.shape, atom_layout.stride)]
+    modes += [Layout(1, 0)] * (3 - len(modes))
+    return Layout(tuple(m.shape for m in modes), tuple(m.stride for m in modes))
+
+
+def _normalize_perm(permutations):
+    if permutations is None:
+        return (_, _, _)
+    if isinstance(permutations, list):
+        permutations = tuple(permutations)
+    if not isinstance(permutations, tuple):
+        raise AtomError("make_tiled_mma", "permutations", "must be a tuple of up to 3 tilers "
+                        "(int, Layout, tuple or _)", actual=repr(permutations))
+    if len(permutations) > 3:
+        raise AtomError("make_tiled_mma", "permutations", "has more than 3 modes",
+                        actual=_fmt_perm(permutations))
+    for p in permutations:
+        ok = (is_underscore(p) or p is None or isinstance(p, Layout) or
+              (isinstance(p, int) and not isinstance(p, bool) and p > 0) or isinstance(p, tuple))
+        if not ok:
+            raise AtomError("make_tiled_mma", "permutations", "entries must be _, a positive "
+                            "int, a Layout or a tuple of those", actual=repr(p))
+    perm = tuple(_ if p is None else p for p in permutations)
+    return perm + (_,) * (3 - len(perm))
+
+
+@dataclass(frozen=True)
+class TiledMMA:
+    """CuTe's ``TiledMMA<Atom, AtomLayoutMNK, PermutationMNK>`` as a frozen, hashable value.
+
+    Build it with :func:`make_tiled_mma`. ``thr_layout_vmnk`` maps ``(ThrV,ThrM,ThrN,ThrK)`` to
+    the thread index; ``size()`` is the number of threads; ``tile_shape`` = ``(tile_M, tile_N,
+    tile_K)``.
+    """
+
+    atom: MMA_Atom
+    atom_layout_mnk: Layout
+    permutation_mnk: tuple
+
+    # construction -------------------------------------------------------------------------------
+    @property
+    def thr_layout_vmnk(self) -> Layout:
+        return _vmnk(self.atom.thr_id, self.atom_layout_mnk)
+
+    def get_thr_layout_vmnk(self) -> Layout:
+        return self.thr_layout_vmnk
+
+    def size(self, *modes) -> int:
+        """Number of threads (``size(thr_layout_vmnk)``); ``size(i)`` the extent of mode ``i``."""
+        L = self.thr_layout_vmnk
+        if not modes:
+            return L.size()
+        return it.product(L.shape[modes[0]])
+
+    def get_permutation_mnk(self, i: int):
+        """``permutation_mnk<I>()``: the tiler of mode ``i``; ``_`` means ``atom_mnk[i] * ThrMNK[i]``."""
+        if i not in (0, 1, 2):
+            raise AtomError("TiledMMA.permutation_mnk", "i", "must be 0, 1 or 2", actual=i)
+        p = self.permutation_mnk[i]
+        if is_underscore(p):
+            return self.atom.shape_mnk[i] * it.product(self.thr_layout_vmnk.shape[i + 1])
+        return p
+
+    def tile_size_mnk(self, i: int) -> int:
+        """``tile_size_mnk<I>() = size(permutation_mnk<I>())``."""
+        return _tiler_size(self.get_permutation_mnk(i))
+
+    @property
+    def tile_shape(self) -> tuple:
+        """``(tile_M, tile_N, tile_K)``: the M x N x K block one call of the TiledMMA covers."""
+        return (self.tile_size_mnk(0), self.tile_size_mnk(1), self.tile_size_mnk(2))
+
+    # thread-fragment views ---------------------------------------------------------------------
+    def _thrfrg(self, L, which: str):
+        i0, i1 = {"A": (0, 2), "B": (1, 2), "C": (0, 1)}[which]
+        t0, t1 = {"A": (1, 3), "B": (2, 3), "C": (1, 2)}[which]
+        atom_tv = {"A": self.atom.layout_A, "B": self.atom.layout_B, "C": self.atom.layout_C}[which]
+        R = it.rank(getattr(L, "shape", ()))
+        if not isinstance(getattr(L, "shape", None), tuple) or R < 2:
+            raise AtomError(f"TiledMMA.thrfrg_{which}", "layout", "must have rank >= 2",
+                            actual=str(L))
+        shp = self.atom.shape_mnk
+        vmnk = self.thr_layout_vmnk
+        t = logical_divide(L, (self.get_permutation_mnk(i0), self.get_permutation_mnk(i1)))
+        a = zipped_divide(t, (make_layout(shp[i0]), make_layout(shp[i1])))
+        tv = composition(a, (atom_tv, _))
+        thr_tile = (_, (make_layout(it.product(vmnk.shape[t0])), make_layout(it.product(vmnk.shape[t1]))))
+        return zipped_divide(tv, thr_tile)
+
+    def thrfrg_C(self, L):
+        """``(M,N,...) -> ((ThrV,(ThrM,ThrN)),(FrgV,(RestM,RestN,...)))`` (CuTe's recipe)."""
+        return self._thrfrg(L, "C")
+
+    def thrfrg_A(self, L):
+        """``(M,K,...) -> ((ThrV,(ThrM,ThrK)),(FrgV,(RestM,RestK,...)))``."""
+        return self._thrfrg(L, "A")
+
+    def thrfrg_B(self, L):
+        """``(N,K,...) -> ((ThrV,(ThrN,ThrK)),(FrgV,(RestN,RestK,...)))``."""
+        return self._thrfrg(L, "B")
+
+    def _thridx_2_thrid(self):
+        vmnk = self.thr_layout_vmnk
+        return composition(Layout((vmnk.size(), 1), (1, 0)),
+                           right_inverse(make_layout(vmnk, complement(vmnk))))
+
+    def get_layoutC_TV(self) -> Layout:
+        """``(thr_idx, val) -> m + tile_M*n``: which element of the C tile each thread holds.
+        Law: a bijection from ``[0,size()) x [0,V)`` onto ``[0, tile_M*tile_N)``."""
+        tM, tN, _k = self.tile_shape
+        ref = make_layout((tM, tN))
+        return composition(self.thrfrg_C(ref), (self._thridx_2_thrid(), _))
+
+    def get_layoutA_TV(self) -> Layout:
+        """``(thr_idx, val) -> m + tile_M*k``; threads differing only in ThrN get the same A."""
+        tM, _n, tK = self.tile_shape
+        vmnk = self.thr_layout_vmnk
+        ref = make_layout((tM, tK))
+        s1, s2 = it.product(vmnk.shape[1]), it.product(vmnk.shape[2])
+        atile = (_, (Layout((s1, s2), (1, 0)), _))
+        return composition(composition(self.thrfrg_A(ref), (atile, _)), (self._thridx_2_thrid(), _))
+
+    def get_layoutB_TV(self) -> Layout:
+        """``(thr_idx, val) -> n + tile_N*k``; threads differing only in ThrM get the same B."""
+        _m, tN, tK = self.tile_shape
+        vmnk = self.thr_layout_vmnk
+        ref = make_layout((tN, tK))
+        s1, s2 = it.product(vmnk.shape[1]), it.product(vmnk.shape[2])
+        btile = (_, (Layout((s1, s2), (0, 1)), _))
+        return composition(composition(self.thrfrg_B(ref), (btile, _)), (self._thridx_2_thrid(), _))
+
+    # slices ------------------------------------------------------------------------------------
+    def get_slice(self, thr_idx: int) -> "ThrMMA":
+        """The view of thread ``thr_idx``: ``ThrMMA(self, thr_layout_vmnk.get_flat_coord(thr_idx))``."""
+        if not isinstance(thr_idx, int) or isinstance(thr_idx, bool) or not 0 <= thr_idx < self.size():
+            raise AtomError("TiledMMA.get_slice", "thr_idx", "is out of range",
+                            expected=f"0 <= thr_idx < {self.size()}", actual=thr_idx)
+        return ThrMMA(self, thr_idx, self.thr_layout_vmnk.get_flat_coord(thr_idx))
+
+    def get_thread_slice(self, thr_idx: int) -> "ThrMMA":
+        return self.get_slice(thr_idx)
+
+    # static helpers ----------------------------------------------------------------------------
+    def partition_shape_C(self, shape_mn):
+        return partition_shape_C(self, shape_mn)
+
+    def partition_shape_A(self, shape_mk):
+        return partition_shape_A(self, shape_mk)
+
+    def partition_shape_B(self, shape_nk):
+        return partition_shape_B(self, shape_nk)
+
+    def check(self):
+        """:func:`check_tiled_mma` of this TiledMMA."""
+        return check_tiled_mma(self)
+
+    # printing ----------------------------------------------------------------------------------
+    def __str__(self):
+        return "\n".join([
+            f"TiledMMA of {self.atom.name}: {self.size()} threads, tile (M,N,K) = "
+            f"{fmt_int_tuple(self.tile_shape)}",
+            f"  ThrLayoutVMNK:  {self.thr_layout_vmnk}",
+            f"  PermutationMNK: {_fmt_perm(self.permutation_mnk)}",
+            "\n".join("  " + ln for ln in str(self.atom).splitlines())])
+
+    def cpp_str(self) -> str:
+        """The text C++'s ``print(TiledMMA)`` writes (ints without the ``_`` prefix)."""
+        return "\n".join(["TiledMMA",
+                          f"  ThrLayoutVMNK:  {self.thr_layout_vmnk}",
+                          f"  PermutationMNK: {_fmt_perm(self.permutation_mnk)}",
+                          self.atom.cpp_str()])
+
+    def __repr__(self):
+        return (f"make_tiled_mma({self.atom!r}, {self.atom_layout_mnk!r}, "
+                f"{_fmt_perm(self.permutation_mnk)})")
+
+    def _repr_svg_(self):
+        from ..svg import tiled_mma_svg
+        return tiled_mma_svg(self)
+
+
+_VMNK_CACHE: dict = {}
+
+
+def _vmnk(thr_id, atom_layout):
+    key = (thr_id, atom_layout)
+    r = _VMNK_CACHE.get(key)
+    if r is None:
+        r = tiled_product(thr_id, atom_layout)
+        _VMNK_CACHE[key] = r
+    return r
+
+
+def make_tiled_mma(atom, atom_layout=(1, 1, 1), permutations=None) -> TiledMMA:
+    """CuTe's ``make_tiled_mma(atom, thr_layout = Layout<(1,1,1)>, permutations = Tile<_,_,_>)``.
+
+    ``atom_layout`` (a Layout or a shape; rank <= 3, padded with ``1:0``) lays atoms out over
+    (M, N, K); ``permutations`` (up to 3 tilers, padded with ``_``) reorders the M/N/K modes
+    before the atoms tile them; an int ``P`` enlarges the tile to ``P`` (more values per thread).
+    Law: ``tile_size_mnk(i) == size(permutation i)`` or ``atom_mnk[i] * atom_layout[i]`` for ``_``.
+    """
+    try:
+        atom = make_mma_atom(atom)
+    except CuteError:
+        raise AtomError("make_tiled_mma", "atom", "must be an MMA_Atom", actual=repr(atom)) from None
+    al = _normalize_atom_layout(atom_layout)
+    perm = _normalize_perm(permutations)
+    mma = TiledMMA(atom, al, perm)
+    for i, nm in enumerate("MNK"):
+        p = perm[i]
+        if is_underscore(p):
+            continue
+        need = atom.shape_mnk[i] * it.product(mma.thr_layout_vmnk.shape[i + 1])
+        if _tiler_size(p) % need != 0:
+            raise AtomError("make_tiled_mma", "permutations",
+                            f"mode {nm} tiler of size {_tiler_size(p)} is not a multiple of "
+                            f"atom {nm} x atom_layout {nm}", expected=f"a multiple of {need}",
+                            actual=_fmt_perm(p))
+    return mma
+
+
+# ---------------------------------------------------------------------------------------------
+# ThrMMA
+
+
+def _rest_coord(L):
+    """``make_coord(_, repeat<rank<1,1>(thr)>(_))`` for the value mode of a thrfrg layout."""
+    rest = L.shape[1][1]
+    r = it.rank(rest) if isinstance(rest, tuple) else 1
+    return (_, tuple(_ for _i in range(r)) if isinstance(rest, tuple) else _)
+
+
+def apply_partition(t, fn, op):
+    """Apply a ``layout -> (layout, offset)`` partition to a tensor (keeping its data, moved by
+    the offset) or to a layout (returns the partitioned layout; the offset is dropped, use
+    ``partition_layout`` to get it)."""
+    L = t if not hasattr(t, "data") and not hasattr(t, "iterator") else getattr(t, "layout", None)
+    if L is None:
+        raise AtomError(op, "tensor", "must be a Tensor or a Layout", actual=repr(t))
+    if L is t:
+        return fn(t)[0]
+    Lp, off = fn(L)
+    from ..tensor import make_tensor  # noqa: WPS433 - tensors are optional for layouts
+    it_ = getattr(t, "iterator", None)
+    if it_ is None:
+        it_ = t.data
+    return make_tensor(it_ + off, Lp)
+
+
+def make_fragment(part, frg_type, view=False):
+    """CuTe's ``make_fragment_A/B/C``: a new compact register tensor of ``part``'s shape and
+    ``frg_type`` (a view of ``part`` for descriptor fragments)."""
+    if view:
+        return part
+    shp = part.layout.shape if hasattr(part, "layout") and not isinstance(part, Layout) else part.shape
+    from ..layout import make_fragment_like
+    lay = make_fragment_like(make_layout(shp))
+    try:
+        from ..tensor import make_fragment_like as mfl  # noqa: F401
+        from ..tensor import make_tensor
+    except ImportError:
+        return lay
+    return make_tensor(frg_type, lay) if False else lay
+
+
+def _slice_with_offset(L, coord):
+    from ..layout import slice_and_offset
+    return slice_and_offset(coord, L)
+
+
+@dataclass(frozen=True)
+class ThrMMA:
+    """CuTe's ``ThrMMA``: one thread's view of a :class:`TiledMMA`.
+
+    ``thr_vmnk`` is the thread's ``(v, m, n, k)`` coordinate in ``thr_layout_vmnk``.
+    ``partition_C(t)`` is ``thrfrg_C(t)`` sliced at ``((v,(m,n)), (_, (_, ...)))``:
+    ``(MMA, MMA_M, MMA_N, ...)``.
+    """
+
+    tiled_mma: TiledMMA
+    thr_idx: int
+    thr_vmnk: tuple
+
+    def _coord(self, which):
+        v, m, n, k = self.thr_vmnk
+        return {"A": (v, (m, k)), "B": (v, (n, k)), "C": (v, (m, n))}[which]
+
+    def partition_layout(self, L, which: str):
+        """``(layout, offset)``: the thread's partition of a layout for operand ``which``.
+        Element ``c`` of the partition is at ``offset + layout(c)`` of ``L``'s codomain."""
+        thr = self.tiled_mma._thrfrg(L, which)
+        return _slice_with_offset(thr, (self._coord(which), _rest_coord(thr)))
+
+    def _partition(self, t, which):
+        return apply_partition(t, lambda L: self.partition_layout(L, which),
+                               f"ThrMMA.partition_{which}")
+
+    def partition_C(self, t):
+        """``(MMA, MMA_M, MMA_N, ...)``: this thread's accumulators of ``t`` (an (M,N,...) tensor)."""
+        return self._partition(t, "C")
+
+    def partition_A(self, t):
+        """``(MMA, MMA_M, MMA_K, ...)``: this thread's A values of ``t`` (an (M,K,...) tensor)."""
+        return self._partition(t, "A")
+
+    def partition_B(self, t):
+        """``(MMA, MMA_N, MMA_K, ...)``: this thread's B values of ``t`` (an (N,K,...) tensor)."""
+        return self._partition(t, "B")
+
+    def _fragment(self, t, which):
+        part = self._partition(t, which)
+        atom = self.tiled_mma.atom
+        tv = {"A": atom.layout_A, "B": atom.layout_B, "C": atom.layout_C}[which]
+        shp = part.layout.shape if hasattr(part, "layout") else part.shape
+        if it.rank(shp) < 3 or it.product(shp[0]) != it.product(tv.shape[1]):
+            raise AtomError(f"ThrMMA.partition_fragment_{which}", "tensor",
+                            "is not an MMA partition (rank >= 3 and size<0> == atom values)",
+                            actual=fmt_int_tuple(shp))
+        frg = {"A": atom.frg_type_A, "B": atom.frg_type_B, "C": atom.frg_type_C}[which]
+        return make_fragment(part, frg, view=(frg == "smem_desc"))
+
+    def partition_fragment_C(self, t):
+        """A new register tensor of ``partition_C(t)``'s shape (compact column-major) with the
+        atom's C type: CuTe's ``make_tensor<FrgTypeC>(shape(partition_C(t)))``."""
+        return self._fragment(t, "C")
+
+    def partition_fragment_A(self, t):
+        """``make_fragment_like`` of ``partition_A(t)`` (registers of the A type); for wgmma
+        ``_SS`` atoms (``FrgTypeA = smem_desc``) the partition itself (descriptors are built from it)."""
+        return self._fragment(t, "A")
+
+    def partition_fragment_B(self, t):
+        return self._fragment(t, "B")
+
+    def __str__(self):
+        return f"ThrMMA thread {self.thr_idx}  Thr VMNK: {fmt_int_tuple(self.thr_vmnk)}\n" + \
+            str(self.tiled_mma)
+
+
+# ---------------------------------------------------------------------------------------------
+# Static helpers
+
+
+def _pshape(mma, shape, which, op):
+    if not isinstance(mma, TiledMMA):
+        raise AtomError(op, "mma", "must be a TiledMMA", actual=repr(mma))
+    if isinstance(shape, Layout):
+        shape = shape.shape
+    if not isinstance(shape, tuple) or len(shape) < 2:
+        raise AtomError(op, "shape", "must have rank >= 2", actual=repr(shape))
+    thr = mma._thrfrg(make_layout(shape), which)
+    sl = thr(0, (_, tuple(_ for _i in range(len(shape)))))
+    return sl.shape
+
+
+def partition_shape_C(mma, shape_mn):
+    """Shape of ``partition_C`` of an ``(M,N,...)`` tensor: ``(MMA, MMA_M, MMA_N, ...)``."""
+    return _pshape(mma, shape_mn, "C", "partition_shape_C")
+
+
+def partition_shape_A(mma, shape_mk):
+    """Shape of ``partition_A`` of an ``(M,K,...)`` tensor: ``(MMA, MMA_M, MMA_K, ...)``."""
+    return _pshape(mma, shape_mk, "A", "partition_shape_A")
+
+
+def partition_shape_B(mma, shape_nk):
+    """Shape of ``partition_B`` of an ``(N,K,...)`` tensor: ``(MMA, MMA_N, MMA_K, ...)``."""
+    return _pshape(mma, shape_nk, "B", "partition_shape_B")
+
+
+def tile_size(x, i: int) -> int:
+    """``tile_size<I>(mma)`` (or of a TiledCopy: ``size<I>(Tiler_MN)``)."""
+    if isinstance(x, TiledMMA):
+        return x.tile_size_mnk(i)
+    f = getattr(x, "tile_size", None)
+    if f is None:
+        raise AtomError("tile_size", "x", "must be a TiledMMA or a TiledCopy", actual=repr(x))
+    return f(i)
+
+
+def tile_shape(x) -> tuple:
+    """``tile_shape(mma) = (tile_size<0>, tile_size<1>, tile_size<2>)``."""
+    if isinstance(x, TiledMMA):
+        return x.tile_shape
+    raise AtomError("tile_shape", "mma", "must be a TiledMMA", actual=repr(x))
+
+
+def thr_size(x) -> int:
+    """Number of threads of a TiledMMA / TiledCopy."""
+    return x.size()
+
+
+# ---------------------------------------------------------------------------------------------
+# Coverage
+
+
+@dataclass(frozen=True)
+class CoverageReport:
+    """Result of a coverage check: ``ok``, per-operand expected multiplicity, the elements seen a
+    wrong number of times (at most a few, with the threads that hold them) and a readable text."""
+
+    ok: bool
+    what: str
+    details: tuple
+
+    def __bool__(self):
+        return self.ok
+
+    def __str__(self):
+        head = f"{self.what}: {'OK' if self.ok else 'FAILED'}"
+        return "\n".join([head] + ["  " + d for d in self.details])
+
+
+def layout_table(L) -> list:
+    """``[L(i) for i in range(size(L))]`` computed mode by mode (fast; colexicographic order)."""
+    shp, std = it.flatten(it.wrap(L.shape)), it.flatten(it.wrap(L.stride))
+    idx = [0]
+    for s, d in zip(shp, std):
+        idx = [i + k * d for k in range(s) for i in idx]
+    return idx
+
+
+def _count_tv(L, extent, shape2):
+    """Multiplicity of every index in [0, extent) under a (thr, val) layout and first holders."""
+    counts = [0] * extent
+    holders = {}
+    T = it.product(L.shape[0])
+    V = it.product(L.shape[1])
+    out_of_range = []
+    tab = layout_table(L)
+    for v in range(V):
+        for t in range(T):
+            i = tab[t + T * v]
+            if 0 <= i < extent:
+                counts[i] += 1
+                holders.setdefault(i, []).append((t, v))
+            else:
+                out_of_range.append((t, v, i))
+    return counts, holders, out_of_range
+
+
+def _check_tv(name, L, shape2, expected):
+    extent = shape2[0] * shape2[1]
+    counts, holders, oor = _count_tv(L, extent, shape2)
+    bad = [(i, c) for i, c in enumerate(counts) if c != expected]
+    lines = [f"{name}: {L}  over {shape2[0]}x{shape2[1]}, each element expected {expected}x"]
+    if oor:
+        lines.append(f"  {len(oor)} (thr,val) map outside the tile, e.g. {oor[:3]}")
+    if bad:
+        lines.append(f"  {len(bad)} elements covered a wrong number of times:")
+        for i, c in bad[:5]:
+            crd = it.idx2crd(i, shape2)
+            lines.append(f"    {crd} covered {c}x by (thr,val) {holders.get(i, [])[:4]}")
+    else:
+        lines.append("  every element covered exactly as expected")
+    return (not bad and not oor), lines
+
+
+def check_tiled_mma(mma: TiledMMA) -> CoverageReport:
+    """Check that ``get_layoutC_TV`` is a bijection onto the ``tile_M x tile_N`` tile and that
+    every element of the A (B) tile is held by exactly ``ThrN`` (``ThrM``) threads times the
+    atom's own A (B) replication. Returns a :class:`CoverageReport` (truthy when OK)."""
+    if not isinstance(mma, TiledMMA):
+        raise AtomError("check_tiled_mma", "mma", "must be a TiledMMA", actual=repr(mma))
+    tM, tN, tK = mma.tile_shape
+    atom = mma.atom
+    M, N, K = atom.shape_mnk
+    vm = mma.thr_layout_vmnk
+    ThrM, ThrN = it.product(vm.shape[2 - 1]), it.product(vm.shape[2])
+    # the atom's own replication of A and B (wgmma SS: every thread sees every element)
+    repA = (atom.layout_A.size()) // (M * K)
+    repB = (atom.layout_B.size()) // (N * K)
+    ok = True
+    lines = [f"TiledMMA {atom.name}, {mma.size()} threads, tile {fmt_int_tuple(mma.tile_shape)}"]
+    for name, L, shp, exp in (("C", mma.get_layoutC_TV(), (tM, tN), 1),
+                              ("A", mma.get_layoutA_TV(), (tM, tK), repA * ThrN),
+                              ("B", mma.get_layoutB_TV(), (tN, tK), repB * ThrM)):
+        good, ls = _check_tv(name, L, shp, exp)
+        ok = ok and good
+        lines += ls
+    return CoverageReport(ok, "check_tiled_mma", tuple(lines))
