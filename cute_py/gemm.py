@@ -44,6 +44,38 @@ def _hopper_available() -> bool:
         return False
 
 
+def _try_sm90(a, b, c, d, alpha, beta, strict: bool, bf16: bool = False):
+    """The Hopper kernel (``gemm_sm90(A, B_nk, D, C, alpha, beta)``: A (M, K) and B as (N, K),
+    both K-major, 16-bit, D row-major in A's dtype) when the case fits it; None otherwise."""
+    try:
+        from cute_py.backends.cuda.kernels.gemm_sm90 import gemm_sm90  # lazy: may be absent
+    except ImportError:
+        if strict:
+            raise LaunchError("gemm", "backend", "the Hopper kernel is not installed") from None
+        return None
+    es = a.itemsize
+    fits = ((str(a.dtype) == "float16" or (bf16 and str(a.dtype) == "uint16"))
+            and a.dtype == b.dtype
+            and a.ndim == b.ndim and a.strides[-1] == es and b.strides[-2] == es
+            and (d is None or (d.dtype == a.dtype and d.strides[-1] == d.itemsize))
+            and (c is None or beta == 0 or (c.dtype == a.dtype and c.strides[-1] == c.itemsize)))
+    if not fits:
+        if strict:
+            raise LaunchError("gemm", "backend", "the Hopper kernel needs 16-bit K-major A and "
+                              "B and a row-major D/C of A's dtype")
+        return None
+    import cupy as cp
+    if d is None:
+        d = cp.empty((*a.shape[:-1], b.shape[-1]), dtype=a.dtype)
+    try:
+        gemm_sm90(a, b.swapaxes(-1, -2), d, c if beta != 0 else None, alpha, beta)
+    except Exception:
+        if strict:
+            raise
+        return None
+    return d
+
+
 def gemm(A, B, C=None, alpha: float = 1.0, beta: float = 0.0, *, out=None,
          mainloop: str | None = None, config=None, backend: str = "auto"):
     """``D = alpha * A @ B + beta * C`` on the GPU; returns D.
@@ -74,16 +106,9 @@ def gemm(A, B, C=None, alpha: float = 1.0, beta: float = 0.0, *, out=None,
         out = torch.empty(shape, device=A.device, dtype=dt)
         d = _to_cupy(out, "out")[0]
     if backend in ("auto", "sm90") and mainloop is None and config is None and _hopper_available():
-        try:
-            from cute_py.backends.cuda.kernels import gemm_sm90  # lazy: may not exist yet
-            fn = getattr(gemm_sm90, "gemm_sm90", None)
-            if fn is not None:
-                res = fn(a, b, c, d, alpha, beta)
-                if res is not None:
-                    return out if out is not None else res
-        except Exception:
-            if backend == "sm90":
-                raise
+        res = _try_sm90(a, b, c, d, alpha, beta, strict=backend == "sm90", bf16=bf_a)
+        if res is not None:
+            return out if out is not None else res
     elif backend == "sm90":
         raise LaunchError("gemm", "backend", "sm90 needs an sm_90 GPU and the Hopper kernel")
     from cute_py.backends.cuda.kernels.gemm_sm80 import gemm_sm80
