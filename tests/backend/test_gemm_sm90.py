@@ -36,7 +36,7 @@ def test_shipped_configs_compile_sm90a_zero_spills(cfg):
     assert "C7508" not in mod.log                         # setmaxnreg not ignored
 
 
-@pytest.mark.parametrize("i", range(6))
+@pytest.mark.parametrize("i", range(8))
 def test_epilogue_configs_compile_sm90a_zero_spills(i):
     from cute_py.backends.cuda.compiler import compile_module
     cfg = G.shipped_epilogue_configs()[i]
