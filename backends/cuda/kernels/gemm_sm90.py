@@ -146,10 +146,12 @@ def _epilogue_of(epi_cfg):
     return Sm90Epilogue(epi_cfg)
 
 
+@lru_cache(maxsize=256)
 def make_epilogue_config(tree=None, tile_m=128, tile_n=256, consumer_wgs=2, element_d="float16",
                          **kw):
     """An ``EpilogueConfig`` whose fragment is this kernel's accumulator (``wgmma_fragment``);
-    ``tree`` defaults to ``D = acc`` (``evt.AccFetch()``)."""
+    ``tree`` defaults to ``D = acc`` (``evt.AccFetch()``).  Cached: building the fragment
+    enumerates every (thread, value) once."""
     from cute_py.epilogue import evt
     from ..epilogue.fragment import wgmma_fragment
     from ..epilogue.sm90 import EpilogueConfig
@@ -690,7 +692,7 @@ def gemm_sm90(A, B, D=None, C=None, alpha=1.0, beta=0.0, cfg: Sm90GemmConfig | N
         M, N = A.shape[-2], B.shape[-2]
         L = A.shape[0] if A.ndim == 3 else 1
         # tile: 128x256 unless that leaves SMs idle and 128x128 gives more tiles (skinny M/N)
-        sms = cp.cuda.Device().attributes["MultiProcessorCount"]
+        sms = _num_sms(cp.cuda.Device().id)
         t256 = -(-M // 128) * -(-N // 256) * L
         tn, stages = (128, 5) if t256 < sms and N > 128 else (256, 4)
         if A.ndim == 2 and D is None and (N * A.itemsize) % 16 == 0:
@@ -735,6 +737,13 @@ def gemm_sm90(A, B, D=None, C=None, alpha=1.0, beta=0.0, cfg: Sm90GemmConfig | N
 
 
 _PLANS: dict = {}
+
+
+@lru_cache(maxsize=None)
+def _num_sms(device_id: int) -> int:
+    import cupy as cp
+    return cp.cuda.runtime.deviceGetAttribute(cp.cuda.runtime.cudaDevAttrMultiProcessorCount,
+                                              device_id)
 
 
 def _array_key(X):
