@@ -749,4 +749,4 @@ def _num_sms(device_id: int) -> int:
 def _array_key(X):
     if X is None:
         return None
-    return (int(X.data.ptr), tuple(X.shape), tuple(X.strides), str(X.dtype))
+    return (X.data.ptr, X.shape, X.strides, X.dtype.num)
