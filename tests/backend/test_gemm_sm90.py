@@ -194,3 +194,47 @@ def test_gemm_sm90_gpu(dt, shape):
     err = check_case(lambda A, B, D, C, a, b: G.gemm_sm90(A, B, D, C, a, b), M, N, K, dt, rng,
                      L=L, alpha=1.5, beta=0.5)
     assert err < (2e-3 if dt == "f16" else 1e-2), err
+
+
+def test_tma_bind_errors_and_law():
+    sa = smem_tile("f16", 128, 64)
+    atom = make_tma_atom("f16", (1 << 20, 1 << 20, 1 << 10), (1 << 24, 1, 1 << 36), sa)
+    b = atom.bind((1000, 4096, 1), (4104, 1, 4104 * 1000))
+    assert b.dims == (4096, 1000, 1) and b.strides == (8208, 8208000) and b.box == atom.box
+    with pytest.raises(LaunchError):
+        atom.bind((1000, 333, 1), (333, 1, 333000))                   # odd pitch
+    with pytest.raises(LaunchError):
+        atom.bind((1000, 64, 1), (1, 1000, 64000))                    # inner mode not unit
+
+
+def test_default_path_picks_tiles_and_epilogue():
+    cfgs = G.shipped_epilogue_configs()
+    assert all(c.epi is not None and c.smem_bytes() <= 227 * 1024 for c in cfgs)
+    assert {c.tile_n for c in cfgs} == {128, 256}
+
+
+@requires_gpu
+@pytest.mark.gpu
+def test_gemm_sm90_evt_relu_lincomb_bias_gpu():
+    import cupy as cp
+    from cute_py.backends.cuda.device import device_properties
+    from cute_py.epilogue import evt
+    if device_properties().major < 9:
+        pytest.skip("needs sm_90")
+    tree = evt.lin_comb_bias_elt_act("relu", bias="col")
+    g = G.Sm90Gemm(G.Sm90GemmConfig(cluster_m=2, epi=G.make_epilogue_config(tree)))
+    rng = cp.random.default_rng()
+    M, N, K = 1000, 776, 336
+    A = rng.standard_normal((M, K), dtype=cp.float32).astype(cp.float16)
+    B = rng.standard_normal((N, K), dtype=cp.float32).astype(cp.float16)
+    C = rng.standard_normal((M, N), dtype=cp.float32).astype(cp.float16)
+    bias = rng.standard_normal((N,), dtype=cp.float32).astype(cp.float16)
+    D = cp.full((M, N), cp.nan, dtype=cp.float16)
+    names = {n for n, (role, _) in tree.signature.items() if role == "scalar"}
+    tens = {"C": C, "bias": bias, **{n: (1.5 if "alpha" in n else 0.5) for n in names}}
+    g(A, B, D, tensors=tens)
+    ref = cp.maximum(1.5 * A.astype(cp.float64) @ B.astype(cp.float64).T
+                     + 0.5 * C.astype(cp.float64) + bias.astype(cp.float64)[None, :], 0)
+    out = D.astype(cp.float64)
+    assert not bool(cp.isnan(out).any())
+    assert float(cp.linalg.norm(out - ref) / cp.linalg.norm(ref)) < 2e-3
