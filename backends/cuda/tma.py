@@ -80,8 +80,10 @@ class TmaAtom:
         dt, _ = TMA_DTYPES[self.dtype]
         sw, _ = SWIZZLE_BYTES[self.swizzle_bits]
         err, tmap = drv.cuTensorMapEncodeTiled(
-            drv.CUtensorMapDataType(dt), self.rank, ptr, list(self.dims), list(self.strides),
-            list(self.box), [1] * self.rank, drv.CUtensorMapInterleave(0),
+            drv.CUtensorMapDataType(dt), drv.cuuint32_t(self.rank), ptr,
+            [drv.cuuint64_t(x) for x in self.dims], [drv.cuuint64_t(x) for x in self.strides],
+            [drv.cuuint32_t(x) for x in self.box], [drv.cuuint32_t(1)] * self.rank,
+            drv.CUtensorMapInterleave(0),
             drv.CUtensorMapSwizzle(sw), drv.CUtensorMapL2promotion(l2_promotion),
             drv.CUtensorMapFloatOOBfill(0))
         if int(err) != 0:
