@@ -109,3 +109,10 @@ __all__ += [n for n in ("symbols", "is_symbolic", "free_symbols", "subs", "simpl
 from . import atom  # noqa: E402
 from .atom import *  # noqa: E402,F401,F403
 __all__ += [n for n in atom.__all__ if n not in __all__]
+from .executor import execute_tiled_mma, execute_tiled_copy, execute_mma_atom  # noqa: E402
+from .bank_conflicts import copy_bank_conflicts, vector_width  # noqa: E402
+from .svg import (layout_svg, tv_layout_svg, tiled_mma_svg, tiled_copy_svg,  # noqa: E402
+                  format_tv_layout, print_tv_layout, write_svg)
+__all__ += ["execute_tiled_mma", "execute_tiled_copy", "execute_mma_atom", "copy_bank_conflicts",
+            "vector_width", "layout_svg", "tv_layout_svg", "tiled_mma_svg", "tiled_copy_svg",
+            "format_tv_layout", "print_tv_layout", "write_svg"]

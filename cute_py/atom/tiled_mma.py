@@ -298,36 +298,45 @@ def _rest_coord(L):
 
 
 def apply_partition(t, fn, op):
-    """Apply a ``layout -> (layout, offset)`` partition to a tensor (keeping its data, moved by
-    the offset) or to a layout (returns the partitioned layout; the offset is dropped, use
-    ``partition_layout`` to get it)."""
-    L = t if not hasattr(t, "data") and not hasattr(t, "iterator") else getattr(t, "layout", None)
-    if L is None:
-        raise AtomError(op, "tensor", "must be a Tensor or a Layout", actual=repr(t))
-    if L is t:
+    """Apply a ``layout -> (layout, offset)`` partition to a :class:`~cute_py.tensor.Tensor`
+    (same data, iterator moved by the offset: CuTe's ``make_tensor(t.data(), ...)(coord)``) or
+    to a layout (returns the partitioned layout; ``partition_layout`` also gives the offset)."""
+    from ..tensor import Tensor
+    if isinstance(t, Tensor):
+        Lp, off = fn(t.layout)
+        return Tensor(t.data + off, Lp)
+    if isinstance(t, Layout) or hasattr(t, "layout_b"):
         return fn(t)[0]
-    Lp, off = fn(L)
-    from ..tensor import make_tensor  # noqa: WPS433 - tensors are optional for layouts
-    it_ = getattr(t, "iterator", None)
-    if it_ is None:
-        it_ = t.data
-    return make_tensor(it_ + off, Lp)
+    raise AtomError(op, "tensor", "must be a Tensor or a Layout", actual=repr(t))
 
 
-def make_fragment(part, frg_type, view=False):
-    """CuTe's ``make_fragment_A/B/C``: a new compact register tensor of ``part``'s shape and
-    ``frg_type`` (a view of ``part`` for descriptor fragments)."""
+_NP_DTYPE = {"float16": "float16", "bfloat16": "float32", "tfloat32": "float32",
+             "float32": "float32", "float64": "float64", "int8": "int8", "uint8": "uint8",
+             "int32": "int32", "uint32": "uint32"}
+
+
+def make_fragment(part, frg_type, view=False, like=True):
+    """CuTe's ``make_fragment_A/B/C``: a new register tensor of ``frg_type`` shaped like the
+    partition ``part`` (``like``: ``make_fragment_like``'s stride order; else compact
+    column-major as ``make_tensor<FrgTypeC>(shape)``); ``view`` returns ``part`` itself (wgmma
+    descriptors are built from the shared-memory partition). A layout gives a layout."""
+    from ..tensor import Tensor, _ArrayIter, make_rmem_ptr, make_fragment_like as mfl
     if view:
         return part
-    shp = part.layout.shape if hasattr(part, "layout") and not isinstance(part, Layout) else part.shape
-    from ..layout import make_fragment_like
-    lay = make_fragment_like(make_layout(shp))
-    try:
-        from ..tensor import make_fragment_like as mfl  # noqa: F401
-        from ..tensor import make_tensor
-    except ImportError:
-        return lay
-    return make_tensor(frg_type, lay) if False else lay
+    if not isinstance(part, Tensor):
+        from ..layout import make_fragment_like as mfl_layout
+        lay = part.layout_b if hasattr(part, "layout_b") else part
+        return mfl_layout(lay) if like else make_layout(lay.shape)
+    if like:
+        if isinstance(part.data, _ArrayIter):
+            return mfl(part, dtype=_NP_DTYPE.get(frg_type, "float32"))
+        return mfl(part, dtype=frg_type)
+    lay = make_layout(part.layout.shape)
+    if isinstance(part.data, _ArrayIter):
+        import numpy as np
+        arr = np.zeros(lay.cosize(), dtype=_NP_DTYPE.get(frg_type, "float32"))
+        return Tensor(_ArrayIter(arr, 0, "rmem"), lay)
+    return Tensor(make_rmem_ptr(frg_type), lay)
 
 
 def _slice_with_offset(L, coord):
@@ -378,13 +387,13 @@ class ThrMMA:
         part = self._partition(t, which)
         atom = self.tiled_mma.atom
         tv = {"A": atom.layout_A, "B": atom.layout_B, "C": atom.layout_C}[which]
-        shp = part.layout.shape if hasattr(part, "layout") else part.shape
+        shp = part.shape
         if it.rank(shp) < 3 or it.product(shp[0]) != it.product(tv.shape[1]):
             raise AtomError(f"ThrMMA.partition_fragment_{which}", "tensor",
                             "is not an MMA partition (rank >= 3 and size<0> == atom values)",
                             actual=fmt_int_tuple(shp))
         frg = {"A": atom.frg_type_A, "B": atom.frg_type_B, "C": atom.frg_type_C}[which]
-        return make_fragment(part, frg, view=(frg == "smem_desc"))
+        return make_fragment(part, frg, view=(frg == "smem_desc"), like=(which != "C"))
 
     def partition_fragment_C(self, t):
         """A new register tensor of ``partition_C(t)``'s shape (compact column-major) with the
