@@ -89,3 +89,14 @@ def test_text_tables():
     assert "T0V0*" not in format_tiled_mma(mma, "A")
     with pytest.raises(cute.LayoutError):
         layout_svg(Layout((2, 2, 2)))
+
+
+def test_cli_writes_svg(tmp_path):
+    from cute_py.__main__ import main
+    out = tmp_path / "m.svg"
+    assert main(["mma", "SM80_16x8x16_F32F16F16F32_TN", "--atom-layout", "2,1,1", "-o", str(out)]) == 0
+    c = cells(out.read_text())
+    assert sum(1 for k in c if k[0] == "C") == 32 * 8
+    out2 = tmp_path / "l.svg"
+    assert main(["layout", "((2,2),4):((1,4),2)", "-o", str(out2)]) == 0
+    assert len(cells(out2.read_text())) == 16

@@ -523,7 +523,12 @@ def _check_tv(name, L, shape2, expected):
     if oor:
         lines.append(f"  {len(oor)} (thr,val) map outside the tile, e.g. {oor[:3]}")
     if bad:
-        lines.append(f"  {len(bad)} elements covered a wrong number of times:")
+        hist = {}
+        for _i, c in bad:
+            hist[c] = hist.get(c, 0) + 1
+        lines.append(f"  {len(bad)} elements covered a wrong number of times ("
+                     + ", ".join(f"{n} covered {c}x" + (" (missing)" if c == 0 else "")
+                                 for c, n in sorted(hist.items())) + "):")
         for i, c in bad[:5]:
             crd = it.idx2crd(i, shape2)
             lines.append(f"    {crd} covered {c}x by (thr,val) {holders.get(i, [])[:4]}")
@@ -533,7 +538,8 @@ def _check_tv(name, L, shape2, expected):
 
 
 def check_tiled_mma(mma: TiledMMA) -> CoverageReport:
-    """Check that ``get_layoutC_TV`` is a bijection onto the ``tile_M x tile_N`` tile and that
+    """Check that ``get_layoutC_TV`` is a bijection onto the ``tile_M x tile_N`` tile (each
+    element held ``ThrK`` times when atoms are tiled along K: partial sums) and that
     every element of the A (B) tile is held by exactly ``ThrN`` (``ThrM``) threads times the
     atom's own A (B) replication. Returns a :class:`CoverageReport` (truthy when OK)."""
     if not isinstance(mma, TiledMMA):
@@ -542,16 +548,53 @@ def check_tiled_mma(mma: TiledMMA) -> CoverageReport:
     atom = mma.atom
     M, N, K = atom.shape_mnk
     vm = mma.thr_layout_vmnk
-    ThrM, ThrN = it.product(vm.shape[2 - 1]), it.product(vm.shape[2])
+    ThrM, ThrN, ThrK = (it.product(vm.shape[i]) for i in (1, 2, 3))
     # the atom's own replication of A and B (wgmma SS: every thread sees every element)
     repA = (atom.layout_A.size()) // (M * K)
     repB = (atom.layout_B.size()) // (N * K)
     ok = True
     lines = [f"TiledMMA {atom.name}, {mma.size()} threads, tile {fmt_int_tuple(mma.tile_shape)}"]
-    for name, L, shp, exp in (("C", mma.get_layoutC_TV(), (tM, tN), 1),
-                              ("A", mma.get_layoutA_TV(), (tM, tK), repA * ThrN),
-                              ("B", mma.get_layoutB_TV(), (tN, tK), repB * ThrM)):
+    if ThrK > 1:
+        # CuTe's get_layoutC_TV folds ThrK into the thread mode and leaves the tile; the real
+        # ownership is each thread's partition_C (threads differing in ThrK share elements)
+        ref = make_layout((tM, tN))
+        idx = []
+        for t in range(mma.size()):
+            lay, off = mma.get_slice(t).partition_layout(ref, "C")
+            idx.append([off + j for j in layout_table(lay)])
+        good, ls = _check_index_lists("C (from partition_C, ThrK > 1)", idx, (tM, tN), ThrK)
+        ok = ok and good
+        lines += ls
+        items = (("A", mma.get_layoutA_TV(), (tM, tK), repA * ThrN),
+                 ("B", mma.get_layoutB_TV(), (tN, tK), repB * ThrM))
+    else:
+        items = (("C", mma.get_layoutC_TV(), (tM, tN), 1),
+                 ("A", mma.get_layoutA_TV(), (tM, tK), repA * ThrN),
+                 ("B", mma.get_layoutB_TV(), (tN, tK), repB * ThrM))
+    for name, L, shp, exp in items:
         good, ls = _check_tv(name, L, shp, exp)
         ok = ok and good
         lines += ls
     return CoverageReport(ok, "check_tiled_mma", tuple(lines))
+
+
+def _check_index_lists(name, idx, shape2, expected):
+    extent = shape2[0] * shape2[1]
+    counts = [0] * extent
+    oor = []
+    for t, lst in enumerate(idx):
+        for v, i in enumerate(lst):
+            if 0 <= i < extent:
+                counts[i] += 1
+            else:
+                oor.append((t, v, i))
+    bad = [(i, c) for i, c in enumerate(counts) if c != expected]
+    lines = [f"{name}: over {shape2[0]}x{shape2[1]}, each element expected {expected}x"]
+    if oor:
+        lines.append(f"  {len(oor)} (thr,val) map outside the tile, e.g. {oor[:3]}")
+    for i, c in bad[:5]:
+        lines.append(f"    {it.idx2crd(i, shape2)} covered {c}x")
+    if not bad and not oor:
+        lines.append("  every element covered exactly as expected")
+    return (not bad and not oor), lines
+
