@@ -7,6 +7,18 @@
 
 from __future__ import annotations
 
+import os as _os
+
+# Installed, the backend is the subpackage cute_py/backends. In a source checkout it is the
+# top-level folder backends/; let `import cute_py.backends` find it there too (nothing is
+# imported here — the algebra never loads the backend).
+_src_root = _os.path.dirname(_os.path.dirname(_os.path.abspath(__file__)))
+if (not _os.path.isdir(_os.path.join(__path__[0], "backends"))
+        and _os.path.isfile(_os.path.join(_src_root, "backends", "__init__.py"))
+        and _os.path.isfile(_os.path.join(_src_root, "pyproject.toml"))):
+    __path__.append(_os.path.join(_src_root, "backends", ".."))
+del _src_root
+
 from . import errors
 from .errors import *  # noqa: F401,F403
 from .int_tuple import (
@@ -33,6 +45,71 @@ from .algebra import (
     max_common_vector, nullspace, max_alignment, domain_distribute,
 )
 from .printing import print_layout, parse_layout, format_layout
+from . import int_tuple as _it
+import builtins as _builtins
+
+
+def _check_tiler(x, op, arg):
+    if isinstance(x, tuple):
+        for a in x:
+            _check_tiler(a, op, arg)
+    elif not (isinstance(x, Layout) or is_underscore(x) or is_int(x)):
+        raise IntTupleError(op, arg, "must be a Layout, an int, _ or a tuple of those",
+                            actual=repr(x))
+
+
+def _guard(fn, kinds):
+    """The public form of an IntTuple helper: validate the arguments first, so that a bad leaf
+    (bool, float, str, a Layout, a zero extent) raises IntTupleError naming the argument instead
+    of a raw Python error. The core calls the unguarded helpers directly (no overhead)."""
+    import functools
+    import inspect
+    params = inspect.signature(fn).parameters
+    names = list(params)
+    optional = {n for n, p in params.items() if p.default is None}
+
+    @functools.wraps(fn)
+    def guarded(*args, **kwargs):
+        for i, (name, kind) in enumerate(_builtins.zip(names, kinds)):
+            x = args[i] if i < len(args) else kwargs.get(name)
+            if x is None and name in optional:
+                continue  # optional argument left out
+            if kind == "tiler":
+                _check_tiler(x, fn.__name__, name)
+                continue
+            _it._check(x, fn.__name__, name, allow_underscore=kind == "coord")
+            if kind == "shape" or kind == "divisor":
+                for leaf in _it.flatten(_it.wrap(x)):
+                    if isinstance(leaf, int) and (leaf < 1 if kind == "shape" else leaf == 0):
+                        raise IntTupleError(fn.__name__, name, f"has the extent {leaf}",
+                                            expected="positive extents" if kind == "shape"
+                                            else "non-zero values", actual=x)
+        return fn(*args, **kwargs)
+    guarded.__wrapped__ = fn
+    return guarded
+
+
+product = _guard(product, ("int",))
+product_each = _guard(product_each, ("int",))
+product_like = _guard(product_like, ("int", "int"))
+inner_product = _guard(inner_product, ("int", "int"))
+shape_div = _guard(shape_div, ("int", "divisor"))
+ceil_div = _guard(ceil_div, ("int", "divisor"))
+round_up = _guard(round_up, ("int", "divisor"))
+prefix_product = _guard(prefix_product, ("int", "int"))
+suffix_product = _guard(suffix_product, ("int", "int"))
+congruent = _guard(congruent, ("coord", "coord"))
+weakly_congruent = _guard(weakly_congruent, ("coord", "coord"))
+compatible = _guard(compatible, ("shape", "shape"))
+weakly_compatible = _guard(weakly_compatible, ("shape", "shape"))
+idx2crd = _guard(idx2crd, ("int", "shape", "int"))
+crd2crd = _guard(crd2crd, ("coord", "shape", "shape"))
+slice_ = _guard(slice_, ("coord", "coord"))
+dice = _guard(dice, ("coord", "coord"))
+elem_less = _guard(elem_less, ("int", "int"))
+elem_leq = _guard(elem_leq, ("int", "int"))
+elem_scale = _guard(elem_scale, ("int", "int"))
+evenly_divides = _guard(evenly_divides, ("shape", "tiler"))
 
 __version__ = "0.1.0"
 
@@ -85,6 +162,18 @@ __all__ += ["Swizzle", "make_swizzle", "is_swizzle", "ComposedLayout", "make_com
             "get_nonswizzle_portion", "as_position_independent_swizzle_layout", "GMMA",
             "sizeof_bits", "ss_smem_selector", "make_sm80_smem_layout_atom"]
 
+# MMA / copy atoms, TiledMMA, TiledCopy (issue 4)
+from . import atom  # noqa: E402
+from .atom import *  # noqa: E402,F401,F403
+__all__ += [n for n in atom.__all__ if n not in __all__]
+from .executor import execute_tiled_mma, execute_tiled_copy, execute_mma_atom  # noqa: E402
+from .bank_conflicts import copy_bank_conflicts, vector_width  # noqa: E402
+from .svg import (layout_svg, tv_layout_svg, tiled_mma_svg, tiled_copy_svg,  # noqa: E402
+                  format_tv_layout, print_tv_layout, write_svg)
+__all__ += ["execute_tiled_mma", "execute_tiled_copy", "execute_mma_atom", "copy_bank_conflicts",
+            "vector_width", "layout_svg", "tv_layout_svg", "tiled_mma_svg", "tiled_copy_svg",
+            "format_tv_layout", "print_tv_layout", "write_svg"]
+
 # Tensors (issue 3)
 from .tensor import (  # noqa: E402
     Tensor, make_tensor, is_tensor, make_gmem_ptr, make_smem_ptr, make_rmem_ptr, Pointer,
@@ -104,15 +193,3 @@ __all__ += [n for n in ("Tensor", "make_tensor", "is_tensor", "make_gmem_ptr", "
 from .symbolic import symbols, is_symbolic, free_symbols, subs, simplify, require_static  # noqa: E402
 __all__ += [n for n in ("symbols", "is_symbolic", "free_symbols", "subs", "simplify",
             "require_static") if n not in __all__]
-
-# MMA / copy atoms, TiledMMA, TiledCopy (issue 4)
-from . import atom  # noqa: E402
-from .atom import *  # noqa: E402,F401,F403
-__all__ += [n for n in atom.__all__ if n not in __all__]
-from .executor import execute_tiled_mma, execute_tiled_copy, execute_mma_atom  # noqa: E402
-from .bank_conflicts import copy_bank_conflicts, vector_width  # noqa: E402
-from .svg import (layout_svg, tv_layout_svg, tiled_mma_svg, tiled_copy_svg,  # noqa: E402
-                  format_tv_layout, print_tv_layout, write_svg)
-__all__ += ["execute_tiled_mma", "execute_tiled_copy", "execute_mma_atom", "copy_bank_conflicts",
-            "vector_width", "layout_svg", "tv_layout_svg", "tiled_mma_svg", "tiled_copy_svg",
-            "format_tv_layout", "print_tv_layout", "write_svg"]

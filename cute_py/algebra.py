@@ -92,6 +92,8 @@ def coalesce(L, profile=None):
                               expected=fmt_int_tuple(L.shape), actual=fmt_int_tuple(profile))
         return _transform2(L, profile, lambda l, p: coalesce(l, p))
     fs, fd = flatten(wrap(L.shape)), flatten(wrap(L.stride))
+    if not fs:  # an empty layout: CuTe's _1:_0
+        return Layout(1, 0)
     return _bw_coalesce(fs[:-1], fd[:-1], fs[-1], fd[-1])
 
 
@@ -99,6 +101,8 @@ def _coalesce_x(L: Layout) -> Layout:
     """Coalesce that keeps the function outside the domain too (a trailing size-1 mode becomes a
     size-2 seed so its stride survives) — used inside composition."""
     fs, fd = flatten(wrap(L.shape)), flatten(wrap(L.stride))
+    if not fs:
+        return Layout(1, 0)
     seed = 2 if _is_const(fs[-1], 1) else fs[-1]
     return _bw_coalesce(fs[:-1], fd[:-1], seed, fd[-1])
 
@@ -106,6 +110,8 @@ def _coalesce_x(L: Layout) -> Layout:
 def coalesce_shape(shape):
     """Merge adjacent static (or adjacent symbolic) extents of a shape: all-static -> one int."""
     fl = flatten(wrap(shape))
+    if not fl:
+        return 1
     out = [fl[0]]
     for a in fl[1:]:
         if isinstance(out[-1], int) == isinstance(a, int):
@@ -140,6 +146,9 @@ def filter(L, profile=None):
         return f(profile)
     L = _layout_arg(L, "filter", "layout")
     if isinstance(profile, tuple):
+        if len(profile) > L.rank():
+            raise LayoutError("filter", "profile", f"has more modes than the layout's rank {L.rank()}",
+                              expected=fmt_int_tuple(L.shape), actual=fmt_int_tuple(profile))
         return _transform2(L, profile, lambda l, p: filter(l, p))
     return coalesce(filter_zeros(L))
 
@@ -165,6 +174,9 @@ def _transform2(L: Layout, t, f):
 
 
 def _check_tiler_rank(op, L: Layout, tiler):
+    if len(tiler) == 0:
+        raise LayoutError(op, "tiler", "is an empty tuple", expected="at least one mode",
+                          actual="()")
     if len(tiler) > L.rank():
         raise LayoutError(op, "tiler", f"has {len(tiler)} modes but the layout has rank {L.rank()}",
                           expected=f"at most {L.rank()} modes", actual=_fmt_tiler(tiler))
@@ -209,6 +221,9 @@ def composition(A, B):
     if is_underscore(B):
         return A
     if it.is_int(B):
+        if isinstance(B, int) and B < 1:
+            raise LayoutError("composition", "rhs", "is a non-positive extent", expected=">= 1",
+                              actual=B)
         flat = _coalesce_x(A)
         return _composition_impl(flat.shape, flat.stride, B, 1, A, B)
     raise LayoutError("composition", "rhs", "must be a Layout, an int, _ or a tuple of those",
@@ -423,6 +438,12 @@ def logical_divide(L, tiler):
                       actual=repr(tiler))
 
 
+def _check_not_underscore(op, tiler):
+    if is_underscore(tiler):
+        raise LayoutError(op, "tiler", "must be a Layout, an int or a tuple of tilers; a "
+                          "top-level '_' leaves no (tile, rest) modes to gather", actual="_")
+
+
 def _rep(n):
     return it._ if n == 1 else tuple(it._ for _ in range(n))
 
@@ -435,6 +456,7 @@ def zipped_divide(L, tiler):
     f = _dispatch(L, "zipped_divide")
     if f is not None:
         return f(tiler)
+    _check_not_underscore("zipped_divide", tiler)
     return tile_unzip(logical_divide(L, tiler), tiler)
 
 
@@ -491,6 +513,7 @@ def zipped_product(A, B):
     f = _dispatch(A, "zipped_product")
     if f is not None:
         return f(B)
+    _check_not_underscore("zipped_product", B)
     return tile_unzip(logical_product(A, B), B)
 
 

@@ -555,11 +555,16 @@ def idx2crd(idx, shape, stride=None):
     if isinstance(idx, tuple):
         if not isinstance(shape, tuple) or len(idx) != len(shape):
             raise IntTupleError("idx2crd", "idx", "is not congruent to the shape", expected=shape, actual=idx)
+        if not isinstance(stride, tuple) or len(stride) != len(shape):
+            raise IntTupleError("idx2crd", "stride", "is not congruent to the shape", expected=shape, actual=stride)
         return tuple(idx2crd(i, s, d) for i, s, d in zip(idx, shape, stride))
     if isinstance(shape, tuple):
         if not isinstance(stride, tuple) or len(stride) != len(shape):
             raise IntTupleError("idx2crd", "stride", "is not congruent to the shape", expected=shape, actual=stride)
         return tuple(idx2crd(idx, s, d) for s, d in zip(shape, stride))
+    if isinstance(stride, tuple):
+        raise IntTupleError("idx2crd", "stride", "is a tuple but the shape is an int",
+                            expected=shape, actual=stride)
     if _is_const(shape, 1) or _is_const(stride, 0):
         return 0
     return _mod(_floordiv(idx, stride), shape)

@@ -392,6 +392,10 @@ def get(x, *modes):
         elif hasattr(x, "get_mode"):
             x = x.get_mode(m)
         else:
+            if not isinstance(m, int) or isinstance(m, bool):
+                raise IntTupleError("get", "mode", "must be an int", actual=repr(m))
+            if not isinstance(x, tuple) and not is_int(x):
+                raise IntTupleError("get", "x", "must be a Layout or an IntTuple", actual=repr(x))
             r = it.rank(x)
             if not -r <= m < r:
                 raise IntTupleError("get", "mode", f"is out of range for rank {r}", actual=m)
@@ -418,6 +422,7 @@ def size(x, *modes):
     x = get(x, *modes)
     if hasattr(x, "size") and callable(x.size) and not isinstance(x, tuple):
         return x.size()
+    _check(x, "size", "x")
     return product(x)
 
 
@@ -466,6 +471,14 @@ def crd2idx(coord, L, stride_=None):
         _check(coord, "crd2idx", "coord")
         _check_coord_profile(coord, L.shape, "crd2idx")
         return it._crd2idx(coord, L.shape, L.stride)
+    coord = _to_tuple(coord)
+    _check(coord, "crd2idx", "coord")
+    _check_shape(L, "crd2idx")
+    if stride_ is not None:
+        _check(stride_, "crd2idx", "stride")
+        if not it.congruent(L, stride_):
+            raise IntTupleError("crd2idx", "stride", "is not congruent to the shape",
+                                expected=fmt_int_tuple(L), actual=fmt_int_tuple(stride_))
     return it.crd2idx(coord, L, stride_)
 
 
@@ -503,6 +516,7 @@ def slice_and_offset(coord, L):
     L = _unwrap_obj(L)
     if not isinstance(L, Layout) and hasattr(L, "slice_and_offset"):
         return L.slice_and_offset(coord)
+    L = _as_layout(L, "slice_and_offset", "layout")
     _check(coord, "slice_and_offset", "coord", allow_underscore=True)
     if isinstance(coord, tuple) and not isinstance(L.shape, tuple):
         raise IntTupleError("slice_and_offset", "coord", "is a tuple but the layout has rank 1",
@@ -515,6 +529,8 @@ def slice_and_offset(coord, L):
 def get_hier_coord(L, idx):
     """The hierarchical coordinate of index ``idx`` of a compact layout: ``idx2crd(idx, shape, stride)``."""
     L = _as_layout(L, "get_hier_coord", "layout")
+    if not is_int(idx):
+        raise IntTupleError("get_hier_coord", "idx", "must be an int", actual=repr(idx))
     return it.idx2crd(idx, L.shape, L.stride)
 
 

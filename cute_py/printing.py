@@ -32,6 +32,10 @@ def format_layout(L) -> str:
             raise LayoutError("print_layout", "layout", "must be a Layout", actual=repr(L))
     header = str(L)
     R = it.rank(L.shape)
+    if R == 0:
+        from .errors import LayoutError
+        raise LayoutError("print_layout", "layout", "has rank 0 (no modes to tabulate)",
+                          actual=header)
     note = ""
     if R == 1:
         from .layout import make_layout
