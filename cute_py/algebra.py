@@ -211,7 +211,14 @@ def composition(A, B):
     A = _layout_arg(A, "composition", "lhs")
     if isinstance(B, Layout):
         flat = _coalesce_x(A)
-        return _composition_impl(flat.shape, flat.stride, B.shape, B.stride, A, B)
+        R = _composition_impl(flat.shape, flat.stride, B.shape, B.stride, A, B)
+        if isinstance(B.shape, tuple) and not _distributes(flat, B, R, A):
+            raise LayoutError("composition", "rhs", "has modes whose images add up across a mode "
+                              "boundary of the lhs, so composing mode by mode (as CuTe C++ does) "
+                              "gives a layout with R(c) != A(B(c)) (NVIDIA/cutlass#2955)",
+                              expected=f"{A} ∘ {B} distributing over the modes of the rhs",
+                              actual=str(B))
+        return R
     if isinstance(B, list):
         B = tuple(B)
     if isinstance(B, tuple):
@@ -228,6 +235,41 @@ def composition(A, B):
         return _composition_impl(flat.shape, flat.stride, B, 1, A, B)
     raise LayoutError("composition", "rhs", "must be a Layout, an int, _ or a tuple of those",
                       actual=repr(B))
+
+
+def _distributes(flat: Layout, B: Layout, R: Layout, A: Layout) -> bool:
+    """Does ``A ∘ B`` distribute over ``B``'s modes, i.e. ``A(sum B_i(x_i)) == sum A(B_i(x_i))``?
+
+    Fast sufficient test: write indices in ``A``'s mixed radix (its coalesced modes, the last one
+    unbounded); if, at every digit, the largest digits the modes of ``B`` can produce add up to
+    less than the radix, adding their images never carries, and ``A`` is additive on them.
+    Otherwise (rare) check the law on every coordinate of ``B``.
+    """
+    ls = flat.shape
+    if not isinstance(ls, tuple):
+        return True  # A is a single mode: linear
+    modes = [(s, d) for s, d in zip(flatten(B.shape), flatten(B.stride))
+             if not _is_const(s, 1) and not _is_const(d, 0)]
+    if len(modes) <= 1:
+        return True
+    if not (it.is_static(ls) and all(isinstance(s, int) and isinstance(d, int) for s, d in modes)):
+        return True  # symbolic: CuTe trusts the caller; so do we
+    if any(d < 0 for _s, d in modes):
+        return True  # negative offsets: C++'s truncating division decides; we follow C++
+    n = len(ls) - 1
+    if True:
+        radix_start = [1] * (n + 1)
+        for j in range(n):
+            radix_start[j + 1] = radix_start[j] * ls[j]
+        total = [0] * n
+        for s, d in modes:
+            vmax = (s - 1) * d
+            for j in range(n):
+                total[j] += vmax // radix_start[j] if vmax < radix_start[j + 1] else ls[j] - 1
+        if all(total[j] < ls[j] for j in range(n)):
+            return True
+    shape, stride = A.shape, A.stride
+    return all(R(i) == it._crd2idx(B(i), shape, stride) for i in range(product(B.shape)))
 
 
 def _composition_impl(ls, ld, rs, rd, A, B) -> Layout:
