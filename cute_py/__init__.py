@@ -193,3 +193,7 @@ __all__ += [n for n in ("Tensor", "make_tensor", "is_tensor", "make_gmem_ptr", "
 from .symbolic import symbols, is_symbolic, free_symbols, subs, simplify, require_static  # noqa: E402
 __all__ += [n for n in ("symbols", "is_symbolic", "free_symbols", "subs", "simplify",
             "require_static") if n not in __all__]
+
+# The high-level GEMM (issue 6); the backend and CuPy load only when it is called
+from .gemm import gemm  # noqa: E402
+__all__ += ["gemm"]
