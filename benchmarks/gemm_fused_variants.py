@@ -5,8 +5,10 @@ Cases (the issue's): ``D = relu(alpha * A@B + beta * C + bias)`` and ``D = gelu(
 
 - ``cublas+cupy``: cuBLAS GEMM (CuPy ``matmul``, fp16 out) followed by one fused CuPy
   elementwise kernel for the epilogue (what a user does today);
-- ``ours-fused``: our Hopper GEMM with this EVT epilogue, when the Hopper kernel exposes an
-  epilogue hook (``backends/cuda/kernels/gemm_sm90*.py``); skipped otherwise;
+- ``ours-plain``: our Hopper GEMM with the plain TMA-store epilogue (``D = acc``);
+- ``ours-unfused``: ``ours-plain`` followed by the same CuPy elementwise kernel;
+- ``ours-fused``: our Hopper GEMM with the EVT tree fused into its TMA-store epilogue (the same
+  mainloop configuration as ``ours-plain``, so the difference is the epilogue alone);
 - ``epilogue-only``: the standalone SM90 epilogue kernel (accumulator read from global memory,
   then the full smem-staged TMA path), for the plain store tree and for each fused tree: the
   difference is what fusion adds to the epilogue.
@@ -39,6 +41,17 @@ def _tree(case):
     raise ValueError(case)
 
 
+def _epilogue_kernel(case):
+    import cupy as cp
+    if case == "gelu_bias":
+        return cp.ElementwiseKernel("T d, T b", "T y",
+                                    f"float x = (float)d + (float)b; y = (T)({_GELU});",
+                                    "cute_bench_gelu_bias")
+    return cp.ElementwiseKernel("T d, T c, T b, float32 alpha, float32 beta", "T y",
+                                "float x = alpha * (float)d + beta * (float)c + (float)b;"
+                                " y = (T)(x > 0.0f ? x : 0.0f);", "cute_bench_relu_lc")
+
+
 def _cublas_cupy(case):
     def make(M, N, K, dtype):
         import cupy as cp
@@ -48,19 +61,12 @@ def _cublas_cupy(case):
         C = rng.standard_normal((M, N), dtype=cp.float32).astype(cp.float16)
         bias = rng.standard_normal((N,), dtype=cp.float32).astype(cp.float16)
         D = cp.empty((M, N), cp.float16)
+        k = _epilogue_kernel(case)
         if case == "gelu_bias":
-            k = cp.ElementwiseKernel("T d, T b", "T y",
-                                     f"float x = (float)d + (float)b; y = (T)({_GELU});",
-                                     "cute_bench_gelu_bias")
-
             def run():
                 cp.matmul(A, B, out=D)
                 k(D, bias[None, :], D)
         else:
-            k = cp.ElementwiseKernel("T d, T c, T b, float32 alpha, float32 beta", "T y",
-                                     "float x = alpha * (float)d + beta * (float)c + (float)b;"
-                                     " y = (T)(x > 0.0f ? x : 0.0f);", "cute_bench_relu_lc")
-
             def run():
                 cp.matmul(A, B, out=D)
                 k(D, C, bias[None, :], np.float32(1.5), np.float32(0.5), D)
@@ -103,39 +109,102 @@ def _epilogue_only(case):
     return make
 
 
-def _ours_fused(case):
-    """Our Hopper GEMM with the EVT epilogue, if its kernel module offers a fused entry point
-    (``gemm_sm90_fused(A, B, D, tree, **tensors)``); None otherwise."""
+def _sm90_config(tree, **over):
+    """The Hopper GEMM configuration with ``tree`` as its TMA-store epilogue (``None``: D = acc).
+    Plain and fused runs use the same mainloop configuration, so their difference is the
+    epilogue alone."""
+    from cute_py.backends.cuda.kernels.gemm_sm90 import Sm90GemmConfig, make_epilogue_config
+    tile_n = over.pop("tile_n", 256)
+    return Sm90GemmConfig(tile_n=tile_n, epi=make_epilogue_config(tree, tile_n=tile_n), **over)
+
+
+def _operands(M, N, K, case):
+    import cupy as cp
+    rng = cp.random.default_rng(0)
+    A = rng.standard_normal((M, K), dtype=cp.float32).astype(cp.float16)
+    B_nk = rng.standard_normal((N, K), dtype=cp.float32).astype(cp.float16)  # K-major B
+    C = rng.standard_normal((M, N), dtype=cp.float32).astype(cp.float16)
+    bias = rng.standard_normal((N,), dtype=cp.float32).astype(cp.float16)
+    D = cp.empty((M, N), cp.float16)
+    tensors = {"bias": bias}
+    if case == "relu_lincomb_bias":
+        tensors.update(C=C, alpha=1.5, beta=0.5)
+    return A, B_nk, D, tensors
+
+
+def _ours(case, tree_case):
+    """Our Hopper GEMM with the EVT epilogue of ``tree_case`` ("store" = plain D = acc) on the
+    operands of ``case``; None when the Hopper kernel is not installed."""
     try:
-        from cute_py.backends.cuda.kernels import gemm_sm90  # noqa: F401
-        fn = getattr(gemm_sm90, "gemm_sm90_fused", None)
+        from cute_py.backends.cuda.kernels.gemm_sm90 import Sm90Gemm
     except Exception:
-        fn = None
-    if fn is None:
         return None
 
     def make(M, N, K, dtype):
-        import cupy as cp
-        rng = cp.random.default_rng(0)
-        A = rng.standard_normal((M, K), dtype=cp.float32).astype(cp.float16)
-        B = rng.standard_normal((K, N), dtype=cp.float32).astype(cp.float16)
-        C = rng.standard_normal((M, N), dtype=cp.float32).astype(cp.float16)
-        bias = rng.standard_normal((N,), dtype=cp.float32).astype(cp.float16)
-        D = cp.empty((M, N), cp.float16)
-        extra = {"C": C, "alpha": 1.5, "beta": 0.5} if case == "relu_lincomb_bias" else {}
-        return lambda: fn(A, B, D, _tree(case), bias=bias, **extra)
+        A, B_nk, D, tensors = _operands(M, N, K, case)
+        g = Sm90Gemm(_sm90_config(_tree(tree_case)))
+        used = _tree(tree_case).signature
+        return g.prepare(A, B_nk, D, tensors={k: v for k, v in tensors.items() if k in used})
     return make
+
+
+def _ours_unfused(case):
+    """Our plain Hopper GEMM followed by the same CuPy elementwise kernel cuBLAS users run."""
+    try:
+        from cute_py.backends.cuda.kernels.gemm_sm90 import Sm90Gemm
+    except Exception:
+        return None
+
+    def make(M, N, K, dtype):
+        A, B_nk, D, t = _operands(M, N, K, case)
+        plain = Sm90Gemm(_sm90_config(None)).prepare(A, B_nk, D)
+        k = _epilogue_kernel(case)
+        if case == "gelu_bias":
+            def run():
+                plain()
+                k(D, t["bias"][None, :], D)
+        else:
+            def run():
+                plain()
+                k(D, t["C"], t["bias"][None, :], np.float32(1.5), np.float32(0.5), D)
+        return run
+    return make
+
+
+def check_fused(M=517, N=389, K=263, case="relu_lincomb_bias"):
+    """Relative error of the fused kernel against a float64 NumPy reference (odd sizes)."""
+    import cupy as cp
+    A, B_nk, D, t = _operands(M, N, K, case)
+    D.fill(cp.float16(float("nan")))
+    used = _tree(case).signature
+    _ours(case, case)  # import check
+    from cute_py.backends.cuda.kernels.gemm_sm90 import Sm90Gemm
+    Sm90Gemm(_sm90_config(_tree(case))).prepare(
+        A, B_nk, D, tensors={k: v for k, v in t.items() if k in used})()
+    acc = cp.asnumpy(A).astype(np.float64) @ cp.asnumpy(B_nk).astype(np.float64).T
+    bias = cp.asnumpy(t["bias"]).astype(np.float64)[None, :]
+    if case == "gelu_bias":
+        x = acc + bias
+        ref = 0.5 * x * (1 + np.tanh(0.7978845608028654 * (x + 0.044715 * x ** 3)))
+    else:
+        x = 1.5 * acc + 0.5 * cp.asnumpy(t["C"]).astype(np.float64) + bias
+        ref = np.maximum(x, 0)
+    got = cp.asnumpy(D).astype(np.float64)
+    return float(np.linalg.norm(got - ref) / np.linalg.norm(ref))
 
 
 def variants():
     """``[(name, case, make)]`` for bench_gemm.py; cases without our fused GEMM are left out."""
     out = [("cublas", "plain", _cublas_only()), ("epilogue-only", "store", _epilogue_only("store"))]
+    plain = _ours("gelu_bias", "store")
+    if plain is not None:
+        out.append(("ours-plain", "plain", plain))
     for case in CASES:
         out.append(("cublas+cupy", case, _cublas_cupy(case)))
         out.append(("epilogue-only", case, _epilogue_only(case)))
-        ours = _ours_fused(case)
-        if ours is not None:
-            out.append(("ours-fused", case, ours))
+        for name, make in (("ours-unfused", _ours_unfused(case)), ("ours-fused", _ours(case, case))):
+            if make is not None:
+                out.append((name, case, make))
     return out
 
 
@@ -156,14 +225,41 @@ def _time(fn, reps=30, warmup=5):
 
 
 def main(sizes=(4096, 8192)):
-    rows = []
+    """Check the fused kernel on odd sizes, time every variant, print the issue's ratios:
+    fused overhead over our plain GEMM (target <= 3%) and cuBLAS+CuPy / ours-fused (target for
+    bias+GELU: >= 1.35x at 4096^3, >= 1.25x at 8192^3)."""
+    for case in CASES:
+        err = check_fused(case=case)
+        print(f"check ours-fused {case:18s} 517x389x263 rel err {err:.2e}", flush=True)
+        if not err < 2e-3:
+            raise SystemExit(f"ours-fused {case} is wrong (rel err {err})")
+    rows = {}
     for n in sizes:
         for name, case, make in variants():
             fn = make(n, n, n, "float16")
             med, lo, hi = _time(fn)
-            rows.append((n, name, case, med, lo, hi))
-            print(f"{n:5d} {name:14s} {case:18s} median {med:9.1f} us  (min {lo:.1f}, max {hi:.1f})",
-                  flush=True)
+            rows[(n, name, case)] = med
+            tf = 2 * n ** 3 / med / 1e6
+            print(f"{n:5d} {name:14s} {case:18s} median {med:9.1f} us  (min {lo:.1f}, max {hi:.1f})"
+                  f"  {tf:6.0f} TFLOP/s", flush=True)
+        plain = rows.get((n, "ours-plain", "plain"))
+        cub = rows.get((n, "cublas", "plain"))
+        if plain and cub:
+            print(f"{n:5d} ours-plain vs cuBLAS: {cub / plain:.3f}x")
+        for case in CASES:
+            fused = rows.get((n, "ours-fused", case))
+            if fused is None:
+                continue
+            if plain:
+                print(f"{n:5d} {case:18s} fused overhead over ours-plain: "
+                      f"{100 * (fused / plain - 1):+.1f}%")
+            cc = rows.get((n, "cublas+cupy", case))
+            if cc:
+                print(f"{n:5d} {case:18s} cuBLAS+CuPy / ours-fused: {cc / fused:.3f}x"
+                      + (f"   (cuBLAS+CuPy / cuBLAS alone: {cc / cub:.3f}x)" if cub else ""))
+            uf = rows.get((n, "ours-unfused", case))
+            if uf:
+                print(f"{n:5d} {case:18s} ours-unfused / ours-fused: {uf / fused:.3f}x")
     return rows
 
 
