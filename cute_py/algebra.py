@@ -243,7 +243,7 @@ def _distributes(flat: Layout, B: Layout, R: Layout, A: Layout) -> bool:
     Fast sufficient test: write indices in ``A``'s mixed radix (its coalesced modes, the last one
     unbounded); if, at every digit, the largest digits the modes of ``B`` can produce add up to
     less than the radix, adding their images never carries, and ``A`` is additive on them.
-    Otherwise (rare) check the law on every coordinate of ``B``.
+    Otherwise check the law on every coordinate of ``B`` (vectorised with NumPy).
     """
     ls = flat.shape
     if not isinstance(ls, tuple):
@@ -257,19 +257,54 @@ def _distributes(flat: Layout, B: Layout, R: Layout, A: Layout) -> bool:
     if any(d < 0 for _s, d in modes):
         return True  # negative offsets: C++'s truncating division decides; we follow C++
     n = len(ls) - 1
-    if True:
-        radix_start = [1] * (n + 1)
+    radix_start = [1] * (n + 1)
+    for j in range(n):
+        radix_start[j + 1] = radix_start[j] * ls[j]
+    total = [0] * n
+    for s, d in modes:
         for j in range(n):
-            radix_start[j + 1] = radix_start[j] * ls[j]
-        total = [0] * n
-        for s, d in modes:
-            vmax = (s - 1) * d
-            for j in range(n):
-                total[j] += vmax // radix_start[j] if vmax < radix_start[j + 1] else ls[j] - 1
-        if all(total[j] < ls[j] for j in range(n)):
-            return True
-    shape, stride = A.shape, A.stride
-    return all(R(i) == it._crd2idx(B(i), shape, stride) for i in range(product(B.shape)))
+            base, r = radix_start[j], ls[j]
+            if d % (base * r) == 0:
+                continue  # every multiple of d has digit j == 0
+            if s <= 1024:
+                total[j] += max(((k * d) // base) % r for k in range(s))
+            else:
+                total[j] += r - 1
+    if all(total[j] < ls[j] for j in range(n)):
+        return True
+    return _agrees_everywhere(R, A, B)
+
+
+def _flat_ints(L: Layout):
+    ss, dd = flatten(L.shape), flatten(L.stride)
+    ss = ss if isinstance(ss, tuple) else (ss,)
+    dd = dd if isinstance(dd, tuple) else (dd,)
+    if all(type(x) is int for x in ss + dd):
+        return ss, dd
+    return None
+
+
+def _np_eval(flat, idx):
+    """``L(i)`` for an array of 1-D indices (colexicographic, the last mode not wrapped)."""
+    ss, dd = flat
+    out, rem = 0, idx
+    for k, (s, d) in enumerate(zip(ss, dd)):
+        digit = rem if k == len(ss) - 1 else rem % s
+        rem = rem // s
+        out = out + digit * d
+    return out
+
+
+def _agrees_everywhere(R: Layout, A: Layout, B: Layout) -> bool:
+    """``R(i) == A(B(i))`` for every index of ``B`` (vectorised; exact)."""
+    fr, fa, fb = _flat_ints(R), _flat_ints(A), _flat_ints(B)
+    n = product(B.shape)
+    if fr is None or fa is None or fb is None or n > (1 << 24):
+        shape, stride = A.shape, A.stride
+        return all(R(i) == it._crd2idx(B(i), shape, stride) for i in range(n))
+    import numpy as np
+    idx = np.arange(n, dtype=np.int64)
+    return bool(np.array_equal(_np_eval(fr, idx), _np_eval(fa, _np_eval(fb, idx))))
 
 
 def _composition_impl(ls, ld, rs, rd, A, B) -> Layout:
