@@ -566,15 +566,28 @@ def _kernel_for(sl, dl, elem_bytes, src_align, dst_align, config):
                                 config=config))
 
 
-def copy(src, dst, tiled_copy=None, *, src_layout=None, dst_layout=None, stream=None):
+def copy(src, dst, tiled_copy=None, *, src_layout=None, dst_layout=None, smem_layout=None,
+         stream=None):
     """``dst(c) = src(c)`` for every coordinate c (``dst[...] = src`` for same-shape arrays).
 
     ``src``/``dst``: CuPy arrays, ``__cuda_array_interface__`` or DLPack objects of one dtype
     (1, 2, 4 or 8 bytes).  Without explicit layouts each array's own shape/strides are used and
     the shapes must match; with ``src_layout``/``dst_layout`` (a ``cute_py.Layout`` or
     ``(shape, stride)`` in elements from the array's base pointer) the layouts are copied and must
-    have the same size.  ``tiled_copy`` may be a :class:`CopyConfig`.  Returns the
-    :class:`CopyKernel` used.  Source and destination must not overlap.
+    have the same size.  Source and destination must not overlap.
+
+    ``tiled_copy``:
+
+    * ``None`` or a :class:`CopyConfig`: the planner picks the kernel (registers or a swizzled
+      transpose tile); returns the :class:`CopyKernel` used;
+    * a :class:`cute_py.atom.TiledCopy` (``make_tiled_copy(Copy_Atom(UniversalCopy(128),
+      "float16"), thr_layout, val_layout)``): the copy domain's first ``rank(tiler)`` modes are
+      tiled by its tile, one tile per CTA, each thread's offsets are the TiledCopy's
+      ``partition_S(src)`` / ``partition_D(dst)``, residues predicated with a partitioned
+      identity tensor (:mod:`.tiled_copy`); the layouts must then agree mode by mode;
+    * a ``(load, store)`` pair of TiledCopies with one tile: through a shared-memory tile laid
+      out by ``smem_layout`` (a ``Layout`` or swizzled ``ComposedLayout`` of the tile's shape;
+      default column-major).  Returns the :class:`~.tiled_copy.TiledCopyKernel` used.
     """
     from ..launch import as_array_view
     sv = as_array_view(src, "src", "copy")
@@ -584,10 +597,16 @@ def copy(src, dst, tiled_copy=None, *, src_layout=None, dst_layout=None, stream=
                           actual=str(dv.dtype))
     if dv.readonly:
         raise LaunchError("copy", "dst", "is read-only")
-    if tiled_copy is not None and not isinstance(tiled_copy, CopyConfig):
-        raise AtomError("copy", "tiled_copy", "must be None or a CopyConfig (TiledCopy objects "
-                        "are not accepted by the copy kernels yet)",
-                        actual=type(tiled_copy).__name__)
+    from cute_py.atom.tiled_copy import TiledCopy
+    tiled = isinstance(tiled_copy, TiledCopy) or (
+        isinstance(tiled_copy, (tuple, list)) and len(tiled_copy) == 2
+        and all(isinstance(t, TiledCopy) for t in tiled_copy))
+    if tiled_copy is not None and not isinstance(tiled_copy, CopyConfig) and not tiled:
+        raise AtomError("copy", "tiled_copy", "must be None, a CopyConfig, a TiledCopy or a "
+                        "(load, store) pair of TiledCopies", actual=type(tiled_copy).__name__)
+    if smem_layout is not None and not (tiled and not isinstance(tiled_copy, TiledCopy)):
+        raise AtomError("copy", "tiled_copy", "smem_layout needs a (load, store) pair of "
+                        "TiledCopies", actual=type(tiled_copy).__name__)
     if src_layout is None and dst_layout is None and tuple(sv.shape) != tuple(dv.shape):
         raise LaunchError("copy", "dst", "shape differs from src", expected=sv.shape,
                           actual=dv.shape)
@@ -599,6 +618,9 @@ def copy(src, dst, tiled_copy=None, *, src_layout=None, dst_layout=None, stream=
         _check_fits(dv, dl, "dst_layout")
     if math.prod(sv.shape) == 0 and src_layout is None:
         return None
+    if tiled:
+        from .tiled_copy import copy_tiled
+        return copy_tiled(sv, dv, tiled_copy, sl, dl, smem_layout=smem_layout, stream=stream)
     k = _kernel_for(_key(sl), _key(dl), sv.dtype.itemsize, _align_of(sv.ptr),
                     _align_of(dv.ptr), tiled_copy)
     k.launch_pointers(sv.ptr, dv.ptr, stream=stream)
