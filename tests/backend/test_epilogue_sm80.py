@@ -169,7 +169,7 @@ def test_source_is_deterministic_and_keyed():
     assert "cute_epi_ld_chunk_scalar" in _epi(CUSTOM, vectorized=False).consumer_code("acc")
 
 
-# -- CPU: compile for sm_80 and sm_90a ---------------------------------------------------------------
+# -- CPU: compile for sm_80 and sm_90a ----------------------------------------------------------
 
 def _compile(epi, arch, acc_dims=(4, 8)):
     from cute_py.backends.cuda.compiler import compile_module
@@ -199,7 +199,7 @@ def test_compile_zero_spills(case, arch):
     _compile(_epi(TREES[name], shape, element_d=dt, stages_c=sc, vectorized=vec), arch)
 
 
-# -- GPU: numbers against the float64 reference ------------------------------------------------------
+# -- GPU: numbers against the float64 reference -------------------------------------------------
 
 def _bf16_bits(x):
     b = np.asarray(x, np.float32).view(np.uint32).astype(np.uint64)
@@ -224,8 +224,8 @@ _NP = {"float16": np.float16, "bfloat16": np.uint16, "float32": np.float32}
 
 
 def _poisoned(cp, M, N, dtype, guard):
-    """An M x N view into a poisoned (M + 2g) x (ld) buffer (g guard rows/columns each side,
-    ld keeps 16-byte row pitch and base alignment); returns (view, whole buffer)."""
+    """An M x N view into a poisoned (M + 2g) x ld buffer (g guard rows / columns each
+    side; ld keeps a 16-byte row pitch and base alignment); returns (view, buffer, g)."""
     g = 8 if guard else 0
     ld = -(-(N + 2 * g) // 8) * 8
     big = cp.full((M + 2 * g, ld), 0xFFFF if dtype == "bfloat16" else np.nan, _NP[dtype])
@@ -287,7 +287,8 @@ def run_case(tree, M, N, *, shape="2x2", element_d="float16", seed=0, guard=True
 
 TOL = {"float16": 2e-3, "bfloat16": 1e-2, "float32": 2e-3}
 
-GPU_CASES = [  # (tree, shape, element_d, stages_c, M, N, vectorized path expected)
+# (tree, shape, element_d, stages_c, M, N, vectorized path expected)
+GPU_CASES = [
     ("lincomb", "2x2", "float16", 1, 300, 264, True),
     ("lincomb", "2x4", "float32", 2, 257, 392, True),
     ("bias_relu", "2x2", "bfloat16", 2, 129, 136, True),

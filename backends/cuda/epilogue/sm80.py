@@ -52,7 +52,7 @@ from .fragment import AccFragment, bank_wavefronts
 from .lower import (MATH_PRELUDE, LoweredTree, atomic_reduce, lower_tree, reduce_combine,
                     reduce_identity_literal)
 from .ptx import PRELUDE_COMMON, PRELUDE_SM80
-from .sm90 import EpilogueConfig, ParamSpec, dtype_bytes
+from .sm90 import EpilogueConfig, ParamSpec
 
 __all__ = ["Sm80EpilogueConfig", "Sm80Epilogue", "SmemSwizzle", "fragment_period",
            "gemm_sm80_acc", "build_sm80_test_kernel_source", "Sm80EpilogueTestKernel"]
@@ -166,6 +166,11 @@ class Sm80EpilogueConfig:
                     element_d=cfg.element_d, stages_c=cfg.stages_c, stages_d=cfg.stages_d)
         base.update(kw)
         return cls(**base)
+
+
+def _shfl_fold(op: str, x: str, mask: int) -> str:
+    """``x`` combined with lane ``lane ^ mask``'s ``x`` (one butterfly step of a reduction)."""
+    return reduce_combine(op, x, f"__shfl_xor_sync(0xffffffffu, {x}, {mask})")
 
 
 def _value_pairs(fr: AccFragment, vals):
@@ -587,7 +592,8 @@ class Sm80Epilogue:
                 B += ["cute_epi_cp_async_commit();",
                       f"cute_epi_cp_async_wait<{sc - 1}>();", bar]
                 for name, _ in lt.loads:
-                    B.append(f"const cute_u32 lb_{name} = {self._buf_expr(('load', name), s % sc)};")
+                    lb = self._buf_expr(("load", name), s % sc)
+                    B.append(f"const cute_u32 lb_{name} = {lb};")
             ns = sorted({fr.n_val[v] for v in vals})
             ms = sorted({fr.m_val[v] for v in vals})
             for name, _ in lt.rows:
@@ -617,7 +623,7 @@ class Sm80Epilogue:
                 for n in ns:
                     x = f"rr_{name}_{n}"
                     for mk in masks:
-                        B.append(f"{x} = {reduce_combine(op, x, f'__shfl_xor_sync(0xffffffffu, {x}, {mk})')};")
+                        B.append(f"{x} = {_shfl_fold(op, x, mk)};")
                     cond = f"(cute_lane & {sum(masks)}) == 0 && cute_epi_n0 + cute_nt + {n} < N"
                     B.append(f"if ({cond}) "
                              f"{atomic_reduce(op, f'p_{name} + cute_epi_n0 + cute_nt + {n}', x)}")
@@ -634,14 +640,14 @@ class Sm80Epilogue:
                 for m in col_m:
                     x = f"cr_{name}_{m}"
                     for mk in masks:
-                        L.append(f"{x} = {reduce_combine(op, x, f'__shfl_xor_sync(0xffffffffu, {x}, {mk})')};")
+                        L.append(f"{x} = {_shfl_fold(op, x, mk)};")
                     cond = f"(cute_lane & {sum(masks)}) == 0 && cute_epi_m0 + cute_mt + {m} < M"
                     L.append(f"if ({cond}) "
                              f"{atomic_reduce(op, f'p_{name} + cute_epi_m0 + cute_mt + {m}', x)}")
             elif kind == "scalar":
                 x = f"red_{name}"
                 for mk in (1, 2, 4, 8, 16):
-                    L.append(f"{x} = {reduce_combine(op, x, f'__shfl_xor_sync(0xffffffffu, {x}, {mk})')};")
+                    L.append(f"{x} = {_shfl_fold(op, x, mk)};")
                 L.append(f"if (cute_lane == 0) {atomic_reduce(op, f'p_{name}', x)}")
         L.append("}")
         return "\n".join(L)
