@@ -2,4 +2,4 @@
 epilogue emitter (:mod:`.sm90`), its SM80 cp.async variant (:mod:`.sm80`), and the runtime
 pieces (TMA descriptors, a driver-API launcher) in :mod:`.runtime`."""
 
-__all__ = ["lower", "fragment", "sm90", "ptx"]
+__all__ = ["lower", "fragment", "sm90", "sm80", "ptx"]
