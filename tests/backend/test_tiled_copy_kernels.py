@@ -75,7 +75,7 @@ SMALL_SHIPPED = ["tc_copy_f16_row4_odd", "tc_copy_f32_row_batched", "tc_copy_f32
 
 @pytest.mark.parametrize("name", SMALL_SHIPPED)
 def test_shipped_shadow(name):
-    tc, (shape, ss), (_, ds), E, sm = TC.SHIPPED_TILED_COPIES()[name]
+    tc, (shape, ss), (_, ds), E, sm = TC.shipped_tiled_copies()[name]
     run_shadow(tc, shape, ss, ds, E, sm)
 
 
@@ -165,7 +165,7 @@ def _rest_index(coord, rest_shape):
 def test_offsets_are_thrcopy_partitions(name):
     """For every thread and some tiles: kernel offsets == ThrCopy.partition_S(local_tile(src))
     (and partition_D of dst), predicates == elem_less of the identity tensor's partition."""
-    tc, (shape, ss), (_, ds), E, sm = TC.SHIPPED_TILED_COPIES()[name]
+    tc, (shape, ss), (_, ds), E, sm = TC.shipped_tiled_copies()[name]
     plan = TC.plan_tiled_copy(tc, (shape, ss), (shape, ds), E, smem_layout=sm)
     tc1, tc2 = tc if isinstance(tc, tuple) else (tc, tc)
     gS = make_tensor(make_gmem_ptr("float32"), Layout(shape, ss))

@@ -44,7 +44,8 @@ _VTYPE = {1: "u8", 2: "u16", 4: "u32", 8: "u64", 16: "u128"}
 
 @dataclass(frozen=True)
 class CopyConfig:
-    """Knobs of the generated kernel (a stand-in until TiledCopy objects drive it)."""
+    """Knobs of the planner's kernels (``copy(..., tiled_copy=TiledCopy)`` takes the
+    :mod:`.tiled_copy` path instead)."""
 
     threads: int = 256
     bytes_per_thread: int = 64   # register path: U = bytes_per_thread // (V * E) vectors

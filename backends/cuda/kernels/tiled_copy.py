@@ -60,7 +60,7 @@ from ..render import CodeBuilder
 from .copy import _ETYPE, _VTYPE, _load, _pack, _store
 
 __all__ = ["TiledCopyPlan", "plan_tiled_copy", "tiled_copy_source", "TiledCopyKernel",
-           "build_tiled_copy", "copy_tiled", "simulate", "SHIPPED_TILED_COPIES",
+           "build_tiled_copy", "copy_tiled", "simulate", "shipped_tiled_copies",
            "shipped_tiled_plans"]
 
 _OP = "copy"
@@ -295,7 +295,7 @@ def _straddle(tables, V, shape, tile, which):
         inside = (tables[k] + last) < shape[k]
         T, NV = inside.shape
         g = inside.reshape(T, NV // V, V)
-        if not np.all(g.all(-1) | (~g).any(-1) & (~g.any(-1))):
+        if not np.all(g.all(-1) | ~g.any(-1)):  # each vector all inside or all outside
             raise AtomError(_OP, "tiled_copy", f"{which}: a {V}-value vector straddles the "
                             f"residue edge of mode {k} (extent {shape[k]}, tile {t}); use a "
                             "narrower atom", actual=f"extent {shape[k]}")
@@ -730,15 +730,15 @@ def _shipped():
                                      sw32),
         "tc_cpasync_f16_smem": ((cpa, st16), ((104, 200), (1, 104)), rm(104, 200), 2,
                                 make_layout((64, 16))),
-    }, (cpa, st16)
+    }
 
 
 def shipped_tiled_plans():
     """``{name: TiledCopyPlan}`` for the shipped TiledCopy configurations."""
     return {k: plan_tiled_copy(tc, s, d, e, smem_layout=sm)
-            for k, (tc, s, d, e, sm) in SHIPPED_TILED_COPIES().items()}
+            for k, (tc, s, d, e, sm) in shipped_tiled_copies().items()}
 
 
-def SHIPPED_TILED_COPIES():  # noqa: N802 - a constant built lazily (atoms are cheap but typed)
+def shipped_tiled_copies():
     """``{name: (tiled_copy, src_layout, dst_layout, elem_bytes, smem_layout)}``."""
-    return _shipped()[0]
+    return _shipped()
