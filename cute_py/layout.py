@@ -130,9 +130,17 @@ class Layout:
     Equality is structural (shape and stride), not functional.
     """
 
-    __slots__ = ("shape", "stride", "_hash")
+    __slots__ = ("shape", "stride", "_hash", "_flat")
 
     def __init__(self, shape, stride=None):
+        if stride is not None and _plain_pair(shape, stride):
+            # fast path: plain nested int tuples, congruent, positive extents (what the algebra
+            # produces); everything else takes the validating path below
+            object.__setattr__(self, "shape", shape)
+            object.__setattr__(self, "stride", stride)
+            object.__setattr__(self, "_hash", None)
+            object.__setattr__(self, "_flat", None)
+            return
         if isinstance(shape, list):
             shape = _to_tuple(shape)
         if isinstance(stride, list):
@@ -151,6 +159,17 @@ class Layout:
         object.__setattr__(self, "shape", shape)
         object.__setattr__(self, "stride", stride)
         object.__setattr__(self, "_hash", None)
+        object.__setattr__(self, "_flat", None)
+
+    def _flat_modes(self):
+        """``((s0, d0), (s1, d1), ...)`` of the flattened layout when every extent and stride is
+        a plain int, else ``()`` (cached; used by the fast evaluation path)."""
+        f = self._flat
+        if f is None:
+            ss, dd = flatten(wrap(self.shape)), flatten(wrap(self.stride))
+            f = tuple(_zip(ss, dd)) if all(type(x) is int for x in ss + dd) else ()
+            object.__setattr__(self, "_flat", f)
+        return f
 
     # frozen value -----------------------------------------------------------------------------
     def __setattr__(self, name, value):
@@ -212,6 +231,20 @@ class Layout:
 
     # evaluation -------------------------------------------------------------------------------
     def __call__(self, *coord):
+        if len(coord) == 1 and type(coord[0]) is int:
+            f = self._flat if self._flat is not None else self._flat_modes()
+            if f:
+                i = coord[0]
+                if i >= 0:
+                    r = 0
+                    last = len(f) - 1
+                    for k, (s, d) in enumerate(f):
+                        if k == last:
+                            if i < s:
+                                return r + i * d
+                            break  # out of range: the checked path raises
+                        r += (i % s) * d
+                        i //= s
         if len(coord) == 0:
             raise IntTupleError("Layout.__call__", "coord", "is missing")
         c = coord[0] if len(coord) == 1 else tuple(coord)
@@ -252,6 +285,22 @@ class Layout:
         except ImportError:  # pragma: no cover - svg module optional
             return None
         return layout_svg(self)
+
+
+def _plain_pair(shape, stride) -> bool:
+    """Are ``shape`` and ``stride`` congruent nests of plain ints with every extent >= 1?"""
+    ts = type(shape)
+    if ts is int:
+        return type(stride) is int and shape >= 1
+    if ts is not tuple or type(stride) is not tuple or len(shape) != len(stride) or not shape:
+        return False
+    for a, b in _zip(shape, stride):
+        if type(a) is int:
+            if type(b) is not int or a < 1:
+                return False
+        elif not _plain_pair(a, b):
+            return False
+    return True
 
 
 def _same(a, b) -> bool:
