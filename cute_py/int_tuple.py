@@ -279,6 +279,11 @@ def repeat_like(t, x):
 def flatten(t):
     """The leaves of ``t`` as a flat tuple (an int stays an int): ``flatten((1,(2,3))) == (1,2,3)``."""
     if isinstance(t, tuple):
+        for a in t:
+            if isinstance(a, tuple):
+                break
+        else:
+            return t  # already flat
         out: list = []
         stack = [iter(t)]
         while stack:

@@ -133,6 +133,8 @@ class Layout:
     __slots__ = ("shape", "stride", "_hash", "_flat")
 
     def __init__(self, shape, stride=None):
+        if stride is None and _plain_shape(shape):
+            stride = _compact_left(shape, 1)[0]
         if stride is not None and _plain_pair(shape, stride):
             # fast path: plain nested int tuples, congruent, positive extents (what the algebra
             # produces); everything else takes the validating path below
@@ -285,6 +287,32 @@ class Layout:
         except ImportError:  # pragma: no cover - svg module optional
             return None
         return layout_svg(self)
+
+
+def _plain_shape(shape) -> bool:
+    """Is ``shape`` a nest of plain ints >= 1 (non-empty tuples)?"""
+    if type(shape) is int:
+        return shape >= 1
+    if type(shape) is not tuple or not shape:
+        return False
+    for a in shape:
+        if type(a) is int:
+            if a < 1:
+                return False
+        elif not _plain_shape(a):
+            return False
+    return True
+
+
+def _compact_left(shape, cur):
+    """LayoutLeft strides of a plain shape from ``cur`` (size-1 modes: 0); returns (stride, next)."""
+    if type(shape) is int:
+        return (0 if shape == 1 else cur), cur * shape
+    out = []
+    for a in shape:
+        d, cur = _compact_left(a, cur)
+        out.append(d)
+    return tuple(out), cur
 
 
 def _plain_pair(shape, stride) -> bool:
