@@ -71,7 +71,9 @@ def _guard(fn, kinds):
     @functools.wraps(fn)
     def guarded(*args, **kwargs):
         for i, (name, kind) in enumerate(_builtins.zip(names, kinds)):
-            x = args[i] if i < len(args) else kwargs.get(name)
+            if i >= len(args) and name not in kwargs:
+                continue  # left out: its default applies (or Python's TypeError names it)
+            x = args[i] if i < len(args) else kwargs[name]
             if x is None and name in optional:
                 continue  # optional argument left out
             if kind == "tiler":
