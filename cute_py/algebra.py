@@ -91,15 +91,44 @@ def coalesce(L, profile=None):
             raise LayoutError("coalesce", "profile", f"has more modes than the layout's rank {L.rank()}",
                               expected=fmt_int_tuple(L.shape), actual=fmt_int_tuple(profile))
         return _transform2(L, profile, lambda l, p: coalesce(l, p))
+    f = L._flat_modes()
+    if f:
+        return _coalesce_flat(f)
     fs, fd = flatten(wrap(L.shape)), flatten(wrap(L.stride))
     if not fs:  # an empty layout: CuTe's _1:_0
         return Layout(1, 0)
     return _bw_coalesce(fs[:-1], fd[:-1], fs[-1], fd[-1])
 
 
+def _coalesce_flat(f, seed=None) -> Layout:
+    """``_bw_coalesce`` for plain-int flat modes ``((s, d), ...)`` (the common, static case)."""
+    s0, d0 = f[-1] if seed is None else seed
+    ns, nd = [s0], [d0]
+    single = True
+    for s, d in reversed(f[:-1]):
+        if s == 1:
+            continue
+        if single and ns[0] == 1:
+            ns[0], nd[0] = s, d
+            continue
+        if s * d == nd[0]:
+            ns[0], nd[0] = s * ns[0], d
+            continue
+        ns.insert(0, s)
+        nd.insert(0, d)
+        single = False
+    if single:
+        return Layout(1, 0) if ns[0] == 1 else Layout(ns[0], nd[0])
+    return Layout(tuple(ns), tuple(nd))
+
+
 def _coalesce_x(L: Layout) -> Layout:
     """Coalesce that keeps the function outside the domain too (a trailing size-1 mode becomes a
     size-2 seed so its stride survives) — used inside composition."""
+    f = L._flat_modes()
+    if f:
+        s, d = f[-1]
+        return _coalesce_flat(f, (2 if s == 1 else s, d))
     fs, fd = flatten(wrap(L.shape)), flatten(wrap(L.stride))
     if not fs:
         return Layout(1, 0)
@@ -308,6 +337,13 @@ def _agrees_everywhere(R: Layout, A: Layout, B: Layout) -> bool:
 
 
 def _composition_impl(ls, ld, rs, rd, A, B) -> Layout:
+    if type(rs) is int and type(rd) is int and type(ls) is tuple \
+            and all(type(x) is int for x in ls) and all(type(x) is int for x in ld):
+        return _composition_int(ls, ld, rs, rd, A, B)
+    return _composition_general(ls, ld, rs, rd, A, B)
+
+
+def _composition_general(ls, ld, rs, rd, A, B) -> Layout:
     if isinstance(rs, tuple):
         return _concat([_composition_impl(ls, ld, s, d, A, B) for s, d in zip(rs, rd)])
     if _is_const(rd, 0):
@@ -355,6 +391,39 @@ def _composition_impl(ls, ld, rs, rd, A, B) -> Layout:
     return Layout(tuple(result_shape) + (rest_shape,), tuple(result_stride) + (rest_stride * ld[R - 1],))
 
 
+def _composition_int(ls, ld, rs, rd, A, B) -> Layout:
+    """``_composition_impl`` for a plain-int flat lhs (rank >= 2) and one plain-int rhs mode."""
+    if rd == 0:
+        return Layout(rs, 0)
+    R = len(ls)
+    result_shape, result_stride = [], []
+    rest_shape, rest_stride = rs, rd
+    for i in range(R - 1):
+        curr_shape = ls[i]
+        a = rest_stride if rest_stride >= 0 else -rest_stride
+        if not (rest_stride % curr_shape == 0 or a < curr_shape):
+            return _composition_general(ls, ld, rs, rd, A, B)  # raises the divisibility error
+        next_shape = -(-curr_shape // a)
+        next_stride = -(-a // curr_shape) * (1 if rest_stride > 0 else -1 if rest_stride < 0 else 0)
+        if next_shape == 1 or rest_shape == 1:
+            rest_stride = next_stride
+            continue
+        new_shape = next_shape if next_shape < rest_shape else rest_shape
+        if rest_shape % new_shape != 0 or (curr_shape % a != 0 and new_shape != rest_shape):
+            return _composition_general(ls, ld, rs, rd, A, B)  # raises (incl. cutlass#3177)
+        result_shape.append(new_shape)
+        result_stride.append(rest_stride * ld[i])
+        rest_shape //= new_shape
+        rest_stride = next_stride
+    if not result_shape:
+        return Layout(rest_shape, rest_stride * ld[R - 1])
+    if rest_shape == 1:
+        if len(result_shape) == 1:
+            return Layout(result_shape[0], result_stride[0])
+        return Layout(tuple(result_shape), tuple(result_stride))
+    return Layout(tuple(result_shape) + (rest_shape,), tuple(result_stride) + (rest_stride * ld[R - 1],))
+
+
 # ---------------------------------------------------------------------------------------------
 # Complement
 
@@ -371,6 +440,10 @@ def complement(L, cotarget=None):
     if f is not None:
         return f(cotarget)
     L = _layout_arg(L, "complement", "layout")
+    if type(cotarget) is int or cotarget is None:
+        R = _complement_flat(L, cotarget)
+        if R is not None:
+            return R
     fl = filter(L)
     if cotarget is None:
         cotarget = cosize(fl)
@@ -411,6 +484,44 @@ def complement(L, cotarget=None):
     rest_shape = coalesce_shape(ceil_div(cotarget, new_stride))
     rest_stride = compact_col_major(rest_shape, new_stride)
     return coalesce(Layout((tuple(result_shape), rest_shape), (tuple(result_stride), rest_stride)))
+
+
+def _complement_flat(L: Layout, cotarget):
+    """``complement`` for plain-int layouts, non-negative strides and an int cotarget; None to
+    take the general path (which also raises the errors)."""
+    f = L._flat_modes()
+    if not f:
+        return None
+    modes = [(s, d) for s, d in f if d != 0 and s != 1]
+    if any(d < 0 for _s, d in modes):
+        return None
+    fl = _coalesce_flat(modes) if modes else Layout(1, 0)
+    fm = fl._flat_modes()
+    if cotarget is None:
+        cotarget = 1 + sum((s - 1) * d for s, d in fm)
+    if len(fm) == 1 and fm[0][1] == 0:
+        return Layout(cotarget, 0 if cotarget == 1 else 1)
+    shape_, stride_ = [s for s, _d in fm], [d for _s, d in fm]
+    R = len(shape_)
+    result = []
+    cur = 1
+    for _ in range(R - 1):
+        min_stride = min(stride_)
+        k = stride_.index(min_stride)
+        new_shape = min_stride // cur
+        if new_shape == 0:
+            return None  # not injective: the general path raises
+        result.append((new_shape, cur))
+        cur = min_stride * shape_[k]
+        del shape_[k], stride_[k]
+    new_shape = stride_[0] // cur
+    if new_shape == 0:
+        return None
+    result.append((new_shape, cur))
+    new_stride = stride_[0] * shape_[0]
+    rest_shape = -(-cotarget // new_stride)
+    result.append((rest_shape, 0 if rest_shape == 1 else new_stride))
+    return _coalesce_flat(tuple(result))
 
 
 # ---------------------------------------------------------------------------------------------
