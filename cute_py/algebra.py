@@ -118,8 +118,8 @@ def _coalesce_flat(f, seed=None) -> Layout:
         nd.insert(0, d)
         single = False
     if single:
-        return Layout(1, 0) if ns[0] == 1 else Layout(ns[0], nd[0])
-    return Layout(tuple(ns), tuple(nd))
+        return Layout._raw(1, 0) if ns[0] == 1 else Layout._raw(ns[0], nd[0])
+    return Layout._raw(tuple(ns), tuple(nd))
 
 
 def _coalesce_x(L: Layout) -> Layout:
@@ -295,7 +295,9 @@ def _distributes(flat: Layout, B: Layout, R: Layout, A: Layout) -> bool:
             base, r = radix_start[j], ls[j]
             if d % (base * r) == 0:
                 continue  # every multiple of d has digit j == 0
-            if s <= 1024:
+            if (s - 1) * d < base * r:
+                total[j] += ((s - 1) * d) // base  # the digit grows monotonically: no wrap
+            elif s <= 1024:
                 total[j] += max(((k * d) // base) % r for k in range(s))
             else:
                 total[j] += r - 1
@@ -394,7 +396,7 @@ def _composition_general(ls, ld, rs, rd, A, B) -> Layout:
 def _composition_int(ls, ld, rs, rd, A, B) -> Layout:
     """``_composition_impl`` for a plain-int flat lhs (rank >= 2) and one plain-int rhs mode."""
     if rd == 0:
-        return Layout(rs, 0)
+        return Layout._raw(rs, 0)
     R = len(ls)
     result_shape, result_stride = [], []
     rest_shape, rest_stride = rs, rd
@@ -416,12 +418,12 @@ def _composition_int(ls, ld, rs, rd, A, B) -> Layout:
         rest_shape //= new_shape
         rest_stride = next_stride
     if not result_shape:
-        return Layout(rest_shape, rest_stride * ld[R - 1])
+        return Layout._raw(rest_shape, rest_stride * ld[R - 1])
     if rest_shape == 1:
         if len(result_shape) == 1:
-            return Layout(result_shape[0], result_stride[0])
-        return Layout(tuple(result_shape), tuple(result_stride))
-    return Layout(tuple(result_shape) + (rest_shape,), tuple(result_stride) + (rest_stride * ld[R - 1],))
+            return Layout._raw(result_shape[0], result_stride[0])
+        return Layout._raw(tuple(result_shape), tuple(result_stride))
+    return Layout._raw(tuple(result_shape) + (rest_shape,), tuple(result_stride) + (rest_stride * ld[R - 1],))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -440,7 +442,11 @@ def complement(L, cotarget=None):
     if f is not None:
         return f(cotarget)
     L = _layout_arg(L, "complement", "layout")
-    if type(cotarget) is int or cotarget is None:
+    if type(cotarget) is int and cotarget < 1:
+        raise LayoutError("complement", "cotarget", "must be a positive extent (or a shape of them)",
+                          expected=">= 1", actual=cotarget)
+    if cotarget is None or type(cotarget) is int or (
+            type(cotarget) is tuple and all(type(c) is int and c >= 1 for c in cotarget)):
         R = _complement_flat(L, cotarget)
         if R is not None:
             return R
@@ -500,7 +506,9 @@ def _complement_flat(L: Layout, cotarget):
     if cotarget is None:
         cotarget = 1 + sum((s - 1) * d for s, d in fm)
     if len(fm) == 1 and fm[0][1] == 0:
-        return Layout(cotarget, 0 if cotarget == 1 else 1)
+        if type(cotarget) is tuple:
+            return None
+        return Layout._raw(cotarget, 0 if cotarget == 1 else 1)
     shape_, stride_ = [s for s, _d in fm], [d for _s, d in fm]
     R = len(shape_)
     result = []
@@ -519,7 +527,13 @@ def _complement_flat(L: Layout, cotarget):
         return None
     result.append((new_shape, cur))
     new_stride = stride_[0] * shape_[0]
-    rest_shape = -(-cotarget // new_stride)
+    if type(cotarget) is int:
+        rest_shape = -(-cotarget // new_stride)
+    else:  # CuTe's left fold of ceil_div over the cotarget's modes, then coalesced to one int
+        rest_shape, b = 1, new_stride
+        for c in cotarget:
+            rest_shape *= -(-c // b)
+            b = -(-b // c)
     result.append((rest_shape, 0 if rest_shape == 1 else new_stride))
     return _coalesce_flat(tuple(result))
 

@@ -163,6 +163,17 @@ class Layout:
         object.__setattr__(self, "_hash", None)
         object.__setattr__(self, "_flat", None)
 
+    @classmethod
+    def _raw(cls, shape, stride):
+        """Internal constructor without validation: only for values the algebra built from
+        validated layouts (plain congruent nests, extents >= 1)."""
+        self = object.__new__(cls)
+        object.__setattr__(self, "shape", shape)
+        object.__setattr__(self, "stride", stride)
+        object.__setattr__(self, "_hash", None)
+        object.__setattr__(self, "_flat", None)
+        return self
+
     def _flat_modes(self):
         """``((s0, d0), (s1, d1), ...)`` of the flattened layout when every extent and stride is
         a plain int, else ``()`` (cached; used by the fast evaluation path)."""
@@ -638,7 +649,7 @@ def _modes(L: Layout):
 
 
 def _from_modes(modes) -> Layout:
-    return Layout(tuple(m.shape for m in modes), tuple(m.stride for m in modes))
+    return Layout._raw(tuple(m.shape for m in modes), tuple(m.stride for m in modes))
 
 
 def _range_check(op, B, E, R):
@@ -793,4 +804,4 @@ def transform_layout(f, *layouts):
 
 def _concat(modes) -> Layout:
     """CuTe's make_layout(L0, L1, ...): modes become the top-level modes (one layout is wrapped)."""
-    return Layout(tuple(m.shape for m in modes), tuple(m.stride for m in modes))
+    return Layout._raw(tuple(m.shape for m in modes), tuple(m.stride for m in modes))
