@@ -562,6 +562,19 @@ def right_inverse(L):
         return f()
     L = _layout_arg(L, "right_inverse", "layout")
     c = coalesce(L)
+    f = c._flat_modes()
+    if f:  # plain ints
+        modes, pre = [], 1
+        for s_, d_ in f:
+            modes.append((d_, s_, pre))
+            pre *= s_
+        modes.sort(key=lambda m: m[0])
+        out, curr = [(1, 0)], 1
+        for d_, s_, p_ in modes:
+            if d_ == curr:
+                out.append((s_, p_))
+                curr = s_ * d_
+        return _coalesce_flat(tuple(out))
     lshape, lstride = wrap(c.shape), wrap(c.stride)
     pre = _prefix_shapes(lshape)
     idx = [i for i, d in enumerate(lstride) if isinstance(d, int)]
