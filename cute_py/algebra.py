@@ -12,6 +12,7 @@ composition whose stride does not divide a mode it continues past), we raise a
 from __future__ import annotations
 
 from fractions import Fraction
+import math
 
 from . import int_tuple as it
 from .errors import LayoutError, SymbolicError
@@ -297,6 +298,8 @@ def _distributes(flat: Layout, B: Layout, R: Layout, A: Layout) -> bool:
                 continue  # every multiple of d has digit j == 0
             if (s - 1) * d < base * r:
                 total[j] += ((s - 1) * d) // base  # the digit grows monotonically: no wrap
+            elif d % base == 0 and s * (d // base) >= r * (d // base) // math.gcd(d // base, r):
+                total[j] += r - math.gcd(d // base, r)  # k*q mod r runs through all multiples of g
             elif s <= 1024:
                 total[j] += max(((k * d) // base) % r for k in range(s))
             else:
