@@ -101,26 +101,40 @@ def coalesce(L, profile=None):
     return _bw_coalesce(fs[:-1], fd[:-1], fs[-1], fd[-1])
 
 
-def _coalesce_flat(f, seed=None) -> Layout:
-    """``_bw_coalesce`` for plain-int flat modes ``((s, d), ...)`` (the common, static case)."""
+def _coalesce_pairs(f, seed=None) -> list:
+    """``_bw_coalesce`` on plain-int flat modes ``((s, d), ...)``: the coalesced ``[(s, d), ...]``
+    (``[(1, 0)]`` when nothing is left)."""
     s0, d0 = f[-1] if seed is None else seed
-    ns, nd = [s0], [d0]
-    single = True
+    out = [(s0, d0)]
     for s, d in reversed(f[:-1]):
         if s == 1:
             continue
-        if single and ns[0] == 1:
-            ns[0], nd[0] = s, d
-            continue
-        if s * d == nd[0]:
-            ns[0], nd[0] = s * ns[0], d
-            continue
-        ns.insert(0, s)
-        nd.insert(0, d)
-        single = False
-    if single:
-        return Layout._raw(1, 0) if ns[0] == 1 else Layout._raw(ns[0], nd[0])
-    return Layout._raw(tuple(ns), tuple(nd))
+        hs, hd = out[-1]
+        if len(out) == 1 and hs == 1:
+            out[-1] = (s, d)
+        elif s * d == hd:
+            out[-1] = (s * hs, d)
+        else:
+            out.append((s, d))
+    if len(out) == 1 and out[0][0] == 1:
+        return [(1, 0)]
+    out.reverse()
+    return out
+
+
+def _from_pairs(pairs) -> Layout:
+    """The flat layout of plain-int ``[(s, d), ...]`` (one mode: an int layout)."""
+    if len(pairs) == 1:
+        L = Layout._raw(pairs[0][0], pairs[0][1])
+    else:
+        L = Layout._raw(tuple(p[0] for p in pairs), tuple(p[1] for p in pairs))
+    object.__setattr__(L, "_flat", tuple(pairs))
+    return L
+
+
+def _coalesce_flat(f, seed=None) -> Layout:
+    """``_bw_coalesce`` for plain-int flat modes ``((s, d), ...)`` (the common, static case)."""
+    return _from_pairs(_coalesce_pairs(f, seed))
 
 
 def _coalesce_x(L: Layout) -> Layout:
@@ -504,8 +518,7 @@ def _complement_flat(L: Layout, cotarget):
     modes = [(s, d) for s, d in f if d != 0 and s != 1]
     if any(d < 0 for _s, d in modes):
         return None
-    fl = _coalesce_flat(modes) if modes else Layout(1, 0)
-    fm = fl._flat_modes()
+    fm = _coalesce_pairs(modes) if modes else [(1, 0)]
     if cotarget is None:
         cotarget = 1 + sum((s - 1) * d for s, d in fm)
     if len(fm) == 1 and fm[0][1] == 0:
@@ -662,6 +675,16 @@ def _check_not_underscore(op, tiler):
                           "top-level '_' leaves no (tile, rest) modes to gather", actual="_")
 
 
+def _unpack_rest(r: Layout) -> Layout:
+    """``r(_, (_, _, ...))`` of a zipped ``(tile, rest)`` layout: the rest's modes unpacked."""
+    if isinstance(r, Layout) and isinstance(r.shape, tuple) and len(r.shape) == 2:
+        rest_s, rest_d = r.shape[1], r.stride[1]
+        if isinstance(rest_s, tuple) and len(rest_s) >= 2:  # a rank-1 rest stays a tuple mode
+            return Layout._raw((r.shape[0],) + rest_s, (r.stride[0],) + rest_d)
+        return r
+    return r(it._, _rep(it.rank(r.shape[1])))
+
+
 def _rep(n):
     return it._ if n == 1 else tuple(it._ for _ in range(n))
 
@@ -683,8 +706,7 @@ def tiled_divide(L, tiler):
     f = _dispatch(L, "tiled_divide")
     if f is not None:
         return f(tiler)
-    r = zipped_divide(L, tiler)
-    return r(it._, _rep(it.rank(r.shape[1])))
+    return _unpack_rest(zipped_divide(L, tiler))
 
 
 def flat_divide(L, tiler):
@@ -740,8 +762,7 @@ def tiled_product(A, B):
     f = _dispatch(A, "tiled_product")
     if f is not None:
         return f(B)
-    r = zipped_product(A, B)
-    return r(it._, _rep(it.rank(r.shape[1])))
+    return _unpack_rest(zipped_product(A, B))
 
 
 def flat_product(A, B):

@@ -399,7 +399,7 @@ def make_layout(*args, stride=None):
     if all(isinstance(a, Layout) for a in args):
         if stride is not None:
             raise LayoutError("make_layout", "stride", "cannot be given with layout arguments")
-        return Layout(tuple(a.shape for a in args), tuple(a.stride for a in args))
+        return Layout._raw(tuple(a.shape for a in args), tuple(a.stride for a in args))
     if any(isinstance(a, Layout) for a in args):
         raise LayoutError("make_layout", "args", "mixes layouts and shapes",
                           actual=[type(a).__name__ for a in args])
@@ -784,7 +784,7 @@ def tile_unzip(L, tiler):
     L = _as_layout(L, "tile_unzip", "layout")
     if isinstance(tiler, Layout) or not isinstance(tiler, tuple):
         return L
-    return Layout(zip2_by(L.shape, tiler), zip2_by(L.stride, tiler))
+    return Layout._raw(zip2_by(L.shape, tiler), zip2_by(L.stride, tiler))
 
 
 def with_shape(L, shape_):
