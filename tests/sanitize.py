@@ -1,0 +1,73 @@
+"""Run small GPU tests of every kernel family under compute-sanitizer.
+
+    python tests/sanitize.py [--tools memcheck,racecheck,synccheck] [--timeout 240]
+
+Kernel families and the small cases used (pytest ``-k`` selections, so the checks are the
+tests' own: NumPy references, poisoned outputs, guard bands):
+
+* copy planner (register path, swizzled-smem transpose), TiledCopy kernels (registers, swizzled
+  smem, cp.async stage);
+* SM80 GEMM (single-stage, pipelined, multistage; fp16/bf16/tf32; odd sizes) and its
+  standalone SM80 EVT epilogue;
+* Hopper GEMM with the fused TMA-store EVT epilogue, and the standalone SM90 epilogue on odd sizes.
+
+Each tool runs once over the whole selection (one Python process, compiled kernels come from the
+disk cache).  Exit status: 0 when every tool reports no error.  Not a pytest module on purpose
+(it needs the GPU and minutes); see docs/backend.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+FILES = [
+    "tests/backend/test_copy_gpu.py",
+    "tests/backend/test_tiled_copy_gpu.py",
+    "tests/backend/test_gemm_sm80_gpu.py",
+    "tests/backend/test_epilogue_sm80.py",
+    "tests/backend/test_gemm_sm90.py",
+    "tests/backend/test_epilogue_sm90.py",
+]
+SELECT = ("transpose_helper or strided_views or smem or scalar_any"
+          " or (7x13x29 and compact)"
+          " or 300-264 or 1-9"
+          " or evt_relu or odd_sizes")
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--tools", default="memcheck,racecheck,synccheck")
+    ap.add_argument("--timeout", type=int, default=240, help="seconds per tool")
+    a = ap.parse_args(argv)
+    env = dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    bad = 0
+    for tool in a.tools.split(","):
+        cmd = ["compute-sanitizer", "--tool", tool, "--error-exitcode", "99",
+               "--target-processes", "all", sys.executable, "-m", "pytest", "-q", "-x",
+               "-p", "no:cacheprovider", "-m", "gpu", "-k", SELECT, *FILES]
+        t0 = time.time()
+        try:
+            r = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True,
+                               timeout=a.timeout)
+            out, rc = r.stdout + r.stderr, r.returncode
+        except subprocess.TimeoutExpired as e:
+            out, rc = (e.stdout or b"").decode() if isinstance(e.stdout, bytes) else (e.stdout or ""), -1
+        summary = [ln for ln in out.splitlines()
+                   if "ERROR SUMMARY" in ln or "RACECHECK SUMMARY" in ln or " passed" in ln
+                   or " failed" in ln]
+        print(f"{tool:10s} rc={rc} {time.time() - t0:6.1f}s  " + " | ".join(summary[-3:]),
+              flush=True)
+        if rc != 0:
+            bad += 1
+            print("\n".join(out.splitlines()[-40:]))
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
