@@ -30,7 +30,8 @@ from .gemm_sm80_maps import (DTYPES, SmemLayout, CopyMap, ldmatrix_coord, decomp
                              log2i, accumulator_c_exprs)
 
 __all__ = ["GemmSm80Config", "GemmSm80", "generate_source", "gemm_sm80", "MAINLOOPS",
-           "kernel_name", "alignment_of", "plan_only", "precompile", "get_kernel"]
+           "kernel_name", "alignment_of", "plan_only", "precompile", "get_kernel",
+           "with_epilogue", "epilogue_of"]
 
 MAINLOOPS = ("singlestage", "pipelined", "multistage")
 _OUT_TYPES = {"f16": ("unsigned short", 2), "bf16": ("unsigned short", 2), "f32": ("float", 4)}
@@ -54,6 +55,12 @@ class GemmSm80Config:
     vec_a/vec_b elements per global access of A / B (16 bytes when aligned; 1 = scalar)
     vec_c       elements per epilogue store (2 or 1)
     raster      CTA rasterization: tile-rows per group (L2 reuse)
+    min_blocks  ``__launch_bounds__``' CTAs per SM (2 caps registers at 65536 / (2 * threads))
+    epi         optional fused epilogue: an ``Sm80EpilogueConfig`` (or an SM90
+                ``EpilogueConfig``) whose fragment is ``mma_sm80_fragment(*warps, *warp_tile)``
+                and whose tile is ``(BM, BN)`` (:func:`with_epilogue` builds one); the kernel
+                then runs its hooks (``backends/cuda/epilogue/sm80.py``) instead of the plain
+                ``alpha * acc + beta * C`` epilogue, in the mainloop's (drained) smem
     """
 
     dtype: str = "f16"
@@ -68,6 +75,8 @@ class GemmSm80Config:
     vec_b: int = 8
     vec_c: int = 2
     raster: int = 8
+    epi: object = None
+    min_blocks: int = 1
 
     # ------------------------------------------------------------------ derived sizes
     @property
@@ -160,7 +169,19 @@ class GemmSm80Config:
         if self.smem_bytes > 227 * 1024:
             raise AtomError(op, "stages", "need more shared memory than a block can have",
                             expected="<= 232448 bytes", actual=self.smem_bytes)
+        if self.min_blocks not in (1, 2, 3, 4):
+            raise AtomError(op, "min_blocks", "must be 1..4", actual=self.min_blocks)
+        if self.epi is not None:
+            _check_epi(self)
         return self
+
+    @property
+    def launch_smem_bytes(self) -> int:
+        """Dynamic smem of a launch: the mainloop's stages, or the fused epilogue's buffers
+        where they are larger (the epilogue reuses the drained mainloop smem)."""
+        if self.epi is None:
+            return self.smem_bytes
+        return max(self.smem_bytes, epilogue_of(self).smem_bytes)
 
     def with_alignment(self, vec_a: int, vec_b: int, vec_c: int) -> "GemmSm80Config":
         return replace(self, vec_a=vec_a, vec_b=vec_b, vec_c=vec_c)
@@ -168,9 +189,79 @@ class GemmSm80Config:
 
 def kernel_name(cfg: GemmSm80Config) -> str:
     BM, BN, BK = cfg.tile
+    epi = "" if cfg.epi is None else f"_epi{epilogue_of(cfg).key()}"
+    epi += "" if cfg.min_blocks == 1 else f"_b{cfg.min_blocks}"
     return (f"gemm_sm80_{cfg.mainloop}_{cfg.dtype}_{cfg.out_dtype}_{cfg.a_major}{cfg.b_major}_"
             f"{BM}x{BN}x{BK}_w{cfg.warps[0]}x{cfg.warps[1]}_s{cfg.stages}_"
-            f"v{cfg.vec_a}{cfg.vec_b}{cfg.vec_c}_r{cfg.raster}")
+            f"v{cfg.vec_a}{cfg.vec_b}{cfg.vec_c}_r{cfg.raster}{epi}")
+
+
+# ====================================================================================== fused epilogue
+
+_EPI_CACHE: dict = {}
+
+
+def epilogue_of(cfg: GemmSm80Config):
+    """The :class:`~..epilogue.sm80.Sm80Epilogue` of ``cfg.epi`` (cached per epilogue config)."""
+    from ..epilogue.sm80 import Sm80Epilogue, Sm80EpilogueConfig
+    e = cfg.epi
+    if e is None:
+        return None
+    hit = _EPI_CACHE.get(e)
+    if hit is None:
+        if not isinstance(e, Sm80EpilogueConfig):
+            from ..epilogue.sm90 import EpilogueConfig
+            if not isinstance(e, EpilogueConfig):
+                raise AtomError("GemmSm80Config", "epi", "must be an Sm80EpilogueConfig or an "
+                                "EpilogueConfig", actual=type(e).__name__)
+        hit = _EPI_CACHE[e] = Sm80Epilogue(e)
+    return hit
+
+
+def _check_epi(cfg: GemmSm80Config) -> None:
+    from ..epilogue.fragment import mma_sm80_fragment
+    epi = epilogue_of(cfg)
+    c = epi.cfg
+    want = mma_sm80_fragment(cfg.warps[0], cfg.warps[1], *cfg.warp_tile)
+    if c.fragment != want or (c.tile_m, c.tile_n) != cfg.tile[:2]:
+        raise AtomError("GemmSm80Config", "epi", "fragment / tile must be the GEMM's "
+                        "(use with_epilogue)", expected=(cfg.tile[:2], cfg.warps),
+                        actual=(c.tile_m, c.tile_n))
+    want_d = {"f16": "float16", "bf16": "bfloat16", "f32": "float32"}[cfg.out_dtype]
+    if c.element_d != want_d:
+        raise AtomError("GemmSm80Config", "epi", "element_d must be the GEMM's out_dtype",
+                        expected=want_d, actual=c.element_d)
+
+
+def with_epilogue(cfg: GemmSm80Config, epi, *, vectorized: bool | None = None
+                  ) -> GemmSm80Config:
+    """``cfg`` with a fused epilogue: ``epi`` is an EVT tree (``cute_py.epilogue.evt``), an
+    ``Sm80EpilogueConfig`` or an ``EpilogueConfig``; its fragment, tile and D type are set to
+    ``cfg``'s (other fields such as ``stages_c`` are kept).  ``epi=None`` removes it.
+
+    Law: ``with_epilogue(cfg, t).epi.fragment == mma_sm80_fragment(*cfg.warps,
+    *cfg.warp_tile)`` and the kernel computes ``D = evaluate(t, A @ B, ...)``."""
+    from cute_py.epilogue import evt
+    from ..epilogue.fragment import mma_sm80_fragment
+    from ..epilogue.sm80 import Sm80EpilogueConfig
+    from ..epilogue.sm90 import EpilogueConfig
+    if epi is None:
+        return replace(cfg, epi=None)
+    fr = mma_sm80_fragment(cfg.warps[0], cfg.warps[1], *cfg.warp_tile)
+    ed = {"f16": "float16", "bf16": "bfloat16", "f32": "float32"}[cfg.out_dtype]
+    if isinstance(epi, evt.Node):
+        e = Sm80EpilogueConfig(epi, fr, cfg.tile[0], cfg.tile[1], element_d=ed)
+    elif isinstance(epi, EpilogueConfig):
+        e = Sm80EpilogueConfig.from_sm90(epi, fragment=fr, tile_m=cfg.tile[0],
+                                         tile_n=cfg.tile[1], element_d=ed)
+    elif isinstance(epi, Sm80EpilogueConfig):
+        e = replace(epi, fragment=fr, tile_m=cfg.tile[0], tile_n=cfg.tile[1], element_d=ed)
+    else:
+        raise AtomError("with_epilogue", "epi", "must be an EVT tree, an Sm80EpilogueConfig "
+                        "or an EpilogueConfig", actual=type(epi).__name__)
+    if vectorized is not None:
+        e = replace(e, vectorized=vectorized)
+    return replace(cfg, epi=e)
 
 
 # ====================================================================================== codegen
@@ -298,17 +389,22 @@ def generate_source(cfg: GemmSm80Config) -> str:
       f"// copies: A {cmA.iterations}x{cmA.vec} elems/thread, "
       f"B {cmB.iterations}x{cmB.vec} elems/thread")
     e('#include "cute_py/ptx_sm80.cuh"')
+    epi = epilogue_of(cfg)
+    if epi is not None:
+        e(f"// fused epilogue (backends/cuda/epilogue/sm80.py): {epi.cfg.tree}")
+        e(epi.prelude())
     e("using namespace cute_py::sm80;")
     e(f"typedef {EA} EA;   // operand storage\ntypedef {EC} EC;   // C / D storage")
     e(layA.c_function("smem_off_A"))
     e(layB.c_function("smem_off_B"))
     _emit_chunk_helpers(e, eb)
 
-    e(f'extern "C" __global__ void __launch_bounds__({T}, 1) {name}(')
+    e(f'extern "C" __global__ void __launch_bounds__({T}, {cfg.min_blocks}) {name}(')
     e("    const EA* __restrict__ A, const EA* __restrict__ B, const EC* C, EC* D,\n"
       "    int M, int N, int K, long long lda, long long ldb, long long ldc, long long ldd,\n"
       "    long long batch_a, long long batch_b, long long batch_c, long long batch_d,\n"
-      "    float alpha, float beta) {")
+      "    float alpha, float beta" + ("" if epi is None else ",\n    " + epi.param_decls())
+      + ") {")
     e.ind += 1
     e("extern __shared__ __align__(1024) unsigned char smem[];")
     e("const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;")
@@ -563,7 +659,18 @@ def generate_source(cfg: GemmSm80Config) -> str:
                     copy_issue("B", i, "", f"(kt + 1) * {BK}", False, f"rb[{i}]")
 
     # ---------------------------------------------------------------- epilogue
-    _emit_epilogue(e, cfg, WM, WN, MI, NI)
+    if epi is None:
+        _emit_epilogue(e, cfg, WM, WN, MI, NI)
+    else:
+        from ..epilogue.sm80 import gemm_sm80_acc
+        e("// Fused epilogue: its buffers reuse the mainloop's smem (cp.async drained above)")
+        e("cp_async_wait<0>();\n__syncthreads();")
+        e("(void)alpha; (void)beta; (void)C; (void)D; (void)ldc; (void)ldd;")
+        e("unsigned char* cute_epi_smem_base = smem;")
+        e(epi.init_code("cute_epi_smem_base"))
+        e("const int cute_epi_m0 = m0, cute_epi_n0 = n0;")
+        e(epi.consumer_code(gemm_sm80_acc("acc", WM)))
+        e(epi.consumer_tail_code())
     e.ind -= 1
     e("}")
     return e.text()
@@ -724,7 +831,11 @@ class GemmSm80:
         BM, BN, _ = self.cfg.tile
         return (((M + BM - 1) // BM) * ((N + BN - 1) // BN), 1, L)
 
-    def __call__(self, A, B, C, D, alpha: float = 1.0, beta: float = 0.0, stream=None):
+    def __call__(self, A, B, C, D, alpha: float = 1.0, beta: float = 0.0, stream=None,
+                 epi_args=None):
+        """Launch on (L, rows, cols) views.  With a fused epilogue (``cfg.epi``), ``epi_args``
+        are the tree's bound tensors (``evt.bind_arguments``; D row-major (M, N), L == 1) and
+        ``C``/``alpha``/``beta`` are unused unless the tree names them."""
         import numpy as np
         from ..launch import launch
         cfg = self.cfg
@@ -741,9 +852,43 @@ class GemmSm80:
                 np.int64(ldb), np.int64(sc[1]), np.int64(sd[1]), np.int64(sa[0]),
                 np.int64(sb[0]), np.int64(sc[0]), np.int64(sd[0]), np.float32(alpha),
                 np.float32(beta))
+        if cfg.epi is not None:
+            args = args + tuple(_epi_launch_args(cfg, D, epi_args or {}))
         launch(self.function, self.grid(M, N, L), (cfg.threads, 1, 1), args,
-               smem=cfg.smem_bytes, stream=stream)
+               smem=cfg.launch_smem_bytes, stream=stream)
         return D
+
+
+def _ptr_of(a) -> int:
+    return int(a.data.ptr)
+
+
+def _epi_launch_args(cfg: GemmSm80Config, D, bound: dict) -> list:
+    """The fused epilogue's kernel arguments, in ``params()`` order (reductions reset)."""
+    import numpy as np
+    from cute_py.epilogue import evt
+    epi = epilogue_of(cfg)
+    tree = epi.cfg.tree
+    D2 = D[0] if D.ndim == 3 else D
+    mats = {}
+    for role, name, dt in epi._matrices():
+        a = D2 if name == "D" else bound[name]
+        mats[name] = (a, a.strides[0] // a.itemsize)
+    out = []
+    for p in epi.params():
+        if p.kind == "int":
+            out.append(np.int32(mats[p.tensor][1]))
+        elif p.kind == "ptr" and p.tensor in mats:
+            out.append(np.uint64(_ptr_of(mats[p.tensor][0])))
+        elif p.kind == "ptr":
+            a = bound[p.tensor]
+            role = tree.signature[p.tensor][0]
+            if role.split(":")[0] in ("row_reduce", "col_reduce", "scalar_reduce"):
+                a.fill(evt.reduction_identity(role.split(":")[1]))
+            out.append(np.uint64(_ptr_of(a)))
+        else:
+            out.append(np.float32(bound[p.tensor]))
+    return out
 
 
 _KERNELS: dict = {}
@@ -771,7 +916,7 @@ def _dtype_name(arr, label: str | None = None) -> str:
 
 def gemm_sm80(A, B, C=None, D=None, alpha: float = 1.0, beta: float = 0.0, *,
               config: GemmSm80Config | None = None, mainloop: str | None = None,
-              stream=None, bf16: bool = False):
+              stream=None, bf16: bool = False, epilogue=None, epilogue_args=None):
     """``D = alpha * A @ B + beta * C`` on CuPy arrays with the SM80 kernels.
 
     A ``(M, K)`` or ``(L, M, K)``, B ``(K, N)`` or ``(L, K, N)``, each with a unit stride in
@@ -781,6 +926,13 @@ def gemm_sm80(A, B, C=None, D=None, alpha: float = 1.0, beta: float = 0.0, *,
     Returns D (allocated, row-major, dtype of C or of A when not given).  CuPy has no
     bfloat16: pass bf16 data as uint16 bit patterns with ``bf16=True`` (C/D then hold bf16
     bits too when they are 16-bit).
+
+    ``epilogue`` (an EVT tree, ``Sm80EpilogueConfig`` or ``EpilogueConfig``) fuses
+    ``D = tree(acc = A @ B, ...)`` into the kernel; ``epilogue_args`` maps the tree's names to
+    arrays / numbers as for ``evt.evaluate`` (plus side outputs); a tree input named ``C`` /
+    ``alpha`` / ``beta`` not given there is taken from the arguments.  D must then be a 2-D
+    row-major (M, N) array (L == 1).  Law: ``D == evaluate(tree, A @ B, **args)`` within the
+    dtype's rounding.
     """
     import cupy as cp
     op = "gemm_sm80"
@@ -801,6 +953,9 @@ def gemm_sm80(A, B, C=None, D=None, alpha: float = 1.0, beta: float = 0.0, *,
         raise LaunchError(op, "D", "must have A's rank", actual=D.shape)
     if min(M, N, K) < 1:
         raise LaunchError(op, "A", "needs M, N, K >= 1", actual=(M, N, K))
+    if epilogue is not None:
+        return _gemm_sm80_fused(A, B, C, D, alpha, beta, config, mainloop, stream, bf16,
+                                epilogue, epilogue_args or {}, squeeze)
     lab = "bf16" if bf16 else None
     da, db = _dtype_name(A, lab), _dtype_name(B, lab)
     if da != db:
@@ -867,6 +1022,80 @@ def gemm_sm80(A, B, C=None, D=None, alpha: float = 1.0, beta: float = 0.0, *,
         return D[0] if squeeze else D
     get_kernel(cfg)(A, B, C, D, alpha, beta, stream=stream)
     return D[0] if squeeze else D
+
+
+def _gemm_sm80_fused(A, B, C, D, alpha, beta, config, mainloop, stream, bf16, epilogue,
+                     args, squeeze):
+    """gemm_sm80 with a fused epilogue (A, B already (L, ., .))."""
+    import cupy as cp
+    from cute_py.epilogue import evt
+    from ..epilogue.sm80 import Sm80EpilogueConfig
+    from ..epilogue.sm90 import EpilogueConfig
+    op = "gemm_sm80"
+    L, M, K = A.shape
+    N = B.shape[2]
+    if L != 1:
+        raise LaunchError(op, "epilogue", "fused epilogues need L == 1", actual=L)
+    if not isinstance(epilogue, (evt.Node, Sm80EpilogueConfig, EpilogueConfig)):
+        raise LaunchError(op, "epilogue", "must be an EVT tree, an Sm80EpilogueConfig or an "
+                          "EpilogueConfig", actual=type(epilogue).__name__)
+    tree = epilogue if isinstance(epilogue, evt.Node) else epilogue.tree
+    sig = tree.signature
+    args = dict(args)
+    if "C" in sig and "C" not in args and C is not None:
+        args["C"] = C[0] if C.ndim == 3 else C
+    for nm, v in (("alpha", alpha), ("beta", beta)):
+        if nm in sig and sig[nm][0] == "scalar" and nm not in args:
+            args[nm] = v
+    lab = "bf16" if bf16 else None
+    da, db = _dtype_name(A, lab), _dtype_name(B, lab)
+    if da != db:
+        raise LaunchError(op, "B", "dtype must equal A's", expected=A.dtype, actual=B.dtype)
+    dtype = "tf32" if da == "f32" else da
+    ed = getattr(epilogue, "element_d", None) or ("bfloat16" if bf16 else
+                                                  {"f16": "float16", "bf16": "bfloat16",
+                                                   "tf32": "float32"}[dtype])
+    np_d = {"float16": cp.float16, "bfloat16": cp.uint16, "float32": cp.float32}[ed]
+    if D is None:
+        D = cp.empty((1, M, N), dtype=np_d)
+    D2 = D[0] if D.ndim == 3 else D
+    if D2.shape != (M, N) or D2.strides[1] != D2.itemsize:
+        raise LaunchError(op, "D", "must be a row-major (M, N) matrix with a fused epilogue",
+                          expected=(M, N), actual=(D2.shape, D2.strides))
+    out = {"float16": "f16", "bfloat16": "bf16", "float32": "f32"}[ed]
+    bound = evt.bind_arguments(tree, M, N, args, op=op, need_outputs=True)
+    mats = [D2] + [bound[n] for n, (role, _) in sig.items()
+                   if role in ("src", "aux_load", "aux_store")]
+    vec = all(_ptr_of(a) % 16 == 0 and a.strides[0] % 16 == 0 and (N * a.itemsize) % 16 == 0
+              for a in mats)
+    eb = A.itemsize
+
+    def major_of(X, unit_k_mode, other_name):
+        if X.strides[unit_k_mode] == eb:
+            return "K", X
+        other = 1 if unit_k_mode == 2 else 2
+        if X.strides[other] == eb:
+            return other_name, X
+        return ("K", cp.ascontiguousarray(X) if unit_k_mode == 2 else
+                cp.ascontiguousarray(X.transpose(0, 2, 1)).transpose(0, 2, 1))
+    a_major, A = major_of(A, 2, "M")
+    b_major, B = major_of(B, 1, "N")
+    from .gemm_sm80_configs import default_config
+    vec_a = alignment_of(A.data.ptr // eb, A.strides[1 if a_major == "K" else 2] // eb, 0, eb)
+    vec_b = alignment_of(B.data.ptr // eb, B.strides[2 if b_major == "K" else 1] // eb, 0, eb)
+    aligned = min(vec_a, vec_b) >= 16 // eb
+    base = config or default_config(M, N, K, dtype=dtype, out_dtype=out, a_major=a_major,
+                                    b_major=b_major, mainloop=mainloop, aligned=aligned)
+    cfg = replace(base, dtype=dtype, out_dtype=out, a_major=a_major, b_major=b_major,
+                  vec_a=min(vec_a, 16 // eb), vec_b=min(vec_b, 16 // eb), vec_c=2, epi=None)
+    cfg = with_epilogue(_fit_vectors(cfg), epilogue,
+                        vectorized=bool(vec and getattr(epilogue, "vectorized", True)))
+    if _PLAN_ONLY:
+        _PLAN_ONLY[-1].append(cfg)
+        return D[0] if squeeze and D.ndim == 3 else D
+    D3 = D if D.ndim == 3 else D[None]
+    get_kernel(cfg)(A, B, D3, D3, 1.0, 0.0, stream=stream, epi_args=bound)
+    return D[0] if squeeze and D.ndim == 3 else D
 
 
 _PLAN_ONLY: list = []
