@@ -232,3 +232,19 @@ def test_operator_sugar():
     acc, C, _, bm = _data()
     t = 2 * AccFetch() + 1 - ColBroadcast("v")
     np.testing.assert_allclose(evaluate(t, acc, v=bm), 2 * acc + 1 - bm.astype(float)[:, None])
+
+
+def test_trees_pickle_with_their_hash_recomputed():
+    """EVT trees (and configs holding them) cross process boundaries, e.g. a compile pool."""
+    import pickle
+    import subprocess
+    import sys
+    t = evt.lin_comb_bias_elt_act("gelu", alpha=1.0, beta=0.0)
+    blob = pickle.dumps(t)
+    assert pickle.loads(blob) == t and hash(pickle.loads(blob)) == hash(t)
+    code = ("import pickle, sys; t = pickle.loads(sys.stdin.buffer.read()); "
+            "from cute_py.epilogue import evt; "
+            "print(t == evt.lin_comb_bias_elt_act('gelu', alpha=1.0, beta=0.0) and "
+            "hash(t) == hash(evt.lin_comb_bias_elt_act('gelu', alpha=1.0, beta=0.0)))")
+    out = subprocess.run([sys.executable, "-c", code], input=blob, capture_output=True)
+    assert out.stdout.strip() == b"True", out.stderr

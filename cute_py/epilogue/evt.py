@@ -210,6 +210,17 @@ class Node:
     def __setattr__(self, name, value):
         raise AttributeError(f"{type(self).__name__} is frozen")
 
+    # pickling (e.g. configs sent to a compile pool): state by slot; the hash is recomputed
+    # in the receiving process because string hashes differ between processes
+    def __getstate__(self):
+        names = [n for c in type(self).__mro__ for n in getattr(c, "__slots__", ())]
+        return {n: getattr(self, n) for n in names if n != "_hash" and hasattr(self, n)}
+
+    def __setstate__(self, state):
+        for n, v in state.items():
+            object.__setattr__(self, n, v)
+        object.__setattr__(self, "_hash", hash(self._key))
+
     def __eq__(self, other):
         return isinstance(other, Node) and self._key == other._key
 
