@@ -103,6 +103,11 @@ __device__ __forceinline__ void cute_epi_tma_load_2d(const CuteTmaDesc* desc, cu
     " [%0], [%1, {%3, %4}], [%2];"
     :: "r"(dst), "l"(reinterpret_cast<cute_u64>(desc)), "r"(bar), "r"(x), "r"(y) : "memory");
 }
+__device__ __forceinline__ void cute_epi_tma_prefetch_l2_2d(const CuteTmaDesc* desc, int x,
+                                                            int y) {
+  asm volatile("cp.async.bulk.prefetch.tensor.2d.L2.global [%0, {%1, %2}];"
+               :: "l"(reinterpret_cast<cute_u64>(desc)), "r"(x), "r"(y) : "memory");
+}
 __device__ __forceinline__ void cute_epi_tma_store_2d(const CuteTmaDesc* desc, cute_u32 src,
                                                       int x, int y) {
   asm volatile(

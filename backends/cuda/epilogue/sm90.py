@@ -89,6 +89,7 @@ class EpilogueConfig:
     stages_d: int = 2
     reuse_smem_c: bool = False
     delay_tma_store: bool = False
+    prefetch_l2: bool = True     # producer warms L2 with the tile's C / aux when it reaches it
 
     @property
     def epilogue_tile(self) -> tuple[int, int]:
@@ -263,7 +264,21 @@ class Sm90Epilogue:
         if not self.lt.loads:
             return "/* epilogue: nothing to load */"
         cfg, em, en = self.cfg, self.epi_m, self.epi_n
-        lines = [f"for (int cute_s = 0; cute_s < {len(self.subtiles)}; ++cute_s) {{",
+        lines = []
+        if cfg.prefetch_l2 and len(self.subtiles) > cfg.stages_c:
+            # The producer reaches a tile right after the previous tile's epilogue freed the
+            # C stages, i.e. while the consumers start this tile's mainloop: ask TMA to bring
+            # the subtiles that cannot be staged yet into L2 now, so their loads during the
+            # epilogue hit L2 instead of waiting on HBM (cp.async.bulk.prefetch.tensor).
+            lines += [f"for (int cute_s = {cfg.stages_c}; cute_s < {len(self.subtiles)}; "
+                      "++cute_s) {",
+                      f"  const int cute_em = cute_s % {cfg.tile_m // em}, "
+                      f"cute_en = cute_s / {cfg.tile_m // em};"]
+            for name, _ in self.lt.loads:
+                lines.append(f"  cute_epi_tma_prefetch_l2_2d(&tmap_{name}, "
+                             f"cute_epi_n0 + cute_en * {en}, cute_epi_m0 + cute_em * {em});")
+            lines.append("}")
+        lines += [f"for (int cute_s = 0; cute_s < {len(self.subtiles)}; ++cute_s) {{",
                  f"  const int cute_em = cute_s % {cfg.tile_m // em}, "
                  f"cute_en = cute_s / {cfg.tile_m // em};",
                  "  const cute_u32 full_ = cute_epi_full + 8u * cute_epi_p_idx;",
@@ -602,7 +617,8 @@ class Sm90Epilogue:
         return hashlib.sha256(repr((self.cfg.tree, self.cfg.fragment, self.cfg.tile_m,
                                     self.cfg.tile_n, self.cfg.element_d, self.cfg.epilogue_tile,
                                     self.cfg.stages_c, self.cfg.stages_d, self.cfg.reuse_smem_c,
-                                    self.cfg.delay_tma_store)).encode()).hexdigest()[:12]
+                                    self.cfg.delay_tma_store, self.cfg.prefetch_l2)
+                                   ).encode()).hexdigest()[:12]
 
 
 SWZ_HELPER = r"""
