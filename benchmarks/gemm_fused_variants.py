@@ -109,13 +109,15 @@ def _epilogue_only(case):
     return make
 
 
-def _sm90_config(tree, **over):
+def _sm90_config(tree, prefetch_l2=True, **over):
     """The Hopper GEMM configuration with ``tree`` as its TMA-store epilogue (``None``: D = acc).
     Plain and fused runs use the same mainloop configuration, so their difference is the
     epilogue alone."""
     from cute_py.backends.cuda.kernels.gemm_sm90 import Sm90GemmConfig, make_epilogue_config
     tile_n = over.pop("tile_n", 256)
-    return Sm90GemmConfig(tile_n=tile_n, epi=make_epilogue_config(tree, tile_n=tile_n), **over)
+    return Sm90GemmConfig(tile_n=tile_n, epi=make_epilogue_config(tree, tile_n=tile_n,
+                                                                  prefetch_l2=prefetch_l2),
+                          **over)
 
 
 def _operands(M, N, K, case):
@@ -132,7 +134,7 @@ def _operands(M, N, K, case):
     return A, B_nk, D, tensors
 
 
-def _ours(case, tree_case):
+def _ours(case, tree_case, prefetch_l2=True):
     """Our Hopper GEMM with the EVT epilogue of ``tree_case`` ("store" = plain D = acc) on the
     operands of ``case``; None when the Hopper kernel is not installed."""
     try:
@@ -142,7 +144,7 @@ def _ours(case, tree_case):
 
     def make(M, N, K, dtype):
         A, B_nk, D, tensors = _operands(M, N, K, case)
-        g = Sm90Gemm(_sm90_config(_tree(tree_case)))
+        g = Sm90Gemm(_sm90_config(_tree(tree_case), prefetch_l2=prefetch_l2))
         used = _tree(tree_case).signature
         return g.prepare(A, B_nk, D, tensors={k: v for k, v in tensors.items() if k in used})
     return make
@@ -202,7 +204,8 @@ def variants():
     for case in CASES:
         out.append(("cublas+cupy", case, _cublas_cupy(case)))
         out.append(("epilogue-only", case, _epilogue_only(case)))
-        for name, make in (("ours-unfused", _ours_unfused(case)), ("ours-fused", _ours(case, case))):
+        for name, make in (("ours-unfused", _ours_unfused(case)), ("ours-fused", _ours(case, case)),
+                           ("ours-fused-nopf", _ours(case, case, prefetch_l2=False))):
             if make is not None:
                 out.append((name, case, make))
     return out
