@@ -76,11 +76,18 @@ def main(argv=None):
     ap.add_argument("--sizes", default="4096,8192")
     ap.add_argument("--rounds", type=int, default=2)
     ap.add_argument("--json", default=None)
+    ap.add_argument("--only", default="", help="run the variants whose label contains one of "
+                    "these comma-separated substrings")
     args = ap.parse_args(argv)
     import cupy as cp
     import torch
     from cute_py.backends.cuda.kernels.gemm_sm80 import gemm_sm80
     sizes = [int(s) for s in args.sizes.split(",")]
+    if args.only:
+        keep = args.only.split(",")
+        global variants
+        every = variants
+        variants = lambda: [v for v in every() if any(k in v[0] for k in keep)]  # noqa: E731
     res = precompile_variants(sizes)
     print("compiled:", [(n[-40:], r, s) for n, r, s in res])
     rows = {}

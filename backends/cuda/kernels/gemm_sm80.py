@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, replace
+from functools import lru_cache
 
 from cute_py.errors import LaunchError, AtomError
 
@@ -235,6 +236,21 @@ def _check_epi(cfg: GemmSm80Config) -> None:
 
 def with_epilogue(cfg: GemmSm80Config, epi, *, vectorized: bool | None = None
                   ) -> GemmSm80Config:
+    """See :func:`_with_epilogue`; memoised (building the SM80 fragment table takes ~20 ms and
+    ``gemm_sm80(..., epilogue=...)`` calls this on every launch)."""
+    try:
+        return _with_epilogue_cached(cfg, epi, vectorized)
+    except TypeError:            # an unhashable argument: build it (and let it raise) uncached
+        return _with_epilogue(cfg, epi, vectorized=vectorized)
+
+
+@lru_cache(maxsize=512)
+def _with_epilogue_cached(cfg, epi, vectorized):
+    return _with_epilogue(cfg, epi, vectorized=vectorized)
+
+
+def _with_epilogue(cfg: GemmSm80Config, epi, *, vectorized: bool | None = None
+                   ) -> GemmSm80Config:
     """``cfg`` with a fused epilogue: ``epi`` is an EVT tree (``cute_py.epilogue.evt``), an
     ``Sm80EpilogueConfig`` or an ``EpilogueConfig``; its fragment, tile and D type are set to
     ``cfg``'s (other fields such as ``stages_c`` are kept).  ``epi=None`` removes it.
