@@ -109,7 +109,7 @@ def _epilogue_only(case):
     return make
 
 
-def _sm90_config(tree, prefetch_l2=True, **over):
+def _sm90_config(tree, prefetch_l2=False, **over):
     """The Hopper GEMM configuration with ``tree`` as its TMA-store epilogue (``None``: D = acc).
     Plain and fused runs use the same mainloop configuration, so their difference is the
     epilogue alone."""
@@ -134,7 +134,7 @@ def _operands(M, N, K, case):
     return A, B_nk, D, tensors
 
 
-def _ours(case, tree_case, prefetch_l2=True):
+def _ours(case, tree_case, prefetch_l2=False):
     """Our Hopper GEMM with the EVT epilogue of ``tree_case`` ("store" = plain D = acc) on the
     operands of ``case``; None when the Hopper kernel is not installed."""
     try:
@@ -205,7 +205,7 @@ def variants():
         out.append(("cublas+cupy", case, _cublas_cupy(case)))
         out.append(("epilogue-only", case, _epilogue_only(case)))
         for name, make in (("ours-unfused", _ours_unfused(case)), ("ours-fused", _ours(case, case)),
-                           ("ours-fused-nopf", _ours(case, case, prefetch_l2=False))):
+                           ("ours-fused-l2pf", _ours(case, case, prefetch_l2=True))):
             if make is not None:
                 out.append((name, case, make))
     return out

@@ -95,7 +95,7 @@ def test_plan_choices():
     p = C.plan_copy(((1024, 1024), (1024, 1)), ((1024, 1024), (1024, 1)), 4)
     assert p.kind == "register" and p.vec == 4
     p = C.plan_copy(((1024, 1024), (1, 1024)), ((1024, 1024), (1024, 1)), 2)
-    assert p.kind == "transpose" and (p.vec_a, p.vec_b, p.tile) == (8, 8, 64)
+    assert p.kind == "transpose" and (p.vec_a, p.vec_b, p.tile) == (8, 8, 128)
     p = C.plan_copy(((1024, 1024), (1024, 1)), ((1024, 1024), (1024, 1)), 4, src_align=4)
     assert p.vec == 1
     p = C.plan_copy(((1024, 1023), (1023, 1)), ((1024, 1023), (1023, 1)), 2)

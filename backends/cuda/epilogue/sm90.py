@@ -89,7 +89,7 @@ class EpilogueConfig:
     stages_d: int = 2
     reuse_smem_c: bool = False
     delay_tma_store: bool = False
-    prefetch_l2: bool = True     # producer warms L2 with the tile's C / aux when it reaches it
+    prefetch_l2: bool = False    # producer warms L2 with the tile's C / aux (measured: slower)
 
     @property
     def epilogue_tile(self) -> tuple[int, int]:
