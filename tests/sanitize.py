@@ -7,8 +7,8 @@ tests' own: NumPy references, poisoned outputs, guard bands):
 
 * copy planner (register path, swizzled-smem transpose), TiledCopy kernels (registers, swizzled
   smem, cp.async stage);
-* SM80 GEMM (single-stage, pipelined, multistage; fp16/bf16/tf32; odd sizes) and its
-  standalone SM80 EVT epilogue;
+* SM80 GEMM (single-stage, pipelined, multistage; fp16/bf16/tf32; odd sizes), its
+  standalone SM80 EVT epilogue and the SM80 GEMM with the fused EVT epilogue;
 * Hopper GEMM with the fused TMA-store EVT epilogue, and the standalone SM90 epilogue on odd sizes.
 
 Each tool runs once over the whole selection (one Python process, compiled kernels come from the
@@ -30,6 +30,7 @@ FILES = [
     "tests/backend/test_copy_gpu.py",
     "tests/backend/test_tiled_copy_gpu.py",
     "tests/backend/test_gemm_sm80_gpu.py",
+    "tests/backend/test_gemm_sm80_epilogue_gpu.py",
     "tests/backend/test_epilogue_sm80.py",
     "tests/backend/test_gemm_sm90.py",
     "tests/backend/test_epilogue_sm90.py",
@@ -37,7 +38,7 @@ FILES = [
 SELECT = ("transpose_helper or strided_views or smem or scalar_any"
           " or (7x13x29 and compact)"
           " or 300-264 or 1-9"
-          " or evt_relu or odd_sizes")
+          " or evt_relu or odd_sizes or 7x13x29-KK")
 
 
 def main(argv=None) -> int:
