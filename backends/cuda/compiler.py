@@ -207,6 +207,10 @@ class CompiledModule:
     def resources_for(self, name: str) -> KernelResources:
         """ptxas' report for kernel ``name`` (extern "C" name or name expression)."""
         low = self.lowered_name(name)
+        if not self.resources and low == name and \
+                re.search(r"\b" + re.escape(name) + r"\s*\(", self.source) is None:
+            raise CompileError("CompiledModule.resources_for", f"no entry function {name!r} "
+                               "in the source", self.source, self.options)
         if not self.resources:
             raise CompileError("CompiledModule.resources_for", "the compiler returned no ptxas "
                                "report (seen with NVRTC 13.0 on a program compiled before in "
