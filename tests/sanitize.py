@@ -49,7 +49,11 @@ def main(argv=None) -> int:
     env = dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
     bad = 0
     for tool in a.tools.split(","):
+        # --report-api-errors no: cuda-bindings probes driver entry points with
+        # cuGetProcAddress, which fails by design for symbols this driver lacks; those host API
+        # results are not kernel errors (seen: 34 such reports, 0 memory errors, on the H100)
         cmd = ["compute-sanitizer", "--tool", tool, "--error-exitcode", "99",
+               "--report-api-errors", "no",
                "--target-processes", "all", sys.executable, "-m", "pytest", "-q", "-x",
                "-p", "no:cacheprovider", "-m", "gpu", "-k", SELECT, *FILES]
         t0 = time.time()
