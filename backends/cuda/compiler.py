@@ -212,6 +212,8 @@ class CompiledModule:
             raise CompileError("CompiledModule.resources_for", f"no entry function {name!r} "
                                "in the source", self.source, self.options)
         if not self.resources:
+            self._report_from_nvcc()
+        if not self.resources:
             raise CompileError("CompiledModule.resources_for", "the compiler returned no ptxas "
                                "report (seen with NVRTC 13.0 on a program compiled before in "
                                "the same process); check has_resource_report first",
@@ -221,9 +223,23 @@ class CompiledModule:
                                f"have {sorted(self.resources)}", self.source, self.options)
         return self.resources[low]
 
+    def _report_from_nvcc(self) -> None:
+        """NVRTC 13.0 sometimes returns an empty ptxas log (seen on the GPU machine for programs
+        compiled before in the same process); ask ``nvcc`` (same source, same options, on the
+        PATH) for the report instead.  The CUBIN in use stays NVRTC's."""
+        if self.lowered_names or shutil.which("nvcc") is None:
+            return
+        ok, _, log, _ = _compile_nvcc(self.source, f"{_kernel_hint(self.source)}.cu",
+                                      (f"--include-path={INCLUDE_DIR}", *self.options), ())
+        if ok:
+            self.resources = parse_ptxas_log(log)
+
     @property
     def has_resource_report(self) -> bool:
-        """Whether ptxas' verbose report came back (NVRTC 13.0 sometimes returns no log)."""
+        """Whether a ptxas report is available (NVRTC's, or ``nvcc``'s when NVRTC 13.0
+        returned an empty log)."""
+        if not self.resources:
+            self._report_from_nvcc()
         return bool(self.resources)
 
     def max_spills(self) -> int:

@@ -3,6 +3,8 @@
 import os
 
 import numpy as np
+import shutil
+
 import pytest
 
 from cute_py.errors import CompileError, LaunchError
@@ -300,3 +302,13 @@ def test_torch_dlpack_or_cai_arguments(tmp_cache):
     assert v.ptr == t.data_ptr() and v.shape == (8,)
     with pytest.raises(LaunchError, match="dtype"):
         TensorSpec("t", np.float16).convert(t)
+
+
+@pytest.mark.skipif(shutil.which("nvcc") is None, reason="needs nvcc on the PATH")
+def test_resource_report_falls_back_to_nvcc(tmp_cache):
+    """When NVRTC returns an empty ptxas log (NVRTC 13.0), the report comes from nvcc."""
+    m = compile_module(SRC, arch="sm_90a")
+    m.resources = {}                   # what an empty NVRTC log leaves
+    assert m.has_resource_report
+    r = m.resources_for("axpy")
+    assert r.registers > 0 and r.spills == 0
