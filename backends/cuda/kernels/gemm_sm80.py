@@ -1001,43 +1001,50 @@ def gemm_sm80(A, B, C=None, D=None, alpha: float = 1.0, beta: float = 0.0, *,
                           actual=D.strides)
     if C is not D and C.strides[2] != C.itemsize:
         C = cp.ascontiguousarray(C)
-    eb = A.itemsize
-
-    def major_of(X, name, unit_k_mode):
-        if X.strides[unit_k_mode] == eb:
-            return "K", X
-        other = 1 if unit_k_mode == 2 else 2
-        if X.strides[other] == eb:
-            return ("M" if name == "A" else "N"), X
-        return ("K", cp.ascontiguousarray(X) if unit_k_mode == 2 else
-                cp.ascontiguousarray(X.transpose(0, 2, 1)).transpose(0, 2, 1))
-    a_major, A = major_of(A, "A", 2)
-    b_major, B = major_of(B, "B", 1)
-    from .gemm_sm80_configs import default_config
-    base = config or default_config(M, N, K, dtype=dtype, out_dtype=out, a_major=a_major,
-                                    b_major=b_major, mainloop=mainloop)
-    vec_a = alignment_of(A.data.ptr // eb, A.strides[1 if a_major == "K" else 2] // eb, 0, eb,
-                         A.strides[0] // eb)
-    vec_b = alignment_of(B.data.ptr // eb, B.strides[2 if b_major == "K" else 1] // eb, 0, eb,
-                         B.strides[0] // eb)
+    A, B, base, va, vb = _operand_plan(A, B, config, mainloop, dtype, out, op)
     ec = D.itemsize
     vc = 2
     for X in (C, D):
         if (X.data.ptr % (2 * ec)) or (X.strides[1] // ec) % 2 or (X.strides[0] // ec) % 2:
             vc = 1
-    if A.data.ptr % eb or B.data.ptr % eb:
-        raise LaunchError(op, "A", "pointers must be element-aligned")
-    if config is None and min(vec_a, vec_b) < 16 // eb:
-        base = default_config(M, N, K, dtype=dtype, out_dtype=out, a_major=a_major,
-                              b_major=b_major, mainloop=mainloop, aligned=False)
-    cfg = replace(base, dtype=dtype, out_dtype=out, a_major=a_major, b_major=b_major,
-                  vec_a=min(vec_a, 16 // eb), vec_b=min(vec_b, 16 // eb), vec_c=vc)
-    cfg = _fit_vectors(cfg)
+    cfg = _fit_vectors(replace(base, vec_a=va, vec_b=vb, vec_c=vc))
     if _PLAN_ONLY:
         _PLAN_ONLY[-1].append(cfg)
         return D[0] if squeeze else D
     get_kernel(cfg)(A, B, C, D, alpha, beta, stream=stream)
     return D[0] if squeeze else D
+
+
+def _operand_plan(A, B, config, mainloop, dtype, out, op):
+    """A and B (``(L, M, K)`` / ``(L, K, N)``) with a unit stride in K or in M / N (else a
+    K-major copy), the base configuration (``config`` or the heuristic's, unaligned when a
+    16-byte vector does not fit) with their majors and types, and the vector widths."""
+    import cupy as cp
+    from .gemm_sm80_configs import default_config
+    eb = A.itemsize
+
+    def major_of(X, unit_k_mode, other_name):
+        if X.strides[unit_k_mode] == eb:
+            return "K", X
+        other = 1 if unit_k_mode == 2 else 2
+        if X.strides[other] == eb:
+            return other_name, X
+        return ("K", cp.ascontiguousarray(X) if unit_k_mode == 2 else
+                cp.ascontiguousarray(X.transpose(0, 2, 1)).transpose(0, 2, 1))
+    a_major, A = major_of(A, 2, "M")
+    b_major, B = major_of(B, 1, "N")
+    if A.data.ptr % eb or B.data.ptr % eb:
+        raise LaunchError(op, "A", "pointers must be element-aligned")
+    vec_a = alignment_of(A.data.ptr // eb, A.strides[1 if a_major == "K" else 2] // eb, 0, eb,
+                         A.strides[0] // eb)
+    vec_b = alignment_of(B.data.ptr // eb, B.strides[2 if b_major == "K" else 1] // eb, 0, eb,
+                         B.strides[0] // eb)
+    M, K, N = A.shape[1], A.shape[2], B.shape[2]
+    base = config or default_config(M, N, K, dtype=dtype, out_dtype=out, a_major=a_major,
+                                    b_major=b_major, mainloop=mainloop,
+                                    aligned=min(vec_a, vec_b) >= 16 // eb)
+    base = replace(base, dtype=dtype, out_dtype=out, a_major=a_major, b_major=b_major)
+    return A, B, base, min(vec_a, 16 // eb), min(vec_b, 16 // eb)
 
 
 def _gemm_sm80_fused(A, B, C, D, alpha, beta, config, mainloop, stream, bf16, epilogue,
@@ -1084,26 +1091,8 @@ def _gemm_sm80_fused(A, B, C, D, alpha, beta, config, mainloop, stream, bf16, ep
                    if role in ("src", "aux_load", "aux_store")]
     vec = all(_ptr_of(a) % 16 == 0 and a.strides[0] % 16 == 0 and (N * a.itemsize) % 16 == 0
               for a in mats)
-    eb = A.itemsize
-
-    def major_of(X, unit_k_mode, other_name):
-        if X.strides[unit_k_mode] == eb:
-            return "K", X
-        other = 1 if unit_k_mode == 2 else 2
-        if X.strides[other] == eb:
-            return other_name, X
-        return ("K", cp.ascontiguousarray(X) if unit_k_mode == 2 else
-                cp.ascontiguousarray(X.transpose(0, 2, 1)).transpose(0, 2, 1))
-    a_major, A = major_of(A, 2, "M")
-    b_major, B = major_of(B, 1, "N")
-    from .gemm_sm80_configs import default_config
-    vec_a = alignment_of(A.data.ptr // eb, A.strides[1 if a_major == "K" else 2] // eb, 0, eb)
-    vec_b = alignment_of(B.data.ptr // eb, B.strides[2 if b_major == "K" else 1] // eb, 0, eb)
-    aligned = min(vec_a, vec_b) >= 16 // eb
-    base = config or default_config(M, N, K, dtype=dtype, out_dtype=out, a_major=a_major,
-                                    b_major=b_major, mainloop=mainloop, aligned=aligned)
-    cfg = replace(base, dtype=dtype, out_dtype=out, a_major=a_major, b_major=b_major,
-                  vec_a=min(vec_a, 16 // eb), vec_b=min(vec_b, 16 // eb), vec_c=2, epi=None)
+    A, B, base, va, vb = _operand_plan(A, B, config, mainloop, dtype, out, op)
+    cfg = replace(base, vec_a=va, vec_b=vb, vec_c=2, epi=None)
     cfg = with_epilogue(_fit_vectors(cfg), epilogue,
                         vectorized=bool(vec and getattr(epilogue, "vectorized", True)))
     if _PLAN_ONLY:
