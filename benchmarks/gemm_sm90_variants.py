@@ -44,6 +44,8 @@ def _configs():
             128, 256, 64, 4, 2, dt, group_m=16, epi=_epi(dt)),
         "sm90 ws-coop 128x256x64 s4 tma-epi rn4": lambda dt: C(
             128, 256, 64, 4, 2, dt, group_m=4, raster_n=True, epi=_epi(dt)),
+        "sm90 ws-coop 128x256x64 s4 tma-epi d4": lambda dt: C(
+            128, 256, 64, 4, 2, dt, epi=_epi(dt, stages_d=4)),
         "sm90 ws-coop 128x256x64 s4 c2 tma-epi64": lambda dt: C(
             128, 256, 64, 4, 2, dt, cluster_m=2, epi=_epi(dt, epi_n=64)),
     }
@@ -120,9 +122,18 @@ def _to_f64(X, dt):
     return (X.astype(cp.uint32) << 16).view(cp.float32).astype(cp.float64)
 
 
-def _rand(shape, dt, rng):
+#: input distribution of the timed runs: "normal" (standard normal) or "int2" (integers in
+#: {-2, -1, 0, 1}: what the CuTe DSL examples' ``cutlass.torch.matrix`` generates by default).
+#: The distribution changes the power drawn per MMA and so the clock the card holds.
+DATA = "normal"
+
+
+def _rand(shape, dt, rng, data=None):
     import cupy as cp
-    x = rng.standard_normal(shape, dtype=cp.float32)
+    if (data or DATA) == "int2":
+        x = rng.integers(-2, 2, size=shape).astype(cp.float32)
+    else:
+        x = rng.standard_normal(shape, dtype=cp.float32)
     if dt == "f16":
         return x.astype(cp.float16)
     u = x.view(cp.uint32)
@@ -179,7 +190,13 @@ def main(argv=None):
     ap.add_argument("--json", default="")
     ap.add_argument("--reps", type=int, default=30)
     ap.add_argument("--only", default="", help="comma-separated variant names to run")
+    ap.add_argument("--data", default="normal", choices=("normal", "int2"),
+                    help="input values of the timed runs (int2: the CuTe DSL examples' default)")
+    ap.add_argument("--dtypes", default="f16,bf16")
+    ap.add_argument("--no-extra-shapes", action="store_true", help="only the square sizes")
+    ap.add_argument("--shapes", default="", help="MxNxK,... timed instead of --sizes")
     args = ap.parse_args(argv)
+    global DATA
     import cupy as cp
     from cute_py.backends.cuda.kernels.gemm_sm90 import Sm90Gemm, Sm90GemmConfig, gemm_sm90
     dev = cp.cuda.Device()
@@ -200,6 +217,7 @@ def main(argv=None):
 
     rng = cp.random.default_rng(int(time.time()))
     if not args.no_check:
+        DATA = "normal"
         cases = [(1, 1, 1, None, 0.0), (1000, 777, 333, None, 0.0), (4095, 4097, 4099, None, 0.0),
                  (256, 4096, 4096, None, 0.0), (300, 200, 136, 3, 0.0), (777, 555, 264, None, 0.5),
                  (128, 256, 64, None, 0.0), (2048, 2048, 2048, None, 0.0)]
@@ -280,13 +298,17 @@ def main(argv=None):
             import triton_matmul as tri
         except Exception as e:
             print("triton unavailable:", e)
+    DATA = args.data
+    print("timed inputs:", DATA, flush=True)
     sizes = [int(s) for s in args.sizes.split(",") if s]
     shapes = [(s, s, s) for s in sizes]
-    if not args.quick:
+    if not args.quick and not args.no_extra_shapes:
         shapes += [(256, 8192, 8192), (4095, 4097, 4099)]
+    if args.shapes:
+        shapes = [tuple(int(x) for x in s.split("x")) for s in args.shapes.split(",")]
     table = []
     for (M, N, K) in shapes:
-        for dt in ("f16", "bf16"):
+        for dt in args.dtypes.split(","):
             if args.quick and dt == "bf16" and M != sizes[0]:
                 continue
             flops = 2.0 * M * N * K
@@ -301,8 +323,9 @@ def main(argv=None):
                 row["cublas(cupy)"] = time_fn(lambda: cp.matmul(A, Bt.T, out=Dc), args.reps)[0]
             if torch is not None:
                 tdt = torch.float16 if dt == "f16" else torch.bfloat16
-                At = torch.randn(M, K, device="cuda", dtype=torch.float32).to(tdt)
-                Btt = torch.randn(N, K, device="cuda", dtype=torch.float32).to(tdt)
+                # the same values as the other providers (the distribution moves the clock)
+                At = torch.from_dlpack(cp.ascontiguousarray(A)).view(tdt)
+                Btt = torch.from_dlpack(cp.ascontiguousarray(Bt)).view(tdt)
                 Dt = torch.empty(M, N, device="cuda", dtype=tdt)
                 row["cublas(torch)"] = time_fn(lambda: torch.matmul(At, Btt.T, out=Dt),
                                                args.reps)[0]

@@ -44,26 +44,11 @@ def _hopper_available() -> bool:
         return False
 
 
-def _k_major(x, name, es):
-    """``x`` (…, rows, K) with a unit stride along K: ``x`` itself when it has one, else a
-    K-major copy made by our swizzled-smem transpose kernel (the Hopper kernel reads K-major
-    operands only; the copy costs one read and one write of the operand, ~5% of a 4096^3 GEMM).
-    """
-    if x.strides[-1] == es:
-        return x
-    if x.strides[-2] != es:
-        return x  # neither mode contiguous: not for the Hopper kernel
-    import cupy as cp
-    from cute_py.backends.cuda.kernels.copy import copy
-    y = cp.empty(x.shape, dtype=x.dtype)
-    copy(x, y)
-    return y
-
-
 def _try_sm90(a, b, c, d, alpha, beta, strict: bool, bf16: bool = False):
     """The Hopper kernel (``gemm_sm90(A, B_nk, D, C, alpha, beta)``: A (M, K) and B as (N, K),
-    both K-major, 16-bit, D row-major in A's dtype) when the case fits it; None otherwise.
-    M-major A / N-major B (e.g. a row-major (K, N) B) are first copied K-major (``_k_major``)."""
+    16-bit, D row-major in A's dtype) when the case fits it; None otherwise.  Each operand is
+    read in place when one of its two modes is contiguous: K-major, or M-major A / N-major B
+    (e.g. the usual row-major (K, N) B), through the kernel's MN-major operand path."""
     try:
         from cute_py.backends.cuda.kernels.gemm_sm90 import gemm_sm90  # lazy: may be absent
     except ImportError:
@@ -71,17 +56,15 @@ def _try_sm90(a, b, c, d, alpha, beta, strict: bool, bf16: bool = False):
             raise LaunchError("gemm", "backend", "the Hopper kernel is not installed") from None
         return None
     es = a.itemsize
-    a, b = _k_major(a, "A", es), _k_major(b.swapaxes(-1, -2), "B", es).swapaxes(-1, -2) \
-        if a.ndim == b.ndim and a.dtype == b.dtype and es == 2 else (a, b)
     fits = ((str(a.dtype) == "float16" or (bf16 and str(a.dtype) == "uint16"))
             and a.dtype == b.dtype
-            and a.ndim == b.ndim and a.strides[-1] == es and b.strides[-2] == es
+            and a.ndim == b.ndim and es in a.strides[-2:] and es in b.strides[-2:]
             and (d is None or (d.dtype == a.dtype and d.strides[-1] == d.itemsize))
             and (c is None or beta == 0 or (c.dtype == a.dtype and c.strides[-1] == c.itemsize)))
     if not fits:
         if strict:
-            raise LaunchError("gemm", "backend", "the Hopper kernel needs 16-bit K-major A and "
-                              "B and a row-major D/C of A's dtype")
+            raise LaunchError("gemm", "backend", "the Hopper kernel needs 16-bit A and B with "
+                              "one contiguous mode each and a row-major D/C of A's dtype")
         return None
     import cupy as cp
     if d is None:

@@ -38,13 +38,15 @@ FILES = [
 SELECT = ("transpose_helper or strided_views or smem or scalar_any"
           " or (7x13x29 and compact)"
           " or 300-264 or 1-9"
-          " or evt_relu or odd_sizes or 7x13x29-KK")
+          " or evt_relu or odd_sizes or 7x13x29-KK or (mn_major and 64x128x64)")
 
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--tools", default="memcheck,racecheck,synccheck")
     ap.add_argument("--timeout", type=int, default=240, help="seconds per tool")
+    ap.add_argument("-k", dest="select", default=SELECT, help="pytest -k selection (default: "
+                    "the small case of every kernel family)")
     a = ap.parse_args(argv)
     env = dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
     bad = 0
@@ -55,7 +57,7 @@ def main(argv=None) -> int:
         cmd = ["compute-sanitizer", "--tool", tool, "--error-exitcode", "99",
                "--report-api-errors", "no",
                "--target-processes", "all", sys.executable, "-m", "pytest", "-q", "-x",
-               "-p", "no:cacheprovider", "-m", "gpu", "-k", SELECT, *FILES]
+               "-p", "no:cacheprovider", "-m", "gpu", "-k", a.select, *FILES]
         t0 = time.time()
         try:
             r = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True,

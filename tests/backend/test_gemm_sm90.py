@@ -104,6 +104,52 @@ def test_descriptor_offsets_from_smem_layout():
     assert offs == set(range(128 * 64))
 
 
+@pytest.mark.parametrize("majors", [("K", "MN"), ("MN", "K"), ("MN", "MN")])
+@pytest.mark.parametrize("cluster", [1, 2])
+def test_mn_major_configs_compile_sm90a_zero_spills(majors, cluster):
+    from cute_py.backends.cuda.compiler import compile_module
+    cfg = G.Sm90GemmConfig(a_major=majors[0], b_major=majors[1], cluster_m=cluster,
+                           epi=G.make_epilogue_config())
+    src = G.generate_source(cfg)
+    ta, tb = (int(m == "MN") for m in majors)
+    assert f"_ss<{ta}, {tb}>" in src                      # wgmma transpose bits
+    mod = compile_module(src, arch="sm_90a")
+    res = mod.resources_for(cfg.name)
+    assert res.spills == 0 and res.stack_frame == 0, res
+    assert compile_module(src, arch="sm_80").resources_for(cfg.name).spills == 0
+
+
+def test_mn_major_maps_from_algebra():
+    """MN-major SW128 tiles: 64-element chunks of 64 k-rows (8 KB), LBO = chunk distance,
+    SBO = 8 k-rows (1 KB); one TMA box (64 x 64) per chunk, at the chunk's smem offset; the
+    descriptor start of k-step kk is 16 k-rows further (2 KB)."""
+    maps = derive_maps(G.Sm90GemmConfig(128, 256, 64, 4, 2, a_major="MN", b_major="MN"))
+    assert (maps.lbo, maps.sbo, maps.lbo_b, maps.sbo_b) == (8192, 1024, 8192, 1024)
+    assert maps.transpose_bits == (1, 1)
+    assert [maps.desc_a_offset(0, kk) for kk in range(4)] == [0, 2048, 4096, 6144]
+    assert maps.wg_a_offset(1) == 8192
+    assert maps.atom_a.box == (64, 64, 1) and maps.atom_a.g_modes == (0, 1, 2)
+    loads = maps.tma_load("B", "sB", "&tmB", "fb", "kc", "n0", "l")
+    assert loads.count("tma_load_3d(") == 4 and "sB + 24576u" in loads and "n0 + 192" in loads
+    sb = smem_tile("f16", 256, 64, "MN")
+    assert {sb(n, k) for n in range(256) for k in range(64)} == set(range(256 * 64))
+    inner = cute.get_nonswizzle_portion(sb)
+    # the box of chunk c fills [8192 c, 8192 (c + 1)) with n fastest, then k
+    for i in range(0, 256 * 64, 101):
+        c, r = divmod(i, 4096)
+        k, n = divmod(r, 64)
+        assert inner(64 * c + n, k) == i
+    # binding: the contiguous mode is the rows (stride 1), K strides by the leading dimension
+    b = maps.tma_atom("B", 4096, 1000, 1, 4104, 0)
+    assert b.dims == (4096, 1000, 1) and b.strides[0] == 4104 * 2
+    with pytest.raises(LaunchError):
+        maps.tma_atom("B", 4096, 1000, 1, 4099, 0)                 # 8198-byte pitch
+    with pytest.raises(LaunchError):
+        G.Sm90GemmConfig(tile_n=64, cluster_m=2, b_major="MN").check()
+    with pytest.raises(LaunchError):
+        G.Sm90GemmConfig(a_major="M").check()
+
+
 def test_tma_box_law():
     """For every smem offset i, the box element i is g_tile(right_inverse(smem)(i))."""
     sa = smem_tile("f16", 128, 64)
@@ -194,6 +240,56 @@ def test_gemm_sm90_gpu(dt, shape):
     err = check_case(lambda A, B, D, C, a, b: G.gemm_sm90(A, B, D, C, a, b), M, N, K, dt, rng,
                      L=L, alpha=1.5, beta=0.5)
     assert err < (2e-3 if dt == "f16" else 1e-2), err
+
+
+@requires_gpu
+@pytest.mark.gpu
+@pytest.mark.parametrize("dt", ["f16", "bf16"])
+@pytest.mark.parametrize("majors", [("K", "MN"), ("MN", "K"), ("MN", "MN")])
+@pytest.mark.parametrize("shape", [(1000, 776, 333, None), (4095, 4096, 520, None),
+                                   (300, 200, 136, 3), (64, 128, 64, None)],
+                         ids=["1000x776x333", "4095x4096x520", "L3x300x200x136", "64x128x64"])
+def test_gemm_sm90_mn_major_gpu(dt, majors, shape):
+    """Operands read in place through the MN-major path (no K-major copy): A as ``At.T``, B as
+    ``Bkn.T``, fresh random data, poisoned D, float64 reference, residues in M, N and K, batched;
+    the one-call path and the plain (direct-epilogue) kernel."""
+    import cupy as cp
+    from cute_py.backends.cuda.device import device_properties
+    if device_properties().cc[0] < 9:
+        pytest.skip("needs sm_90")
+    import os
+    import sys
+    sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", ".."))
+    from benchmarks.gemm_sm90_variants import _rand
+    M, N, K, L = shape
+    lead = () if L is None else (L,)
+    rng = cp.random.default_rng()
+
+    def operand(rows, major):
+        if major == "K":          # a padded, 16-byte aligned pitch: TMA reads it in place
+            return _rand(lead + (rows, -(-K // 8) * 8), dt, rng)[..., :K]
+        pad = -(-rows // 8) * 8 + 8                     # a padded leading dimension
+        X = _rand(lead + (K, pad), dt, rng)[..., :rows]
+        return X.swapaxes(-1, -2)
+    A, B = operand(M, majors[0]), operand(N, majors[1])
+    assert G._tma_ready(A)[1] == majors[0] and G._tma_ready(B)[1] == majors[1]
+    ref, f64 = _ref(A, B, dt)
+    tol = 2e-3 if dt == "f16" else 1e-2
+    for run in ("one-call", "direct"):
+        D = cp.empty(lead + (M, N), dtype=A.dtype)
+        D.view(cp.uint16).fill(0x7E00 if dt == "f16" else 0x7FC0)
+        if run == "one-call":
+            G.gemm_sm90(A, B, D)
+        else:
+            G.Sm90Gemm(G.Sm90GemmConfig(dtype=dt, a_major=majors[0], b_major=majors[1],
+                                        vec2=False))(A, B, D)
+        out = f64(D)
+        assert not bool(cp.isnan(out).any()), run
+        err = float(cp.linalg.norm(out - ref) / cp.linalg.norm(ref))
+        assert err < tol, (run, err)
+    with pytest.raises(LaunchError):                    # majors that do not match the arrays
+        G.Sm90Gemm(G.Sm90GemmConfig(dtype=dt, a_major="MN" if majors[0] == "K" else "K",
+                                    b_major=majors[1]))(A, B)
 
 
 def test_tma_bind_errors_and_law():

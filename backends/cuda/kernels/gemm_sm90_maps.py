@@ -1,14 +1,21 @@
 """Index maps of the Hopper GEMM, derived from the layout algebra.
 
-- shared-memory tiles: ``tile_to_shape(GMMA.Layout_K_SW128_Atom(T), (BM, BK))`` for A and
-  ``(BN, BK)`` for B (K-major, 128-byte swizzle);
-- TMA boxes: :func:`cute_py.backends.cuda.tma.make_tma_atom` on those tiles, derived once with
-  symbolic (basis-like) global strides and bound to the real tensor at launch;
-- wgmma descriptors: the canonical K-major SW128 form ``Sw<3,4,3> o ((8,m),(T,2))``: the
-  stride-byte-offset (SBO) is the byte distance between 8-row core-matrix groups, read off the
-  non-swizzle part of the smem layout; the start address of the operand for m-slab ``j`` and
-  k-step ``kk`` is the smem layout evaluated at ``(64*j, 16*kk)`` (bytes; the hardware applies
-  the swizzle to the address, as CuTe's descriptor iterator assumes);
+- shared-memory tiles, per operand major: K-major ``tile_to_shape(GMMA.Layout_K_SW128_Atom(T),
+  (rows, BK))``; MN-major (A stored M-contiguous, B N-contiguous, e.g. a row-major ``(K, N)``
+  B) ``tile_to_shape(GMMA.Layout_MN_SW128_Atom(T), (rows, BK), order=(1, 0))``: 64-element
+  MN chunks of ``BK`` rows of 128 bytes each, the chunks one after another;
+- TMA boxes: :func:`cute_py.backends.cuda.tma.make_tma_atom` on those tiles (K-major: the whole
+  tile is one box; MN-major: one box per 64-element chunk, since a 128-byte-swizzled box is at
+  most 128 bytes wide), derived once with symbolic (basis-like) global strides and bound to the
+  real tensor at launch;
+- wgmma descriptors, read off the non-swizzle part of the smem layout: K-major SW128 is the
+  canonical ``Sw<3,4,3> o ((8,m),(T,2))`` whose stride-byte-offset (SBO) is the byte distance
+  between 8-row core-matrix groups; MN-major SW128 is ``Sw<3,4,3> o ((T,8,m),(8,k))`` whose
+  leading-byte-offset (LBO) is the distance between 64-element MN chunks and SBO the distance
+  between groups of 8 k-rows (and the wgmma transpose bit is set).  The start address of the
+  operand for m-slab ``j`` and k-step ``kk`` is the smem layout evaluated at ``(64*j, 16*kk)``
+  (bytes; the hardware applies the swizzle to the address, as CuTe's descriptor iterator
+  assumes);
 - accumulator fragment: the wgmma C layout ``CLayout_64xN`` per 64-row slab, slabs of one
   warpgroup stacked along M, warpgroups stacked along M (an ``AccFragment``, the object the
   epilogue emitter consumes).
@@ -32,8 +39,14 @@ _SYM_ROW = 1 << 24
 _SYM_BATCH = 1 << 36
 
 
-def smem_tile(dtype: str, rows: int, cols: int):
-    """The K-major SW128 smem tile ``rows x cols`` (cols = K extent)."""
+#: operand majors: "K" (K contiguous in global memory) or "MN" (M for A / N for B contiguous)
+MAJORS = ("K", "MN")
+
+
+def smem_tile(dtype: str, rows: int, cols: int, major: str = "K"):
+    """The SW128 smem tile ``rows x cols`` (cols = K extent) of an operand of ``major``."""
+    if major == "MN":
+        return cute.tile_to_shape(GMMA.Layout_MN_SW128_Atom(dtype), (rows, cols), (1, 0))
     return cute.tile_to_shape(GMMA.Layout_K_SW128_Atom(dtype), (rows, cols))
 
 
@@ -67,10 +80,25 @@ class Sm90Maps:
     smem_b: object
     atom_a: TmaAtom
     atom_b: TmaAtom
-    sbo: int
+    sbo: int                      # A's descriptor SBO / LBO (bytes)
     lbo: int
     layout_type: int
     frag: AccFragment
+    a_major: str = "K"
+    b_major: str = "K"
+    sbo_b: int = 1024             # B's descriptor SBO / LBO (bytes)
+    lbo_b: int = 16
+    b_slice_rows: int = 0         # rows of the B tile this CTA loads (tile_n / cluster_m)
+
+    def desc_args(self, which: str) -> str:
+        """``lbo, sbo, layout_type`` arguments of ``make_gmma_desc`` for operand ``which``."""
+        lbo, sbo = (self.lbo, self.sbo) if which == "A" else (self.lbo_b, self.sbo_b)
+        return f"{lbo}u, {sbo}u, {self.layout_type}u"
+
+    @property
+    def transpose_bits(self) -> tuple[int, int]:
+        """wgmma's ``imm-trans-a`` / ``imm-trans-b``: 1 for an MN-major operand."""
+        return int(self.a_major == "MN"), int(self.b_major == "MN")
 
     @property
     def slabs(self) -> int:
@@ -93,20 +121,37 @@ class Sm90Maps:
     def desc_b_offset(self, kk: int) -> int:
         return self._byte_offset(self.smem_b, 0, 16 * kk)
 
-    def tma_load(self, which, dst, desc, bar, kc, rc, lc, mask=None) -> str:
-        """The TMA load of one stage (``mask``: multicast to the CTAs of the cluster mask):
-        coordinates ordered by the box's global modes."""
+    def box_rows(self, which: str) -> int:
+        """Rows (M or N) of the operand one TMA box covers."""
         atom = self.atom_a if which == "A" else self.atom_b
-        by_mode = {0: rc, 1: kc, 2: lc}
-        cs = ", ".join(by_mode[m] for m in atom.g_modes)
-        if mask is not None:
-            return f"tma_load_{atom.rank}d_multicast({dst}, {desc}, {bar}, (u16){mask}, {cs});"
-        return f"tma_load_{atom.rank}d({dst}, {desc}, {bar}, {cs});"
+        return atom.box[list(atom.g_modes).index(0)]
+
+    def tma_load(self, which, dst, desc, bar, kc, rc, lc, mask=None) -> str:
+        """The TMA loads of one stage (``mask``: multicast to the CTAs of the cluster mask):
+        coordinates ordered by the box's global modes.  ``dst`` is the smem address of the
+        rows this CTA loads (the tile, or its cluster slice of B), ``rc`` their first row; an
+        MN-major operand takes one box per 64-row chunk, at the chunk's smem offset."""
+        atom = self.atom_a if which == "A" else self.atom_b
+        smem = self.smem_a if which == "A" else self.smem_b
+        rows = self.tile_m if which == "A" else (self.b_slice_rows or self.tile_n)
+        step = self.box_rows(which)
+        out = []
+        for r0 in range(0, rows, step):
+            off = self._byte_offset(smem, r0, 0)
+            d = dst if off == 0 else f"{dst} + {off}u"
+            by_mode = {0: rc if r0 == 0 else f"{rc} + {r0}", 1: kc, 2: lc}
+            cs = ", ".join(by_mode[m] for m in atom.g_modes)
+            if mask is not None:
+                out.append(f"tma_load_{atom.rank}d_multicast({d}, {desc}, {bar}, (u16){mask}, "
+                           f"{cs});")
+            else:
+                out.append(f"tma_load_{atom.rank}d({d}, {desc}, {bar}, {cs});")
+        return " ".join(out)
 
     @property
     def b_box_rows(self) -> int:
-        """Rows of B one TMA box covers (the whole tile, or a 1/cluster slice multicast)."""
-        return self.atom_b.box[list(self.atom_b.g_modes).index(0)]
+        """Rows of B one CTA loads (the whole tile, or a 1/cluster slice multicast)."""
+        return self.b_slice_rows or self.box_rows("B")
 
     def b_slice_offset(self, rank: int) -> int:
         """Byte offset in the B tile of the slice CTA ``rank`` of the cluster loads."""
@@ -115,27 +160,50 @@ class Sm90Maps:
         return self._byte_offset(self.smem_b, rank * self.b_box_rows, 0)
 
     def tma_atom(self, which, rows, K, L, ld, batch_stride) -> TmaAtom:
+        """Bind operand ``which`` (``rows x K``, ``L`` batches; ``ld`` = element stride of its
+        non-contiguous mode, K for K-major, rows for MN-major)."""
         atom = self.atom_a if which == "A" else self.atom_b
+        major = self.a_major if which == "A" else self.b_major
         if L == 1:
-            batch_stride = rows * ld
-        return atom.bind((rows, K, L), (ld, 1, batch_stride), op=f"Sm90Gemm({which})")
+            batch_stride = (rows if major == "K" else K) * ld
+        strides = (ld, 1, batch_stride) if major == "K" else (1, ld, batch_stride)
+        return atom.bind((rows, K, L), strides, op=f"Sm90Gemm({which})")
+
+
+def _descriptor_offsets(tile, major: str) -> tuple[int, int]:
+    """``(lbo, sbo)`` in bytes of the canonical GMMA SW128 form of ``tile``."""
+    inner = get_nonswizzle_portion(tile)
+    if major == "MN":
+        # ((T,8,m),(8,k)): LBO = next 64-element MN chunk, SBO = next group of 8 k-rows
+        return cute.crd2idx((64, 0), inner) * 2, cute.crd2idx((0, 8), inner) * 2
+    # ((8,m),(T,2)): SBO = next 8-row core-matrix group; LBO unused with a swizzle (1)
+    return 16, cute.crd2idx((8, 0), inner) * 2
+
+
+def _box_tile(dt, rows, cols, major):
+    """The smem region one TMA box fills: the whole K-major tile, or one 64-row MN chunk."""
+    return smem_tile(dt, rows if major == "K" else 64, cols, major)
 
 
 def derive_maps(cfg) -> Sm90Maps:
     dt = "f16" if cfg.dtype in ("f16", "float16") else "bf16"
-    sa = smem_tile(dt, cfg.tile_m, cfg.tile_k)
-    sb = smem_tile(dt, cfg.tile_n, cfg.tile_k)
-    ta = make_tma_atom(dt, (1 << 20, 1 << 20, 1 << 10), (_SYM_ROW, 1, _SYM_BATCH), sa)
+    am, bm = getattr(cfg, "a_major", "K"), getattr(cfg, "b_major", "K")
+    sa = smem_tile(dt, cfg.tile_m, cfg.tile_k, am)
+    sb = smem_tile(dt, cfg.tile_n, cfg.tile_k, bm)
+
+    def sym(major):   # symbolic global strides: the contiguous mode gets 1
+        return (_SYM_ROW, 1, _SYM_BATCH) if major == "K" else (1, _SYM_ROW, _SYM_BATCH)
+    big = (1 << 20, 1 << 20, 1 << 10)
+    ta = make_tma_atom(dt, big, sym(am), _box_tile(dt, cfg.tile_m, cfg.tile_k, am))
     # with a cluster of `cluster_m` CTAs along M, each CTA loads 1/cluster_m of the B tile and
-    # multicasts it to every CTA of the cluster: the box is that slice of the smem tile
-    sb_slice = smem_tile(dt, cfg.tile_n // getattr(cfg, "cluster_m", 1), cfg.tile_k)
-    tb = make_tma_atom(dt, (1 << 20, 1 << 20, 1 << 10), (_SYM_ROW, 1, _SYM_BATCH), sb_slice)
+    # multicasts it to every CTA of the cluster: the box is (a chunk of) that slice
+    slice_rows = cfg.tile_n // getattr(cfg, "cluster_m", 1)
+    tb = make_tma_atom(dt, big, sym(bm), _box_tile(dt, slice_rows, cfg.tile_k, bm))
     sw = get_swizzle_portion(sa)
-    inner = get_nonswizzle_portion(sa)
-    # canonical K-major SW128: ((8,m),(T,2)) -> SBO = stride between 8-row groups (bytes)
-    sbo = cute.crd2idx((8, 0), inner) * 2
+    lbo, sbo = _descriptor_offsets(sa, am)
+    lbo_b, sbo_b = _descriptor_offsets(sb, bm)
     layout_type = {3: 1, 2: 2, 1: 3, 0: 0}[sw.B]
     rows = cfg.tile_m // cfg.consumer_wgs
     frag = wgmma_fragment(cfg.consumer_wgs, cfg.tile_n, rows)
     return Sm90Maps(dt, cfg.tile_m, cfg.tile_n, cfg.tile_k, cfg.consumer_wgs, sa, sb, ta, tb,
-                    sbo, 16, layout_type, frag)
+                    sbo, lbo, layout_type, frag, am, bm, sbo_b, lbo_b, slice_rows)
