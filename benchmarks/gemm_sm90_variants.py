@@ -17,6 +17,7 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(HERE))
+sys.path.insert(0, HERE)
 
 __all__ = ["variants", "CONFIGS", "main"]
 
@@ -195,6 +196,12 @@ def main(argv=None):
     ap.add_argument("--dtypes", default="f16,bf16")
     ap.add_argument("--no-extra-shapes", action="store_true", help="only the square sizes")
     ap.add_argument("--shapes", default="", help="MxNxK,... timed instead of --sizes")
+    ap.add_argument("--timing", default="stream", choices=("stream", "synced"),
+                    help="stream: rounds of back-to-back calls, every variant in each round "
+                    "(host launch time hidden, as in a real stream; thermal phases hit all "
+                    "variants alike); synced: event / one call / event / sync per sample (adds "
+                    "each provider's host-side launch time to its kernel time)")
+    ap.add_argument("--rounds", type=int, default=6)
     args = ap.parse_args(argv)
     global DATA
     import cupy as cp
@@ -317,36 +324,40 @@ def main(argv=None):
             Bt = _rand((N, Kp), dt, rng)[:, :K]
             D = cp.empty((M, (N + 63) // 64 * 64), dtype=A.dtype)[:, :N]
             row = {"M": M, "N": N, "K": K, "dtype": dt}
+            fns = {}
             # cuBLAS
             if dt == "f16":
                 Dc = cp.empty((M, N), dtype=cp.float16)
-                row["cublas(cupy)"] = time_fn(lambda: cp.matmul(A, Bt.T, out=Dc), args.reps)[0]
+                fns["cublas(cupy)"] = lambda: cp.matmul(A, Bt.T, out=Dc)
             if torch is not None:
                 tdt = torch.float16 if dt == "f16" else torch.bfloat16
                 # the same values as the other providers (the distribution moves the clock)
                 At = torch.from_dlpack(cp.ascontiguousarray(A)).view(tdt)
                 Btt = torch.from_dlpack(cp.ascontiguousarray(Bt)).view(tdt)
                 Dt = torch.empty(M, N, device="cuda", dtype=tdt)
-                row["cublas(torch)"] = time_fn(lambda: torch.matmul(At, Btt.T, out=Dt),
-                                               args.reps)[0]
+                fns["cublas(torch)"] = lambda: torch.matmul(At, Btt.T, out=Dt)
                 if tri is not None and M == N == K:
-                    try:
-                        row["triton"] = time_fn(lambda: tri.matmul(At, Btt.T, out=Dt),
-                                                args.reps)[0]
-                    except Exception as e:
-                        print("triton failed:", e)
+                    fns["triton"] = lambda: tri.matmul(At, Btt.T, out=Dt)
             for name, mk in cfgs.items():
                 if mk is None:
-                    row[name] = time_fn((lambda A, Bt, D: lambda: gemm_sm90(A, Bt, D))(A, Bt, D),
-                                        args.reps)[0]
+                    fns[name] = (lambda A, Bt, D: lambda: gemm_sm90(A, Bt, D))(A, Bt, D)
                     continue
                 g = Sm90Gemm(mk(dt))
                 try:
-                    run = g.prepare(A, Bt, D)
+                    fns[name] = g.prepare(A, Bt, D)
                 except Exception as e:
                     print(name, "unsupported:", e)
-                    continue
-                row[name] = time_fn(run, args.reps)[0]
+            if args.timing == "stream":
+                from gemm_majors import interleaved
+                for k, v in interleaved(fns, args.rounds, max(1, args.reps // args.rounds)
+                                        ).items():
+                    row[k] = v
+            else:
+                for k, f in fns.items():
+                    try:
+                        row[k] = time_fn(f, args.reps)[0]
+                    except Exception as e:
+                        print(k, "failed:", e)
             base = row.get("cublas(cupy)") or row.get("cublas(torch)")
             parts = []
             for k, v in row.items():
