@@ -30,7 +30,8 @@ Also accepted (the epilogue engineer's form): a tuple ``(name, case, make)`` wit
 ``make(M, N, K, dtype) -> zero-arg callable`` that creates its own fp16 data; such variants run
 on the fp16 TN cases only and are labelled ``"name [case]"``.
 
-Timing: 3 warm-ups, then the median of ``--reps`` event-timed runs; TFLOP/s = 2MNK / time.
+Timing: 3 warm-ups, then the median of ``--reps`` event-timed bursts of 5 back-to-back calls
+(per-call time; host launch time hidden as in a stream); TFLOP/s = 2MNK / time.
 """
 
 from __future__ import annotations
@@ -207,7 +208,11 @@ def provider_variants():
 
 # ------------------------------------------------------------------------------ timing
 
-def time_callable(fn, reps=20, warmup=3):
+def time_callable(fn, reps=20, warmup=3, burst=5):
+    """Median seconds per call over ``reps`` samples; each sample times ``burst`` back-to-back
+    calls between two events, so a provider's host-side launch time overlaps the previous
+    kernel as in a real stream (one call per event pair would add it to the kernel time:
+    ~10% for cupy.matmul at 4096^3, see docs/performance.md, session 12)."""
     import cupy as cp
     for _ in range(warmup):
         fn()
@@ -216,10 +221,11 @@ def time_callable(fn, reps=20, warmup=3):
     for _ in range(reps):
         s, e = cp.cuda.Event(), cp.cuda.Event()
         s.record()
-        fn()
+        for _ in range(burst):
+            fn()
         e.record()
         e.synchronize()
-        times.append(cp.cuda.get_elapsed_time(s, e) * 1e-3)
+        times.append(cp.cuda.get_elapsed_time(s, e) * 1e-3 / burst)
     return statistics.median(times), times
 
 

@@ -62,12 +62,25 @@ CONFIGS = ("sm90 default (heuristic)", "sm90 ws-coop 128x256x64 s4 tma-epi",
            "sm90 ws-coop 128x256x64 s4 c2 tma-epi", "sm90 ws-coop 128x256x64 s4")
 
 
+def _majors(A, Bt):
+    """``(a_major, b_major)`` of A (M, K) and Bt (N, K) from their strides, or None."""
+    out = []
+    for X in (A, Bt):
+        if X.strides[1] == X.itemsize:
+            out.append("K")
+        elif X.strides[0] == X.itemsize:
+            out.append("MN")
+        else:
+            return None
+    return tuple(out)
+
+
 def _default_variant(name):
     def run(A, B, dtype):
         import cupy as cp
         from cute_py.backends.cuda.kernels import gemm_sm90 as G
         Bt = B.T
-        if A.strides[1] != A.itemsize or Bt.strides[1] != Bt.itemsize:
+        if _majors(A, Bt) is None:
             return None
         D = cp.empty((A.shape[0], (Bt.shape[0] + 63) // 64 * 64), dtype=A.dtype)[:, :Bt.shape[0]]
         return lambda: G.gemm_sm90(A, Bt, D)
@@ -84,11 +97,13 @@ def _variant(name):
 
     def run(A, B, dtype):
         from cute_py.backends.cuda.kernels.gemm_sm90 import Sm90Gemm
+        import dataclasses
         Bt = B.T                      # (N, K); K-major B means this view is row-major
-        if A.strides[1] != A.itemsize or Bt.strides[1] != Bt.itemsize:
-            return None               # only TN (both K-major)
+        majors = _majors(A, Bt)
+        if majors is None:
+            return None               # neither mode of an operand contiguous
         dt = "f16" if dtype in ("f16", "fp16", "float16") else "bf16"
-        cfg = _configs()[name](dt)
+        cfg = dataclasses.replace(_configs()[name](dt), a_major=majors[0], b_major=majors[1])
         g = _GEMMS.get(cfg)
         if g is None:
             g = _GEMMS[cfg] = Sm90Gemm(cfg)
