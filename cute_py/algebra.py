@@ -13,14 +13,23 @@ from __future__ import annotations
 
 from fractions import Fraction
 import math
+from operator import itemgetter
 
 from . import int_tuple as it
 from .errors import LayoutError, SymbolicError
 from .int_tuple import _is_const, ceil_div, flatten, is_underscore, product, wrap
 from .layout import (
-    Layout, _as_layout, _concat, _modes, _to_tuple, append, compact_col_major, cosize,
-    fmt_int_tuple, make_layout, make_ordered_layout, tile_unzip, zip as zip_layout,
+    Layout, _as_layout, _concat, _layout_raw, _modes, _to_tuple, append, compact_col_major,
+    cosize, fmt_int_tuple, make_layout, make_ordered_layout, tile_unzip, zip as zip_layout,
 )
+
+# The fast paths below work on a layout's flat modes ``((s0, d0), (s1, d1), ...)`` (plain ints,
+# ``Layout._flat``, computed by the constructor) and build their results without re-validation;
+# every other operand (symbolic values, composed layouts, tensors, tuples of tilers) and every
+# error case goes through the general code, which raises the documented errors.
+
+_first = itemgetter(0)
+_second = itemgetter(1)
 
 __all__ = [
     "coalesce", "coalesce_shape", "filter", "filter_zeros", "composition", "complement",
@@ -83,6 +92,10 @@ def coalesce(L, profile=None):
     modes of ``L`` past the profile pass through.
     ``coalesce((2,(1,6)):(1,(6,2))) == 12:1``.
     """
+    if type(L) is Layout and profile is None:
+        f = L._flat
+        if f:
+            return _from_pairs(_coalesce_pairs(f))
     f = _dispatch(L, "coalesce")
     if f is not None:
         return f(profile)
@@ -92,7 +105,7 @@ def coalesce(L, profile=None):
             raise LayoutError("coalesce", "profile", f"has more modes than the layout's rank {L.rank()}",
                               expected=fmt_int_tuple(L.shape), actual=fmt_int_tuple(profile))
         return _transform2(L, profile, lambda l, p: coalesce(l, p))
-    f = L._flat_modes()
+    f = L._flat
     if f:
         return _coalesce_flat(f)
     fs, fd = flatten(wrap(L.shape)), flatten(wrap(L.stride))
@@ -103,33 +116,40 @@ def coalesce(L, profile=None):
 
 def _coalesce_pairs(f, seed=None) -> list:
     """``_bw_coalesce`` on plain-int flat modes ``((s, d), ...)``: the coalesced ``[(s, d), ...]``
-    (``[(1, 0)]`` when nothing is left)."""
-    s0, d0 = f[-1] if seed is None else seed
-    out = [(s0, d0)]
-    for s, d in reversed(f[:-1]):
+    (``[(1, 0)]`` when nothing is left). ``seed`` replaces the last mode as the starting one."""
+    hs, hd = f[-1] if seed is None else seed
+    done = []  # finished modes, right to left
+    for k in range(len(f) - 2, -1, -1):
+        s, d = f[k]
         if s == 1:
             continue
-        hs, hd = out[-1]
-        if len(out) == 1 and hs == 1:
-            out[-1] = (s, d)
+        if hs == 1:  # only the seed can have extent 1: replace it
+            hs, hd = s, d
         elif s * d == hd:
-            out[-1] = (s * hs, d)
+            hs, hd = s * hs, d
         else:
-            out.append((s, d))
-    if len(out) == 1 and out[0][0] == 1:
-        return [(1, 0)]
-    out.reverse()
-    return out
+            done.append((hs, hd))
+            hs, hd = s, d
+    if not done:
+        return [(1, 0)] if hs == 1 else [(hs, hd)]
+    done.append((hs, hd))
+    done.reverse()
+    return done
+
+
+def _coalesce_x_pairs(f) -> list:
+    """``_coalesce_pairs`` keeping the function outside the domain (see :func:`_coalesce_x`)."""
+    s, d = f[-1]
+    return _coalesce_pairs(f, (2 if s == 1 else s, d))
 
 
 def _from_pairs(pairs) -> Layout:
     """The flat layout of plain-int ``[(s, d), ...]`` (one mode: an int layout)."""
     if len(pairs) == 1:
-        L = Layout._raw(pairs[0][0], pairs[0][1])
-    else:
-        L = Layout._raw(tuple(p[0] for p in pairs), tuple(p[1] for p in pairs))
-    object.__setattr__(L, "_flat", tuple(pairs))
-    return L
+        s, d = pairs[0]
+        return _layout_raw(s, d, (pairs[0],))
+    ss, dd = zip(*pairs)
+    return _layout_raw(ss, dd, tuple(pairs))
 
 
 def _coalesce_flat(f, seed=None) -> Layout:
@@ -140,10 +160,9 @@ def _coalesce_flat(f, seed=None) -> Layout:
 def _coalesce_x(L: Layout) -> Layout:
     """Coalesce that keeps the function outside the domain too (a trailing size-1 mode becomes a
     size-2 seed so its stride survives) — used inside composition."""
-    f = L._flat_modes()
+    f = L._flat
     if f:
-        s, d = f[-1]
-        return _coalesce_flat(f, (2 if s == 1 else s, d))
+        return _from_pairs(_coalesce_x_pairs(f))
     fs, fd = flatten(wrap(L.shape)), flatten(wrap(L.stride))
     if not fs:
         return Layout(1, 0)
@@ -246,6 +265,10 @@ def composition(A, B):
     check would return a wrong layout (NVIDIA/cutlass#3177).
     ``(6,2):(8,2) ∘ (4,3):(3,1) == ((2,2),3):((24,2),8)``.
     """
+    if type(A) is Layout and type(B) is Layout:
+        af, bf = A._flat, B._flat
+        if af and bf:
+            return _compose_flat(A, B, _coalesce_x_pairs(af), bf)
     f = _dispatch(A, "compose")
     if f is not None:
         return f(B)
@@ -257,11 +280,7 @@ def composition(A, B):
         flat = _coalesce_x(A)
         R = _composition_impl(flat.shape, flat.stride, B.shape, B.stride, A, B)
         if isinstance(B.shape, tuple) and not _distributes(flat, B, R, A):
-            raise LayoutError("composition", "rhs", "has modes whose images add up across a mode "
-                              "boundary of the lhs, so composing mode by mode (as CuTe C++ does) "
-                              "gives a layout with R(c) != A(B(c)) (NVIDIA/cutlass#2955)",
-                              expected=f"{A} ∘ {B} distributing over the modes of the rhs",
-                              actual=str(B))
+            _raise_not_distributive(A, B)
         return R
     if isinstance(B, list):
         B = tuple(B)
@@ -279,6 +298,136 @@ def composition(A, B):
         return _composition_impl(flat.shape, flat.stride, B, 1, A, B)
     raise LayoutError("composition", "rhs", "must be a Layout, an int, _ or a tuple of those",
                       actual=repr(B))
+
+
+def _raise_not_distributive(A, B):
+    raise LayoutError("composition", "rhs", "has modes whose images add up across a mode "
+                      "boundary of the lhs, so composing mode by mode (as CuTe C++ does) "
+                      "gives a layout with R(c) != A(B(c)) (NVIDIA/cutlass#2955)",
+                      expected=f"{A} ∘ {B} distributing over the modes of the rhs",
+                      actual=str(B))
+
+
+def _compose_flat(A: Layout, B: Layout, cf, bf) -> Layout:
+    """``composition(A, B)`` for plain-int layouts; ``cf`` is ``A``'s flat modes coalesced by
+    :func:`_coalesce_x_pairs`, ``bf`` ``B``'s flat modes. The result has ``B``'s nesting with
+    every leaf ``s:d`` of ``B`` replaced by ``A ∘ s:d``."""
+    bs = B.shape
+    out = []
+    if type(bs) is int:
+        rs, rd = _compose_leaf(cf, bs, B.stride, out, A, B)
+        return _layout_raw(rs, rd, tuple(out))
+    rs, rd = _compose_nest(cf, bs, B.stride, out, A, B)
+    R = _layout_raw(rs, rd, tuple(out))
+    if len(cf) > 1 and not _distributes_pairs(cf, bf, R, A, B):
+        _raise_not_distributive(A, B)
+    return R
+
+
+def _compose_nest(cf, bs, bd, out, A, B):
+    """Shape and stride of ``A ∘ bs:bd`` for a tuple ``bs``, leaf by leaf (flat modes to ``out``)."""
+    ss, ds = [], []
+    for s, d in zip(bs, bd):
+        if type(s) is int:
+            s, d = _compose_leaf(cf, s, d, out, A, B)
+        else:
+            s, d = _compose_nest(cf, s, d, out, A, B)
+        ss.append(s)
+        ds.append(d)
+    return tuple(ss), tuple(ds)
+
+
+def _compose_leaf(cf, rs, rd, out, A, B):
+    """Shape and stride of ``A ∘ rs:rd`` for one plain-int mode (CuTe's fold over the coalesced
+    modes ``cf`` of ``A``); appends its flat modes to ``out``. A violated divisibility condition
+    is raised by :func:`_composition_general`.
+
+    The fold keeps the sign of ``rd`` and walks ``|rd|`` through the modes of ``A``: a mode that
+    ``|rd|`` is a multiple of is stepped over (``|rd| /= extent``); a mode larger than ``|rd|``
+    contributes ``ceil(extent / |rd|)`` (or what is left of ``rs``) at stride ``|rd| * d_A``,
+    after which ``|rd|`` is 1; the rest of ``rs`` goes to the last mode of ``A``.
+    """
+    if rd == 0:
+        out.append((rs, 0))
+        return rs, 0
+    n = len(cf) - 1
+    if n == 0:
+        d = rd * cf[0][1]
+        out.append((rs, d))
+        return rs, d
+    sign = 1 if rd > 0 else -1
+    a = rd * sign
+    rest = rs
+    res = []
+    for i in range(n):
+        cs, cd = cf[i]
+        if a % cs == 0:
+            a //= cs
+            continue
+        if a > cs:
+            _compose_error(cf, rs, rd, A, B)  # stride divisibility condition
+        if rest == 1:
+            a = 1
+            continue
+        m = -(-cs // a)
+        if m >= rest:  # the rest of the rhs fits in this mode: done
+            res.append((rest, sign * a * cd))
+            break
+        if rest % m != 0 or cs % a != 0:
+            _compose_error(cf, rs, rd, A, B)  # shape divisibility (or cutlass#3177)
+        res.append((m, sign * a * cd))
+        rest //= m
+        a = 1
+    else:
+        res.append((rest, sign * a * cf[n][1]))
+    out.extend(res)
+    if len(res) == 1:
+        return res[0]
+    return tuple(zip(*res))
+
+
+def _compose_error(cf, rs, rd, A, B):
+    """Raise the divisibility error of ``A ∘ rs:rd`` (the general fold names the condition)."""
+    ls, ld = zip(*cf)
+    _composition_general(ls, ld, rs, rd, A, B)
+    raise AssertionError("unreachable: the composition fold accepted what the fast path did not")
+
+
+def _distributes_pairs(cf, bf, R: Layout, A: Layout, B: Layout) -> bool:
+    """:func:`_distributes` for plain-int flat modes (``cf``: ``A`` coalesced, ``bf``: ``B``)."""
+    modes = [(s, d) for s, d in bf if s != 1 and d != 0]
+    if len(modes) <= 1:
+        return True
+    for _s, d in modes:
+        if d < 0:
+            return True  # negative offsets: C++'s truncating division decides; we follow C++
+    n = len(cf) - 1
+    starts = [1] * (n + 1)
+    for j in range(n):
+        starts[j + 1] = starts[j] * cf[j][0]
+    total = [0] * n
+    for s, d in modes:
+        hi = (s - 1) * d  # the largest offset of the mode
+        for j in range(n):
+            base = starts[j]
+            if base > hi:
+                break  # this digit and the ones above stay 0
+            br = starts[j + 1]
+            if d % br == 0:
+                continue  # every multiple of d has digit j == 0
+            r = cf[j][0]
+            if hi < br:
+                total[j] += hi // base  # the digit grows monotonically: no wrap
+            elif d % base == 0 and s * (d // base) >= r * (d // base) // math.gcd(d // base, r):
+                total[j] += r - math.gcd(d // base, r)  # k*q mod r runs through all multiples of g
+            elif s <= 1024:
+                total[j] += max(((k * d) // base) % r for k in range(s))
+            else:
+                total[j] += r - 1
+    for j in range(n):
+        if total[j] >= cf[j][0]:
+            return _agrees_everywhere(R, A, B)
+    return True
 
 
 def _distributes(flat: Layout, B: Layout, R: Layout, A: Layout) -> bool:
@@ -358,7 +507,9 @@ def _agrees_everywhere(R: Layout, A: Layout, B: Layout) -> bool:
 def _composition_impl(ls, ld, rs, rd, A, B) -> Layout:
     if type(rs) is int and type(rd) is int and type(ls) is tuple \
             and all(type(x) is int for x in ls) and all(type(x) is int for x in ld):
-        return _composition_int(ls, ld, rs, rd, A, B)
+        out = []
+        s, d = _compose_leaf(tuple(zip(ls, ld)), rs, rd, out, A, B)
+        return _layout_raw(s, d, tuple(out))
     return _composition_general(ls, ld, rs, rd, A, B)
 
 
@@ -410,39 +561,6 @@ def _composition_general(ls, ld, rs, rd, A, B) -> Layout:
     return Layout(tuple(result_shape) + (rest_shape,), tuple(result_stride) + (rest_stride * ld[R - 1],))
 
 
-def _composition_int(ls, ld, rs, rd, A, B) -> Layout:
-    """``_composition_impl`` for a plain-int flat lhs (rank >= 2) and one plain-int rhs mode."""
-    if rd == 0:
-        return Layout._raw(rs, 0)
-    R = len(ls)
-    result_shape, result_stride = [], []
-    rest_shape, rest_stride = rs, rd
-    for i in range(R - 1):
-        curr_shape = ls[i]
-        a = rest_stride if rest_stride >= 0 else -rest_stride
-        if not (rest_stride % curr_shape == 0 or a < curr_shape):
-            return _composition_general(ls, ld, rs, rd, A, B)  # raises the divisibility error
-        next_shape = -(-curr_shape // a)
-        next_stride = -(-a // curr_shape) * (1 if rest_stride > 0 else -1 if rest_stride < 0 else 0)
-        if next_shape == 1 or rest_shape == 1:
-            rest_stride = next_stride
-            continue
-        new_shape = next_shape if next_shape < rest_shape else rest_shape
-        if rest_shape % new_shape != 0 or (curr_shape % a != 0 and new_shape != rest_shape):
-            return _composition_general(ls, ld, rs, rd, A, B)  # raises (incl. cutlass#3177)
-        result_shape.append(new_shape)
-        result_stride.append(rest_stride * ld[i])
-        rest_shape //= new_shape
-        rest_stride = next_stride
-    if not result_shape:
-        return Layout._raw(rest_shape, rest_stride * ld[R - 1])
-    if rest_shape == 1:
-        if len(result_shape) == 1:
-            return Layout._raw(result_shape[0], result_stride[0])
-        return Layout._raw(tuple(result_shape), tuple(result_stride))
-    return Layout._raw(tuple(result_shape) + (rest_shape,), tuple(result_stride) + (rest_stride * ld[R - 1],))
-
-
 # ---------------------------------------------------------------------------------------------
 # Complement
 
@@ -455,6 +573,10 @@ def complement(L, cotarget=None):
     ``cotarget`` may be an int or a shape (a layout gives its shape).
     ``complement(4:2, 24) == (2,3):(1,8)``.
     """
+    if type(L) is Layout and (cotarget is None or type(cotarget) is int and cotarget >= 1):
+        R = _complement_flat(L, cotarget)
+        if R is not None:
+            return R
     f = _dispatch(L, "complement")
     if f is not None:
         return f(cotarget)
@@ -510,48 +632,56 @@ def complement(L, cotarget=None):
 
 
 def _complement_flat(L: Layout, cotarget):
-    """``complement`` for plain-int layouts, non-negative strides and an int cotarget; None to
-    take the general path (which also raises the errors)."""
-    f = L._flat_modes()
+    """``complement`` for plain-int layouts, non-negative strides and an int cotarget (or a
+    tuple of positive ints); None to take the general path (which also raises the errors)."""
+    f = L._flat
     if not f:
         return None
-    modes = [(s, d) for s, d in f if d != 0 and s != 1]
-    if any(d < 0 for _s, d in modes):
-        return None
-    fm = _coalesce_pairs(modes) if modes else [(1, 0)]
+    pairs = _complement_pairs(f, cotarget)
+    return None if pairs is None else _from_pairs(pairs)
+
+
+def _complement_pairs(f, cotarget):
+    """The flat modes of ``complement`` of the flat modes ``f`` (see :func:`_complement_flat`)."""
+    modes = []
+    for s, d in f:  # filter: drop stride-0 and size-1 modes
+        if d != 0 and s != 1:
+            if d < 0:
+                return None
+            modes.append((s, d))
+    if not modes:  # CuTe: make_layout(coalesce_shape(cotarget))
+        if cotarget is None:
+            cotarget = 1
+        elif type(cotarget) is tuple:
+            n = 1
+            for c in cotarget:
+                n *= c
+            cotarget = n
+        return [(cotarget, 0 if cotarget == 1 else 1)]
+    fm = _coalesce_pairs(modes)
     if cotarget is None:
-        cotarget = 1 + sum((s - 1) * d for s, d in fm)
-    if len(fm) == 1 and fm[0][1] == 0:
-        if type(cotarget) is tuple:
-            return None
-        return Layout._raw(cotarget, 0 if cotarget == 1 else 1)
-    shape_, stride_ = [s for s, _d in fm], [d for _s, d in fm]
-    R = len(shape_)
+        cotarget = 1
+        for s, d in fm:
+            cotarget += (s - 1) * d
+    if len(fm) > 1:
+        fm.sort(key=_second)  # CuTe picks the smallest remaining stride each step (stable)
     result = []
     cur = 1
-    for _ in range(R - 1):
-        min_stride = min(stride_)
-        k = stride_.index(min_stride)
-        new_shape = min_stride // cur
+    for s, d in fm:
+        new_shape = d // cur
         if new_shape == 0:
             return None  # not injective: the general path raises
         result.append((new_shape, cur))
-        cur = min_stride * shape_[k]
-        del shape_[k], stride_[k]
-    new_shape = stride_[0] // cur
-    if new_shape == 0:
-        return None
-    result.append((new_shape, cur))
-    new_stride = stride_[0] * shape_[0]
+        cur = d * s
     if type(cotarget) is int:
-        rest_shape = -(-cotarget // new_stride)
+        rest_shape = -(-cotarget // cur)
     else:  # CuTe's left fold of ceil_div over the cotarget's modes, then coalesced to one int
-        rest_shape, b = 1, new_stride
+        rest_shape, b = 1, cur
         for c in cotarget:
             rest_shape *= -(-c // b)
             b = -(-b // c)
-    result.append((rest_shape, 0 if rest_shape == 1 else new_stride))
-    return _coalesce_flat(tuple(result))
+    result.append((rest_shape, 0 if rest_shape == 1 else cur))
+    return _coalesce_pairs(result)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -571,6 +701,8 @@ def right_inverse(L):
 
     ``right_inverse((2,4,6):(4,1,8)) == (4,2,6):(2,1,8)``; ``right_inverse(_) == _``.
     """
+    if type(L) is Layout and L._flat:
+        return _from_pairs(_right_inverse_pairs(_coalesce_pairs(L._flat)))
     if is_underscore(L):
         return L
     f = _dispatch(L, "right_inverse")
@@ -578,19 +710,9 @@ def right_inverse(L):
         return f()
     L = _layout_arg(L, "right_inverse", "layout")
     c = coalesce(L)
-    f = c._flat_modes()
+    f = c._flat
     if f:  # plain ints
-        modes, pre = [], 1
-        for s_, d_ in f:
-            modes.append((d_, s_, pre))
-            pre *= s_
-        modes.sort(key=lambda m: m[0])
-        out, curr = [(1, 0)], 1
-        for d_, s_, p_ in modes:
-            if d_ == curr:
-                out.append((s_, p_))
-                curr = s_ * d_
-        return _coalesce_flat(tuple(out))
+        return _from_pairs(_right_inverse_pairs(f))
     lshape, lstride = wrap(c.shape), wrap(c.stride)
     pre = _prefix_shapes(lshape)
     idx = [i for i, d in enumerate(lstride) if isinstance(d, int)]
@@ -604,11 +726,57 @@ def right_inverse(L):
     return coalesce(Layout(tuple(rs), tuple(rd)))
 
 
+def _by_stride(f) -> list:
+    """``[(d, s, p), ...]`` for the flat modes ``f`` (``p``: the mode's position in the 1-D
+    domain, the product of the extents before it), sorted by stride (stable)."""
+    modes, pre = [], 1
+    for s, d in f:
+        modes.append((d, s, pre))
+        pre *= s
+    if len(modes) > 1:
+        modes.sort(key=_first)
+    return modes
+
+
+def _right_inverse_pairs(f) -> list:
+    """The flat modes of ``right_inverse`` of the coalesced plain-int flat modes ``f``."""
+    out, curr = [(1, 0)], 1
+    for d, s, p in _by_stride(f):
+        if d == curr:
+            out.append((s, p))
+            curr = s * d
+    return _coalesce_pairs(out)
+
+
+def _left_inverse_pairs(f):
+    """The flat modes of ``left_inverse`` of the coalesced plain-int flat modes ``f``; None for
+    negative strides or a failed divisibility condition (the general path decides)."""
+    modes = _by_stride(f)
+    if modes[0][0] < 0:
+        return None
+    shapes, strides, sz = [], [0], 1
+    for d, s, p in modes:
+        if d == 0:
+            continue
+        if d % sz != 0:
+            return None
+        q = d // sz
+        shapes.append(q)
+        strides.append(p)
+        sz *= q
+    shapes.append(modes[-1][1])  # the extent of the largest-stride mode
+    return _coalesce_pairs(list(zip(shapes, strides)))
+
+
 def left_inverse(L):
     """``R`` with ``R(L(i)) == i`` for ``0 <= i < size(L)`` when ``L`` is injective (a
     quasi-inverse otherwise: ``L(R(L(i))) == L(i)``). Uses CuTe C++'s construction, so values off
     the image of ``L`` match C++ (``left_inverse(4:2) == (2,4):(0,1)``; pycute differs).
     """
+    if type(L) is Layout and L._flat:
+        pairs = _left_inverse_pairs(_coalesce_pairs(L._flat))
+        if pairs is not None:
+            return _from_pairs(pairs)
     if is_underscore(L):
         return L
     f = _dispatch(L, "left_inverse")
@@ -649,6 +817,10 @@ def logical_divide(L, tiler):
     ``T* = make_layout(T, complement(T, ...))``; mode 0 of the result is ``composition(L, T)``.
     ``logical_divide((4,2,3):(2,1,8), 4:2) == ((2,2),(2,3)):((4,1),(2,8))``.
     """
+    if type(L) is Layout and type(tiler) is Layout and L._flat and tiler._flat:
+        R = _logical_divide_flat(L, tiler)
+        if R is not None:
+            return R
     f = _dispatch(L, "logical_divide")
     if f is not None:
         return f(tiler)
@@ -669,6 +841,25 @@ def logical_divide(L, tiler):
                       actual=repr(tiler))
 
 
+def _logical_divide_flat(L: Layout, T: Layout):
+    """``logical_divide`` of plain-int layouts; None where the complement needs the general path
+    (which raises)."""
+    lf, tf = L._flat, T._flat
+    cl = _coalesce_pairs(lf)  # coalesce(L), whose shape is the complement's cotarget
+    cot = cl[0][0] if len(cl) == 1 else tuple(s for s, _d in cl)
+    comp = _complement_pairs(tf, cot)
+    if comp is None:
+        return None
+    if len(comp) == 1:
+        cs, cd = comp[0]
+    else:
+        cs, cd = zip(*comp)
+    B = _layout_raw((T.shape, cs), (T.stride, cd), tf + tuple(comp))
+    # composition(L, B); coalesce(L) is its coalesced lhs unless L ends in a size-1 mode
+    cf = cl if lf[-1][0] != 1 else _coalesce_x_pairs(lf)
+    return _compose_flat(L, B, cf, B._flat)
+
+
 def _check_not_underscore(op, tiler):
     if is_underscore(tiler):
         raise LayoutError(op, "tiler", "must be a Layout, an int or a tuple of tilers; a "
@@ -680,7 +871,8 @@ def _unpack_rest(r: Layout) -> Layout:
     if isinstance(r, Layout) and isinstance(r.shape, tuple) and len(r.shape) == 2:
         rest_s, rest_d = r.shape[1], r.stride[1]
         if isinstance(rest_s, tuple) and len(rest_s) >= 2:  # a rank-1 rest stays a tuple mode
-            return Layout._raw((r.shape[0],) + rest_s, (r.stride[0],) + rest_d)
+            # the leaves keep their order: the flat modes stay
+            return _layout_raw((r.shape[0],) + rest_s, (r.stride[0],) + rest_d, r._flat)
         return r
     return r(it._, _rep(it.rank(r.shape[1])))
 
@@ -694,6 +886,8 @@ def zipped_divide(L, tiler):
 
     Law: mode 0 equals ``composition(L, tiler)``.
     """
+    if type(L) is Layout and type(tiler) is Layout:
+        return logical_divide(L, tiler)  # a layout tiler leaves nothing to gather
     f = _dispatch(L, "zipped_divide")
     if f is not None:
         return f(tiler)
@@ -703,6 +897,8 @@ def zipped_divide(L, tiler):
 
 def tiled_divide(L, tiler):
     """``((TileM,TileN,...),RestM,RestN,...,L...)``: the zipped divide with its rest mode unpacked."""
+    if type(L) is Layout and type(tiler) is Layout:
+        return _unpack_rest(logical_divide(L, tiler))
     f = _dispatch(L, "tiled_divide")
     if f is not None:
         return f(tiler)
@@ -729,6 +925,10 @@ def logical_product(A, B):
     an int ``n`` means ``n:1`` (pycute wrongly divides there).
     ``logical_product((2,2):(4,1), 6:1) == ((2,2),(2,3)):((4,1),(2,8))``.
     """
+    if type(A) is Layout and type(B) is Layout and A._flat and B._flat:
+        R = _logical_product_flat(A, B)
+        if R is not None:
+            return R
     f = _dispatch(A, "logical_product")
     if f is not None:
         return f(B)
@@ -748,8 +948,26 @@ def logical_product(A, B):
                       actual=repr(B))
 
 
+def _logical_product_flat(A: Layout, B: Layout):
+    """``logical_product`` of plain-int layouts; None where the complement needs the general
+    path (which raises)."""
+    af, bf = A._flat, B._flat
+    size_a, cosize_b = 1, 1
+    for s, _d in af:
+        size_a *= s
+    for s, d in bf:
+        cosize_b += (s - 1) * (d if d >= 0 else -d)
+    comp = _complement_pairs(af, size_a * cosize_b)
+    if comp is None:
+        return None
+    C = composition(_from_pairs(comp), B)
+    return _layout_raw((A.shape, C.shape), (A.stride, C.stride), af + C._flat)
+
+
 def zipped_product(A, B):
     """``((M,N,...),(TileM,TileN,...,L...))``: the logical product with block modes gathered."""
+    if type(A) is Layout and type(B) is Layout:
+        return logical_product(A, B)  # a layout tiler leaves nothing to gather
     f = _dispatch(A, "zipped_product")
     if f is not None:
         return f(B)
@@ -759,6 +977,8 @@ def zipped_product(A, B):
 
 def tiled_product(A, B):
     """``((M,N,...),TileM,TileN,...,L...)``."""
+    if type(A) is Layout and type(B) is Layout:
+        return _unpack_rest(logical_product(A, B))
     f = _dispatch(A, "tiled_product")
     if f is not None:
         return f(B)

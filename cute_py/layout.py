@@ -135,14 +135,15 @@ class Layout:
     def __init__(self, shape, stride=None):
         if stride is None and _plain_shape(shape):
             stride = _compact_left(shape, 1)[0]
-        if stride is not None and _plain_pair(shape, stride):
-            # fast path: plain nested int tuples, congruent, positive extents (what the algebra
-            # produces); everything else takes the validating path below
-            object.__setattr__(self, "shape", shape)
-            object.__setattr__(self, "stride", stride)
-            object.__setattr__(self, "_hash", None)
-            object.__setattr__(self, "_flat", None)
-            return
+        if stride is not None:
+            flat = _plain_flat(shape, stride)
+            if flat is not None:
+                # fast path: plain nested int tuples, congruent, positive extents (what the
+                # algebra produces); everything else takes the validating path below
+                _set_shape(self, shape)
+                _set_stride(self, stride)
+                _set_flat(self, flat)
+                return
         if isinstance(shape, list):
             shape = _to_tuple(shape)
         if isinstance(stride, list):
@@ -158,31 +159,25 @@ class Layout:
                 raise LayoutError("Layout", "stride", "is not congruent to the shape",
                                   expected=f"profile of {fmt_int_tuple(shape)}",
                                   actual=fmt_int_tuple(stride))
-        object.__setattr__(self, "shape", shape)
-        object.__setattr__(self, "stride", stride)
-        object.__setattr__(self, "_hash", None)
-        object.__setattr__(self, "_flat", None)
+        _set_shape(self, shape)
+        _set_stride(self, stride)
+        _set_flat(self, _flat_of(shape, stride))
 
     @classmethod
-    def _raw(cls, shape, stride):
+    def _raw(cls, shape, stride, flat=None):
         """Internal constructor without validation: only for values the algebra built from
-        validated layouts (plain congruent nests, extents >= 1)."""
-        self = object.__new__(cls)
-        object.__setattr__(self, "shape", shape)
-        object.__setattr__(self, "stride", stride)
-        object.__setattr__(self, "_hash", None)
-        object.__setattr__(self, "_flat", None)
+        validated layouts (plain congruent nests, extents >= 1). ``flat`` is the layout's
+        :meth:`_flat_modes`, when the caller already has it."""
+        self = _new(cls)
+        _set_shape(self, shape)
+        _set_stride(self, stride)
+        _set_flat(self, _flat_of(shape, stride) if flat is None else flat)
         return self
 
     def _flat_modes(self):
         """``((s0, d0), (s1, d1), ...)`` of the flattened layout when every extent and stride is
-        a plain int, else ``()`` (cached; used by the fast evaluation path)."""
-        f = self._flat
-        if f is None:
-            ss, dd = flatten(wrap(self.shape)), flatten(wrap(self.stride))
-            f = tuple(_zip(ss, dd)) if all(type(x) is int for x in ss + dd) else ()
-            object.__setattr__(self, "_flat", f)
-        return f
+        a plain int, else ``()``. A derived field computed once, in the constructor."""
+        return self._flat
 
     # frozen value -----------------------------------------------------------------------------
     def __setattr__(self, name, value):
@@ -197,11 +192,12 @@ class Layout:
         return _same(self.shape, other.shape) and _same(self.stride, other.stride)
 
     def __hash__(self):
-        h = self._hash
-        if h is None:
+        try:
+            return self._hash
+        except AttributeError:  # first call: the slot is unset until then
             h = hash(("Layout", self.shape, self.stride))
-            object.__setattr__(self, "_hash", h)
-        return h
+            _set_hash(self, h)
+            return h
 
     def __reduce__(self):
         return (Layout, (self.shape, self.stride))
@@ -219,6 +215,12 @@ class Layout:
     # accessors --------------------------------------------------------------------------------
     def size(self):
         """Number of coordinates in the domain: ``product(shape)``."""
+        f = self._flat
+        if f:
+            n = 1
+            for s, _d in f:
+                n *= s
+            return n
         return product(self.shape)
 
     def cosize(self):
@@ -244,20 +246,18 @@ class Layout:
 
     # evaluation -------------------------------------------------------------------------------
     def __call__(self, *coord):
-        if len(coord) == 1 and type(coord[0]) is int:
-            f = self._flat if self._flat is not None else self._flat_modes()
-            if f:
-                i = coord[0]
-                if i >= 0:
+        if len(coord) == 1:
+            i = coord[0]
+            if type(i) is int and i >= 0:
+                f = self._flat
+                if f:  # plain ints: colexicographic digits; in range iff nothing is left over
                     r = 0
-                    last = len(f) - 1
-                    for k, (s, d) in enumerate(f):
-                        if k == last:
-                            if i < s:
-                                return r + i * d
-                            break  # out of range: the checked path raises
+                    for s, d in f:
                         r += (i % s) * d
                         i //= s
+                    if i == 0:
+                        return r
+                    # out of range: the checked path below raises
         if len(coord) == 0:
             raise IntTupleError("Layout.__call__", "coord", "is missing")
         c = coord[0] if len(coord) == 1 else tuple(coord)
@@ -300,6 +300,67 @@ class Layout:
         return layout_svg(self)
 
 
+_new = object.__new__
+_set_shape = Layout.__dict__["shape"].__set__
+_set_stride = Layout.__dict__["stride"].__set__
+_set_hash = Layout.__dict__["_hash"].__set__
+_set_flat = Layout.__dict__["_flat"].__set__
+
+
+def _layout_raw(shape, stride, flat) -> Layout:
+    """``Layout._raw`` for callers that have the flat modes (the algebra's fast paths)."""
+    self = _new(Layout)
+    _set_shape(self, shape)
+    _set_stride(self, stride)
+    _set_flat(self, flat)
+    return self
+
+
+def _flat_into(shape, stride, out) -> bool:
+    """Append the ``(s, d)`` leaves of congruent tuples to ``out``; False at a non-int leaf."""
+    for a, b in _zip(shape, stride):
+        if type(a) is int:
+            if type(b) is not int:
+                return False
+            out.append((a, b))
+        elif type(a) is not tuple or type(b) is not tuple or not _flat_into(a, b, out):
+            return False
+    return True
+
+
+def _flat_of(shape, stride) -> tuple:
+    """The flat ``((s, d), ...)`` modes of a congruent shape and stride with plain-int leaves,
+    else ``()``."""
+    if type(shape) is int:
+        return ((shape, stride),) if type(stride) is int else ()
+    out = []
+    return tuple(out) if type(shape) is tuple and _flat_into(shape, stride, out) else ()
+
+
+def _plain_flat_into(shape, stride, out) -> bool:
+    for a, b in _zip(shape, stride):
+        if type(a) is int:
+            if type(b) is not int or a < 1:
+                return False
+            out.append((a, b))
+        elif type(a) is not tuple or type(b) is not tuple or len(a) != len(b) or not a \
+                or not _plain_flat_into(a, b, out):
+            return False
+    return True
+
+
+def _plain_flat(shape, stride):
+    """The flat modes of ``shape:stride`` when both are congruent nests of plain ints with every
+    extent >= 1 (and no empty tuple), else None."""
+    if type(shape) is int:
+        return ((shape, stride),) if type(stride) is int and shape >= 1 else None
+    if type(shape) is not tuple or type(stride) is not tuple or len(shape) != len(stride) \
+            or not shape:
+        return None
+    out = []
+    return tuple(out) if _plain_flat_into(shape, stride, out) else None
+
+
 def _plain_shape(shape) -> bool:
     """Is ``shape`` a nest of plain ints >= 1 (non-empty tuples)?"""
     if type(shape) is int:
@@ -324,22 +385,6 @@ def _compact_left(shape, cur):
         d, cur = _compact_left(a, cur)
         out.append(d)
     return tuple(out), cur
-
-
-def _plain_pair(shape, stride) -> bool:
-    """Are ``shape`` and ``stride`` congruent nests of plain ints with every extent >= 1?"""
-    ts = type(shape)
-    if ts is int:
-        return type(stride) is int and shape >= 1
-    if ts is not tuple or type(stride) is not tuple or len(shape) != len(stride) or not shape:
-        return False
-    for a, b in _zip(shape, stride):
-        if type(a) is int:
-            if type(b) is not int or a < 1:
-                return False
-        elif not _plain_pair(a, b):
-            return False
-    return True
 
 
 def _same(a, b) -> bool:
@@ -399,7 +444,7 @@ def make_layout(*args, stride=None):
     if all(isinstance(a, Layout) for a in args):
         if stride is not None:
             raise LayoutError("make_layout", "stride", "cannot be given with layout arguments")
-        return Layout._raw(tuple(a.shape for a in args), tuple(a.stride for a in args))
+        return _concat(args)
     if any(isinstance(a, Layout) for a in args):
         raise LayoutError("make_layout", "args", "mixes layouts and shapes",
                           actual=[type(a).__name__ for a in args])
@@ -507,6 +552,8 @@ def stride(x, *modes):
 
 def size(x, *modes):
     """Size of a layout/tensor/IntTuple or of one of its modes: ``size(L, 1)``."""
+    if type(x) is Layout and not modes:
+        return x.size()
     x = get(x, *modes)
     if hasattr(x, "size") and callable(x.size) and not isinstance(x, tuple):
         return x.size()
@@ -649,7 +696,7 @@ def _modes(L: Layout):
 
 
 def _from_modes(modes) -> Layout:
-    return Layout._raw(tuple(m.shape for m in modes), tuple(m.stride for m in modes))
+    return _concat(modes)
 
 
 def _range_check(op, B, E, R):
@@ -804,4 +851,11 @@ def transform_layout(f, *layouts):
 
 def _concat(modes) -> Layout:
     """CuTe's make_layout(L0, L1, ...): modes become the top-level modes (one layout is wrapped)."""
-    return Layout._raw(tuple(m.shape for m in modes), tuple(m.stride for m in modes))
+    shapes, strides, flat = [], [], ()
+    for m in modes:
+        shapes.append(m.shape)
+        strides.append(m.stride)
+        if flat is not None:
+            f = m._flat
+            flat = flat + f if f else None  # a mode without plain flat modes: recompute below
+    return Layout._raw(tuple(shapes), tuple(strides), flat or None)
