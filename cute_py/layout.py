@@ -334,10 +334,12 @@ def _flat_of(shape, stride) -> tuple:
     if type(shape) is int:
         return ((shape, stride),) if type(stride) is int else ()
     out = []
-    return tuple(out) if type(shape) is tuple and _flat_into(shape, stride, out) else ()
+    ok = type(shape) is tuple and type(stride) is tuple and _flat_into(shape, stride, out)
+    return tuple(out) if ok else ()
 
 
 def _plain_flat_into(shape, stride, out) -> bool:
+    """:func:`_flat_into` that also checks congruence, extents >= 1 and no empty tuple."""
     for a, b in _zip(shape, stride):
         if type(a) is int:
             if type(b) is not int or a < 1:
