@@ -393,6 +393,18 @@ def _compose_error(cf, rs, rd, A, B):
     raise AssertionError("unreachable: the composition fold accepted what the fast path did not")
 
 
+def _max_digit(s: int, d: int, base: int, r: int) -> int:
+    """An upper bound of digit ``(k*d // base) % r`` over ``k < s`` (exact where cheap), for a
+    mode ``s:d`` whose multiples are not all 0 in that digit (``d % (base*r) != 0``)."""
+    if (s - 1) * d < base * r:
+        return ((s - 1) * d) // base  # the digit grows monotonically: no wrap
+    if d % base == 0 and s * (d // base) >= r * (d // base) // math.gcd(d // base, r):
+        return r - math.gcd(d // base, r)  # k*q mod r runs through all multiples of g
+    if s <= 1024:
+        return max(((k * d) // base) % r for k in range(s))
+    return r - 1
+
+
 def _distributes_pairs(cf, bf, R: Layout, A: Layout, B: Layout) -> bool:
     """:func:`_distributes` for plain-int flat modes (``cf``: ``A`` coalesced, ``bf``: ``B``)."""
     modes = [(s, d) for s, d in bf if s != 1 and d != 0]
@@ -415,15 +427,7 @@ def _distributes_pairs(cf, bf, R: Layout, A: Layout, B: Layout) -> bool:
             br = starts[j + 1]
             if d % br == 0:
                 continue  # every multiple of d has digit j == 0
-            r = cf[j][0]
-            if hi < br:
-                total[j] += hi // base  # the digit grows monotonically: no wrap
-            elif d % base == 0 and s * (d // base) >= r * (d // base) // math.gcd(d // base, r):
-                total[j] += r - math.gcd(d // base, r)  # k*q mod r runs through all multiples of g
-            elif s <= 1024:
-                total[j] += max(((k * d) // base) % r for k in range(s))
-            else:
-                total[j] += r - 1
+            total[j] += _max_digit(s, d, base, cf[j][0])
     for j in range(n):
         if total[j] >= cf[j][0]:
             return _agrees_everywhere(R, A, B)
@@ -459,14 +463,7 @@ def _distributes(flat: Layout, B: Layout, R: Layout, A: Layout) -> bool:
             base, r = radix_start[j], ls[j]
             if d % (base * r) == 0:
                 continue  # every multiple of d has digit j == 0
-            if (s - 1) * d < base * r:
-                total[j] += ((s - 1) * d) // base  # the digit grows monotonically: no wrap
-            elif d % base == 0 and s * (d // base) >= r * (d // base) // math.gcd(d // base, r):
-                total[j] += r - math.gcd(d // base, r)  # k*q mod r runs through all multiples of g
-            elif s <= 1024:
-                total[j] += max(((k * d) // base) % r for k in range(s))
-            else:
-                total[j] += r - 1
+            total[j] += _max_digit(s, d, base, r)
     if all(total[j] < ls[j] for j in range(n)):
         return True
     return _agrees_everywhere(R, A, B)
