@@ -39,7 +39,7 @@ from . import INCLUDE_DIR
 __all__ = [
     "KernelResources", "CompiledModule", "compile_module", "compile_count", "cache_stats",
     "clear_memory_cache", "cache_dir", "parse_ptxas_log", "DEFAULT_OPTIONS", "library_version",
-    "normalize_arch",
+    "normalize_arch", "has_compiler",
 ]
 
 #: Options every compilation gets (before the caller's).
@@ -276,6 +276,16 @@ def _kernel_hint(source: str) -> str:
     m = re.search(r"__global__\s+(?:void\s+)?(?:__launch_bounds__\([^)]*\)\s*)?(?:void\s+)?(\w+)",
                   source)
     return m.group(1) if m else "module"
+
+
+def has_compiler() -> bool:
+    """Whether :func:`compile_module` has a compiler here (NVRTC through cuda-bindings or CuPy,
+    or nvcc on PATH; ``CUTE_PY_COMPILER`` forces one)."""
+    try:
+        _which_compiler()
+        return True
+    except CompileError:
+        return False
 
 
 def _which_compiler() -> str:

@@ -3,7 +3,6 @@ accumulator, swizzles by the bank model, deterministic source, CPU compile tests
 sm_90a (zero spills) and GPU tests against ``evt.evaluate_all`` (float64 reference): every
 ready-made tree and a custom tree, odd M, StagesC in {1, 2}, poisoned D, guard bands."""
 
-import shutil
 
 import numpy as np
 import pytest
@@ -19,17 +18,10 @@ from cute_py.backends.cuda.epilogue.sm80 import (  # noqa: E402
     Sm80Epilogue, Sm80EpilogueConfig, SmemSwizzle, build_sm80_test_kernel_source,
     fragment_period, gemm_sm80_acc)
 from cute_py.backends.cuda.epilogue.sm90 import EpilogueConfig  # noqa: E402
+from cute_py.backends.cuda.compiler import has_compiler  # noqa: E402
 
 
-def _have_compiler():
-    try:
-        import cuda.bindings.nvrtc  # noqa: F401
-        return True
-    except Exception:
-        return shutil.which("nvcc") is not None
-
-
-needs_compiler = pytest.mark.skipif(not _have_compiler(), reason="no NVRTC or nvcc")
+needs_compiler = pytest.mark.skipif(not has_compiler(), reason="no NVRTC or nvcc")
 
 FR22 = mma_sm80_fragment(2, 2, 64, 64)      # 128x128 tile, 4 warps
 FR24 = mma_sm80_fragment(2, 4, 64, 64)      # 128x256 tile, 8 warps

@@ -3,7 +3,6 @@ compile tests for sm_90a (every valid StagesC/StagesD/ReuseSmemC/DelayTmaStore c
 every EVT node), and GPU tests against the NumPy float64 reference of ``evt.evaluate``."""
 
 import itertools
-import shutil
 
 import numpy as np
 import pytest
@@ -21,6 +20,7 @@ from cute_py.backends.cuda.epilogue.lower import lower_tree  # noqa: E402
 from cute_py.backends.cuda.epilogue.sm90 import (EpilogueConfig, Sm90Epilogue,  # noqa: E402
                                                  build_test_kernel_source, swizzle_offset,
                                                  valid_option_combinations)
+from cute_py.backends.cuda.compiler import has_compiler  # noqa: E402
 
 try:
     from cute_py.backends.cuda.device import has_gpu
@@ -29,15 +29,7 @@ except Exception:  # pragma: no cover
     HAS_GPU = False
 
 
-def _have_compiler():
-    try:
-        import cuda.bindings.nvrtc  # noqa: F401
-        return True
-    except Exception:
-        return shutil.which("nvcc") is not None
-
-
-needs_compiler = pytest.mark.skipif(not _have_compiler(), reason="no NVRTC or nvcc")
+needs_compiler = pytest.mark.skipif(not has_compiler(), reason="no NVRTC or nvcc")
 
 FR = wgmma_fragment(2, 128)
 

@@ -8,18 +8,10 @@ import pytest
 
 from cute_py.backends.cuda.kernels.gemm_sm80 import precompile, kernel_name
 from cute_py.backends.cuda.kernels.gemm_sm80_configs import shipped_configs, default_config
+from cute_py.backends.cuda.compiler import has_compiler
 
 
-def _have_compiler():
-    try:
-        from cute_py.backends.cuda.compiler import _which_compiler
-        _which_compiler()
-        return True
-    except Exception:
-        return False
-
-
-pytestmark = pytest.mark.skipif(not _have_compiler(), reason="no CUDA compiler")
+pytestmark = pytest.mark.skipif(not has_compiler(), reason="no CUDA compiler")
 
 
 def _all_configs():

@@ -9,15 +9,7 @@ from cute_py.errors import AtomError
 from cute_py.backends.cuda.kernels.gemm_sm80 import (generate_source, kernel_name,
                                                      with_epilogue, epilogue_of)
 from cute_py.backends.cuda.kernels.gemm_sm80_configs import default_config
-
-
-def _have_compiler():
-    try:
-        from cute_py.backends.cuda.compiler import _which_compiler
-        _which_compiler()
-        return True
-    except Exception:
-        return False
+from cute_py.backends.cuda.compiler import has_compiler
 
 
 TREES = {"relu": evt.lin_comb_bias_elt_act("relu"),
@@ -32,7 +24,7 @@ def _configs():
             ("64x64-relu-elementwise", with_epilogue(small, TREES["relu"], vectorized=False))]
 
 
-@pytest.mark.skipif(not _have_compiler(), reason="no CUDA compiler")
+@pytest.mark.skipif(not has_compiler(), reason="no CUDA compiler")
 @pytest.mark.parametrize("arch", ["sm_80", "sm_90a"])
 def test_fused_configs_compile_without_spills(arch):
     from cute_py.backends.cuda.compiler import compile_module
