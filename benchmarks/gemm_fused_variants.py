@@ -211,22 +211,6 @@ def variants():
     return out
 
 
-def _time(fn, reps=30, warmup=5):
-    import cupy as cp
-    for _ in range(warmup):
-        fn()
-    cp.cuda.runtime.deviceSynchronize()
-    ts = []
-    for _ in range(reps):
-        s, e = cp.cuda.Event(), cp.cuda.Event()
-        s.record()
-        fn()
-        e.record()
-        e.synchronize()
-        ts.append(cp.cuda.get_elapsed_time(s, e) * 1e3)
-    return float(np.median(ts)), float(np.min(ts)), float(np.max(ts))
-
-
 def main(sizes=(4096, 8192), timing="stream", rounds=6, reps=5):
     """Check the fused kernel on odd sizes, time every variant, print the issue's ratios.
 
@@ -241,19 +225,20 @@ def main(sizes=(4096, 8192), timing="stream", rounds=6, reps=5):
         print(f"check ours-fused {case:18s} 517x392x264 rel err {err:.2e}", flush=True)
         if not err < 2e-3:
             raise SystemExit(f"ours-fused {case} is wrong (rel err {err})")
+    import os
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))   # sibling benchmarks
     rows = {}
     for n in sizes:
         if timing == "synced":
+            from gemm_sm90_variants import time_fn
             for name, case, make in variants():
                 fn = make(n, n, n, "float16")
-                med, lo, hi = _time(fn)
+                med, lo, hi = (1e3 * t for t in time_fn(fn))      # ms -> us
                 rows[(n, name, case)] = med
                 tf = 2 * n ** 3 / med / 1e6
                 print(f"{n:5d} {name:14s} {case:18s} median {med:9.1f} us  (min {lo:.1f}, "
                       f"max {hi:.1f})  {tf:6.0f} TFLOP/s", flush=True)
         else:
-            import os
-            sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
             from gemm_majors import interleaved
             fns = {(name, case): make(n, n, n, "float16") for name, case, make in variants()}
             for (name, case), ms in interleaved(fns, rounds, reps).items():

@@ -363,7 +363,7 @@ def generate_source(cfg: Sm90GemmConfig) -> str:
         rank_expr = "cluster_ctarank()"
         b_load = maps.tma_load("B", f"sB + (u32)idx * {b_bytes}u + cta_rank * "
                                f"{maps.b_slice_offset(1)}u", "&tmB", "fb_", "kb * 64",
-                               f"n_blk * {cfg.tile_n} + (int)cta_rank * {maps.b_box_rows}", "l_",
+                               f"n_blk * {cfg.tile_n} + (int)cta_rank * {maps.b_slice_rows}", "l_",
                                mask=hex((1 << cfg.cluster_m) - 1))
     else:
         cluster_attr, sync_all, rank_expr = "", "__syncthreads();", "0u"

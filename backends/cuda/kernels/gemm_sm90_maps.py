@@ -88,7 +88,7 @@ class Sm90Maps:
     b_major: str = "K"
     sbo_b: int = 1024             # B's descriptor SBO / LBO (bytes)
     lbo_b: int = 16
-    b_slice_rows: int = 0         # rows of the B tile this CTA loads (tile_n / cluster_m)
+    b_slice_rows: int = 0         # rows of the B tile one CTA loads (tile_n / cluster_m)
 
     def desc_args(self, which: str) -> str:
         """``lbo, sbo, layout_type`` arguments of ``make_gmma_desc`` for operand ``which``."""
@@ -133,7 +133,7 @@ class Sm90Maps:
         MN-major operand takes one box per 64-row chunk, at the chunk's smem offset."""
         atom = self.atom_a if which == "A" else self.atom_b
         smem = self.smem_a if which == "A" else self.smem_b
-        rows = self.tile_m if which == "A" else (self.b_slice_rows or self.tile_n)
+        rows = self.tile_m if which == "A" else self.b_slice_rows
         step = self.box_rows(which)
         out = []
         for r0 in range(0, rows, step):
@@ -148,16 +148,11 @@ class Sm90Maps:
                 out.append(f"tma_load_{atom.rank}d({d}, {desc}, {bar}, {cs});")
         return " ".join(out)
 
-    @property
-    def b_box_rows(self) -> int:
-        """Rows of B one CTA loads (the whole tile, or a 1/cluster slice multicast)."""
-        return self.b_slice_rows or self.box_rows("B")
-
     def b_slice_offset(self, rank: int) -> int:
         """Byte offset in the B tile of the slice CTA ``rank`` of the cluster loads."""
-        if rank * self.b_box_rows >= self.tile_n:
+        if rank * self.b_slice_rows >= self.tile_n:
             return 0
-        return self._byte_offset(self.smem_b, rank * self.b_box_rows, 0)
+        return self._byte_offset(self.smem_b, rank * self.b_slice_rows, 0)
 
     def tma_atom(self, which, rows, K, L, ld, batch_stride) -> TmaAtom:
         """Bind operand ``which`` (``rows x K``, ``L`` batches; ``ld`` = element stride of its
@@ -187,7 +182,7 @@ def _box_tile(dt, rows, cols, major):
 
 def derive_maps(cfg) -> Sm90Maps:
     dt = "f16" if cfg.dtype in ("f16", "float16") else "bf16"
-    am, bm = getattr(cfg, "a_major", "K"), getattr(cfg, "b_major", "K")
+    am, bm = cfg.a_major, cfg.b_major
     sa = smem_tile(dt, cfg.tile_m, cfg.tile_k, am)
     sb = smem_tile(dt, cfg.tile_n, cfg.tile_k, bm)
 
@@ -197,7 +192,7 @@ def derive_maps(cfg) -> Sm90Maps:
     ta = make_tma_atom(dt, big, sym(am), _box_tile(dt, cfg.tile_m, cfg.tile_k, am))
     # with a cluster of `cluster_m` CTAs along M, each CTA loads 1/cluster_m of the B tile and
     # multicasts it to every CTA of the cluster: the box is (a chunk of) that slice
-    slice_rows = cfg.tile_n // getattr(cfg, "cluster_m", 1)
+    slice_rows = cfg.tile_n // cfg.cluster_m
     tb = make_tma_atom(dt, big, sym(bm), _box_tile(dt, slice_rows, cfg.tile_k, bm))
     sw = get_swizzle_portion(sa)
     lbo, sbo = _descriptor_offsets(sa, am)
