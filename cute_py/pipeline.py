@@ -10,6 +10,9 @@ Three things live here, none of them touching a GPU:
   consumer arrivals per stage, transaction bytes, barrier counts).  The CUDA backend lowers this
   very object to ``mbarrier`` PTX (``cute_py.backends.cuda.pipeline``), so the kernel and the
   model below share one description;
+- :class:`OrderedSequenceBarrier`: CUTLASS's ``OrderedSequenceBarrier<1, groups>``, the turn
+  order of the ping-pong schedule's consumer warpgroups (each runs its mainloop only after the
+  previous group finished issuing its own);
 - :class:`PipelineModel`: an executable model of the protocol with the ``mbarrier`` semantics
   the seed gives (arrival count + pending transaction bytes; a phase completes when both reach
   0, and the phase bit flips).  Producer and consumer *programs* are generators of steps that
@@ -25,7 +28,8 @@ from dataclasses import dataclass, field
 from .errors import CuteError
 
 __all__ = ["PipelineState", "make_producer_start_state", "make_pipeline_state",
-           "PipelineTmaAsync", "MBarrier", "PipelineModel", "PipelineError"]
+           "PipelineTmaAsync", "OrderedSequenceBarrier", "MBarrier", "PipelineModel",
+           "PingpongModel", "PipelineError"]
 
 
 class PipelineError(CuteError):
@@ -131,6 +135,30 @@ class PipelineTmaAsync:
         return PipelineState(self.stages)
 
 
+@dataclass(frozen=True)
+class OrderedSequenceBarrier:
+    """``OrderedSequenceBarrier<1, groups>``: ``groups`` consumers take turns at one phase of
+    their work (the ping-pong schedule's mainloop), in the order 0, 1, ..., groups-1, 0, ...
+
+    Group ``g`` waits on barrier ``predecessor(g)`` before its turn (not before the very first
+    turn of the sequence) and, when a later turn exists, signals its own barrier ``g`` after it.
+    Law: every signal is consumed by exactly one wait, and a barrier is never signalled twice
+    before that wait (so a hardware named barrier with count ``2 * group_threads`` implements
+    it).  Why the ping-pong kernel needs it: consumers of one pipeline that skip each other's
+    k-blocks run ahead of the producer by a whole tile, and ``try_wait.parity`` cannot tell a
+    phase from the one two fills earlier; with the turn order a consumer waits on a stage at
+    most one fill ahead of the last completed one (``PingpongModel`` shows both).
+    """
+
+    groups: int = 2
+
+    def __post_init__(self):
+        _check_pos_int("OrderedSequenceBarrier", "groups", self.groups)
+
+    def predecessor(self, g: int) -> int:
+        return (g - 1) % self.groups
+
+
 # ---------------------------------------------------------------------------------------------
 # executable model
 
@@ -204,15 +232,19 @@ class PipelineModel:
     def __post_init__(self):
         _check_pos_int("PipelineModel", "num_consumers", self.num_consumers)
         _check_pos_int("PipelineModel", "num_blocks", self.num_blocks, 0)
-        if self.desc.consumer_arrivals % self.num_consumers:
-            raise PipelineError("PipelineModel: consumer_arrivals must be a multiple of "
-                                "num_consumers")
+        self._check_arrivals()
         S = self.desc.stages
         self.full = [MBarrier(self.desc.full_arrive_count) for _ in range(S)]
         self.empty = [MBarrier(self.desc.empty_arrive_count) for _ in range(S)]
         self.stages = [_Stage() for _ in range(S)]
         self.inflight = []            # TMA copies issued, not yet landed: (stage, block)
         self.reads = [[] for _ in range(self.num_consumers)]
+
+    def _check_arrivals(self):
+        """Every consumer reads every stage: the arrivals are split evenly among them."""
+        if self.desc.consumer_arrivals % self.num_consumers:
+            raise PipelineError("PipelineModel: consumer_arrivals must be a multiple of "
+                                "num_consumers")
 
     # programs: generators yielding None (made progress) or "blocked"
     def _producer(self):
@@ -310,3 +342,74 @@ class PipelineModel:
                 self.errors.append("deadlock: every agent blocked, no TMA in flight")
                 return False
         return True
+
+
+@dataclass
+class PingpongModel(PipelineModel):
+    """The ping-pong schedule on one pipeline: the producer fills ``num_blocks`` k-blocks, tile
+    after tile (``blocks_per_tile`` each); consumer ``c`` (a warpgroup) reads the blocks of tiles
+    ``c, c + G, c + 2G, ...`` (``G = num_consumers``), releases each stage alone (all
+    ``consumer_arrivals`` arrivals), and skips the other groups' blocks by advancing its state
+    (``state.advance((G - 1) * blocks_per_tile)``).  With ``ordered`` the consumers take turns
+    through an :class:`OrderedSequenceBarrier` (wait before the first full-barrier wait of a
+    tile, signal after the last one); without it a consumer can wait on a phase two fills ahead
+    and read the wrong block, which :meth:`run` records."""
+
+    blocks_per_tile: int = 1
+    ordered: bool = True
+
+    def __post_init__(self):
+        _check_pos_int("PingpongModel", "blocks_per_tile", self.blocks_per_tile)
+        if self.num_blocks % self.blocks_per_tile:
+            raise PipelineError("PingpongModel: num_blocks must be a multiple of "
+                                "blocks_per_tile")
+        super().__post_init__()   # each consumer releases a stage alone: any count works
+        self.order = OrderedSequenceBarrier(self.num_consumers)
+        self.signalled = [False] * self.num_consumers
+
+    def _check_arrivals(self):
+        pass
+
+    def _land_tma(self):
+        idx, k = self.inflight.pop(0)
+        s = self.stages[idx]
+        s.data, s.readers_left = k, 1
+        self.full[idx].complete_tx(self.desc.transaction_bytes)
+
+    def _consumer(self, c):
+        d, G, kb = self.desc, self.num_consumers, self.blocks_per_tile
+        tiles = self.num_blocks // kb
+        st = d.consumer_start_state().advance(c * kb)
+
+        def release(idx):
+            self.stages[idx].readers_left -= 1
+            for _ in range(d.consumer_arrivals):
+                self.empty[idx].arrive()
+        for t in range(c, tiles, G):
+            if self.ordered and t > 0:
+                prev = self.order.predecessor(c)
+                while not self.signalled[prev]:
+                    yield "blocked"
+                self.signalled[prev] = False
+            held = []
+            for k in range(t * kb, (t + 1) * kb):
+                while not self.full[st.index].try_wait_parity(st.phase):
+                    yield "blocked"
+                s = self.stages[st.index]
+                if s.data != k:
+                    self.errors.append(f"consumer {c} reads stage {st.index} for block {k} but "
+                                       f"it holds {s.data!r}")
+                self.reads[c].append(s.data)
+                held.append(st.index)
+                while len(held) > self.release_lag:
+                    release(held.pop(0))
+                st = st.next()
+                yield None
+            if self.ordered and t + 1 < tiles:
+                if self.signalled[c]:
+                    self.errors.append(f"consumer {c} signals its order barrier twice")
+                self.signalled[c] = True
+            for idx in held:
+                release(idx)
+            st = st.advance((G - 1) * kb)
+            yield None

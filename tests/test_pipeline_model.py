@@ -4,7 +4,8 @@ interleavings of the producer, the TMA engine and the consumers (hypothesis)."""
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from cute_py.pipeline import (MBarrier, PipelineError, PipelineModel, PipelineState,
+from cute_py.pipeline import (MBarrier, OrderedSequenceBarrier, PingpongModel, PipelineError,
+                              PipelineModel, PipelineState,
                               PipelineTmaAsync, make_pipeline_state, make_producer_start_state)
 
 
@@ -94,3 +95,47 @@ def test_model_detects_deadlock():
     m = PipelineModel(d, num_consumers=1, num_blocks=5, release_lag=2)
     assert not m.run([])
     assert any("deadlock" in e for e in m.errors)
+
+
+# -- the ping-pong schedule ------------------------------------------------------------------
+
+@given(stages=st.integers(1, 6), consumers=st.integers(1, 3), per=st.integers(1, 4),
+       kb=st.integers(1, 9), tiles=st.integers(0, 7), lag=st.integers(0, 1),
+       schedule=st.lists(st.integers(0, 10), max_size=400))
+@settings(max_examples=150, deadline=None)
+def test_pingpong_ordered_safe_and_live(stages, consumers, per, kb, tiles, lag, schedule):
+    """With the turn order, each consumer reads exactly its tiles' blocks, the producer never
+    overwrites an unreleased stage, nothing deadlocks, and no order barrier is signalled twice."""
+    if lag >= stages:
+        lag = 0
+    d = PipelineTmaAsync(stages=stages, consumer_arrivals=per, transaction_bytes=64)
+    m = PingpongModel(d, num_consumers=consumers, num_blocks=tiles * kb, release_lag=lag,
+                      blocks_per_tile=kb)
+    assert m.run(schedule), m.errors
+    assert m.errors == []
+    for c, r in enumerate(m.reads):
+        assert r == [k for t in range(c, tiles, consumers) for k in range(t * kb, (t + 1) * kb)]
+
+
+def test_pingpong_without_turn_order_reads_a_stale_fill():
+    """Why the kernel needs the OrderedSequenceBarrier: consumer 1 skips tile 0's 4 blocks and
+    waits on stage 0 at the parity of the *first* fill (4 blocks = 2 wraps of 2 stages), so it
+    takes block 0 for block 4."""
+    d = PipelineTmaAsync(stages=2, consumer_arrivals=1, transaction_bytes=64)
+    m = PingpongModel(d, num_consumers=2, num_blocks=8, blocks_per_tile=4, ordered=False)
+    # producer issues block 0, the TMA lands it, then consumer 1 moves first
+    m.run([0, 0, 3] + [2] * 50)
+    assert any("consumer 1 reads stage 0 for block 4 but it holds 0" in e for e in m.errors), \
+        m.errors
+    ok = PingpongModel(d, num_consumers=2, num_blocks=8, blocks_per_tile=4)
+    assert ok.run([0, 0, 3] + [2] * 50) and ok.errors == []
+
+
+def test_ordered_sequence_barrier():
+    o = OrderedSequenceBarrier(3)
+    assert [o.predecessor(g) for g in range(3)] == [2, 0, 1]
+    with pytest.raises(PipelineError):
+        OrderedSequenceBarrier(0)
+    with pytest.raises(PipelineError):
+        PingpongModel(PipelineTmaAsync(2, 1, 64), num_consumers=2, num_blocks=5,
+                      blocks_per_tile=2)
