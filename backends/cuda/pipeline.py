@@ -19,7 +19,12 @@ consumer_wait              ``mbarrier_wait_parity(full[i], phase)`` (spin), skip
                            token says the try succeeded
 consumer_release           ``mbarrier_arrive(empty[i])`` (one arrival per consumer warp)
 state ``++``               ``if (++idx == stages) { idx = 0; phase ^= 1; }``
+state ``+= n``             ``t = idx + n; phase ^= (t / stages) & 1; idx = t % stages``
 =========================  ===================================================================
+
+:class:`OrderedSequenceLowering` lowers :class:`cute_py.pipeline.OrderedSequenceBarrier` to
+named barriers: group ``g`` signals with ``bar.arrive(base + g, 2 * threads)`` and its successor
+waits with ``bar.sync(base + g, 2 * threads)``.
 
 :class:`PipelineLowering` holds the C names of the barrier arrays and state variables; every
 method returns a C++ statement string.  The emitted barrier counts come from the same
@@ -30,9 +35,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from cute_py.pipeline import PipelineTmaAsync
+from cute_py.pipeline import OrderedSequenceBarrier, PipelineTmaAsync
 
-__all__ = ["PipelineLowering", "STATE_INCREMENT"]
+__all__ = ["PipelineLowering", "OrderedSequenceLowering", "STATE_INCREMENT"]
 
 #: C++ for ``++state`` on (idx, phase) variables of a ``stages``-deep pipeline.
 STATE_INCREMENT = "if (++{idx} == {stages}) {{ {idx} = 0; {phase} ^= 1u; }}"
@@ -67,6 +72,11 @@ class PipelineLowering:
     def increment(self, idx: str, phase: str) -> str:
         return STATE_INCREMENT.format(idx=idx, phase=phase, stages=self.desc.stages)
 
+    def advance(self, idx: str, phase: str, n: str) -> str:
+        """``state += n`` (``n`` a non-negative C expression)."""
+        return (f"{{ const int a_ = {idx} + ({n}); {phase} ^= (u32)((a_ / {self.desc.stages}) & 1);"
+                f" {idx} = a_ % {self.desc.stages}; }}")
+
     def producer_acquire(self, idx: str, phase: str, leader: str = "true") -> str:
         return (f"mbarrier_wait_parity({self._bar(self.empty, idx)}, {phase}); "
                 f"if ({leader}) mbarrier_arrive_expect_tx({self._bar(self.full, idx)}, "
@@ -98,3 +108,23 @@ class PipelineLowering:
             return f"if ({signaling}) mbarrier_arrive({self._bar(self.empty, idx)});"
         return (f"if ({signaling}) {{ for (u32 c_ = 0; c_ < {c}u; ++c_) "
                 f"mbarrier_arrive_cluster({self._bar(self.empty, idx)}, c_); }}")
+
+
+@dataclass(frozen=True)
+class OrderedSequenceLowering:
+    """Named-barrier code for one :class:`OrderedSequenceBarrier` whose groups have ``threads``
+    threads each, using barrier ids ``base .. base + groups - 1``."""
+
+    desc: OrderedSequenceBarrier
+    base: int
+    threads: int = 128
+
+    def wait(self, g: str) -> str:
+        """Group ``g`` (a C expression) waits for its predecessor's signal."""
+        G = self.desc.groups
+        return (f"named_barrier_sync({self.base}u + (u32)((({g}) + {G - 1}) % {G}), "
+                f"{2 * self.threads}u);")
+
+    def signal(self, g: str) -> str:
+        """Group ``g`` ends its turn: its successor may start."""
+        return f"named_barrier_arrive({self.base}u + (u32)({g}), {2 * self.threads}u);"

@@ -36,14 +36,46 @@ def test_shipped_configs_compile_sm90a_zero_spills(cfg):
     assert "C7508" not in mod.log                         # setmaxnreg not ignored
 
 
-@pytest.mark.parametrize("i", range(8))
+@pytest.mark.parametrize("i", range(12))
 def test_epilogue_configs_compile_sm90a_zero_spills(i):
     from cute_py.backends.cuda.compiler import compile_module
     cfg = G.shipped_epilogue_configs()[i]
-    mod = compile_module(G.generate_source(cfg), arch="sm_90a")
+    src = G.generate_source(cfg)
+    mod = compile_module(src, arch="sm_90a")
     res = mod.resources_for(cfg.name)
     assert res.spills == 0 and res.stack_frame == 0, res
     assert cfg.smem_bytes() <= 227 * 1024
+    assert compile_module(src, arch="sm_80").resources_for(cfg.name).spills == 0
+
+
+def test_shipped_epilogue_config_count():
+    assert len(G.shipped_epilogue_configs()) == 12
+
+
+def test_pingpong_source_structure():
+    """Ping-pong: each consumer warpgroup owns every other tile of the CTA, skips the other's
+    k-blocks (state += k_blocks), takes turns through the ordered-sequence named barriers 3/4,
+    releases stages alone (4 warp arrivals), and runs its own epilogue instance (named barrier
+    1 + cw, its own smem region and C barriers)."""
+    from cute_py.epilogue import evt
+    cfg = G.Sm90GemmConfig(64, 256, 64, 4, 2, "f16", schedule="pingpong",
+                           epi=G.make_epilogue_config(evt.linear_combination(), 64, 256,
+                                                      schedule="pingpong"))
+    src = G.generate_source(cfg)
+    assert cfg.pipeline().empty_arrive_count == 4
+    assert "tile += 2 * tile_step" in src
+    assert "if (cw > 0) { const int a_ = idx + (cw * k_blocks);" in src
+    assert "if (tile != first_tile) named_barrier_sync(3u + (u32)(((cw) + 1) % 2), 256u);" in src
+    assert "if (tile + tile_step < num_tiles) named_barrier_arrive(3u + (u32)(cw), 256u);" in src
+    assert "cute_epi_named_bar((1 + cw), 128);" in src
+    R = cfg.epilogue_region_bytes()
+    assert R % 1024 == 0 and cfg.epilogue_smem_bytes() == 2 * R
+    assert f"cute_epi_smem_base + {R} * cw" in src
+    assert "warp_id() >= 1 && warp_id() <= 2" in src        # one C producer per warpgroup
+    assert cfg.order().groups == 2
+    assert derive_maps(cfg).frag.num_threads == 128
+    coop = G.Sm90GemmConfig(epi=G.make_epilogue_config(evt.linear_combination()))
+    assert "named_barrier_sync" not in G.generate_source(coop)
 
 
 def test_compiles_for_sm80_as_empty_kernel():
@@ -199,6 +231,23 @@ def test_config_errors():
         G.Sm90GemmConfig(dtype="f32").check()
     with pytest.raises(LaunchError):
         G.Sm90GemmConfig(consumer_wgs=3).check()
+    with pytest.raises(LaunchError, match="schedule"):
+        G.Sm90GemmConfig(schedule="stream-k").check()
+    with pytest.raises(LaunchError, match="consumer_wgs"):
+        G.Sm90GemmConfig(64, 256, consumer_wgs=1, schedule="pingpong").check()
+    with pytest.raises(LaunchError, match="tile_m"):            # a 256-row tile per warpgroup
+        G.Sm90GemmConfig(256, 64, schedule="pingpong").check()
+    with pytest.raises(LaunchError, match="tile"):              # 128x256 per warpgroup: 256 acc
+        G.Sm90GemmConfig(128, 256, schedule="pingpong").check()
+    with pytest.raises(LaunchError, match="epi"):               # cooperative fragment
+        G.Sm90GemmConfig(128, 128, schedule="pingpong",
+                         epi=G.make_epilogue_config(None, 128, 128)).check()
+    with pytest.raises(LaunchError, match="tile_m"):            # 32 rows per warpgroup
+        G.make_epilogue_config(None, 64, 256)
+    with pytest.raises(LaunchError, match="tile_n"):
+        G.make_epilogue_config(None, 128, 96)
+    with pytest.raises(LaunchError, match="schedule"):
+        G.make_epilogue_config(None, schedule="ping")
 
 
 # --------------------------------------------------------------------------- GPU
@@ -334,3 +383,60 @@ def test_gemm_sm90_evt_relu_lincomb_bias_gpu():
     out = D.astype(cp.float64)
     assert not bool(cp.isnan(out).any())
     assert float(cp.linalg.norm(out - ref) / cp.linalg.norm(ref)) < 2e-3
+
+
+@requires_gpu
+@pytest.mark.gpu
+@pytest.mark.parametrize("dt", ["f16", "bf16"])
+@pytest.mark.parametrize("kind", ["pp64x256", "pp128x128_c2", "pp64x256_evt", "pp128x128_evt_c2",
+                                  "coop256x128_evt"])
+@pytest.mark.parametrize("shape", [(1000, 776, 333), (2047, 1536, 1100), (64, 256, 64),
+                                   (3000, 4000, 72)],
+                         ids=["1000x776x333", "2047x1536x1100", "64x256x64", "3000x4000x72"])
+def test_gemm_sm90_pingpong_gpu(dt, kind, shape):
+    """Ping-pong kernels (and the 2-slab cooperative EVT): fresh random data, poisoned D,
+    float64 reference.  Shapes: residues in M/N/K; k-blocks not a multiple of the stages (a
+    skipping warpgroup's phase must be right); one tile (warpgroup 1 idle); ~190 tiles (an
+    odd tile count per CTA) with k_blocks = 2 < stages."""
+    import cupy as cp
+    from cute_py.backends.cuda.device import device_properties
+    from cute_py.epilogue import evt
+    if device_properties().cc[0] < 9:
+        pytest.skip("needs sm_90")
+    M, N, K = shape
+    ed = "float16" if dt == "f16" else "bfloat16"
+    tm, tn = (64, 256) if "64x256" in kind else ((256, 128) if "256x128" in kind else (128, 128))
+    sched = "pingpong" if kind.startswith("pp") else "cooperative"
+    evt_tree = "evt" in kind
+    tree = evt.lin_comb_bias_elt_act("relu", bias="col", element_c=ed, element_bias=ed) \
+        if evt_tree else None
+    epi = G.make_epilogue_config(tree, tm, tn, element_d=ed, schedule=sched) \
+        if (evt_tree or sched == "cooperative") else None
+    cfg = G.Sm90GemmConfig(tm, tn, 64, 3 if tm == 256 else 4, 2, dt, schedule=sched, epi=epi,
+                           cluster_m=2 if "c2" in kind else 1, vec2=False)
+    g = G.Sm90Gemm(cfg)
+    rng = cp.random.default_rng()
+    import os
+    import sys
+    sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", ".."))
+    from benchmarks.gemm_sm90_variants import _rand
+    Kp = -(-K // 8) * 8
+    A = _rand((M, Kp), dt, rng)[:, :K]
+    B = _rand((N, Kp), dt, rng)[:, :K]
+    Np = -(-N // 8) * 8
+    D = cp.empty((M, Np), dtype=A.dtype)[:, :N]
+    D.view(cp.uint16).fill(0x7E00 if dt == "f16" else 0x7FC0)
+    ref, f64 = _ref(A, B, dt)
+    if evt_tree:
+        C = _rand((M, Np), dt, rng)[:, :N]
+        bias = _rand((N,), dt, rng)
+        names = {n for n, (role, _) in tree.signature.items() if role == "scalar"}
+        tens = {"C": C, "bias": bias, **{n: (1.5 if "alpha" in n else 0.5) for n in names}}
+        g(A, B, D, tensors=tens)
+        ref = cp.maximum(1.5 * ref + 0.5 * f64(C) + f64(bias)[None, :], 0)
+    else:
+        g(A, B, D)
+    out = f64(D)
+    assert not bool(cp.isnan(out).any())
+    err = float(cp.linalg.norm(out - ref) / cp.linalg.norm(ref))
+    assert err < (2e-3 if dt == "f16" else 1e-2), err

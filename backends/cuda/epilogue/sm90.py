@@ -122,7 +122,8 @@ class Sm90Epilogue:
     once; per output tile runs ``producer_code()`` in one producer thread and
     ``consumer_code(acc)`` in every consumer thread (``tid`` = consumer thread index,
     ``cute_epi_m0``/``cute_epi_n0`` = tile origin, ``M``/``N`` = problem size); ends with
-    ``consumer_tail_code()``.  Named barrier 1 is used among the consumer threads.
+    ``consumer_tail_code()``.  Named barrier 1 (``consumer_code``'s ``bar_id``) is used among
+    the consumer threads.
     """
 
     def __init__(self, cfg: EpilogueConfig):
@@ -235,14 +236,21 @@ class Sm90Epilogue:
     def prelude(self) -> str:
         return PRELUDE_COMMON + PRELUDE_SM90 + MATH_PRELUDE + "\n" + self.lt.source
 
+    def region_decls(self, smem_ptr: str = "cute_epi_smem_base") -> str:
+        """Declares ``cute_epi_smem`` (u32 shared address of this epilogue's region) and its C
+        barrier arrays ``cute_epi_full`` / ``cute_epi_empty``.  A kernel running several
+        instances (one per ping-pong warpgroup) declares each in its own scope."""
+        return "\n".join([f"const cute_u32 cute_epi_smem = cute_epi_smem_u32({smem_ptr});",
+                          f"const cute_u32 cute_epi_full = cute_epi_smem + {self.bar_offset}u;",
+                          f"const cute_u32 cute_epi_empty = cute_epi_full + "
+                          f"{8 * self.cfg.stages_c}u;"])
+
     def init_code(self, smem_ptr: str = "cute_epi_smem_base") -> str:
-        """Declares ``cute_epi_smem`` (u32 shared address); thread 0 initialises the barriers.
-        The caller syncs the CTA afterwards.  ``smem_ptr`` is a 1024-aligned ``char*``."""
+        """:meth:`region_decls`, then thread 0 initialises the barriers.  The caller syncs the
+        CTA afterwards.  ``smem_ptr`` is a 1024-aligned ``char*``."""
         cfg = self.cfg
         empty_count = 1 if cfg.reuse_smem_c else self.nc // 32
-        lines = [f"const cute_u32 cute_epi_smem = cute_epi_smem_u32({smem_ptr});",
-                 f"const cute_u32 cute_epi_full = cute_epi_smem + {self.bar_offset}u;",
-                 f"const cute_u32 cute_epi_empty = cute_epi_full + {8 * cfg.stages_c}u;"]
+        lines = [self.region_decls(smem_ptr)]
         if self.lt.loads:
             lines.append("if (threadIdx.x == 0) {")
             for s in range(cfg.stages_c):
@@ -319,9 +327,14 @@ class Sm90Epilogue:
         rb = self.epi_n * _BYTES[dtype]
         return (f"({buf} + cute_epi_swz<{rb}>({m_local}, ({n_local}) * {_BYTES[dtype]}))")
 
-    def consumer_code(self, acc: str = "acc") -> str:
-        """Every consumer thread (``tid`` in [0, num_threads)): the store loop of one tile."""
+    def consumer_code(self, acc="acc", bar_id: int = 1) -> str:
+        """Every consumer thread (``tid`` in [0, num_threads)): the store loop of one tile.
+
+        ``acc``: the accumulator array's name (value ``v`` is ``acc[v]``) or a function giving
+        the C expression of value ``v`` (e.g. for a ``[slabs][n]`` array).  ``bar_id``: the
+        named barrier the consumer threads synchronise on."""
         cfg, fr, lt = self.cfg, self.cfg.fragment, self.lt
+        acc_of = acc if callable(acc) else (lambda v, a=acc: f"{a}[{v}]")
         em, en = self.epi_m, self.epi_n
         L = [f"const int cute_lane = tid & 31;",
              f"const int cute_mt = {fr.m_thr_expr};",
@@ -350,7 +363,7 @@ class Sm90Epilogue:
                 L.append(f"for (int i_ = tid; i_ < {cfg.tile_m}; i_ += {self.nc}) "
                          f"cute_epi_sts32f(cute_epi_smem + {o}u + 4u * i_, "
                          f"{self._gload(name, dt, 'cute_epi_m0 + i_', 'M')});")
-            L.append(f"cute_epi_named_bar(1, {self.nc});")
+            L.append(f"cute_epi_named_bar({bar_id}, {self.nc});")
         reuse_lag = min(1, cfg.stages_c - 1)
         if cfg.reuse_smem_c:
             L.append("int cute_epi_prev_c = -1;")
@@ -417,7 +430,7 @@ class Sm90Epilogue:
                     B += [f"float rr_{name}_{n} = {reduce_identity_literal(op)};" for n in ns]
             # -- visit
             for v in vals:
-                args = [f"{acc}[{v}]"]
+                args = [acc_of(v)]
                 args += [f"ld_{name}_{v}" for name, _ in lt.loads]
                 args += [f"row_{name}_{fr.n_val[v]}" for name, _ in lt.rows]
                 args += [f"col_{name}_{fr.m_val[v]}" for name, _ in lt.cols]
@@ -444,7 +457,7 @@ class Sm90Epilogue:
                     cond = f"(cute_lane & {sum(masks)}) == 0 && cute_epi_n0 + cute_nt + {n} < N"
                     B.append(f"if ({cond}) {atomic_reduce(op, f'p_{name} + cute_epi_n0 + cute_nt + {n}', x)}")
             # -- registers -> smem -> TMA store
-            B += self._store_phase(s, pairs, singles)
+            B += self._store_phase(s, pairs, singles, bar_id)
             L += ["  " + b for b in B]
             L.append("}")
         L += self._tile_end(reds, col_m, reuse_lag)
@@ -504,10 +517,10 @@ class Sm90Epilogue:
         lines.append("cute_epi_bulk_commit();")
         return lines
 
-    def _store_phase(self, s, pairs, singles):
+    def _store_phase(self, s, pairs, singles, bar_id=1):
         cfg, nc = self.cfg, self.nc
         B = []
-        bar = f"cute_epi_named_bar(1, {nc});"
+        bar = f"cute_epi_named_bar({bar_id}, {nc});"
         if cfg.reuse_smem_c:
             lag = min(1, cfg.stages_c - 1)
             B.append(bar)   # all reads of this C stage are done

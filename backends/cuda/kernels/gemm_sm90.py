@@ -33,15 +33,23 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from cute_py.errors import LaunchError
-from cute_py.pipeline import PipelineTmaAsync
+from cute_py.pipeline import OrderedSequenceBarrier, PipelineTmaAsync
 
-from ..pipeline import PipelineLowering
+from ..pipeline import OrderedSequenceLowering, PipelineLowering
 from .gemm_sm90_maps import Sm90Maps, derive_maps
 
 __all__ = ["Sm90GemmConfig", "generate_source", "Sm90Gemm", "SHIPPED_CONFIGS", "gemm_sm90",
            "make_epilogue_config", "shipped_epilogue_configs"]
 
 _DT = {"f16": "f16", "float16": "f16", "bf16": "bf16", "bfloat16": "bf16"}
+
+#: kernel schedules (CUTLASS ``KernelTmaWarpSpecializedCooperative`` / ``...Pingpong``)
+SCHEDULES = ("cooperative", "pingpong")
+
+
+def _wgmma_frag(wgs, tile_n, rows):
+    from ..epilogue.fragment import wgmma_fragment
+    return wgmma_fragment(wgs, tile_n, rows)
 
 
 @dataclass(frozen=True)
@@ -65,6 +73,8 @@ class Sm90GemmConfig:
     epi: object = None           # an epilogue.sm90.EpilogueConfig: TMA-store / EVT epilogue
     a_major: str = "K"           # "K": A (M, K) K-contiguous; "MN": M-contiguous (A.T row-major)
     b_major: str = "K"           # "K": B (N, K) K-contiguous; "MN": N-contiguous ((K, N) row-major)
+    schedule: str = "cooperative"  # "cooperative": the W warpgroups split one tile along M;
+    #                                "pingpong": each warpgroup owns a whole tile, alternately
 
     def check(self):
         op = "Sm90GemmConfig"
@@ -75,10 +85,18 @@ class Sm90GemmConfig:
                               "elements)", expected=64, actual=self.tile_k)
         if self.consumer_wgs not in (1, 2):
             raise LaunchError(op, "consumer_wgs", "must be 1 or 2", actual=self.consumer_wgs)
-        rows = self.tile_m // self.consumer_wgs
-        if self.tile_m % (64 * self.consumer_wgs) or rows > 128:
-            raise LaunchError(op, "tile_m", "must give each consumer warpgroup 64 or 128 rows",
-                              expected="64*W or 128*W", actual=self.tile_m)
+        if self.schedule not in SCHEDULES:
+            raise LaunchError(op, "schedule", "is not a kernel schedule", expected=SCHEDULES,
+                              actual=self.schedule)
+        if self.schedule == "pingpong" and self.consumer_wgs != 2:
+            raise LaunchError(op, "consumer_wgs", "must be 2 for the ping-pong schedule (two "
+                              "warpgroups taking turns)", expected=2, actual=self.consumer_wgs)
+        rows = self.tile_m // self.mma_wgs
+        if self.tile_m % (64 * self.mma_wgs) or rows > 128:
+            raise LaunchError(op, "tile_m", "must give each consumer warpgroup 64 or 128 rows "
+                              f"of its tile ({self.schedule})",
+                              expected="64 or 128" if self.schedule == "pingpong"
+                              else "64*W or 128*W", actual=self.tile_m)
         if self.tile_n % 64 or not 64 <= self.tile_n <= 256:
             raise LaunchError(op, "tile_n", "must be 64, 128, 192 or 256", actual=self.tile_n)
         if self.tile_m > 256:
@@ -91,14 +109,14 @@ class Sm90GemmConfig:
                               expected="<= 232448", actual=self.smem_bytes())
         if self.epi is not None:
             e = self.epilogue()
-            if self.tile_m // self.consumer_wgs != 64:
-                raise LaunchError(op, "epi", "the EVT epilogue needs one 64-row slab per "
-                                  "consumer warpgroup", actual=(self.tile_m, self.consumer_wgs))
             if (e.cfg.tile_m, e.cfg.tile_n) != (self.tile_m, self.tile_n) or \
-                    e.cfg.fragment.num_threads != 128 * self.consumer_wgs:
-                raise LaunchError(op, "epi", "epilogue tile / fragment differ from the GEMM's",
-                                  expected=(self.tile_m, self.tile_n),
-                                  actual=(e.cfg.tile_m, e.cfg.tile_n))
+                    e.cfg.fragment != _wgmma_frag(self.mma_wgs, self.tile_n, rows):
+                raise LaunchError(op, "epi", "epilogue tile / fragment differ from the GEMM's "
+                                  "(build it with make_epilogue_config(tree, tile_m, tile_n, "
+                                  "consumer_wgs, schedule=...))",
+                                  expected=(self.tile_m, self.tile_n, self.mma_wgs),
+                                  actual=(e.cfg.tile_m, e.cfg.tile_n,
+                                          e.cfg.fragment.num_threads // 128))
         if self.cluster_m not in (1, 2):
             raise LaunchError(op, "cluster_m", "must be 1 or 2", actual=self.cluster_m)
         for nm in ("a_major", "b_major"):
@@ -120,6 +138,16 @@ class Sm90GemmConfig:
         return 128 * (self.consumer_wgs + 1)
 
     @property
+    def mma_wgs(self) -> int:
+        """Consumer warpgroups sharing one tile: all of them (cooperative) or one (pingpong)."""
+        return self.consumer_wgs if self.schedule == "cooperative" else 1
+
+    @property
+    def epi_regions(self) -> int:
+        """Epilogue smem regions: one per warpgroup that runs an epilogue of its own."""
+        return self.consumer_wgs // self.mma_wgs
+
+    @property
     def stage_bytes(self) -> int:
         return (self.tile_m + self.tile_n) * self.tile_k * 2
 
@@ -129,9 +157,17 @@ class Sm90GemmConfig:
             return None
         return _epilogue_of(self.epi)
 
-    def epilogue_smem_bytes(self) -> int:
+    def epilogue_region_bytes(self) -> int:
+        """Bytes of one epilogue region (1024-aligned when there are several: swizzled
+        buffers)."""
         e = self.epilogue()
-        return 0 if e is None else -(-e.smem_bytes // 16) * 16
+        if e is None:
+            return 0
+        a = 16 if self.epi_regions == 1 else 1024
+        return -(-e.smem_bytes // a) * a
+
+    def epilogue_smem_bytes(self) -> int:
+        return self.epi_regions * self.epilogue_region_bytes()
 
     def smem_bytes(self) -> int:
         """[A stages][B stages][epilogue region][mbarriers] + 1024 bytes to align the base."""
@@ -141,12 +177,19 @@ class Sm90GemmConfig:
     @property
     def name(self) -> str:
         h = hashlib.sha256(repr(self).encode()).hexdigest()[:8]
+        pp = "_pp" if self.schedule == "pingpong" else ""
         return (f"cute_sm90_gemm_{_DT[self.dtype]}_{self.tile_m}x{self.tile_n}x{self.tile_k}"
-                f"_s{self.stages}_w{self.consumer_wgs}_c{self.cluster_m}_{h}")
+                f"_s{self.stages}_w{self.consumer_wgs}{pp}_c{self.cluster_m}_{h}")
 
     def pipeline(self) -> PipelineTmaAsync:
-        return PipelineTmaAsync(stages=self.stages, consumer_arrivals=4 * self.consumer_wgs,
+        """The mainloop pipeline: a stage is released by the warps of the warpgroups that
+        read it (all of them, or the one owning the tile in ping-pong)."""
+        return PipelineTmaAsync(stages=self.stages, consumer_arrivals=4 * self.mma_wgs,
                                 transaction_bytes=self.stage_bytes, cluster_size=self.cluster_m)
+
+    def order(self) -> OrderedSequenceBarrier | None:
+        """Ping-pong: the turn order of the consumer warpgroups' mainloops."""
+        return OrderedSequenceBarrier(self.consumer_wgs) if self.schedule == "pingpong" else None
 
 
 @lru_cache(maxsize=None)
@@ -157,16 +200,30 @@ def _epilogue_of(epi_cfg):
 
 @lru_cache(maxsize=256)
 def make_epilogue_config(tree=None, tile_m=128, tile_n=256, consumer_wgs=2, element_d="float16",
-                         **kw):
+                         schedule="cooperative", **kw):
     """An ``EpilogueConfig`` whose fragment is this kernel's accumulator (``wgmma_fragment``);
-    ``tree`` defaults to ``D = acc`` (``evt.AccFetch()``).  Cached: building the fragment
-    enumerates every (thread, value) once."""
+    ``tree`` defaults to ``D = acc`` (``evt.AccFetch()``).  With ``schedule="pingpong"`` the
+    fragment is one warpgroup's (each warpgroup runs the epilogue of its own tile).  Cached:
+    building the fragment enumerates every (thread, value) once."""
     from cute_py.epilogue import evt
-    from ..epilogue.fragment import wgmma_fragment
     from ..epilogue.sm90 import EpilogueConfig
+    if schedule not in SCHEDULES:
+        raise LaunchError("make_epilogue_config", "schedule", "is not a kernel schedule",
+                          expected=SCHEDULES, actual=schedule)
     if tree is None:
         tree = evt.AccFetch()
-    frag = wgmma_fragment(consumer_wgs, tile_n, tile_m // consumer_wgs)
+    wgs = consumer_wgs if schedule == "cooperative" else 1
+    if consumer_wgs not in (1, 2):
+        raise LaunchError("make_epilogue_config", "consumer_wgs", "must be 1 or 2",
+                          actual=consumer_wgs)
+    if tile_m % (64 * wgs) or tile_m // wgs > 128:
+        raise LaunchError("make_epilogue_config", "tile_m", "must give each warpgroup of a tile "
+                          f"64 or 128 rows ({wgs} warpgroup(s) per tile, {schedule})",
+                          actual=tile_m)
+    if tile_n % 64 or not 64 <= tile_n <= 256:
+        raise LaunchError("make_epilogue_config", "tile_n", "must be 64, 128, 192 or 256",
+                          actual=tile_n)
+    frag = _wgmma_frag(wgs, tile_n, tile_m // wgs)
     return EpilogueConfig(tree=tree, fragment=frag, tile_m=tile_m, tile_n=tile_n,
                           element_d=element_d, **kw)
 
@@ -181,6 +238,8 @@ SHIPPED_CONFIGS = (
     Sm90GemmConfig(128, 256, 64, 4, 2, "f16", has_c=True),
     Sm90GemmConfig(128, 256, 64, 4, 2, "f16", vec2=False),
     Sm90GemmConfig(128, 256, 64, 4, 2, "f16", cluster_m=2),
+    Sm90GemmConfig(64, 256, 64, 4, 2, "f16", group_m=16, schedule="pingpong"),
+    Sm90GemmConfig(128, 128, 64, 5, 2, "bf16", schedule="pingpong", cluster_m=2),
 )
 
 
@@ -200,6 +259,18 @@ def shipped_epilogue_configs():
         None, tile_n=128, element_d="bfloat16")))
     out.append(Sm90GemmConfig(dtype="f16", cluster_m=2, epi=make_epilogue_config(
         evt.lin_comb_bias_elt_act("relu", bias="col"))))
+    # ping-pong: each warpgroup runs the epilogue of its own tile while the other computes
+    out.append(Sm90GemmConfig(64, 256, 64, 4, 2, "f16", group_m=16, schedule="pingpong",
+                              epi=make_epilogue_config(None, 64, 256, schedule="pingpong")))
+    out.append(Sm90GemmConfig(64, 256, 64, 4, 2, "f16", group_m=16, schedule="pingpong",
+                              epi=make_epilogue_config(evt.lin_comb_bias_elt_act(
+                                  "relu", bias="col"), 64, 256, schedule="pingpong")))
+    out.append(Sm90GemmConfig(128, 128, 64, 5, 2, "bf16", schedule="pingpong", cluster_m=2,
+                              epi=make_epilogue_config(None, 128, 128, element_d="bfloat16",
+                                                       schedule="pingpong")))
+    # cooperative 256x128: two 64-row slabs per warpgroup
+    out.append(Sm90GemmConfig(256, 128, 64, 3, 2, "f16", cluster_m=2, epi=make_epilogue_config(
+        evt.linear_combination(), 256, 128)))
     return tuple(out)
 
 
@@ -321,25 +392,46 @@ def generate_source(cfg: Sm90GemmConfig) -> str:
                 f"          {wgmma}(acc[{j}], gmma_desc_add(da_, {a_off}u), "
                 f"gmma_desc_add(db_, {b_off}u), {'scale_d' if kk == 0 else '1'});")
     mma = "\n".join(mma_lines)
+    pp = cfg.schedule == "pingpong"
+    # ping-pong: warpgroup cw owns tiles first_tile + (cw + 2i) * tile_step, whole
+    tile_loop = ("for (int tile = first_tile + cw * tile_step; tile < num_tiles; "
+                 "tile += 2 * tile_step)" if pp else
+                 "for (int tile = first_tile; tile < num_tiles; tile += tile_step)")
     epi = cfg.epilogue()
     if epi is not None:
         from ..epilogue.sm90 import SWZ_HELPER
+        R = cfg.epilogue_region_bytes()
         epi_prelude = epi.prelude() + SWZ_HELPER
         epi_params = ",\n    " + epi.param_decls()
         epi_init = (f"unsigned char* cute_epi_smem_base = smem_raw_ + (smem0_ - "
-                    f"cvta_to_shared_u32(smem_raw_)) + {S * cfg.stage_bytes};\n  "
-                    + epi.init_code("cute_epi_smem_base").replace("\n", "\n  "))
+                    f"cvta_to_shared_u32(smem_raw_)) + {S * cfg.stage_bytes};\n  ")
+        if pp:   # one epilogue region per warpgroup, each with its own C barriers
+            epi_init += "\n  ".join(
+                "{ " + epi.init_code(f"cute_epi_smem_base + {w * R}").replace("\n", "\n    ")
+                + " }" for w in range(cfg.epi_regions))
+            epi_region = ("\n    " + epi.region_decls(f"cute_epi_smem_base + {R} * cw")
+                          .replace("\n", "\n    "))
+        else:
+            epi_init += epi.init_code("cute_epi_smem_base").replace("\n", "\n  ")
+            epi_region = ""
         epi_tile = ("const int cute_epi_m0 = m_blk * %d, cute_epi_n0 = n_blk * %d;"
                     % (cfg.tile_m, cfg.tile_n))
+        acc_arg = "acc[0]" if slabs == 1 else (lambda v: f"acc[{v // nacc}][{v % nacc}]")
         epilogue_code = ("      { " + epi_tile + "\n" + "      "
-                         + epi.consumer_code("acc[0]").replace("\n", "\n      ") + "\n      }")
-        epi_consumer_decls = epi.consumer_state_decls()
+                         + epi.consumer_code(acc_arg, "(1 + cw)" if pp else 1)
+                         .replace("\n", "\n      ") + "\n      }")
+        epi_consumer_decls = epi.consumer_state_decls() + epi_region
         epi_tail = epi.consumer_tail_code()
         if epi.lt.loads:
+            # the C / aux loads: producer warp 1 (ping-pong: warp 1 + w for warpgroup w's
+            # tiles, into w's region)
+            who = ("warp_id() >= 1 && warp_id() <= 2" if pp else "warp_id() == 1")
+            cw_decl = ("\n      const int cw = warp_id() - 1;"
+                       + epi_region.replace("\n    ", "\n      ") if pp else "")
             epi_producer = f"""
-    if (warp_id() == 1 && (threadIdx.x & 31) == 0) {{   // epilogue load producer
+    if ({who} && (threadIdx.x & 31) == 0) {{   // epilogue load producer{cw_decl}
       {epi.producer_state_decls()}
-      for (int tile = first_tile; tile < num_tiles; tile += tile_step) {{
+      {tile_loop} {{
         int m_blk, n_blk, l_;
         {{ {_tile_coord_code(cfg)}
         }}
@@ -352,6 +444,21 @@ def generate_source(cfg: Sm90GemmConfig) -> str:
     else:
         epi_prelude = epi_params = epi_init = epi_consumer_decls = epi_tail = epi_producer = ""
         epilogue_code = _epilogue_direct(cfg, maps)
+    if pp:
+        order = OrderedSequenceLowering(cfg.order(), base=3, threads=128)
+        tid_base = "128 * wg"
+        a_wg_off = ""
+        pp_start = (f"\n    // ping-pong: this warpgroup's k-blocks start after warpgroup 0's "
+                    f"first tile\n    if (cw > 0) {pl.advance('idx', 'phase', 'cw * k_blocks')}")
+        pp_wait = (f"\n      // turn order: start after the other warpgroup issued its tile's "
+                   f"mainloop\n      if (tile != first_tile) {order.wait('cw')}")
+        pp_signal = (f"\n      if (tile + tile_step < num_tiles) {order.signal('cw')}  "
+                     f"// the other warpgroup's turn")
+        pp_skip = (f"\n      {pl.advance('idx', 'phase', 'k_blocks')}  "
+                   f"// skip the other warpgroup's tile")
+    else:
+        tid_base, pp_start, pp_wait, pp_signal, pp_skip = "128", "", "", "", ""
+        a_wg_off = f" + (u32)cw * {maps.wg_a_offset(1)}u"
     if cfg.cluster_m > 1:
         # sm_80 builds of this source (an empty body) must not carry the sm_90 attribute
         cluster_attr = "CUTE_PY_SM90_CLUSTER_DIMS "
@@ -423,20 +530,20 @@ extern "C" __global__ void {cluster_attr}__launch_bounds__({cfg.threads}, 1) {cf
   }} else {{
     // ---------------- consumer warpgroups ----------------
     setmaxnreg_inc<{cfg.consumer_regs}>();
-    const int tid = threadIdx.x - 128;
+    const int tid = threadIdx.x - {tid_base};
     const int cw = wg - 1;
     const bool release_lane = (threadIdx.x & 31) == 0;
-    int idx = 0; u32 phase = 0u;
+    int idx = 0; u32 phase = 0u;{pp_start}
     {epi_consumer_decls}
     float acc[{slabs}][{nacc}];
-    for (int tile = first_tile; tile < num_tiles; tile += tile_step) {{
+    {tile_loop} {{
       int m_blk, n_blk, l_;
       {{ {_tile_coord_code(cfg)}
-      }}
+      }}{pp_wait}
       int prev_ = -1;
       for (int kb = 0; kb < k_blocks; ++kb) {{
         {pl.consumer_wait("idx", "phase")}
-        const u64 da_ = make_gmma_desc(sA + (u32)idx * {a_bytes}u + (u32)cw * {maps.wg_a_offset(1)}u, {maps.desc_args("A")});
+        const u64 da_ = make_gmma_desc(sA + (u32)idx * {a_bytes}u{a_wg_off}, {maps.desc_args("A")});
         const u64 db_ = make_gmma_desc(sB + (u32)idx * {b_bytes}u, {maps.desc_args("B")});
         const int scale_d = kb > 0 ? 1 : 0;
         wgmma_fence();
@@ -448,7 +555,7 @@ extern "C" __global__ void {cluster_attr}__launch_bounds__({cfg.threads}, 1) {cf
         if (prev_ >= 0) {{ {pl.consumer_release("prev_", "release_lane")} }}
         prev_ = idx;
         {pl.increment("idx", "phase")}
-      }}
+      }}{pp_signal}
       wgmma_wait_group<0>();
       if (prev_ >= 0) {{ {pl.consumer_release("prev_", "release_lane")} }}
 #pragma unroll
@@ -460,7 +567,7 @@ extern "C" __global__ void {cluster_attr}__launch_bounds__({cfg.threads}, 1) {cf
           for (int i = 0; i < {nacc}; ++i) acc[j][i] = 0.0f;
       }}
       // ---------------- epilogue ----------------
-{epilogue_code}
+{epilogue_code}{pp_skip}
     }}
     {epi_tail}
   }}

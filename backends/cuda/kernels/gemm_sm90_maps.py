@@ -75,7 +75,7 @@ class Sm90Maps:
     tile_m: int
     tile_n: int
     tile_k: int
-    consumer_wgs: int
+    consumer_wgs: int             # warpgroups sharing one tile (1 in the ping-pong schedule)
     smem_a: object
     smem_b: object
     atom_a: TmaAtom
@@ -198,7 +198,7 @@ def derive_maps(cfg) -> Sm90Maps:
     lbo, sbo = _descriptor_offsets(sa, am)
     lbo_b, sbo_b = _descriptor_offsets(sb, bm)
     layout_type = {3: 1, 2: 2, 1: 3, 0: 0}[sw.B]
-    rows = cfg.tile_m // cfg.consumer_wgs
-    frag = wgmma_fragment(cfg.consumer_wgs, cfg.tile_n, rows)
-    return Sm90Maps(dt, cfg.tile_m, cfg.tile_n, cfg.tile_k, cfg.consumer_wgs, sa, sb, ta, tb,
+    rows = cfg.tile_m // cfg.mma_wgs
+    frag = wgmma_fragment(cfg.mma_wgs, cfg.tile_n, rows)
+    return Sm90Maps(dt, cfg.tile_m, cfg.tile_n, cfg.tile_k, cfg.mma_wgs, sa, sb, ta, tb,
                     sbo, lbo, layout_type, frag, am, bm, sbo_b, lbo_b, slice_rows)
