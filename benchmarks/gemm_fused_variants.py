@@ -9,6 +9,8 @@ Cases (the issue's): ``D = relu(alpha * A@B + beta * C + bias)`` and ``D = gelu(
 - ``ours-unfused``: ``ours-plain`` followed by the same CuPy elementwise kernel;
 - ``ours-fused``: our Hopper GEMM with the EVT tree fused into its TMA-store epilogue (the same
   mainloop configuration as ``ours-plain``, so the difference is the epilogue alone);
+- ``ours-plain-pp`` / ``ours-fused-pp``: the same with the ping-pong schedule (64x256 tiles,
+  one per consumer warpgroup: a warpgroup's epilogue runs while the other one computes);
 - ``epilogue-only``: the standalone SM90 epilogue kernel (accumulator read from global memory,
   then the full smem-staged TMA path), for the plain store tree and for each fused tree: the
   difference is what fusion adds to the epilogue.
@@ -109,15 +111,18 @@ def _epilogue_only(case):
     return make
 
 
-def _sm90_config(tree, prefetch_l2=False, **over):
+def _sm90_config(tree, prefetch_l2=False, schedule="cooperative", **over):
     """The Hopper GEMM configuration with ``tree`` as its TMA-store epilogue (``None``: D = acc).
     Plain and fused runs use the same mainloop configuration, so their difference is the
-    epilogue alone."""
+    epilogue alone.  ``schedule="pingpong"``: 64x256 tiles, one per warpgroup."""
     from cute_py.backends.cuda.kernels.gemm_sm90 import Sm90GemmConfig, make_epilogue_config
     tile_n = over.pop("tile_n", 256)
-    return Sm90GemmConfig(tile_n=tile_n, epi=make_epilogue_config(tree, tile_n=tile_n,
-                                                                  prefetch_l2=prefetch_l2),
-                          **over)
+    tile_m = over.pop("tile_m", 128 if schedule == "cooperative" else 64)
+    if schedule == "pingpong":
+        over.setdefault("group_m", 16)
+    return Sm90GemmConfig(tile_m=tile_m, tile_n=tile_n, schedule=schedule,
+                          epi=make_epilogue_config(tree, tile_m, tile_n, prefetch_l2=prefetch_l2,
+                                                   schedule=schedule), **over)
 
 
 def _operands(M, N, K, case):
@@ -134,7 +139,7 @@ def _operands(M, N, K, case):
     return A, B_nk, D, tensors
 
 
-def _ours(case, tree_case, prefetch_l2=False):
+def _ours(case, tree_case, prefetch_l2=False, schedule="cooperative"):
     """Our Hopper GEMM with the EVT epilogue of ``tree_case`` ("store" = plain D = acc) on the
     operands of ``case``; None when the Hopper kernel is not installed."""
     try:
@@ -144,7 +149,8 @@ def _ours(case, tree_case, prefetch_l2=False):
 
     def make(M, N, K, dtype):
         A, B_nk, D, tensors = _operands(M, N, K, case)
-        g = Sm90Gemm(_sm90_config(_tree(tree_case), prefetch_l2=prefetch_l2))
+        g = Sm90Gemm(_sm90_config(_tree(tree_case), prefetch_l2=prefetch_l2,
+                                  schedule=schedule))
         used = _tree(tree_case).signature
         return g.prepare(A, B_nk, D, tensors={k: v for k, v in tensors.items() if k in used})
     return make
@@ -173,7 +179,7 @@ def _ours_unfused(case):
     return make
 
 
-def check_fused(M=517, N=392, K=264, case="relu_lincomb_bias"):
+def check_fused(M=517, N=392, K=264, case="relu_lincomb_bias", schedule="cooperative"):
     """Relative error of the fused kernel against a float64 NumPy reference (odd sizes)."""
     import cupy as cp
     A, B_nk, D, t = _operands(M, N, K, case)
@@ -181,7 +187,7 @@ def check_fused(M=517, N=392, K=264, case="relu_lincomb_bias"):
     used = _tree(case).signature
     _ours(case, case)  # import check
     from cute_py.backends.cuda.kernels.gemm_sm90 import Sm90Gemm
-    Sm90Gemm(_sm90_config(_tree(case))).prepare(
+    Sm90Gemm(_sm90_config(_tree(case), schedule=schedule)).prepare(
         A, B_nk, D, tensors={k: v for k, v in t.items() if k in used})()
     acc = cp.asnumpy(A).astype(np.float64) @ cp.asnumpy(B_nk).astype(np.float64).T
     bias = cp.asnumpy(t["bias"]).astype(np.float64)[None, :]
@@ -201,11 +207,12 @@ def variants():
     plain = _ours("gelu_bias", "store")
     if plain is not None:
         out.append(("ours-plain", "plain", plain))
+        out.append(("ours-plain-pp", "plain", _ours("gelu_bias", "store", schedule="pingpong")))
     for case in CASES:
         out.append(("cublas+cupy", case, _cublas_cupy(case)))
         out.append(("epilogue-only", case, _epilogue_only(case)))
         for name, make in (("ours-unfused", _ours_unfused(case)), ("ours-fused", _ours(case, case)),
-                           ("ours-fused-l2pf", _ours(case, case, prefetch_l2=True))):
+                           ("ours-fused-pp", _ours(case, case, schedule="pingpong"))):
             if make is not None:
                 out.append((name, case, make))
     return out
@@ -221,10 +228,12 @@ def main(sizes=(4096, 8192), timing="stream", rounds=6, reps=5):
     fused overhead over our plain GEMM (target <= 3%) and cuBLAS+CuPy / ours-fused (target for
     bias+GELU: >= 1.35x at 4096^3, >= 1.25x at 8192^3)."""
     for case in CASES:
-        err = check_fused(case=case)
-        print(f"check ours-fused {case:18s} 517x392x264 rel err {err:.2e}", flush=True)
-        if not err < 2e-3:
-            raise SystemExit(f"ours-fused {case} is wrong (rel err {err})")
+        for sched in ("cooperative", "pingpong"):
+            err = check_fused(case=case, schedule=sched)
+            print(f"check ours-fused {case:18s} {sched:11s} 517x392x264 rel err {err:.2e}",
+                  flush=True)
+            if not err < 2e-3:
+                raise SystemExit(f"ours-fused {case} {sched} is wrong (rel err {err})")
     import os
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))   # sibling benchmarks
     rows = {}
@@ -247,23 +256,28 @@ def main(sizes=(4096, 8192), timing="stream", rounds=6, reps=5):
                 print(f"{n:5d} {name:14s} {case:18s} median {med:9.1f} us  "
                       f"{2 * n ** 3 / med / 1e6:6.0f} TFLOP/s", flush=True)
             del fns
-        plain = rows.get((n, "ours-plain", "plain"))
         cub = rows.get((n, "cublas", "plain"))
-        if plain and cub:
-            print(f"{n:5d} ours-plain vs cuBLAS: {cub / plain:.3f}x")
+        for sfx in ("", "-pp"):
+            plain = rows.get((n, "ours-plain" + sfx, "plain"))
+            if plain and cub:
+                print(f"{n:5d} ours-plain{sfx} vs cuBLAS: {cub / plain:.3f}x")
+            for case in CASES:
+                fused = rows.get((n, "ours-fused" + sfx, case))
+                if fused is None:
+                    continue
+                if plain:
+                    print(f"{n:5d} {case:18s} fused{sfx} overhead over ours-plain{sfx}: "
+                          f"{100 * (fused / plain - 1):+.1f}%")
+                cc = rows.get((n, "cublas+cupy", case))
+                if cc:
+                    print(f"{n:5d} {case:18s} cuBLAS+CuPy / ours-fused{sfx}: {cc / fused:.3f}x"
+                          + (f"   (cuBLAS+CuPy / cuBLAS alone: {cc / cub:.3f}x)" if cub
+                             else ""))
+        plain = rows.get((n, "ours-plain", "plain"))
         for case in CASES:
             fused = rows.get((n, "ours-fused", case))
-            if fused is None:
-                continue
-            if plain:
-                print(f"{n:5d} {case:18s} fused overhead over ours-plain: "
-                      f"{100 * (fused / plain - 1):+.1f}%")
-            cc = rows.get((n, "cublas+cupy", case))
-            if cc:
-                print(f"{n:5d} {case:18s} cuBLAS+CuPy / ours-fused: {cc / fused:.3f}x"
-                      + (f"   (cuBLAS+CuPy / cuBLAS alone: {cc / cub:.3f}x)" if cub else ""))
             uf = rows.get((n, "ours-unfused", case))
-            if uf:
+            if uf and fused:
                 print(f"{n:5d} {case:18s} ours-unfused / ours-fused: {uf / fused:.3f}x")
     return rows
 

@@ -49,6 +49,20 @@ def _configs():
             128, 256, 64, 4, 2, dt, epi=_epi(dt, stages_d=4)),
         "sm90 ws-coop 128x256x64 s4 c2 tma-epi64": lambda dt: C(
             128, 256, 64, 4, 2, dt, cluster_m=2, epi=_epi(dt, epi_n=64)),
+        # ping-pong: one tile per consumer warpgroup, epilogue overlapped with the other's MMAs
+        "sm90 ws-pp 64x256x64 s4 tma-epi": lambda dt: C(
+            64, 256, 64, 4, 2, dt, group_m=16, schedule="pingpong", epi=_epi_pp(dt, 64, 256)),
+        "sm90 ws-pp 64x256x64 s5 tma-epi": lambda dt: C(
+            64, 256, 64, 5, 2, dt, group_m=16, schedule="pingpong", epi=_epi_pp(dt, 64, 256)),
+        "sm90 ws-pp 64x256x64 s4 c2 tma-epi": lambda dt: C(
+            64, 256, 64, 4, 2, dt, group_m=16, schedule="pingpong", cluster_m=2,
+            epi=_epi_pp(dt, 64, 256)),
+        "sm90 ws-pp 128x128x64 s5 tma-epi": lambda dt: C(
+            128, 128, 64, 5, 2, dt, schedule="pingpong", epi=_epi_pp(dt, 128, 128)),
+        "sm90 ws-pp 128x128x64 s5 c2 tma-epi": lambda dt: C(
+            128, 128, 64, 5, 2, dt, schedule="pingpong", cluster_m=2, epi=_epi_pp(dt, 128, 128)),
+        "sm90 ws-pp 64x256x64 s4": lambda dt: C(64, 256, 64, 4, 2, dt, group_m=16,
+                                                schedule="pingpong"),
     }
 
 
@@ -56,6 +70,12 @@ def _epi(dt, tree=None, tile_n=256, **kw):
     from cute_py.backends.cuda.kernels.gemm_sm90 import make_epilogue_config
     return make_epilogue_config(tree, 128, tile_n, 2, "float16" if dt == "f16" else "bfloat16",
                                 **kw)
+
+
+def _epi_pp(dt, tile_m, tile_n, tree=None, **kw):
+    from cute_py.backends.cuda.kernels.gemm_sm90 import make_epilogue_config
+    return make_epilogue_config(tree, tile_m, tile_n, 2, "float16" if dt == "f16" else "bfloat16",
+                                schedule="pingpong", **kw)
 
 
 CONFIGS = ("sm90 default (heuristic)", "sm90 ws-coop 128x256x64 s4 tma-epi",
