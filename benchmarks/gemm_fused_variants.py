@@ -10,7 +10,8 @@ Cases (the issue's): ``D = relu(alpha * A@B + beta * C + bias)`` and ``D = gelu(
 - ``ours-fused``: our Hopper GEMM with the EVT tree fused into its TMA-store epilogue (the same
   mainloop configuration as ``ours-plain``, so the difference is the epilogue alone);
 - ``ours-plain-pp`` / ``ours-fused-pp``: the same with the ping-pong schedule (64x256 tiles,
-  one per consumer warpgroup: a warpgroup's epilogue runs while the other one computes);
+  one per consumer warpgroup: a warpgroup's epilogue runs while the other one computes; as
+  many stages, up to 5, as fit beside the two epilogue regions);
 - ``epilogue-only``: the standalone SM90 epilogue kernel (accumulator read from global memory,
   then the full smem-staged TMA path), for the plain store tree and for each fused tree: the
   difference is what fusion adds to the epilogue.
@@ -111,18 +112,21 @@ def _epilogue_only(case):
     return make
 
 
-def _sm90_config(tree, prefetch_l2=False, schedule="cooperative", **over):
+def _sm90_config(tree, prefetch_l2=False, schedule="cooperative", l2_evict_first=False, **over):
     """The Hopper GEMM configuration with ``tree`` as its TMA-store epilogue (``None``: D = acc).
     Plain and fused runs use the same mainloop configuration, so their difference is the
     epilogue alone.  ``schedule="pingpong"``: 64x256 tiles, one per warpgroup."""
     from cute_py.backends.cuda.kernels.gemm_sm90 import Sm90GemmConfig, make_epilogue_config
     tile_n = over.pop("tile_n", 256)
     tile_m = over.pop("tile_m", 128 if schedule == "cooperative" else 64)
-    if schedule == "pingpong":
+    pp = schedule == "pingpong"
+    if pp:
         over.setdefault("group_m", 16)
-    return Sm90GemmConfig(tile_m=tile_m, tile_n=tile_n, schedule=schedule,
-                          epi=make_epilogue_config(tree, tile_m, tile_n, prefetch_l2=prefetch_l2,
-                                                   schedule=schedule), **over)
+    cfg = Sm90GemmConfig(tile_m=tile_m, tile_n=tile_n, schedule=schedule,
+                         epi=make_epilogue_config(tree, tile_m, tile_n, prefetch_l2=prefetch_l2,
+                                                  schedule=schedule,
+                                                  l2_evict_first=l2_evict_first), **over)
+    return cfg.fit_stages(5) if pp and "stages" not in over else cfg
 
 
 def _operands(M, N, K, case):
@@ -139,7 +143,7 @@ def _operands(M, N, K, case):
     return A, B_nk, D, tensors
 
 
-def _ours(case, tree_case, prefetch_l2=False, schedule="cooperative"):
+def _ours(case, tree_case, prefetch_l2=False, schedule="cooperative", l2_evict_first=False):
     """Our Hopper GEMM with the EVT epilogue of ``tree_case`` ("store" = plain D = acc) on the
     operands of ``case``; None when the Hopper kernel is not installed."""
     try:
@@ -150,7 +154,7 @@ def _ours(case, tree_case, prefetch_l2=False, schedule="cooperative"):
     def make(M, N, K, dtype):
         A, B_nk, D, tensors = _operands(M, N, K, case)
         g = Sm90Gemm(_sm90_config(_tree(tree_case), prefetch_l2=prefetch_l2,
-                                  schedule=schedule))
+                                  schedule=schedule, l2_evict_first=l2_evict_first))
         used = _tree(tree_case).signature
         return g.prepare(A, B_nk, D, tensors={k: v for k, v in tensors.items() if k in used})
     return make
@@ -208,11 +212,15 @@ def variants():
     if plain is not None:
         out.append(("ours-plain", "plain", plain))
         out.append(("ours-plain-pp", "plain", _ours("gelu_bias", "store", schedule="pingpong")))
+        out.append(("ours-plain-ef", "plain", _ours("gelu_bias", "store", l2_evict_first=True)))
     for case in CASES:
         out.append(("cublas+cupy", case, _cublas_cupy(case)))
         out.append(("epilogue-only", case, _epilogue_only(case)))
         for name, make in (("ours-unfused", _ours_unfused(case)), ("ours-fused", _ours(case, case)),
-                           ("ours-fused-pp", _ours(case, case, schedule="pingpong"))):
+                           ("ours-fused-pp", _ours(case, case, schedule="pingpong")),
+                           ("ours-fused-ef", _ours(case, case, l2_evict_first=True)),
+                           ("ours-fused-pp-ef", _ours(case, case, schedule="pingpong",
+                                                      l2_evict_first=True))):
             if make is not None:
                 out.append((name, case, make))
     return out
@@ -257,7 +265,7 @@ def main(sizes=(4096, 8192), timing="stream", rounds=6, reps=5):
                       f"{2 * n ** 3 / med / 1e6:6.0f} TFLOP/s", flush=True)
             del fns
         cub = rows.get((n, "cublas", "plain"))
-        for sfx in ("", "-pp"):
+        for sfx in ("", "-pp", "-ef"):
             plain = rows.get((n, "ours-plain" + sfx, "plain"))
             if plain and cub:
                 print(f"{n:5d} ours-plain{sfx} vs cuBLAS: {cub / plain:.3f}x")

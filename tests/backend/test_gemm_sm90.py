@@ -389,13 +389,14 @@ def test_gemm_sm90_evt_relu_lincomb_bias_gpu():
 @pytest.mark.gpu
 @pytest.mark.parametrize("dt", ["f16", "bf16"])
 @pytest.mark.parametrize("kind", ["pp64x256", "pp128x128_c2", "pp64x256_evt", "pp128x128_evt_c2",
-                                  "coop256x128_evt"])
+                                  "coop256x128_evt", "coop128x256_evt_ef", "pp64x256_evt_ef"])
 @pytest.mark.parametrize("shape", [(1000, 776, 333), (2047, 1536, 1100), (64, 256, 64),
                                    (3000, 4000, 72), (200, 520, 328)],
                          ids=["1000x776x333", "2047x1536x1100", "64x256x64", "3000x4000x72",
                               "200x520x328"])
 def test_gemm_sm90_pingpong_gpu(dt, kind, shape):
-    """Ping-pong kernels (and the 2-slab cooperative EVT): fresh random data, poisoned D,
+    """Ping-pong kernels (and the 2-slab cooperative EVT; ``_ef``: epilogue TMA with L2
+    evict_first hints): fresh random data, poisoned D,
     float64 reference, each on the full persistent grid and on 6 CTAs (many tiles per CTA and
     per warpgroup).  Shapes: residues in M/N/K; k-blocks not a multiple of the stages (a
     skipping warpgroup's phase must be right); one tile (warpgroup 1 idle); ~190 tiles with
@@ -407,12 +408,14 @@ def test_gemm_sm90_pingpong_gpu(dt, kind, shape):
         pytest.skip("needs sm_90")
     M, N, K = shape
     ed = "float16" if dt == "f16" else "bfloat16"
-    tm, tn = (64, 256) if "64x256" in kind else ((256, 128) if "256x128" in kind else (128, 128))
+    tm, tn = (64, 256) if "64x256" in kind else (256, 128) if "256x128" in kind else \
+        (128, 256) if "128x256" in kind else (128, 128)
     sched = "pingpong" if kind.startswith("pp") else "cooperative"
     evt_tree = "evt" in kind
     tree = evt.lin_comb_bias_elt_act("relu", bias="col", element_c=ed, element_bias=ed) \
         if evt_tree else None
-    epi = G.make_epilogue_config(tree, tm, tn, element_d=ed, schedule=sched) \
+    epi = G.make_epilogue_config(tree, tm, tn, element_d=ed, schedule=sched,
+                                 l2_evict_first=kind.endswith("_ef")) \
         if (evt_tree or sched == "cooperative") else None
     cfg = G.Sm90GemmConfig(tm, tn, 64, 3 if tm == 256 else 4, 2, dt, schedule=sched, epi=epi,
                            cluster_m=2 if "c2" in kind else 1, vec2=False)
@@ -443,3 +446,28 @@ def test_gemm_sm90_pingpong_gpu(dt, kind, shape):
         assert not bool(cp.isnan(out).any()), max_ctas
         err = float(cp.linalg.norm(out - ref) / cp.linalg.norm(ref))
         assert err < (2e-3 if dt == "f16" else 1e-2), (max_ctas, err)
+
+
+def test_fit_stages():
+    from cute_py.epilogue import evt
+    cfg = G.Sm90GemmConfig(64, 256, schedule="pingpong", epi=G.make_epilogue_config(
+        evt.lin_comb_bias_elt_act("relu", bias="col"), 64, 256, schedule="pingpong"))
+    f = cfg.fit_stages(5)
+    assert f.stages == 4 and f.smem_bytes() <= 227 * 1024
+    assert G.Sm90GemmConfig(64, 256, schedule="pingpong").fit_stages(5).stages == 5
+    assert G.Sm90GemmConfig().fit_stages().stages == 4            # 48 KB stages
+    assert G.Sm90GemmConfig(128, 128).fit_stages().stages == 7         # 7 x 32 KB + 1 KB
+
+
+def test_l2_evict_first_hints_compile():
+    """``l2_evict_first``: every epilogue TMA load / store carries the L2 cache-hint operand."""
+    from cute_py.backends.cuda.compiler import compile_module
+    from cute_py.epilogue import evt
+    cfg = G.Sm90GemmConfig(epi=G.make_epilogue_config(
+        evt.lin_comb_bias_elt_act("relu", bias="col"), l2_evict_first=True))
+    src = G.generate_source(cfg)
+    assert "cute_epi_tma_load_2d_ef(&tmap_C" in src and "cute_epi_tma_store_2d_ef(&tmap_D" in src
+    assert "cute_epi_tma_load_2d(&" not in src and "cute_epi_tma_store_2d(&" not in src
+    for arch in ("sm_90a", "sm_80"):
+        res = compile_module(src, arch=arch).resources_for(cfg.name)
+        assert res.spills == 0, res

@@ -103,6 +103,27 @@ __device__ __forceinline__ void cute_epi_tma_load_2d(const CuteTmaDesc* desc, cu
     " [%0], [%1, {%3, %4}], [%2];"
     :: "r"(dst), "l"(reinterpret_cast<cute_u64>(desc)), "r"(bar), "r"(x), "r"(y) : "memory");
 }
+__device__ __forceinline__ cute_u64 cute_epi_l2_evict_first() {
+  cute_u64 p;
+  asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(p));
+  return p;
+}
+__device__ __forceinline__ void cute_epi_tma_load_2d_ef(const CuteTmaDesc* desc, cute_u32 dst,
+                                                        cute_u32 bar, int x, int y) {
+  // as cute_epi_tma_load_2d, with an L2 evict_first cache hint (streamed once)
+  asm volatile(
+    "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes.L2::cache_hint"
+    " [%0], [%1, {%3, %4}], [%2], %5;"
+    :: "r"(dst), "l"(reinterpret_cast<cute_u64>(desc)), "r"(bar), "r"(x), "r"(y),
+       "l"(cute_epi_l2_evict_first()) : "memory");
+}
+__device__ __forceinline__ void cute_epi_tma_store_2d_ef(const CuteTmaDesc* desc, cute_u32 src,
+                                                         int x, int y) {
+  asm volatile(
+    "cp.async.bulk.tensor.2d.global.shared::cta.bulk_group.L2::cache_hint [%0, {%2, %3}], [%1], %4;"
+    :: "l"(reinterpret_cast<cute_u64>(desc)), "r"(src), "r"(x), "r"(y),
+       "l"(cute_epi_l2_evict_first()) : "memory");
+}
 __device__ __forceinline__ void cute_epi_tma_prefetch_l2_2d(const CuteTmaDesc* desc, int x,
                                                             int y) {
   asm volatile("cp.async.bulk.prefetch.tensor.2d.L2.global [%0, {%1, %2}];"

@@ -90,6 +90,8 @@ class EpilogueConfig:
     reuse_smem_c: bool = False
     delay_tma_store: bool = False
     prefetch_l2: bool = False    # producer warms L2 with the tile's C / aux (measured: slower)
+    l2_evict_first: bool = False  # C / aux loads and D / aux stores hint L2 evict_first: the
+    #                               streamed epilogue tensors do not displace operand panels
 
     @property
     def epilogue_tile(self) -> tuple[int, int]:
@@ -205,6 +207,11 @@ class Sm90Epilogue:
         self.smem_bytes = off + 16 * cfg.stages_c + (16 if not self.lt.loads else 0)
         self.load_bytes = sum(em * en * _BYTES[dt] for _, dt in self.lt.loads)
 
+    @property
+    def _ef(self) -> str:
+        """Suffix of the TMA load / store helpers: ``_ef`` = with an L2 evict_first hint."""
+        return "_ef" if self.cfg.l2_evict_first else ""
+
     def _buf_expr(self, key, stage_expr):
         o, nb, _, _ = self.buf[key]
         return f"(cute_epi_smem + {o}u + ({stage_expr}) * {nb}u)"
@@ -293,7 +300,7 @@ class Sm90Epilogue:
                  "  cute_epi_mbar_wait(cute_epi_empty + 8u * cute_epi_p_idx, cute_epi_p_phase);",
                  f"  cute_epi_mbar_arrive_expect_tx(full_, {self.load_bytes}u);"]
         for name, _ in self.lt.loads:
-            lines.append(f"  cute_epi_tma_load_2d(&tmap_{name}, "
+            lines.append(f"  cute_epi_tma_load_2d{self._ef}(&tmap_{name}, "
                          f"{self._buf_expr(('load', name), 'cute_epi_p_idx')}, full_, "
                          f"cute_epi_n0 + cute_en * {en}, cute_epi_m0 + cute_em * {em});")
         lines += [f"  if (++cute_epi_p_idx == {cfg.stages_c}) "
@@ -510,9 +517,9 @@ class Sm90Epilogue:
         lines = []
         dbuf = (self._buf_expr(("load", "C"), stage_expr) if d_from_c
                 else self._buf_expr(("store", "D"), stage_expr))
-        lines.append(f"cute_epi_tma_store_2d(&tmap_D, {dbuf}, {x}, {y});")
+        lines.append(f"cute_epi_tma_store_2d{self._ef}(&tmap_D, {dbuf}, {x}, {y});")
         for name, _ in self.lt.stores:
-            lines.append(f"cute_epi_tma_store_2d(&tmap_{name}, "
+            lines.append(f"cute_epi_tma_store_2d{self._ef}(&tmap_{name}, "
                          f"{self._buf_expr(('store', name), stage_expr)}, {x}, {y});")
         lines.append("cute_epi_bulk_commit();")
         return lines
@@ -630,7 +637,8 @@ class Sm90Epilogue:
         return hashlib.sha256(repr((self.cfg.tree, self.cfg.fragment, self.cfg.tile_m,
                                     self.cfg.tile_n, self.cfg.element_d, self.cfg.epilogue_tile,
                                     self.cfg.stages_c, self.cfg.stages_d, self.cfg.reuse_smem_c,
-                                    self.cfg.delay_tma_store, self.cfg.prefetch_l2)
+                                    self.cfg.delay_tma_store, self.cfg.prefetch_l2,
+                                    self.cfg.l2_evict_first)
                                    ).encode()).hexdigest()[:12]
 
 

@@ -174,6 +174,17 @@ class Sm90GemmConfig:
         return self.stages * self.stage_bytes + self.epilogue_smem_bytes() + 16 * self.stages \
             + 1024
 
+    def fit_stages(self, limit: int = 8) -> "Sm90GemmConfig":
+        """This configuration with the most mainloop stages (at most ``limit``) whose shared
+        memory (stages + epilogue regions) fits in 227 KB."""
+        import dataclasses
+        for s in range(min(limit, 8), 1, -1):
+            c = dataclasses.replace(self, stages=s)
+            if c.smem_bytes() <= 227 * 1024:
+                return c
+        raise LaunchError("Sm90GemmConfig", "stages", "not even 2 stages fit in 227 KB with "
+                          "this tile and epilogue", actual=self.smem_bytes())
+
     @property
     def name(self) -> str:
         h = hashlib.sha256(repr(self).encode()).hexdigest()[:8]
