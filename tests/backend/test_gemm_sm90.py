@@ -271,7 +271,7 @@ def _ref(A, B, dt, C=None, alpha=1.0, beta=0.0):
 @pytest.mark.parametrize("dt", ["f16", "bf16"])
 @pytest.mark.parametrize("shape", [(1, 1, 1, None), (1000, 777, 333, None),
                                    (4095, 4097, 4099, None), (300, 200, 136, 3),
-                                   (256, 1024, 512, None)])
+                                   (256, 1024, 512, None), (2000, 4096, 520, None)])
 def test_gemm_sm90_gpu(dt, shape):
     import cupy as cp
     from cute_py.backends.cuda.device import device_properties
@@ -471,3 +471,17 @@ def test_l2_evict_first_hints_compile():
     for arch in ("sm_90a", "sm_80"):
         res = compile_module(src, arch=arch).resources_for(cfg.name)
         assert res.spills == 0, res
+
+
+@pytest.mark.parametrize("majors", [("K", "MN"), ("MN", "K"), ("MN", "MN")])
+@pytest.mark.parametrize("tile", [(64, 256), (128, 128)])
+def test_pingpong_mn_major_compile(majors, tile):
+    """The default one-call kernel for D = A @ B is ping-pong 64x256: every operand major."""
+    from cute_py.backends.cuda.compiler import compile_module
+    tm, tn = tile
+    cfg = G.Sm90GemmConfig(tm, tn, 64, 5, 2, "f16", schedule="pingpong", a_major=majors[0],
+                           b_major=majors[1], epi=G.make_epilogue_config(
+                               None, tm, tn, schedule="pingpong"))
+    src = G.generate_source(cfg)
+    for arch in ("sm_90a", "sm_80"):
+        assert compile_module(src, arch=arch).resources_for(cfg.name).spills == 0

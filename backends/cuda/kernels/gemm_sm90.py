@@ -833,10 +833,11 @@ def gemm_sm90(A, B, D=None, C=None, alpha=1.0, beta=0.0, cfg: Sm90GemmConfig | N
     contiguous along its rows (e.g. ``B = B_kn.T`` for a row-major ``(K, N)`` B): the kernel
     reads either in place (``a_major`` / ``b_major`` = "K" / "MN").
 
-    Default kernel: 128x256x64 tiles, 4 stages, 2 consumer warpgroups; for a single 2-D
-    problem whose D (and C) rows are 16-byte aligned the epilogue is the smem-staged TMA-store
-    EVT epilogue (``D = acc`` or ``D = alpha*acc + beta*C``), else the built-in predicated
-    register->global epilogue.  Operands TMA cannot read directly (row pitch not a multiple of
+    Default kernel: for a single 2-D problem whose D (and C) rows are 16-byte aligned, the
+    smem-staged TMA-store EVT epilogue: ``D = A @ B`` on the ping-pong kernel (64x256 tiles, 5
+    stages), ``D = alpha*acc + beta*C`` on the cooperative one (128x256, 4 stages); otherwise
+    (batched, unaligned D) the cooperative kernel with the built-in predicated
+    register->global epilogue.  Skinny problems that leave SMs idle use 128x128 tiles.  Operands TMA cannot read directly (row pitch not a multiple of
     16 bytes) are copied into padded buffers first."""
     import cupy as cp
     import numpy as np
@@ -858,9 +859,17 @@ def gemm_sm90(A, B, D=None, C=None, alpha=1.0, beta=0.0, cfg: Sm90GemmConfig | N
             from cute_py.epilogue import evt
             ed = "float16" if dt == "f16" else "bfloat16"
             tree = evt.linear_combination(element_c=ed) if use_c else None
-            cfg = Sm90GemmConfig(tile_n=tn, stages=stages, dtype=dt, a_major=a_major,
-                                 b_major=b_major,
-                                 epi=make_epilogue_config(tree, tile_n=tn, element_d=ed))
+            if tn == 256 and not use_c:
+                # D = A @ B: the ping-pong kernel, 64x256 tiles, 5 stages (measured +0-4% over
+                # the cooperative 128x256 one, docs/performance.md session 13)
+                cfg = Sm90GemmConfig(64, 256, 64, 5, 2, dt, group_m=16, schedule="pingpong",
+                                     a_major=a_major, b_major=b_major,
+                                     epi=make_epilogue_config(None, 64, 256, element_d=ed,
+                                                              schedule="pingpong"))
+            else:
+                cfg = Sm90GemmConfig(tile_n=tn, stages=stages, dtype=dt, a_major=a_major,
+                                     b_major=b_major,
+                                     epi=make_epilogue_config(tree, tile_n=tn, element_d=ed))
             if use_c:
                 tensors = {"C": C, "alpha": float(alpha), "beta": float(beta)}
         else:

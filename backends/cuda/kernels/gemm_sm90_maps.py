@@ -169,8 +169,13 @@ def _descriptor_offsets(tile, major: str) -> tuple[int, int]:
     """``(lbo, sbo)`` in bytes of the canonical GMMA SW128 form of ``tile``."""
     inner = get_nonswizzle_portion(tile)
     if major == "MN":
-        # ((T,8,m),(8,k)): LBO = next 64-element MN chunk, SBO = next group of 8 k-rows
-        return cute.crd2idx((64, 0), inner) * 2, cute.crd2idx((0, 8), inner) * 2
+        # ((T,8,m),(8,k)): LBO = next 64-element MN chunk, SBO = next group of 8 k-rows.  A
+        # 64-row tile (ping-pong's 64x256 A) is one chunk: wgmma's m64 never steps to a next
+        # one, so LBO is unused; it is given as the chunk's byte size.
+        sbo = cute.crd2idx((0, 8), inner) * 2
+        if cute.size(tile, 0) <= 64:
+            return cute.cosize(inner) * 2, sbo
+        return cute.crd2idx((64, 0), inner) * 2, sbo
     # ((8,m),(T,2)): SBO = next 8-row core-matrix group; LBO unused with a swizzle (1)
     return 16, cute.crd2idx((8, 0), inner) * 2
 
