@@ -112,7 +112,8 @@ def _epilogue_only(case):
     return make
 
 
-def _sm90_config(tree, prefetch_l2=False, schedule="cooperative", l2_evict_first=False, **over):
+def _sm90_config(tree, prefetch_l2=False, schedule="cooperative", l2_evict_first=False,
+                 reuse_smem_c=False, **over):
     """The Hopper GEMM configuration with ``tree`` as its TMA-store epilogue (``None``: D = acc).
     Plain and fused runs use the same mainloop configuration, so their difference is the
     epilogue alone.  ``schedule="pingpong"``: 64x256 tiles, one per warpgroup."""
@@ -125,7 +126,8 @@ def _sm90_config(tree, prefetch_l2=False, schedule="cooperative", l2_evict_first
     cfg = Sm90GemmConfig(tile_m=tile_m, tile_n=tile_n, schedule=schedule,
                          epi=make_epilogue_config(tree, tile_m, tile_n, prefetch_l2=prefetch_l2,
                                                   schedule=schedule,
-                                                  l2_evict_first=l2_evict_first), **over)
+                                                  l2_evict_first=l2_evict_first,
+                                                  reuse_smem_c=reuse_smem_c), **over)
     return cfg.fit_stages(5) if pp and "stages" not in over else cfg
 
 
@@ -143,7 +145,8 @@ def _operands(M, N, K, case):
     return A, B_nk, D, tensors
 
 
-def _ours(case, tree_case, prefetch_l2=False, schedule="cooperative", l2_evict_first=False):
+def _ours(case, tree_case, prefetch_l2=False, schedule="cooperative", l2_evict_first=False,
+          reuse_smem_c=False):
     """Our Hopper GEMM with the EVT epilogue of ``tree_case`` ("store" = plain D = acc) on the
     operands of ``case``; None when the Hopper kernel is not installed."""
     try:
@@ -154,7 +157,8 @@ def _ours(case, tree_case, prefetch_l2=False, schedule="cooperative", l2_evict_f
     def make(M, N, K, dtype):
         A, B_nk, D, tensors = _operands(M, N, K, case)
         g = Sm90Gemm(_sm90_config(_tree(tree_case), prefetch_l2=prefetch_l2,
-                                  schedule=schedule, l2_evict_first=l2_evict_first))
+                                  schedule=schedule, l2_evict_first=l2_evict_first,
+                                  reuse_smem_c=reuse_smem_c))
         used = _tree(tree_case).signature
         return g.prepare(A, B_nk, D, tensors={k: v for k, v in tensors.items() if k in used})
     return make
@@ -220,7 +224,10 @@ def variants():
                            ("ours-fused-pp", _ours(case, case, schedule="pingpong")),
                            ("ours-fused-ef", _ours(case, case, l2_evict_first=True)),
                            ("ours-fused-pp-ef", _ours(case, case, schedule="pingpong",
-                                                      l2_evict_first=True))):
+                                                      l2_evict_first=True))) + (
+                (("ours-fused-pp-reuse", _ours(case, case, schedule="pingpong",
+                                               reuse_smem_c=True, l2_evict_first=True)),)
+                if case == "relu_lincomb_bias" else ()):
             if make is not None:
                 out.append((name, case, make))
     return out
@@ -265,7 +272,7 @@ def main(sizes=(4096, 8192), timing="stream", rounds=6, reps=5):
                       f"{2 * n ** 3 / med / 1e6:6.0f} TFLOP/s", flush=True)
             del fns
         cub = rows.get((n, "cublas", "plain"))
-        for sfx in ("", "-pp", "-ef"):
+        for sfx in ("", "-pp", "-ef", "-pp-reuse"):
             plain = rows.get((n, "ours-plain" + sfx, "plain"))
             if plain and cub:
                 print(f"{n:5d} ours-plain{sfx} vs cuBLAS: {cub / plain:.3f}x")

@@ -389,7 +389,8 @@ def test_gemm_sm90_evt_relu_lincomb_bias_gpu():
 @pytest.mark.gpu
 @pytest.mark.parametrize("dt", ["f16", "bf16"])
 @pytest.mark.parametrize("kind", ["pp64x256", "pp128x128_c2", "pp64x256_evt", "pp128x128_evt_c2",
-                                  "coop256x128_evt", "coop128x256_evt_ef", "pp64x256_evt_ef"])
+                                  "coop256x128_evt", "coop128x256_evt_ef", "pp64x256_evt_ef",
+                                  "pp64x256_evt_reuse"])
 @pytest.mark.parametrize("shape", [(1000, 776, 333), (2047, 1536, 1100), (64, 256, 64),
                                    (3000, 4000, 72), (200, 520, 328)],
                          ids=["1000x776x333", "2047x1536x1100", "64x256x64", "3000x4000x72",
@@ -415,9 +416,11 @@ def test_gemm_sm90_pingpong_gpu(dt, kind, shape):
     tree = evt.lin_comb_bias_elt_act("relu", bias="col", element_c=ed, element_bias=ed) \
         if evt_tree else None
     epi = G.make_epilogue_config(tree, tm, tn, element_d=ed, schedule=sched,
-                                 l2_evict_first=kind.endswith("_ef")) \
+                                 l2_evict_first=kind.endswith("_ef"),
+                                 reuse_smem_c=kind.endswith("_reuse")) \
         if (evt_tree or sched == "cooperative") else None
-    cfg = G.Sm90GemmConfig(tm, tn, 64, 3 if tm == 256 else 4, 2, dt, schedule=sched, epi=epi,
+    cfg = G.Sm90GemmConfig(tm, tn, 64, 3 if tm == 256 else 5 if "reuse" in kind else 4, 2, dt,
+                           schedule=sched, epi=epi,
                            cluster_m=2 if "c2" in kind else 1, vec2=False)
     g = G.Sm90Gemm(cfg)
     rng = cp.random.default_rng()
