@@ -47,7 +47,10 @@ _DT = {"f16": "f16", "float16": "f16", "bf16": "bf16", "bfloat16": "bf16"}
 SCHEDULES = ("cooperative", "pingpong")
 
 
+@lru_cache(maxsize=64)
 def _wgmma_frag(wgs, tile_n, rows):
+    """The accumulator fragment of ``wgs`` warpgroups sharing a ``(wgs*rows) x tile_n`` tile
+    (cached: it enumerates every thread and value, ~20 ms)."""
     from ..epilogue.fragment import wgmma_fragment
     return wgmma_fragment(wgs, tile_n, rows)
 
