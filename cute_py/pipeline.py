@@ -273,19 +273,24 @@ class PipelineModel:
         s.data, s.readers_left = k, self.num_consumers
         self.full[idx].complete_tx(self.desc.transaction_bytes)
 
+    def _wait_and_read(self, c, st, k):
+        """Consumer ``c``: ``consumer_wait`` at state ``st`` (spin on the full barrier), then
+        read the stage, recording an error unless it holds block ``k``."""
+        while not self.full[st.index].try_wait_parity(st.phase):
+            yield "blocked"
+        s = self.stages[st.index]
+        if s.data != k:
+            self.errors.append(f"consumer {c} reads stage {st.index} for block {k} but it "
+                               f"holds {s.data!r}")
+        self.reads[c].append(s.data)
+
     def _consumer(self, c):
         d = self.desc
         per = d.consumer_arrivals // self.num_consumers
         st = d.consumer_start_state()
         held = []
         for k in range(self.num_blocks):
-            while not self.full[st.index].try_wait_parity(st.phase):
-                yield "blocked"
-            s = self.stages[st.index]
-            if s.data != k:
-                self.errors.append(f"consumer {c} reads stage {st.index} for block {k} but it "
-                                   f"holds {s.data!r}")
-            self.reads[c].append(s.data)
+            yield from self._wait_and_read(c, st, k)
             held.append(st.index)
             while len(held) > self.release_lag:
                 idx = held.pop(0)
@@ -393,13 +398,7 @@ class PingpongModel(PipelineModel):
                 self.signalled[prev] = False
             held = []
             for k in range(t * kb, (t + 1) * kb):
-                while not self.full[st.index].try_wait_parity(st.phase):
-                    yield "blocked"
-                s = self.stages[st.index]
-                if s.data != k:
-                    self.errors.append(f"consumer {c} reads stage {st.index} for block {k} but "
-                                       f"it holds {s.data!r}")
-                self.reads[c].append(s.data)
+                yield from self._wait_and_read(c, st, k)
                 held.append(st.index)
                 while len(held) > self.release_lag:
                     release(held.pop(0))
