@@ -66,16 +66,14 @@ def _configs():
     }
 
 
-def _epi(dt, tree=None, tile_n=256, **kw):
+def _epi(dt, tree=None, tile_n=256, tile_m=128, **kw):
     from cute_py.backends.cuda.kernels.gemm_sm90 import make_epilogue_config
-    return make_epilogue_config(tree, 128, tile_n, 2, "float16" if dt == "f16" else "bfloat16",
+    return make_epilogue_config(tree, tile_m, tile_n, 2, "float16" if dt == "f16" else "bfloat16",
                                 **kw)
 
 
 def _epi_pp(dt, tile_m, tile_n, tree=None, **kw):
-    from cute_py.backends.cuda.kernels.gemm_sm90 import make_epilogue_config
-    return make_epilogue_config(tree, tile_m, tile_n, 2, "float16" if dt == "f16" else "bfloat16",
-                                schedule="pingpong", **kw)
+    return _epi(dt, tree, tile_n, tile_m, schedule="pingpong", **kw)
 
 
 CONFIGS = ("sm90 default (heuristic)", "sm90 ws-coop 128x256x64 s4 tma-epi",

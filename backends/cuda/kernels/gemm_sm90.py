@@ -47,6 +47,20 @@ _DT = {"f16": "f16", "float16": "f16", "bf16": "bf16", "bfloat16": "bf16"}
 SCHEDULES = ("cooperative", "pingpong")
 
 
+def _check_tile(op, tile_m, tile_n, wgs, schedule) -> int:
+    """The tile rule shared by the GEMM and its epilogue: each of the ``wgs`` warpgroups of a
+    tile gets 64 or 128 rows, ``tile_n`` is a multiple of 64 in [64, 256].  Returns the rows
+    per warpgroup."""
+    rows = tile_m // wgs
+    if tile_m % (64 * wgs) or rows > 128:
+        raise LaunchError(op, "tile_m", f"must give each warpgroup of a tile 64 or 128 rows "
+                          f"({wgs} warpgroup(s) per tile, {schedule})",
+                          expected="64 or 128" if wgs == 1 else "64*W or 128*W", actual=tile_m)
+    if tile_n % 64 or not 64 <= tile_n <= 256:
+        raise LaunchError(op, "tile_n", "must be 64, 128, 192 or 256", actual=tile_n)
+    return rows
+
+
 @lru_cache(maxsize=64)
 def _wgmma_frag(wgs, tile_n, rows):
     """The accumulator fragment of ``wgs`` warpgroups sharing a ``(wgs*rows) x tile_n`` tile
@@ -94,14 +108,7 @@ class Sm90GemmConfig:
         if self.schedule == "pingpong" and self.consumer_wgs != 2:
             raise LaunchError(op, "consumer_wgs", "must be 2 for the ping-pong schedule (two "
                               "warpgroups taking turns)", expected=2, actual=self.consumer_wgs)
-        rows = self.tile_m // self.mma_wgs
-        if self.tile_m % (64 * self.mma_wgs) or rows > 128:
-            raise LaunchError(op, "tile_m", "must give each consumer warpgroup 64 or 128 rows "
-                              f"of its tile ({self.schedule})",
-                              expected="64 or 128" if self.schedule == "pingpong"
-                              else "64*W or 128*W", actual=self.tile_m)
-        if self.tile_n % 64 or not 64 <= self.tile_n <= 256:
-            raise LaunchError(op, "tile_n", "must be 64, 128, 192 or 256", actual=self.tile_n)
+        rows = _check_tile(op, self.tile_m, self.tile_n, self.mma_wgs, self.schedule)
         if self.tile_m > 256:
             raise LaunchError(op, "tile_m", "exceeds the TMA box limit 256", actual=self.tile_m)
         if (rows // 64) * self.tile_n // 2 > 128:
@@ -226,18 +233,12 @@ def make_epilogue_config(tree=None, tile_m=128, tile_n=256, consumer_wgs=2, elem
                           expected=SCHEDULES, actual=schedule)
     if tree is None:
         tree = evt.AccFetch()
-    wgs = consumer_wgs if schedule == "cooperative" else 1
     if consumer_wgs not in (1, 2):
         raise LaunchError("make_epilogue_config", "consumer_wgs", "must be 1 or 2",
                           actual=consumer_wgs)
-    if tile_m % (64 * wgs) or tile_m // wgs > 128:
-        raise LaunchError("make_epilogue_config", "tile_m", "must give each warpgroup of a tile "
-                          f"64 or 128 rows ({wgs} warpgroup(s) per tile, {schedule})",
-                          actual=tile_m)
-    if tile_n % 64 or not 64 <= tile_n <= 256:
-        raise LaunchError("make_epilogue_config", "tile_n", "must be 64, 128, 192 or 256",
-                          actual=tile_n)
-    frag = _wgmma_frag(wgs, tile_n, tile_m // wgs)
+    wgs = consumer_wgs if schedule == "cooperative" else 1
+    rows = _check_tile("make_epilogue_config", tile_m, tile_n, wgs, schedule)
+    frag = _wgmma_frag(wgs, tile_n, rows)
     return EpilogueConfig(tree=tree, fragment=frag, tile_m=tile_m, tile_n=tile_n,
                           element_d=element_d, **kw)
 
