@@ -124,6 +124,10 @@ def test_bank_model():
     (dict(epi_n=24), "epilogue_tile"),
     (dict(epi_n=8), "epi_n"),
     (dict(stages_c=0), "stages"),
+    (dict(load_path="smem"), "load_path"),
+    (dict(load_path="direct", reuse_smem_c=True), "reuse_smem_c"),
+    (dict(load_path="direct", prefetch_l2=True), "prefetch_l2"),
+    (dict(load_path="direct", direct_ahead=0), "direct_ahead"),
 ])
 def test_invalid_configurations(kw, arg):
     base = dict(tree=evt.linear_combination(), fragment=FR, tile_m=128, tile_n=128)
@@ -138,6 +142,27 @@ def test_config_is_hashable_cache_key():
     b = EpilogueConfig(evt.linear_combination(), wgmma_fragment(2, 128), 128, 128)
     assert a == b and hash(a) == hash(b)
     assert Sm90Epilogue(a).key() == Sm90Epilogue(b).key()
+
+
+def test_direct_load_path_structure():
+    """load_path="direct": no C smem stages, no C barriers, no producer; every C value is
+    loaded once (one predicated access per pair), the first ``direct_ahead`` subtiles by
+    ``prefetch_code`` and each later one ``direct_ahead`` subtiles before its use."""
+    tree = evt.lin_comb_bias_elt_act("relu")
+    tma = Sm90Epilogue(EpilogueConfig(tree, FR, 128, 128))
+    d = Sm90Epilogue(EpilogueConfig(tree, FR, 128, 128, load_path="direct", direct_ahead=3))
+    assert tma.has_producer and not d.has_producer
+    assert d.smem_bytes < tma.smem_bytes and ("load", "C") not in d.buf
+    assert "cute_epi_tma_load_2d" not in d.producer_code()
+    assert [p.kind for p in d.params()][:2] == ["mat", "ld"]
+    pre, body = d.prefetch_code(), d.consumer_code(prefetched=True)
+    pairs = sum(len(d._pairs(d.values[s])[0]) for s in d.subtiles)
+    assert pre.count("cute_epi_ldg_pair16<") == 3 * pairs // len(d.subtiles)
+    assert pre.count("cute_epi_ldg_pair16<") + body.count("cute_epi_ldg_pair16<") == pairs
+    assert "cute_epi_mbar_wait" not in body
+    # without a kernel-side prefetch the consumer code issues the first loads itself
+    assert d.consumer_code().count("cute_epi_ldg_pair16<") == pairs
+    assert tma.prefetch_code() == ""
 
 
 # -- CPU: compile for sm_90a -----------------------------------------------------------------------
@@ -166,6 +191,13 @@ def test_compile_every_option_combination(combo):
 def test_compile_every_node(name, element_d):
     # each node once, D types rotating (keeps the CPU suite short; the GPU tests run all 3)
     _compile(EpilogueConfig(NODE_TREES[name], FR, 128, 128, element_d=element_d))
+
+
+@needs_compiler
+@pytest.mark.parametrize("name", ["lincomb", "aux_load", "custom_scale_residual", "reductions"])
+def test_compile_direct_load_path(name):
+    _compile(EpilogueConfig(NODE_TREES[name], FR, 128, 128, load_path="direct", direct_ahead=2,
+                            l2_evict_first=name == "aux_load"))
 
 
 @needs_compiler
@@ -281,6 +313,38 @@ def test_gpu_every_option_combination(combo):
 def test_gpu_odd_sizes(M, N):
     errs = run_case(evt.lin_comb_bias_elt_act_aux("gelu"), M, N, stages_c=3, delay_tma_store=True)
     assert all(e < 2e-3 for e in errs.values()), errs
+
+
+@gpu
+@needs_gpu
+@pytest.mark.parametrize("name", ["lincomb", "silu_sigmoid", "aux_load", "reductions",
+                                  "custom_scale_residual"])
+@pytest.mark.parametrize("ahead, ef", [(1, False), (3, True), (64, False)])
+def test_gpu_direct_load_path(name, ahead, ef):
+    """C / aux loaded by the consumer threads (load_path="direct"), residues in M and N."""
+    tree = NODE_TREES[name]
+    if name == "aux_load":      # a float32 aux tensor too: 8-byte pair loads
+        tree = AccFetch() - AuxLoad("z", "bfloat16") + AuxLoad("w", "float32")
+    for M, N in ((257, 392), (1, 8), (130, 136)):
+        errs = run_case(tree, M, N, load_path="direct", direct_ahead=ahead, l2_evict_first=ef,
+                        seed=M + ahead)
+        tol = 1e-2 if name == "aux_load" else 2e-3
+        assert all(e < tol for e in errs.values()), (M, N, errs)
+
+
+@gpu
+@needs_gpu
+def test_gpu_tma_store_refuses_rows_of_partial_chunks():
+    """TMA stores write whole 16-byte chunks: a D whose rows end mid-chunk (N = 391 halves in a
+    padded buffer) would get its row padding overwritten, so the kernel refuses it."""
+    import cupy as cp
+    from cute_py.backends.cuda.epilogue.runtime import EpilogueTestKernel
+    k = EpilogueTestKernel(EpilogueConfig(AccFetch(), FR, 128, 128))
+    acc = cp.zeros((64, 391), cp.float32)
+    D = cp.empty((64, 392), cp.float16)[:, :391]
+    with pytest.raises(LaunchError) as e:
+        k(acc, D)
+    assert e.value.arg == "D"
 
 
 @gpu

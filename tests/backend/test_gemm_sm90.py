@@ -36,7 +36,7 @@ def test_shipped_configs_compile_sm90a_zero_spills(cfg):
     assert "C7508" not in mod.log                         # setmaxnreg not ignored
 
 
-@pytest.mark.parametrize("i", range(12))
+@pytest.mark.parametrize("i", range(14))
 def test_epilogue_configs_compile_sm90a_zero_spills(i):
     from cute_py.backends.cuda.compiler import compile_module
     cfg = G.shipped_epilogue_configs()[i]
@@ -49,7 +49,7 @@ def test_epilogue_configs_compile_sm90a_zero_spills(i):
 
 
 def test_shipped_epilogue_config_count():
-    assert len(G.shipped_epilogue_configs()) == 12
+    assert len(G.shipped_epilogue_configs()) == 14
 
 
 def test_pingpong_source_structure():
@@ -390,7 +390,8 @@ def test_gemm_sm90_evt_relu_lincomb_bias_gpu():
 @pytest.mark.parametrize("dt", ["f16", "bf16"])
 @pytest.mark.parametrize("kind", ["pp64x256", "pp128x128_c2", "pp64x256_evt", "pp128x128_evt_c2",
                                   "coop256x128_evt", "coop128x256_evt_ef", "pp64x256_evt_ef",
-                                  "pp64x256_evt_reuse"])
+                                  "pp64x256_evt_reuse", "pp64x256_evt_direct",
+                                  "coop128x256_evt_direct"])
 @pytest.mark.parametrize("shape", [(1000, 776, 333), (2047, 1536, 1100), (64, 256, 64),
                                    (3000, 4000, 72), (200, 520, 328)],
                          ids=["1000x776x333", "2047x1536x1100", "64x256x64", "3000x4000x72",
@@ -417,9 +418,11 @@ def test_gemm_sm90_pingpong_gpu(dt, kind, shape):
         if evt_tree else None
     epi = G.make_epilogue_config(tree, tm, tn, element_d=ed, schedule=sched,
                                  l2_evict_first=kind.endswith("_ef"),
-                                 reuse_smem_c=kind.endswith("_reuse")) \
+                                 reuse_smem_c=kind.endswith("_reuse"),
+                                 load_path="direct" if kind.endswith("_direct") else "tma") \
         if (evt_tree or sched == "cooperative") else None
-    cfg = G.Sm90GemmConfig(tm, tn, 64, 3 if tm == 256 else 5 if "reuse" in kind else 4, 2, dt,
+    cfg = G.Sm90GemmConfig(tm, tn, 64, 3 if tm == 256 else 5 if kind.startswith("pp") and (
+        "reuse" in kind or "direct" in kind) else 4, 2, dt,
                            schedule=sched, epi=epi,
                            cluster_m=2 if "c2" in kind else 1, vec2=False)
     g = G.Sm90Gemm(cfg)

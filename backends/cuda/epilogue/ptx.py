@@ -1,8 +1,8 @@
 """PTX wrappers the epilogue emits (a static prelude; names prefixed ``cute_epi_``).
 
 mbarrier (init / arrive / arrive.expect_tx / try_wait.parity spin), TMA 2-D load and store,
-bulk async-group commit / wait, ``fence.proxy.async``, named barriers, ``stmatrix``, and
-``cp.async`` for the SM80 variant.
+bulk async-group commit / wait, ``fence.proxy.async``, named barriers, ``stmatrix``, predicated
+global pair loads (the direct C / aux path), and ``cp.async`` for the SM80 variant.
 """
 
 __all__ = ["PRELUDE_COMMON", "PRELUDE_SM90", "PRELUDE_SM80"]
@@ -128,6 +128,58 @@ __device__ __forceinline__ void cute_epi_tma_prefetch_l2_2d(const CuteTmaDesc* d
                                                             int y) {
   asm volatile("cp.async.bulk.prefetch.tensor.2d.L2.global [%0, {%1, %2}];"
                :: "l"(reinterpret_cast<cute_u64>(desc)), "r"(x), "r"(y) : "memory");
+}
+// direct C / aux loads (EpilogueConfig.load_path="direct"): one predicated access per pair of
+// adjacent values at element column OFF of a row pointer; ``rem`` = columns left in the row
+// from the pointer (0 for a row outside the problem).  Values outside are zero, as TMA fills
+// them.  Volatile: issued where they are written (ahead of the subtile that reads them).
+__device__ __forceinline__ cute_u64 cute_epi_l2_ef_policy() {
+  cute_u64 p; asm("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(p)); return p;
+}
+#define CUTE_EPI_LDG16(HINT, POL, ...)                                                         \
+  cute_u32 v;                                                                               \
+  asm volatile("{ .reg .pred p2, p1;\n"                                                      \
+               "  setp.gt.s32 p2, %2, %3; setp.eq.s32 p1, %2, %3; mov.b32 %0, 0;\n"          \
+               "  @p2 ld.global" HINT ".b32 %0, [%1+%4]" POL ";\n"                           \
+               "  @p1 ld.global" HINT ".u16 %0, [%1+%4]" POL "; }"                           \
+               : "=r"(v) : "l"(row), "r"(rem), "n"(OFF + 1), "n"(2 * OFF) __VA_ARGS__);      \
+  return v;
+#define CUTE_EPI_LDG32(HINT, POL, ...)                                                         \
+  float2 v;                                                                                 \
+  asm volatile("{ .reg .pred p2, p1;\n"                                                     \
+               "  setp.gt.s32 p2, %3, %4; setp.eq.s32 p1, %3, %4;\n"                        \
+               "  mov.b32 %0, 0; mov.b32 %1, 0;\n"                                          \
+               "  @p2 ld.global" HINT ".v2.f32 {%0, %1}, [%2+%5]" POL ";\n"                 \
+               "  @p1 ld.global" HINT ".f32 %0, [%2+%5]" POL "; }"                          \
+               : "=f"(v.x), "=f"(v.y) : "l"(row), "r"(rem), "n"(OFF + 1), "n"(4 * OFF)      \
+               __VA_ARGS__);                                                                \
+  return v;
+template <int OFF> __device__ __forceinline__ cute_u32
+cute_epi_ldg_pair16(const unsigned short* row, int rem) { CUTE_EPI_LDG16("", "") }
+template <int OFF> __device__ __forceinline__ cute_u32
+cute_epi_ldg_pair16_ef(const unsigned short* row, int rem) {
+  CUTE_EPI_LDG16(".L2::cache_hint", ", %5", , "l"(cute_epi_l2_ef_policy())) }
+template <int OFF> __device__ __forceinline__ float2
+cute_epi_ldg_pair32(const float* row, int rem) { CUTE_EPI_LDG32("", "") }
+template <int OFF> __device__ __forceinline__ float2
+cute_epi_ldg_pair32_ef(const float* row, int rem) {
+  CUTE_EPI_LDG32(".L2::cache_hint", ", %6", , "l"(cute_epi_l2_ef_policy())) }
+// a single value (no right neighbour in the thread's fragment): in bounds iff rem > OFF
+template <int OFF> __device__ __forceinline__ cute_u32
+cute_epi_ldg_one16(const unsigned short* row, int rem) {
+  return cute_epi_ldg_pair16<OFF>(row, min(rem, OFF + 1));
+}
+template <int OFF> __device__ __forceinline__ cute_u32
+cute_epi_ldg_one16_ef(const unsigned short* row, int rem) {
+  return cute_epi_ldg_pair16_ef<OFF>(row, min(rem, OFF + 1));
+}
+template <int OFF> __device__ __forceinline__ float2
+cute_epi_ldg_one32(const float* row, int rem) {
+  return cute_epi_ldg_pair32<OFF>(row, min(rem, OFF + 1));
+}
+template <int OFF> __device__ __forceinline__ float2
+cute_epi_ldg_one32_ef(const float* row, int rem) {
+  return cute_epi_ldg_pair32_ef<OFF>(row, min(rem, OFF + 1));
 }
 __device__ __forceinline__ void cute_epi_tma_store_2d(const CuteTmaDesc* desc, cute_u32 src,
                                                       int x, int y) {

@@ -110,6 +110,27 @@ def _check_matrix(name, a, M, N, dtype):
     return a.strides[0] // a.itemsize
 
 
+def check_tma_store_extent(op: str, name: str, n: int, itemsize: int) -> None:
+    """TMA stores write whole 16-byte chunks of a row: when the row's ``n`` elements are not a
+    whole number of chunks, the store would overwrite the matrix's row padding past column n
+    (memory the caller did not pass).  Such a matrix cannot be a TMA store target."""
+    if (n * itemsize) % 16:
+        raise LaunchError(op, name, "has rows that are not a whole number of 16-byte chunks; "
+                          "TMA stores write whole chunks and would overwrite the row padding "
+                          "past column N (use the predicated register->global epilogue)",
+                          expected="N * itemsize % 16 == 0", actual=(n, itemsize))
+
+
+def check_direct_matrix(op: str, name: str, a) -> None:
+    """The direct C / aux path reads pairs of adjacent elements with one access: the matrix
+    must be aligned to two elements and have an even row stride."""
+    ld = a.strides[0] // a.itemsize
+    if _ptr(a) % (2 * a.itemsize) or ld % 2:
+        raise LaunchError(op, name, "needs a pointer aligned to 2 elements and an even row "
+                          "stride for load_path='direct'", expected="even row stride",
+                          actual=(hex(_ptr(a)), ld))
+
+
 class EpilogueTestKernel:
     """The standalone SM90 epilogue kernel for one :class:`EpilogueConfig`.
 
@@ -144,8 +165,18 @@ class EpilogueTestKernel:
             if p.kind == "tmap":
                 a = D if p.tensor == "D" else bound[p.tensor]
                 ld = _check_matrix(p.tensor, a, M, N, p.dtype)
+                if p.tensor == "D" or p.tensor in dict(epi.lt.stores):
+                    check_tma_store_extent("EpilogueTestKernel", p.tensor, N, a.itemsize)
                 args.append(("tmap", encode_tma_2d(_ptr(a), p.dtype, M, N, ld, em, en,
                                                    en * dtype_bytes(p.dtype))))
+            elif p.kind == "mat":
+                a = bound[p.tensor]
+                _check_matrix(p.tensor, a, M, N, p.dtype)
+                check_direct_matrix("EpilogueTestKernel", p.tensor, a)
+                args.append(("ptr", _ptr(a)))
+            elif p.kind == "ld":
+                a = bound[p.tensor]
+                args.append(("int", a.strides[0] // a.itemsize))
             elif p.kind == "ptr":
                 a = bound[p.tensor]
                 role = cfg.tree.signature[p.tensor][0]

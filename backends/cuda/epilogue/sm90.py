@@ -42,6 +42,8 @@ __all__ = ["EpilogueConfig", "Sm90Epilogue", "ParamSpec", "swizzle_offset", "dty
            "valid_option_combinations", "build_test_kernel_source"]
 
 _BYTES = {"float16": 2, "bfloat16": 2, "float32": 4}
+#: how C / aux reach the consumer threads (``EpilogueConfig.load_path``)
+LOAD_PATHS = ("tma", "direct")
 
 
 def dtype_bytes(dtype: str) -> int:
@@ -62,7 +64,9 @@ def swizzle_offset(row: int, col_byte: int, row_bytes: int) -> int:
 @dataclass(frozen=True)
 class ParamSpec:
     """One kernel parameter the epilogue adds: ``kind`` is tmap (a 128-byte TMA descriptor for
-    tensor ``tensor``), ptr (a device pointer to ``tensor``), float (a scalar) or int."""
+    tensor ``tensor``), ptr (a device pointer to vector / scalar ``tensor``), mat (a device
+    pointer to the row-major M x N matrix ``tensor``), ld (that matrix's row stride in elements,
+    an int), float (a scalar) or int."""
 
     kind: str
     name: str
@@ -76,6 +80,16 @@ class EpilogueConfig:
     """Everything that fixes the generated epilogue (hashable: a kernel-cache key).
 
     ``epi_m``/``epi_n`` default to the whole tile height and 64 bytes of D per row.
+
+    ``load_path``: how C and ``AuxLoad`` tensors reach the consumers.  ``"tma"`` (CUTLASS's
+    structure): a producer thread TMA-loads each subtile into one of ``stages_c`` smem buffers
+    behind full / empty mbarriers.  ``"direct"``: every consumer thread loads its own fragment
+    values from global memory into registers (predicated 32-bit pair loads, zero outside the
+    problem), ``direct_ahead`` subtiles ahead of the one it computes; a kernel that calls
+    :meth:`Sm90Epilogue.prefetch_code` before a tile's mainloop has the first ``direct_ahead``
+    subtiles in flight during the mainloop.  No C smem, no producer, no C barriers: the loads
+    do not queue behind the mainloop's TMA traffic (see docs/performance.md, session 14).
+    ``stages_c``, ``reuse_smem_c`` and ``prefetch_l2`` are TMA-path options.
     """
 
     tree: evt.Node
@@ -92,6 +106,9 @@ class EpilogueConfig:
     prefetch_l2: bool = False    # producer warms L2 with the tile's C / aux (measured: slower)
     l2_evict_first: bool = False  # C / aux loads and D / aux stores hint L2 evict_first: the
     #                               streamed epilogue tensors do not displace operand panels
+    load_path: str = "tma"       # "direct": consumer threads load C / aux into registers
+    direct_ahead: int = 4         # direct: subtiles of C / aux in flight (issued before the
+    #                               tile's mainloop by a kernel that calls prefetch_code)
 
     @property
     def epilogue_tile(self) -> tuple[int, int]:
@@ -131,6 +148,7 @@ class Sm90Epilogue:
     def __init__(self, cfg: EpilogueConfig):
         self.cfg = cfg
         self.lt: LoweredTree = lower_tree(cfg.tree)
+        self.direct = cfg.load_path == "direct"
         self._check()
         em, en = cfg.epilogue_tile
         self.epi_m, self.epi_n = em, en
@@ -153,7 +171,19 @@ class Sm90Epilogue:
         if em > 256:
             raise LaunchError(op, "epi_m", "exceeds the TMA box limit", expected="<= 256",
                               actual=em)
-        for name, dt in [("D", cfg.element_d)] + list(self.lt.loads) + list(self.lt.stores):
+        if cfg.load_path not in LOAD_PATHS:
+            raise LaunchError(op, "load_path", "is not a C / aux load path",
+                              expected=LOAD_PATHS, actual=cfg.load_path)
+        if self.direct:
+            for opt in ("reuse_smem_c", "prefetch_l2"):
+                if getattr(cfg, opt):
+                    raise LaunchError(op, opt, "needs load_path='tma' (C staged in smem by TMA)",
+                                      expected=False, actual=True)
+            if not isinstance(cfg.direct_ahead, int) or cfg.direct_ahead < 1:
+                raise LaunchError(op, "direct_ahead", "must be an int >= 1",
+                                  actual=cfg.direct_ahead)
+        tma_loads = [] if self.direct else list(self.lt.loads)
+        for name, dt in [("D", cfg.element_d)] + tma_loads + list(self.lt.stores):
             rb = en * _BYTES[dt]
             if rb not in (32, 64, 128):
                 raise LaunchError(op, "epi_n", f"gives {rb}-byte rows for {name} ({dt}); the "
@@ -188,7 +218,7 @@ class Sm90Epilogue:
             self.buf[key] = (off, nbytes, stages, dtype)
             off += -(-nbytes * stages // 1024) * 1024
 
-        for name, dt in self.lt.loads:
+        for name, dt in self.tma_loads:
             add(("load", name), dt, cfg.stages_c)
         if not cfg.reuse_smem_c:
             add(("store", "D"), cfg.element_d, cfg.stages_d)
@@ -204,8 +234,18 @@ class Sm90Epilogue:
             off += -(-4 * cfg.tile_m // 128) * 128
         off = -(-off // 8) * 8
         self.bar_offset = off
-        self.smem_bytes = off + 16 * cfg.stages_c + (16 if not self.lt.loads else 0)
-        self.load_bytes = sum(em * en * _BYTES[dt] for _, dt in self.lt.loads)
+        self.smem_bytes = off + 16 * cfg.stages_c + (16 if not self.tma_loads else 0)
+        self.load_bytes = sum(em * en * _BYTES[dt] for _, dt in self.tma_loads)
+
+    @property
+    def tma_loads(self) -> tuple:
+        """The (name, dtype) of the tensors the producer TMA-loads (none on the direct path)."""
+        return () if self.direct else tuple(self.lt.loads)
+
+    @property
+    def has_producer(self) -> bool:
+        """Whether the kernel must run :meth:`producer_code` in a producer thread."""
+        return bool(self.tma_loads)
 
     @property
     def _ef(self) -> str:
@@ -220,8 +260,13 @@ class Sm90Epilogue:
     def params(self) -> list[ParamSpec]:
         ps = []
         for name, dt in self.lt.loads:
-            ps.append(ParamSpec("tmap", f"tmap_{name}", "const __grid_constant__ CuteTmaDesc",
-                                name, dt))
+            if self.direct:
+                ct = "float" if dt == "float32" else "unsigned short"
+                ps.append(ParamSpec("mat", f"p_{name}", f"const {ct}* __restrict__", name, dt))
+                ps.append(ParamSpec("ld", f"ld_{name}", "int", name, dt))
+            else:
+                ps.append(ParamSpec("tmap", f"tmap_{name}",
+                                    "const __grid_constant__ CuteTmaDesc", name, dt))
         ps.append(ParamSpec("tmap", "tmap_D", "const __grid_constant__ CuteTmaDesc", "D",
                             self.cfg.element_d))
         for name, dt in self.lt.stores:
@@ -258,7 +303,7 @@ class Sm90Epilogue:
         cfg = self.cfg
         empty_count = 1 if cfg.reuse_smem_c else self.nc // 32
         lines = [self.region_decls(smem_ptr)]
-        if self.lt.loads:
+        if self.tma_loads:
             lines.append("if (threadIdx.x == 0) {")
             for s in range(cfg.stages_c):
                 lines.append(f"  cute_epi_mbar_init(cute_epi_full + {8 * s}u, 1);")
@@ -276,8 +321,9 @@ class Sm90Epilogue:
 
     def producer_code(self) -> str:
         """One thread: TMA-loads every subtile of C / aux of tile (cute_epi_m0, cute_epi_n0)."""
-        if not self.lt.loads:
-            return "/* epilogue: nothing to load */"
+        if not self.tma_loads:
+            return ("/* epilogue: the consumers load C / aux directly */" if self.lt.loads else
+                    "/* epilogue: nothing to load */")
         cfg, em, en = self.cfg, self.epi_m, self.epi_n
         lines = []
         if cfg.prefetch_l2 and len(self.subtiles) > cfg.stages_c:
@@ -307,6 +353,66 @@ class Sm90Epilogue:
                   "{ cute_epi_p_idx = 0; cute_epi_p_phase ^= 1u; }", "}"]
         return "\n".join(lines)
 
+    # -- direct C / aux loads -------------------------------------------------------------------
+    def _direct_regs(self, name, dt, v) -> str:
+        return f"cq_{name}_{v}"
+
+    def _direct_rows(self) -> list[int]:
+        return sorted(set(self.cfg.fragment.m_val))
+
+    def _direct_base_lines(self, mt: str, nt: str) -> list[str]:
+        """Per tensor and distinct row offset of the fragment: the thread's row pointer
+        (``cute_dr_<name>_<m>``, at the thread's first column) and the columns left in that row
+        (``cute_dn_<name>_<m>``, 0 when the row is outside the problem).  Every load is then
+        a row pointer plus an immediate column offset."""
+        out = []
+        for name, dt in self.lt.loads:
+            ct = "float" if dt == "float32" else "unsigned short"
+            for m in self._direct_rows():
+                r = f"cute_epi_m0 + {mt} + {m}"
+                out.append(f"const {ct}* const cute_dr_{name}_{m} = p_{name} + (size_t)({r}) * "
+                           f"ld_{name} + (cute_epi_n0 + {nt});")
+                out.append(f"const int cute_dn_{name}_{m} = ({r}) < M ? N - (cute_epi_n0 + "
+                           f"{nt}) : 0;")
+        return out
+
+    def _direct_load_lines(self, s: int) -> list[str]:
+        """Loads of subtile ``s``'s C / aux values into their registers (``cq_<name>_<v>``, one
+        per pair of adjacent values or per single value)."""
+        fr, ef = self.cfg.fragment, self._ef
+        pairs, singles = self._pairs(self.values[self.subtiles[s]])
+        out = []
+        for name, dt in self.lt.loads:
+            wide = "32" if dt == "float32" else "16"
+            for v in [p[0] for p in pairs] + singles:
+                kind = "one" if v in singles else "pair"
+                m = fr.m_val[v]
+                out.append(f"{self._direct_regs(name, dt, v)} = cute_epi_ldg_{kind}{wide}{ef}"
+                           f"<{fr.n_val[v]}>(cute_dr_{name}_{m}, cute_dn_{name}_{m});")
+        return out
+
+    def prefetch_code(self) -> str:
+        """Direct path: declares the tile's C / aux registers and row pointers and issues the
+        loads of its first ``direct_ahead`` subtiles.  A kernel pastes it into every consumer
+        thread after ``cute_epi_m0`` / ``cute_epi_n0`` are known and before the tile's
+        mainloop, and then calls ``consumer_code(..., prefetched=True)``: the loads are in
+        flight while the accumulators are computed.  Empty on the TMA path."""
+        if not (self.direct and self.lt.loads):
+            return ""
+        fr = self.cfg.fragment
+        L = []
+        for name, dt in self.lt.loads:
+            ty = "float2" if dt == "float32" else "cute_u32"
+            regs = []
+            for sub in self.subtiles:
+                pairs, singles = self._pairs(self.values[sub])
+                regs += [self._direct_regs(name, dt, v) for v in [p[0] for p in pairs] + singles]
+            L.append(f"{ty} {', '.join(regs)};")
+        L += self._direct_base_lines(f"({fr.m_thr_expr})", f"({fr.n_thr_expr})")
+        for s in range(min(self.cfg.direct_ahead, len(self.subtiles))):
+            L += self._direct_load_lines(s)
+        return "\n".join(L)
+
     # value grouping within a subtile
     def _pairs(self, vals):
         fr = self.cfg.fragment
@@ -334,16 +440,18 @@ class Sm90Epilogue:
         rb = self.epi_n * _BYTES[dtype]
         return (f"({buf} + cute_epi_swz<{rb}>({m_local}, ({n_local}) * {_BYTES[dtype]}))")
 
-    def consumer_code(self, acc="acc", bar_id: int = 1) -> str:
+    def consumer_code(self, acc="acc", bar_id: int = 1, prefetched: bool = False) -> str:
         """Every consumer thread (``tid`` in [0, num_threads)): the store loop of one tile.
 
         ``acc``: the accumulator array's name (value ``v`` is ``acc[v]``) or a function giving
         the C expression of value ``v`` (e.g. for a ``[slabs][n]`` array).  ``bar_id``: the
-        named barrier the consumer threads synchronise on."""
+        named barrier the consumer threads synchronise on.  ``prefetched``: the kernel already
+        ran :meth:`prefetch_code` for this tile (direct path)."""
         cfg, fr, lt = self.cfg, self.cfg.fragment, self.lt
         acc_of = acc if callable(acc) else (lambda v, a=acc: f"{a}[{v}]")
         em, en = self.epi_m, self.epi_n
-        L = [f"const int cute_lane = tid & 31;",
+        L = [self.prefetch_code()] if self.direct and lt.loads and not prefetched else []
+        L += [f"const int cute_lane = tid & 31;",
              f"const int cute_mt = {fr.m_thr_expr};",
              f"const int cute_nt = {fr.n_thr_expr};"]
         for name, dt in lt.scalar_ptrs:
@@ -384,8 +492,30 @@ class Sm90Epilogue:
                      f"cute_sn0 = cute_epi_n0 + {sn * en};")
             B.append(f"const int cute_lm = cute_mt - {sm * em}, cute_ln = cute_nt - {sn * en};")
             pairs, singles = self._pairs(vals)
+            # -- direct C / aux: issue subtile s + ahead's loads, unpack subtile s's registers
+            if lt.loads and self.direct:
+                if s + cfg.direct_ahead < len(self.subtiles):
+                    B += self._direct_load_lines(s + cfg.direct_ahead)
+                for name, dt in lt.loads:
+                    for v, w in pairs:
+                        r = self._direct_regs(name, dt, v)
+                        if dt == "float32":
+                            B.append(f"const float ld_{name}_{v} = {r}.x, ld_{name}_{w} = {r}.y;")
+                        else:
+                            k = "half2" if dt == "float16" else "bf162"
+                            B.append(f"const float2 lp_{name}_{v} = cute_epi_unpack_{k}({r});")
+                            B.append(f"const float ld_{name}_{v} = lp_{name}_{v}.x, "
+                                     f"ld_{name}_{w} = lp_{name}_{v}.y;")
+                    for v in singles:
+                        r = self._direct_regs(name, dt, v)
+                        if dt == "float32":
+                            B.append(f"const float ld_{name}_{v} = {r}.x;")
+                        else:
+                            k = "half" if dt == "float16" else "bf16"
+                            B.append(f"const float ld_{name}_{v} = cute_epi_unpack_{k}("
+                                     f"(unsigned short)({r} & 0xffffu));")
             # -- C / aux loads: wait, smem -> registers, release
-            if lt.loads:
+            elif lt.loads:
                 B.append("cute_epi_mbar_wait(cute_epi_full + 8u * cute_epi_c_idx, "
                          "cute_epi_c_phase);")
                 for name, dt in lt.loads:
@@ -638,7 +768,8 @@ class Sm90Epilogue:
                                     self.cfg.tile_n, self.cfg.element_d, self.cfg.epilogue_tile,
                                     self.cfg.stages_c, self.cfg.stages_d, self.cfg.reuse_smem_c,
                                     self.cfg.delay_tma_store, self.cfg.prefetch_l2,
-                                    self.cfg.l2_evict_first)
+                                    self.cfg.l2_evict_first, self.cfg.load_path,
+                                    self.cfg.direct_ahead)
                                    ).encode()).hexdigest()[:12]
 
 

@@ -286,6 +286,14 @@ def shipped_epilogue_configs():
     # cooperative 256x128: two 64-row slabs per warpgroup
     out.append(Sm90GemmConfig(256, 128, 64, 3, 2, "f16", cluster_m=2, epi=make_epilogue_config(
         evt.linear_combination(), 256, 128)))
+    # C loaded by the consumer threads (load_path="direct"): ping-pong and cooperative
+    out.append(Sm90GemmConfig(64, 256, 64, 5, 2, "f16", group_m=16, schedule="pingpong",
+                              epi=make_epilogue_config(evt.lin_comb_bias_elt_act(
+                                  "relu", bias="col"), 64, 256, schedule="pingpong",
+                                  load_path="direct")))
+    out.append(Sm90GemmConfig(dtype="bf16", epi=make_epilogue_config(
+        evt.linear_combination(element_c="bfloat16"), element_d="bfloat16", load_path="direct",
+        l2_evict_first=True)))
     return tuple(out)
 
 
@@ -431,13 +439,17 @@ def generate_source(cfg: Sm90GemmConfig) -> str:
             epi_region = ""
         epi_tile = ("const int cute_epi_m0 = m_blk * %d, cute_epi_n0 = n_blk * %d;"
                     % (cfg.tile_m, cfg.tile_n))
+        # the tile origin, and (direct C / aux path) the first subtiles' loads, before the
+        # tile's mainloop: those loads are in flight while the accumulators are computed
+        epi_pre = "\n      " + "\n      ".join([epi_tile] + [
+            x for x in epi.prefetch_code().split("\n") if x])
         acc_arg = "acc[0]" if slabs == 1 else (lambda v: f"acc[{v // nacc}][{v % nacc}]")
-        epilogue_code = ("      { " + epi_tile + "\n" + "      "
-                         + epi.consumer_code(acc_arg, "(1 + cw)" if pp else 1)
+        epilogue_code = ("      { "
+                         + epi.consumer_code(acc_arg, "(1 + cw)" if pp else 1, prefetched=True)
                          .replace("\n", "\n      ") + "\n      }")
         epi_consumer_decls = epi.consumer_state_decls() + epi_region
         epi_tail = epi.consumer_tail_code()
-        if epi.lt.loads:
+        if epi.has_producer:
             # the C / aux loads: producer warp 1 (ping-pong: warp 1 + w for warpgroup w's
             # tiles, into w's region)
             who = ("warp_id() >= 1 && warp_id() <= 2" if pp else "warp_id() == 1")
@@ -458,6 +470,7 @@ def generate_source(cfg: Sm90GemmConfig) -> str:
             epi_producer = ""
     else:
         epi_prelude = epi_params = epi_init = epi_consumer_decls = epi_tail = epi_producer = ""
+        epi_pre = ""
         epilogue_code = _epilogue_direct(cfg, maps)
     if pp:
         order = OrderedSequenceLowering(cfg.order(), base=3, threads=128)
@@ -554,7 +567,7 @@ extern "C" __global__ void {cluster_attr}__launch_bounds__({cfg.threads}, 1) {cf
     {tile_loop} {{
       int m_blk, n_blk, l_;
       {{ {_tile_coord_code(cfg)}
-      }}{pp_wait}
+      }}{epi_pre}{pp_wait}
       int prev_ = -1;
       for (int kb = 0; kb < k_blocks; ++kb) {{
         {pl.consumer_wait("idx", "phase")}
@@ -671,7 +684,7 @@ class Sm90Gemm:
         scalars), built as the epilogue runtime does."""
         import numpy as np
         from cute_py.epilogue import evt
-        from ..epilogue.runtime import encode_tma_2d
+        from ..epilogue.runtime import check_direct_matrix, check_tma_store_extent, encode_tma_2d
         from ..epilogue.sm90 import dtype_bytes
         op, epi = "Sm90Gemm", self.cfg.epilogue()
         if L != 1:
@@ -680,6 +693,7 @@ class Sm90Gemm:
         bound = evt.bind_arguments(epi.cfg.tree, M, N, dict(tensors or {}), op=op,
                                    need_outputs=True)
         em, en = epi.epi_m, epi.epi_n
+        stored = {"D"} | {name for name, _ in epi.lt.stores}
         out = []
         for p in epi.params():
             if p.kind == "tmap":
@@ -687,9 +701,21 @@ class Sm90Gemm:
                 if tuple(a.shape) != (M, N) or a.strides[1] != a.itemsize:
                     raise LaunchError(op, p.tensor, "must be a row-major M x N matrix",
                                       expected=(M, N), actual=(tuple(a.shape), a.strides))
+                if p.tensor in stored:
+                    check_tma_store_extent(op, p.tensor, N, a.itemsize)
                 out.append(ctypes.create_string_buffer(encode_tma_2d(
                     int(a.data.ptr), p.dtype, M, N, a.strides[0] // a.itemsize, em, en,
                     en * dtype_bytes(p.dtype)), 128))
+            elif p.kind == "mat":
+                a = bound[p.tensor]
+                if tuple(a.shape) != (M, N) or a.strides[1] != a.itemsize:
+                    raise LaunchError(op, p.tensor, "must be a row-major M x N matrix",
+                                      expected=(M, N), actual=(tuple(a.shape), a.strides))
+                check_direct_matrix(op, p.tensor, a)
+                out.append(ctypes.c_uint64(int(a.data.ptr)))
+            elif p.kind == "ld":
+                a = bound[p.tensor]
+                out.append(ctypes.c_int(a.strides[0] // a.itemsize))
             elif p.kind == "ptr":
                 a = bound[p.tensor]
                 role = epi.cfg.tree.signature[p.tensor][0]
@@ -827,8 +853,11 @@ def _tma_ready(X):
 
 
 def _tma_store_ok(X) -> bool:
+    """TMA can store X in place: 16-byte aligned base and row pitch, and rows a whole number of
+    16-byte chunks (TMA stores write whole chunks: a shorter last chunk would overwrite the
+    row's padding past column N)."""
     return X is not None and X.ndim == 2 and X.strides[1] == X.itemsize and \
-        X.data.ptr % 16 == 0 and X.strides[0] % 16 == 0
+        X.data.ptr % 16 == 0 and X.strides[0] % 16 == 0 and (X.shape[1] * X.itemsize) % 16 == 0
 
 
 def gemm_sm90(A, B, D=None, C=None, alpha=1.0, beta=0.0, cfg: Sm90GemmConfig | None = None):
