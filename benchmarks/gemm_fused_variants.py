@@ -9,6 +9,8 @@ Cases (the issue's): ``D = relu(alpha * A@B + beta * C + bias)`` and ``D = gelu(
 - ``ours-unfused``: ``ours-plain`` followed by the same CuPy elementwise kernel;
 - ``ours-fused``: our Hopper GEMM with the EVT tree fused into its TMA-store epilogue (the same
   mainloop configuration as ``ours-plain``, so the difference is the epilogue alone);
+- ``ours-fused-pp-reuse`` / ``ours-fused-pp-direct``: ping-pong with D written into C's smem
+  buffer, or with C loaded by the consumer threads into registers (``load_path="direct"``);
 - ``ours-plain-pp`` / ``ours-fused-pp``: the same with the ping-pong schedule (64x256 tiles,
   one per consumer warpgroup: a warpgroup's epilogue runs while the other one computes; as
   many stages, up to 5, as fit beside the two epilogue regions);
@@ -113,7 +115,7 @@ def _epilogue_only(case):
 
 
 def _sm90_config(tree, prefetch_l2=False, schedule="cooperative", l2_evict_first=False,
-                 reuse_smem_c=False, **over):
+                 reuse_smem_c=False, load_path="tma", **over):
     """The Hopper GEMM configuration with ``tree`` as its TMA-store epilogue (``None``: D = acc).
     Plain and fused runs use the same mainloop configuration, so their difference is the
     epilogue alone.  ``schedule="pingpong"``: 64x256 tiles, one per warpgroup."""
@@ -127,7 +129,8 @@ def _sm90_config(tree, prefetch_l2=False, schedule="cooperative", l2_evict_first
                          epi=make_epilogue_config(tree, tile_m, tile_n, prefetch_l2=prefetch_l2,
                                                   schedule=schedule,
                                                   l2_evict_first=l2_evict_first,
-                                                  reuse_smem_c=reuse_smem_c), **over)
+                                                  reuse_smem_c=reuse_smem_c,
+                                                  load_path=load_path), **over)
     return cfg.fit_stages(5) if pp and "stages" not in over else cfg
 
 
@@ -146,7 +149,7 @@ def _operands(M, N, K, case):
 
 
 def _ours(case, tree_case, prefetch_l2=False, schedule="cooperative", l2_evict_first=False,
-          reuse_smem_c=False):
+          reuse_smem_c=False, load_path="tma"):
     """Our Hopper GEMM with the EVT epilogue of ``tree_case`` ("store" = plain D = acc) on the
     operands of ``case``; None when the Hopper kernel is not installed."""
     try:
@@ -158,7 +161,7 @@ def _ours(case, tree_case, prefetch_l2=False, schedule="cooperative", l2_evict_f
         A, B_nk, D, tensors = _operands(M, N, K, case)
         g = Sm90Gemm(_sm90_config(_tree(tree_case), prefetch_l2=prefetch_l2,
                                   schedule=schedule, l2_evict_first=l2_evict_first,
-                                  reuse_smem_c=reuse_smem_c))
+                                  reuse_smem_c=reuse_smem_c, load_path=load_path))
         used = _tree(tree_case).signature
         return g.prepare(A, B_nk, D, tensors={k: v for k, v in tensors.items() if k in used})
     return make
@@ -226,7 +229,9 @@ def variants():
                            ("ours-fused-pp-ef", _ours(case, case, schedule="pingpong",
                                                       l2_evict_first=True))) + (
                 (("ours-fused-pp-reuse", _ours(case, case, schedule="pingpong",
-                                               reuse_smem_c=True, l2_evict_first=True)),)
+                                               reuse_smem_c=True, l2_evict_first=True)),
+                 ("ours-fused-pp-direct", _ours(case, case, schedule="pingpong",
+                                                load_path="direct")))
                 if case == "relu_lincomb_bias" else ()):
             if make is not None:
                 out.append((name, case, make))
@@ -272,16 +277,18 @@ def main(sizes=(4096, 8192), timing="stream", rounds=6, reps=5):
                       f"{2 * n ** 3 / med / 1e6:6.0f} TFLOP/s", flush=True)
             del fns
         cub = rows.get((n, "cublas", "plain"))
-        for sfx in ("", "-pp", "-ef", "-pp-reuse"):
-            plain = rows.get((n, "ours-plain" + sfx, "plain"))
-            if plain and cub:
+        for sfx in ("", "-pp", "-ef", "-pp-reuse", "-pp-direct"):
+            # a fused variant is compared with the plain GEMM of its schedule
+            base = sfx if (n, "ours-plain" + sfx, "plain") in rows else sfx[:3]
+            plain = rows.get((n, "ours-plain" + base, "plain"))
+            if plain and cub and base == sfx:
                 print(f"{n:5d} ours-plain{sfx} vs cuBLAS: {cub / plain:.3f}x")
             for case in CASES:
                 fused = rows.get((n, "ours-fused" + sfx, case))
                 if fused is None:
                     continue
                 if plain:
-                    print(f"{n:5d} {case:18s} fused{sfx} overhead over ours-plain{sfx}: "
+                    print(f"{n:5d} {case:18s} fused{sfx} overhead over ours-plain{base}: "
                           f"{100 * (fused / plain - 1):+.1f}%")
                 cc = rows.get((n, "cublas+cupy", case))
                 if cc:

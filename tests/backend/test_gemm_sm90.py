@@ -268,6 +268,39 @@ def _ref(A, B, dt, C=None, alpha=1.0, beta=0.0):
 
 @requires_gpu
 @pytest.mark.gpu
+@pytest.mark.parametrize("N", [391, 396, 392])
+def test_gemm_sm90_padded_d_keeps_its_padding_gpu(N):
+    """D (and C) as column slices of wider buffers: the default kernel writes D's N columns and
+    nothing past them.  TMA stores write whole 16-byte chunks, so rows that end mid-chunk (N % 8
+    != 0 halves) must take the predicated epilogue; session 14 found the TMA-store epilogue
+    zeroing column N of such a buffer."""
+    import cupy as cp
+    from cute_py.backends.cuda.device import device_properties
+    if device_properties().cc[0] < 9:
+        pytest.skip("needs sm_90")
+    rng = cp.random.default_rng()
+    M, K, W = 517, 264, 408
+    A = rng.standard_normal((M, K), dtype=cp.float32).astype(cp.float16)
+    B = rng.standard_normal((N, K), dtype=cp.float32).astype(cp.float16)
+    for use_c in (False, True):
+        Db = cp.full((M, W), cp.nan, cp.float16)
+        Cb = rng.standard_normal((M, W), dtype=cp.float32).astype(cp.float16)
+        D, C = Db[:, :N], Cb[:, :N]
+        G.gemm_sm90(A, B, D, C if use_c else None, 1.5 if use_c else 1.0, 0.5 if use_c else 0.0)
+        ref, f64 = _ref(A, B, "f16", C if use_c else None, 1.5 if use_c else 1.0, 0.5)
+        assert bool(cp.isnan(Db[:, N:]).all()), (N, use_c)       # the padding is untouched
+        err = float(cp.linalg.norm(f64(D) - ref) / cp.linalg.norm(ref))
+        assert err < 2e-3, (N, use_c, err)
+    # an explicit TMA-store configuration refuses such a D instead
+    if N % 8:
+        g = G.Sm90Gemm(G.Sm90GemmConfig(epi=G.make_epilogue_config()))
+        with pytest.raises(LaunchError) as e:
+            g.prepare(A, B, cp.empty((M, W), cp.float16)[:, :N])
+        assert e.value.arg == "D"
+
+
+@requires_gpu
+@pytest.mark.gpu
 @pytest.mark.parametrize("dt", ["f16", "bf16"])
 @pytest.mark.parametrize("shape", [(1, 1, 1, None), (1000, 777, 333, None),
                                    (4095, 4097, 4099, None), (300, 200, 136, 3),
