@@ -334,6 +334,15 @@ def test_gpu_direct_load_path(name, ahead, ef):
 
 @gpu
 @needs_gpu
+@pytest.mark.parametrize("sd, delay", [(1, False), (1, True), (2, True)])
+def test_gpu_direct_load_path_with_store_options(sd, delay):
+    errs = run_case(evt.lin_comb_bias_elt_act_aux("gelu"), 300, 264, load_path="direct",
+                    direct_ahead=2, stages_d=sd, delay_tma_store=delay, seed=sd)
+    assert all(e < 2e-3 for e in errs.values()), errs
+
+
+@gpu
+@needs_gpu
 def test_gpu_tma_store_refuses_rows_of_partial_chunks():
     """TMA stores write whole 16-byte chunks: a D whose rows end mid-chunk (N = 391 halves in a
     padded buffer) would get its row padding overwritten, so the kernel refuses it."""

@@ -424,7 +424,7 @@ def test_gemm_sm90_evt_relu_lincomb_bias_gpu():
 @pytest.mark.parametrize("kind", ["pp64x256", "pp128x128_c2", "pp64x256_evt", "pp128x128_evt_c2",
                                   "coop256x128_evt", "coop128x256_evt_ef", "pp64x256_evt_ef",
                                   "pp64x256_evt_reuse", "pp64x256_evt_direct",
-                                  "coop128x256_evt_direct"])
+                                  "coop128x256_evt_direct", "coop256x128_evt_direct"])
 @pytest.mark.parametrize("shape", [(1000, 776, 333), (2047, 1536, 1100), (64, 256, 64),
                                    (3000, 4000, 72), (200, 520, 328)],
                          ids=["1000x776x333", "2047x1536x1100", "64x256x64", "3000x4000x72",

@@ -157,7 +157,9 @@ class Sm80EpilogueConfig:
 
     @classmethod
     def from_sm90(cls, cfg: EpilogueConfig, **kw) -> "Sm80EpilogueConfig":
-        """The SM80 config for an SM90 one (ReuseSmemC and DelayTmaStore have no SM80 form)."""
+        """The SM80 config for an SM90 one (ReuseSmemC and DelayTmaStore have no SM80 form;
+        the TMA-path hints ``prefetch_l2`` / ``l2_evict_first`` and ``load_path`` do not apply:
+        SM80 consumers always load C / aux themselves, with ``cp.async``)."""
         if cfg.reuse_smem_c or cfg.delay_tma_store:
             raise LaunchError("Sm80Epilogue", "reuse_smem_c" if cfg.reuse_smem_c else
                               "delay_tma_store", "has no SM80 form (TMA-only option)",
