@@ -194,10 +194,13 @@ def test_compile_every_node(name, element_d):
 
 
 @needs_compiler
-@pytest.mark.parametrize("name", ["lincomb", "aux_load", "custom_scale_residual", "reductions"])
+@pytest.mark.parametrize("name", ["lincomb", "aux_load", "custom_scale_residual", "reductions",
+                                  "aux_load_f32"])
 def test_compile_direct_load_path(name):
-    _compile(EpilogueConfig(NODE_TREES[name], FR, 128, 128, load_path="direct", direct_ahead=2,
-                            l2_evict_first=name == "aux_load"))
+    tree = (AccFetch() - AuxLoad("z", "bfloat16") + AuxLoad("w", "float32")
+            if name == "aux_load_f32" else NODE_TREES[name])
+    _compile(EpilogueConfig(tree, FR, 128, 128, load_path="direct", direct_ahead=2,
+                            l2_evict_first=name.startswith("aux_load")))
 
 
 @needs_compiler

@@ -413,6 +413,24 @@ class Sm90Epilogue:
             L += self._direct_load_lines(s)
         return "\n".join(L)
 
+    def _value_lines(self, name, dt, pairs, singles, pair_word, single_word) -> list[str]:
+        """``ld_<name>_<v>`` (float) for the subtile's values from the expressions of their raw
+        words: ``pair_word(v)`` of a pair (a float2 for float32, else packed 16-bit halves in a
+        u32) and ``single_word(v)`` of a single value (a float, else an unsigned short)."""
+        out = []
+        k = {"float16": "half", "bfloat16": "bf16"}.get(dt)
+        for v, w in pairs:
+            word = pair_word(v)
+            out.append(f"const float2 lp_{name}_{v} = "
+                       + (word if dt == "float32" else f"cute_epi_unpack_{k}2({word})") + ";")
+            out.append(f"const float ld_{name}_{v} = lp_{name}_{v}.x, "
+                       f"ld_{name}_{w} = lp_{name}_{v}.y;")
+        for v in singles:
+            word = single_word(v)
+            out.append(f"const float ld_{name}_{v} = "
+                       + (word if dt == "float32" else f"cute_epi_unpack_{k}({word})") + ";")
+        return out
+
     # value grouping within a subtile
     def _pairs(self, vals):
         fr = self.cfg.fragment
@@ -497,23 +515,11 @@ class Sm90Epilogue:
                 if s + cfg.direct_ahead < len(self.subtiles):
                     B += self._direct_load_lines(s + cfg.direct_ahead)
                 for name, dt in lt.loads:
-                    for v, w in pairs:
-                        r = self._direct_regs(name, dt, v)
-                        if dt == "float32":
-                            B.append(f"const float ld_{name}_{v} = {r}.x, ld_{name}_{w} = {r}.y;")
-                        else:
-                            k = "half2" if dt == "float16" else "bf162"
-                            B.append(f"const float2 lp_{name}_{v} = cute_epi_unpack_{k}({r});")
-                            B.append(f"const float ld_{name}_{v} = lp_{name}_{v}.x, "
-                                     f"ld_{name}_{w} = lp_{name}_{v}.y;")
-                    for v in singles:
-                        r = self._direct_regs(name, dt, v)
-                        if dt == "float32":
-                            B.append(f"const float ld_{name}_{v} = {r}.x;")
-                        else:
-                            k = "half" if dt == "float16" else "bf16"
-                            B.append(f"const float ld_{name}_{v} = cute_epi_unpack_{k}("
-                                     f"(unsigned short)({r} & 0xffffu));")
+                    reg = lambda v, name=name, dt=dt: self._direct_regs(name, dt, v)  # noqa
+                    B += self._value_lines(
+                        name, dt, pairs, singles, reg,
+                        lambda v, reg=reg, dt=dt: f"{reg(v)}.x" if dt == "float32" else
+                        f"(unsigned short)({reg(v)} & 0xffffu)")
             # -- C / aux loads: wait, smem -> registers, release
             elif lt.loads:
                 B.append("cute_epi_mbar_wait(cute_epi_full + 8u * cute_epi_c_idx, "
@@ -521,26 +527,15 @@ class Sm90Epilogue:
                 for name, dt in lt.loads:
                     buf = self._buf_expr(("load", name), "cute_epi_c_idx")
                     B.append(f"const cute_u32 lb_{name} = {buf};")
-                    for v, w in pairs:
-                        a = self._addr(f"lb_{name}", f"cute_lm + {fr.m_val[v]}",
-                                       f"cute_ln + {fr.n_val[v]}", dt)
-                        if dt == "float32":
-                            B.append(f"const float2 lp_{name}_{v} = cute_epi_lds64f({a});")
-                        else:
-                            k = "half2" if dt == "float16" else "bf162"
-                            B.append(f"const float2 lp_{name}_{v} = "
-                                     f"cute_epi_unpack_{k}(cute_epi_lds32({a}));")
-                        B.append(f"const float ld_{name}_{v} = lp_{name}_{v}.x, "
-                                 f"ld_{name}_{w} = lp_{name}_{v}.y;")
-                    for v in singles:
-                        a = self._addr(f"lb_{name}", f"cute_lm + {fr.m_val[v]}",
-                                       f"cute_ln + {fr.n_val[v]}", dt)
-                        if dt == "float32":
-                            B.append(f"const float ld_{name}_{v} = cute_epi_lds32f({a});")
-                        else:
-                            k = "half" if dt == "float16" else "bf16"
-                            B.append(f"const float ld_{name}_{v} = "
-                                     f"cute_epi_unpack_{k}(cute_epi_lds16({a}));")
+                    addr = (lambda v, name=name, dt=dt: self._addr(  # noqa: E731
+                        f"lb_{name}", f"cute_lm + {fr.m_val[v]}", f"cute_ln + {fr.n_val[v]}", dt))
+                    wide = dt == "float32"
+                    B += self._value_lines(
+                        name, dt, pairs, singles,
+                        lambda v, addr=addr, wide=wide: (
+                            f"cute_epi_lds64f({addr(v)})" if wide else f"cute_epi_lds32({addr(v)})"),
+                        lambda v, addr=addr, wide=wide: (
+                            f"cute_epi_lds32f({addr(v)})" if wide else f"cute_epi_lds16({addr(v)})"))
                 if cfg.reuse_smem_c:
                     B.append("const int cute_epi_this_c = cute_epi_c_idx;")
                 else:
