@@ -104,9 +104,8 @@ __device__ __forceinline__ void cute_epi_tma_load_2d(const CuteTmaDesc* desc, cu
     :: "r"(dst), "l"(reinterpret_cast<cute_u64>(desc)), "r"(bar), "r"(x), "r"(y) : "memory");
 }
 __device__ __forceinline__ cute_u64 cute_epi_l2_evict_first() {
-  cute_u64 p;
-  asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(p));
-  return p;
+  // a pure value (not volatile): one policy register serves every hinted access
+  cute_u64 p; asm("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(p)); return p;
 }
 __device__ __forceinline__ void cute_epi_tma_load_2d_ef(const CuteTmaDesc* desc, cute_u32 dst,
                                                         cute_u32 bar, int x, int y) {
@@ -131,11 +130,8 @@ __device__ __forceinline__ void cute_epi_tma_prefetch_l2_2d(const CuteTmaDesc* d
 }
 // direct C / aux loads (EpilogueConfig.load_path="direct"): one predicated access per pair of
 // adjacent values at element column OFF of a row pointer; ``rem`` = columns left in the row
-// from the pointer (0 for a row outside the problem).  Values outside are zero, as TMA fills
-// them.  Volatile: issued where they are written (ahead of the subtile that reads them).
-__device__ __forceinline__ cute_u64 cute_epi_l2_ef_policy() {
-  cute_u64 p; asm("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(p)); return p;
-}
+// from the pointer (0 for a row outside the problem; a single value passes min(rem, OFF + 1)).
+// Values outside are zero, as TMA fills them.  Volatile: issued where they are written (ahead of the subtile that reads them).
 #define CUTE_EPI_LDG16(HINT, POL, ...)                                                         \
   cute_u32 v;                                                                               \
   asm volatile("{ .reg .pred p2, p1;\n"                                                      \
@@ -158,29 +154,12 @@ template <int OFF> __device__ __forceinline__ cute_u32
 cute_epi_ldg_pair16(const unsigned short* row, int rem) { CUTE_EPI_LDG16("", "") }
 template <int OFF> __device__ __forceinline__ cute_u32
 cute_epi_ldg_pair16_ef(const unsigned short* row, int rem) {
-  CUTE_EPI_LDG16(".L2::cache_hint", ", %5", , "l"(cute_epi_l2_ef_policy())) }
+  CUTE_EPI_LDG16(".L2::cache_hint", ", %5", , "l"(cute_epi_l2_evict_first())) }
 template <int OFF> __device__ __forceinline__ float2
 cute_epi_ldg_pair32(const float* row, int rem) { CUTE_EPI_LDG32("", "") }
 template <int OFF> __device__ __forceinline__ float2
 cute_epi_ldg_pair32_ef(const float* row, int rem) {
-  CUTE_EPI_LDG32(".L2::cache_hint", ", %6", , "l"(cute_epi_l2_ef_policy())) }
-// a single value (no right neighbour in the thread's fragment): in bounds iff rem > OFF
-template <int OFF> __device__ __forceinline__ cute_u32
-cute_epi_ldg_one16(const unsigned short* row, int rem) {
-  return cute_epi_ldg_pair16<OFF>(row, min(rem, OFF + 1));
-}
-template <int OFF> __device__ __forceinline__ cute_u32
-cute_epi_ldg_one16_ef(const unsigned short* row, int rem) {
-  return cute_epi_ldg_pair16_ef<OFF>(row, min(rem, OFF + 1));
-}
-template <int OFF> __device__ __forceinline__ float2
-cute_epi_ldg_one32(const float* row, int rem) {
-  return cute_epi_ldg_pair32<OFF>(row, min(rem, OFF + 1));
-}
-template <int OFF> __device__ __forceinline__ float2
-cute_epi_ldg_one32_ef(const float* row, int rem) {
-  return cute_epi_ldg_pair32_ef<OFF>(row, min(rem, OFF + 1));
-}
+  CUTE_EPI_LDG32(".L2::cache_hint", ", %6", , "l"(cute_epi_l2_evict_first())) }
 __device__ __forceinline__ void cute_epi_tma_store_2d(const CuteTmaDesc* desc, cute_u32 src,
                                                       int x, int y) {
   asm volatile(

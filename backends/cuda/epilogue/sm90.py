@@ -156,6 +156,8 @@ class Sm90Epilogue:
         self.subtiles = [(m, n) for n in range(cfg.tile_n // en) for m in range(cfg.tile_m // em)]
         self.values = {s: cfg.fragment.values_in(s[0] * em, (s[0] + 1) * em, s[1] * en,
                                                  (s[1] + 1) * en) for s in self.subtiles}
+        # per subtile: (pairs of adjacent values, single values)
+        self.groups = {s: self._pairs(self.values[s]) for s in self.subtiles}
         self._plan_smem()
 
     # -- checks ----------------------------------------------------------------------------
@@ -234,7 +236,7 @@ class Sm90Epilogue:
             off += -(-4 * cfg.tile_m // 128) * 128
         off = -(-off // 8) * 8
         self.bar_offset = off
-        self.smem_bytes = off + 16 * cfg.stages_c + (16 if not self.tma_loads else 0)
+        self.smem_bytes = off + (16 * cfg.stages_c if self.tma_loads else 16)
         self.load_bytes = sum(em * en * _BYTES[dt] for _, dt in self.tma_loads)
 
     @property
@@ -354,11 +356,11 @@ class Sm90Epilogue:
         return "\n".join(lines)
 
     # -- direct C / aux loads -------------------------------------------------------------------
-    def _direct_regs(self, name, dt, v) -> str:
-        return f"cq_{name}_{v}"
-
-    def _direct_rows(self) -> list[int]:
-        return sorted(set(self.cfg.fragment.m_val))
+    def _direct_heads(self, sub) -> list[int]:
+        """The values of subtile ``sub`` that own a register ``cq_<name>_<v>``: the first of
+        each pair, then the singles."""
+        pairs, singles = self.groups[sub]
+        return [p[0] for p in pairs] + singles
 
     def _direct_base_lines(self, mt: str, nt: str) -> list[str]:
         """Per tensor and distinct row offset of the fragment: the thread's row pointer
@@ -368,7 +370,7 @@ class Sm90Epilogue:
         out = []
         for name, dt in self.lt.loads:
             ct = "float" if dt == "float32" else "unsigned short"
-            for m in self._direct_rows():
+            for m in sorted(set(self.cfg.fragment.m_val)):
                 r = f"cute_epi_m0 + {mt} + {m}"
                 out.append(f"const {ct}* const cute_dr_{name}_{m} = p_{name} + (size_t)({r}) * "
                            f"ld_{name} + (cute_epi_n0 + {nt});")
@@ -379,16 +381,16 @@ class Sm90Epilogue:
     def _direct_load_lines(self, s: int) -> list[str]:
         """Loads of subtile ``s``'s C / aux values into their registers (``cq_<name>_<v>``, one
         per pair of adjacent values or per single value)."""
-        fr, ef = self.cfg.fragment, self._ef
-        pairs, singles = self._pairs(self.values[self.subtiles[s]])
+        fr, sub = self.cfg.fragment, self.subtiles[s]
+        singles = self.groups[sub][1]
         out = []
         for name, dt in self.lt.loads:
-            wide = "32" if dt == "float32" else "16"
-            for v in [p[0] for p in pairs] + singles:
-                kind = "one" if v in singles else "pair"
-                m = fr.m_val[v]
-                out.append(f"{self._direct_regs(name, dt, v)} = cute_epi_ldg_{kind}{wide}{ef}"
-                           f"<{fr.n_val[v]}>(cute_dr_{name}_{m}, cute_dn_{name}_{m});")
+            fn = f"cute_epi_ldg_pair{'32' if dt == 'float32' else '16'}{self._ef}"
+            for v in self._direct_heads(sub):
+                n, rem = fr.n_val[v], f"cute_dn_{name}_{fr.m_val[v]}"
+                if v in singles:          # in bounds iff rem > n
+                    rem = f"min({rem}, {n + 1})"
+                out.append(f"cq_{name}_{v} = {fn}<{n}>(cute_dr_{name}_{fr.m_val[v]}, {rem});")
         return out
 
     def prefetch_code(self) -> str:
@@ -403,32 +405,29 @@ class Sm90Epilogue:
         L = []
         for name, dt in self.lt.loads:
             ty = "float2" if dt == "float32" else "cute_u32"
-            regs = []
-            for sub in self.subtiles:
-                pairs, singles = self._pairs(self.values[sub])
-                regs += [self._direct_regs(name, dt, v) for v in [p[0] for p in pairs] + singles]
+            regs = [f"cq_{name}_{v}" for sub in self.subtiles for v in self._direct_heads(sub)]
             L.append(f"{ty} {', '.join(regs)};")
         L += self._direct_base_lines(f"({fr.m_thr_expr})", f"({fr.n_thr_expr})")
         for s in range(min(self.cfg.direct_ahead, len(self.subtiles))):
             L += self._direct_load_lines(s)
         return "\n".join(L)
 
-    def _value_lines(self, name, dt, pairs, singles, pair_word, single_word) -> list[str]:
+    def _value_lines(self, name, dt, pairs, singles, word) -> list[str]:
         """``ld_<name>_<v>`` (float) for the subtile's values from the expressions of their raw
-        words: ``pair_word(v)`` of a pair (a float2 for float32, else packed 16-bit halves in a
-        u32) and ``single_word(v)`` of a single value (a float, else an unsigned short)."""
+        words: ``word(v, True)`` of a pair (a float2 for float32, else packed 16-bit halves in
+        a u32) and ``word(v, False)`` of a single value (a float, else an unsigned short)."""
         out = []
         k = {"float16": "half", "bfloat16": "bf16"}.get(dt)
         for v, w in pairs:
-            word = pair_word(v)
+            x = word(v, True)
             out.append(f"const float2 lp_{name}_{v} = "
-                       + (word if dt == "float32" else f"cute_epi_unpack_{k}2({word})") + ";")
+                       + (x if dt == "float32" else f"cute_epi_unpack_{k}2({x})") + ";")
             out.append(f"const float ld_{name}_{v} = lp_{name}_{v}.x, "
                        f"ld_{name}_{w} = lp_{name}_{v}.y;")
         for v in singles:
-            word = single_word(v)
+            x = word(v, False)
             out.append(f"const float ld_{name}_{v} = "
-                       + (word if dt == "float32" else f"cute_epi_unpack_{k}({word})") + ";")
+                       + (x if dt == "float32" else f"cute_epi_unpack_{k}({x})") + ";")
         return out
 
     # value grouping within a subtile
@@ -509,17 +508,17 @@ class Sm90Epilogue:
             B.append(f"const int cute_sm0 = cute_epi_m0 + {sm * em}, "
                      f"cute_sn0 = cute_epi_n0 + {sn * en};")
             B.append(f"const int cute_lm = cute_mt - {sm * em}, cute_ln = cute_nt - {sn * en};")
-            pairs, singles = self._pairs(vals)
+            pairs, singles = self.groups[(sm, sn)]
             # -- direct C / aux: issue subtile s + ahead's loads, unpack subtile s's registers
             if lt.loads and self.direct:
                 if s + cfg.direct_ahead < len(self.subtiles):
                     B += self._direct_load_lines(s + cfg.direct_ahead)
                 for name, dt in lt.loads:
-                    reg = lambda v, name=name, dt=dt: self._direct_regs(name, dt, v)  # noqa
-                    B += self._value_lines(
-                        name, dt, pairs, singles, reg,
-                        lambda v, reg=reg, dt=dt: f"{reg(v)}.x" if dt == "float32" else
-                        f"(unsigned short)({reg(v)} & 0xffffu)")
+                    def word(v, pair, name=name, dt=dt):
+                        r = f"cq_{name}_{v}"
+                        return r if pair else f"{r}.x" if dt == "float32" else \
+                            f"(unsigned short)({r} & 0xffffu)"
+                    B += self._value_lines(name, dt, pairs, singles, word)
             # -- C / aux loads: wait, smem -> registers, release
             elif lt.loads:
                 B.append("cute_epi_mbar_wait(cute_epi_full + 8u * cute_epi_c_idx, "
@@ -527,15 +526,13 @@ class Sm90Epilogue:
                 for name, dt in lt.loads:
                     buf = self._buf_expr(("load", name), "cute_epi_c_idx")
                     B.append(f"const cute_u32 lb_{name} = {buf};")
-                    addr = (lambda v, name=name, dt=dt: self._addr(  # noqa: E731
-                        f"lb_{name}", f"cute_lm + {fr.m_val[v]}", f"cute_ln + {fr.n_val[v]}", dt))
-                    wide = dt == "float32"
-                    B += self._value_lines(
-                        name, dt, pairs, singles,
-                        lambda v, addr=addr, wide=wide: (
-                            f"cute_epi_lds64f({addr(v)})" if wide else f"cute_epi_lds32({addr(v)})"),
-                        lambda v, addr=addr, wide=wide: (
-                            f"cute_epi_lds32f({addr(v)})" if wide else f"cute_epi_lds16({addr(v)})"))
+                    def word(v, pair, name=name, dt=dt):
+                        a = self._addr(f"lb_{name}", f"cute_lm + {fr.m_val[v]}",
+                                       f"cute_ln + {fr.n_val[v]}", dt)
+                        ld = {(True, True): "64f", (True, False): "32", (False, True): "32f",
+                              (False, False): "16"}[(pair, dt == "float32")]
+                        return f"cute_epi_lds{ld}({a})"
+                    B += self._value_lines(name, dt, pairs, singles, word)
                 if cfg.reuse_smem_c:
                     B.append("const int cute_epi_this_c = cute_epi_c_idx;")
                 else:
@@ -734,8 +731,7 @@ class Sm90Epilogue:
         dtype = dtype or self.cfg.element_d
         fr = self.cfg.fragment
         s0 = self.subtiles[0]
-        vals = self.values[s0]
-        pairs, singles = self._pairs(vals)
+        pairs, singles = self.groups[s0]
         rb = self.epi_n * _BYTES[dtype]
         total = ideal = 0
         lanes = range(32)

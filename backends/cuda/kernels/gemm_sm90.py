@@ -696,21 +696,18 @@ class Sm90Gemm:
         stored = {"D"} | {name for name, _ in epi.lt.stores}
         out = []
         for p in epi.params():
-            if p.kind == "tmap":
+            if p.kind in ("tmap", "mat"):
                 a = D if p.tensor == "D" else bound[p.tensor]
                 if tuple(a.shape) != (M, N) or a.strides[1] != a.itemsize:
                     raise LaunchError(op, p.tensor, "must be a row-major M x N matrix",
                                       expected=(M, N), actual=(tuple(a.shape), a.strides))
+            if p.kind == "tmap":
                 if p.tensor in stored:
                     check_tma_store_extent(op, p.tensor, N, a.itemsize)
                 out.append(ctypes.create_string_buffer(encode_tma_2d(
                     int(a.data.ptr), p.dtype, M, N, a.strides[0] // a.itemsize, em, en,
                     en * dtype_bytes(p.dtype)), 128))
             elif p.kind == "mat":
-                a = bound[p.tensor]
-                if tuple(a.shape) != (M, N) or a.strides[1] != a.itemsize:
-                    raise LaunchError(op, p.tensor, "must be a row-major M x N matrix",
-                                      expected=(M, N), actual=(tuple(a.shape), a.strides))
                 check_direct_matrix(op, p.tensor, a)
                 out.append(ctypes.c_uint64(int(a.data.ptr)))
             elif p.kind == "ld":
