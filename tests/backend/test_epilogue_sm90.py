@@ -144,25 +144,60 @@ def test_config_is_hashable_cache_key():
     assert Sm90Epilogue(a).key() == Sm90Epilogue(b).key()
 
 
-def test_direct_load_path_structure():
+@pytest.mark.parametrize("vector", [False, True])
+def test_direct_load_path_structure(vector):
     """load_path="direct": no C smem stages, no C barriers, no producer; every C value is
-    loaded once (one predicated access per pair), the first ``direct_ahead`` subtiles by
-    ``prefetch_code`` and each later one ``direct_ahead`` subtiles before its use."""
+    loaded once (one predicated access per pair, or with ``direct_vector`` one 16-byte access
+    per lane and four pairs, transposed inside the quad once, in the subtile that uses them),
+    the first ``direct_ahead`` subtiles by ``prefetch_code`` and each later one
+    ``direct_ahead`` subtiles before its use."""
     tree = evt.lin_comb_bias_elt_act("relu")
     tma = Sm90Epilogue(EpilogueConfig(tree, FR, 128, 128))
-    d = Sm90Epilogue(EpilogueConfig(tree, FR, 128, 128, load_path="direct", direct_ahead=3))
+    d = Sm90Epilogue(EpilogueConfig(tree, FR, 128, 128, load_path="direct", direct_ahead=3,
+                                    direct_vector=vector))
     assert tma.has_producer and not d.has_producer
     assert d.smem_bytes < tma.smem_bytes and ("load", "C") not in d.buf
     assert "cute_epi_tma_load_2d" not in d.producer_code()
     assert [p.kind for p in d.params()][:2] == ["mat", "ld"]
     pre, body = d.prefetch_code(), d.consumer_code(prefetched=True)
     pairs = sum(len(d._pairs(d.values[s])[0]) for s in d.subtiles)
-    assert pre.count("cute_epi_ldg_pair16<") == 3 * pairs // len(d.subtiles)
-    assert pre.count("cute_epi_ldg_pair16<") + body.count("cute_epi_ldg_pair16<") == pairs
+    load, per = ("cute_epi_ldg_quad16<", 4) if vector else ("cute_epi_ldg_pair16<", 1)
+    other = "cute_epi_ldg_pair16<" if vector else "cute_epi_ldg_quad16<"
+    assert pre.count(load) * per == 3 * pairs // len(d.subtiles)
+    assert (pre.count(load) + body.count(load)) * per == pairs
+    assert other not in pre + body
+    assert body.count("cute_epi_quad_transpose(") == (pairs // 4 if vector else 0)
+    assert ("cute_dv_C" in pre) == vector
     assert "cute_epi_mbar_wait" not in body
     # without a kernel-side prefetch the consumer code issues the first loads itself
-    assert d.consumer_code().count("cute_epi_ldg_pair16<") == pairs
-    assert tma.prefetch_code() == ""
+    assert d.consumer_code().count(load) * per == pairs
+    assert "cq_C" not in tma.prefetch_code() and "cute_epi_ldg" not in tma.prefetch_code()
+    # the quads: four heads of one fragment row at columns n, n+8, n+16, n+24
+    fr = d.cfg.fragment
+    for s in d.subtiles:
+        quads, rest = d.quads[s]
+        assert (rest == []) == vector
+        for m, n, run in quads:
+            assert [(fr.m_val[v], fr.n_val[v]) for v in run] == [(m, n + 8 * j) for j in range(4)]
+
+
+def test_prefetch_code_loads_vectors_and_scalar_pointers_before_the_mainloop():
+    """The tile's bias slices and device-pointer scalars are loaded by ``prefetch_code`` (the
+    kernel pastes it before the tile's mainloop), so ``consumer_code(prefetched=True)`` starts
+    without a global-memory round trip; without a prefetch it issues the same loads itself."""
+    tree = (evt.lin_comb_bias_elt_act("relu", bias="col") + ColBroadcast("cb", "float32")
+            * ScalarBroadcast("s", ptr=True, dtype="bfloat16"))
+    for path in ("tma", "direct"):
+        e = Sm90Epilogue(EpilogueConfig(tree, FR, 128, 256, load_path=path))
+        pre, body = e.prefetch_code(), e.consumer_code(prefetched=True)
+        for name, length in (("bias", e.cfg.tile_n), ("cb", e.cfg.tile_m)):
+            regs = -(-length // e.nc)
+            assert all(f"const float cb_{name}_{i} = " in pre for i in range(regs))
+            assert body.count(f"cb_{name}_") == regs and f"p_{name}" not in body
+            if length % e.nc:          # the last register covers part of the slice
+                assert f"if (tid + {(regs - 1) * e.nc} < {length})" in body
+        assert "const float s_s = " in pre and "p_s" not in body
+        assert pre in e.consumer_code()
 
 
 # -- CPU: compile for sm_90a -----------------------------------------------------------------------
@@ -195,12 +230,15 @@ def test_compile_every_node(name, element_d):
 
 @needs_compiler
 @pytest.mark.parametrize("name", ["lincomb", "aux_load", "custom_scale_residual", "reductions",
-                                  "aux_load_f32"])
+                                  "aux_load_f32", "lincomb_pairs"])
 def test_compile_direct_load_path(name):
+    """Quad (16-byte) loads by default, pair loads with ``direct_vector=False``; the evict_first
+    variants of both."""
     tree = (AccFetch() - AuxLoad("z", "bfloat16") + AuxLoad("w", "float32")
-            if name == "aux_load_f32" else NODE_TREES[name])
+            if name == "aux_load_f32" else NODE_TREES[name.replace("_pairs", "")])
     _compile(EpilogueConfig(tree, FR, 128, 128, load_path="direct", direct_ahead=2,
-                            l2_evict_first=name.startswith("aux_load")))
+                            l2_evict_first=name.startswith("aux_load") or "pairs" in name,
+                            direct_vector="pairs" not in name))
 
 
 @needs_compiler
@@ -236,9 +274,11 @@ def _as_float(a, dtype):
 
 
 def run_case(tree, M, N, *, fragment=FR, tile_m=128, tile_n=128, element_d="float16", seed=0,
-             **cfg_kw):
+             src_offset=None, **cfg_kw):
     """Run the standalone epilogue kernel on fresh random inputs and compare with evaluate_all.
-    Returns the max relative error over D and the side outputs."""
+    Returns the max relative error over D and the side outputs.  ``src_offset``: C and the aux
+    inputs are column slices ``[:, off:off + N]`` of an ``(M, N + 8)`` buffer (a strided view;
+    ``off = 2`` leaves them 4-byte but not 16-byte aligned)."""
     import cupy as cp
     from cute_py.backends.cuda.epilogue.runtime import EpilogueTestKernel
     rng = np.random.default_rng(seed)
@@ -268,6 +308,11 @@ def run_case(tree, M, N, *, fragment=FR, tile_m=128, tile_n=128, element_d="floa
                                 np.nan, np.float32)
     for name, v in host.items():
         dev[name] = v if isinstance(v, float) else cp.asarray(v)
+        role = tree.signature[name][0].split(":")[0]
+        if src_offset is not None and role in ("src", "aux_load"):
+            wide = cp.full((M, N + 8), np.nan if v.dtype != np.uint16 else 0xFFFF, v.dtype)
+            wide[:, src_offset:src_offset + N] = dev[name]
+            dev[name] = wide[:, src_offset:src_offset + N]
     D = cp.full((M, N), np.nan, dtype={"float16": np.float16, "bfloat16": np.uint16,
                                        "float32": np.float32}[element_d])
     if element_d == "bfloat16":
@@ -333,6 +378,22 @@ def test_gpu_direct_load_path(name, ahead, ef):
                         seed=M + ahead)
         tol = 1e-2 if name == "aux_load" else 2e-3
         assert all(e < tol for e in errs.values()), (M, N, errs)
+
+
+@gpu
+@needs_gpu
+@pytest.mark.parametrize("vector", [True, False])
+@pytest.mark.parametrize("offset", [8, 2])
+def test_gpu_direct_vector_loads(vector, offset):
+    """16-byte quad loads + shuffle transpose (``direct_vector``) against the pair loads, on C
+    and a bf16 aux input that are strided column slices: 16-byte aligned (``offset`` 8: the
+    vector path) and only 4-byte aligned (``offset`` 2: the kernel falls back to pair loads at
+    run time); float32 aux stays on 8-byte pair loads."""
+    tree = evt.lin_comb_bias_elt_act("relu") + AuxLoad("z", "bfloat16") * AuxLoad("w", "float32")
+    for M, N, ahead in ((257, 392, 4), (1, 8, 1), (130, 136, 64)):
+        errs = run_case(tree, M, N, load_path="direct", direct_ahead=ahead,
+                        direct_vector=vector, src_offset=offset, seed=M + offset)
+        assert all(e < 1e-2 for e in errs.values()), (M, N, errs)
 
 
 @gpu

@@ -160,6 +160,43 @@ cute_epi_ldg_pair32(const float* row, int rem) { CUTE_EPI_LDG32("", "") }
 template <int OFF> __device__ __forceinline__ float2
 cute_epi_ldg_pair32_ef(const float* row, int rem) {
   CUTE_EPI_LDG32(".L2::cache_hint", ", %6", , "l"(cute_epi_l2_evict_first())) }
+// quad loads (16-bit C / aux with an MMA accumulator fragment, EpilogueConfig.direct_vector):
+// the four lanes of a quad hold two columns of each of four 8-column groups of a row; lane q
+// loads the 16 bytes of group q instead (``row`` = its own pointer, OFF = the quad's first
+// column, ``rem`` = columns left from ``row``), and cute_epi_quad_transpose hands every lane
+// its words.  One request per 16 bytes instead of one per 4: the SM's miss tracking, not DRAM,
+// limited the 4-byte loads (docs/performance.md, session 16).  Falls back to pair loads for a
+// group that crosses N or a matrix that is not 16-byte aligned (``vec`` false).
+#define CUTE_EPI_LDQ16(HINT, POL, PAIR, ...)                                                   \
+  if (vec && rem >= OFF + 8) {                                                              \
+    asm volatile("ld.global" HINT ".v4.b32 {%0, %1, %2, %3}, [%4+%5]" POL ";"               \
+                 : "=r"(a), "=r"(b), "=r"(c), "=r"(d) : "l"(row), "n"(2 * OFF) __VA_ARGS__); \
+  } else {                                                                                  \
+    a = PAIR<OFF>(row, rem); b = PAIR<OFF + 2>(row, rem);                                   \
+    c = PAIR<OFF + 4>(row, rem); d = PAIR<OFF + 6>(row, rem);                               \
+  }
+template <int OFF> __device__ __forceinline__ void
+cute_epi_ldg_quad16(const unsigned short* row, int rem, bool vec, cute_u32& a, cute_u32& b,
+                    cute_u32& c, cute_u32& d) { CUTE_EPI_LDQ16("", "", cute_epi_ldg_pair16) }
+template <int OFF> __device__ __forceinline__ void
+cute_epi_ldg_quad16_ef(const unsigned short* row, int rem, bool vec, cute_u32& a, cute_u32& b,
+                       cute_u32& c, cute_u32& d) {
+  CUTE_EPI_LDQ16(".L2::cache_hint", ", %6", cute_epi_ldg_pair16_ef, , "l"(cute_epi_l2_evict_first())) }
+// 4x4 transpose of 32-bit words across the lanes of a quad (lane bit k <-> word bit k, one
+// xor-shuffle round per bit): before, lane q's word j belongs to lane j; after, lane q's word
+// j is lane j's word q.  Every lane of the warp must call it.
+__device__ __forceinline__ void cute_epi_quad_transpose(cute_u32& w0, cute_u32& w1, cute_u32& w2,
+                                                        cute_u32& w3, int q) {
+  const bool b0 = (q & 1) != 0, b1 = (q & 2) != 0;
+  cute_u32 r = __shfl_xor_sync(0xffffffffu, b0 ? w0 : w1, 1);
+  if (b0) w0 = r; else w1 = r;
+  r = __shfl_xor_sync(0xffffffffu, b0 ? w2 : w3, 1);
+  if (b0) w2 = r; else w3 = r;
+  r = __shfl_xor_sync(0xffffffffu, b1 ? w0 : w2, 2);
+  if (b1) w0 = r; else w2 = r;
+  r = __shfl_xor_sync(0xffffffffu, b1 ? w1 : w3, 2);
+  if (b1) w1 = r; else w3 = r;
+}
 __device__ __forceinline__ void cute_epi_tma_store_2d(const CuteTmaDesc* desc, cute_u32 src,
                                                       int x, int y) {
   asm volatile(

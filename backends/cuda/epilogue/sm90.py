@@ -89,6 +89,10 @@ class EpilogueConfig:
     :meth:`Sm90Epilogue.prefetch_code` before a tile's mainloop has the first ``direct_ahead``
     subtiles in flight during the mainloop.  No C smem, no producer, no C barriers: the loads
     do not queue behind the mainloop's TMA traffic (see docs/performance.md, session 14).
+    ``direct_vector`` (direct path, 16-bit C / aux, MMA accumulator fragments): each lane of a
+    quad loads one 16-byte 8-column group and a 4x4 shuffle transpose inside the quad gives
+    every lane its pairs: a quarter of the memory requests (session 16); groups crossing N and
+    matrices that are not 16-byte aligned fall back to pair loads at run time.
     ``stages_c``, ``reuse_smem_c`` and ``prefetch_l2`` are TMA-path options.
     """
 
@@ -109,6 +113,7 @@ class EpilogueConfig:
     load_path: str = "tma"       # "direct": consumer threads load C / aux into registers
     direct_ahead: int = 4         # direct: subtiles of C / aux in flight (issued before the
     #                               tile's mainloop by a kernel that calls prefetch_code)
+    direct_vector: bool = True    # direct: 16-byte quad loads + shuffle transpose where possible
 
     @property
     def epilogue_tile(self) -> tuple[int, int]:
@@ -158,6 +163,8 @@ class Sm90Epilogue:
                                                  (s[1] + 1) * en) for s in self.subtiles}
         # per subtile: (pairs of adjacent values, single values)
         self.groups = {s: self._pairs(self.values[s]) for s in self.subtiles}
+        # per subtile: (quads, other heads) for the direct path's 16-bit loads
+        self.quads = {s: self._quads(s) for s in self.subtiles}
         self._plan_smem()
 
     # -- checks ----------------------------------------------------------------------------
@@ -356,6 +363,31 @@ class Sm90Epilogue:
         return "\n".join(lines)
 
     # -- direct C / aux loads -------------------------------------------------------------------
+    def _quads(self, sub):
+        """``([(m, n, (v0, v1, v2, v3))], rest)``: the subtile's pairs that 16-byte quad loads
+        cover — in one fragment row ``m``, heads at columns n, n+8, n+16, n+24 (n a multiple of
+        8, each lane of a quad holding columns 2q, 2q+1 of every 8-column group, so lane q can
+        load group q and the quad transposes) — and the remaining heads (pair loads)."""
+        fr, (pairs, singles) = self.cfg.fragment, self.groups[sub]
+        heads = [p[0] for p in pairs]
+        ok = (self.direct and self.cfg.direct_vector and fr.mma_warp_pattern()
+              and all(fr.n_thr[t - t % 32] % 8 == 0 for t in range(fr.num_threads)))
+        if not ok:
+            return [], heads + singles
+        quads, used = [], set()
+        at = {(fr.m_val[v], fr.n_val[v]): v for v in heads}
+        for v in sorted(heads, key=lambda v: (fr.m_val[v], fr.n_val[v])):
+            m, n = fr.m_val[v], fr.n_val[v]
+            run = [at.get((m, n + 8 * j)) for j in range(4)]
+            if v in used or n % 8 or None in run or used & set(run):
+                continue
+            quads.append((m, n, tuple(run)))
+            used |= set(run)
+        return quads, [v for v in heads if v not in used] + singles
+
+    def _quad_loads(self, dt) -> bool:
+        return _BYTES[dt] == 2
+
     def _direct_heads(self, sub) -> list[int]:
         """The values of subtile ``sub`` that own a register ``cq_<name>_<v>``: the first of
         each pair, then the singles."""
@@ -365,17 +397,29 @@ class Sm90Epilogue:
     def _direct_base_lines(self, mt: str, nt: str) -> list[str]:
         """Per tensor and distinct row offset of the fragment: the thread's row pointer
         (``cute_dr_<name>_<m>``, at the thread's first column) and the columns left in that row
-        (``cute_dn_<name>_<m>``, 0 when the row is outside the problem).  Every load is then
-        a row pointer plus an immediate column offset."""
-        out = []
+        (``cute_drn_<name>_<m>``, 0 when the row is outside the problem); for quad loads the
+        same at the first column of the lane's 8-column group (``cute_dq_`` / ``cute_dqn_``)
+        and whether the matrix allows 16-byte loads (``cute_dv_<name>``).  Every load is then a
+        row pointer plus an immediate column offset."""
+        fr, out = self.cfg.fragment, []
         for name, dt in self.lt.loads:
             ct = "float" if dt == "float32" else "unsigned short"
-            for m in sorted(set(self.cfg.fragment.m_val)):
+            quad = self._quad_loads(dt)
+            q_rows = {m for s in self.subtiles for m, _, _ in self.quads[s][0]} if quad else set()
+            p_rows = {fr.m_val[v] for s in self.subtiles
+                      for v in (self.quads[s][1] if quad else self._direct_heads(s))}
+            if q_rows:   # 16-byte loads need a 16-byte aligned matrix with 16-byte rows
+                out.append(f"const bool cute_dv_{name} = ((reinterpret_cast<size_t>(p_{name}) | "
+                           f"((size_t)ld_{name} * 2u)) & 15u) == 0;")
+            qn = f"{nt} + 6 * (tid & 3)"     # lane q of a quad: group q's first column
+            for m in sorted(q_rows | p_rows):
                 r = f"cute_epi_m0 + {mt} + {m}"
-                out.append(f"const {ct}* const cute_dr_{name}_{m} = p_{name} + (size_t)({r}) * "
-                           f"ld_{name} + (cute_epi_n0 + {nt});")
-                out.append(f"const int cute_dn_{name}_{m} = ({r}) < M ? N - (cute_epi_n0 + "
-                           f"{nt}) : 0;")
+                for tag, col in (("r", nt), ("q", qn)):
+                    if m in (p_rows if tag == "r" else q_rows):
+                        out.append(f"const {ct}* const cute_d{tag}_{name}_{m} = p_{name} + "
+                                   f"(size_t)({r}) * ld_{name} + (cute_epi_n0 + {col});")
+                        out.append(f"const int cute_d{tag}n_{name}_{m} = ({r}) < M ? N - "
+                                   f"(cute_epi_n0 + {col}) : 0;")
         return out
 
     def _direct_load_lines(self, s: int) -> list[str]:
@@ -386,23 +430,52 @@ class Sm90Epilogue:
         out = []
         for name, dt in self.lt.loads:
             fn = f"cute_epi_ldg_pair{'32' if dt == 'float32' else '16'}{self._ef}"
-            for v in self._direct_heads(sub):
-                n, rem = fr.n_val[v], f"cute_dn_{name}_{fr.m_val[v]}"
+            quads, rest = self.quads[sub] if self._quad_loads(dt) else ([], self._direct_heads(sub))
+            for m, n, run in quads:
+                regs = ", ".join(f"cq_{name}_{v}" for v in run)
+                out.append(f"cute_epi_ldg_quad16{self._ef}<{n}>(cute_dq_{name}_{m}, "
+                           f"cute_dqn_{name}_{m}, cute_dv_{name}, {regs});")
+            for v in rest:
+                n, rem = fr.n_val[v], f"cute_drn_{name}_{fr.m_val[v]}"
                 if v in singles:          # in bounds iff rem > n
                     rem = f"min({rem}, {n + 1})"
                 out.append(f"cq_{name}_{v} = {fn}<{n}>(cute_dr_{name}_{fr.m_val[v]}, {rem});")
         return out
 
+    def _vector_slices(self):
+        """``(kind, name, dtype, smem offset, length, bound, origin)`` of every broadcast vector:
+        the tile's slice of it is staged in smem (as float) by the consumers."""
+        out = []
+        for kind, vecs, length, bound, origin in (
+                ("row", self.lt.rows, self.cfg.tile_n, "N", "cute_epi_n0"),
+                ("col", self.lt.cols, self.cfg.tile_m, "M", "cute_epi_m0")):
+            for name, dt in vecs:
+                out.append((kind, name, dt, self.buf[(kind, name)][0], length, bound, origin))
+        return out
+
     def prefetch_code(self) -> str:
-        """Direct path: declares the tile's C / aux registers and row pointers and issues the
-        loads of its first ``direct_ahead`` subtiles.  A kernel pastes it into every consumer
-        thread after ``cute_epi_m0`` / ``cute_epi_n0`` are known and before the tile's
-        mainloop, and then calls ``consumer_code(..., prefetched=True)``: the loads are in
-        flight while the accumulators are computed.  Empty on the TMA path."""
-        if not (self.direct and self.lt.loads):
-            return ""
-        fr = self.cfg.fragment
+        """Loads a tile's epilogue inputs that do not depend on the accumulators: the tile's
+        slices of the bias-like broadcast vectors (``cb_<name>_<i>``, element ``tid + i *
+        threads``), the device-pointer scalars (``s_<name>``) and, on the direct path, C / aux:
+        declares their registers and row pointers and issues the loads of the first
+        ``direct_ahead`` subtiles.  A kernel pastes it into every consumer thread after
+        ``cute_epi_m0`` / ``cute_epi_n0`` are known and before the tile's mainloop, and then
+        calls ``consumer_code(..., prefetched=True)``: the loads are in flight while the
+        accumulators are computed instead of starting the epilogue with a memory round trip
+        (docs/performance.md, session 16).  Otherwise ``consumer_code`` issues it itself."""
         L = []
+        for kind, name, dt, _, length, bound, origin in self._vector_slices():
+            for i in range(-(-length // self.nc)):
+                idx = f"{origin} + tid + {i * self.nc}"
+                L.append(f"const float cb_{name}_{i} = {self._gload(name, dt, idx, bound)};")
+        for name, dt in self.lt.scalar_ptrs:
+            L.append(f"const float s_{name} = "
+                     + ("p_{0}[0]".format(name) if dt == "float32" else
+                        f"cute_epi_unpack_{'half' if dt == 'float16' else 'bf16'}(p_{name}[0])")
+                     + ";")
+        if not (self.direct and self.lt.loads):
+            return "\n".join(L)
+        fr = self.cfg.fragment
         for name, dt in self.lt.loads:
             ty = "float2" if dt == "float32" else "cute_u32"
             regs = [f"cq_{name}_{v}" for sub in self.subtiles for v in self._direct_heads(sub)]
@@ -463,19 +536,14 @@ class Sm90Epilogue:
         ``acc``: the accumulator array's name (value ``v`` is ``acc[v]``) or a function giving
         the C expression of value ``v`` (e.g. for a ``[slabs][n]`` array).  ``bar_id``: the
         named barrier the consumer threads synchronise on.  ``prefetched``: the kernel already
-        ran :meth:`prefetch_code` for this tile (direct path)."""
+        ran :meth:`prefetch_code` for this tile."""
         cfg, fr, lt = self.cfg, self.cfg.fragment, self.lt
         acc_of = acc if callable(acc) else (lambda v, a=acc: f"{a}[{v}]")
         em, en = self.epi_m, self.epi_n
-        L = [self.prefetch_code()] if self.direct and lt.loads and not prefetched else []
+        L = [] if prefetched else [x for x in self.prefetch_code().split("\n") if x]
         L += [f"const int cute_lane = tid & 31;",
              f"const int cute_mt = {fr.m_thr_expr};",
              f"const int cute_nt = {fr.n_thr_expr};"]
-        for name, dt in lt.scalar_ptrs:
-            L.append(f"const float s_{name} = "
-                     + ("p_{0}[0]".format(name) if dt == "float32" else
-                        f"cute_epi_unpack_{'half' if dt == 'float16' else 'bf16'}(p_{name}[0])")
-                     + ";")
         reds = {n: (k, o) for n, k, o in lt.reductions}
         col_m = sorted({fr.m_val[v] for v in range(fr.num_values)})
         for name, (kind, op) in reds.items():
@@ -485,16 +553,12 @@ class Sm90Epilogue:
             elif kind == "col":
                 L += [f"float cr_{name}_{m} = {ident};" for m in col_m]
         if lt.rows or lt.cols:   # stage the tile's slice of every broadcast vector in smem
-            for name, dt in lt.rows:
-                o = self.buf[("row", name)][0]
-                L.append(f"for (int i_ = tid; i_ < {cfg.tile_n}; i_ += {self.nc}) "
-                         f"cute_epi_sts32f(cute_epi_smem + {o}u + 4u * i_, "
-                         f"{self._gload(name, dt, 'cute_epi_n0 + i_', 'N')});")
-            for name, dt in lt.cols:
-                o = self.buf[("col", name)][0]
-                L.append(f"for (int i_ = tid; i_ < {cfg.tile_m}; i_ += {self.nc}) "
-                         f"cute_epi_sts32f(cute_epi_smem + {o}u + 4u * i_, "
-                         f"{self._gload(name, dt, 'cute_epi_m0 + i_', 'M')});")
+            for kind, name, dt, o, length, bound, origin in self._vector_slices():
+                for i in range(-(-length // self.nc)):
+                    st = (f"cute_epi_sts32f(cute_epi_smem + {o}u + 4u * (tid + {i * self.nc}), "
+                          f"cb_{name}_{i});")
+                    L.append(st if (i + 1) * self.nc <= length else
+                             f"if (tid + {i * self.nc} < {length}) {st}")
             L.append(f"cute_epi_named_bar({bar_id}, {self.nc});")
         reuse_lag = min(1, cfg.stages_c - 1)
         if cfg.reuse_smem_c:
@@ -514,6 +578,9 @@ class Sm90Epilogue:
                 if s + cfg.direct_ahead < len(self.subtiles):
                     B += self._direct_load_lines(s + cfg.direct_ahead)
                 for name, dt in lt.loads:
+                    for _, _, run in (self.quads[(sm, sn)][0] if self._quad_loads(dt) else ()):
+                        B.append("cute_epi_quad_transpose("
+                                 + ", ".join(f"cq_{name}_{v}" for v in run) + ", cute_lane & 3);")
                     def word(v, pair, name=name, dt=dt):
                         r = f"cq_{name}_{v}"
                         return r if pair else f"{r}.x" if dt == "float32" else \
@@ -760,7 +827,7 @@ class Sm90Epilogue:
                                     self.cfg.stages_c, self.cfg.stages_d, self.cfg.reuse_smem_c,
                                     self.cfg.delay_tma_store, self.cfg.prefetch_l2,
                                     self.cfg.l2_evict_first, self.cfg.load_path,
-                                    self.cfg.direct_ahead)
+                                    self.cfg.direct_ahead, self.cfg.direct_vector)
                                    ).encode()).hexdigest()[:12]
 
 
