@@ -11,7 +11,7 @@ tests' own: NumPy references, poisoned outputs, guard bands):
   standalone SM80 EVT epilogue and the SM80 GEMM with the fused EVT epilogue;
 * Hopper GEMM with the fused TMA-store EVT epilogue, the ping-pong kernels on a 6-CTA grid (many
   tiles per warpgroup), and the standalone SM90 epilogue on odd sizes and with C loaded by the
-  consumer threads (``load_path="direct"``).
+  consumer threads (``load_path="direct"``, pair and 16-byte quad loads).
 
 Each tool runs once over the whole selection (one Python process, compiled kernels come from the
 disk cache).  Exit status: 0 when every tool reports no error.  Not a pytest module on purpose
@@ -41,7 +41,8 @@ SELECT = ("transpose_helper or strided_views or smem or scalar_any"
           " or (7x13x29 and compact)"
           " or 300-264 or 1-9"
           " or evt_relu or odd_sizes or 7x13x29-KK or (mn_major and 64x128x64)"
-          " or (pingpong and 200x520x328) or (direct_load_path and lincomb)")
+          " or (pingpong and 200x520x328) or (direct_load_path and lincomb)"
+          " or direct_vector_loads")
 
 
 def main(argv=None) -> int:
