@@ -36,7 +36,7 @@ def test_shipped_configs_compile_sm90a_zero_spills(cfg):
     assert "C7508" not in mod.log                         # setmaxnreg not ignored
 
 
-@pytest.mark.parametrize("i", range(14))
+@pytest.mark.parametrize("i", range(16))
 def test_epilogue_configs_compile_sm90a_zero_spills(i):
     from cute_py.backends.cuda.compiler import compile_module
     cfg = G.shipped_epilogue_configs()[i]
@@ -49,7 +49,7 @@ def test_epilogue_configs_compile_sm90a_zero_spills(i):
 
 
 def test_shipped_epilogue_config_count():
-    assert len(G.shipped_epilogue_configs()) == 14
+    assert len(G.shipped_epilogue_configs()) == 16
 
 
 def test_pingpong_source_structure():
@@ -264,6 +264,69 @@ def _ref(A, B, dt, C=None, alpha=1.0, beta=0.0):
     if C is not None:
         r += beta * f64(C)
     return r, f64
+
+
+class _Strided:
+    """Stand-in for a device array: what ``_rows_128`` looks at."""
+
+    def __init__(self, ptr, strides, itemsize=2):
+        self.data = type("P", (), {"ptr": ptr})()
+        self.strides, self.itemsize, self.ndim = strides, itemsize, len(strides)
+
+
+def test_rows_128():
+    assert G._rows_128(_Strided(1 << 20, (4096, 2)))              # K = 2048 halves, K-major
+    assert not G._rows_128(_Strided(1 << 20, (4080, 2)))          # K = 2040: 16-byte pitch
+    assert not G._rows_128(_Strided((1 << 20) + 16, (4096, 2)))   # base off a 128-byte line
+    assert G._rows_128(_Strided(1 << 20, (2, 8192)))              # rows-contiguous ("MN")
+    assert not G._rows_128(_Strided(1 << 20, (2, 8000)))
+    assert not G._rows_128(_Strided(1 << 20, (4096 * 100 + 16, 4096, 2)))   # batch stride
+
+
+@pytest.mark.parametrize("use_c", [False, True])
+def test_default_evt_config(use_c):
+    """The one-call default: ping-pong 64x256 (C loaded by the consumer threads) when operand
+    rows start on 128-byte boundaries, else the cooperative kernel; 128x128 for skinny
+    problems.  Every choice compiles (CPU) and keeps the operand majors."""
+    pp = G.default_evt_config("f16", 256, use_c, "MN", "K")
+    assert (pp.schedule, pp.tile_m, pp.tile_n, pp.stages) == ("pingpong", 64, 256, 5)
+    assert (pp.a_major, pp.b_major) == ("MN", "K")
+    assert pp.epi.load_path == ("direct" if use_c else "tma")
+    assert ("C" in pp.epi.tree.signature) == use_c
+    coop = G.default_evt_config("bf16", 256, use_c, rows_128=False)
+    assert (coop.schedule, coop.tile_m, coop.tile_n, coop.stages) == ("cooperative", 128, 256, 4)
+    assert coop.epi.load_path == "tma" and coop.epi.element_d == "bfloat16"
+    skinny = G.default_evt_config("f16", 128, use_c)
+    assert (skinny.schedule, skinny.tile_n, skinny.stages) == ("cooperative", 128, 5)
+    for cfg in (pp, coop, skinny):
+        cfg.check()
+
+
+@requires_gpu
+@pytest.mark.gpu
+@pytest.mark.parametrize("K", [192, 200])
+def test_gemm_sm90_default_lincomb_gpu(K):
+    """``D = alpha * A @ B + beta * C`` through the one-call default on a problem large enough
+    for 64x256 tiles: K = 192 (rows on 128-byte boundaries: ping-pong, C loaded directly) and
+    K = 200 (cooperative); in place (D is C) too."""
+    import cupy as cp
+    from cute_py.backends.cuda.device import device_properties
+    if device_properties().cc[0] < 9:
+        pytest.skip("needs sm_90")
+    rng = cp.random.default_rng(K)
+    M, N = 2304, 2568
+    A = rng.standard_normal((M, K), dtype=cp.float32).astype(cp.float16)
+    B = rng.standard_normal((N, K), dtype=cp.float32).astype(cp.float16)
+    C = rng.standard_normal((M, N), dtype=cp.float32).astype(cp.float16)
+    ref, f64 = _ref(A, B, "f16", C, 1.5, 0.5)
+    D = cp.full((M, N), cp.nan, cp.float16)
+    G.gemm_sm90(A, B, D, C, 1.5, 0.5)
+    assert float(cp.linalg.norm(f64(D) - ref) / cp.linalg.norm(ref)) < 2e-3
+    G.gemm_sm90(A, B, C, C, 1.5, 0.5)                    # in place: C's values read first
+    assert float(cp.linalg.norm(f64(C) - ref) / cp.linalg.norm(ref)) < 2e-3
+    used = {c.schedule for c in G._CACHE if c.epi is not None and "C" in c.epi.tree.signature
+            and c.tile_n == 256}
+    assert ("pingpong" if K == 192 else "cooperative") in used
 
 
 @requires_gpu

@@ -294,6 +294,8 @@ def shipped_epilogue_configs():
     out.append(Sm90GemmConfig(dtype="bf16", epi=make_epilogue_config(
         evt.linear_combination(element_c="bfloat16"), element_d="bfloat16", load_path="direct",
         l2_evict_first=True)))
+    # the one-call defaults for alpha * A @ B + beta * C (ping-pong, C loaded directly)
+    out += [default_evt_config(dt, 256, True) for dt in ("f16", "bf16")]
     return tuple(out)
 
 
@@ -849,6 +851,41 @@ def _tma_ready(X):
     return buf[..., :K], "K"
 
 
+def _rows_128(X) -> bool:
+    """Every row of operand X (along its contiguous mode) starts on a 128-byte boundary."""
+    strided = X.strides[1:] if X.ndim == 3 else X.strides
+    pitch = strided[0] if strided[1] == X.itemsize else strided[1]
+    return X.data.ptr % 128 == 0 and pitch % 128 == 0 and \
+        (X.ndim == 2 or X.strides[0] % 128 == 0)
+
+
+def default_evt_config(dt: str, tile_n: int, use_c: bool, a_major: str = "K",
+                       b_major: str = "K", rows_128: bool = True) -> Sm90GemmConfig:
+    """The TMA-store EVT kernel ``gemm_sm90`` runs for ``D = A @ B`` (``use_c`` False) or
+    ``D = alpha * A @ B + beta * C`` on a 2-D problem with 16-byte aligned D / C rows.
+
+    ``tile_n`` 256 with A / B rows on 128-byte boundaries (``rows_128``): the ping-pong kernel,
+    64x256 tiles, 5 stages, C (if any) loaded by the consumer threads (``load_path="direct"``,
+    16-byte quad loads).  Measured over the cooperative 128x256 kernel: +1-8% for ``A @ B``,
+    +3-23% with C (docs/performance.md, sessions 13 and 16).  Otherwise the cooperative kernel:
+    with operand rows off 128-byte boundaries (e.g. K = 2040 halves) every TMA row read
+    straddles L2 lines and the ping-pong kernel, which reads 1.67x the operand bytes per FLOP,
+    ran 0.62-0.82x the cooperative one's speed (session 16); ``tile_n`` 128 is the choice for
+    skinny problems."""
+    from cute_py.epilogue import evt
+    ed = "float16" if dt == "f16" else "bfloat16"
+    tree = evt.linear_combination(element_c=ed) if use_c else None
+    if tile_n == 256 and rows_128:
+        return Sm90GemmConfig(64, 256, 64, 5, 2, dt, group_m=16, schedule="pingpong",
+                              a_major=a_major, b_major=b_major,
+                              epi=make_epilogue_config(tree, 64, 256, element_d=ed,
+                                                       schedule="pingpong",
+                                                       load_path="direct" if use_c else "tma"))
+    return Sm90GemmConfig(tile_n=tile_n, stages=4 if tile_n == 256 else 5, dtype=dt,
+                          a_major=a_major, b_major=b_major,
+                          epi=make_epilogue_config(tree, tile_n=tile_n, element_d=ed))
+
+
 def _tma_store_ok(X) -> bool:
     """TMA can store X in place: 16-byte aligned base and row pitch, and rows a whole number of
     16-byte chunks (TMA stores write whole chunks: a shorter last chunk would overwrite the
@@ -864,10 +901,10 @@ def gemm_sm90(A, B, D=None, C=None, alpha=1.0, beta=0.0, cfg: Sm90GemmConfig | N
     reads either in place (``a_major`` / ``b_major`` = "K" / "MN").
 
     Default kernel: for a single 2-D problem whose D (and C) rows are 16-byte aligned, the
-    smem-staged TMA-store EVT epilogue: ``D = A @ B`` on the ping-pong kernel (64x256 tiles, 5
-    stages), ``D = alpha*acc + beta*C`` on the cooperative one (128x256, 4 stages); otherwise
-    (batched, unaligned D) the cooperative kernel with the built-in predicated
-    register->global epilogue.  Skinny problems that leave SMs idle use 128x128 tiles.  Operands TMA cannot read directly (row pitch not a multiple of
+    smem-staged TMA-store EVT epilogue of :func:`default_evt_config` (the ping-pong kernel,
+    64x256 tiles, 5 stages, when A / B rows start on 128-byte boundaries; else the cooperative
+    one, 128x256, 4 stages); otherwise (batched, unaligned D) the cooperative kernel with the
+    built-in predicated register->global epilogue.  Skinny problems that leave SMs idle use 128x128 tiles.  Operands TMA cannot read directly (row pitch not a multiple of
     16 bytes) are copied into padded buffers first."""
     import cupy as cp
     import numpy as np
@@ -886,20 +923,8 @@ def gemm_sm90(A, B, D=None, C=None, alpha=1.0, beta=0.0, cfg: Sm90GemmConfig | N
             D = cp.empty((M, N), dtype=A.dtype)
         if A.ndim == 2 and _tma_store_ok(D) and (not use_c or _tma_store_ok(C)) and \
                 (use_c or alpha == 1.0):
-            from cute_py.epilogue import evt
-            ed = "float16" if dt == "f16" else "bfloat16"
-            tree = evt.linear_combination(element_c=ed) if use_c else None
-            if tn == 256 and not use_c:
-                # D = A @ B: the ping-pong kernel, 64x256 tiles, 5 stages (measured +0-4% over
-                # the cooperative 128x256 one, docs/performance.md session 13)
-                cfg = Sm90GemmConfig(64, 256, 64, 5, 2, dt, group_m=16, schedule="pingpong",
-                                     a_major=a_major, b_major=b_major,
-                                     epi=make_epilogue_config(None, 64, 256, element_d=ed,
-                                                              schedule="pingpong"))
-            else:
-                cfg = Sm90GemmConfig(tile_n=tn, stages=stages, dtype=dt, a_major=a_major,
-                                     b_major=b_major,
-                                     epi=make_epilogue_config(tree, tile_n=tn, element_d=ed))
+            cfg = default_evt_config(dt, tn, use_c, a_major, b_major,
+                                     _rows_128(A) and _rows_128(B))
             if use_c:
                 tensors = {"C": C, "alpha": float(alpha), "beta": float(beta)}
         else:
