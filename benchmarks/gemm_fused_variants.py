@@ -9,11 +9,13 @@ Cases (the issue's): ``D = relu(alpha * A@B + beta * C + bias)`` and ``D = gelu(
 - ``ours-unfused``: ``ours-plain`` followed by the same CuPy elementwise kernel;
 - ``ours-fused``: our Hopper GEMM with the EVT tree fused into its TMA-store epilogue (the same
   mainloop configuration as ``ours-plain``, so the difference is the epilogue alone);
-- ``ours-fused-pp-reuse`` / ``ours-fused-pp-direct``: ping-pong with D written into C's smem
-  buffer, or with C loaded by the consumer threads into registers (``load_path="direct"``);
 - ``ours-plain-pp`` / ``ours-fused-pp``: the same with the ping-pong schedule (64x256 tiles,
   one per consumer warpgroup: a warpgroup's epilogue runs while the other one computes; as
-  many stages, up to 5, as fit beside the two epilogue regions);
+  many stages, up to 5, as fit beside the two epilogue regions) and its default epilogue
+  configuration (``make_epilogue_config``: C loaded by the consumer threads with 16-byte quad
+  loads, ``load_path="direct"``);
+- ``ours-fused-pp-reuse`` / ``ours-fused-pp-tma``: ping-pong with C TMA-loaded into smem, D
+  written into C's buffer (5 stages fit), or in its own buffers (4 stages);
 - ``epilogue-only``: the standalone SM90 epilogue kernel (accumulator read from global memory,
   then the full smem-staged TMA path), for the plain store tree and for each fused tree: the
   difference is what fusion adds to the epilogue.
@@ -115,7 +117,7 @@ def _epilogue_only(case):
 
 
 def _sm90_config(tree, prefetch_l2=False, schedule="cooperative", l2_evict_first=False,
-                 reuse_smem_c=False, load_path="tma", **over):
+                 reuse_smem_c=False, load_path=None, **over):
     """The Hopper GEMM configuration with ``tree`` as its TMA-store epilogue (``None``: D = acc).
     Plain and fused runs use the same mainloop configuration, so their difference is the
     epilogue alone.  ``schedule="pingpong"``: 64x256 tiles, one per warpgroup."""
@@ -125,12 +127,12 @@ def _sm90_config(tree, prefetch_l2=False, schedule="cooperative", l2_evict_first
     pp = schedule == "pingpong"
     if pp:
         over.setdefault("group_m", 16)
+    opts = dict(prefetch_l2=prefetch_l2, reuse_smem_c=reuse_smem_c, load_path=load_path)
     cfg = Sm90GemmConfig(tile_m=tile_m, tile_n=tile_n, schedule=schedule,
-                         epi=make_epilogue_config(tree, tile_m, tile_n, prefetch_l2=prefetch_l2,
-                                                  schedule=schedule,
+                         epi=make_epilogue_config(tree, tile_m, tile_n, schedule=schedule,
                                                   l2_evict_first=l2_evict_first,
-                                                  reuse_smem_c=reuse_smem_c,
-                                                  load_path=load_path), **over)
+                                                  **{k: v for k, v in opts.items() if v}),
+                         **over)
     return cfg.fit_stages(5) if pp and "stages" not in over else cfg
 
 
@@ -149,7 +151,7 @@ def _operands(M, N, K, case):
 
 
 def _ours(case, tree_case, prefetch_l2=False, schedule="cooperative", l2_evict_first=False,
-          reuse_smem_c=False, load_path="tma"):
+          reuse_smem_c=False, load_path=None):
     """Our Hopper GEMM with the EVT epilogue of ``tree_case`` ("store" = plain D = acc) on the
     operands of ``case``; None when the Hopper kernel is not installed."""
     try:
@@ -230,18 +232,19 @@ def variants():
                                                       l2_evict_first=True))) + (
                 (("ours-fused-pp-reuse", _ours(case, case, schedule="pingpong",
                                                reuse_smem_c=True, l2_evict_first=True)),
-                 ("ours-fused-pp-direct", _ours(case, case, schedule="pingpong",
-                                                load_path="direct")))
+                 ("ours-fused-pp-tma", _ours(case, case, schedule="pingpong",
+                                             load_path="tma")))
                 if case == "relu_lincomb_bias" else ()):
             if make is not None:
                 out.append((name, case, make))
     return out
 
 
-def main(sizes=(4096, 8192), timing="stream", rounds=6, reps=5):
+def main(sizes=(4096, 8192), timing="stream", rounds=21, reps=None):
     """Check the fused kernel on odd sizes, time every variant, print the issue's ratios.
 
-    ``timing="stream"`` (default): rounds of ``reps`` back-to-back calls of every variant
+    ``timing="stream"`` (default): ``rounds`` rounds of ``reps`` (default: about 4 ms worth)
+    back-to-back calls of every variant
     (``gemm_majors.interleaved``: host launch time hidden as in a real stream, thermal / power
     phases shared by all variants); ``"synced"``: one call per event pair (adds each provider's
     host time, e.g. CuPy's two launches for cuBLAS + elementwise).  The ratios:
@@ -270,14 +273,17 @@ def main(sizes=(4096, 8192), timing="stream", rounds=6, reps=5):
         else:
             from gemm_majors import interleaved
             fns = {(name, case): make(n, n, n, "float16") for name, case, make in variants()}
-            for (name, case), ms in interleaved(fns, rounds, reps).items():
+            # ~4 ms of back-to-back calls per variant and round (20 calls at 4096^3, 3 at 8192^3):
+            # short rounds let clock ramps decide the medians (6 x 5 calls gave +-3% swings)
+            r = reps or max(3, round(20 * (4096 / n) ** 3))
+            for (name, case), ms in interleaved(fns, rounds, r).items():
                 med = ms * 1e3
                 rows[(n, name, case)] = med
                 print(f"{n:5d} {name:14s} {case:18s} median {med:9.1f} us  "
                       f"{2 * n ** 3 / med / 1e6:6.0f} TFLOP/s", flush=True)
             del fns
         cub = rows.get((n, "cublas", "plain"))
-        for sfx in ("", "-pp", "-ef", "-pp-reuse", "-pp-direct"):
+        for sfx in ("", "-pp", "-ef", "-pp-reuse", "-pp-tma"):
             # a fused variant is compared with the plain GEMM of its schedule
             base = sfx if (n, "ours-plain" + sfx, "plain") in rows else sfx[:3]
             plain = rows.get((n, "ours-plain" + base, "plain"))

@@ -60,7 +60,7 @@ def test_pingpong_source_structure():
     from cute_py.epilogue import evt
     cfg = G.Sm90GemmConfig(64, 256, 64, 4, 2, "f16", schedule="pingpong",
                            epi=G.make_epilogue_config(evt.linear_combination(), 64, 256,
-                                                      schedule="pingpong"))
+                                                      schedule="pingpong", load_path="tma"))
     src = G.generate_source(cfg)
     assert cfg.pipeline().empty_arrive_count == 4
     assert "tile += 2 * tile_step" in src
@@ -300,6 +300,26 @@ def test_default_evt_config(use_c):
     assert (skinny.schedule, skinny.tile_n, skinny.stages) == ("cooperative", 128, 5)
     for cfg in (pp, coop, skinny):
         cfg.check()
+
+
+def test_make_epilogue_config_pingpong_load_path():
+    """Ping-pong trees that read C / aux load them directly (no C smem: 5 mainloop stages fit)
+    unless a load path or a TMA-path option is asked for; cooperative keeps TMA."""
+    from cute_py.epilogue import evt
+    relu, gelu = evt.lin_comb_bias_elt_act("relu"), evt.lin_comb_bias_elt_act("gelu", beta=0.0,
+                                                                              alpha=1.0)
+    aux = evt.AccFetch() + evt.AuxLoad("z", "float16")
+    pp = dict(tile_m=64, tile_n=256, schedule="pingpong")
+    assert G.make_epilogue_config(relu, **pp).load_path == "direct"
+    assert G.make_epilogue_config(aux, **pp).load_path == "direct"
+    assert G.make_epilogue_config(gelu, **pp).load_path == "tma"          # nothing to load
+    assert G.make_epilogue_config(relu, **pp, load_path="tma").load_path == "tma"
+    for opt in (dict(reuse_smem_c=True), dict(stages_c=3), dict(prefetch_l2=True)):
+        assert G.make_epilogue_config(relu, **pp, **opt).load_path == "tma"
+    assert G.make_epilogue_config(relu).load_path == "tma"
+    cfg = G.Sm90GemmConfig(64, 256, 64, 5, 2, "f16", schedule="pingpong",
+                           epi=G.make_epilogue_config(relu, **pp))
+    assert cfg.fit_stages(5).stages == 5
 
 
 @requires_gpu
@@ -552,10 +572,14 @@ def test_gemm_sm90_pingpong_gpu(dt, kind, shape):
 
 def test_fit_stages():
     from cute_py.epilogue import evt
+    tree = evt.lin_comb_bias_elt_act("relu", bias="col")
     cfg = G.Sm90GemmConfig(64, 256, schedule="pingpong", epi=G.make_epilogue_config(
-        evt.lin_comb_bias_elt_act("relu", bias="col"), 64, 256, schedule="pingpong"))
+        tree, 64, 256, schedule="pingpong", load_path="tma"))
     f = cfg.fit_stages(5)
-    assert f.stages == 4 and f.smem_bytes() <= 227 * 1024
+    assert f.stages == 4 and f.smem_bytes() <= 227 * 1024     # C and D buffers per warpgroup
+    direct = G.Sm90GemmConfig(64, 256, schedule="pingpong", epi=G.make_epilogue_config(
+        tree, 64, 256, schedule="pingpong"))
+    assert direct.fit_stages(5).stages == 5                    # no C smem
     assert G.Sm90GemmConfig(64, 256, schedule="pingpong").fit_stages(5).stages == 5
     assert G.Sm90GemmConfig().fit_stages().stages == 4            # 48 KB stages
     assert G.Sm90GemmConfig(128, 128).fit_stages().stages == 7         # 7 x 32 KB + 1 KB

@@ -224,8 +224,13 @@ def make_epilogue_config(tree=None, tile_m=128, tile_n=256, consumer_wgs=2, elem
                          schedule="cooperative", **kw):
     """An ``EpilogueConfig`` whose fragment is this kernel's accumulator (``wgmma_fragment``);
     ``tree`` defaults to ``D = acc`` (``evt.AccFetch()``).  With ``schedule="pingpong"`` the
-    fragment is one warpgroup's (each warpgroup runs the epilogue of its own tile).  Cached:
-    building the fragment enumerates every (thread, value) once."""
+    fragment is one warpgroup's (each warpgroup runs the epilogue of its own tile), and a tree
+    that reads C or aux tensors gets ``load_path="direct"`` unless ``load_path`` or a TMA-path
+    option (``stages_c``, ``reuse_smem_c``, ``prefetch_l2``) is given: it needs no C smem, so
+    the ping-pong kernel keeps its 5 mainloop stages, and measured +2.3-2.8% over the plain GEMM
+    at 4096^3 against +4-5% (``reuse_smem_c``) and +11% (4 stages) for the TMA path
+    (docs/performance.md, session 16).  Cached: building the fragment enumerates every
+    (thread, value) once."""
     from cute_py.epilogue import evt
     from ..epilogue.sm90 import EpilogueConfig
     if schedule not in SCHEDULES:
@@ -238,6 +243,10 @@ def make_epilogue_config(tree=None, tile_m=128, tile_n=256, consumer_wgs=2, elem
                           actual=consumer_wgs)
     wgs = consumer_wgs if schedule == "cooperative" else 1
     rows = _check_tile("make_epilogue_config", tile_m, tile_n, wgs, schedule)
+    if schedule == "pingpong" and "load_path" not in kw and \
+            not any(k in kw for k in ("stages_c", "reuse_smem_c", "prefetch_l2")) and \
+            any(r.split(":")[0] in ("src", "aux_load") for r, _ in tree.signature.values()):
+        kw["load_path"] = "direct"
     frag = _wgmma_frag(wgs, tile_n, rows)
     return EpilogueConfig(tree=tree, fragment=frag, tile_m=tile_m, tile_n=tile_n,
                           element_d=element_d, **kw)
