@@ -570,6 +570,46 @@ def test_gemm_sm90_pingpong_gpu(dt, kind, shape):
         assert err < (2e-3 if dt == "f16" else 1e-2), (max_ctas, err)
 
 
+@requires_gpu
+@pytest.mark.gpu
+@pytest.mark.parametrize("sched, load_path", [("pingpong", None), ("pingpong", "tma"),
+                                              ("cooperative", "tma"), ("cooperative", "direct")])
+def test_gemm_sm90_prefetched_vectors_and_pointer_scalar_gpu(sched, load_path):
+    """Broadcast vectors (row and column, fp16 / fp32), a bf16 device-pointer scalar and C, all
+    loaded by ``prefetch_code`` before each tile's mainloop: many tiles per CTA (6 CTAs), odd
+    sizes, poisoned D, float64 reference."""
+    import cupy as cp
+    from cute_py.backends.cuda.device import device_properties
+    from cute_py.epilogue import evt
+    from cute_py.epilogue.evt import AccFetch, ColBroadcast, RowBroadcast, ScalarBroadcast, SrcFetch
+    if device_properties().cc[0] < 9:
+        pytest.skip("needs sm_90")
+    tree = (AccFetch() * ScalarBroadcast("s", ptr=True, dtype="bfloat16")
+            + ColBroadcast("cb", "float32") * SrcFetch("float16") + RowBroadcast("rb", "float16"))
+    tm = 64 if sched == "pingpong" else 128
+    kw = {} if load_path is None else {"load_path": load_path}
+    cfg = G.Sm90GemmConfig(tm, 256, 64, 4, 2, "f16", schedule=sched, epi=G.make_epilogue_config(
+        tree, tm, 256, schedule=sched, **kw)).fit_stages(5)
+    g = G.Sm90Gemm(cfg)
+    rng = cp.random.default_rng(7)
+    M, N, K = 1000, 776, 320
+    A = rng.standard_normal((M, K), dtype=cp.float32).astype(cp.float16)
+    B = rng.standard_normal((N, K), dtype=cp.float32).astype(cp.float16)
+    C = rng.standard_normal((M, N), dtype=cp.float32).astype(cp.float16)
+    cb = rng.standard_normal((M,), dtype=cp.float32)
+    rb = rng.standard_normal((N,), dtype=cp.float32).astype(cp.float16)
+    sv = cp.asarray([0x3FC0], dtype=cp.uint16)                    # bf16 1.5
+    ref, f64 = _ref(A, B, "f16")
+    ref = 1.5 * ref + cb.astype(cp.float64)[:, None] * f64(C) + f64(rb)[None, :]
+    D = cp.empty((M, N), cp.float16)
+    for max_ctas in (None, 6):
+        D.fill(cp.nan)
+        g.prepare(A, B, D, max_ctas=max_ctas, tensors={"s": sv, "cb": cb, "rb": rb, "C": C})()
+        assert not bool(cp.isnan(D).any()), max_ctas
+        err = float(cp.linalg.norm(f64(D) - ref) / cp.linalg.norm(ref))
+        assert err < 2e-3, (max_ctas, err)
+
+
 def test_fit_stages():
     from cute_py.epilogue import evt
     tree = evt.lin_comb_bias_elt_act("relu", bias="col")
