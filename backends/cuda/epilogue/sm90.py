@@ -385,8 +385,11 @@ class Sm90Epilogue:
             used |= set(run)
         return quads, [v for v in heads if v not in used] + singles
 
-    def _quad_loads(self, dt) -> bool:
-        return _BYTES[dt] == 2
+    def _load_groups(self, sub, dt):
+        """``(quads, heads)`` of subtile ``sub`` for a C / aux tensor of type ``dt``: 16-byte
+        quad loads for 16-bit tensors (where the fragment allows), pair / single loads for the
+        remaining heads (all of them for float32)."""
+        return self.quads[sub] if _BYTES[dt] == 2 else ([], self._direct_heads(sub))
 
     def _direct_heads(self, sub) -> list[int]:
         """The values of subtile ``sub`` that own a register ``cq_<name>_<v>``: the first of
@@ -404,10 +407,9 @@ class Sm90Epilogue:
         fr, out = self.cfg.fragment, []
         for name, dt in self.lt.loads:
             ct = "float" if dt == "float32" else "unsigned short"
-            quad = self._quad_loads(dt)
-            q_rows = {m for s in self.subtiles for m, _, _ in self.quads[s][0]} if quad else set()
-            p_rows = {fr.m_val[v] for s in self.subtiles
-                      for v in (self.quads[s][1] if quad else self._direct_heads(s))}
+            groups = [self._load_groups(s, dt) for s in self.subtiles]
+            q_rows = {m for quads, _ in groups for m, _, _ in quads}
+            p_rows = {fr.m_val[v] for _, heads in groups for v in heads}
             if q_rows:   # 16-byte loads need a 16-byte aligned matrix with 16-byte rows
                 out.append(f"const bool cute_dv_{name} = ((reinterpret_cast<size_t>(p_{name}) | "
                            f"((size_t)ld_{name} * 2u)) & 15u) == 0;")
@@ -430,7 +432,7 @@ class Sm90Epilogue:
         out = []
         for name, dt in self.lt.loads:
             fn = f"cute_epi_ldg_pair{'32' if dt == 'float32' else '16'}{self._ef}"
-            quads, rest = self.quads[sub] if self._quad_loads(dt) else ([], self._direct_heads(sub))
+            quads, rest = self._load_groups(sub, dt)
             for m, n, run in quads:
                 regs = ", ".join(f"cq_{name}_{v}" for v in run)
                 out.append(f"cute_epi_ldg_quad16{self._ef}<{n}>(cute_dq_{name}_{m}, "
@@ -578,7 +580,7 @@ class Sm90Epilogue:
                 if s + cfg.direct_ahead < len(self.subtiles):
                     B += self._direct_load_lines(s + cfg.direct_ahead)
                 for name, dt in lt.loads:
-                    for _, _, run in (self.quads[(sm, sn)][0] if self._quad_loads(dt) else ()):
+                    for _, _, run in self._load_groups((sm, sn), dt)[0]:
                         B.append("cute_epi_quad_transpose("
                                  + ", ".join(f"cq_{name}_{v}" for v in run) + ", cute_lane & 3);")
                     def word(v, pair, name=name, dt=dt):
