@@ -610,6 +610,30 @@ def test_gemm_sm90_prefetched_vectors_and_pointer_scalar_gpu(sched, load_path):
         assert err < 2e-3, (max_ctas, err)
 
 
+@requires_gpu
+@pytest.mark.gpu
+def test_gemm_sm90_copied_operands_are_not_planned_gpu():
+    """Operands TMA cannot read in place (K = 333 halves: 666-byte rows) are copied for each
+    call; their launch plans are not cached (they would never be found again and would keep the
+    copies alive), while in-place operands' plans are."""
+    import cupy as cp
+    from cute_py.backends.cuda.device import device_properties
+    if device_properties().cc[0] < 9:
+        pytest.skip("needs sm_90")
+    rng = cp.random.default_rng(3)
+    for K, cached in ((333, False), (336, True)):
+        A = rng.standard_normal((300, K), dtype=cp.float32).astype(cp.float16)
+        B = rng.standard_normal((200, K), dtype=cp.float32).astype(cp.float16)
+        D = cp.empty((300, 200), cp.float16)
+        G._PLANS.clear()
+        for _ in range(3):
+            D.fill(cp.nan)
+            G.gemm_sm90(A, B, D)
+        ref, f64 = _ref(A, B, "f16")
+        assert float(cp.linalg.norm(f64(D) - ref) / cp.linalg.norm(ref)) < 2e-3
+        assert len(G._PLANS) == (1 if cached else 0), K
+
+
 def test_fit_stages():
     from cute_py.epilogue import evt
     tree = evt.lin_comb_bias_elt_act("relu", bias="col")

@@ -843,7 +843,6 @@ def _tma_ready(X):
     ``(K, rows)`` array) is "MN" and is read in place.  TMA needs a 16-byte aligned base and
     byte strides; otherwise X is copied into a zero-padded K-major buffer (host-side handling of
     odd K, e.g. 1x1x1 or K = 333, or of an operand with no contiguous mode)."""
-    import cupy as cp
     es = X.itemsize
 
     def aligned(*strides):
@@ -853,11 +852,17 @@ def _tma_ready(X):
         return X, "K"
     if X.strides[-2] == es and X.shape[-1] > 1 and aligned(X.strides[-1], *batch):
         return X, "MN"
-    K = X.shape[-1]
-    Kp = -(-K // 8) * 8
-    buf = cp.zeros(X.shape[:-1] + (Kp,), dtype=X.dtype)
+    return _pad_rows(X, 16), "K"
+
+
+def _pad_rows(X, align: int):
+    """A K-major copy of X (``(rows, K)`` or ``(L, rows, K)``) whose rows start on ``align``-byte
+    boundaries (``align`` a multiple of 16): the first K columns of a zero-padded buffer."""
+    import cupy as cp
+    K, step = X.shape[-1], align // X.itemsize
+    buf = cp.zeros(X.shape[:-1] + (-(-K // step) * step,), dtype=X.dtype)
     buf[..., :K] = X
-    return buf[..., :K], "K"
+    return buf[..., :K]
 
 
 def _rows_128(X) -> bool:
@@ -913,10 +918,15 @@ def gemm_sm90(A, B, D=None, C=None, alpha=1.0, beta=0.0, cfg: Sm90GemmConfig | N
     smem-staged TMA-store EVT epilogue of :func:`default_evt_config` (the ping-pong kernel,
     64x256 tiles, 5 stages, when A / B rows start on 128-byte boundaries; else the cooperative
     one, 128x256, 4 stages); otherwise (batched, unaligned D) the cooperative kernel with the
-    built-in predicated register->global epilogue.  Skinny problems that leave SMs idle use 128x128 tiles.  Operands TMA cannot read directly (row pitch not a multiple of
-    16 bytes) are copied into padded buffers first."""
+    built-in predicated register->global epilogue.  Skinny problems that leave SMs idle use
+    128x128 tiles.  Operands TMA cannot read directly (row pitch not a multiple of 16 bytes)
+    are copied into padded buffers first (such calls build their launch plan anew: a cached
+    plan of copies would never be found again and would keep the copies alive).  Operands whose
+    rows do not start on 128-byte boundaries run ~35% slower when B is K-major (e.g. K = 2040
+    halves); pad such rows yourself (docs/hopper_gemm.md)."""
     import cupy as cp
     import numpy as np
+    operands = (A, B)
     (A, a_major), (B, b_major) = _tma_ready(A), _tma_ready(B)
     use_c = C is not None and beta != 0.0
     dt = "f16" if A.dtype == np.float16 else "bf16"
@@ -962,7 +972,8 @@ def gemm_sm90(A, B, D=None, C=None, alpha=1.0, beta=0.0, cfg: Sm90GemmConfig | N
     run = _PLANS.get(key)
     if run is None or args[2] is None:
         run = g.prepare(*args, tensors=tensors)
-        if args[2] is not None:
+        # a plan of copied operands would never be found again and would keep the copies alive
+        if args[2] is not None and A is operands[0] and B is operands[1]:
             if len(_PLANS) > 64:
                 _PLANS.clear()
             _PLANS[key] = run
