@@ -843,6 +843,7 @@ def _tma_ready(X):
     ``(K, rows)`` array) is "MN" and is read in place.  TMA needs a 16-byte aligned base and
     byte strides; otherwise X is copied into a zero-padded K-major buffer (host-side handling of
     odd K, e.g. 1x1x1 or K = 333, or of an operand with no contiguous mode)."""
+    import cupy as cp
     es = X.itemsize
 
     def aligned(*strides):
@@ -852,17 +853,11 @@ def _tma_ready(X):
         return X, "K"
     if X.strides[-2] == es and X.shape[-1] > 1 and aligned(X.strides[-1], *batch):
         return X, "MN"
-    return _pad_rows(X, 16), "K"
-
-
-def _pad_rows(X, align: int):
-    """A K-major copy of X (``(rows, K)`` or ``(L, rows, K)``) whose rows start on ``align``-byte
-    boundaries (``align`` a multiple of 16): the first K columns of a zero-padded buffer."""
-    import cupy as cp
-    K, step = X.shape[-1], align // X.itemsize
-    buf = cp.zeros(X.shape[:-1] + (-(-K // step) * step,), dtype=X.dtype)
+    K = X.shape[-1]
+    Kp = -(-K // 8) * 8
+    buf = cp.zeros(X.shape[:-1] + (Kp,), dtype=X.dtype)
     buf[..., :K] = X
-    return buf[..., :K]
+    return buf[..., :K], "K"
 
 
 def _rows_128(X) -> bool:
@@ -893,8 +888,7 @@ def default_evt_config(dt: str, tile_n: int, use_c: bool, a_major: str = "K",
         return Sm90GemmConfig(64, 256, 64, 5, 2, dt, group_m=16, schedule="pingpong",
                               a_major=a_major, b_major=b_major,
                               epi=make_epilogue_config(tree, 64, 256, element_d=ed,
-                                                       schedule="pingpong",
-                                                       load_path="direct" if use_c else "tma"))
+                                                       schedule="pingpong"))
     return Sm90GemmConfig(tile_n=tile_n, stages=4 if tile_n == 256 else 5, dtype=dt,
                           a_major=a_major, b_major=b_major,
                           epi=make_epilogue_config(tree, tile_n=tile_n, element_d=ed))
