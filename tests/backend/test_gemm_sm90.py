@@ -207,6 +207,10 @@ def test_tma_errors():
     big = smem_tile("f16", 512, 64)
     with pytest.raises(LaunchError):
         make_tma_atom("f16", (1024, 4096), (4096, 1), big)         # box > 256
+    atom = make_tma_atom("f16", (1000, 4096), (4096, 1), sa)
+    with pytest.raises(LaunchError) as e:                          # checked before the driver
+        atom.encode(1 << 20, l2_promotion=4)
+    assert e.value.arg == "l2_promotion"
 
 
 def test_pipeline_lowering_uses_description():
