@@ -71,13 +71,17 @@ class TmaAtom:
         return TmaAtom(self.dtype, dims, strides, self.box, self.g_modes, self.swizzle_bits,
                        self.smem_bytes)
 
-    def encode(self, ptr: int, l2_promotion: int = 2) -> bytes:
+    def encode(self, ptr: int, l2_promotion: int | None = None) -> bytes:
         """The 128-byte ``CUtensorMap`` for a tensor at device address ``ptr``.
 
-        ``l2_promotion``: ``CUtensorMapL2promotion`` (0 none, 1 64 B, 2 128 B, 3 256 B).  128 B:
-        on the H100 it matched 256 B within noise for operands whose rows start on 128-byte
-        boundaries and ran 16-19% faster when they do not (K = 2040 / 4088 halves: every row
-        read straddles two lines; docs/performance.md, session 16)."""
+        ``l2_promotion``: ``CUtensorMapL2promotion`` (0 none, 1 64 B, 2 128 B, 3 256 B); by
+        default 256 B when every row starts on a 128-byte boundary (``ptr`` and the byte
+        strides), else 128 B: on the H100 GEMM operands with rows off those boundaries (K =
+        2040 / 4088 halves: every row read straddles two lines) ran 16-19% faster with 128 B,
+        aligned ones 0-2% faster with 256 B (docs/performance.md, session 16)."""
+        if l2_promotion is None:
+            aligned = ptr % 128 == 0 and all(s % 128 == 0 for s in self.strides)
+            l2_promotion = 3 if aligned else 2
         if l2_promotion not in (0, 1, 2, 3):
             raise LaunchError("TmaAtom.encode", "l2_promotion", "is not a CUtensorMapL2promotion",
                               expected=(0, 1, 2, 3), actual=l2_promotion)
