@@ -916,7 +916,7 @@ def gemm_sm90(A, B, D=None, C=None, alpha=1.0, beta=0.0, cfg: Sm90GemmConfig | N
     128x128 tiles.  Operands TMA cannot read directly (row pitch not a multiple of 16 bytes)
     are copied into padded buffers first (such calls build their launch plan anew: a cached
     plan of copies would never be found again and would keep the copies alive).  Operands whose
-    rows do not start on 128-byte boundaries run ~35% slower when B is K-major (e.g. K = 2040
+    rows do not start on 128-byte boundaries run ~25% slower when B is K-major (e.g. K = 2040
     halves); pad such rows yourself (docs/hopper_gemm.md)."""
     import cupy as cp
     import numpy as np
