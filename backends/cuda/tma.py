@@ -28,7 +28,7 @@ import cute_py as cute
 from cute_py.composed import get_nonswizzle_portion, get_swizzle_portion, is_composed_layout
 from cute_py.errors import LaunchError, LayoutError
 
-__all__ = ["TmaAtom", "make_tma_atom", "TMA_DTYPES", "SWIZZLE_BYTES"]
+__all__ = ["TmaAtom", "make_tma_atom", "default_l2_promotion", "TMA_DTYPES", "SWIZZLE_BYTES"]
 
 #: element type name -> (CUtensorMapDataType value, bytes)
 TMA_DTYPES = {"f16": (6, 2), "float16": (6, 2), "bf16": (9, 2), "bfloat16": (9, 2),
@@ -36,6 +36,14 @@ TMA_DTYPES = {"f16": (6, 2), "float16": (6, 2), "bf16": (9, 2), "bfloat16": (9, 
               "u8": (0, 1), "uint8": (0, 1)}
 #: swizzle bits B of Sw<B,4,3> -> (CUtensorMapSwizzle value, span in bytes)
 SWIZZLE_BYTES = {0: (0, 0), 1: (1, 32), 2: (2, 64), 3: (3, 128)}
+
+
+def default_l2_promotion(ptr: int, strides) -> int:
+    """``CUtensorMapL2promotion`` for a TMA tensor at ``ptr`` with byte ``strides`` (the modes
+    after the contiguous one): 3 (256 B) when every row starts on a 128-byte boundary, else 2
+    (128 B) — measured 16-19% faster than 256 B for GEMM operands with rows off those
+    boundaries, the same within noise for aligned ones (docs/performance.md, session 16)."""
+    return 3 if ptr % 128 == 0 and all(int(s) % 128 == 0 for s in strides) else 2
 
 
 @dataclass(frozen=True)
@@ -80,8 +88,7 @@ class TmaAtom:
         2040 / 4088 halves: every row read straddles two lines) ran 16-19% faster with 128 B,
         aligned ones 0-2% faster with 256 B (docs/performance.md, session 16)."""
         if l2_promotion is None:
-            aligned = ptr % 128 == 0 and all(s % 128 == 0 for s in self.strides)
-            l2_promotion = 3 if aligned else 2
+            l2_promotion = default_l2_promotion(ptr, self.strides)
         if l2_promotion not in (0, 1, 2, 3):
             raise LaunchError("TmaAtom.encode", "l2_promotion", "is not a CUtensorMapL2promotion",
                               expected=(0, 1, 2, 3), actual=l2_promotion)

@@ -196,6 +196,14 @@ def test_tma_box_law():
         assert inner(m, k) == i
 
 
+def test_default_l2_promotion():
+    from cute_py.backends.cuda.tma import default_l2_promotion
+    assert default_l2_promotion(1 << 20, (4096, 4096 * 1000)) == 3      # 128-byte rows
+    assert default_l2_promotion(1 << 20, (4080,)) == 2                  # K = 2040 halves
+    assert default_l2_promotion((1 << 20) + 16, (4096,)) == 2           # base off a line
+    assert default_l2_promotion(1 << 20, ()) == 3                       # one row
+
+
 def test_tma_errors():
     sa = smem_tile("f16", 128, 64)
     with pytest.raises(LaunchError):
