@@ -82,11 +82,8 @@ class TmaAtom:
     def encode(self, ptr: int, l2_promotion: int | None = None) -> bytes:
         """The 128-byte ``CUtensorMap`` for a tensor at device address ``ptr``.
 
-        ``l2_promotion``: ``CUtensorMapL2promotion`` (0 none, 1 64 B, 2 128 B, 3 256 B); by
-        default 256 B when every row starts on a 128-byte boundary (``ptr`` and the byte
-        strides), else 128 B: on the H100 GEMM operands with rows off those boundaries (K =
-        2040 / 4088 halves: every row read straddles two lines) ran 16-19% faster with 128 B,
-        aligned ones 0-2% faster with 256 B (docs/performance.md, session 16)."""
+        ``l2_promotion``: ``CUtensorMapL2promotion`` (0 none, 1 64 B, 2 128 B, 3 256 B);
+        default :func:`default_l2_promotion` of ``ptr`` and the byte strides."""
         if l2_promotion is None:
             l2_promotion = default_l2_promotion(ptr, self.strides)
         if l2_promotion not in (0, 1, 2, 3):

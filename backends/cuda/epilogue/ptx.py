@@ -2,7 +2,8 @@
 
 mbarrier (init / arrive / arrive.expect_tx / try_wait.parity spin), TMA 2-D load and store,
 bulk async-group commit / wait, ``fence.proxy.async``, named barriers, ``stmatrix``, predicated
-global pair loads (the direct C / aux path), and ``cp.async`` for the SM80 variant.
+global pair loads and 16-byte quad loads with their in-quad shuffle transpose (the direct C / aux
+path), and ``cp.async`` for the SM80 variant.
 """
 
 __all__ = ["PRELUDE_COMMON", "PRELUDE_SM90", "PRELUDE_SM80"]
@@ -181,7 +182,8 @@ cute_epi_ldg_quad16(const unsigned short* row, int rem, bool vec, cute_u32& a, c
 template <int OFF> __device__ __forceinline__ void
 cute_epi_ldg_quad16_ef(const unsigned short* row, int rem, bool vec, cute_u32& a, cute_u32& b,
                        cute_u32& c, cute_u32& d) {
-  CUTE_EPI_LDQ16(".L2::cache_hint", ", %6", cute_epi_ldg_pair16_ef, , "l"(cute_epi_l2_evict_first())) }
+  CUTE_EPI_LDQ16(".L2::cache_hint", ", %6", cute_epi_ldg_pair16_ef, ,
+                 "l"(cute_epi_l2_evict_first())) }
 // 4x4 transpose of 32-bit words across the lanes of a quad (lane bit k <-> word bit k, one
 // xor-shuffle round per bit): before, lane q's word j belongs to lane j; after, lane q's word
 // j is lane j's word q.  Every lane of the warp must call it.
