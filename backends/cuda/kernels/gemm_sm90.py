@@ -27,8 +27,8 @@ layouts and TMA boxes from the GMMA layout atoms (``gemm_sm90_maps``).
 
 from __future__ import annotations
 
-import ctypes
 import hashlib
+import numbers
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -36,6 +36,7 @@ from cute_py.errors import LaunchError
 from cute_py.pipeline import OrderedSequenceBarrier, PipelineTmaAsync
 
 from ..pipeline import OrderedSequenceLowering, PipelineLowering
+from ..tensors import TensorMeta, meta_of
 from .gemm_sm90_maps import Sm90Maps, derive_maps
 
 __all__ = ["Sm90GemmConfig", "generate_source", "Sm90Gemm", "SHIPPED_CONFIGS", "gemm_sm90",
@@ -619,15 +620,38 @@ extern "C" __global__ void {cluster_attr}__launch_bounds__({cfg.threads}, 1) {cf
 # host side
 
 
-@lru_cache(maxsize=1)
-def _libcuda():
-    lib = ctypes.CDLL("libcuda.so.1")
-    lib.cuLaunchKernel.argtypes = [ctypes.c_void_p, ctypes.c_uint, ctypes.c_uint, ctypes.c_uint,
-                                   ctypes.c_uint, ctypes.c_uint, ctypes.c_uint, ctypes.c_uint,
-                                   ctypes.c_void_p, ctypes.POINTER(ctypes.c_void_p),
-                                   ctypes.c_void_p]
-    lib.cuLaunchKernel.restype = ctypes.c_int
-    return lib
+_WANT = {"f16": ("float16",), "bf16": ("bfloat16", "uint16")}
+
+
+class Sm90Plan:
+    """A checked launch of one configuration for fixed shapes, strides, dtypes and alignment
+    classes: the packed kernel parameters, the grid, and where each call's pointers and
+    scalars go.  ``run(ptrs, scalars, stream)`` patches them into the pack and launches — a
+    pointer is one 64-bit word (a kernel argument, or a ``CUtensorMap``'s global-address word
+    where :func:`~cute_py.backends.cuda.tma.address_word_patchable` verified that; otherwise
+    the descriptor is encoded again).  ``roles`` names the pointers in ``ptrs`` order,
+    ``scalar_roles`` the scalars."""
+
+    __slots__ = ("kernel", "device", "grid", "block", "smem", "pack", "ptr_slots",
+                 "encode_slots", "scalar_slots", "roles", "scalar_roles", "resets")
+
+    def run(self, ptrs, scalars=(), stream: int = 0) -> None:
+        pack = self.pack
+        words = pack.words
+        for w, r in self.ptr_slots:
+            words[w] = ptrs[r]
+        for i, atom, l2, r in self.encode_slots:
+            pack.set(i, atom(ptrs[r], l2))
+        for i, r in self.scalar_slots:
+            pack.set(i, scalars[r])
+        self.kernel.launch_pack(self.grid, pack, stream, device=self.device)
+
+
+def _check_operand(op, nm, m: TensorMeta, dt):
+    if m.dtype not in _WANT[dt]:
+        raise LaunchError(op, nm, "has the wrong dtype", expected=_WANT[dt][0], actual=m.dtype)
+    if len(m.shape) not in (2, 3):
+        raise LaunchError(op, nm, "must be 2-D or 3-D (batched)", actual=m.shape)
 
 
 class Sm90Gemm:
@@ -635,124 +659,127 @@ class Sm90Gemm:
 
     ``A``: ``(M, K)`` or ``(L, M, K)``; ``B``: ``(N, K)`` or ``(L, N, K)`` (``D = A @ B.T``);
     ``D``/``C``: ``(M, N)`` / ``(L, M, N)`` row-major.  CuPy arrays (bf16 as uint16 bit
-    patterns).  With ``a_major="K"`` A is K-contiguous (row-major ``(M, K)``), with ``"MN"``
-    M-contiguous (``At.T`` for a row-major ``(K, M)`` array ``At``); likewise B (``"MN"``: pass
-    ``B_kn.T`` for the usual row-major ``(K, N)`` B).  Leading dimensions may be padded (strided
-    views) if 16-byte aligned.
+    patterns) or torch tensors.  With ``a_major="K"`` A is K-contiguous (row-major ``(M, K)``),
+    with ``"MN"`` M-contiguous (``At.T`` for a row-major ``(K, M)`` array ``At``); likewise B
+    (``"MN"``: pass ``B_kn.T`` for the usual row-major ``(K, N)`` B).  Leading dimensions may be
+    padded (strided views) if 16-byte aligned.
+
+    :meth:`plan` builds an :class:`Sm90Plan` from array metadata alone (no pointers), so one
+    plan serves every call with the same shapes, strides, dtypes and alignment classes.
     """
 
     def __init__(self, cfg: Sm90GemmConfig = Sm90GemmConfig(), arch: str = "sm_90a"):
-        from ..compiler import compile_module
+        from ..kernel import KernelSpec, build_kernel
         self.cfg = cfg.check()
         self.maps = derive_maps(cfg)
         self.source = generate_source(cfg)
-        self.module = compile_module(self.source, arch=arch)
-        self._fn = None
-        self._num_sms = None
+        self.spec = KernelSpec(self.source, cfg.name, None, (cfg.threads, 1, 1),
+                               (cfg.cluster_m, 1, 1), cfg.smem_bytes(), arch)
+        self.kernel = build_kernel(self.spec)
+        self.module = self.kernel.module
+        self._max_ctas: dict = {}
 
     @property
     def resources(self):
         return self.module.resources_for(self.cfg.name)
 
-    def max_ctas(self) -> int:
+    def max_ctas(self, device: int | None = None) -> int:
         """CTAs that can be resident at once: the SM count, or for clusters the driver's
         ``cuOccupancyMaxActiveClusters`` times the cluster size (a GPC with an odd number of
         free SMs cannot hold a whole 2-CTA cluster on its last SM)."""
-        self._function()
-        c = self.cfg.cluster_m
-        if c == 1:
-            return self._num_sms
-        if getattr(self, "_max_ctas", None) is None:
-            self._max_ctas = (self._num_sms // c) * c
-            try:
-                from cuda.bindings import driver as drv
-                lc = drv.CUlaunchConfig()
-                lc.gridDimX, lc.gridDimY, lc.gridDimZ = self._max_ctas, 1, 1
-                lc.blockDimX, lc.blockDimY, lc.blockDimZ = self.cfg.threads, 1, 1
-                lc.sharedMemBytes = self.cfg.smem_bytes()
-                at = drv.CUlaunchAttribute()
-                at.id = drv.CUlaunchAttributeID.CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION
-                at.value.clusterDim.x, at.value.clusterDim.y, at.value.clusterDim.z = c, 1, 1
-                lc.attrs = [at]
-                lc.numAttrs = 1
-                err, n = drv.cuOccupancyMaxActiveClusters(drv.CUfunction(self._fn.raw.ptr), lc)
-                if int(err) == 0 and int(n) > 0:
-                    self._max_ctas = min(self._max_ctas, int(n) * c)
-            except Exception as e:  # keep the SM-count bound; report why
-                self._occupancy_error = repr(e)
-        return self._max_ctas
+        from .. import driver
+        dev = driver.ensure_context() if device is None else device
+        n = self._max_ctas.get(dev)
+        if n is None:
+            sms = driver.sm_count(dev)
+            c = self.cfg.cluster_m
+            n = sms
+            if c > 1:
+                n = (sms // c) * c
+                func = self._function(dev)
+                clusters = driver.max_active_clusters(func, (n, 1, 1), (self.cfg.threads, 1, 1),
+                                                      self.cfg.smem_bytes(), (c, 1, 1))
+                if clusters > 0:
+                    n = min(n, clusters * c)
+            self._max_ctas[dev] = n
+        return n
 
-    def _function(self):
-        if self._fn is None:
-            self._fn = self.module.get_function(self.cfg.name)
-            self._fn.set_max_dynamic_smem(self.cfg.smem_bytes())
-            import cupy
-            self._num_sms = cupy.cuda.Device().attributes["MultiProcessorCount"]
-        return self._fn
+    def _function(self, device: int) -> int:
+        self.kernel.ensure_smem(self.cfg.smem_bytes(), device)
+        return self.kernel.handle(device)
 
-    def _epilogue_args(self, D3, M, N, L, tensors):
-        """Kernel arguments of the EVT epilogue (TMA descriptors of D / C / aux, vectors,
-        scalars), built as the epilogue runtime does."""
-        import numpy as np
+    def _epilogue_slots(self, D3: TensorMeta, M, N, L, tensors, add):
+        """Kernel parameters of the EVT epilogue (TMA descriptors of D / C / aux, vectors,
+        scalars) as plan slots; ``add(kind, value, role)``."""
         from cute_py.epilogue import evt
-        from ..epilogue.runtime import check_direct_matrix, check_tma_store_extent, encode_tma_2d
+        from ..epilogue.runtime import check_tma_store_extent
         from ..epilogue.sm90 import dtype_bytes
+        from ..tma import encode_tiled
         op, epi = "Sm90Gemm", self.cfg.epilogue()
         if L != 1:
             raise LaunchError(op, "A", "the EVT epilogue supports L = 1 only", actual=L)
-        D = D3[0]
-        bound = evt.bind_arguments(epi.cfg.tree, M, N, dict(tensors or {}), op=op,
-                                   need_outputs=True)
+        D = D3._replace(shape=D3.shape[1:], strides=D3.strides[1:])
+        tensors = evt.bind_arguments(epi.cfg.tree, M, N, dict(tensors or {}), op=op,
+                                     need_outputs=True)
+        sig = epi.cfg.tree.signature
         em, en = epi.epi_m, epi.epi_n
         stored = {"D"} | {name for name, _ in epi.lt.stores}
-        out = []
+        resets = []
         for p in epi.params():
+            a = D if p.tensor == "D" else tensors.get(p.tensor)
             if p.kind in ("tmap", "mat"):
-                a = D if p.tensor == "D" else bound[p.tensor]
-                if tuple(a.shape) != (M, N) or a.strides[1] != a.itemsize:
+                if not isinstance(a, TensorMeta) or tuple(a.shape) != (M, N) or a.strides[1] != 1:
                     raise LaunchError(op, p.tensor, "must be a row-major M x N matrix",
-                                      expected=(M, N), actual=(tuple(a.shape), a.strides))
+                                      expected=(M, N), actual=getattr(a, "shape", a))
             if p.kind == "tmap":
                 if p.tensor in stored:
                     check_tma_store_extent(op, p.tensor, N, a.itemsize)
-                out.append(ctypes.create_string_buffer(encode_tma_2d(
-                    int(a.data.ptr), p.dtype, M, N, a.strides[0] // a.itemsize, em, en,
-                    en * dtype_bytes(p.dtype)), 128))
-            elif p.kind == "mat":
-                check_direct_matrix(op, p.tensor, a)
-                out.append(ctypes.c_uint64(int(a.data.ptr)))
-            elif p.kind == "ld":
-                a = bound[p.tensor]
-                out.append(ctypes.c_int(a.strides[0] // a.itemsize))
-            elif p.kind == "ptr":
-                a = bound[p.tensor]
-                role = epi.cfg.tree.signature[p.tensor][0]
-                if role.split(":")[0] in ("row_reduce", "col_reduce", "scalar_reduce"):
-                    a.fill(evt.reduction_identity(role.split(":")[1]))
-                out.append(ctypes.c_uint64(int(a.data.ptr)))
-            elif p.kind == "float":
-                out.append(ctypes.c_float(float(bound[p.tensor])))
-            else:
-                out.append(ctypes.c_int(int(bound[p.tensor])))
-        return out
+                eb = dtype_bytes(p.dtype)
+                if a.ptr % 16 or (a.strides[0] * eb) % 16:
+                    raise LaunchError(op, p.tensor, "TMA needs a 16-byte aligned base and row "
+                                      "pitch", actual=(hex(a.ptr), a.strides[0]))
+                dims, strides, box = (N, M), (a.strides[0] * eb,), (en, em)
+                sw = {0: 0, 32: 1, 64: 2, 128: 3}[en * eb]
 
-    def prepare(self, A, B, D=None, C=None, alpha=1.0, beta=0.0, max_ctas=None, tensors=None):
-        """Check everything and build the launch; returns a zero-argument callable that runs
-        the GEMM on the current stream (descriptors encoded once).  ``tensors``: the EVT
-        epilogue's named inputs / outputs (configurations with ``epi``)."""
-        import cupy as cp
-        import numpy as np
+                def enc(ptr, l2, _d=p.dtype, _a=(dims, strides, box, sw)):
+                    return encode_tiled(_d, *_a, ptr, l2)
+                add("tmap", enc, p.tensor)
+            elif p.kind == "mat":
+                if a.ptr % (2 * a.itemsize) or a.strides[0] % 2:
+                    raise LaunchError(op, p.tensor, "needs a pointer aligned to 2 elements and "
+                                      "an even row stride for load_path='direct'",
+                                      expected="even row stride", actual=(hex(a.ptr),
+                                                                          a.strides[0]))
+                add("u64", None, p.tensor)
+            elif p.kind == "ld":
+                add("i32", tensors[p.tensor].strides[0], None)
+            elif p.kind == "ptr":
+                role = sig[p.tensor][0]
+                if role.split(":")[0] in ("row_reduce", "col_reduce", "scalar_reduce"):
+                    resets.append((p.tensor, evt.reduction_identity(role.split(":")[1])))
+                add("u64", None, p.tensor)
+            elif p.kind == "float":
+                add("f32", None, "$" + p.tensor)
+            else:
+                add("i32", None, "$" + p.tensor)
+        return resets
+
+    def plan(self, A: TensorMeta, B: TensorMeta, D: TensorMeta, C: TensorMeta | None = None,
+             *, tensors=None, max_ctas=None, device: int | None = None) -> Sm90Plan:
+        """The launch plan for arrays like these (metadata only: shapes, strides, dtypes,
+        alignment classes).  ``roles`` of the plan: ``A``, ``B``, ``D``, ``C`` (D when no C)
+        then the epilogue's named tensors; ``scalar_roles``: ``alpha``, ``beta`` then the
+        epilogue's scalars."""
+        from .. import driver
+        from ..kernel import ArgPack
+        from ..tma import address_word_patchable
         op, cfg = "Sm90Gemm", self.cfg
-        want = np.float16 if _DT[cfg.dtype] == "f16" else np.uint16
         for nm, X in (("A", A), ("B", B)):
-            if X.dtype != want:
-                raise LaunchError(op, nm, "has the wrong dtype", expected=str(np.dtype(want)),
-                                  actual=str(X.dtype))
-            if X.ndim not in (2, 3):
-                raise LaunchError(op, nm, "must be 2-D or 3-D (batched)", actual=X.shape)
-        batched = A.ndim == 3
-        A3 = A if batched else A[None]
-        B3 = B if B.ndim == 3 else B[None]
+            _check_operand(op, nm, X, cfg.dtype)
+        if A.dtype != B.dtype:
+            raise LaunchError(op, "B", "dtype must equal A's", expected=A.dtype, actual=B.dtype)
+        batched = len(A.shape) == 3
+        A3, B3 = A.batched(), B.batched()
         L, M, K = A3.shape
         if B3.shape[0] != L or B3.shape[2] != K:
             raise LaunchError(op, "B", "must be (N, K) [or (L, N, K)] matching A",
@@ -760,112 +787,240 @@ class Sm90Gemm:
         N = B3.shape[1]
         if min(M, N) < 1:
             raise LaunchError(op, "A", "empty problem", actual=(M, N, K))
-        if D is None:
-            D = cp.empty((L, M, N) if batched else (M, N), dtype=want)
-        D3 = D if D.ndim == 3 else D[None]
-        if D3.shape != (L, M, N) or D.dtype != want:
+        D3 = D.batched()
+        if D3.shape != (L, M, N) or D.dtype != A.dtype:
             raise LaunchError(op, "D", "has the wrong shape or dtype", expected=(L, M, N),
-                              actual=(D3.shape, str(D.dtype)))
+                              actual=(D3.shape, D.dtype))
         if cfg.has_c:
             if C is None:
                 raise LaunchError(op, "C", "is required by this configuration (has_c)")
-            C3 = C if C.ndim == 3 else C[None]
-            if C3.shape != (L, M, N) or C.dtype != want:
+            C3 = C.batched()
+            if C3.shape != (L, M, N) or C.dtype != A.dtype:
                 raise LaunchError(op, "C", "has the wrong shape or dtype", expected=(L, M, N),
-                                  actual=(C3.shape, str(C.dtype)))
+                                  actual=(C3.shape, C.dtype))
         else:
             C3 = D3
-        es = 2
         for nm, X in (("D", D3), ("C", C3)):
-            if X.strides[2] != es:
+            if X.strides[2] != 1:
                 raise LaunchError(op, nm, "must be row-major (unit stride in the last mode)",
                                   actual=X.strides)
+        es = 2
         lds = {}
         for nm, X, major in (("A", A3, cfg.a_major), ("B", B3, cfg.b_major)):
             unit = 2 if major == "K" else 1       # the mode that must be contiguous
-            if X.strides[unit] != es:
+            if X.strides[unit] != 1:
                 want_txt = ("K-major: unit stride along K (a row-major (rows, K) array)"
                             if major == "K" else "MN-major: unit stride along its rows (the "
                             "transpose view of a row-major (K, rows) array)")
                 raise LaunchError(op, nm, f"does not match the configuration's {nm.lower()}_major"
                                   f"={major!r} ({want_txt})", actual=X.strides)
-            lds[nm] = X.strides[3 - unit] // es
-        if cfg.vec2 and ((D3.strides[1] // es) % 2 or (C3.strides[1] // es) % 2
-                         or D3.data.ptr % 4 or C3.data.ptr % 4):
+            lds[nm] = X.strides[3 - unit]
+        if cfg.vec2 and (D3.strides[1] % 2 or C3.strides[1] % 2 or D3.ptr % 4 or C3.ptr % 4):
             raise LaunchError(op, "D", "this configuration (vec2) needs even leading "
                               "dimensions and 4-byte aligned D and C",
                               actual=(D3.strides, C3.strides))
-        ta = self.maps.tma_atom("A", M, K, L, lds["A"], A3.strides[0] // es)
-        tb = self.maps.tma_atom("B", N, K, L, lds["B"], B3.strides[0] // es)
-        descA = ta.encode(int(A3.data.ptr))
-        descB = tb.encode(int(B3.data.ptr))
-        fn = self._function()
+        ta = self.maps.tma_atom("A", M, K, L, lds["A"], A3.strides[0] if batched else 0)
+        tb = self.maps.tma_atom("B", N, K, L, lds["B"], B3.strides[0] if len(B.shape) == 3
+                                else 0)
+        dev = driver.ensure_context(A.device if A.device >= 0 else None) \
+            if device is None else device
+        self._function(dev)
         c = cfg.cluster_m
         units = -(-(-(-M // cfg.tile_m)) // c) * -(-N // cfg.tile_n) * L
-        grid = c * max(1, min(units, (max_ctas or self.max_ctas()) // c))
-        hold = [(ctypes.c_uint64 * 16).from_buffer_copy(descA),
-                (ctypes.c_uint64 * 16).from_buffer_copy(descB),
-                ctypes.c_uint64(int(D3.data.ptr)), ctypes.c_uint64(int(C3.data.ptr)),
-                ctypes.c_int(M), ctypes.c_int(N), ctypes.c_int(K), ctypes.c_int(L),
-                ctypes.c_longlong(D3.strides[1] // es), ctypes.c_longlong(C3.strides[1] // es),
-                ctypes.c_longlong(D3.strides[0] // es), ctypes.c_longlong(C3.strides[0] // es),
-                ctypes.c_float(alpha), ctypes.c_float(beta)]
-        if cfg.epi is not None:
-            hold += self._epilogue_args(D3, M, N, L, tensors)
-        params = (ctypes.c_void_p * len(hold))(*[ctypes.addressof(h) for h in hold])
-        lib = _libcuda()
-        func = ctypes.c_void_p(fn.raw.ptr)
-        smem = cfg.smem_bytes()
-        threads = cfg.threads
+        grid = c * max(1, min(units, (max_ctas or self.max_ctas(dev)) // c))
 
-        def run():
-            stream = cp.cuda.get_current_stream().ptr
-            res = lib.cuLaunchKernel(func, grid, 1, 1, threads, 1, 1, smem,
-                                     ctypes.c_void_p(stream), params, None)
-            if res != 0:
-                raise LaunchError(op, "launch", f"cuLaunchKernel failed (CUresult {res})")
-        run._keep = (hold, params, A, B, C, D)  # keep arguments alive with the closure
+        kinds, inits, slots = [], [], []   # slots: (param index, kind, role)
+        roles = ["A", "B", "D", "C"]
+        scalar_roles = ["alpha", "beta"]
+        patch = address_word_patchable()
+        from ..tma import default_l2_promotion
+
+        def add(kind, value, role):
+            kinds.append(kind)
+            inits.append(value)
+            slots.append((len(kinds) - 1, kind, role))
+
+        def add_tmap(atom_encode, role, meta):
+            add("tmap", (atom_encode, meta), role)
+
+        add_tmap(ta.encode, "A", A3)
+        add_tmap(tb.encode, "B", B3)
+        add("u64", None, "D")
+        add("u64", None, "C")
+        for v in (M, N, K, L):
+            add("i32", v, None)
+        for v in (D3.strides[1], C3.strides[1], D3.strides[0], C3.strides[0]):
+            add("i64", v, None)
+        add("f32", None, "$alpha")
+        add("f32", None, "$beta")
+        resets = []
+        if cfg.epi is not None:
+            resets = self._epilogue_slots(D3, M, N, L, tensors, add)
+        pack = ArgPack(kinds)
+        plan = Sm90Plan()
+        ptr_slots, encode_slots, scalar_slots = [], [], []
+        for i, kind, role in slots:
+            init = inits[i]
+            if role is None:
+                pack.set(i, init)
+                continue
+            if role.startswith("$"):
+                name = role[1:]
+                if name not in scalar_roles:
+                    scalar_roles.append(name)
+                scalar_slots.append((i, scalar_roles.index(name)))
+                continue
+            if role not in roles:
+                roles.append(role)
+            r = roles.index(role)
+            if kind == "tmap":
+                if isinstance(init, tuple):      # (encode(ptr, l2), meta): operand descriptors
+                    enc, meta = init
+                    l2 = default_l2_promotion(meta.ptr, [x * es for x in meta.strides[1:]
+                                                         if x])
+
+                    def encode(ptr, l2, _enc=enc):
+                        return _enc(ptr, l2)
+                else:                            # encode(ptr, l2): epilogue descriptors
+                    encode, l2 = init, 2
+                ptr0 = ({"A": A3, "B": B3}.get(role) or
+                        (D3 if role == "D" else (tensors or {}).get(role))).ptr
+                pack.set(i, encode(ptr0, l2))
+                if patch:
+                    ptr_slots.append((pack.word(i), r))
+                else:
+                    encode_slots.append((i, encode, l2, r))
+            else:
+                ptr_slots.append((pack.word(i), r))
+        plan.kernel, plan.device, plan.grid = self.kernel, dev, (grid, 1, 1)
+        plan.block, plan.smem, plan.pack = (cfg.threads, 1, 1), cfg.smem_bytes(), pack
+        plan.ptr_slots, plan.encode_slots = tuple(ptr_slots), tuple(encode_slots)
+        plan.scalar_slots, plan.roles = tuple(scalar_slots), tuple(roles)
+        plan.scalar_roles, plan.resets = tuple(scalar_roles), tuple(resets)
+        return plan
+
+    def prepare(self, A, B, D=None, C=None, alpha=1.0, beta=0.0, max_ctas=None, tensors=None):
+        """Check everything and build the launch; returns a callable ``run(stream=None)`` that
+        runs the GEMM on ``stream`` (default: the stream current at call time for the arrays'
+        framework — torch's or CuPy's).  ``tensors``: the EVT epilogue's named inputs /
+        outputs (configurations with ``epi``)."""
+        from ..stream import stream_handle
+        op = "Sm90Gemm"
+        if not isinstance(alpha, numbers.Real) or not isinstance(beta, numbers.Real):
+            raise LaunchError(op, "alpha", "alpha and beta must be real numbers",
+                              actual=(type(alpha).__name__, type(beta).__name__))
+        Am, Bm = meta_of(A, "A", op), meta_of(B, "B", op)
+        _check_operand(op, "A", Am, self.cfg.dtype)
+        if D is None:
+            D = _empty_like_framework(A, (*Am.shape[:-1], Bm.shape[-2]))
+        Dm = meta_of(D, "D", op)
+        Cm = meta_of(C, "C", op) if C is not None else None
+        tm = {}
+        scal = {"alpha": float(alpha), "beta": float(beta)}
+        for k, v in (tensors or {}).items():
+            if hasattr(v, "shape") and hasattr(v, "dtype") and not isinstance(v, (int, float)):
+                if getattr(v, "ndim", 1) == 0 and not hasattr(v, "__cuda_array_interface__") \
+                        and not type(v).__module__.startswith("torch"):
+                    scal[k] = float(v)
+                else:
+                    tm[k] = meta_of(v, k, op)
+            else:
+                scal[k] = v
+        plan = self.plan(Am, Bm, Dm, Cm, tensors={**tm, **{k: v for k, v in scal.items()
+                                                          if k not in ("alpha", "beta")}},
+                         max_ctas=max_ctas)
+        objs = {"A": A, "B": B, "D": D, "C": C if C is not None else D}
+        metas = {"A": Am, "B": Bm, "D": Dm, "C": Cm if Cm is not None else Dm, **tm}
+        ptrs = tuple(metas[r].ptr for r in plan.roles)
+        scalars = tuple(scal[r] for r in plan.scalar_roles)
+        keep = (A, B, C, D, tensors)
+
+        def run(stream=None):
+            h = stream_handle(stream, A, op)
+            for name, value in plan.resets:
+                _fill(tensors[name], value, h)
+            plan.run(ptrs, scalars, h)
+        run._keep = keep
         run.D = D
+        run.plan = plan
+        run.objs = objs
         return run
 
-    def __call__(self, A, B, D=None, C=None, alpha=1.0, beta=0.0, tensors=None):
+    def __call__(self, A, B, D=None, C=None, alpha=1.0, beta=0.0, tensors=None, stream=None):
         run = self.prepare(A, B, D, C, alpha, beta, tensors=tensors)
-        run()
+        run(stream)
         return run.D
+
+
+def _empty_like_framework(X, shape):
+    """A new row-major array of X's framework, dtype and device."""
+    if type(X).__module__.startswith("torch"):
+        import torch
+        return torch.empty(shape, dtype=X.dtype, device=X.device)
+    import cupy as cp
+    return cp.empty(shape, dtype=X.dtype)
+
+
+def _fill(X, value, stream: int) -> None:
+    """X[...] = value, queued on ``stream`` (the launch's stream)."""
+    if type(X).__module__.startswith("torch"):
+        import torch
+        with torch.cuda.stream(torch.cuda.ExternalStream(stream, device=X.device)):
+            X.fill_(value)
+        return
+    import cupy as cp
+    with cp.cuda.ExternalStream(stream):
+        X.fill(value)
 
 
 _CACHE: dict = {}
 
 
-def _tma_ready(X):
-    """``(X', major)``: operand X (``(rows, K)`` or ``(L, rows, K)``) as TMA can read it, and its
-    major.  K-contiguous X is "K"; rows-contiguous X (the transpose view of a row-major
-    ``(K, rows)`` array) is "MN" and is read in place.  TMA needs a 16-byte aligned base and
-    byte strides; otherwise X is copied into a zero-padded K-major buffer (host-side handling of
-    odd K, e.g. 1x1x1 or K = 333, or of an operand with no contiguous mode)."""
-    import cupy as cp
-    es = X.itemsize
-
-    def aligned(*strides):
-        return X.data.ptr % 16 == 0 and all(s % 16 == 0 for s in strides)
-    batch = (X.strides[0],) if X.ndim == 3 else ()
-    if X.strides[-1] == es and aligned(X.strides[-2], *batch):
-        return X, "K"
-    if X.strides[-2] == es and X.shape[-1] > 1 and aligned(X.strides[-1], *batch):
-        return X, "MN"
-    K = X.shape[-1]
-    Kp = -(-K // 8) * 8
-    buf = cp.zeros(X.shape[:-1] + (Kp,), dtype=X.dtype)
-    buf[..., :K] = X
-    return buf[..., :K], "K"
+def get_kernel(cfg: Sm90GemmConfig) -> Sm90Gemm:
+    """The compiled kernel of ``cfg`` (one per configuration and process)."""
+    g = _CACHE.get(cfg)
+    if g is None:
+        g = _CACHE[cfg] = Sm90Gemm(cfg)
+    return g
 
 
-def _rows_128(X) -> bool:
-    """Every row of operand X (along its contiguous mode) starts on a 128-byte boundary."""
-    strided = X.strides[1:] if X.ndim == 3 else X.strides
-    pitch = strided[0] if strided[1] == X.itemsize else strided[1]
-    return X.data.ptr % 128 == 0 and pitch % 128 == 0 and \
-        (X.ndim == 2 or X.strides[0] % 128 == 0)
+def _tma_aligned(m: TensorMeta, unit: int) -> bool:
+    """TMA can read operand ``m`` with matrix mode ``unit`` (-1: K, -2: rows) contiguous: a
+    16-byte aligned base, the other matrix mode's and (with L > 1) the batch mode's byte
+    strides multiples of 16."""
+    if m.strides[unit] != 1 or m.ptr % 16:
+        return False
+    other = m.strides[-2 if unit == -1 else -1]
+    if (other * m.itemsize) % 16:
+        return False
+    return len(m.shape) == 2 or m.shape[0] == 1 or (m.strides[0] * m.itemsize) % 16 == 0
+
+
+def tma_major(m: TensorMeta) -> str | None:
+    """``"K"`` when operand ``m`` (``(rows, K)`` / ``(L, rows, K)``) is K-contiguous and TMA can
+    read it in place, ``"MN"`` when rows-contiguous (the transpose view of a row-major
+    ``(K, rows)`` array), None when it must be copied first (row pitch not a multiple of 16
+    bytes, e.g. odd K, or no contiguous mode)."""
+    if _tma_aligned(m, -1):
+        return "K"
+    if m.shape[-1] > 1 and _tma_aligned(m, -2):
+        return "MN"
+    return None
+
+
+def rows_128(m: TensorMeta) -> bool:
+    """Every row of operand ``m`` (along its contiguous mode) starts on a 128-byte boundary."""
+    pitch = m.strides[-2] if m.strides[-1] == 1 else m.strides[-1]
+    return m.ptr % 128 == 0 and (pitch * m.itemsize) % 128 == 0 and \
+        (len(m.shape) == 2 or (m.strides[0] * m.itemsize) % 128 == 0)
+
+
+def tma_store_ok(m: TensorMeta | None) -> bool:
+    """TMA can store ``m`` in place: 2-D, 16-byte aligned base and row pitch, and rows a whole
+    number of 16-byte chunks (TMA stores write whole chunks: a shorter last chunk would
+    overwrite the row's padding past column N)."""
+    return m is not None and len(m.shape) == 2 and m.strides[1] == 1 and m.ptr % 16 == 0 and \
+        (m.strides[0] * m.itemsize) % 16 == 0 and (m.shape[1] * m.itemsize) % 16 == 0
 
 
 def default_evt_config(dt: str, tile_n: int, use_c: bool, a_major: str = "K",
@@ -876,11 +1031,11 @@ def default_evt_config(dt: str, tile_n: int, use_c: bool, a_major: str = "K",
     ``tile_n`` 256 with A / B rows on 128-byte boundaries (``rows_128``): the ping-pong kernel,
     64x256 tiles, 5 stages, C (if any) loaded by the consumer threads (``load_path="direct"``,
     16-byte quad loads).  Measured over the cooperative 128x256 kernel: +1-8% for ``A @ B``,
-    +3-23% with C (docs/performance.md, sessions 13 and 16).  Otherwise the cooperative kernel:
+    +3-23% with C (docs/performance.md, "Hopper GEMM").  Otherwise the cooperative kernel:
     with operand rows off 128-byte boundaries (e.g. K = 2040 halves) every TMA row read
     straddles L2 lines and the ping-pong kernel, which reads 1.67x the operand bytes per FLOP,
-    ran 0.62-0.82x the cooperative one's speed (session 16); ``tile_n`` 128 is the choice for
-    skinny problems."""
+    ran 0.62-0.82x the cooperative one's speed; ``tile_n`` 128 is the choice for skinny
+    problems."""
     from cute_py.epilogue import evt
     ed = "float16" if dt == "f16" else "bfloat16"
     tree = evt.linear_combination(element_c=ed) if use_c else None
@@ -894,98 +1049,41 @@ def default_evt_config(dt: str, tile_n: int, use_c: bool, a_major: str = "K",
                           epi=make_epilogue_config(tree, tile_n=tile_n, element_d=ed))
 
 
-def _tma_store_ok(X) -> bool:
-    """TMA can store X in place: 16-byte aligned base and row pitch, and rows a whole number of
-    16-byte chunks (TMA stores write whole chunks: a shorter last chunk would overwrite the
-    row's padding past column N)."""
-    return X is not None and X.ndim == 2 and X.strides[1] == X.itemsize and \
-        X.data.ptr % 16 == 0 and X.strides[0] % 16 == 0 and (X.shape[1] * X.itemsize) % 16 == 0
+def choose_config(A: TensorMeta, B: TensorMeta, D: TensorMeta, C: TensorMeta | None,
+                  alpha_one: bool, sms: int) -> Sm90GemmConfig:
+    """The configuration ``gemm_sm90`` runs for operands A ``(M, K)`` and B ``(N, K)`` already
+    readable by TMA (see :func:`tma_major`), D and C (None: no C term).
+
+    For a single 2-D problem whose D (and C) rows are 16-byte aligned: the smem-staged
+    TMA-store EVT epilogue of :func:`default_evt_config`; otherwise (batched, unaligned D) the
+    cooperative kernel with the built-in predicated register->global epilogue.  Skinny problems
+    that leave SMs idle with 128x256 tiles use 128x128 tiles."""
+    dt = "f16" if A.dtype == "float16" else "bf16"
+    a_major, b_major = tma_major(A), tma_major(B)
+    M, N = A.shape[-2], B.shape[-2]
+    L = A.shape[0] if len(A.shape) == 3 else 1
+    t256 = -(-M // 128) * -(-N // 256) * L
+    tn, stages = (128, 5) if t256 < sms and N > 128 else (256, 4)
+    use_c = C is not None
+    if len(A.shape) == 2 and tma_store_ok(D) and (not use_c or tma_store_ok(C)) and \
+            (use_c or alpha_one):
+        return default_evt_config(dt, tn, use_c, a_major, b_major, rows_128(A) and rows_128(B))
+    vec2 = all(X is None or (X.strides[-2] % 2 == 0 and X.ptr % 4 == 0) for X in (D, C))
+    return Sm90GemmConfig(tile_n=tn, stages=stages, dtype=dt, has_c=use_c, vec2=vec2,
+                          a_major=a_major, b_major=b_major)
 
 
-def gemm_sm90(A, B, D=None, C=None, alpha=1.0, beta=0.0, cfg: Sm90GemmConfig | None = None):
-    """One-call GEMM with a cached kernel: ``D = alpha * A @ B.T + beta * C`` for A ``(M, K)``
-    and B ``(N, K)``, optionally batched ``(L, ...)``.  Each operand may be K-contiguous or
-    contiguous along its rows (e.g. ``B = B_kn.T`` for a row-major ``(K, N)`` B): the kernel
-    reads either in place (``a_major`` / ``b_major`` = "K" / "MN").
+def gemm_sm90(A, B, D=None, C=None, alpha=1.0, beta=0.0, cfg: Sm90GemmConfig | None = None,
+              *, stream=None):
+    """One-call GEMM with a cached kernel and launch plan: ``D = alpha * A @ B.T + beta * C``
+    for A ``(M, K)`` and B ``(N, K)`` (CuPy arrays, bf16 as uint16 bits, or torch tensors),
+    optionally batched ``(L, ...)``.  Each operand may be K-contiguous or contiguous along its
+    rows (e.g. ``B = B_kn.T`` for a row-major ``(K, N)`` B): the kernel reads either in place.
 
-    Default kernel: for a single 2-D problem whose D (and C) rows are 16-byte aligned, the
-    smem-staged TMA-store EVT epilogue of :func:`default_evt_config` (the ping-pong kernel,
-    64x256 tiles, 5 stages, when A / B rows start on 128-byte boundaries; else the cooperative
-    one, 128x256, 4 stages); otherwise (batched, unaligned D) the cooperative kernel with the
-    built-in predicated register->global epilogue.  Skinny problems that leave SMs idle use
-    128x128 tiles.  Operands TMA cannot read directly (row pitch not a multiple of 16 bytes)
-    are copied into padded buffers first (such calls build their launch plan anew: a cached
-    plan of copies would never be found again and would keep the copies alive).  Operands whose
-    rows do not start on 128-byte boundaries run ~25% slower when B is K-major (e.g. K = 2040
-    halves); pad such rows yourself (docs/hopper_gemm.md)."""
-    import cupy as cp
-    import numpy as np
-    operands = (A, B)
-    (A, a_major), (B, b_major) = _tma_ready(A), _tma_ready(B)
-    use_c = C is not None and beta != 0.0
-    dt = "f16" if A.dtype == np.float16 else "bf16"
-    tensors = None
-    if cfg is None:
-        M, N = A.shape[-2], B.shape[-2]
-        L = A.shape[0] if A.ndim == 3 else 1
-        # tile: 128x256 unless that leaves SMs idle and 128x128 gives more tiles (skinny M/N)
-        sms = _num_sms(cp.cuda.Device().id)
-        t256 = -(-M // 128) * -(-N // 256) * L
-        tn, stages = (128, 5) if t256 < sms and N > 128 else (256, 4)
-        if A.ndim == 2 and D is None and (N * A.itemsize) % 16 == 0:
-            D = cp.empty((M, N), dtype=A.dtype)
-        if A.ndim == 2 and _tma_store_ok(D) and (not use_c or _tma_store_ok(C)) and \
-                (use_c or alpha == 1.0):
-            cfg = default_evt_config(dt, tn, use_c, a_major, b_major,
-                                     _rows_128(A) and _rows_128(B))
-            if use_c:
-                tensors = {"C": C, "alpha": float(alpha), "beta": float(beta)}
-        else:
-            vec2 = True
-            for X in (D, C if use_c else None):
-                if X is not None and (X.strides[-2] % 4 or X.data.ptr % 4):
-                    vec2 = False
-            if D is None and B.shape[-2] % 2:
-                vec2 = False
-            cfg = Sm90GemmConfig(tile_n=tn, stages=stages, dtype=dt, has_c=use_c, vec2=vec2,
-                                 a_major=a_major, b_major=b_major)
-    elif (cfg.a_major, cfg.b_major) != (a_major, b_major):
-        raise LaunchError("gemm_sm90", "cfg", "its operand majors differ from the arrays' "
-                          "(A, B)", expected=(a_major, b_major), actual=(cfg.a_major, cfg.b_major))
-    g = _CACHE.get(cfg)
-    if g is None:
-        g = _CACHE[cfg] = Sm90Gemm(cfg)
-    if cfg.epi is not None:
-        args = (A, B, D, None, 1.0, 0.0)
-    else:
-        args = (A, B, D, C if cfg.has_c else None, alpha, beta)
-    # launch plans (checked arguments + encoded TMA descriptors) are reused for the same arrays
-    key = (cfg, args[4:], tuple(_array_key(X) for X in args[:4]),
-           tuple(sorted((k, _array_key(v) if hasattr(v, "data") else v)
-                        for k, v in (tensors or {}).items())))
-    run = _PLANS.get(key)
-    if run is None or args[2] is None:
-        run = g.prepare(*args, tensors=tensors)
-        # a plan of copied operands would never be found again and would keep the copies alive
-        if args[2] is not None and A is operands[0] and B is operands[1]:
-            if len(_PLANS) > 64:
-                _PLANS.clear()
-            _PLANS[key] = run
-    run()
-    return run.D
-
-
-_PLANS: dict = {}
-
-
-@lru_cache(maxsize=None)
-def _num_sms(device_id: int) -> int:
-    import cupy as cp
-    return cp.cuda.runtime.deviceGetAttribute(cp.cuda.runtime.cudaDevAttrMultiProcessorCount,
-                                              device_id)
-
-
-def _array_key(X):
-    if X is None:
-        return None
-    return (X.data.ptr, X.shape, X.strides, X.dtype.num)
+    The configuration is :func:`choose_config`'s unless ``cfg`` is given.  Operands TMA cannot
+    read in place (row pitch not a multiple of 16 bytes) are copied into padded buffers first.
+    Launch plans are cached by shapes, strides, dtypes and alignment classes (never by pointer):
+    see :func:`cute_py.backends.cuda.gemm_api.gemm`.  ``stream``: the launch's stream (default:
+    the arrays' framework's current stream)."""
+    from ..gemm_api import run_sm90
+    return run_sm90(A, B, D, C, alpha, beta, cfg=cfg, stream=stream, op="gemm_sm90")
