@@ -8,6 +8,8 @@ from __future__ import annotations
 
 __all__ = ["gemm"]
 
+_IMPL: list = []
+
 
 def gemm(A, B, C=None, alpha=1.0, beta=0.0, *, out=None, stream=None, explain=False,
          backend="auto", mainloop=None, config=None, bias=None, activation=None,
@@ -44,7 +46,8 @@ def gemm(A, B, C=None, alpha=1.0, beta=0.0, *, out=None, stream=None, explain=Fa
 
     Law: the result equals the float64 product within the dtype's rounding (fp32 accumulation).
     """
-    from cute_py.backends.cuda.gemm_api import gemm as _gemm
-    return _gemm(A, B, C, alpha, beta, out=out, stream=stream, explain=explain, backend=backend,
-                 mainloop=mainloop, config=config, bias=bias, activation=activation,
-                 epilogue=epilogue, **tensors)
+    if not _IMPL:
+        from cute_py.backends.cuda.gemm_api import gemm_entry
+        _IMPL.append(gemm_entry)
+    return _IMPL[0](A, B, C, alpha, beta, out, stream, explain, backend, mainloop, config, bias,
+                    activation, epilogue, tensors)

@@ -14,8 +14,8 @@ argument as ``gemm: <arg> ...``):
 - A ``(M, K)`` / ``(L, M, K)`` and B ``(K, N)`` / ``(L, K, N)`` of one dtype (float16,
   bfloat16; float32 runs the SM80 kernel in tf32), on one CUDA device, each with a unit stride
   in one of its two matrix modes (otherwise it is copied first);
-- ``C`` and ``out`` have D's shape; ``out`` (D) must be of A's dtype and may not overlap A, B
-  or C (torch refuses the same); C's dtype must be D's;
+- ``C`` and ``out`` have D's shape; ``out`` (D) must be of A's dtype and may not overlap A or
+  B, nor C except as C itself (in place, ``C.addmm_``); C's dtype must be D's;
 - ``alpha`` and ``beta`` are real numbers;
 - ``stream``: see :func:`~cute_py.backends.cuda.stream.stream_handle`; default: torch's current
   stream for torch tensors, CuPy's for CuPy arrays.
@@ -33,9 +33,10 @@ from dataclasses import dataclass
 
 from cute_py.errors import CuteError, LaunchError
 
+from .stream import cupy_external_stream, torch_external_stream
 from .tensors import TensorMeta, meta_of, overlaps, span_bytes
 
-__all__ = ["gemm", "GemmChoice", "GemmCall", "run_sm90", "plan_cache", "clear_plans"]
+__all__ = ["gemm", "gemm_entry", "GemmChoice", "GemmCall", "run_sm90", "plan_cache", "clear_plans"]
 
 _OP = "gemm"
 _MAX_PLANS = 512
@@ -142,6 +143,8 @@ def _check_metas(A: TensorMeta, B: TensorMeta, C, D, bits_ok: bool = False):
             raise LaunchError(_OP, "out", "must have A's dtype (D is written in the operands' "
                               "precision)", expected=A.dtype, actual=D.dtype)
         for nm, X in (("A", A), ("B", B), ("C", C)):
+            if nm == "C" and X is not None and (X.ptr, X.strides) == (D.ptr, D.strides):
+                continue        # in place (D is C): every element of C is read before D's
             if X is not None and overlaps(D, X):
                 raise LaunchError(_OP, "out", f"overlaps {nm}; the GEMM reads {nm} while "
                                   "writing out", actual=(hex(D.ptr), hex(X.ptr)))
@@ -162,13 +165,13 @@ def _pad_copy(X, m: TensorMeta, stream: int):
     Kp = -(-K // 8) * 8
     if m.framework == "torch":
         import torch
-        with torch.cuda.stream(torch.cuda.ExternalStream(stream, device=X.device)):
+        with torch.cuda.stream(torch_external_stream(stream, X.device)):
             buf = torch.zeros((*m.shape[:-1], Kp), dtype=X.dtype, device=X.device)
             buf[..., :K] = X
         v = buf[..., :K]
         return v, meta_of(v, "A", _OP)
     import cupy as cp
-    with cp.cuda.ExternalStream(stream):
+    with cupy_external_stream(stream):
         buf = cp.zeros((*m.shape[:-1], Kp), dtype=X.dtype)
         buf[..., :K] = X
     v = buf[..., :K]
@@ -193,6 +196,8 @@ def _build_sm90(Am, Bm, Dm, Cm, alpha_one, cfg, device):
     from . import driver
     from .kernels import gemm_sm90 as G
     call = GemmCall()
+    call.out_shape = Dm.shape
+    call.spans = _spans(Am, Bm, Cm, Dm)
     call.copy_a, call.copy_b = G.tma_major(Am) is None, G.tma_major(Bm) is None
     if call.copy_a:
         Am = _padded_meta(Am)
@@ -307,7 +312,14 @@ def gemm(A, B, C=None, alpha=1.0, beta=0.0, *, out=None, stream=None, explain=Fa
          backend="auto", mainloop=None, config=None, bias=None, activation=None,
          epilogue=None, **tensors):
     """``D = alpha * A @ B + beta * C``: see :func:`cute_py.gemm` for the contract."""
-    if backend not in ("auto", "sm80", "sm90"):
+    return gemm_entry(A, B, C, alpha, beta, out, stream, explain, backend, mainloop, config,
+                      bias, activation, epilogue, tensors)
+
+
+def gemm_entry(A, B, C, alpha, beta, out, stream, explain, backend, mainloop, config, bias,
+               activation, epilogue, tensors):
+    """:func:`gemm` with every argument positional (the entry ``cute_py.gemm`` calls)."""
+    if backend != "auto" and backend not in ("sm80", "sm90"):
         raise LaunchError(_OP, "backend", "is not one of auto/sm80/sm90", actual=backend)
     plain = (bias is None and activation is None and epilogue is None and not tensors
              and mainloop is None and config is None and backend != "sm80" and not explain)
@@ -349,8 +361,10 @@ def _gemm_torch_fast(A, B, C, alpha, beta, out, stream):
         out = empty(call.out_shape, dtype=A.dtype, device=A.device)
         pd = out.data_ptr()
     else:
-        lo, hi = call.spans
-        for p, (a, b) in ((pa, call.spans[2]), (pb, call.spans[3]), (pc, call.spans[4])):
+        lo, hi = call.spans[0], call.spans[1]
+        inplace = pc == pd and pc and C.stride() == out.stride()
+        for p, (a, b) in ((pa, call.spans[2]), (pb, call.spans[3]),
+                          (0 if inplace else pc, call.spans[4])):
             if p and pd + lo < p + b and p + a < pd + hi:
                 raise LaunchError(_OP, "out", "overlaps an input; the GEMM reads it while "
                                   "writing out", actual=(hex(pd), hex(p)))
@@ -412,11 +426,10 @@ def _gemm_general(A, B, C, alpha, beta, *, out, stream, explain, backend, mainlo
         call = _PLANS.get(key)
         if call is None:
             call = _build_sm90(Am, Bnk, Dm, Cm, alpha == 1.0, None, Am.device)
-            call.out_shape = shape
-            call.spans = _spans(Am, Bm, Cm, Dm)
             _remember(key, call)
-            if Am.framework == "torch":
-                _remember(_fast_key(A, B, C, user_out, alpha, use_c), call)
+        if Am.framework == "torch" and not explain:
+            # the torch fast path finds this call by its own key from now on
+            _remember(_fast_key(A, B, C, user_out, alpha, use_c), call)
         B_nk = B.transpose(-1, -2) if Bm.framework == "torch" else B.swapaxes(-1, -2)
         keep = _run_call(call, A, B_nk, Am, Bnk, Dm, Cm, alpha, beta, h)
         if keep is not None and Am.framework == "torch":
@@ -449,7 +462,7 @@ def _run_sm80(A, B, C, out, alpha, beta, Am, h, mainloop, config, explain=False)
     c = None if C is None else _cupy_view(C)
     d = _cupy_view(out)
     cfgs = []
-    with cp.cuda.ExternalStream(h):
+    with cupy_external_stream(h):
         if explain:
             with plan_only() as cfgs:
                 gemm_sm80(a, b, c, d, alpha, beta, config=config, mainloop=mainloop, bf16=bf16)
@@ -478,3 +491,8 @@ def _rethrow(e: Exception):   # pragma: no cover - kept for callers that wrap th
     if isinstance(e, CuteError):
         raise e
     raise LaunchError(_OP, "A", f"failed: {type(e).__name__}: {e}") from e
+
+
+def _ext_stream(h, device):
+    """torch's view of the raw stream ``h`` (for ``record_stream`` of per-call copies)."""
+    return torch_external_stream(h, device)

@@ -15,7 +15,8 @@ import sys
 
 from cute_py.errors import LaunchError
 
-__all__ = ["stream_handle", "torch_stream_getter"]
+__all__ = ["stream_handle", "torch_stream_getter", "torch_external_stream",
+           "cupy_external_stream"]
 
 
 def torch_stream_getter():
@@ -66,3 +67,23 @@ def stream_handle(stream=None, like=None, op: str = "launch") -> int:
                           "object with __cuda_stream__ or a raw CUstream handle (int)",
                           actual=type(stream).__name__)
     return int(handle)
+
+
+def torch_external_stream(handle: int, device):
+    """A ``torch.cuda`` stream object for the raw handle (to queue torch work on it)."""
+    import warnings
+
+    import torch
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        return torch.cuda.ExternalStream(handle, device=device)
+
+
+def cupy_external_stream(handle: int):
+    """A CuPy stream object for the raw handle (``with`` it to queue CuPy work there)."""
+    import warnings
+
+    import cupy
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        return cupy.cuda.ExternalStream(handle)

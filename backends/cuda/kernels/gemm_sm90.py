@@ -915,20 +915,20 @@ class Sm90Gemm:
             D = _empty_like_framework(A, (*Am.shape[:-1], Bm.shape[-2]))
         Dm = meta_of(D, "D", op)
         Cm = meta_of(C, "C", op) if C is not None else None
-        tm = {}
-        scal = {"alpha": float(alpha), "beta": float(beta)}
+        tm, user_scal = {}, {}
         for k, v in (tensors or {}).items():
-            if hasattr(v, "shape") and hasattr(v, "dtype") and not isinstance(v, (int, float)):
-                if getattr(v, "ndim", 1) == 0 and not hasattr(v, "__cuda_array_interface__") \
-                        and not type(v).__module__.startswith("torch"):
-                    scal[k] = float(v)
-                else:
-                    tm[k] = meta_of(v, k, op)
+            if hasattr(v, "__cuda_array_interface__") or type(v).__module__.startswith(
+                    ("torch", "cupy")):
+                tm[k] = meta_of(v, k, op)
+            elif isinstance(v, numbers.Real) and not isinstance(v, bool):
+                user_scal[k] = float(v)
             else:
-                scal[k] = v
-        plan = self.plan(Am, Bm, Dm, Cm, tensors={**tm, **{k: v for k, v in scal.items()
-                                                          if k not in ("alpha", "beta")}},
-                         max_ctas=max_ctas)
+                user_scal[k] = v        # bind_arguments names what is wrong with it
+        # per-call scalars: the kernel's alpha / beta, then the tree's (a tree scalar named
+        # alpha / beta shares the kernel's slot)
+        scal = {"alpha": float(alpha), "beta": float(beta), **user_scal}
+        plan = self.plan(Am, Bm, Dm, Cm, tensors={**tm, **user_scal} if tensors is not None
+                         else None, max_ctas=max_ctas)
         objs = {"A": A, "B": B, "D": D, "C": C if C is not None else D}
         metas = {"A": Am, "B": Bm, "D": Dm, "C": Cm if Cm is not None else Dm, **tm}
         ptrs = tuple(metas[r].ptr for r in plan.roles)
@@ -965,11 +965,12 @@ def _fill(X, value, stream: int) -> None:
     """X[...] = value, queued on ``stream`` (the launch's stream)."""
     if type(X).__module__.startswith("torch"):
         import torch
-        with torch.cuda.stream(torch.cuda.ExternalStream(stream, device=X.device)):
+        from ..stream import torch_external_stream
+        with torch.cuda.stream(torch_external_stream(stream, X.device)):
             X.fill_(value)
         return
-    import cupy as cp
-    with cp.cuda.ExternalStream(stream):
+    from ..stream import cupy_external_stream
+    with cupy_external_stream(stream):
         X.fill(value)
 
 
