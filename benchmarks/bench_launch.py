@@ -103,18 +103,7 @@ def part1():
         tf = tiny.handle()
         cases["cuLaunchKernel, 8-byte params"] = lambda i: driver.launch_kernel(
             tf, (1, 1, 1), (32, 1, 1), 0, h, tpack.params)
-        try:
-            import ctypes
-            from cuda.bindings import driver as cbd
-            fobj = cbd.CUfunction(func)
-            sobj = cbd.CUstream(h)
-            paddr = ctypes.addressof(plan.pack.params)
-            g0, b0 = plan.grid[0], plan.block[0]
-            cbd.cuLaunchKernel(fobj, g0, 1, 1, b0, 1, 1, plan.smem, sobj, paddr, 0)
-            cases["cuda.bindings cuLaunchKernel"] = lambda i: cbd.cuLaunchKernel(
-                fobj, g0, 1, 1, b0, 1, 1, plan.smem, sobj, paddr, 0)
-        except Exception as e:  # noqa: BLE001
-            print(f"# cuda.bindings launch unavailable: {e}")
+
     tri = _triton()
     if tri is not None:
         tri(A, B)

@@ -358,16 +358,17 @@ def _gemm_torch_fast(A, B, C, alpha, beta, out, stream):
     if call is None or call.copy_a or call.copy_b:
         return None     # the general path builds (and checks) the call, then caches it here
     if out is None:
-        out = empty(call.out_shape, dtype=A.dtype, device=A.device)
+        out = A.new_empty(call.out_shape)
         pd = out.data_ptr()
     else:
-        lo, hi = call.spans[0], call.spans[1]
-        inplace = pc == pd and pc and C.stride() == out.stride()
-        for p, (a, b) in ((pa, call.spans[2]), (pb, call.spans[3]),
-                          (0 if inplace else pc, call.spans[4])):
-            if p and pd + lo < p + b and p + a < pd + hi:
-                raise LaunchError(_OP, "out", "overlaps an input; the GEMM reads it while "
-                                  "writing out", actual=(hex(pd), hex(p)))
+        sp = call.spans
+        lo, hi = pd + sp[0], pd + sp[1]
+        if (lo < pa + sp[2][1] and pa + sp[2][0] < hi) or \
+                (lo < pb + sp[3][1] and pb + sp[3][0] < hi) or \
+                (pc and lo < pc + sp[4][1] and pc + sp[4][0] < hi
+                 and not (pc == pd and C.stride() == out.stride())):
+            raise LaunchError(_OP, "out", "overlaps an input (A, B or C); the GEMM reads it "
+                              "while writing out", actual=hex(pd))
     h = raw_stream(dev) if stream is None else _stream(stream, A)
     call.plan.run((pa, pb, pd, pc if use_c else pd), (alpha, beta), h)
     return out

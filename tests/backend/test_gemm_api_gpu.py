@@ -134,9 +134,13 @@ def test_aliasing_and_argument_errors_name_the_argument():
         with pytest.raises(LaunchError) as e:
             cute.gemm(A, B, out=out)
         assert e.value.op == "gemm" and e.value.arg == "out" and "overlaps" in str(e.value)
-    with pytest.raises(LaunchError) as e:
-        cute.gemm(A, B, C, beta=1.0, out=C)
+    big = torch.randn(129, 128, device="cuda", dtype=dt)
+    with pytest.raises(LaunchError) as e:          # out overlaps C one row down
+        cute.gemm(A, B, big[:128], beta=1.0, out=big[1:])
     assert e.value.arg == "out"
+    ref = A.double() @ B.double() + C.double()
+    D = cute.gemm(A, B, C, beta=1.0, out=C)        # in place (C.addmm_): allowed
+    assert D is C and float((C.double() - ref).norm() / ref.norm()) < 2e-3
     with pytest.raises(LaunchError) as e:
         cute.gemm(A, B, alpha="2")
     assert e.value.arg == "alpha"

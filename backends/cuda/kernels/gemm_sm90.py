@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import hashlib
 import numbers
+import threading
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -633,18 +634,46 @@ class Sm90Plan:
     ``scalar_roles`` the scalars."""
 
     __slots__ = ("kernel", "device", "grid", "block", "smem", "pack", "ptr_slots",
-                 "encode_slots", "scalar_slots", "roles", "scalar_roles", "resets")
+                 "encode_slots", "scalar_slots", "roles", "scalar_roles", "resets", "_last",
+                 "_launch", "_lock")
 
     def run(self, ptrs, scalars=(), stream: int = 0) -> None:
+        # the driver reads the pack during the call (ctypes releases the GIL): one thread at a
+        # time patches and launches
+        with self._lock:
+            self._run(ptrs, scalars, stream)
+
+    def _run(self, ptrs, scalars, stream) -> None:
         pack = self.pack
         words = pack.words
         for w, r in self.ptr_slots:
             words[w] = ptrs[r]
         for i, atom, l2, r in self.encode_slots:
             pack.set(i, atom(ptrs[r], l2))
-        for i, r in self.scalar_slots:
-            pack.set(i, scalars[r])
-        self.kernel.launch_pack(self.grid, pack, stream, device=self.device)
+        if scalars != self._last:
+            for i, r in self.scalar_slots:
+                pack.set(i, scalars[r])
+            self._last = scalars
+        launch = self._launch
+        if launch is None:
+            self.kernel.launch_pack(self.grid, pack, stream, device=self.device)
+            if self.kernel.cluster == (1, 1, 1):
+                self._launch = self._bind()
+            return
+        res = launch(stream)
+        if res:
+            self.kernel.launch_pack(self.grid, pack, stream, device=self.device)
+
+    def _bind(self):
+        """The launch as one closure over the driver call and its fixed arguments (the kernel
+        is loaded and its shared-memory limit set by then)."""
+        from .. import driver
+        lib = driver.libcuda()
+        fn = lib.cuLaunchKernel
+        func = self.kernel.handle(self.device)
+        (g0, g1, g2), (b0, b1, b2), smem = self.grid, self.block, self.smem
+        params = self.pack.params
+        return lambda stream: fn(func, g0, g1, g2, b0, b1, b2, smem, stream, params, None)
 
 
 def _check_operand(op, nm, m: TensorMeta, dt):
@@ -897,6 +926,7 @@ class Sm90Gemm:
         plan.ptr_slots, plan.encode_slots = tuple(ptr_slots), tuple(encode_slots)
         plan.scalar_slots, plan.roles = tuple(scalar_slots), tuple(roles)
         plan.scalar_roles, plan.resets = tuple(scalar_roles), tuple(resets)
+        plan._last, plan._launch, plan._lock = None, None, threading.Lock()
         return plan
 
     def prepare(self, A, B, D=None, C=None, alpha=1.0, beta=0.0, max_ctas=None, tensors=None):
