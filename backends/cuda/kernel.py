@@ -189,6 +189,19 @@ class CompiledKernel:
         if res:
             driver.check(res, f"launch({self.name})", "cuLaunchKernel")
 
+    def bound_launcher(self, grid, pack: ArgPack, *, block=None, smem=None, device: int):
+        """``launch(stream) -> CUresult``: this kernel's ``cuLaunchKernel`` with every other
+        argument fixed (a launch plan's hot path; the kernel must be loaded on ``device`` and
+        its shared-memory limit set).  Cluster kernels return None (use launch_pack)."""
+        if self.cluster != (1, 1, 1):
+            return None
+        fn = driver.libcuda().cuLaunchKernel
+        func = self.handle(device)
+        (g0, g1, g2), (b0, b1, b2) = grid, block or self.block
+        smem = self.spec.smem if smem is None and self.spec is not None else (smem or 0)
+        params = pack.params
+        return lambda stream: fn(func, g0, g1, g2, b0, b1, b2, smem, stream, params, None)
+
     def __call__(self, grid, block, args, *, smem: int = 0, stream=None, specs=None):
         from .launch import launch
         return launch(self, grid, block, args, smem=smem, stream=stream, specs=specs)

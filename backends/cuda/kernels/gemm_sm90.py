@@ -657,23 +657,12 @@ class Sm90Plan:
         launch = self._launch
         if launch is None:
             self.kernel.launch_pack(self.grid, pack, stream, device=self.device)
-            if self.kernel.cluster == (1, 1, 1):
-                self._launch = self._bind()
+            self._launch = self.kernel.bound_launcher(self.grid, pack, block=self.block,
+                                                      smem=self.smem, device=self.device) \
+                or False
             return
-        res = launch(stream)
-        if res:
+        if launch is False or launch(stream):
             self.kernel.launch_pack(self.grid, pack, stream, device=self.device)
-
-    def _bind(self):
-        """The launch as one closure over the driver call and its fixed arguments (the kernel
-        is loaded and its shared-memory limit set by then)."""
-        from .. import driver
-        lib = driver.libcuda()
-        fn = lib.cuLaunchKernel
-        func = self.kernel.handle(self.device)
-        (g0, g1, g2), (b0, b1, b2), smem = self.grid, self.block, self.smem
-        params = self.pack.params
-        return lambda stream: fn(func, g0, g1, g2, b0, b1, b2, smem, stream, params, None)
 
 
 def _check_operand(op, nm, m: TensorMeta, dt):
