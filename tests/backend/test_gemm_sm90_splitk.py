@@ -1,0 +1,268 @@
+"""Split-K, transposed-D and narrow-tile Hopper GEMM: CPU-side tests (configuration rules,
+byte-identical sources of the existing configurations, compile for sm_90a with zero spills,
+a NumPy model of the split-K store + reduce through the accumulator fragment, the reduce
+kernel's law, the heuristic).  GPU tests are in ``test_gemm_sm90_splitk_gpu.py``."""
+
+import dataclasses
+
+import numpy as np
+import pytest
+
+from cute_py.errors import LaunchError
+from cute_py.backends.cuda.kernels import gemm_sm90 as G
+from cute_py.backends.cuda.kernels import gemm_sm90_splitk as SK
+from cute_py.backends.cuda.kernels import splitk_reduce as R
+from cute_py.backends.cuda.kernels.gemm_sm90_maps import derive_maps, fragment_from_clayout
+
+#: the new configurations: every one compiles for sm_90a with zero spills
+NEW_CONFIGS = (
+    G.Sm90GemmConfig(128, 16, 64, 8, 2, "f16", split_k="workspace", transpose_d=True),
+    G.Sm90GemmConfig(128, 32, 64, 8, 2, "bf16", split_k="workspace", transpose_d=True,
+                     a_major="MN"),
+    G.Sm90GemmConfig(128, 64, 64, 8, 2, "f16", split_k="workspace", transpose_d=True),
+    G.Sm90GemmConfig(128, 128, 64, 6, 2, "f16", split_k="workspace"),
+    G.Sm90GemmConfig(128, 128, 64, 6, 2, "bf16", split_k="workspace", a_major="MN",
+                     b_major="MN"),
+    G.Sm90GemmConfig(128, 16, 64, 8, 2, "f16", split_k="atomic", transpose_d=True),
+    G.Sm90GemmConfig(128, 256, 64, 4, 2, "f16", split_k="atomic", cluster_m=2),
+    G.Sm90GemmConfig(128, 16, 64, 8, 2, "f16", transpose_d=True, has_c=True),
+    G.Sm90GemmConfig(128, 32, 64, 8, 2, "bf16", vec2=False),
+    G.Sm90GemmConfig(128, 128, 64, 6, 2, "f16", transpose_d=True, has_c=True, b_major="MN"),
+)
+
+
+def test_existing_configs_keep_repr_name_and_source():
+    """Fields added for split-K / swap are left out of repr at their defaults: the existing
+    configurations' names and sources do not mention them (their text is the same as before
+    the fields existed; checked once by hashing every shipped source before and after)."""
+    for cfg in G.SHIPPED_CONFIGS:
+        r = repr(cfg)
+        assert "split_k" not in r and "transpose_d" not in r
+        assert r.endswith(f"schedule={cfg.schedule!r})")
+        src = G.generate_source(cfg)
+        assert "splits_k" not in src and "kb_lo_" not in src and "cute_sm90_wgmma" not in src
+        assert "for (int kb = 0; kb < k_blocks; ++kb)" in src
+    c = dataclasses.replace(G.SHIPPED_CONFIGS[0], split_k="workspace")
+    assert "split_k='workspace'" in repr(c) and c != G.SHIPPED_CONFIGS[0]
+    assert c.name != G.SHIPPED_CONFIGS[0].name and "_skw" in c.name
+    assert "_dt" in dataclasses.replace(G.SHIPPED_CONFIGS[0], transpose_d=True).name
+    assert hash(c) != hash(G.SHIPPED_CONFIGS[0])
+
+
+@pytest.mark.parametrize("cfg", NEW_CONFIGS, ids=lambda c: c.name)
+def test_new_configs_compile_sm90a_zero_spills(cfg):
+    from cute_py.backends.cuda.compiler import compile_module
+    src = G.generate_source(cfg)
+    assert src == G.generate_source(cfg)
+    mod = compile_module(src, arch="sm_90a")
+    res = mod.resources_for(cfg.name)
+    assert res.spills == 0 and res.stack_frame == 0, res
+    assert "C7508" not in mod.log
+    assert compile_module(src, arch="sm_80").resources_for(cfg.name).spills == 0
+
+
+def test_split_k_source_structure():
+    cfg = NEW_CONFIGS[0]
+    src = G.generate_source(cfg)
+    # the appended parameters, in the documented order, at the end of the list
+    sig = src.split(f"{cfg.name}(")[1].split(")\n{")[0]
+    assert sig.rstrip().endswith("float alpha, float beta,\n    float* __restrict__ ws, "
+                                 "int splits_k, long long ldw, long long ws_l, "
+                                 "long long ws_split")
+    assert [n for n, _ in SK.splitk_extra_args(cfg, _FakeWs(1 << 20), 2, 64, 16)] == \
+        list(SK.EXTRA_PARAMS)
+    assert "num_n * L * splits_k;" in src
+    assert "for (int kb = kb_lo_; kb < kb_hi_; ++kb)" in src
+    assert "const int scale_d = kb > kb_lo_ ? 1 : 0;" in src
+    assert "kb_lo_ = (int)(((long long)k_blocks * split_) / splits_k);" in src
+    assert "wgmma.mma_async.sync.aligned.m64n16k16.f32.f16.f16" in src
+    assert "cute_sm90_wgmma_m64n16k16_f32_f16_ss<0, 0>(acc[0]" in src
+    assert "float* wp = Wl_ + (long long)c * ldw + r;" in src
+    ws = G.generate_source(NEW_CONFIGS[3])
+    assert "*reinterpret_cast<float2*>(wp) = make_float2(" in ws
+    at = G.generate_source(NEW_CONFIGS[5])
+    assert "atomicAdd(wp, acc[0][0]);" in at
+    tr = G.generate_source(NEW_CONFIGS[7])
+    assert "u16* dp = Dl_ + (long long)c * ldd + r;" in tr and "dp[ldd] = " in tr
+    assert "cp[ldc]" in tr
+
+
+def test_config_rules():
+    with pytest.raises(LaunchError, match="split_k"):
+        G.Sm90GemmConfig(split_k="tree").check()
+    with pytest.raises(LaunchError, match="tile_n"):
+        G.Sm90GemmConfig(128, 8).check()                                # n8: no SBO
+    with pytest.raises(LaunchError, match="tile_n"):
+        G.Sm90GemmConfig(128, 48).check()
+    with pytest.raises(LaunchError, match="b_major"):
+        G.Sm90GemmConfig(128, 16, b_major="MN").check()
+    with pytest.raises(LaunchError, match="cluster_m"):
+        G.Sm90GemmConfig(128, 32, cluster_m=2).check()
+    with pytest.raises(LaunchError, match="split_k"):
+        G.Sm90GemmConfig(64, 256, stages=4, schedule="pingpong", split_k="workspace").check()
+    with pytest.raises(LaunchError, match="has_c"):
+        G.Sm90GemmConfig(split_k="workspace", has_c=True).check()
+    with pytest.raises(LaunchError, match="transpose_d"):
+        G.Sm90GemmConfig(transpose_d=True, epi=G.make_epilogue_config()).check()
+    with pytest.raises(LaunchError, match="tile_n"):                 # EVT path: 64..256 only
+        G.make_epilogue_config(None, 128, 16)
+    with pytest.raises(LaunchError, match="tile_n"):
+        G.Sm90GemmConfig(128, 16, epi=G.make_epilogue_config()).check()
+    assert G.Sm90GemmConfig(128, 16, stages=8).smem_bytes() < 227 * 1024
+
+
+@pytest.mark.parametrize("tile_n", [16, 32])
+def test_narrow_fragment_and_maps_from_algebra(tile_n):
+    cfg = G.Sm90GemmConfig(128, tile_n, 64, 8, 2, "f16")
+    maps = derive_maps(cfg)
+    table = fragment_from_clayout(tile_n, 2, 64)
+    fr = maps.frag
+    assert fr.num_values == tile_n // 2
+    for t in range(fr.num_threads):
+        for v in range(fr.num_values):
+            assert fr.coord(t, v) == table[t][v]
+    assert maps.atom_b.box == (64, tile_n, 1)             # one (K 64, N tile_n) box per stage
+    assert (maps.sbo_b, maps.lbo_b) == (1024, 16)
+    assert [maps.desc_b_offset(kk) for kk in range(4)] == [0, 32, 64, 96]
+
+
+@pytest.mark.parametrize("kb,splits", [(1, 1), (64, 4), (31, 4), (5, 7), (32, 3), (1000, 13)])
+def test_split_ranges_law(kb, splits):
+    """Contiguous, disjoint, covering [0, kb), sizes differing by at most one."""
+    rs = SK.split_ranges(kb, splits)
+    assert rs[0][0] == 0 and rs[-1][1] == kb
+    assert all(a[1] == b[0] for a, b in zip(rs, rs[1:]))
+    sizes = [hi - lo for lo, hi in rs]
+    assert max(sizes) - min(sizes) <= 1 and min(sizes) >= 0
+
+
+class _FakeWs:
+    """A float32 device-array stand-in (pointer, size)."""
+
+    def __init__(self, n, ptr=1 << 20):
+        self.data = type("P", (), {"ptr": ptr})()
+        self.nbytes, self.dtype = 4 * n, np.dtype(np.float32)
+
+
+def test_splitk_extra_args_and_layout():
+    cfg = NEW_CONFIGS[0]                                   # transposed, workspace
+    lay = SK.splitk_layout(cfg, 4096, 7, 1, 4)
+    assert (lay.P, lay.Q, lay.ldw) == (7, 4096, 4096)
+    assert lay.elements == 4 * 7 * 4096 and lay.ws_split == 7 * 4096
+    assert lay.units == 32 * 1 * 4
+    args = dict(SK.splitk_extra_args(cfg, _FakeWs(lay.elements), 4, 4096, 7))
+    assert args["splits_k"].value == 4 and args["ldw"].value == 4096
+    assert args["ws_split"].value == lay.ws_split and args["ws"].value == 1 << 20
+    with pytest.raises(LaunchError, match="ws"):
+        SK.splitk_extra_args(cfg, _FakeWs(lay.elements - 1), 4, 4096, 7)
+    with pytest.raises(LaunchError, match="ws"):
+        SK.splitk_extra_args(cfg, _FakeWs(lay.elements, ptr=8), 4, 4096, 7)
+    with pytest.raises(LaunchError, match="splits"):
+        SK.splitk_layout(cfg, 64, 64, 1, 0)
+    assert SK.splitk_extra_args(G.SHIPPED_CONFIGS[0], None, 4, 64, 64) == []
+    at = SK.splitk_layout(NEW_CONFIGS[5], 100, 9, 2, 5)
+    assert at.ws_split == 0 and at.elements == 2 * 9 * 100     # one slice in atomic mode
+    plain = SK.splitk_layout(NEW_CONFIGS[3], 33, 391, 1, 3)
+    assert (plain.P, plain.Q, plain.ldw) == (33, 391, 392)
+
+
+def _simulate_splitk(cfg, A, B, splits, L=1):
+    """NumPy model of the kernel: every (tile, split) unit's accumulators (float32, the unit's
+    k-block range) stored through the accumulator fragment by the epilogue's index formula
+    into a workspace poisoned with NaN; returns (ws, layout, writes per element)."""
+    _, M, K = A.shape
+    N = B.shape[1]
+    lay = SK.splitk_layout(cfg, M, N, L, splits)
+    ws = np.full(lay.elements + 8, np.nan, np.float32)
+    hits = np.zeros(lay.elements + 8, np.int32)
+    fr = derive_maps(cfg).frag
+    kbs = -(-K // 64)
+    m_thr, n_thr = np.array(fr.m_thr), np.array(fr.n_thr)
+    for l in range(L):
+        for mb in range(-(-M // cfg.tile_m)):
+            for nb in range(-(-N // cfg.tile_n)):
+                for s, (lo, hi) in enumerate(SK.split_ranges(kbs, splits)):
+                    a = A[l, :, 64 * lo:64 * hi].astype(np.float32)
+                    b = B[l, :, 64 * lo:64 * hi].astype(np.float32)
+                    for v in range(0, fr.num_values, 2):
+                        r = mb * cfg.tile_m + m_thr + fr.m_val[v]
+                        c = nb * cfg.tile_n + n_thr + fr.n_val[v]
+                        for dc in (0, 1):
+                            cc = c + dc
+                            ok = (r < M) & (cc < N)
+                            if dc == 0 and not cfg.transpose_d and cfg.split_k == "workspace":
+                                # paired store: column c + 1 lands in the row's padding
+                                assert np.all(cc[ok] + 1 < lay.ldw)
+                            rr, cc = r[ok], cc[ok]
+                            val = np.einsum("ik,ik->i", a[rr], b[cc]).astype(np.float32)
+                            base = s * lay.ws_split + l * lay.ws_l
+                            idx = base + (cc * lay.ldw + rr if cfg.transpose_d
+                                          else rr * lay.ldw + cc)
+                            if cfg.split_k == "atomic":
+                                ws[idx] = np.where(hits[idx] == 0, 0, ws[idx]) + val
+                            else:
+                                ws[idx] = val
+                            np.add.at(hits, idx, 1)
+    return ws, lay, hits
+
+
+@pytest.mark.parametrize("cfg_i,M,N,K,splits", [
+    (0, 391, 7, 200, 3),      # swapped decode: kernel M = user N
+    (0, 130, 16, 72, 2),
+    (2, 200, 33, 130, 5),     # more splits than some tiles have k-blocks? (3 k-blocks, 5 splits)
+    (3, 150, 131, 200, 4),    # plain (not transposed) workspace
+    (5, 140, 9, 300, 3),      # atomic
+])
+def test_splitk_model_matches_reference(cfg_i, M, N, K, splits):
+    """Through the fragment map and the documented layout, every workspace element (p < P,
+    q < Q) of every split is written exactly once (atomic: once per split into one slice), and
+    the reduce model gives alpha * A @ B^T + beta * C (transposed when swapped)."""
+    cfg = NEW_CONFIGS[cfg_i]
+    rng = np.random.default_rng(7)
+    A = rng.standard_normal((1, M, K)).astype(np.float16)
+    B = rng.standard_normal((1, N, K)).astype(np.float16)
+    ws, lay, hits = _simulate_splitk(cfg, A, B, splits)
+    P, Q = lay.P, lay.Q
+    nsl = 1 if lay.ws_split == 0 else splits
+    for s in range(nsl):
+        blk = hits[s * lay.ws_split:s * lay.ws_split + P * lay.ldw].reshape(P, lay.ldw)
+        assert np.all(blk[:, :Q] == (splits if nsl == 1 else 1))
+        assert np.all(blk[:, Q:] == 0)
+    C = rng.standard_normal((P, Q)).astype(np.float16)
+    got = R.reference_reduce(ws, lay, alpha=1.5, C=C, beta=-0.5)[0]
+    ref = A[0].astype(np.float64) @ B[0].astype(np.float64).T
+    if cfg.transpose_d:
+        ref = ref.T
+    ref = 1.5 * ref - 0.5 * C.astype(np.float64)
+    assert np.allclose(got, ref, rtol=1e-4, atol=1e-3 * np.sqrt(K))
+
+
+def test_reduce_source_and_order():
+    src = R.generate_reduce_source(R.SplitKReduceConfig("bf16", True, True, True))
+    assert "for (int k = 1; k < splits; ++k)" in src           # the fixed order
+    assert "make_float4(0.f, 0.f, 0.f, 0.f)" in src             # rezero
+    assert "f32_to_bf16_bits" in src and "*reinterpret_cast<uint2*>(dp) = v;" in src
+    plain = R.generate_reduce_source(R.SplitKReduceConfig("f16", False, False, False))
+    assert "uint2" not in plain and "beta" in plain and "cp[" not in plain
+    # the model sums in split order: (w0 + w1) + w2 differs from w0 + (w1 + w2) here
+    lay = SK.SplitKLayout(1, 1, 1, 3, 4, 4, 4, 12, 3)
+    ws = np.array([1e8, 0, 0, 0, -1e8, 0, 0, 0, 1.0, 0, 0, 0], np.float32)
+    assert R.reference_reduce(ws, lay)[0, 0, 0] == np.float32(1.0)
+
+
+@pytest.mark.parametrize("dt", ["f16", "bf16"])
+@pytest.mark.parametrize("has_c,vec,rezero", [(False, True, False), (True, False, True)])
+def test_reduce_kernel_compiles_zero_spills(dt, has_c, vec, rezero):
+    from cute_py.backends.cuda.compiler import compile_module
+    cfg = R.SplitKReduceConfig(dt, has_c, vec, rezero)
+    src = R.generate_reduce_source(cfg)
+    for arch in ("sm_90a", "sm_80"):
+        res = compile_module(src, arch=arch).resources_for(cfg.name)
+        assert res.spills == 0 and res.stack_frame == 0, res
+
+
+def test_small_wgmma_wrapper():
+    src, name = SK.small_wgmma_wrapper(32, "bf16")
+    assert name == "cute_sm90_wgmma_m64n32k16_f32_bf16_ss" and src.count('"+f"') == 16
+    with pytest.raises(LaunchError):
+        SK.small_wgmma_wrapper(12, "f16")
