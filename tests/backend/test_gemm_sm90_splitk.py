@@ -266,3 +266,51 @@ def test_small_wgmma_wrapper():
     assert name == "cute_sm90_wgmma_m64n32k16_f32_bf16_ss" and src.count('"+f"') == 16
     with pytest.raises(LaunchError):
         SK.small_wgmma_wrapper(12, "f16")
+
+
+# --------------------------------------------------------------------------- heuristic
+
+from cute_py.backends.cuda.kernels.gemm_sm90_heuristic import choose_sm90  # noqa: E402
+
+
+@pytest.mark.parametrize("M,N,K,swap,tile_n,splits", [
+    (1, 4096, 4096, True, 16, 4),
+    (16, 4096, 4096, True, 16, 4),
+    (33, 4096, 4096, True, 64, 4),
+    (128, 4096, 4096, False, 128, 4),
+    (16, 28672, 4096, True, 16, 1),
+    (1, 4096, 72, True, 16, 1),          # 2 k-blocks: nothing to split
+    (1024, 1024, 1024, False, 128, 2),
+])
+def test_choose_sm90_table(M, N, K, swap, tile_n, splits):
+    c = choose_sm90(M, N, K)
+    assert (c.swap, c.cfg.tile_n, c.splits) == (swap, tile_n, splits)
+    assert c.units == c.tiles * c.splits and (splits == 1 or c.units <= 132)
+    assert c.cfg.transpose_d == swap and c.cfg.splits == (splits > 1)
+    assert c.cfg.split_k in ("none", "workspace")
+    assert str(c).startswith("sm90 cooperative") and "--" in str(c)
+    assert c == choose_sm90(M, N, K)                                  # pure, hashable
+    assert hash(c) == hash(choose_sm90(M, N, K))
+    if splits > 1:
+        assert c.workspace_elements(M, N) > 0
+
+
+def test_choose_sm90_rules():
+    big = choose_sm90(4096, 4096, 4096)
+    assert big.default_path and big.cfg is None and "default" in str(big)
+    assert choose_sm90(16, 4096, 4096, deterministic=False).cfg.split_k == "atomic"
+    # M-contiguous A as the kernel's B: no 16-wide tile
+    c = choose_sm90(16, 4096, 4096, a_major="MN")
+    assert c.cfg.tile_n == 64 and c.cfg.b_major == "MN" and "M-contiguous" in c.reason
+    # the kernel's A is the user's B: its major travels with it
+    assert choose_sm90(16, 4096, 4096, b_major="MN").cfg.a_major == "MN"
+    assert not choose_sm90(16, 4096, 4096, allow_swap=False).swap
+    assert choose_sm90(16, 4096, 4096, allow_split=False).splits == 1
+    assert choose_sm90(64, 64, 4096).swap is False                     # N < 2M: no swap
+    assert choose_sm90(16, 4096, 4096, num_sms=32).splits == 1         # the tiles fill 32 SMs
+    with pytest.raises(LaunchError, match="M"):
+        choose_sm90(0, 4, 4)
+    with pytest.raises(LaunchError, match="dtype"):
+        choose_sm90(4, 4, 4, dtype="f32")
+    with pytest.raises(LaunchError, match="b_major"):
+        choose_sm90(4, 4, 4, b_major="N")
