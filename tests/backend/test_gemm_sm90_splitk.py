@@ -28,6 +28,11 @@ NEW_CONFIGS = (
     G.Sm90GemmConfig(128, 16, 64, 8, 2, "f16", transpose_d=True, has_c=True),
     G.Sm90GemmConfig(128, 32, 64, 8, 2, "bf16", vec2=False),
     G.Sm90GemmConfig(128, 128, 64, 6, 2, "f16", transpose_d=True, has_c=True, b_major="MN"),
+    G.Sm90GemmConfig(128, 16, 64, 8, 2, "f16", split_k="fixup", transpose_d=True, has_c=True),
+    G.Sm90GemmConfig(128, 32, 64, 8, 2, "bf16", split_k="fixup", transpose_d=True),
+    G.Sm90GemmConfig(128, 64, 64, 8, 2, "f16", split_k="fixup", transpose_d=True, a_major="MN"),
+    G.Sm90GemmConfig(128, 128, 64, 6, 2, "f16", split_k="fixup", has_c=True),
+    G.Sm90GemmConfig(128, 128, 64, 6, 2, "bf16", split_k="fixup", vec2=False, b_major="MN"),
 )
 
 
@@ -87,6 +92,41 @@ def test_split_k_source_structure():
     assert "cp[ldc]" in tr
 
 
+def test_fixup_source_structure():
+    """"fixup": partials stored, fence, barrier 1 over the consumer threads, one counter per
+    tile (reset by the last unit), bar.red.or broadcast, fixed-order sum, built-in epilogue."""
+    cfg = NEW_CONFIGS[10]
+    src = G.generate_source(cfg)
+    sig = src.split(f"{cfg.name}(")[1].split(")\n{")[0]
+    assert sig.rstrip().endswith("long long ws_split, int* __restrict__ tile_count")
+    i_store = src.index("wp[0] = acc[0][0];")
+    i_fence = src.index("__threadfence();", i_store)
+    i_bar = src.index("named_barrier_sync(1u, 256u);", i_fence)
+    i_cnt = src.index("atomicAdd(tile_count + tix_, 1) == splits_k - 1;", i_bar)
+    i_red = src.index("bar.red.or.pred q, 1, 256, p;", i_cnt)
+    i_sum = src.index("for (int s = 1; s < splits_k; ++s)", i_red)
+    i_d = src.index("dp[0] = f32_to_f16_bits(x);", i_sum)
+    assert i_store < i_fence < i_bar < i_cnt < i_red < i_sum < i_d
+    assert "if (last_) tile_count[tix_] = 0;" in src and "if (!last_) continue;" in src
+    assert "__ldcg(q)" in src and "if (splits_k > 1) {" in src
+    # the separate-reduce modes have neither the counter nor the epilogue
+    ws = G.generate_source(NEW_CONFIGS[0])
+    assert "tile_count" not in ws and "f32_to_f16_bits" not in ws.split("-- epilogue --")[1]
+    lay = SK.splitk_layout(cfg, 4096, 16, 1, 4)
+    assert lay.counters == 32 and SK.splitk_layout(NEW_CONFIGS[0], 4096, 16, 1, 4).counters == 0
+    with pytest.raises(LaunchError, match="tile_count"):
+        SK.splitk_extra_args(cfg, _FakeWs(lay.elements), 4, 4096, 16)
+
+    class _Cnt:
+        def __init__(self, n):
+            self.data = type("P", (), {"ptr": 4096})()
+            self.nbytes, self.dtype = 4 * n, np.dtype(np.int32)
+    args = SK.splitk_extra_args(cfg, _FakeWs(lay.elements), 4, 4096, 16, tile_count=_Cnt(32))
+    assert [n for n, _ in args] == list(SK.EXTRA_PARAMS + SK.FIXUP_PARAMS)
+    with pytest.raises(LaunchError, match="tile_count"):
+        SK.splitk_extra_args(cfg, _FakeWs(lay.elements), 4, 4096, 16, tile_count=_Cnt(31))
+
+
 def test_config_rules():
     with pytest.raises(LaunchError, match="split_k"):
         G.Sm90GemmConfig(split_k="tree").check()
@@ -102,6 +142,9 @@ def test_config_rules():
         G.Sm90GemmConfig(64, 256, stages=4, schedule="pingpong", split_k="workspace").check()
     with pytest.raises(LaunchError, match="has_c"):
         G.Sm90GemmConfig(split_k="workspace", has_c=True).check()
+    with pytest.raises(LaunchError, match="split_k"):          # 128 accumulators + sums spill
+        G.Sm90GemmConfig(split_k="fixup").check()
+    G.Sm90GemmConfig(128, 128, 64, 6, split_k="fixup", has_c=True).check()
     with pytest.raises(LaunchError, match="transpose_d"):
         G.Sm90GemmConfig(transpose_d=True, epi=G.make_epilogue_config()).check()
     with pytest.raises(LaunchError, match="tile_n"):                 # EVT path: 64..256 only
@@ -299,6 +342,10 @@ def test_choose_sm90_rules():
     big = choose_sm90(4096, 4096, 4096)
     assert big.default_path and big.cfg is None and "default" in str(big)
     assert choose_sm90(16, 4096, 4096, deterministic=False).cfg.split_k == "atomic"
+    fx = choose_sm90(16, 4096, 4096, split_mode="fixup")
+    assert fx.cfg.split_k == "fixup" and "last unit" in fx.reason
+    with pytest.raises(LaunchError, match="split_mode"):
+        choose_sm90(16, 4096, 4096, split_mode="atomic")
     # M-contiguous A as the kernel's B: no 16-wide tile
     c = choose_sm90(16, 4096, 4096, a_major="MN")
     assert c.cfg.tile_n == 64 and c.cfg.b_major == "MN" and "M-contiguous" in c.reason

@@ -55,11 +55,12 @@ def _f64(cp, X, dt):
     return (X.astype(cp.uint32) << 16).view(cp.float32).astype(cp.float64)
 
 
-def _launch(cfg, A, B, D, C=None, alpha=1.0, beta=0.0, splits=1, ws=None):
+def _launch(cfg, A, B, D, C=None, alpha=1.0, beta=0.0, splits=1, ws=None, tile_count=None):
     """One GEMM ``D = alpha * A @ B^T + beta * C`` (user coordinates: A (M, K), B (N, K), D / C
-    (M, N) any 2-D strides with a unit stride somewhere) with configuration ``cfg``; a
-    ``transpose_d`` configuration is launched swapped (kernel A = B, kernel B = A, D^T), a split-K
-    one writes ``ws`` and then runs the reduce kernel.  Returns D."""
+    (M, N) row-major, any pitch) with configuration ``cfg``; a ``transpose_d`` configuration is
+    launched swapped (kernel A = B, kernel B = A, D^T), a "workspace" / "atomic" split-K one
+    writes ``ws`` and then runs the reduce kernel, a "fixup" one writes D itself (``tile_count``:
+    the per-tile counters, zeroed here when not given).  Returns D."""
     import cupy as cp
     g = _kernel(cfg)
     dt = cfg.dtype
@@ -68,7 +69,8 @@ def _launch(cfg, A, B, D, C=None, alpha=1.0, beta=0.0, splits=1, ws=None):
     km, kn = kA.shape[0], kB.shape[0]
     # prepare() checks the operands and encodes the TMA descriptors; it needs a row-major
     # (km, kn) D / C of the kernel's shape, which the swapped / split paths do not write
-    plain = not cfg.transpose_d and not cfg.splits
+    stores_d = cfg.split_k in ("none", "fixup")          # the GEMM kernel writes D
+    plain = stores_d and not cfg.transpose_d
     want = cp.float16 if dt == "f16" else cp.uint16
     Dk = D if plain else cp.empty((km, kn), want)
     Ck = None
@@ -76,7 +78,7 @@ def _launch(cfg, A, B, D, C=None, alpha=1.0, beta=0.0, splits=1, ws=None):
         Ck = C if plain else cp.empty((km, kn), want)
     run = g.prepare(kA, kB, Dk, Ck, alpha, beta)
     hold = list(run._keep[0])
-    if cfg.transpose_d and not cfg.splits:
+    if cfg.transpose_d and stores_d:
         es = D.itemsize
         assert D.strides[1] == es
         hold[2].value = int(D.data.ptr)
@@ -94,14 +96,16 @@ def _launch(cfg, A, B, D, C=None, alpha=1.0, beta=0.0, splits=1, ws=None):
             ws = cp.zeros(lay.elements, cp.float32)
         elif cfg.split_k == "atomic":
             ws[:lay.elements] = 0
-        hold += [v for _, v in SK.splitk_extra_args(cfg, ws, splits, km, kn, 1)]
+        if cfg.split_k == "fixup" and tile_count is None:
+            tile_count = cp.zeros(max(1, lay.counters), cp.int32)
+        hold += [v for _, v in SK.splitk_extra_args(cfg, ws, splits, km, kn, 1, tile_count)]
     params = (ctypes.c_void_p * len(hold))(*[ctypes.addressof(h) for h in hold])
     grid = max(1, min(units, g.max_ctas()))
     res = G._libcuda().cuLaunchKernel(
         ctypes.c_void_p(g._function().raw.ptr), grid, 1, 1, cfg.threads, 1, 1,
         cfg.smem_bytes(), ctypes.c_void_p(cp.cuda.get_current_stream().ptr), params, None)
     assert res == 0, res
-    if cfg.splits:
+    if cfg.splits and not stores_d:
         splitk_reduce(ws, lay, D, C if beta != 0.0 else None, alpha, beta, dtype=dt)
     cp.cuda.get_current_stream().synchronize()
     return D
@@ -133,7 +137,7 @@ def _forced_splitk(M, N, K, dt, mode="workspace"):
     else:
         cfg = c.cfg
     import dataclasses
-    return dataclasses.replace(cfg, split_k=mode, vec2=False)
+    return dataclasses.replace(cfg, split_k=mode, vec2=False, has_c=mode == "fixup")
 
 
 SHAPES_M = (1, 7, 16, 33, 128)
@@ -161,25 +165,33 @@ def test_heuristic_choice_vs_reference(dt, M, NK):
     assert bool((D.view(cp.uint16) == first.view(cp.uint16)).all()), "not deterministic"
 
 
+@pytest.mark.parametrize("mode", ["workspace", "fixup"])
 @pytest.mark.parametrize("dt", ["f16", "bf16"])
 @pytest.mark.parametrize("M,N,K,splits", [(1, 4096, 4096, 4), (7, 391, 2000, 5),
                                           (16, 4096, 72, 3), (33, 391, 4096, 8),
                                           (128, 4096, 2000, 4), (128, 391, 72, 2),
                                           (200, 300, 1000, 16)])
-def test_splitk_with_c_alpha_beta_deterministic(dt, M, N, K, splits):
+def test_splitk_with_c_alpha_beta_deterministic(mode, dt, M, N, K, splits):
     """Forced split-K (more splits than some k-ranges have blocks in the last case), with C,
-    alpha and beta; two runs are bit-identical; a new workspace gives the same bits."""
+    alpha and beta; two runs are bit-identical ("fixup": with the same counters, which the
+    kernel must leave zeroed)."""
     import cupy as cp
     rng = cp.random.default_rng(M + N + K)
     A, B = _rand(cp, (M, K), dt, rng), _rand(cp, (N, K), dt, rng)
     C = _rand(cp, (M, N), dt, rng)
-    cfg = _forced_splitk(M, N, K, dt)
+    cfg = _forced_splitk(M, N, K, dt, mode)
+    km, kn = (N, M) if cfg.transpose_d else (M, N)
+    lay = SK.splitk_layout(cfg, km, kn, 1, splits)
+    ws = cp.zeros(lay.elements, cp.float32)
+    counters = cp.zeros(max(1, lay.counters), cp.int32)
     buf, D = _poisoned(cp, M, N, dt)
-    _launch(cfg, A, B, D, C, 1.5, -0.75, splits=splits)
+    _launch(cfg, A, B, D, C, 1.5, -0.75, splits=splits, ws=ws, tile_count=counters)
     _check(cp, D, A, B, dt, C, 1.5, -0.75)
+    assert bool((buf[:, N:].view(cp.uint16) == _POISON[dt]).all()), "D's padding was written"
+    assert int(counters.sum()) == 0, "fixup counters not reset"
     first = D.copy()
     D[...] = first[0, 0]
-    _launch(cfg, A, B, D, C, 1.5, -0.75, splits=splits)
+    _launch(cfg, A, B, D, C, 1.5, -0.75, splits=splits, ws=ws, tile_count=counters)
     assert bool((D.view(cp.uint16) == first.view(cp.uint16)).all()), "not deterministic"
 
 
@@ -190,7 +202,8 @@ def test_splitk_atomic_mode(dt, M, N, K):
     import cupy as cp
     rng = cp.random.default_rng(3)
     A, B = _rand(cp, (M, K), dt, rng), _rand(cp, (N, K), dt, rng)
-    cfg = _forced_splitk(M, N, K, dt, mode="atomic")
+    import dataclasses
+    cfg = dataclasses.replace(_forced_splitk(M, N, K, dt, mode="atomic"), has_c=False)
     buf, D = _poisoned(cp, M, N, dt)
     _launch(cfg, A, B, D, splits=4)
     _check(cp, D, A, B, dt)

@@ -55,8 +55,11 @@ SMALL_TILE_N = (16, 32)
 #: split-K modes: "none"; "workspace" (each (tile, split) unit stores its fp32 partial tile into
 #: its own workspace slice, ``splitk_reduce`` sums the slices in a fixed order: bit-identical
 #: results run to run); "atomic" (every unit adds into one zeroed fp32 slice with
-#: ``atomicAdd``: no split-count-sized workspace, but the summation order is not fixed)
-SPLIT_K_MODES = ("none", "workspace", "atomic")
+#: ``atomicAdd``: no split-count-sized workspace, but the summation order is not fixed);
+#: "fixup" (as "workspace", then the unit that finishes a tile last -- a per-tile counter --
+#: sums the tile's slices in the fixed order and runs the built-in epilogue: one launch,
+#: bit-identical results)
+SPLIT_K_MODES = ("none", "workspace", "atomic", "fixup")
 
 
 def _check_tile(op, tile_m, tile_n, wgs, schedule, small_n=False) -> int:
@@ -166,11 +169,17 @@ class Sm90GemmConfig:
             if self.epi is not None:
                 raise LaunchError(op, what, "works with the built-in epilogue only (epi=None)",
                                   actual=self.epi)
+        if self.split_k == "fixup" and (rows // 64) * self.tile_n // 2 > 64:
+            raise LaunchError(op, "split_k", "'fixup' needs at most 64 accumulators per thread "
+                              "(the sums of 128 spill)", actual=(self.tile_m, self.tile_n))
+        if self.split_k == "fixup" and self.smem_bytes() + 16 > 227 * 1024:
+            raise LaunchError(op, "stages", "shared memory (with the fix-up flag) exceeds "
+                              "227 KB", expected="<= 232432", actual=self.smem_bytes())
         if self.splits:
             if self.schedule != "cooperative":
                 raise LaunchError(op, "split_k", "needs the cooperative schedule",
                                   expected="cooperative", actual=self.schedule)
-            if self.has_c:
+            if self.has_c and self.split_k != "fixup":
                 raise LaunchError(op, "has_c", "with split-K, beta * C is applied by the reduce "
                                   "kernel (splitk_reduce), not the GEMM", expected=False,
                                   actual=True)
@@ -453,6 +462,10 @@ def _epilogue_direct(cfg: Sm90GemmConfig, maps: Sm90Maps) -> str:
     8-byte stores, ``ldw`` even), "atomic" adds (``atomicAdd``, the host passes ``ws_split`` 0)."""
     if cfg.splits:
         return _epilogue_splitk(cfg, maps)
+    return _epilogue_store(cfg, maps)
+
+
+def _epilogue_store(cfg: Sm90GemmConfig, maps: Sm90Maps) -> str:
     if cfg.transpose_d:
         return _epilogue_transposed(cfg, maps)
     dt = _DT[cfg.dtype]
@@ -545,7 +558,63 @@ def _epilogue_transposed(cfg: Sm90GemmConfig, maps: Sm90Maps) -> str:
 
 
 def _epilogue_splitk(cfg: Sm90GemmConfig, maps: Sm90Maps) -> str:
-    """Split-K: this unit's fp32 partial tile into the workspace (see ``_epilogue_direct``)."""
+    """Split-K: this unit's fp32 partial tile into the workspace (see ``_epilogue_direct``).
+
+    "fixup": then every consumer thread fences, the consumer warpgroups meet at named barrier
+    1, consumer thread 0 counts the unit on ``tile_count[tile]`` (``atomicAdd``; the last unit
+    resets it to 0 for the next launch) and ``bar.red.or`` hands "this unit is the tile's last"
+    to every consumer thread; the last unit's threads sum, for each of their own values, the
+    ``splits_k`` partials in split order (their own from registers; the others with
+    ``__ldcg``, past the SM's non-coherent L1) and run the built-in epilogue on the sums.  With
+    ``splits_k == 1`` the workspace is not touched."""
+    store = _epilogue_splitk_store(cfg, maps)
+    if cfg.split_k != "fixup":
+        return store
+    import dataclasses
+    fr = maps.frag
+    nthr = 128 * cfg.consumer_wgs
+    lines = ["if (splits_k > 1) {", "  " + store.replace("\n", "\n  "),
+             "      __threadfence();",
+             f"      named_barrier_sync(1u, {nthr}u);",
+             "      int last_ = 0;",
+             "      if (tid == 0) {",
+             "        const int tix_ = tile / splits_k;",
+             "        last_ = atomicAdd(tile_count + tix_, 1) == splits_k - 1;",
+             "        if (last_) tile_count[tix_] = 0;     // ready for the next launch",
+             "        __threadfence();",
+             "      }",
+             "      // every consumer thread learns thread 0's answer (bar.red.or on barrier 1)",
+             "      asm volatile(\"{ .reg .pred p, q; setp.ne.b32 p, %0, 0; "
+             f"bar.red.or.pred q, 1, {nthr}, p; selp.b32 %0, 1, 0, q; }}\" : \"+r\"(last_));",
+             "      if (!last_) continue;",
+             "      __threadfence();",
+             "      {",
+             f"        const int row0_ = m_blk * {cfg.tile_m} + {fr.m_thr_expr};",
+             f"        const int col0_ = n_blk * {cfg.tile_n} + {fr.n_thr_expr};",
+             "        const float* Wl_ = ws + (long long)l_ * ws_l;"]
+    d1 = "ldw" if cfg.transpose_d else "1"
+    for a0, a1, mo, no in _frag_pairs(cfg, maps):
+        off = ("(long long)c * ldw + r" if cfg.transpose_d else "(long long)r * ldw + c")
+        lines += ["        {",
+                  f"          const int r = row0_ + {mo}, c = col0_ + {no};",
+                  "          if (r < M && c < N) {",
+                  f"            const float* wp = Wl_ + {off};",
+                  f"            float s0 = split_ == 0 ? {a0} : __ldcg(wp);",
+                  f"            float s1 = split_ == 0 || c + 1 >= N ? {a1} : __ldcg(wp + {d1});",
+                  "            for (int s = 1; s < splits_k; ++s) {",
+                  "              const float* q = wp + (long long)s * ws_split;",
+                  f"              s0 += s == split_ ? {a0} : __ldcg(q);",
+                  f"              if (c + 1 < N) s1 += s == split_ ? {a1} : __ldcg(q + {d1});",
+                  "            }",
+                  f"            {a0} = s0; {a1} = s1;",
+                  "          }",
+                  "        }"]
+    lines += ["      }", "    }"]
+    body = _epilogue_store(dataclasses.replace(cfg, split_k="none"), maps)
+    return "      " + "\n".join(lines) + "\n      {\n" + body + "\n      }"
+
+
+def _epilogue_splitk_store(cfg: Sm90GemmConfig, maps: Sm90Maps) -> str:
     fr = maps.frag
     atomic = cfg.split_k == "atomic"
     lines = [f"const int row0_ = m_blk * {cfg.tile_m} + {fr.m_thr_expr};",
@@ -596,7 +665,8 @@ def generate_source(cfg: Sm90GemmConfig) -> str:
     # split-K: the loop index is a (tile, split) unit; its k-block range comes with its coords
     if cfg.splits:
         split_params = (",\n    float* __restrict__ ws, int splits_k, long long ldw, "
-                        "long long ws_l, long long ws_split")
+                        "long long ws_l, long long ws_split"
+                        + (", int* __restrict__ tile_count" if cfg.split_k == "fixup" else ""))
         units_mul, unit_decl = " * splits_k", " int kb_lo_, kb_hi_, split_;"
         kb_first, kb_end = "kb_lo_", "kb_hi_"
         k_empty = "kb_hi_ == kb_lo_"

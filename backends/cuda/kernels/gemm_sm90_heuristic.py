@@ -16,8 +16,10 @@ them as a table; thresholds marked there as to-be-measured are first guesses):
 3. **Split-K** when the tiles leave more than half the SMs idle (``tiles <= SMs / 2``): ``S =
    min(SMs // tiles, k_blocks // MIN_KB_PER_SPLIT, MAX_SPLITS)`` when that is >= 2 — units
    ``tiles * S`` <= SMs (one wave), every split at least ``MIN_KB_PER_SPLIT`` k-blocks of 64.
-   Deterministic (``split_k="workspace"`` + the fixed-order reduce) unless the caller allows
-   atomics (``deterministic=False``: ``split_k="atomic"``, one workspace slice).
+   Deterministic (``split_mode``, default :data:`DEFAULT_SPLIT_MODE` = "workspace": the
+   fixed-order reduce kernel; "fixup": the same fixed-order sum done by the tile's last unit
+   inside the GEMM, one launch) unless the caller allows atomics (``deterministic=False``:
+   ``split_k="atomic"``, one workspace slice, then the reduce kernel).
 4. Everything split or swapped runs the cooperative schedule with the built-in predicated
    epilogue (the EVT / TMA-store epilogues need the tile's rows in smem in D's order).
 """
@@ -30,7 +32,8 @@ from cute_py.errors import LaunchError
 
 from .gemm_sm90 import SMALL_TILE_N, Sm90GemmConfig
 
-__all__ = ["Sm90Choice", "choose_sm90", "SWAP_MAX_M", "MIN_KB_PER_SPLIT", "MAX_SPLITS"]
+__all__ = ["Sm90Choice", "choose_sm90", "SWAP_MAX_M", "MIN_KB_PER_SPLIT", "MAX_SPLITS",
+           "DEFAULT_SPLIT_MODE"]
 
 #: swap A and B for M at most this (to be measured: 64 is where wgmma's N = M stops being
 #: narrower than the 128-row M tile)
@@ -39,6 +42,9 @@ SWAP_MAX_M = 64
 MIN_KB_PER_SPLIT = 4
 #: at most this many splits (workspace traffic grows with S)
 MAX_SPLITS = 16
+#: the deterministic split-K mode picked by default (to be measured: "fixup" saves the reduce
+#: kernel's launch, "workspace" keeps the GEMM's tail short)
+DEFAULT_SPLIT_MODE = "workspace"
 
 
 @dataclass(frozen=True)
@@ -87,12 +93,13 @@ def _tiles(M, N, L, tm, tn):
 def choose_sm90(M: int, N: int, K: int, L: int = 1, dtype: str = "f16", a_major: str = "K",
                 b_major: str = "K", num_sms: int = 132, deterministic: bool = True,
                 allow_swap: bool = True, allow_split: bool = True,
-                d_vec2: bool = True) -> Sm90Choice:
+                d_vec2: bool = True, split_mode: str | None = None) -> Sm90Choice:
     """The kernel for ``D (L, M, N) = A (L, M, K) @ B`` with B given as ``(N, K)`` (``b_major``
     "K") or N-contiguous (``"MN"``: a row-major ``(K, N)`` B); see the module docstring for the
     rules.  ``d_vec2``: D's (and C's) leading dimension is even and its base 4-byte aligned
-    (paired stores in the non-swapped built-in epilogue).  Pure: the same arguments give the
-    same choice."""
+    (paired stores in the non-swapped built-in epilogue).  ``split_mode``: "workspace" or
+    "fixup" (the deterministic modes; default :data:`DEFAULT_SPLIT_MODE`).  Pure: the same
+    arguments give the same choice."""
     op = "choose_sm90"
     for nm, v in (("M", M), ("N", N), ("K", K), ("L", L), ("num_sms", num_sms)):
         if not isinstance(v, int) or v < 1:
@@ -102,6 +109,10 @@ def choose_sm90(M: int, N: int, K: int, L: int = 1, dtype: str = "f16", a_major:
     for nm, v in (("a_major", a_major), ("b_major", b_major)):
         if v not in ("K", "MN"):
             raise LaunchError(op, nm, "must be 'K' or 'MN'", actual=v)
+    split_mode = DEFAULT_SPLIT_MODE if split_mode is None else split_mode
+    if split_mode not in ("workspace", "fixup"):
+        raise LaunchError(op, "split_mode", "must be 'workspace' or 'fixup' (atomics: "
+                          "deterministic=False)", actual=split_mode)
     kb = -(-K // 64)
     why = []
     swap = allow_swap and M <= SWAP_MAX_M and N >= 2 * M
@@ -138,10 +149,11 @@ def choose_sm90(M: int, N: int, K: int, L: int = 1, dtype: str = "f16", a_major:
         return Sm90Choice(None, False, 1, tiles, tiles, num_sms,
                           "; ".join(why) + " (the default path's skinny tile)",
                           default_path=True)
-    mode = "none" if splits == 1 else ("workspace" if deterministic else "atomic")
+    mode = "none" if splits == 1 else (split_mode if deterministic else "atomic")
     if splits > 1:
-        why.append("deterministic fixed-order reduce" if deterministic else
-                   "atomic adds (not deterministic)")
+        why.append({"workspace": "deterministic: fixed-order reduce kernel",
+                    "fixup": "deterministic: fixed-order sum by the tile's last unit",
+                    "atomic": "atomic adds (not deterministic)"}[mode])
     cfg = Sm90GemmConfig(tm, tn, 64, stages, 2, dtype, a_major=ka, b_major=kbm,
                          split_k=mode, transpose_d=swap, vec2=d_vec2 and not swap).check()
     return Sm90Choice(cfg, swap, splits, tiles, tiles * splits, num_sms, "; ".join(why))

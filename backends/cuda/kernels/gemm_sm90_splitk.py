@@ -9,7 +9,11 @@ unit's raw fp32 accumulators go to a workspace; ``splitk_reduce`` then sums the 
 of each element in the fixed order ``((w_0 + w_1) + w_2) + ...``, applies ``alpha`` and
 ``beta * C`` and writes D with any strides (so results are bit-identical run to run).  With
 ``split_k="atomic"`` every unit ``atomicAdd``\\ s into one fp32 slice (zero before the GEMM; the
-reduce kernel can re-zero it as it reads): less workspace, no fixed order.
+reduce kernel can re-zero it as it reads): less workspace, no fixed order.  With
+``split_k="fixup"`` there is no second kernel: the unit that finishes a tile last (counted on an
+int per tile, ``tile_count``, zeroed once at allocation and reset by the kernel) sums that
+tile's partials in the same fixed order and runs the built-in epilogue (alpha, beta * C, D
+with ``transpose_d`` or not) itself.
 
 Workspace layout (fp32, the caller allocates it: :func:`splitk_layout` gives the size):
 
@@ -24,6 +28,7 @@ kernel's float4 loads; the GEMM's paired 8-byte stores may write column ``Q`` of
 Kernel parameters appended (at the END, only for split-K configurations), in this order::
 
     float* ws, int splits_k, long long ldw, long long ws_l, long long ws_split
+    [, int* tile_count]                                 ("fixup" only)
 
 Narrow tiles (``tile_n`` in ``SMALL_TILE_N`` = 16, 32): ``wgmma.m64n{16,32}k16`` has no
 wrapper in ``ptx_sm90.cuh``; :func:`small_wgmma_wrapper` emits one with the kernel.
@@ -37,10 +42,12 @@ from dataclasses import dataclass
 from cute_py.errors import LaunchError
 
 __all__ = ["SplitKLayout", "splitk_layout", "splitk_extra_args", "small_wgmma_wrapper",
-           "split_ranges", "EXTRA_PARAMS"]
+           "split_ranges", "EXTRA_PARAMS", "FIXUP_PARAMS"]
 
 #: names of the kernel parameters a split-K configuration appends, in order
 EXTRA_PARAMS = ("ws", "splits_k", "ldw", "ws_l", "ws_split")
+#: ... and the one "fixup" appends after them
+FIXUP_PARAMS = ("tile_count",)
 
 
 def split_ranges(k_blocks: int, splits: int) -> list[tuple[int, int]]:
@@ -55,7 +62,8 @@ class SplitKLayout:
     ``P x Q`` per batch and split (the user's ``M x N`` with or without the swap), row pitch
     ``ldw``, batch stride ``ws_l``, split stride ``ws_split`` (0 in atomic mode: one slice),
     ``elements`` the workspace size, ``units`` the kernel's work units ((tile, split) pairs: the
-    grid is ``min(units, SMs)``)."""
+    grid is ``min(units, SMs)``), ``counters`` the int32 tile counters "fixup" needs (zeroed
+    once; 0 for the other modes)."""
 
     P: int
     Q: int
@@ -66,6 +74,7 @@ class SplitKLayout:
     ws_split: int
     elements: int
     units: int
+    counters: int = 0
 
 
 def splitk_layout(cfg, M: int, N: int, L: int, splits: int) -> SplitKLayout:
@@ -86,14 +95,18 @@ def splitk_layout(cfg, M: int, N: int, L: int, splits: int) -> SplitKLayout:
     ws_split = 0 if atomic else L * ws_l
     elements = L * ws_l * (1 if atomic else splits)
     tiles = -(-(-(-M // cfg.tile_m)) // cfg.cluster_m) * -(-N // cfg.tile_n) * L
-    return SplitKLayout(P, Q, L, splits, ldw, ws_l, ws_split, elements, tiles * splits)
+    return SplitKLayout(P, Q, L, splits, ldw, ws_l, ws_split, elements, tiles * splits,
+                        tiles if cfg.split_k == "fixup" else 0)
 
 
-def splitk_extra_args(cfg, ws, splits: int, M: int, N: int, L: int = 1) -> list:
+def splitk_extra_args(cfg, ws, splits: int, M: int, N: int, L: int = 1,
+                      tile_count=None) -> list:
     """``[(name, ctypes value), ...]``: the kernel arguments a split-K configuration appends
-    after ``beta`` (see :data:`EXTRA_PARAMS`), for a kernel problem ``M x N`` x ``L`` (kernel
-    coordinates) and workspace ``ws`` (a float32 device array, CuPy or torch, of at least
-    ``splitk_layout(cfg, M, N, L, splits).elements`` elements, 16-byte aligned).  Empty for a
+    after ``beta`` (see :data:`EXTRA_PARAMS`, :data:`FIXUP_PARAMS`), for a kernel problem
+    ``M x N`` x ``L`` (kernel coordinates) and workspace ``ws`` (a float32 device array, CuPy
+    or torch, of at least ``splitk_layout(cfg, M, N, L, splits).elements`` elements, 16-byte
+    aligned); "fixup" also takes ``tile_count`` (an int32 array of at least ``.counters``
+    elements, all zero before the first launch; the kernel leaves them zero).  Empty for a
     configuration without split-K."""
     if not cfg.splits:
         return []
@@ -107,9 +120,19 @@ def splitk_extra_args(cfg, ws, splits: int, M: int, N: int, L: int = 1) -> list:
                           expected=lay.elements, actual=nbytes // 4)
     if ptr % 16:
         raise LaunchError(op, "ws", "must be 16-byte aligned", actual=hex(ptr))
-    return [("ws", ctypes.c_uint64(ptr)), ("splits_k", ctypes.c_int(splits)),
-            ("ldw", ctypes.c_longlong(lay.ldw)), ("ws_l", ctypes.c_longlong(lay.ws_l)),
-            ("ws_split", ctypes.c_longlong(lay.ws_split))]
+    out = [("ws", ctypes.c_uint64(ptr)), ("splits_k", ctypes.c_int(splits)),
+           ("ldw", ctypes.c_longlong(lay.ldw)), ("ws_l", ctypes.c_longlong(lay.ws_l)),
+           ("ws_split", ctypes.c_longlong(lay.ws_split))]
+    if cfg.split_k == "fixup":
+        if tile_count is None:
+            raise LaunchError(op, "tile_count", "is required by split_k='fixup' (int32, "
+                              "zeroed once)", expected=lay.counters)
+        cptr, cbytes, cdt = _array_facts(tile_count)
+        if cdt != "int32" or cbytes < 4 * lay.counters:
+            raise LaunchError(op, "tile_count", "must be an int32 array of one counter per "
+                              "tile", expected=lay.counters, actual=(cdt, cbytes // 4))
+        out.append(("tile_count", ctypes.c_uint64(cptr)))
+    return out
 
 
 def _array_facts(X):
