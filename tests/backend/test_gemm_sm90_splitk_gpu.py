@@ -144,17 +144,18 @@ SHAPES_M = (1, 7, 16, 33, 128)
 SHAPES_NK = ((4096, 4096), (391, 2000), (4096, 72))
 
 
+@pytest.mark.parametrize("split_mode", ["workspace", "fixup"])
 @pytest.mark.parametrize("dt", ["f16", "bf16"])
 @pytest.mark.parametrize("M", SHAPES_M)
 @pytest.mark.parametrize("NK", SHAPES_NK, ids=lambda t: f"N{t[0]}K{t[1]}")
-def test_heuristic_choice_vs_reference(dt, M, NK):
+def test_heuristic_choice_vs_reference(split_mode, dt, M, NK):
     """What choose_sm90 picks (swap / split / tile) on decode-like and odd shapes; D's padding
     stays poisoned; the run is repeated and must be bit-identical."""
     import cupy as cp
     N, K = NK
     rng = cp.random.default_rng(M * 7 + N)
     A, B = _rand(cp, (M, K), dt, rng), _rand(cp, (N, K), dt, rng)
-    c = choose_sm90(M, N, K, dtype=dt)
+    c = choose_sm90(M, N, K, dtype=dt, split_mode=split_mode)
     cfg = c.cfg if c.cfg is not None else G.Sm90GemmConfig(128, 128, 64, 6, 2, dt, vec2=False)
     buf, D = _poisoned(cp, M, N, dt)
     _launch(cfg, A, B, D, splits=c.splits)
