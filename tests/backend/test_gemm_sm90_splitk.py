@@ -361,3 +361,142 @@ def test_choose_sm90_rules():
         choose_sm90(4, 4, 4, dtype="f32")
     with pytest.raises(LaunchError, match="b_major"):
         choose_sm90(4, 4, 4, b_major="N")
+
+
+# --------------------------------------------------------------------------- stream-K
+
+from cute_py.backends.cuda.kernels import gemm_sm90_streamk as STK  # noqa: E402
+
+STREAMK_CONFIGS = (
+    G.Sm90GemmConfig(128, 128, 64, 6, 2, "f16", stream_k=True),
+    G.Sm90GemmConfig(128, 128, 64, 6, 2, "bf16", stream_k=True, has_c=True, vec2=False,
+                     a_major="MN", b_major="MN"),
+    G.Sm90GemmConfig(128, 64, 64, 8, 2, "f16", stream_k=True, transpose_d=True),
+    G.Sm90GemmConfig(128, 32, 64, 8, 2, "f16", stream_k=True, transpose_d=True, has_c=True),
+)
+
+
+@pytest.mark.parametrize("cfg", STREAMK_CONFIGS, ids=lambda c: c.name)
+def test_streamk_configs_compile_sm90a_zero_spills(cfg):
+    from cute_py.backends.cuda.compiler import compile_module
+    src = G.generate_source(cfg)
+    mod = compile_module(src, arch="sm_90a")
+    res = mod.resources_for(cfg.name)
+    assert res.spills == 0 and res.stack_frame == 0, res
+    assert "C7508" not in mod.log
+    assert compile_module(src, arch="sm_80").resources_for(cfg.name).spills == 0
+
+
+def test_streamk_rules_and_source():
+    with pytest.raises(LaunchError, match="stream_k"):
+        G.Sm90GemmConfig(stream_k=True).check()                  # 128 accumulators
+    with pytest.raises(LaunchError, match="stream_k"):
+        G.Sm90GemmConfig(128, 128, stages=6, stream_k=True, split_k="workspace").check()
+    with pytest.raises(LaunchError, match="stream_k"):
+        G.Sm90GemmConfig(128, 128, stages=6, stream_k=True, cluster_m=2).check()
+    cfg = STREAMK_CONFIGS[0]
+    assert "_stk" in cfg.name and "stream_k=True" in repr(cfg)
+    src = G.generate_source(cfg)
+    sig = src.split(f"{cfg.name}(")[1].split(")\n{")[0]
+    assert sig.rstrip().endswith("float* __restrict__ ws, int* __restrict__ sk_flags, "
+                                 "int sk_tiles")
+    assert "const int first_tile = 0, tile_step = 1;" in src
+    assert "const int s_ = sk_last_ - (tile - n_dp_);" in src          # last tile first
+    i_head = src.index("if (kb_hi_ < k_blocks) {")
+    i_rel = src.index("cute_sk_st_release(sk_flags + blockIdx.x, 1);", i_head)
+    i_tail = src.index("if (kb_lo_ > 0) {", i_rel)
+    i_acq = src.index("while (cute_sk_ld_acquire(sk_flags + c) == 0) { }", i_tail)
+    i_store = src.index("pack_f16x2", i_acq)
+    assert i_head < i_rel < i_tail < i_acq < i_store
+
+
+@pytest.mark.parametrize("tiles,kb,grid,sk", [
+    (512, 64, 132, None), (512, 64, 132, 512), (30, 64, 132, None), (7, 3, 16, None),
+    (300, 5, 132, None), (133, 64, 132, None), (1, 64, 132, 1), (264, 10, 132, 132)])
+def test_streamk_schedule_law(tiles, kb, grid, sk):
+    """Every (tile, k-block) is computed exactly once; each stream-K tile has exactly one piece
+    that reaches its last k-block (the tail, which stores D) and its other pieces are heads held
+    by the CTAs cta_of(first) .. cta_of(kb_lo - 1), all lower than the tail's CTA, each of them
+    that CTA's first stream-K piece (computed before anything it waits for): no wait chains."""
+    cfg = STREAMK_CONFIGS[0]
+    lay = STK.streamk_layout(cfg, tiles * 128, 128, kb * 64, 1, grid, sk)
+    assert lay.dp_tiles % grid == 0 and lay.dp_tiles + lay.sk_tiles == tiles
+    seen = np.zeros((tiles, kb), np.int32)
+    pieces_of = {}
+    first_sk = {}
+    for c in range(grid):
+        ps = STK.streamk_pieces(lay, c)
+        n_dp = len(range(c, lay.dp_tiles, grid))
+        assert n_dp == lay.dp_tiles // grid                     # balanced data-parallel part
+        for i, (t, lo, hi) in enumerate(ps):
+            assert 0 <= lo < hi <= kb
+            seen[t, lo:hi] += 1
+            pieces_of.setdefault(t, []).append((lo, hi, c))
+            if i == n_dp:
+                first_sk[c] = (t, lo, hi)
+            if hi < kb:                                          # a head: the CTA's first SK piece
+                assert i == n_dp
+    assert np.all(seen == 1)
+    for t, ps in pieces_of.items():
+        tails = [p for p in ps if p[1] == kb]
+        assert len(tails) == 1
+        lo, _, c = tails[0]
+        if lo > 0:
+            t0 = (t - lay.dp_tiles) * kb
+            c0, c1 = STK.cta_of(lay, t0), STK.cta_of(lay, t0 + lo - 1)
+            heads = sorted((p for p in ps if p[1] < kb), key=lambda p: p[0])
+            assert [h[2] for h in heads] == list(range(c0, c1 + 1))
+            assert c1 < c and heads[-1][1] == lo and heads[0][0] == 0
+
+
+def test_streamk_model_matches_reference():
+    """NumPy model: pieces' partials (float32), heads summed in k order then the tail's own,
+    equal the float64 product; the same order twice is bit-identical."""
+    cfg = STREAMK_CONFIGS[0]
+    rng = np.random.default_rng(1)
+    tiles, kb, grid = 11, 7, 4
+    A = rng.standard_normal((tiles, kb * 64)).astype(np.float16).astype(np.float32)
+    B = rng.standard_normal((kb * 64,)).astype(np.float16).astype(np.float32)
+    lay = STK.streamk_layout(cfg, tiles * 128, 128, kb * 64, 1, grid)
+
+    def run():
+        slots, out = {}, {}
+        for c in range(grid):
+            for t, lo, hi in STK.streamk_pieces(lay, c):
+                part = np.float32(A[t, 64 * lo:64 * hi] @ B[64 * lo:64 * hi])
+                if hi < kb:
+                    slots[c] = part
+                    continue
+                if lo > 0:
+                    t0 = (t - lay.dp_tiles) * kb
+                    cs = range(STK.cta_of(lay, t0), STK.cta_of(lay, t0 + lo - 1) + 1)
+                    s = None
+                    for cc in cs:
+                        s = slots[cc] if s is None else np.float32(s + slots[cc])
+                    part = np.float32(s + part)
+                out[t] = part
+        return np.array([out[t] for t in range(tiles)])
+    got = run()
+    ref = A.astype(np.float64) @ B.astype(np.float64)
+    assert np.allclose(got, ref, rtol=1e-4, atol=1e-2)
+    assert np.array_equal(got, run())
+
+
+def test_streamk_layout_and_args():
+    cfg = STREAMK_CONFIGS[0]
+    lay = STK.streamk_layout(cfg, 4096, 4096, 4096, 1, 132)   # 1024 tiles: 7 waves
+    assert lay.tiles == 1024 and lay.sk_tiles == 1024 - 6 * 132 and lay.dp_tiles == 792
+    assert lay.ws_elements == 132 * 64 * 256 and lay.flags == 132
+    with pytest.raises(LaunchError, match="sk_tiles"):
+        STK.streamk_layout(cfg, 4096, 4096, 4096, 1, 132, sk_tiles=1000)
+    with pytest.raises(LaunchError, match="cfg"):
+        STK.streamk_layout(G.SHIPPED_CONFIGS[3], 64, 64, 64, 1, 132)
+
+    class _I32:
+        def __init__(self, n):
+            self.data = type("P", (), {"ptr": 4096})()
+            self.nbytes, self.dtype = 4 * n, np.dtype(np.int32)
+    args = STK.streamk_extra_args(cfg, lay, _FakeWs(lay.ws_elements), _I32(132))
+    assert [n for n, _ in args] == list(STK.STREAMK_PARAMS) and args[2][1].value == lay.sk_tiles
+    with pytest.raises(LaunchError, match="sk_flags"):
+        STK.streamk_extra_args(cfg, lay, _FakeWs(lay.ws_elements), _I32(131))

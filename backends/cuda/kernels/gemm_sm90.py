@@ -118,6 +118,8 @@ class Sm90GemmConfig:
     #                              contiguous k-block range; fp32 partials -> workspace
     transpose_d: bool = False    # store the kernel's D(r, c) (or workspace partial) at
     #                              c * ld + r: D^T = B^T A^T written into a row-major D (swap AB)
+    stream_k: bool = False       # stream-K: the last sk_tiles tiles shared evenly in k-blocks
+    #                              by the grid, deterministic fix-up (gemm_sm90_streamk)
 
     def __repr__(self):
         """The dataclass repr, without the fields added after the first shipped kernels when
@@ -164,8 +166,17 @@ class Sm90GemmConfig:
             if self.cluster_m != 1:
                 raise LaunchError(op, "cluster_m", f"a tile_n of {self.tile_n} is not split "
                                   "over a cluster", expected=1, actual=self.cluster_m)
-        if self.splits or self.transpose_d:
-            what = "split_k" if self.splits else "transpose_d"
+        if self.stream_k:
+            if self.splits or self.schedule != "cooperative" or self.cluster_m != 1:
+                raise LaunchError(op, "stream_k", "needs the cooperative schedule, no cluster "
+                                  "and no split_k", actual=(self.schedule, self.cluster_m,
+                                                            self.split_k))
+            if (rows // 64) * self.tile_n // 2 > 64:
+                raise LaunchError(op, "stream_k", "needs at most 64 accumulators per thread "
+                                  "(the fix-up sums)", actual=(self.tile_m, self.tile_n))
+        if self.splits or self.transpose_d or self.stream_k:
+            what = "split_k" if self.splits else ("stream_k" if self.stream_k else
+                                                  "transpose_d")
             if self.epi is not None:
                 raise LaunchError(op, what, "works with the built-in epilogue only (epi=None)",
                                   actual=self.epi)
@@ -277,6 +288,8 @@ class Sm90GemmConfig:
             pp += "_sk" + self.split_k[0]
         if self.transpose_d:
             pp += "_dt"
+        if self.stream_k:
+            pp += "_stk"
         return (f"cute_sm90_gemm_{_DT[self.dtype]}_{self.tile_m}x{self.tile_n}x{self.tile_k}"
                 f"_s{self.stages}_w{self.consumer_wgs}{pp}_c{self.cluster_m}_{h}")
 
@@ -292,7 +305,7 @@ class Sm90GemmConfig:
 
 
 #: Sm90GemmConfig fields left out of its repr at their defaults (see ``__repr__``)
-_LATE_FIELDS = ("split_k", "transpose_d")
+_LATE_FIELDS = ("split_k", "transpose_d", "stream_k")
 
 
 @lru_cache(maxsize=None)
@@ -400,6 +413,11 @@ def _tile_coord_code(cfg: Sm90GemmConfig) -> str:
     split_`` (the splits of one tile on consecutive CTAs); split ``s`` of ``S`` covers k-blocks
     ``[floor(s * k_blocks / S), floor((s + 1) * k_blocks / S))`` (``kb_lo_`` / ``kb_hi_``, declared
     by the caller): contiguous, disjoint, covering every k-block, sizes differing by at most 1."""
+    if cfg.stream_k:
+        from .gemm_sm90_streamk import coord_code
+        return coord_code() + _raster_code(cfg).replace("l_ = tile / per_l_;",
+                                                        "l_ = ktile_ / per_l_;") \
+            .replace("const int r_ = tile - l_ * per_l_;", "const int r_ = ktile_ - l_ * per_l_;")
     if cfg.splits:
         return f"""
   const int ktile_ = tile / splits_k;
@@ -462,6 +480,9 @@ def _epilogue_direct(cfg: Sm90GemmConfig, maps: Sm90Maps) -> str:
     8-byte stores, ``ldw`` even), "atomic" adds (``atomicAdd``, the host passes ``ws_split`` 0)."""
     if cfg.splits:
         return _epilogue_splitk(cfg, maps)
+    if cfg.stream_k:
+        from .gemm_sm90_streamk import epilogue_code
+        return epilogue_code(cfg, maps, _epilogue_store(cfg, maps))
     return _epilogue_store(cfg, maps)
 
 
@@ -670,9 +691,21 @@ def generate_source(cfg: Sm90GemmConfig) -> str:
         units_mul, unit_decl = " * splits_k", " int kb_lo_, kb_hi_, split_;"
         kb_first, kb_end = "kb_lo_", "kb_hi_"
         k_empty = "kb_hi_ == kb_lo_"
+    elif cfg.stream_k:
+        from . import gemm_sm90_streamk as _sk
+        small_prelude += _sk.HELPERS
+        split_params, units_mul = _sk.PARAMS, ""
+        unit_decl = " int kb_lo_, kb_hi_, split_, ktile_;"
+        kb_first, kb_end = "kb_lo_", "kb_hi_"
+        k_empty = "kb_hi_ == kb_lo_"
     else:
         split_params = units_mul = unit_decl = ""
         kb_first, kb_end, k_empty = "0", "k_blocks", "k_blocks == 0"
+    sched = (f"const int num_tiles = ((num_m + {cfg.cluster_m - 1}) / {cfg.cluster_m}) * num_n * "
+             f"L{units_mul};\n  const int first_tile = blockIdx.x / {cfg.cluster_m}, "
+             f"tile_step = gridDim.x / {cfg.cluster_m};")
+    if cfg.stream_k:
+        sched = _sk.schedule_code(cfg.tile_m, cfg.tile_n, cfg.tile_k)
     kk_steps = cfg.tile_k // 16
     mma_lines = []
     for kk in range(kk_steps):
@@ -801,8 +834,7 @@ extern "C" __global__ void {cluster_attr}__launch_bounds__({cfg.threads}, 1) {cf
   const u32 cta_rank = {rank_expr};
   const int num_m = (M + {cfg.tile_m - 1}) / {cfg.tile_m};
   const int num_n = (N + {cfg.tile_n - 1}) / {cfg.tile_n};
-  const int num_tiles = ((num_m + {cfg.cluster_m - 1}) / {cfg.cluster_m}) * num_n * L{units_mul};
-  const int first_tile = blockIdx.x / {cfg.cluster_m}, tile_step = gridDim.x / {cfg.cluster_m};
+  {sched}
   const int k_blocks = (K + {cfg.tile_k - 1}) / {cfg.tile_k};
   if (wg == 0) {{
     // ---------------- producer warpgroup ----------------
