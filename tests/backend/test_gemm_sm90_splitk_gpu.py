@@ -16,6 +16,7 @@ import pytest
 from cute_py.backends.cuda.device import has_gpu
 from cute_py.backends.cuda.kernels import gemm_sm90 as G
 from cute_py.backends.cuda.kernels import gemm_sm90_splitk as SK
+from cute_py.backends.cuda.kernels import gemm_sm90_streamk as STK
 from cute_py.backends.cuda.kernels.gemm_sm90_heuristic import choose_sm90
 from cute_py.backends.cuda.kernels.splitk_reduce import splitk_reduce
 
@@ -55,12 +56,15 @@ def _f64(cp, X, dt):
     return (X.astype(cp.uint32) << 16).view(cp.float32).astype(cp.float64)
 
 
-def _launch(cfg, A, B, D, C=None, alpha=1.0, beta=0.0, splits=1, ws=None, tile_count=None):
+def _launch(cfg, A, B, D, C=None, alpha=1.0, beta=0.0, splits=1, ws=None, tile_count=None,
+            sk_tiles=None):
     """One GEMM ``D = alpha * A @ B^T + beta * C`` (user coordinates: A (M, K), B (N, K), D / C
     (M, N) row-major, any pitch) with configuration ``cfg``; a ``transpose_d`` configuration is
     launched swapped (kernel A = B, kernel B = A, D^T), a "workspace" / "atomic" split-K one
     writes ``ws`` and then runs the reduce kernel, a "fixup" one writes D itself (``tile_count``:
-    the per-tile counters, zeroed here when not given).  Returns D."""
+    the per-tile counters, zeroed here when not given); a stream-K one gets its workspace and
+    flags (``tile_count`` / ``ws`` when given) and runs on exactly the layout's grid.  Returns
+    D."""
     import cupy as cp
     g = _kernel(cfg)
     dt = cfg.dtype
@@ -99,8 +103,17 @@ def _launch(cfg, A, B, D, C=None, alpha=1.0, beta=0.0, splits=1, ws=None, tile_c
         if cfg.split_k == "fixup" and tile_count is None:
             tile_count = cp.zeros(max(1, lay.counters), cp.int32)
         hold += [v for _, v in SK.splitk_extra_args(cfg, ws, splits, km, kn, 1, tile_count)]
-    params = (ctypes.c_void_p * len(hold))(*[ctypes.addressof(h) for h in hold])
     grid = max(1, min(units, g.max_ctas()))
+    if cfg.stream_k:
+        K = A.shape[1]
+        lay = STK.streamk_layout(cfg, km, kn, K, 1, g.max_ctas(), sk_tiles)
+        grid = lay.grid
+        if ws is None:
+            ws = cp.empty(lay.ws_elements, cp.float32)
+        if tile_count is None:
+            tile_count = cp.zeros(lay.flags, cp.int32)
+        hold += [v for _, v in STK.streamk_extra_args(cfg, lay, ws, tile_count)]
+    params = (ctypes.c_void_p * len(hold))(*[ctypes.addressof(h) for h in hold])
     res = G._libcuda().cuLaunchKernel(
         ctypes.c_void_p(g._function().raw.ptr), grid, 1, 1, cfg.threads, 1, 1,
         cfg.smem_bytes(), ctypes.c_void_p(cp.cuda.get_current_stream().ptr), params, None)
@@ -241,3 +254,33 @@ def test_narrow_tile_unswapped(tile_n):
     buf, D = _poisoned(cp, M, N, "f16")
     _launch(cfg, A, B, D)
     _check(cp, D, A, B, "f16")
+
+
+@pytest.mark.parametrize("dt", ["f16", "bf16"])
+@pytest.mark.parametrize("M,N,K,sk,swap", [
+    (1000, 1000, 1000, None, False),      # 64 tiles < 132 CTAs: pure stream-K
+    (4096, 4096, 4096, None, False),      # 1024 tiles: 6 data-parallel waves + stream-K
+    (4096, 4096, 4096, 1024, False),      # all stream-K
+    (2048, 3000, 520, None, False),
+    (300, 5000, 2000, None, False),
+    (33, 4096, 4096, None, True),         # swapped: 128 x 64 tiles, D^T
+])
+def test_streamk_vs_reference_deterministic(dt, M, N, K, sk, swap):
+    """Stream-K with C, alpha, beta: float64 reference, poisoned padding, flags left zero, and
+    two runs bit-identical."""
+    import cupy as cp
+    rng = cp.random.default_rng(M + K)
+    A, B = _rand(cp, (M, K), dt, rng), _rand(cp, (N, K), dt, rng)
+    C = _rand(cp, (M, N), dt, rng)
+    cfg = G.Sm90GemmConfig(128, 64 if swap else 128, 64, 8 if swap else 6, 2, dt,
+                           stream_k=True, has_c=True, vec2=False, transpose_d=swap)
+    flags = cp.zeros(512, cp.int32)
+    buf, D = _poisoned(cp, M, N, dt)
+    _launch(cfg, A, B, D, C, 0.75, 1.25, tile_count=flags, sk_tiles=sk)
+    _check(cp, D, A, B, dt, C, 0.75, 1.25)
+    assert bool((buf[:, N:].view(cp.uint16) == _POISON[dt]).all()), "D's padding was written"
+    assert int(flags.sum()) == 0, "stream-K flags not reset"
+    first = D.copy()
+    D[...] = first[0, 0]
+    _launch(cfg, A, B, D, C, 0.75, 1.25, tile_count=flags, sk_tiles=sk)
+    assert bool((D.view(cp.uint16) == first.view(cp.uint16)).all()), "not deterministic"
