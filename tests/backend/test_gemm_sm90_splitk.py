@@ -346,6 +346,9 @@ def test_choose_sm90_rules():
     assert fx.cfg.split_k == "fixup" and "last unit" in fx.reason
     with pytest.raises(LaunchError, match="split_mode"):
         choose_sm90(16, 4096, 4096, split_mode="atomic")
+    sk = choose_sm90(4096, 4096, 4096, stream_k=True)
+    assert sk.cfg.stream_k and sk.tiles == 1024 and "stream-K" in str(sk)
+    assert not choose_sm90(16, 4096, 4096, stream_k=True).cfg.stream_k     # decode: swap
     # M-contiguous A as the kernel's B: no 16-wide tile
     c = choose_sm90(16, 4096, 4096, a_major="MN")
     assert c.cfg.tile_n == 64 and c.cfg.b_major == "MN" and "M-contiguous" in c.reason

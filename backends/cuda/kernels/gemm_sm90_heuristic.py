@@ -20,7 +20,11 @@ them as a table; thresholds marked there as to-be-measured are first guesses):
    fixed-order reduce kernel; "fixup": the same fixed-order sum done by the tile's last unit
    inside the GEMM, one launch) unless the caller allows atomics (``deterministic=False``:
    ``split_k="atomic"``, one workspace slice, then the reduce kernel).
-4. Everything split or swapped runs the cooperative schedule with the built-in predicated
+4. **Stream-K** only when asked (``stream_k=True``; to be measured against the default
+   kernels): problems that would run the default path or 128x128 tiles without a split run
+   the 128x128 cooperative stream-K kernel (``gemm_sm90_streamk``: data-parallel waves, then
+   the tail tiles shared evenly in k-blocks, deterministic fix-up).
+5. Everything split or swapped runs the cooperative schedule with the built-in predicated
    epilogue (the EVT / TMA-store epilogues need the tile's rows in smem in D's order).
 """
 
@@ -79,7 +83,7 @@ class Sm90Choice:
         else:
             c = self.cfg
             k = (f"sm90 {c.schedule} {c.tile_m}x{c.tile_n} s{c.stages} {c.dtype}"
-                 f"{' swapAB' if self.swap else ''}"
+                 f"{' swapAB' if self.swap else ''}{' stream-K' if c.stream_k else ''}"
                  + (f" split-K x{self.splits} ({c.split_k})" if self.splits > 1 or c.splits
                     else ""))
         return (f"{k}: {self.tiles} tiles, {self.units} units on {self.num_sms} SMs "
@@ -93,13 +97,16 @@ def _tiles(M, N, L, tm, tn):
 def choose_sm90(M: int, N: int, K: int, L: int = 1, dtype: str = "f16", a_major: str = "K",
                 b_major: str = "K", num_sms: int = 132, deterministic: bool = True,
                 allow_swap: bool = True, allow_split: bool = True,
-                d_vec2: bool = True, split_mode: str | None = None) -> Sm90Choice:
+                d_vec2: bool = True, split_mode: str | None = None,
+                stream_k: bool = False) -> Sm90Choice:
     """The kernel for ``D (L, M, N) = A (L, M, K) @ B`` with B given as ``(N, K)`` (``b_major``
     "K") or N-contiguous (``"MN"``: a row-major ``(K, N)`` B); see the module docstring for the
     rules.  ``d_vec2``: D's (and C's) leading dimension is even and its base 4-byte aligned
     (paired stores in the non-swapped built-in epilogue).  ``split_mode``: "workspace" or
-    "fixup" (the deterministic modes; default :data:`DEFAULT_SPLIT_MODE`).  Pure: the same
-    arguments give the same choice."""
+    "fixup" (the deterministic modes; default :data:`DEFAULT_SPLIT_MODE`).  ``stream_k``: run
+    the stream-K kernel instead of the default / unsplit 128x128 one (the caller sizes
+    ``sk_tiles`` with ``gemm_sm90_streamk.streamk_layout``).  Pure: the same arguments give the
+    same choice."""
     op = "choose_sm90"
     for nm, v in (("M", M), ("N", N), ("K", K), ("L", L), ("num_sms", num_sms)):
         if not isinstance(v, int) or v < 1:
@@ -129,6 +136,12 @@ def choose_sm90(M: int, N: int, K: int, L: int = 1, dtype: str = "f16", a_major:
         km, kn, ka, kbm = M, N, a_major, b_major
         tm = 128
         t256 = _tiles(M, N, L, 128, 256)
+        if stream_k:
+            t = _tiles(M, N, L, 128, 128)
+            cfg = Sm90GemmConfig(128, 128, 64, 6, 2, dtype, a_major=a_major, b_major=b_major,
+                                 vec2=d_vec2, stream_k=True).check()
+            return Sm90Choice(cfg, False, 1, t, t, num_sms, f"stream-K asked for: {t} 128x128 "
+                              f"tiles ({t / num_sms:.2f} waves) shared in k-blocks by the grid")
         if t256 >= num_sms or N <= 128 and _tiles(M, N, L, 128, 128) >= num_sms:
             return Sm90Choice(None, False, 1, t256, t256, num_sms,
                               f"{t256} 128x256 tiles >= {num_sms} SMs: default kernel",
