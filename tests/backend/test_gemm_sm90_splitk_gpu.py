@@ -168,7 +168,7 @@ def test_heuristic_choice_vs_reference(split_mode, dt, M, NK):
     N, K = NK
     rng = cp.random.default_rng(M * 7 + N)
     A, B = _rand(cp, (M, K), dt, rng), _rand(cp, (N, K), dt, rng)
-    c = choose_sm90(M, N, K, dtype=dt, split_mode=split_mode)
+    c = choose_sm90(M, N, K, dtype=dt, split_mode=split_mode, d_vec2=False)  # odd D pitch
     cfg = c.cfg if c.cfg is not None else G.Sm90GemmConfig(128, 128, 64, 6, 2, dt, vec2=False)
     buf, D = _poisoned(cp, M, N, dt)
     _launch(cfg, A, B, D, splits=c.splits)
