@@ -93,26 +93,30 @@ def test_split_k_source_structure():
 
 
 def test_fixup_source_structure():
-    """"fixup": partials stored, fence, barrier 1 over the consumer threads, one counter per
-    tile (reset by the last unit), bar.red.or broadcast, fixed-order sum, built-in epilogue."""
+    """"fixup": partials stored in the unit's fragment-ordered slot, fence, barrier 1 over the
+    consumer threads, one counter per tile (reset by the last unit), bar.red.or broadcast, the
+    tile's slots summed in split order, built-in epilogue."""
     cfg = NEW_CONFIGS[10]
     src = G.generate_source(cfg)
     sig = src.split(f"{cfg.name}(")[1].split(")\n{")[0]
     assert sig.rstrip().endswith("long long ws_split, int* __restrict__ tile_count")
-    i_store = src.index("wp[0] = acc[0][0];")
+    assert "float* wp_ = ws + (long long)tile * 2048 + tid;" in src      # 8 values x 256
+    i_store = src.index("wp_[256] = acc[0][1];")
     i_fence = src.index("__threadfence();", i_store)
     i_bar = src.index("named_barrier_sync(1u, 256u);", i_fence)
     i_cnt = src.index("atomicAdd(tile_count + tix_, 1) == splits_k - 1;", i_bar)
     i_red = src.index("bar.red.or.pred q, 1, 256, p;", i_cnt)
-    i_sum = src.index("for (int s = 1; s < splits_k; ++s)", i_red)
+    i_sum = src.index("for (int s = 0; s < splits_k; ++s)", i_red)
     i_d = src.index("dp[0] = f32_to_f16_bits(x);", i_sum)
     assert i_store < i_fence < i_bar < i_cnt < i_red < i_sum < i_d
     assert "if (last_) tile_count[tix_] = 0;" in src and "if (!last_) continue;" in src
-    assert "__ldcg(q)" in src and "if (splits_k > 1) {" in src
+    assert "fx_[7] += __ldcg(q_ + 1792);" in src and "if (splits_k > 1) {" in src
+    assert "const float* b_ = ws + (long long)(tile - split_) * 2048 + tid;" in src
     # the separate-reduce modes have neither the counter nor the epilogue
     ws = G.generate_source(NEW_CONFIGS[0])
     assert "tile_count" not in ws and "f32_to_f16_bits" not in ws.split("-- epilogue --")[1]
     lay = SK.splitk_layout(cfg, 4096, 16, 1, 4)
+    assert lay.elements == 32 * 4 * 8 * 256                  # a slot per unit
     assert lay.counters == 32 and SK.splitk_layout(NEW_CONFIGS[0], 4096, 16, 1, 4).counters == 0
     with pytest.raises(LaunchError, match="tile_count"):
         SK.splitk_extra_args(cfg, _FakeWs(lay.elements), 4, 4096, 16)

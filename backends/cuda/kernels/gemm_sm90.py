@@ -581,56 +581,51 @@ def _epilogue_transposed(cfg: Sm90GemmConfig, maps: Sm90Maps) -> str:
 def _epilogue_splitk(cfg: Sm90GemmConfig, maps: Sm90Maps) -> str:
     """Split-K: this unit's fp32 partial tile into the workspace (see ``_epilogue_direct``).
 
-    "fixup": then every consumer thread fences, the consumer warpgroups meet at named barrier
-    1, consumer thread 0 counts the unit on ``tile_count[tile]`` (``atomicAdd``; the last unit
-    resets it to 0 for the next launch) and ``bar.red.or`` hands "this unit is the tile's last"
-    to every consumer thread; the last unit's threads sum, for each of their own values, the
-    ``splits_k`` partials in split order (their own from registers; the others with
-    ``__ldcg``, past the SM's non-coherent L1) and run the built-in epilogue on the sums.  With
-    ``splits_k == 1`` the workspace is not touched."""
-    store = _epilogue_splitk_store(cfg, maps)
+    "fixup" keeps its partials in fragment order instead: unit ``u`` (= the loop index ``tile``)
+    owns the slot ``ws[u][v][t]`` (value ``v`` of consumer thread ``t``: coalesced, no
+    predicates).  After storing, every consumer thread fences, the consumer warpgroups meet at
+    named barrier 1, consumer thread 0 counts the unit on ``tile_count[tile]`` (``atomicAdd``;
+    the last unit resets it to 0 for the next launch) and ``bar.red.or`` hands "this unit is
+    the tile's last" to every consumer thread; the last unit's threads add the slots of the
+    tile's splits 0, 1, ..., S-1 in that order (``__ldcg``: L2, past the SM's non-coherent L1;
+    their own slot too, so the sum does not depend on which unit came last) and run the
+    built-in epilogue on the sums.  With ``splits_k == 1`` the workspace is not touched."""
     if cfg.split_k != "fixup":
-        return store
+        return _epilogue_splitk_store(cfg, maps)
     import dataclasses
-    fr = maps.frag
+    nv = maps.frag.num_values
+    nacc = nv // maps.slabs
     nthr = 128 * cfg.consumer_wgs
-    lines = ["if (splits_k > 1) {", "  " + store.replace("\n", "\n  "),
-             "      __threadfence();",
-             f"      named_barrier_sync(1u, {nthr}u);",
-             "      int last_ = 0;",
-             "      if (tid == 0) {",
-             "        const int tix_ = tile / splits_k;",
-             "        last_ = atomicAdd(tile_count + tix_, 1) == splits_k - 1;",
-             "        if (last_) tile_count[tix_] = 0;     // ready for the next launch",
-             "        __threadfence();",
-             "      }",
-             "      // every consumer thread learns thread 0's answer (bar.red.or on barrier 1)",
-             "      asm volatile(\"{ .reg .pred p, q; setp.ne.b32 p, %0, 0; "
-             f"bar.red.or.pred q, 1, {nthr}, p; selp.b32 %0, 1, 0, q; }}\" : \"+r\"(last_));",
-             "      if (!last_) continue;",
-             "      __threadfence();",
-             "      {",
-             f"        const int row0_ = m_blk * {cfg.tile_m} + {fr.m_thr_expr};",
-             f"        const int col0_ = n_blk * {cfg.tile_n} + {fr.n_thr_expr};",
-             "        const float* Wl_ = ws + (long long)l_ * ws_l;"]
-    d1 = "ldw" if cfg.transpose_d else "1"
-    for a0, a1, mo, no in _frag_pairs(cfg, maps):
-        off = ("(long long)c * ldw + r" if cfg.transpose_d else "(long long)r * ldw + c")
-        lines += ["        {",
-                  f"          const int r = row0_ + {mo}, c = col0_ + {no};",
-                  "          if (r < M && c < N) {",
-                  f"            const float* wp = Wl_ + {off};",
-                  f"            float s0 = split_ == 0 ? {a0} : __ldcg(wp);",
-                  f"            float s1 = split_ == 0 || c + 1 >= N ? {a1} : __ldcg(wp + {d1});",
-                  "            for (int s = 1; s < splits_k; ++s) {",
-                  "              const float* q = wp + (long long)s * ws_split;",
-                  f"              s0 += s == split_ ? {a0} : __ldcg(q);",
-                  f"              if (c + 1 < N) s1 += s == split_ ? {a1} : __ldcg(q + {d1});",
-                  "            }",
-                  f"            {a0} = s0; {a1} = s1;",
-                  "          }",
-                  "        }"]
-    lines += ["      }", "    }"]
+    slot = nv * nthr
+    acc = [f"acc[{v // nacc}][{v % nacc}]" for v in range(nv)]
+    lines = ["if (splits_k > 1) {",
+             f"        float* wp_ = ws + (long long)tile * {slot} + tid;"]
+    lines += [f"        wp_[{v * nthr}] = {a};" for v, a in enumerate(acc)]
+    lines += ["        __threadfence();",
+              f"        named_barrier_sync(1u, {nthr}u);",
+              "        int last_ = 0;",
+              "        if (tid == 0) {",
+              "          const int tix_ = tile / splits_k;",
+              "          last_ = atomicAdd(tile_count + tix_, 1) == splits_k - 1;",
+              "          if (last_) tile_count[tix_] = 0;     // ready for the next launch",
+              "          __threadfence();",
+              "        }",
+              "        // every consumer thread learns thread 0's answer (bar.red.or, barrier 1)",
+              "        asm volatile(\"{ .reg .pred p, q; setp.ne.b32 p, %0, 0; "
+              f"bar.red.or.pred q, 1, {nthr}, p; selp.b32 %0, 1, 0, q; }}\" : \"+r\"(last_));",
+              "        if (!last_) continue;",
+              "        __threadfence();",
+              f"        const float* b_ = ws + (long long)(tile - split_) * {slot} + tid;",
+              f"        float fx_[{nv}];",
+              f"        for (int s = 0; s < splits_k; ++s) {{   // the fixed order: split 0, 1, ...",
+              f"          const float* q_ = b_ + (long long)s * {slot};",
+              "          if (s == 0) {"]
+    lines += [f"            fx_[{v}] = __ldcg(q_ + {v * nthr});" for v in range(nv)]
+    lines += ["          } else {"]
+    lines += [f"            fx_[{v}] += __ldcg(q_ + {v * nthr});" for v in range(nv)]
+    lines += ["          }", "        }"]
+    lines += [f"        {a} = fx_[{v}];" for v, a in enumerate(acc)]
+    lines += ["      }"]
     body = _epilogue_store(dataclasses.replace(cfg, split_k="none"), maps)
     return "      " + "\n".join(lines) + "\n      {\n" + body + "\n      }"
 

@@ -13,7 +13,8 @@ reduce kernel can re-zero it as it reads): less workspace, no fixed order.  With
 ``split_k="fixup"`` there is no second kernel: the unit that finishes a tile last (counted on an
 int per tile, ``tile_count``, zeroed once at allocation and reset by the kernel) sums that
 tile's partials in the same fixed order and runs the built-in epilogue (alpha, beta * C, D
-with ``transpose_d`` or not) itself.
+with ``transpose_d`` or not) itself; its partials live in fragment order, one slot of
+``values x threads`` floats per unit (``ldw``, ``ws_l``, ``ws_split`` are passed but unused).
 
 Workspace layout (fp32, the caller allocates it: :func:`splitk_layout` gives the size):
 
@@ -95,6 +96,9 @@ def splitk_layout(cfg, M: int, N: int, L: int, splits: int) -> SplitKLayout:
     ws_split = 0 if atomic else L * ws_l
     elements = L * ws_l * (1 if atomic else splits)
     tiles = -(-(-(-M // cfg.tile_m)) // cfg.cluster_m) * -(-N // cfg.tile_n) * L
+    if cfg.split_k == "fixup":   # one fragment-ordered slot per unit (values x threads)
+        nv = cfg.tile_m // cfg.mma_wgs // 64 * cfg.tile_n // 2
+        elements = tiles * splits * nv * 128 * cfg.consumer_wgs
     return SplitKLayout(P, Q, L, splits, ldw, ws_l, ws_split, elements, tiles * splits,
                         tiles if cfg.split_k == "fixup" else 0)
 
