@@ -528,3 +528,94 @@ def test_extra_args_dispatch():
     assert [n for n, _ in b] == list(STK.STREAMK_PARAMS) and b[2][1].value == 64
     with pytest.raises(LaunchError, match="grid"):
         SK.extra_args(cfg, 1000, 1000, 1000, ws=_FakeWs(sl.ws_elements), tile_count=_I32(132))
+
+
+# --------------------------------------------------------------------------- the generated
+# scheduler text, run as host C++: the pieces / units it computes are the Python models'
+
+
+def _run_host_cpp(body: str) -> str:
+    import shutil
+    import subprocess
+    import tempfile
+    if shutil.which("g++") is None:
+        pytest.skip("needs g++")
+    src = ("#include <cstdio>\n#include <algorithm>\nusing std::min; using std::max;\n"
+           "struct Dim3_ { unsigned x; };\nint main() {\n" + body + "\n  return 0;\n}\n")
+    with tempfile.TemporaryDirectory() as d:
+        import os
+        cpp, exe = os.path.join(d, "s.cpp"), os.path.join(d, "s")
+        with open(cpp, "w") as f:
+            f.write(src)
+        subprocess.run(["g++", "-std=c++17", "-O1", "-w", cpp, "-o", exe], check=True)
+        return subprocess.run([exe], check=True, capture_output=True, text=True).stdout
+
+
+def _loop_cpp(cfg, M, N, K, L, grid, sched, extra_decl):
+    return f"""  const int M = {M}, N = {N}, K = {K}, L = {L};
+  {extra_decl}
+  for (unsigned b_ = 0; b_ < {grid}u; ++b_) {{
+    const Dim3_ blockIdx{{b_}}, gridDim{{{grid}u}};
+    const int num_m = (M + {cfg.tile_m - 1}) / {cfg.tile_m};
+    const int num_n = (N + {cfg.tile_n - 1}) / {cfg.tile_n};
+    {sched}
+    const int k_blocks = (K + 63) / 64;
+    for (int tile = first_tile; tile < num_tiles; tile += tile_step) {{
+      int m_blk, n_blk, l_; int kb_lo_, kb_hi_, split_, ktile_ = -1;
+      {{ {G._tile_coord_code(cfg)}
+      }}
+      printf("%u %d %d %d %d %d %d %d\\n", b_, tile, ktile_, kb_lo_, kb_hi_, split_, m_blk,
+             n_blk);
+    }}
+  }}"""
+
+
+@pytest.mark.parametrize("tiles_mn,K,grid,sk", [((8, 8), 1000, 132, None),
+                                                ((32, 32), 4096, 132, None),
+                                                ((16, 24), 520, 132, 252), ((3, 5), 200, 16, 15)])
+def test_streamk_generated_scheduler_matches_model(tiles_mn, K, grid, sk):
+    cfg = STREAMK_CONFIGS[0]
+    M, N = tiles_mn[0] * 128 - 5, tiles_mn[1] * 128 - 3
+    lay = STK.streamk_layout(cfg, M, N, K, 1, grid, sk)
+    sched = STK.schedule_code(cfg.tile_m, cfg.tile_n, cfg.tile_k)
+    src = G.generate_source(cfg)
+    assert sched in src and G._tile_coord_code(cfg) in src
+    out = _run_host_cpp(_loop_cpp(cfg, M, N, K, 1, grid, sched,
+                                  f"const int sk_tiles = {lay.sk_tiles};"))
+    got = {}
+    cover = set()
+    for line in out.split("\n"):
+        if line:
+            b, _, t, lo, hi, _, m, n = map(int, line.split())
+            got.setdefault(b, []).append((t, lo, hi))
+            cover.add((t, m, n))
+    for b in range(grid):
+        assert got.get(b, []) == STK.streamk_pieces(lay, b)
+    # the raster maps the tiles one-to-one onto (m_blk, n_blk)
+    mn = {(m, n) for _, m, n in cover}
+    assert len(mn) == lay.tiles == len({t for t, _, _ in cover})
+    assert mn == {(m, n) for m in range(tiles_mn[0]) for n in range(tiles_mn[1])}
+
+
+@pytest.mark.parametrize("M,N,K,splits,grid", [(4096, 16, 4096, 4, 132), (391, 7, 2000, 5, 132),
+                                               (1000, 300, 130, 3, 16)])
+def test_splitk_generated_units_match_model(M, N, K, splits, grid):
+    cfg = NEW_CONFIGS[0] if N <= 16 else NEW_CONFIGS[3]
+    src = G.generate_source(cfg)
+    sched = ("const int num_tiles = ((num_m + 0) / 1) * num_n * L * splits_k;\n"
+             "  const int first_tile = blockIdx.x / 1, tile_step = gridDim.x / 1;")
+    assert sched in src
+    out = _run_host_cpp(_loop_cpp(cfg, M, N, K, 1, grid, sched,
+                                  f"const int splits_k = {splits};"))
+    kb = -(-K // 64)
+    seen = {}
+    for line in out.split("\n"):
+        if line:
+            b, u, _, lo, hi, s, m, n = map(int, line.split())
+            assert u % grid == b and s == u % splits
+            assert (lo, hi) == SK.split_ranges(kb, splits)[s]
+            seen.setdefault((m, n), []).append(s)
+    lay = SK.splitk_layout(cfg, M, N, 1, splits)
+    assert sum(len(v) for v in seen.values()) == lay.units
+    assert all(sorted(v) == list(range(splits)) for v in seen.values())
+    assert len(seen) == -(-M // cfg.tile_m) * -(-N // cfg.tile_n)
