@@ -619,3 +619,95 @@ def test_splitk_generated_units_match_model(M, N, K, splits, grid):
     assert sum(len(v) for v in seen.values()) == lay.units
     assert all(sorted(v) == list(range(splits)) for v in seen.values())
     assert len(seen) == -(-M // cfg.tile_m) * -(-N // cfg.tile_n)
+
+
+_HOST_PRELUDE = r"""
+#include <cstdio>
+#include <cstring>
+#include <vector>
+typedef unsigned short u16; typedef unsigned u32;
+struct float4 { float x, y, z, w; };
+struct uint2 { u32 x, y; };
+struct Dim3_ { unsigned x; };
+static float4 make_float4(float a, float b, float c, float d) { return {a, b, c, d}; }
+static u16 f32_to_f16_bits(float f) { _Float16 h = (_Float16)f; u16 r; memcpy(&r, &h, 2); return r; }
+static float f16_bits_to_f32(u16 b) { _Float16 h; memcpy(&h, &b, 2); return (float)h; }
+static u16 f32_to_bf16_bits(float f) {   // round to nearest even (finite inputs)
+  u32 u; memcpy(&u, &f, 4); u += 0x7fffu + ((u >> 16) & 1u); return (u16)(u >> 16); }
+static float bf16_bits_to_f32(u16 b) { u32 u = (u32)b << 16; float f; memcpy(&f, &u, 4); return f; }
+"""
+
+
+@pytest.mark.parametrize("dt,has_c,vec,rezero", [("f16", False, True, False),
+                                                  ("bf16", True, False, True),
+                                                  ("f16", True, True, False)])
+@pytest.mark.parametrize("P,Q,L,S", [(7, 391, 1, 5), (33, 16, 2, 3), (1, 4096, 1, 4)])
+def test_reduce_kernel_body_as_host_cpp(dt, has_c, vec, rezero, P, Q, L, S):
+    """The generated reduce kernel's body, run for every (block, thread) as host C++ (16-bit
+    conversions by the compiler's round-to-nearest-even), equals the NumPy model rounded to
+    16 bits, writes only D's elements (a poisoned padding column stays), and re-zeroes."""
+    import os
+    import shutil
+    import subprocess
+    import tempfile
+    if shutil.which("g++") is None:
+        pytest.skip("needs g++")
+    cfg = R.SplitKReduceConfig(dt, has_c, vec, rezero)
+    src = R.generate_reduce_source(cfg)
+    params = src.split(f"{cfg.name}(")[1].split(")\n{")[0]
+    body = src.split(")\n{", 1)[1].rsplit("}", 1)[0]
+    lay = SK.SplitKLayout(P, Q, L, S, -(-Q // 4) * 4, P * (-(-Q // 4) * 4),
+                          L * P * (-(-Q // 4) * 4), L * P * (-(-Q // 4) * 4) * S, 0)
+    rng = np.random.default_rng(P + Q)
+    ws = rng.standard_normal(lay.elements).astype(np.float32)
+    pitch = Q + 4                                    # D rows padded, one poisoned column
+    Cm = rng.standard_normal((L, P, Q)).astype(np.float16 if dt == "f16" else np.float32)
+    Cbits = Cm.view(np.uint16) if dt == "f16" else \
+        (Cm.view(np.uint32) >> 16).astype(np.uint16)
+    Cf = Cbits.view(np.float16).astype(np.float32) if dt == "f16" else \
+        (Cbits.astype(np.uint32) << 16).view(np.float32)
+    grid = min(-(-(L * P * -(-Q // 4)) // 256), 8192)
+    main = f"""
+static void kernel_(Dim3_ blockIdx, Dim3_ threadIdx, Dim3_ gridDim, {params}) {{
+{body}
+}}
+int main(int argc, char** argv) {{
+  std::vector<float> ws({lay.elements});
+  std::vector<u16> C({L * P * Q}), D({L * P * pitch}, 0xffffu);
+  FILE* f = fopen(argv[1], "rb");
+  fread(ws.data(), 4, ws.size(), f); fread(C.data(), 2, C.size(), f); fclose(f);
+  for (unsigned b = 0; b < {grid}u; ++b)
+    for (unsigned t = 0; t < 256u; ++t)
+      kernel_(Dim3_{{b}}, Dim3_{{t}}, Dim3_{{{grid}u}}, ws.data(), D.data(), C.data(), {P}, {Q},
+              {L}, {S}, {lay.ldw}LL, {lay.ws_l}LL, {lay.ws_split}LL, {P * pitch}LL, {pitch}LL,
+              1LL, {P * Q}LL, {Q}LL, 1LL, 1.5f, -0.25f);
+  f = fopen(argv[2], "wb");
+  fwrite(D.data(), 2, D.size(), f); fwrite(ws.data(), 4, ws.size(), f); fclose(f);
+  return 0;
+}}
+"""
+    with tempfile.TemporaryDirectory() as d:
+        cpp, exe = os.path.join(d, "r.cpp"), os.path.join(d, "r")
+        fin, fout = os.path.join(d, "in.bin"), os.path.join(d, "out.bin")
+        with open(cpp, "w") as fh:
+            fh.write(_HOST_PRELUDE + main)
+        subprocess.run(["g++", "-std=c++17", "-O1", "-w", "-ffp-contract=off", cpp, "-o", exe],
+                       check=True)
+        with open(fin, "wb") as fh:
+            fh.write(ws.tobytes() + Cbits.tobytes())
+        subprocess.run([exe, fin, fout], check=True)
+        raw = open(fout, "rb").read()
+    D = np.frombuffer(raw[:2 * L * P * pitch], np.uint16).reshape(L, P, pitch)
+    ws_after = np.frombuffer(raw[2 * L * P * pitch:], np.float32)
+    assert np.all(D[:, :, Q:] == 0xFFFF)                         # padding untouched
+    ref = R.reference_reduce(ws, lay, alpha=1.5, C=Cf if has_c else None, beta=-0.25)
+    if dt == "f16":
+        want = ref.astype(np.float16).view(np.uint16)
+    else:
+        u = ref.view(np.uint32)
+        want = ((u + 0x7FFF + ((u >> 16) & 1)) >> 16).astype(np.uint16)
+    assert np.array_equal(D[:, :, :Q], want)
+    if rezero:
+        sl = ws_after[:L * lay.ws_l].reshape(L, P, lay.ldw)
+        assert np.all(sl == 0)
+        assert np.array_equal(ws_after[L * lay.ws_l:], ws[L * lay.ws_l:])
