@@ -711,3 +711,28 @@ int main(int argc, char** argv) {{
         sl = ws_after[:L * lay.ws_l].reshape(L, P, lay.ldw)
         assert np.all(sl == 0)
         assert np.array_equal(ws_after[L * lay.ws_l:], ws[L * lay.ws_l:])
+
+
+@pytest.mark.parametrize("i,mma", [(0, "HGMMA.64x16x16.F32"), (10, "HGMMA.64x16x16.F32"),
+                                   (1, "HGMMA.64x32x16.F32")])
+def test_sass_narrow_hgmma_no_local_memory(i, mma):
+    """The narrow wgmma reaches SASS as HGMMA.64x16 / 64x32, the fix-up's barrier-reduction as
+    BAR.RED, and no local memory is used."""
+    import os
+    import shutil
+    import subprocess
+    import tempfile
+    exe = shutil.which("cuobjdump")
+    if exe is None or shutil.which("nvdisasm") is None:
+        pytest.skip("cuobjdump/nvdisasm not installed")
+    from cute_py.backends.cuda.compiler import compile_module
+    cfg = NEW_CONFIGS[i]
+    mod = compile_module(G.generate_source(cfg), arch="sm_90a")
+    with tempfile.TemporaryDirectory() as d:
+        p = os.path.join(d, "k.cubin")
+        open(p, "wb").write(mod.cubin)
+        sass = subprocess.run([exe, "-sass", p], capture_output=True, text=True).stdout
+    assert mma in sass and "UTMALDG" in sass
+    assert "LDL" not in sass and "STL" not in sass
+    if cfg.split_k == "fixup":
+        assert "BAR.RED" in sass and "ATOMG" in sass
