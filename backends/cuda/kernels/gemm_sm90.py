@@ -49,17 +49,37 @@ _DT = {"f16": "f16", "float16": "f16", "bf16": "bf16", "bfloat16": "bf16"}
 SCHEDULES = ("cooperative", "pingpong")
 
 
-def _check_tile(op, tile_m, tile_n, wgs, schedule) -> int:
+#: narrow tile_n values (wgmma's N is any multiple of 8 for 16-bit inputs) the mainloop takes
+#: with the built-in epilogue and a K-major B: decode shapes (M <= 32 after swapping A and B).
+#: Not 8: an 8-row B tile has no second core-matrix group to read the descriptor's SBO off.
+SMALL_TILE_N = (16, 32)
+
+#: split-K modes: "none"; "workspace" (each (tile, split) unit stores its fp32 partial tile into
+#: its own workspace slice, ``splitk_reduce`` sums the slices in a fixed order: bit-identical
+#: results run to run); "atomic" (every unit adds into one zeroed fp32 slice with
+#: ``atomicAdd``: no split-count-sized workspace, but the summation order is not fixed);
+#: "fixup" (as "workspace", then the unit that finishes a tile last -- a per-tile counter --
+#: sums the tile's slices in the fixed order and runs the built-in epilogue: one launch,
+#: bit-identical results)
+SPLIT_K_MODES = ("none", "workspace", "atomic", "fixup")
+
+
+def _check_tile(op, tile_m, tile_n, wgs, schedule, small_n=False) -> int:
     """The tile rule shared by the GEMM and its epilogue: each of the ``wgs`` warpgroups of a
-    tile gets 64 or 128 rows, ``tile_n`` is a multiple of 64 in [64, 256].  Returns the rows
-    per warpgroup."""
+    tile gets 64 or 128 rows, ``tile_n`` is a multiple of 64 in [64, 256] (with ``small_n``,
+    the mainloop-only rule, also one of :data:`SMALL_TILE_N`).  Returns the rows per
+    warpgroup."""
     rows = tile_m // wgs
     if tile_m % (64 * wgs) or rows > 128:
         raise LaunchError(op, "tile_m", f"must give each warpgroup of a tile 64 or 128 rows "
                           f"({wgs} warpgroup(s) per tile, {schedule})",
                           expected="64 or 128" if wgs == 1 else "64*W or 128*W", actual=tile_m)
+    if small_n and tile_n in SMALL_TILE_N:
+        return rows
     if tile_n % 64 or not 64 <= tile_n <= 256:
-        raise LaunchError(op, "tile_n", "must be 64, 128, 192 or 256", actual=tile_n)
+        raise LaunchError(op, "tile_n", "must be 64, 128, 192 or 256" + (
+            f" (or {', '.join(map(str, SMALL_TILE_N))} with the built-in epilogue and a "
+            f"K-major B)" if small_n else ""), actual=tile_n)
     return rows
 
 
@@ -94,6 +114,31 @@ class Sm90GemmConfig:
     b_major: str = "K"           # "K": B (N, K) K-contiguous; "MN": N-contiguous ((K, N) row-major)
     schedule: str = "cooperative"  # "cooperative": the W warpgroups split one tile along M;
     #                                "pingpong": each warpgroup owns a whole tile, alternately
+    # -- fields below are left out of repr (and so of the kernel name / source) at their
+    #    defaults: configurations without them generate the same text as before they existed
+    split_k: str = "none"        # SPLIT_K_MODES: work unit = (tile, split), each split a
+    #                              contiguous k-block range; fp32 partials -> workspace
+    transpose_d: bool = False    # store the kernel's D(r, c) (or workspace partial) at
+    #                              c * ld + r: D^T = B^T A^T written into a row-major D (swap AB)
+    stream_k: bool = False       # stream-K: the last sk_tiles tiles shared evenly in k-blocks
+    #                              by the grid, deterministic fix-up (gemm_sm90_streamk)
+
+    def __repr__(self):
+        """The dataclass repr, without the fields added after the first shipped kernels when
+        they hold their defaults (so existing configurations keep their names and sources)."""
+        import dataclasses
+        parts = []
+        for f in dataclasses.fields(self):
+            v = getattr(self, f.name)
+            if f.name in _LATE_FIELDS and v == f.default:
+                continue
+            parts.append(f"{f.name}={v!r}")
+        return f"{type(self).__qualname__}({', '.join(parts)})"
+
+    @property
+    def splits(self) -> bool:
+        """True when the kernel runs split-K units (``split_k`` != "none")."""
+        return self.split_k != "none"
 
     def check(self):
         op = "Sm90GemmConfig"
@@ -110,7 +155,47 @@ class Sm90GemmConfig:
         if self.schedule == "pingpong" and self.consumer_wgs != 2:
             raise LaunchError(op, "consumer_wgs", "must be 2 for the ping-pong schedule (two "
                               "warpgroups taking turns)", expected=2, actual=self.consumer_wgs)
-        rows = _check_tile(op, self.tile_m, self.tile_n, self.mma_wgs, self.schedule)
+        if self.split_k not in SPLIT_K_MODES:
+            raise LaunchError(op, "split_k", "is not a split-K mode", expected=SPLIT_K_MODES,
+                              actual=self.split_k)
+        rows = _check_tile(op, self.tile_m, self.tile_n, self.mma_wgs, self.schedule,
+                           small_n=self.epi is None)
+        if self.tile_n in SMALL_TILE_N:
+            if self.b_major != "K":
+                raise LaunchError(op, "b_major", f"a tile_n of {self.tile_n} needs a K-major B "
+                                  "(an MN-major SW128 B tile is 64 rows wide)", expected="K",
+                                  actual=self.b_major)
+            if self.cluster_m != 1:
+                raise LaunchError(op, "cluster_m", f"a tile_n of {self.tile_n} is not split "
+                                  "over a cluster", expected=1, actual=self.cluster_m)
+        if self.stream_k:
+            if self.splits or self.schedule != "cooperative" or self.cluster_m != 1:
+                raise LaunchError(op, "stream_k", "needs the cooperative schedule, no cluster "
+                                  "and no split_k", actual=(self.schedule, self.cluster_m,
+                                                            self.split_k))
+            if (rows // 64) * self.tile_n // 2 > 64:
+                raise LaunchError(op, "stream_k", "needs at most 64 accumulators per thread "
+                                  "(the fix-up sums)", actual=(self.tile_m, self.tile_n))
+        if self.splits or self.transpose_d or self.stream_k:
+            what = "split_k" if self.splits else ("stream_k" if self.stream_k else
+                                                  "transpose_d")
+            if self.epi is not None:
+                raise LaunchError(op, what, "works with the built-in epilogue only (epi=None)",
+                                  actual=self.epi)
+        if self.split_k == "fixup" and (rows // 64) * self.tile_n // 2 > 64:
+            raise LaunchError(op, "split_k", "'fixup' needs at most 64 accumulators per thread "
+                              "(the sums of 128 spill)", actual=(self.tile_m, self.tile_n))
+        if self.split_k == "fixup" and self.smem_bytes() + 16 > 227 * 1024:
+            raise LaunchError(op, "stages", "shared memory (with the fix-up flag) exceeds "
+                              "227 KB", expected="<= 232432", actual=self.smem_bytes())
+        if self.splits:
+            if self.schedule != "cooperative":
+                raise LaunchError(op, "split_k", "needs the cooperative schedule",
+                                  expected="cooperative", actual=self.schedule)
+            if self.has_c and self.split_k != "fixup":
+                raise LaunchError(op, "has_c", "with split-K, beta * C is applied by the reduce "
+                                  "kernel (splitk_reduce), not the GEMM", expected=False,
+                                  actual=True)
         if self.tile_m > 256:
             raise LaunchError(op, "tile_m", "exceeds the TMA box limit 256", actual=self.tile_m)
         if (rows // 64) * self.tile_n // 2 > 128:
@@ -201,6 +286,12 @@ class Sm90GemmConfig:
     def name(self) -> str:
         h = hashlib.sha256(repr(self).encode()).hexdigest()[:8]
         pp = "_pp" if self.schedule == "pingpong" else ""
+        if self.splits:
+            pp += "_sk" + self.split_k[0]
+        if self.transpose_d:
+            pp += "_dt"
+        if self.stream_k:
+            pp += "_stk"
         return (f"cute_sm90_gemm_{_DT[self.dtype]}_{self.tile_m}x{self.tile_n}x{self.tile_k}"
                 f"_s{self.stages}_w{self.consumer_wgs}{pp}_c{self.cluster_m}_{h}")
 
@@ -213,6 +304,10 @@ class Sm90GemmConfig:
     def order(self) -> OrderedSequenceBarrier | None:
         """Ping-pong: the turn order of the consumer warpgroups' mainloops."""
         return OrderedSequenceBarrier(self.consumer_wgs) if self.schedule == "pingpong" else None
+
+
+#: Sm90GemmConfig fields left out of its repr at their defaults (see ``__repr__``)
+_LATE_FIELDS = ("split_k", "transpose_d", "stream_k")
 
 
 @lru_cache(maxsize=None)
@@ -314,7 +409,29 @@ def _tile_coord_code(cfg: Sm90GemmConfig) -> str:
     """Grouped raster: tiles of one batch are visited in groups of ``group_m`` tile-rows
     (or tile-columns with ``raster_n``), column-major inside a group.  With a cluster of
     ``cluster_m`` CTAs, the unit is a cluster tile (``cluster_m`` tiles along M); the CTA takes
-    the tile of its rank inside it."""
+    the tile of its rank inside it.
+
+    Split-K (``cfg.split_k``): the loop index ``tile`` is a work unit ``tile * splits_k +
+    split_`` (the splits of one tile on consecutive CTAs); split ``s`` of ``S`` covers k-blocks
+    ``[floor(s * k_blocks / S), floor((s + 1) * k_blocks / S))`` (``kb_lo_`` / ``kb_hi_``, declared
+    by the caller): contiguous, disjoint, covering every k-block, sizes differing by at most 1."""
+    if cfg.stream_k:
+        from .gemm_sm90_streamk import coord_code
+        return coord_code() + _raster_code(cfg).replace("l_ = tile / per_l_;",
+                                                        "l_ = ktile_ / per_l_;") \
+            .replace("const int r_ = tile - l_ * per_l_;", "const int r_ = ktile_ - l_ * per_l_;")
+    if cfg.splits:
+        return f"""
+  const int ktile_ = tile / splits_k;
+  split_ = tile - ktile_ * splits_k;
+  kb_lo_ = (int)(((long long)k_blocks * split_) / splits_k);
+  kb_hi_ = (int)(((long long)k_blocks * (split_ + 1)) / splits_k);""" + \
+            _raster_code(cfg).replace("l_ = tile / per_l_;", "l_ = ktile_ / per_l_;") \
+            .replace("const int r_ = tile - l_ * per_l_;", "const int r_ = ktile_ - l_ * per_l_;")
+    return _raster_code(cfg)
+
+
+def _raster_code(cfg: Sm90GemmConfig) -> str:
     if cfg.cluster_m > 1:
         c = cfg.cluster_m
         return f"""
@@ -356,7 +473,24 @@ def _tile_coord_code(cfg: Sm90GemmConfig) -> str:
 
 def _epilogue_direct(cfg: Sm90GemmConfig, maps: Sm90Maps) -> str:
     """Built-in epilogue: alpha*acc (+ beta*C), predicated register -> global stores.
-    Value coordinates from the fragment map (``maps.frag``)."""
+    Value coordinates from the fragment map (``maps.frag``).
+
+    ``transpose_d``: element ``(r, c)`` of the kernel's D (and C) lives at ``c * ldd + r``
+    (scalar stores).  ``split_k``: the raw fp32 accumulators go to the workspace instead,
+    element ``(r, c)`` of unit ``(tile, split_)`` of batch ``l_`` at ``ws + split_ * ws_split +
+    l_ * ws_l + r * ldw + c`` (``c * ldw + r`` with ``transpose_d``); "workspace" stores (paired
+    8-byte stores, ``ldw`` even), "atomic" adds (``atomicAdd``, the host passes ``ws_split`` 0)."""
+    if cfg.splits:
+        return _epilogue_splitk(cfg, maps)
+    if cfg.stream_k:
+        from .gemm_sm90_streamk import epilogue_code
+        return epilogue_code(cfg, maps, _epilogue_store(cfg, maps))
+    return _epilogue_store(cfg, maps)
+
+
+def _epilogue_store(cfg: Sm90GemmConfig, maps: Sm90Maps) -> str:
+    if cfg.transpose_d:
+        return _epilogue_transposed(cfg, maps)
     dt = _DT[cfg.dtype]
     pack2 = "pack_f16x2" if dt == "f16" else "pack_bf16x2"
     pack1 = "f32_to_f16_bits" if dt == "f16" else "f32_to_bf16_bits"
@@ -405,6 +539,129 @@ def _epilogue_direct(cfg: Sm90GemmConfig, maps: Sm90Maps) -> str:
     return "\n".join("      " + s for s in lines)
 
 
+def _frag_pairs(cfg, maps):
+    """``(a0, a1, m_off, n_off)`` for each accumulator pair (v, v+1): same row, columns
+    ``n_off`` and ``n_off + 1``."""
+    fr = maps.frag
+    slab_vals = fr.num_values // maps.slabs
+    for v in range(0, fr.num_values, 2):
+        j, vv = divmod(v, slab_vals)
+        assert fr.m_val[v] == fr.m_val[v + 1] and fr.n_val[v + 1] == fr.n_val[v] + 1
+        yield f"acc[{j}][{vv}]", f"acc[{j}][{vv + 1}]", fr.m_val[v], fr.n_val[v]
+
+
+def _epilogue_transposed(cfg: Sm90GemmConfig, maps: Sm90Maps) -> str:
+    """The built-in epilogue storing D(r, c) at ``c * ldd + r`` (C read the same way)."""
+    dt = _DT[cfg.dtype]
+    pack1 = "f32_to_f16_bits" if dt == "f16" else "f32_to_bf16_bits"
+    unpack = "f16_bits_to_f32" if dt == "f16" else "bf16_bits_to_f32"
+    fr = maps.frag
+    lines = [f"const int row0_ = m_blk * {cfg.tile_m} + {fr.m_thr_expr};",
+             f"const int col0_ = n_blk * {cfg.tile_n} + {fr.n_thr_expr};",
+             "u16* Dl_ = D + (long long)l_ * ldl_d;"]
+    if cfg.has_c:
+        lines.append("const u16* Cl_ = C + (long long)l_ * ldl_c;")
+    for a0, a1, mo, no in _frag_pairs(cfg, maps):
+        lines.append("{")
+        lines.append(f"  const int r = row0_ + {mo}, c = col0_ + {no};")
+        lines.append("  if (r < M) {")
+        lines.append("    u16* dp = Dl_ + (long long)c * ldd + r;")
+        if cfg.has_c:
+            lines.append("    const u16* cp = Cl_ + (long long)c * ldc + r;")
+        for i, a in ((0, a0), (1, a1)):
+            lines.append(f"    if (c + {i} < N) {{")
+            lines.append(f"      float x = alpha * {a};")
+            if cfg.has_c:
+                lines.append(f"      x += beta * {unpack}(cp[{'ldc' if i else '0'}]);")
+            lines.append(f"      dp[{'ldd' if i else '0'}] = {pack1}(x);")
+            lines.append("    }")
+        lines.append("  }")
+        lines.append("}")
+    return "\n".join("      " + s for s in lines)
+
+
+def _epilogue_splitk(cfg: Sm90GemmConfig, maps: Sm90Maps) -> str:
+    """Split-K: this unit's fp32 partial tile into the workspace (see ``_epilogue_direct``).
+
+    "fixup" keeps its partials in fragment order instead: unit ``u`` (= the loop index ``tile``)
+    owns the slot ``ws[u][v][t]`` (value ``v`` of consumer thread ``t``: coalesced, no
+    predicates).  After storing, every consumer thread fences, the consumer warpgroups meet at
+    named barrier 1, consumer thread 0 counts the unit on ``tile_count[tile]`` (``atomicAdd``;
+    the last unit resets it to 0 for the next launch) and ``bar.red.or`` hands "this unit is
+    the tile's last" to every consumer thread; the last unit's threads add the slots of the
+    tile's splits 0, 1, ..., S-1 in that order (``__ldcg``: L2, past the SM's non-coherent L1;
+    their own slot too, so the sum does not depend on which unit came last) and run the
+    built-in epilogue on the sums.  With ``splits_k == 1`` the workspace is not touched."""
+    if cfg.split_k != "fixup":
+        return _epilogue_splitk_store(cfg, maps)
+    import dataclasses
+    nv = maps.frag.num_values
+    nacc = nv // maps.slabs
+    nthr = 128 * cfg.consumer_wgs
+    slot = nv * nthr
+    acc = [f"acc[{v // nacc}][{v % nacc}]" for v in range(nv)]
+    lines = ["if (splits_k > 1) {",
+             f"        float* wp_ = ws + (long long)tile * {slot} + tid;"]
+    lines += [f"        wp_[{v * nthr}] = {a};" for v, a in enumerate(acc)]
+    lines += ["        __threadfence();",
+              f"        named_barrier_sync(1u, {nthr}u);",
+              "        int last_ = 0;",
+              "        if (tid == 0) {",
+              "          const int tix_ = tile / splits_k;",
+              "          last_ = atomicAdd(tile_count + tix_, 1) == splits_k - 1;",
+              "          if (last_) tile_count[tix_] = 0;     // ready for the next launch",
+              "          __threadfence();",
+              "        }",
+              "        // every consumer thread learns thread 0's answer (bar.red.or, barrier 1)",
+              "        asm volatile(\"{ .reg .pred p, q; setp.ne.b32 p, %0, 0; "
+              f"bar.red.or.pred q, 1, {nthr}, p; selp.b32 %0, 1, 0, q; }}\" : \"+r\"(last_));",
+              "        if (!last_) continue;",
+              "        __threadfence();",
+              f"        const float* b_ = ws + (long long)(tile - split_) * {slot} + tid;",
+              f"        float fx_[{nv}];",
+              f"        for (int s = 0; s < splits_k; ++s) {{   // the fixed order: split 0, 1, ...",
+              f"          const float* q_ = b_ + (long long)s * {slot};",
+              "          if (s == 0) {"]
+    lines += [f"            fx_[{v}] = __ldcg(q_ + {v * nthr});" for v in range(nv)]
+    lines += ["          } else {"]
+    lines += [f"            fx_[{v}] += __ldcg(q_ + {v * nthr});" for v in range(nv)]
+    lines += ["          }", "        }"]
+    lines += [f"        {a} = fx_[{v}];" for v, a in enumerate(acc)]
+    lines += ["      }"]
+    body = _epilogue_store(dataclasses.replace(cfg, split_k="none"), maps)
+    return "      " + "\n".join(lines) + "\n      {\n" + body + "\n      }"
+
+
+def _epilogue_splitk_store(cfg: Sm90GemmConfig, maps: Sm90Maps) -> str:
+    fr = maps.frag
+    atomic = cfg.split_k == "atomic"
+    lines = [f"const int row0_ = m_blk * {cfg.tile_m} + {fr.m_thr_expr};",
+             f"const int col0_ = n_blk * {cfg.tile_n} + {fr.n_thr_expr};",
+             "float* Wl_ = ws + (long long)split_ * ws_split + (long long)l_ * ws_l;"]
+    for a0, a1, mo, no in _frag_pairs(cfg, maps):
+        lines.append("{")
+        lines.append(f"  const int r = row0_ + {mo}, c = col0_ + {no};")
+        lines.append("  if (r < M && c < N) {")
+        if cfg.transpose_d:
+            lines.append("    float* wp = Wl_ + (long long)c * ldw + r;")
+            if atomic:
+                lines.append(f"    atomicAdd(wp, {a0});")
+                lines.append(f"    if (c + 1 < N) atomicAdd(wp + ldw, {a1});")
+            else:
+                lines.append(f"    wp[0] = {a0};")
+                lines.append(f"    if (c + 1 < N) wp[ldw] = {a1};")
+        else:
+            lines.append("    float* wp = Wl_ + (long long)r * ldw + c;")
+            if atomic:
+                lines.append(f"    atomicAdd(wp, {a0});")
+                lines.append(f"    if (c + 1 < N) atomicAdd(wp + 1, {a1});")
+            else:   # ldw even: column c + 1 < ldw is inside the row (padding when c + 1 == N)
+                lines.append(f"    *reinterpret_cast<float2*>(wp) = make_float2({a0}, {a1});")
+        lines.append("  }")
+        lines.append("}")
+    return "\n".join("      " + s for s in lines)
+
+
 def generate_source(cfg: Sm90GemmConfig) -> str:
     """CUDA C for one configuration (deterministic: the same config gives the same text)."""
     cfg.check()
@@ -418,6 +675,34 @@ def generate_source(cfg: Sm90GemmConfig) -> str:
     wg_rows = cfg.tile_m // W
     ta_, tb_ = maps.transpose_bits
     wgmma = f"wgmma_m64n{cfg.tile_n}k16_f32_{dt}_ss<{ta_}, {tb_}>"
+    small_prelude = ""
+    if cfg.tile_n in SMALL_TILE_N:   # no header wrapper for these N: emitted with the kernel
+        from .gemm_sm90_splitk import small_wgmma_wrapper
+        small_prelude, fn_name = small_wgmma_wrapper(cfg.tile_n, dt)
+        wgmma = f"{fn_name}<{ta_}, {tb_}>"
+    # split-K: the loop index is a (tile, split) unit; its k-block range comes with its coords
+    if cfg.splits:
+        split_params = (",\n    float* __restrict__ ws, int splits_k, long long ldw, "
+                        "long long ws_l, long long ws_split"
+                        + (", int* __restrict__ tile_count" if cfg.split_k == "fixup" else ""))
+        units_mul, unit_decl = " * splits_k", " int kb_lo_, kb_hi_, split_;"
+        kb_first, kb_end = "kb_lo_", "kb_hi_"
+        k_empty = "kb_hi_ == kb_lo_"
+    elif cfg.stream_k:
+        from . import gemm_sm90_streamk as _sk
+        small_prelude += _sk.HELPERS
+        split_params, units_mul = _sk.PARAMS, ""
+        unit_decl = " int kb_lo_, kb_hi_, split_, ktile_;"
+        kb_first, kb_end = "kb_lo_", "kb_hi_"
+        k_empty = "kb_hi_ == kb_lo_"
+    else:
+        split_params = units_mul = unit_decl = ""
+        kb_first, kb_end, k_empty = "0", "k_blocks", "k_blocks == 0"
+    sched = (f"const int num_tiles = ((num_m + {cfg.cluster_m - 1}) / {cfg.cluster_m}) * num_n * "
+             f"L{units_mul};\n  const int first_tile = blockIdx.x / {cfg.cluster_m}, "
+             f"tile_step = gridDim.x / {cfg.cluster_m};")
+    if cfg.stream_k:
+        sched = _sk.schedule_code(cfg.tile_m, cfg.tile_n, cfg.tile_k)
     kk_steps = cfg.tile_k // 16
     mma_lines = []
     for kk in range(kk_steps):
@@ -521,12 +806,12 @@ def generate_source(cfg: Sm90GemmConfig) -> str:
     return f"""// generated by cute_py.backends.cuda.kernels.gemm_sm90 -- {cfg!r}
 #include "cute_py/prelude.cuh"
 using namespace cute_py;
-{epi_prelude}
+{small_prelude}{epi_prelude}
 {cluster_def}
 extern "C" __global__ void {cluster_attr}__launch_bounds__({cfg.threads}, 1) {cfg.name}(
     const __grid_constant__ TmaDescriptor tmA, const __grid_constant__ TmaDescriptor tmB,
     u16* __restrict__ D, const u16* __restrict__ C, int M, int N, int K, int L,
-    long long ldd, long long ldc, long long ldl_d, long long ldl_c, float alpha, float beta{epi_params})
+    long long ldd, long long ldc, long long ldl_d, long long ldl_c, float alpha, float beta{epi_params}{split_params})
 {{
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
   extern __shared__ unsigned char smem_raw_[];
@@ -546,8 +831,7 @@ extern "C" __global__ void {cluster_attr}__launch_bounds__({cfg.threads}, 1) {cf
   const u32 cta_rank = {rank_expr};
   const int num_m = (M + {cfg.tile_m - 1}) / {cfg.tile_m};
   const int num_n = (N + {cfg.tile_n - 1}) / {cfg.tile_n};
-  const int num_tiles = ((num_m + {cfg.cluster_m - 1}) / {cfg.cluster_m}) * num_n * L;
-  const int first_tile = blockIdx.x / {cfg.cluster_m}, tile_step = gridDim.x / {cfg.cluster_m};
+  {sched}
   const int k_blocks = (K + {cfg.tile_k - 1}) / {cfg.tile_k};
   if (wg == 0) {{
     // ---------------- producer warpgroup ----------------
@@ -555,10 +839,10 @@ extern "C" __global__ void {cluster_attr}__launch_bounds__({cfg.threads}, 1) {cf
     if (warp_id() == 0 && elect_one_sync()) {{
       int idx = 0; u32 phase = 1u;               // make_producer_start_state
       for (int tile = first_tile; tile < num_tiles; tile += tile_step) {{
-        int m_blk, n_blk, l_;
+        int m_blk, n_blk, l_;{unit_decl}
         {{ {_tile_coord_code(cfg)}
         }}
-        for (int kb = 0; kb < k_blocks; ++kb) {{
+        for (int kb = {kb_first}; kb < {kb_end}; ++kb) {{
           {pl.producer_acquire("idx", "phase")}
           const u32 fb_ = {pl.full_barrier("idx")};
           {maps.tma_load("A", "sA + (u32)idx * %du" % a_bytes, "&tmA", "fb_", "kb * 64", f"m_blk * {cfg.tile_m}", "l_")}
@@ -578,15 +862,15 @@ extern "C" __global__ void {cluster_attr}__launch_bounds__({cfg.threads}, 1) {cf
     {epi_consumer_decls}
     float acc[{slabs}][{nacc}];
     {tile_loop} {{
-      int m_blk, n_blk, l_;
+      int m_blk, n_blk, l_;{unit_decl}
       {{ {_tile_coord_code(cfg)}
       }}{epi_pre}{pp_wait}
       int prev_ = -1;
-      for (int kb = 0; kb < k_blocks; ++kb) {{
+      for (int kb = {kb_first}; kb < {kb_end}; ++kb) {{
         {pl.consumer_wait("idx", "phase")}
         const u64 da_ = make_gmma_desc(sA + (u32)idx * {a_bytes}u{a_wg_off}, {maps.desc_args("A")});
         const u64 db_ = make_gmma_desc(sB + (u32)idx * {b_bytes}u, {maps.desc_args("B")});
-        const int scale_d = kb > 0 ? 1 : 0;
+        const int scale_d = kb > {kb_first} ? 1 : 0;
         wgmma_fence();
         {{
 {mma}
@@ -601,7 +885,7 @@ extern "C" __global__ void {cluster_attr}__launch_bounds__({cfg.threads}, 1) {cf
       if (prev_ >= 0) {{ {pl.consumer_release("prev_", "release_lane")} }}
 #pragma unroll
       for (int j = 0; j < {slabs}; ++j) wgmma_fence_operands(acc[j]);
-      if (k_blocks == 0) {{
+      if ({k_empty}) {{
 #pragma unroll
         for (int j = 0; j < {slabs}; ++j)
 #pragma unroll
