@@ -81,13 +81,53 @@ def clear_plans() -> None:
 
 
 class GemmCall:
-    """One cached call shape: the Hopper plan (or the SM80 route), the output's shape and
-    dtype, operand copies, and the byte spans used by the overlap check."""
+    """One cached call shape: the Hopper plan, the output's shape, operand copies, the byte
+    spans used by the overlap check, and for split-K / swapped kernels the reduce plan and the
+    per-stream workspace.  ``simple``: one plan launched with ``(A, B, D, C)`` pointers."""
 
-    __slots__ = ("plan", "choice", "out_shape", "copy_a", "copy_b", "spans", "sm80")
+    __slots__ = ("plan", "choice", "out_shape", "copy_a", "copy_b", "spans", "sm80", "simple",
+                 "swap", "reduce", "ws_elems", "cnt_elems", "ws", "framework", "device")
 
     def run(self, pa, pb, pd, pc, alpha, beta, stream):
-        self.plan.run((pa, pb, pd, pc), (alpha, beta), stream)
+        if self.simple:
+            self.plan.run((pa, pb, pd, pc), (alpha, beta), stream)
+            return
+        ws, cnt = self._workspace(stream)
+        if self.swap:
+            pa, pb = pb, pa
+        self.plan.run((pa, pb, pd, pc, ws, cnt), (alpha, beta), stream)
+        if self.reduce is not None:
+            self.reduce.run((0, 0, pd, pc, ws), (alpha, beta), stream)
+
+    def _workspace(self, stream):
+        """The split-K workspace and tile counters of ``stream`` (grow-only, one per stream:
+        calls on one stream reuse it in stream order; counters start zeroed and the kernel
+        leaves them zero)."""
+        got = self.ws.get(stream)
+        if got is None:
+            if not self.ws_elems:
+                got = (None, 0, 0)
+            else:
+                w = _zeros(self.framework, self.device, self.ws_elems, "float32", stream)
+                c = _zeros(self.framework, self.device, max(1, self.cnt_elems), "int32", stream)
+                got = ((w, c), _ptr(w), _ptr(c))
+            self.ws[stream] = got
+        return got[1], got[2]
+
+
+def _ptr(x) -> int:
+    return x.data_ptr() if hasattr(x, "data_ptr") else int(x.data.ptr)
+
+
+def _zeros(framework, device, n, dtype, stream):
+    """A zeroed device array of n elements, allocated and cleared on ``stream``."""
+    if framework == "torch":
+        import torch
+        with torch.cuda.stream(torch_external_stream(stream, device)):
+            return torch.zeros(n, dtype=getattr(torch, dtype), device=f"cuda:{device}")
+    import cupy as cp
+    with cupy_external_stream(stream):
+        return cp.zeros(n, dtype=dtype)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -203,14 +243,29 @@ def _build_sm90(Am, Bm, Dm, Cm, alpha_one, cfg, device):
         Am = _padded_meta(Am)
     if call.copy_b:
         Bm = _padded_meta(Bm)
+    call.simple, call.swap, call.reduce, call.ws = True, False, None, {}
+    call.ws_elems = call.cnt_elems = 0
+    call.framework, call.device = Am.framework, device
+    use_c = Cm is not None
+    sms = driver.sm_count(device)
+    reason = "16-bit operands on an sm_90 device"
+    if cfg is None and not (call.copy_a or call.copy_b) and Dm.strides[-1] == 1:
+        from .kernels.gemm_sm90_heuristic import choose_sm90
+        L = Am.shape[0] if len(Am.shape) == 3 else 1
+        M, K, N = Am.shape[-2], Am.shape[-1], Bm.shape[-2]
+        vec2 = all(X is None or (X.strides[-2] % 2 == 0 and X.ptr % 4 == 0) for X in (Dm, Cm))
+        ch = choose_sm90(M, N, K, L, "f16" if Am.dtype == "float16" else "bf16",
+                         G.tma_major(Am), G.tma_major(Bm), sms, d_vec2=vec2)
+        if not ch.default_path:
+            return _build_sm90_special(call, ch, Am, Bm, Dm, Cm, device)
+        reason += f"; {ch.reason}"
     if cfg is None:
-        cfg = G.choose_config(Am, Bm, Dm, Cm, alpha_one, driver.sm_count(device))
+        cfg = G.choose_config(Am, Bm, Dm, Cm, alpha_one, sms)
     elif (cfg.a_major, cfg.b_major) != (G.tma_major(Am), G.tma_major(Bm)):
         raise LaunchError(_OP, "cfg", "its operand majors differ from the arrays' (A, B)",
                           expected=(G.tma_major(Am), G.tma_major(Bm)),
                           actual=(cfg.a_major, cfg.b_major))
     g = G.get_kernel(cfg)
-    use_c = Cm is not None
     if cfg.epi is not None:
         tensors = {"C": Cm, "alpha": 1.0, "beta": 0.0} if use_c else None
         # the tree's scalars alpha / beta share the kernel's scalar slots (same names)
@@ -220,12 +275,56 @@ def _build_sm90(Am, Bm, Dm, Cm, alpha_one, cfg, device):
     call.plan = plan
     copied = tuple(n for n, c in (("A", call.copy_a), ("B", call.copy_b)) if c)
     call.choice = GemmChoice("sm90", cfg.name, cfg, copied,
-                             "16-bit operands on an sm_90 device" +
-                             (", TMA-store EVT epilogue" if cfg.epi is not None else
-                              ", predicated epilogue (batched, or D / C rows not 16-byte "
-                              "aligned)"))
+                             reason + (", TMA-store EVT epilogue" if cfg.epi is not None else
+                                       ", predicated epilogue (batched, or D / C rows not "
+                                       "16-byte aligned)"))
     call.sm80 = None
     return call
+
+
+def _build_sm90_special(call, ch, Am, Bm, Dm, Cm, device):
+    """A swapped and / or split-K call (``choose_sm90``'s choice ``ch``): kernel A / B are the
+    user's B / A when swapped (D stored transposed); split-K "workspace" / "atomic" add the
+    fixed-order reduce kernel, "fixup" sums in the GEMM itself."""
+    from dataclasses import replace
+
+    from .kernels import gemm_sm90 as G
+    from .kernels.gemm_sm90_splitk import splitk_layout
+    from .kernels.splitk_reduce import SplitKReduceConfig, _vec_meta
+    use_c = Cm is not None
+    cfg = ch.cfg
+    gemm_writes_d = cfg.split_k in ("none", "fixup")
+    cfg = replace(cfg, has_c=use_c and gemm_writes_d)
+    if not gemm_writes_d:
+        cfg = replace(cfg, vec2=False)
+    g = G.get_kernel(cfg)
+    kA, kB = (Bm, Am) if ch.swap else (Am, Bm)
+    L = Am.shape[0] if len(Am.shape) == 3 else 1
+    plan = g.plan(kA, kB, Dm, Cm if cfg.has_c else None, device=device,
+                  splits=max(1, ch.splits))
+    call.plan, call.simple, call.swap = plan, False, ch.swap
+    if cfg.splits:
+        lay = splitk_layout(cfg, kA.shape[-2], kB.shape[-2], L, ch.splits)
+        call.ws_elems, call.cnt_elems = lay.elements, lay.counters
+        if not gemm_writes_d:
+            vec = _vec_meta(Dm) and (not use_c or _vec_meta(Cm))
+            red = _reduce_kernel(SplitKReduceConfig(cfg.dtype, use_c, vec,
+                                                    cfg.split_k == "atomic"))
+            call.reduce = red.plan(lay, Dm, Cm, device=device)
+    call.choice = GemmChoice("sm90", cfg.name, cfg, (), str(ch))
+    call.sm80 = None
+    return call
+
+
+_REDUCE: dict = {}
+
+
+def _reduce_kernel(cfg):
+    from .kernels.splitk_reduce import SplitKReduce
+    k = _REDUCE.get(cfg)
+    if k is None:
+        k = _REDUCE[cfg] = SplitKReduce(cfg)
+    return k
 
 
 def _padded_meta(m: TensorMeta) -> TensorMeta:
@@ -370,7 +469,10 @@ def _gemm_torch_fast(A, B, C, alpha, beta, out, stream):
             raise LaunchError(_OP, "out", "overlaps an input (A, B or C); the GEMM reads it "
                               "while writing out", actual=hex(pd))
     h = raw_stream(dev) if stream is None else _stream(stream, A)
-    call.plan.run((pa, pb, pd, pc if use_c else pd), (alpha, beta), h)
+    if call.simple:
+        call.plan.run((pa, pb, pd, pc if use_c else pd), (alpha, beta), h)
+    else:
+        call.run(pa, pb, pd, pc if use_c else pd, alpha, beta, h)
     return out
 
 
@@ -456,7 +558,6 @@ def _spans(Am, Bm, Cm, Dm):
 
 def _run_sm80(A, B, C, out, alpha, beta, Am, h, mainloop, config, explain=False):
     """The SM80 kernels (CuPy views of the caller's arrays, launched on stream ``h``)."""
-    import cupy as cp
     from .kernels.gemm_sm80 import gemm_sm80, plan_only
     bf16 = Am.dtype == "bfloat16" or (Am.framework != "torch" and Am.dtype == "uint16")
     a, b = _cupy_view(A), _cupy_view(B)

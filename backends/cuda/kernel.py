@@ -19,13 +19,15 @@ from __future__ import annotations
 
 import ctypes
 import struct
+import threading
 from dataclasses import dataclass
 
 from cute_py.errors import LaunchError
 
 from . import driver
 
-__all__ = ["PARAM_KINDS", "Param", "KernelSpec", "ArgPack", "CompiledKernel", "build_kernel"]
+__all__ = ["PARAM_KINDS", "Param", "KernelSpec", "ArgPack", "CompiledKernel", "LaunchPlan",
+           "make_plan", "build_kernel"]
 
 #: parameter kind -> (bytes, alignment, struct format; None for a 128-byte CUtensorMap)
 PARAM_KINDS = {"ptr": (8, 8, "Q"), "u64": (8, 8, "Q"), "i64": (8, 8, "q"), "i32": (4, 4, "i"),
@@ -208,6 +210,94 @@ class CompiledKernel:
 
     def __repr__(self):
         return f"CompiledKernel({self.name!r}, {self.resources})"
+
+
+class LaunchPlan:
+    """A checked launch of one kernel for fixed shapes, strides, dtypes and alignment classes:
+    the packed kernel parameters, the grid, and where each call's pointers and scalars go.  ``run(ptrs, scalars, stream)`` patches them into the pack and launches — a
+    pointer is one 64-bit word (a kernel argument, or a ``CUtensorMap``'s global-address word
+    where :func:`~cute_py.backends.cuda.tma.address_word_patchable` verified that; otherwise
+    the descriptor is encoded again).  ``roles`` names the pointers in ``ptrs`` order,
+    ``scalar_roles`` the scalars."""
+
+    __slots__ = ("kernel", "device", "grid", "block", "smem", "pack", "ptr_slots",
+                 "encode_slots", "scalar_slots", "roles", "scalar_roles", "resets", "_last",
+                 "_launch", "_lock")
+
+    def run(self, ptrs, scalars=(), stream: int = 0) -> None:
+        # the driver reads the pack during the call (ctypes releases the GIL): one thread at a
+        # time patches and launches
+        with self._lock:
+            self._run(ptrs, scalars, stream)
+
+    def _run(self, ptrs, scalars, stream) -> None:
+        pack = self.pack
+        words = pack.words
+        for w, r in self.ptr_slots:
+            words[w] = ptrs[r]
+        for i, atom, l2, r in self.encode_slots:
+            pack.set(i, atom(ptrs[r], l2))
+        if scalars != self._last:
+            for i, r in self.scalar_slots:
+                pack.set(i, scalars[r])
+            self._last = scalars
+        launch = self._launch
+        if launch is None:
+            self.kernel.launch_pack(self.grid, pack, stream, device=self.device)
+            self._launch = self.kernel.bound_launcher(self.grid, pack, block=self.block,
+                                                      smem=self.smem, device=self.device) \
+                or False
+            return
+        if launch is False or launch(stream):
+            self.kernel.launch_pack(self.grid, pack, stream, device=self.device)
+
+
+def make_plan(kernel: CompiledKernel, device: int, grid, block, smem: int, params, roles=(),
+              scalar_roles=()) -> LaunchPlan:
+    """A :class:`LaunchPlan` from ``params``: one ``(kind, value, role)`` per kernel parameter.
+
+    ``role`` None: a fixed value (``value``); ``"$name"``: a per-call scalar named ``name``;
+    any other string: a per-call pointer of that role (``value`` None), or for ``kind`` "tmap"
+    a descriptor whose global address is that pointer (``value`` = ``(encode(ptr, l2), l2,
+    ptr0)``: encoded once at ``ptr0``, then patched — one address word — or re-encoded per call
+    where :func:`~cute_py.backends.cuda.tma.address_word_patchable` says patching is unsafe).
+    ``roles`` / ``scalar_roles`` fix the first pointer / scalar positions (the caller's calling
+    convention); further names are appended in order of appearance."""
+    from .tma import address_word_patchable
+    pack = ArgPack([k for k, _, _ in params])
+    roles, scalar_roles = list(roles), list(scalar_roles)
+    patch = address_word_patchable()
+    ptr_slots, encode_slots, scalar_slots = [], [], []
+    for i, (kind, value, role) in enumerate(params):
+        if role is None:
+            pack.set(i, value)
+            continue
+        if role.startswith("$"):
+            name = role[1:]
+            if name not in scalar_roles:
+                scalar_roles.append(name)
+            scalar_slots.append((i, scalar_roles.index(name)))
+            continue
+        if role not in roles:
+            roles.append(role)
+        r = roles.index(role)
+        if kind == "tmap":
+            encode, l2, ptr0 = value
+            pack.set(i, encode(ptr0, l2))
+            if patch:
+                ptr_slots.append((pack.word(i), r))
+            else:
+                encode_slots.append((i, encode, l2, r))
+        else:
+            ptr_slots.append((pack.word(i), r))
+    plan = LaunchPlan()
+    plan.kernel, plan.device, plan.grid = kernel, device, tuple(grid)
+    plan.block, plan.smem, plan.pack = tuple(block), smem, pack
+    plan.ptr_slots, plan.encode_slots = tuple(ptr_slots), tuple(encode_slots)
+    plan.scalar_slots, plan.roles = tuple(scalar_slots), tuple(roles)
+    plan.scalar_roles, plan.resets = tuple(scalar_roles), ()
+    plan._last, plan._launch, plan._lock = None, None, threading.Lock()
+    return plan
 
 
 def build_kernel(spec: KernelSpec) -> CompiledKernel:

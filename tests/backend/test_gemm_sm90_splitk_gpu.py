@@ -2,15 +2,10 @@
 float64 reference: odd sizes, poisoned outputs and padding, determinism (the same inputs give
 bit-identical outputs twice), C with alpha / beta, the atomic mode.
 
-Written against the host API of ``Sm90Gemm(cfg).prepare``: the split-K arguments come from
-``gemm_sm90_splitk.splitk_extra_args`` and are appended to the prepared argument list here
-(``_launch``); a swapped (``transpose_d``) D is bound by patching the prepared D / C pointers and
-leading dimensions.  When the launch path changes, only ``_launch`` needs porting.
+Launched through ``Sm90Gemm(cfg).plan`` (``_launch``): the plan appends the split-K / stream-K
+arguments and binds a swapped (``transpose_d``) D in the user's orientation.
 """
 
-import ctypes
-
-import numpy as np
 import pytest
 
 from cute_py.backends.cuda.device import has_gpu
@@ -59,65 +54,42 @@ def _f64(cp, X, dt):
 def _launch(cfg, A, B, D, C=None, alpha=1.0, beta=0.0, splits=1, ws=None, tile_count=None,
             sk_tiles=None):
     """One GEMM ``D = alpha * A @ B^T + beta * C`` (user coordinates: A (M, K), B (N, K), D / C
-    (M, N) row-major, any pitch) with configuration ``cfg``; a ``transpose_d`` configuration is
-    launched swapped (kernel A = B, kernel B = A, D^T), a "workspace" / "atomic" split-K one
-    writes ``ws`` and then runs the reduce kernel, a "fixup" one writes D itself (``tile_count``:
-    the per-tile counters, zeroed here when not given); a stream-K one gets its workspace and
-    flags (``tile_count`` / ``ws`` when given) and runs on exactly the layout's grid.  Returns
-    D."""
+    (M, N) row-major, any pitch) with configuration ``cfg`` through its launch plan
+    (``Sm90Gemm.plan``): a ``transpose_d`` configuration is launched swapped (kernel A = B,
+    kernel B = A, D^T), a "workspace" / "atomic" split-K one writes ``ws`` and then runs the
+    reduce kernel, a "fixup" one writes D itself (``tile_count``: the per-tile counters, zeroed
+    here when not given); a stream-K one gets its workspace and flags (``tile_count`` / ``ws``
+    when given) and runs on its layout's grid.  Returns D."""
     import cupy as cp
+    from cute_py.backends.cuda.tensors import meta_of
     g = _kernel(cfg)
     dt = cfg.dtype
-    M, N = A.shape[0], B.shape[0]
     kA, kB = (B, A) if cfg.transpose_d else (A, B)
     km, kn = kA.shape[0], kB.shape[0]
-    # prepare() checks the operands and encodes the TMA descriptors; it needs a row-major
-    # (km, kn) D / C of the kernel's shape, which the swapped / split paths do not write
     stores_d = cfg.split_k in ("none", "fixup")          # the GEMM kernel writes D
-    plain = stores_d and not cfg.transpose_d
-    want = cp.float16 if dt == "f16" else cp.uint16
-    Dk = D if plain else cp.empty((km, kn), want)
-    Ck = None
-    if cfg.has_c:
-        Ck = C if plain else cp.empty((km, kn), want)
-    run = g.prepare(kA, kB, Dk, Ck, alpha, beta)
-    hold = list(run._keep[0])
-    if cfg.transpose_d and stores_d:
-        es = D.itemsize
-        assert D.strides[1] == es
-        hold[2].value = int(D.data.ptr)
-        hold[8].value = D.strides[0] // es
-        if cfg.has_c:
-            assert C.strides[1] == es
-            hold[3].value = int(C.data.ptr)
-            hold[9].value = C.strides[0] // es
-    units = -(-km // cfg.tile_m) * -(-kn // cfg.tile_n)
-    lay = None
+    Am, Bm, Dm = meta_of(kA, "A", "t"), meta_of(kB, "B", "t"), meta_of(D, "D", "t")
+    Cm = meta_of(C, "C", "t") if cfg.has_c else None
     if cfg.splits:
         lay = SK.splitk_layout(cfg, km, kn, 1, splits)
-        units = lay.units
         if ws is None:
             ws = cp.zeros(lay.elements, cp.float32)
         elif cfg.split_k == "atomic":
             ws[:lay.elements] = 0
-        if cfg.split_k == "fixup" and tile_count is None:
+        if tile_count is None:
             tile_count = cp.zeros(max(1, lay.counters), cp.int32)
-        hold += [v for _, v in SK.splitk_extra_args(cfg, ws, splits, km, kn, 1, tile_count)]
-    grid = max(1, min(units, g.max_ctas()))
     if cfg.stream_k:
-        K = A.shape[1]
-        lay = STK.streamk_layout(cfg, km, kn, K, 1, g.max_ctas(), sk_tiles)
-        grid = lay.grid
+        lay = STK.streamk_layout(cfg, km, kn, A.shape[1], 1, g.max_ctas(), sk_tiles)
         if ws is None:
             ws = cp.empty(lay.ws_elements, cp.float32)
         if tile_count is None:
             tile_count = cp.zeros(lay.flags, cp.int32)
-        hold += [v for _, v in STK.streamk_extra_args(cfg, lay, ws, tile_count)]
-    params = (ctypes.c_void_p * len(hold))(*[ctypes.addressof(h) for h in hold])
-    res = G._libcuda().cuLaunchKernel(
-        ctypes.c_void_p(g._function().raw.ptr), grid, 1, 1, cfg.threads, 1, 1,
-        cfg.smem_bytes(), ctypes.c_void_p(cp.cuda.get_current_stream().ptr), params, None)
-    assert res == 0, res
+    plan = g.plan(Am, Bm, Dm, Cm, splits=splits, sk_tiles=sk_tiles)
+    wptr = int(ws.data.ptr) if ws is not None else 0
+    cptr = int(tile_count.data.ptr) if tile_count is not None else 0
+    ptr = {"A": Am.ptr, "B": Bm.ptr, "D": Dm.ptr, "C": Cm.ptr if Cm is not None else Dm.ptr,
+           "WS": wptr, "CNT": cptr}
+    stream = cp.cuda.get_current_stream().ptr
+    plan.run(tuple(ptr[r] for r in plan.roles), (alpha, beta), stream)
     if cfg.splits and not stores_d:
         splitk_reduce(ws, lay, D, C if beta != 0.0 else None, alpha, beta, dtype=dt)
     cp.cuda.get_current_stream().synchronize()

@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import hashlib
 import numbers
-import threading
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -37,6 +36,7 @@ from cute_py.errors import LaunchError
 from cute_py.pipeline import OrderedSequenceBarrier, PipelineTmaAsync
 
 from ..pipeline import OrderedSequenceLowering, PipelineLowering
+from ..kernel import LaunchPlan, make_plan
 from ..tensors import TensorMeta, meta_of
 from .gemm_sm90_maps import Sm90Maps, derive_maps
 
@@ -908,45 +908,8 @@ extern "C" __global__ void {cluster_attr}__launch_bounds__({cfg.threads}, 1) {cf
 _WANT = {"f16": ("float16",), "bf16": ("bfloat16", "uint16")}
 
 
-class Sm90Plan:
-    """A checked launch of one configuration for fixed shapes, strides, dtypes and alignment
-    classes: the packed kernel parameters, the grid, and where each call's pointers and
-    scalars go.  ``run(ptrs, scalars, stream)`` patches them into the pack and launches — a
-    pointer is one 64-bit word (a kernel argument, or a ``CUtensorMap``'s global-address word
-    where :func:`~cute_py.backends.cuda.tma.address_word_patchable` verified that; otherwise
-    the descriptor is encoded again).  ``roles`` names the pointers in ``ptrs`` order,
-    ``scalar_roles`` the scalars."""
-
-    __slots__ = ("kernel", "device", "grid", "block", "smem", "pack", "ptr_slots",
-                 "encode_slots", "scalar_slots", "roles", "scalar_roles", "resets", "_last",
-                 "_launch", "_lock")
-
-    def run(self, ptrs, scalars=(), stream: int = 0) -> None:
-        # the driver reads the pack during the call (ctypes releases the GIL): one thread at a
-        # time patches and launches
-        with self._lock:
-            self._run(ptrs, scalars, stream)
-
-    def _run(self, ptrs, scalars, stream) -> None:
-        pack = self.pack
-        words = pack.words
-        for w, r in self.ptr_slots:
-            words[w] = ptrs[r]
-        for i, atom, l2, r in self.encode_slots:
-            pack.set(i, atom(ptrs[r], l2))
-        if scalars != self._last:
-            for i, r in self.scalar_slots:
-                pack.set(i, scalars[r])
-            self._last = scalars
-        launch = self._launch
-        if launch is None:
-            self.kernel.launch_pack(self.grid, pack, stream, device=self.device)
-            self._launch = self.kernel.bound_launcher(self.grid, pack, block=self.block,
-                                                      smem=self.smem, device=self.device) \
-                or False
-            return
-        if launch is False or launch(stream):
-            self.kernel.launch_pack(self.grid, pack, stream, device=self.device)
+#: The Hopper GEMM's launch plan is the backend's one plan type.
+Sm90Plan = LaunchPlan
 
 
 def _check_operand(op, nm, m: TensorMeta, dt):
@@ -1010,7 +973,7 @@ class Sm90Gemm:
         self.kernel.ensure_smem(self.cfg.smem_bytes(), device)
         return self.kernel.handle(device)
 
-    def _epilogue_slots(self, D3: TensorMeta, M, N, L, tensors, add):
+    def _epilogue_slots(self, D3: TensorMeta, M, N, L, tensors, add, ptrs0):
         """Kernel parameters of the EVT epilogue (TMA descriptors of D / C / aux, vectors,
         scalars) as plan slots; ``add(kind, value, role)``."""
         from cute_py.epilogue import evt
@@ -1045,7 +1008,7 @@ class Sm90Gemm:
 
                 def enc(ptr, l2, _d=p.dtype, _a=(dims, strides, box, sw)):
                     return encode_tiled(_d, *_a, ptr, l2)
-                add("tmap", enc, p.tensor)
+                add("tmap", (enc, 2, ptrs0[p.tensor]), p.tensor)
             elif p.kind == "mat":
                 if a.ptr % (2 * a.itemsize) or a.strides[0] % 2:
                     raise LaunchError(op, p.tensor, "needs a pointer aligned to 2 elements and "
@@ -1067,14 +1030,18 @@ class Sm90Gemm:
         return resets
 
     def plan(self, A: TensorMeta, B: TensorMeta, D: TensorMeta, C: TensorMeta | None = None,
-             *, tensors=None, max_ctas=None, device: int | None = None) -> Sm90Plan:
+             *, tensors=None, max_ctas=None, device: int | None = None,
+             splits: int = 1, sk_tiles: int | None = None) -> Sm90Plan:
         """The launch plan for arrays like these (metadata only: shapes, strides, dtypes,
         alignment classes).  ``roles`` of the plan: ``A``, ``B``, ``D``, ``C`` (D when no C)
-        then the epilogue's named tensors; ``scalar_roles``: ``alpha``, ``beta`` then the
-        epilogue's scalars."""
+        then the epilogue's named tensors, ``WS`` (split-K workspace) and ``CNT`` (the
+        "fixup" tile counters); ``scalar_roles``: ``alpha``, ``beta`` then the epilogue's
+        scalars.  With ``transpose_d`` D and C are given in the user's orientation ``(L, N,
+        M)`` of the kernel problem (row-major): the kernel stores ``D^T``.  ``splits``: the
+        split-K count of a split-K configuration; ``sk_tiles``: a stream-K configuration's
+        stream-K tiles (default ``streamk_layout``'s; its grid is that layout's, ``WS`` /
+        ``CNT`` its workspace and per-CTA flags)."""
         from .. import driver
-        from ..kernel import ArgPack
-        from ..tma import address_word_patchable
         op, cfg = "Sm90Gemm", self.cfg
         for nm, X in (("A", A), ("B", B)):
             _check_operand(op, nm, X, cfg.dtype)
@@ -1090,15 +1057,18 @@ class Sm90Gemm:
         if min(M, N) < 1:
             raise LaunchError(op, "A", "empty problem", actual=(M, N, K))
         D3 = D.batched()
-        if D3.shape != (L, M, N) or D.dtype != A.dtype:
-            raise LaunchError(op, "D", "has the wrong shape or dtype", expected=(L, M, N),
+        dshape = (L, N, M) if cfg.transpose_d else (L, M, N)
+        if D3.shape != dshape or D.dtype != A.dtype:
+            raise LaunchError(op, "D", "has the wrong shape or dtype", expected=dshape,
                               actual=(D3.shape, D.dtype))
+        if cfg.splits and (not isinstance(splits, int) or splits < 1):
+            raise LaunchError(op, "splits", "must be a positive int", actual=splits)
         if cfg.has_c:
             if C is None:
                 raise LaunchError(op, "C", "is required by this configuration (has_c)")
             C3 = C.batched()
-            if C3.shape != (L, M, N) or C.dtype != A.dtype:
-                raise LaunchError(op, "C", "has the wrong shape or dtype", expected=(L, M, N),
+            if C3.shape != dshape or C.dtype != A.dtype:
+                raise LaunchError(op, "C", "has the wrong shape or dtype", expected=dshape,
                                   actual=(C3.shape, C.dtype))
         else:
             C3 = D3
@@ -1128,25 +1098,18 @@ class Sm90Gemm:
             if device is None else device
         self._function(dev)
         c = cfg.cluster_m
-        units = -(-(-(-M // cfg.tile_m)) // c) * -(-N // cfg.tile_n) * L
+        units = -(-(-(-M // cfg.tile_m)) // c) * -(-N // cfg.tile_n) * L * max(1, splits)
         grid = c * max(1, min(units, (max_ctas or self.max_ctas(dev)) // c))
 
-        kinds, inits, slots = [], [], []   # slots: (param index, kind, role)
-        roles = ["A", "B", "D", "C"]
-        scalar_roles = ["alpha", "beta"]
-        patch = address_word_patchable()
+        params = []          # (kind, value, role): see kernel.make_plan
         from ..tma import default_l2_promotion
 
         def add(kind, value, role):
-            kinds.append(kind)
-            inits.append(value)
-            slots.append((len(kinds) - 1, kind, role))
+            params.append((kind, value, role))
 
-        def add_tmap(atom_encode, role, meta):
-            add("tmap", (atom_encode, meta), role)
-
-        add_tmap(ta.encode, "A", A3)
-        add_tmap(tb.encode, "B", B3)
+        for which, atom, X in (("A", ta, A3), ("B", tb, B3)):
+            l2 = default_l2_promotion(X.ptr, [x * es for x in X.strides[1:] if x])
+            add("tmap", (atom.encode, l2, X.ptr), which)
         add("u64", None, "D")
         add("u64", None, "C")
         for v in (M, N, K, L):
@@ -1157,49 +1120,28 @@ class Sm90Gemm:
         add("f32", None, "$beta")
         resets = []
         if cfg.epi is not None:
-            resets = self._epilogue_slots(D3, M, N, L, tensors, add)
-        pack = ArgPack(kinds)
-        plan = Sm90Plan()
-        ptr_slots, encode_slots, scalar_slots = [], [], []
-        for i, kind, role in slots:
-            init = inits[i]
-            if role is None:
-                pack.set(i, init)
-                continue
-            if role.startswith("$"):
-                name = role[1:]
-                if name not in scalar_roles:
-                    scalar_roles.append(name)
-                scalar_slots.append((i, scalar_roles.index(name)))
-                continue
-            if role not in roles:
-                roles.append(role)
-            r = roles.index(role)
-            if kind == "tmap":
-                if isinstance(init, tuple):      # (encode(ptr, l2), meta): operand descriptors
-                    enc, meta = init
-                    l2 = default_l2_promotion(meta.ptr, [x * es for x in meta.strides[1:]
-                                                         if x])
-
-                    def encode(ptr, l2, _enc=enc):
-                        return _enc(ptr, l2)
-                else:                            # encode(ptr, l2): epilogue descriptors
-                    encode, l2 = init, 2
-                ptr0 = ({"A": A3, "B": B3}.get(role) or
-                        (D3 if role == "D" else (tensors or {}).get(role))).ptr
-                pack.set(i, encode(ptr0, l2))
-                if patch:
-                    ptr_slots.append((pack.word(i), r))
-                else:
-                    encode_slots.append((i, encode, l2, r))
-            else:
-                ptr_slots.append((pack.word(i), r))
-        plan.kernel, plan.device, plan.grid = self.kernel, dev, (grid, 1, 1)
-        plan.block, plan.smem, plan.pack = (cfg.threads, 1, 1), cfg.smem_bytes(), pack
-        plan.ptr_slots, plan.encode_slots = tuple(ptr_slots), tuple(encode_slots)
-        plan.scalar_slots, plan.roles = tuple(scalar_slots), tuple(roles)
-        plan.scalar_roles, plan.resets = tuple(scalar_roles), tuple(resets)
-        plan._last, plan._launch, plan._lock = None, None, threading.Lock()
+            ptrs0 = {"D": D3.ptr, **{k: v.ptr for k, v in (tensors or {}).items()
+                                     if isinstance(v, TensorMeta)}}
+            resets = self._epilogue_slots(D3, M, N, L, tensors, add, ptrs0)
+        if cfg.splits:
+            from .gemm_sm90_splitk import splitk_layout
+            lay = splitk_layout(cfg, M, N, L, splits)
+            add("u64", None, "WS")
+            add("i32", splits, None)
+            for v in (lay.ldw, lay.ws_l, lay.ws_split):
+                add("i64", v, None)
+            if cfg.split_k == "fixup":
+                add("u64", None, "CNT")
+        if cfg.stream_k:
+            from .gemm_sm90_streamk import streamk_layout
+            lay = streamk_layout(cfg, M, N, K, L, max_ctas or self.max_ctas(dev), sk_tiles)
+            grid = lay.grid
+            add("u64", None, "WS")
+            add("u64", None, "CNT")
+            add("i32", lay.sk_tiles, None)
+        plan = make_plan(self.kernel, dev, (grid, 1, 1), (cfg.threads, 1, 1), cfg.smem_bytes(),
+                         params, ("A", "B", "D", "C"), ("alpha", "beta"))
+        plan.resets = tuple(resets)
         return plan
 
     def prepare(self, A, B, D=None, C=None, alpha=1.0, beta=0.0, max_ctas=None, tensors=None):

@@ -19,11 +19,11 @@ workspace is ready for the next GEMM without a memset).
 
 from __future__ import annotations
 
-import ctypes
 from dataclasses import dataclass
-from functools import lru_cache
 
 from cute_py.errors import LaunchError
+
+from ..tensors import TensorMeta, meta_of
 
 __all__ = ["SplitKReduceConfig", "generate_reduce_source", "SplitKReduce", "splitk_reduce",
            "reference_reduce"]
@@ -114,17 +114,6 @@ extern "C" __global__ void __launch_bounds__({_THREADS}) {cfg.name}(
 """
 
 
-@lru_cache(maxsize=1)
-def _libcuda():
-    lib = ctypes.CDLL("libcuda.so.1")
-    lib.cuLaunchKernel.argtypes = [ctypes.c_void_p, ctypes.c_uint, ctypes.c_uint, ctypes.c_uint,
-                                   ctypes.c_uint, ctypes.c_uint, ctypes.c_uint, ctypes.c_uint,
-                                   ctypes.c_void_p, ctypes.POINTER(ctypes.c_void_p),
-                                   ctypes.c_void_p]
-    lib.cuLaunchKernel.restype = ctypes.c_int
-    return lib
-
-
 def _facts(X):
     """(ptr, shape, element strides, dtype name, itemsize) of a CuPy or torch array."""
     if hasattr(X, "data_ptr"):
@@ -152,84 +141,98 @@ class SplitKReduce:
     """A compiled reduce kernel (``SplitKReduceConfig``)."""
 
     def __init__(self, cfg: SplitKReduceConfig = SplitKReduceConfig(), arch: str = "sm_90a"):
-        from ..compiler import compile_module
+        from ..kernel import KernelSpec, build_kernel
         self.cfg = cfg.check()
         self.source = generate_reduce_source(cfg)
-        self.module = compile_module(self.source, arch=arch)
-        self._fn = None
+        self.spec = KernelSpec(self.source, cfg.name, None, (_THREADS, 1, 1), arch=arch)
+        self.kernel = build_kernel(self.spec)
+        self.module = self.kernel.module
 
-    def prepare(self, ws, layout, D, C=None, alpha=1.0, beta=0.0):
-        """The launch (a zero-argument callable; ``run(stream_ptr=None)`` runs on the current
-        CuPy stream or the given raw stream) of ``D = alpha * sum(ws) + beta * C``.  ``layout``:
-        the ``SplitKLayout`` the GEMM filled ``ws`` with; ``D`` / ``C``: ``(P, Q)`` or
-        ``(L, P, Q)`` 16-bit arrays (CuPy; torch), any strides."""
+    def plan(self, layout, D: TensorMeta, C: TensorMeta | None = None, *,
+             device: int | None = None):
+        """The launch plan of ``D = alpha * sum(ws) + beta * C`` for arrays like these
+        (metadata only); roles ``A``, ``B`` (unused), ``D``, ``C``, ``WS``; scalars ``alpha``,
+        ``beta`` (the GEMM plan's calling convention)."""
+        from .. import driver
+        from ..kernel import make_plan
         op, cfg = "SplitKReduce", self.cfg
         P, Q, L = layout.P, layout.Q, layout.L
-        d = _facts(D)
-        if not _d_dtype_ok(cfg.dtype, d[3]):
-            raise LaunchError(op, "D", "has the wrong dtype", expected=cfg.dtype, actual=d[3])
-        shape = d[1] if len(d[1]) == 3 else (1,) + d[1]
+        if not _d_dtype_ok(cfg.dtype, D.dtype):
+            raise LaunchError(op, "D", "has the wrong dtype", expected=cfg.dtype, actual=D.dtype)
+        shape = D.shape if len(D.shape) == 3 else (1,) + tuple(D.shape)
         if shape != (L, P, Q):
-            raise LaunchError(op, "D", "has the wrong shape", expected=(L, P, Q), actual=d[1])
-        sd = d[2] if len(d[2]) == 3 else (0,) + d[2]
+            raise LaunchError(op, "D", "has the wrong shape", expected=(L, P, Q), actual=D.shape)
+        sd = D.strides if len(D.strides) == 3 else (0,) + tuple(D.strides)
         if cfg.has_c:
             if C is None:
                 raise LaunchError(op, "C", "is required by this configuration (has_c)")
-            c = _facts(C)
-            cshape = c[1] if len(c[1]) == 3 else (1,) + c[1]
-            if cshape != (L, P, Q) or not _d_dtype_ok(cfg.dtype, c[3]):
+            cshape = C.shape if len(C.shape) == 3 else (1,) + tuple(C.shape)
+            if cshape != (L, P, Q) or not _d_dtype_ok(cfg.dtype, C.dtype):
                 raise LaunchError(op, "C", "has the wrong shape or dtype", expected=(L, P, Q),
-                                  actual=(c[1], c[3]))
-            sc = c[2] if len(c[2]) == 3 else (0,) + c[2]
-            cptr = c[0]
+                                  actual=(C.shape, C.dtype))
+            sc = C.strides if len(C.strides) == 3 else (0,) + tuple(C.strides)
         else:
-            sc, cptr = (0, 0, 0), 0
-        if cfg.vec and not (vec_ok(D) and (not cfg.has_c or vec_ok(C))):
+            sc = (0, 0, 0)
+        if cfg.vec and not (_vec_meta(D) and (not cfg.has_c or _vec_meta(C))):
             raise LaunchError(op, "D", "this configuration (vec) needs unit-stride, 4-element "
                               "aligned rows of D (and C)", actual=(sd, sc))
-        w = _facts(ws)
-        if w[3] != "float32" or w[0] % 16 or layout.ldw % 4:
-            raise LaunchError(op, "ws", "must be a 16-byte aligned float32 workspace",
-                              actual=(w[3], hex(w[0])))
-        n = 1
-        for e in w[1]:
-            n *= e
-        if n < layout.elements:
-            raise LaunchError(op, "ws", "is smaller than its layout", expected=layout.elements,
-                              actual=n)
+        if layout.ldw % 4:
+            raise LaunchError(op, "layout", "ldw must be a multiple of 4", actual=layout.ldw)
         splits = 1 if layout.ws_split == 0 else layout.splits
         total = L * P * (-(-Q // 4))
         grid = max(1, min(-(-total // _THREADS), _MAX_BLOCKS))
-        hold = [ctypes.c_uint64(w[0]), ctypes.c_uint64(d[0]), ctypes.c_uint64(cptr),
-                ctypes.c_int(P), ctypes.c_int(Q), ctypes.c_int(L), ctypes.c_int(splits),
-                ctypes.c_longlong(layout.ldw), ctypes.c_longlong(layout.ws_l),
-                ctypes.c_longlong(layout.ws_split),
-                *[ctypes.c_longlong(s) for s in sd], *[ctypes.c_longlong(s) for s in sc],
-                ctypes.c_float(alpha), ctypes.c_float(beta)]
-        params = (ctypes.c_void_p * len(hold))(*[ctypes.addressof(h) for h in hold])
-        if self._fn is None:
-            self._fn = self.module.get_function(cfg.name)
-        func = ctypes.c_void_p(self._fn.raw.ptr)
-        lib = _libcuda()
+        params = [("u64", None, "WS"), ("u64", None, "D"),
+                  ("u64", None, "C") if cfg.has_c else ("u64", 0, None),
+                  ("i32", P, None), ("i32", Q, None), ("i32", L, None), ("i32", splits, None),
+                  ("i64", layout.ldw, None), ("i64", layout.ws_l, None),
+                  ("i64", layout.ws_split, None),
+                  *[("i64", x, None) for x in sd], *[("i64", x, None) for x in sc],
+                  ("f32", None, "$alpha"), ("f32", None, "$beta")]
+        dev = driver.ensure_context(D.device if D.device >= 0 else None) \
+            if device is None else device
+        return make_plan(self.kernel, dev, (grid, 1, 1), (_THREADS, 1, 1), 0, params,
+                         ("A", "B", "D", "C", "WS"), ("alpha", "beta"))
 
-        def run(stream_ptr=None):
-            if stream_ptr is None:
-                import cupy as cp
-                stream_ptr = cp.cuda.get_current_stream().ptr
-            res = lib.cuLaunchKernel(func, grid, 1, 1, _THREADS, 1, 1, 0,
-                                     ctypes.c_void_p(stream_ptr), params, None)
-            if res != 0:
-                raise LaunchError(op, "launch", f"cuLaunchKernel failed (CUresult {res})")
-        run._keep = (hold, params, ws, D, C)
-        run.grid = grid
+    def prepare(self, ws, layout, D, C=None, alpha=1.0, beta=0.0):
+        """The launch (``run(stream=None)``: the arrays' framework's current stream, or the
+        given stream / raw handle) of ``D = alpha * sum(ws) + beta * C``.  ``layout``: the
+        ``SplitKLayout`` the GEMM filled ``ws`` with; ``D`` / ``C``: ``(P, Q)`` or ``(L, P, Q)``
+        16-bit arrays (CuPy; torch), any strides."""
+        from ..stream import stream_handle
+        op = "SplitKReduce"
+        Dm = meta_of(D, "D", op)
+        Cm = meta_of(C, "C", op) if C is not None else None
+        W = meta_of(ws, "ws", op)
+        n = 1
+        for e in W.shape:
+            n *= e
+        if W.dtype != "float32" or W.ptr % 16:
+            raise LaunchError(op, "ws", "must be a 16-byte aligned float32 workspace",
+                              actual=(W.dtype, hex(W.ptr)))
+        if n < layout.elements:
+            raise LaunchError(op, "ws", "is smaller than its layout", expected=layout.elements,
+                              actual=n)
+        plan = self.plan(layout, Dm, Cm)
+        ptrs = (0, 0, Dm.ptr, Cm.ptr if Cm is not None else 0, W.ptr)
+        scalars = (float(alpha), float(beta))
+
+        def run(stream=None):
+            plan.run(ptrs, scalars, stream_handle(stream, D, op))
+        run._keep = (ws, D, C)
+        run.grid = plan.grid[0]
+        run.plan = plan
         return run
+
+
+def _vec_meta(m: TensorMeta) -> bool:
+    return m.strides[-1] == 1 and m.ptr % 8 == 0 and all(x % 4 == 0 for x in m.strides[:-1])
 
 
 _KERNELS: dict = {}
 
 
 def splitk_reduce(ws, layout, D, C=None, alpha=1.0, beta=0.0, dtype="f16", rezero=False,
-                  stream_ptr=None):
+                  stream=None):
     """One call: reduce ``ws`` (filled by a split-K GEMM with ``layout``) into D, with a cached
     kernel; ``vec`` picked from D's (and C's) strides."""
     use_c = C is not None and beta != 0.0
@@ -238,7 +241,7 @@ def splitk_reduce(ws, layout, D, C=None, alpha=1.0, beta=0.0, dtype="f16", rezer
     if k is None:
         k = _KERNELS[cfg] = SplitKReduce(cfg)
     run = k.prepare(ws, layout, D, C if use_c else None, alpha, beta)
-    run(stream_ptr)
+    run(stream)
     return D
 
 
