@@ -206,8 +206,9 @@ def _pad_copy(X, m: TensorMeta, stream: int):
     if m.framework == "torch":
         import torch
         with torch.cuda.stream(torch_external_stream(stream, X.device)):
-            buf = torch.zeros((*m.shape[:-1], Kp), dtype=X.dtype, device=X.device)
-            buf[..., :K] = X
+            buf = X.new_empty((*m.shape[:-1], Kp))
+            buf[..., K:].zero_()
+            buf[..., :K].copy_(X)
         v = buf[..., :K]
         return v, meta_of(v, "A", _OP)
     import cupy as cp

@@ -70,10 +70,14 @@ def stream_handle(stream=None, like=None, op: str = "launch") -> int:
 
 
 def torch_external_stream(handle: int, device):
-    """A ``torch.cuda`` stream object for the raw handle (to queue torch work on it)."""
+    """A ``torch.cuda`` stream object for the raw handle (to queue torch work on it): torch's
+    current stream object when the handle is that stream (no wrapper to build)."""
     import warnings
 
     import torch
+    cur = torch.cuda.current_stream(device)
+    if cur.cuda_stream == handle:
+        return cur
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", DeprecationWarning)
         return torch.cuda.ExternalStream(handle, device=device)
