@@ -112,6 +112,18 @@ def test_bad_fused_arguments_name_the_call_argument():
 def test_tree_with_bias_or_activation_is_refused():
     t = evt.lin_comb_elt_act("relu", beta=0.0)
     assert _err("bias", epilogue=t, bias_shape=(5,), bias_dtype="float16").arg == "bias"
+    t = evt.lin_comb_bias_elt_act_aux("gelu", alpha=1.0, beta=0.0)       # bias[n] (float16)
+    aux = {"aux": np.empty((6, 5), np.float16)}
+    for shape in ((5,), (1, 5)):
+        _, names = fused_epilogue(6, 5, D_dtype="float16", epilogue=t, bias_shape=shape,
+                                  bias_dtype="float16", tensors=aux)
+        assert names == {"bias": "bias", "aux": "aux"}
+        assert bind_fused(names, bias=np.ones(shape), tensors=aux)["bias"].shape == (5,)
+    assert _err("bias", epilogue=t, bias_shape=(6, 1), bias_dtype="float16", tensors=aux
+                ).arg == "bias"
+    assert _err("bias", epilogue=t, bias_shape=(5,), bias_dtype="float32", tensors=aux
+                ).arg == "bias"
+    assert _err("missing", epilogue=t, tensors=aux).arg == "bias"
     assert _err("activation", epilogue=t, activation="relu").arg == "activation"
     assert _err("epilogue", epilogue="relu").arg == "epilogue"
 

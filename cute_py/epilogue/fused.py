@@ -17,8 +17,8 @@ call argument          tree
                        ``nn.Linear`` / ``torch.addmm`` convention)
 ``bias`` (M, 1)        ``... + bias[m]`` (``ColBroadcast``: one value per output row)
 ``activation``         ``act(...)``, one of :data:`ACTIVATIONS`
-``epilogue=tree``      ``tree`` itself; its inputs/outputs from ``C``, ``alpha``, ``beta`` and
-                       ``**tensors``
+``epilogue=tree``      ``tree`` itself; its inputs/outputs from ``C``, ``alpha``, ``beta``,
+                       ``bias`` (its vector named ``bias``) and ``**tensors``
 =====================  =======================================================================
 
 A ``C`` with ``beta == 0`` is not read (as ``torch.addmm``: NaNs in C do not propagate).
@@ -77,9 +77,10 @@ def fused_epilogue(M: int, N: int, *, D_dtype, C_dtype=None, has_c: bool = False
     - ``has_c`` / ``C_dtype``: whether the call passed C, and its dtype;
     - ``bias_shape`` / ``bias_dtype``: the bias (None when absent): ``(N,)`` or ``(1, N)``
       (per output column) or ``(M, 1)`` (per output row);
-    - ``epilogue``: an EVT tree (then ``bias`` and ``activation`` must be None); ``tensors``:
-      the call's ``**tensors`` (arrays with ``shape`` / ``dtype``, or numbers for scalar
-      arguments), checked against the tree's signature.
+    - ``epilogue``: an EVT tree (then ``activation`` must be None; the call's C, alpha, beta
+      and bias bind to the tree's ``C``, scalar ``alpha`` / ``beta`` and vector ``bias``);
+      ``tensors``: the call's ``**tensors`` (arrays with ``shape`` / ``dtype``, or numbers for
+      scalar arguments), checked against the tree's signature (shape, dtype).
 
     Returns ``(None, {})`` for the plain GEMM (no C read, ``alpha == 1``, no bias, no
     activation, no tree).  Otherwise ``names`` maps every argument of the tree to where it
@@ -108,8 +109,8 @@ def fused_epilogue(M: int, N: int, *, D_dtype, C_dtype=None, has_c: bool = False
             raise LaunchError(_OP, "C", "has an unsupported element type",
                               expected=" | ".join(evt.DTYPES), actual=C_dtype)
     if epilogue is not None:
-        return _tree_call(M, N, epilogue, has_c, c_dt, alpha, beta, bias_shape, activation,
-                          tensors)
+        return _tree_call(M, N, epilogue, has_c, c_dt, alpha, beta, bias_shape, bias_dtype,
+                          activation, tensors)
     if tensors:
         name = sorted(tensors)[0]
         raise LaunchError(_OP, name, "is a named tensor, but the call has no epilogue tree "
@@ -157,16 +158,31 @@ def _bias_kind(M, N, shape) -> str:
                       expected=f"({N},) or (1, {N}) or ({M}, 1)", actual=shape)
 
 
-def _tree_call(M, N, tree, has_c, c_dt, alpha, beta, bias_shape, activation, tensors):
+def _tree_call(M, N, tree, has_c, c_dt, alpha, beta, bias_shape, bias_dtype, activation,
+               tensors):
     if not isinstance(tree, evt.Node):
         raise LaunchError(_OP, "epilogue", "must be an EVT tree (cute_py.epilogue.evt node)",
                           actual=type(tree).__name__)
-    if bias_shape is not None or activation is not None:
-        arg = "bias" if bias_shape is not None else "activation"
-        raise LaunchError(_OP, arg, "cannot be combined with an epilogue tree; put it in the "
-                          "tree (e.g. evt.lin_comb_bias_elt_act)", actual=arg)
+    if activation is not None:
+        raise LaunchError(_OP, "activation", "cannot be combined with an epilogue tree; put "
+                          "it in the tree (e.g. evt.lin_comb_bias_elt_act)", actual=activation)
     sig = tree.signature
     names: dict = {}
+    if bias_shape is not None:       # binds to the tree's vector named "bias"
+        role, dtype = sig.get("bias", ("", ""))
+        if role not in ("row", "col"):
+            raise LaunchError(_OP, "bias", "is given but the epilogue tree has no row/column "
+                              "vector named 'bias' to bind it to (put the bias in the tree)",
+                              actual=tuple(bias_shape))
+        shape = tuple(bias_shape)
+        want = ((N,), (1, N)) if role == "row" else ((M,), (M, 1))
+        if shape not in want:
+            raise LaunchError(_OP, "bias", f"has the wrong shape for the tree's {role} vector",
+                              expected=" or ".join(map(str, want)), actual=shape)
+        if dtype_name(bias_dtype) != dtype:
+            raise LaunchError(_OP, "bias", f"has the wrong dtype for the tree's {role} vector",
+                              expected=dtype, actual=bias_dtype)
+        names["bias"] = "bias"
     for key in tensors:
         if key in ("C", "D"):
             raise LaunchError(_OP, key, f"is an argument of gemm itself, not a named tensor "
