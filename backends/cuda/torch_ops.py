@@ -81,7 +81,21 @@ def _check(A, B, C, alpha, beta, bias, activation):
         raise LaunchError(_NAME, "C", "must have D's shape", expected=shape,
                           actual=tuple(C.shape))
     dtype = C.dtype if C is not None else A.dtype
-    M, N = int(A.shape[-2]), int(B.shape[-1])
+    M, N = A.shape[-2], B.shape[-1]
+    bias_shape = None if bias is None else tuple(bias.shape)
+    if not (isinstance(M, int) and isinstance(N, int)):
+        # symbolic sizes (torch.compile(dynamic=True)): check the bias's shape here with
+        # symbolic comparisons and the rest on a 1 x 1 stand-in, so M and N stay symbolic
+        if bias_shape is not None:
+            if bias_shape == (N,) or bias_shape == (1, N):
+                bias_shape = (1,)
+            elif bias_shape == (M, 1):
+                bias_shape = (1, 1)
+            else:
+                raise LaunchError(_NAME, "bias", "must be a length-N vector or an (M, 1) "
+                                  "column", expected=("N",), actual=bias_shape)
+        M = N = 1
+    M, N = int(M), int(N)
 
     def dt(x):
         # CPU tensors never reach a kernel (the body refuses them): float64 passes the checks
@@ -89,8 +103,7 @@ def _check(A, B, C, alpha, beta, bias, activation):
         return "float32" if x == torch.float64 and A.device.type == "cpu" else x
     fused_epilogue(M, N, D_dtype=dt(dtype), C_dtype=None if C is None else dt(C.dtype),
                    has_c=C is not None, alpha=alpha, beta=beta,
-                   bias_shape=None if bias is None else tuple(bias.shape),
-                   bias_dtype=None if bias is None else dt(bias.dtype), activation=activation)
+                   bias_shape=bias_shape, bias_dtype=None if bias is None else dt(bias.dtype), activation=activation)
     return shape, dtype
 
 

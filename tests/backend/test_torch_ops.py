@@ -157,3 +157,15 @@ def test_fake_tensor_mode_traces():
         W = torch.empty(40, 16, dtype=torch.bfloat16)
         y = torch_ops.linear(A, W, torch.empty(40, dtype=torch.bfloat16), "relu")
         assert y.shape == (33, 40) and y.dtype == torch.bfloat16
+
+
+def test_torch_compile_dynamic_shapes_keep_m_symbolic(cpu_body):
+    torch._dynamo.reset()
+    W, b = torch.randn(6, 8, dtype=torch.float64), torch.randn(6, dtype=torch.float64)
+    counter = torch._dynamo.testing.CompileCounter()
+    f = torch.compile(lambda x: torch_ops.linear(x, W, b, "relu"), backend=counter,
+                      fullgraph=True, dynamic=True)
+    for m in (5, 9, 17):
+        x = torch.randn(m, 8, dtype=torch.float64)
+        torch.testing.assert_close(f(x), torch.relu(x @ W.t() + b))
+    assert counter.frame_count == 1
