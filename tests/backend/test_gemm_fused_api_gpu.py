@@ -79,9 +79,21 @@ FUSED = [
 ]
 
 
-@pytest.mark.parametrize("dt", list(DTYPES))
-@pytest.mark.parametrize("majors", ["KN", "MK"])            # A's and B's contiguous modes
-@pytest.mark.parametrize("case", FUSED, ids=lambda c: "-".join(map(str, c)))
+def _combos(cases):
+    """Every case with row-major A and B (majors "KN": A's K and B's N contiguous) in both
+    dtypes, and with the other majors ("MK") in one dtype, alternating (compile time)."""
+    out = []
+    for i, case in enumerate(cases):
+        out += [(case, "KN", "float16"), (case, "KN", "bfloat16"),
+                (case, "MK", ("float16", "bfloat16")[i % 2])]
+    return out
+
+
+def _id(c):
+    return "-".join(map(str, c)) if isinstance(c, tuple) else str(c)
+
+
+@pytest.mark.parametrize("case,majors,dt", _combos(FUSED), ids=_id)
 def test_fused_arguments_match_evaluate(case, majors, dt):
     from cute_py.epilogue.fused import bind_fused, fused_epilogue
     act, bias_kind, has_c, alpha, beta = case
@@ -148,9 +160,7 @@ def _tree_tensors(tree, M, N, dt, g):
     return out
 
 
-@pytest.mark.parametrize("dt", list(DTYPES))
-@pytest.mark.parametrize("majors", ["KN", "MK"])
-@pytest.mark.parametrize("name", list(_trees("float16")))
+@pytest.mark.parametrize("name,majors,dt", _combos(list(_trees("float16"))), ids=_id)
 def test_epilogue_trees_match_evaluate_all(name, majors, dt):
     tree = _trees(dt)[name]
     for i, size in enumerate(SIZES[:2]):
