@@ -67,30 +67,32 @@ def providers(case, A, B, C, bias, torch):
     if case == "gelu_bias":
         fns["cute_py"] = lambda: cute_py.gemm(A, B, bias=bias, activation="gelu", out=out)
 
-        def eager():
+        def eager(A, B, bias):
             return F.gelu(torch.mm(A, B) + bias, approximate="tanh")
-        fns["eager"] = eager
+        fns["eager"] = lambda: eager(A, B, bias)
         fns["cublaslt"] = lambda: torch._addmm_activation(bias, A, B, use_gelu=True)
-        fns["compile"] = _compiled(eager, torch)
+        fns["compile"] = _compiled(eager, torch, A, B, bias)
     else:
         fns["cute_py"] = lambda: cute_py.gemm(A, B, C, ALPHA, BETA, bias=bias,
                                               activation="relu", out=out)
 
-        def addmm_relu():
+        def addmm_relu(A, B, C, bias):
             return torch.addmm(C, A, B, beta=BETA, alpha=ALPHA).add_(bias).relu_()
-        fns["addmm+relu"] = addmm_relu
-        fns["compile"] = _compiled(addmm_relu, torch)
+        fns["addmm+relu"] = lambda: addmm_relu(A, B, C, bias)
+        fns["compile"] = _compiled(addmm_relu, torch, A, B, C, bias)
     return fns, out
 
 
-def _compiled(f, torch):
+def _compiled(f, torch, *args):
+    """``torch.compile(f)(*args)``, compiled on the first call (the tensors are graph inputs,
+    not constants)."""
     c = None
 
     def run():
         nonlocal c
         if c is None:
             c = torch.compile(f, dynamic=False)
-        return c()
+        return c(*args)
     return run
 
 

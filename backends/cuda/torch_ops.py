@@ -72,6 +72,10 @@ def _check(A, B, C, alpha, beta, bias, activation):
                           actual=tuple(B.shape))
     if A.dtype != B.dtype:
         raise LaunchError(_NAME, "B", "dtype must equal A's", expected=A.dtype, actual=B.dtype)
+    if A.dtype not in (torch.float16, torch.bfloat16, torch.float32) and \
+            not (A.dtype == torch.float64 and A.device.type == "cpu"):
+        raise LaunchError(_NAME, "A", "has an unsupported dtype",
+                          expected="float16 | bfloat16 | float32", actual=A.dtype)
     shape = (*A.shape[:-1], B.shape[-1])
     for nm, X in (("B", B), ("C", C), ("bias", bias)):
         if X is not None and X.device != A.device:

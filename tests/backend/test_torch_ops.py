@@ -57,6 +57,7 @@ def test_fake_impl_checks_arguments_by_name():
         (dict(B=_meta(31, 24)), "B"),
         (dict(B=_meta(32, 24, dtype=torch.bfloat16)), "B"),
         (dict(A=_meta(2, 16, 32)), "B"),
+        (dict(A=_meta(16, 32, dtype=torch.float64), B=_meta(32, 24, dtype=torch.float64)), "A"),
     ]
     for kw, arg in cases:
         args = dict(A=A, B=B, C=None, alpha=1.0, beta=0.0, bias=None, activation=None)
@@ -169,3 +170,15 @@ def test_torch_compile_dynamic_shapes_keep_m_symbolic(cpu_body):
         x = torch.randn(m, 8, dtype=torch.float64)
         torch.testing.assert_close(f(x), torch.relu(x @ W.t() + b))
     assert counter.frame_count == 1
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="the scripts run for real on a GPU")
+@pytest.mark.parametrize("script", ["examples/mlp_block.py", "benchmarks/bench_fused_torch.py"])
+def test_scripts_exit_cleanly_without_a_gpu(script):
+    import os
+    import subprocess
+    import sys
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    r = subprocess.run([sys.executable, os.path.join(root, script)], capture_output=True,
+                       text=True, timeout=120, env={**os.environ, "PYTHONPATH": root})
+    assert r.returncode == 0 and "no CUDA GPU" in r.stdout, r.stdout + r.stderr
