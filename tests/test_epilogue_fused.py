@@ -5,7 +5,8 @@ import numpy as np
 import pytest
 
 from cute_py.epilogue import evt
-from cute_py.epilogue.fused import ACTIVATIONS, bind_fused, dtype_name, fused_epilogue
+from cute_py.epilogue.fused import (ACTIVATIONS, bind_fused, dtype_name, fused_call,
+                                    fused_epilogue)
 from cute_py.errors import LaunchError
 
 rng = np.random.default_rng(20)
@@ -182,3 +183,19 @@ def test_module_imports_neither_torch_nor_cupy():
     code = ("import sys, cute_py.epilogue.fused; "
             "assert 'torch' not in sys.modules and 'cupy' not in sys.modules")
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_fused_call_on_arrays():
+    M, N = 9, 11
+    acc = rng.standard_normal((M, N))
+    C = rng.standard_normal((M, N)).astype(np.float16)
+    bias = rng.standard_normal((M, 1)).astype(np.float32)
+    tree, bound = fused_call(M, N, np.float16, C, 0.5, 2.0, bias=bias, activation="relu")
+    assert set(bound) == {"C", "alpha", "beta", "bias"} and bound["bias"].shape == (M,)
+    want = np.maximum(0.5 * acc + 2.0 * C.astype(np.float64) + bias.astype(np.float64), 0)
+    np.testing.assert_allclose(evt.evaluate(tree, acc, **bound), want, rtol=1e-6, atol=1e-6)
+    assert fused_call(M, N, "float16", C, 1.0, 0.0) == (None, {})
+    with pytest.raises(LaunchError, match="gemm: bias"):
+        fused_call(M, N, "float16", bias=np.ones((M, N), np.float16))
+    with pytest.raises(LaunchError, match="gemm: bias must be an array"):
+        fused_call(M, N, "float16", bias=1.0)

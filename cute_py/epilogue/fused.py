@@ -35,7 +35,7 @@ import math
 from ..errors import LaunchError
 from . import evt
 
-__all__ = ["ACTIVATIONS", "fused_epilogue", "bind_fused", "dtype_name"]
+__all__ = ["ACTIVATIONS", "fused_epilogue", "bind_fused", "fused_call", "dtype_name"]
 
 #: the activation names ``gemm(..., activation=)`` accepts (EVT compute ops)
 ACTIVATIONS = ("relu", "gelu", "gelu_erf", "silu", "sigmoid")
@@ -268,3 +268,23 @@ def bind_fused(names: dict, *, C=None, bias=None, tensors=None) -> dict:
                 raise LaunchError("gemm", src, "is missing") from None
     return out
 
+
+
+def fused_call(M: int, N: int, D_dtype, C=None, alpha=1.0, beta=0.0, *, bias=None,
+               activation=None, epilogue=None, tensors=None):
+    """:func:`fused_epilogue` then :func:`bind_fused` on the call's own arrays (anything with
+    ``shape`` and ``dtype``: NumPy, CuPy, torch): ``(tree, launch_tensors)``, ``(None, {})``
+    for the plain GEMM.  ``launch_tensors`` is what ``Sm90Gemm.prepare(tensors=...)`` and
+    ``evt.evaluate`` take (the same objects, a 2-D bias flattened by ``reshape(-1)``)."""
+    tensors = dict(tensors or {})
+    if bias is not None and _shape_of(bias) is None:
+        raise LaunchError(_OP, "bias", "must be an array", actual=type(bias).__name__)
+    tree, names = fused_epilogue(
+        M, N, D_dtype=D_dtype, C_dtype=None if C is None else getattr(C, "dtype", None),
+        has_c=C is not None, alpha=alpha, beta=beta,
+        bias_shape=None if bias is None else _shape_of(bias),
+        bias_dtype=None if bias is None else getattr(bias, "dtype", None),
+        activation=activation, epilogue=epilogue, tensors=tensors)
+    if tree is None:
+        return None, {}
+    return tree, bind_fused(names, C=C, bias=bias, tensors=tensors)
