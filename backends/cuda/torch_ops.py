@@ -17,7 +17,8 @@ stream.
   on fake tensors, so a compiled model traces the op without a graph break
   (``fullgraph=True``); inductor calls it as an opaque kernel.
 - **autograd**: implemented.  With ``Z = alpha*A@B + beta*C + bias`` and ``dZ = dD *
-  act'(Z)`` (Z recomputed by the same op without the activation; no recompute without one):
+  act'(Z)`` (Z recomputed by the same op without the activation; for relu the saved output
+  gives the mask, ``D > 0``, and nothing is recomputed):
   ``dA = alpha * dZ @ B^T`` and ``dB = alpha * A^T @ dZ`` through the same GEMM (op calls, so
   they are traced and compiled too), ``dC = beta * dZ``, ``dbias`` = ``dZ`` summed over the
   modes the bias is broadcast along.  No double backward.
@@ -194,16 +195,19 @@ if torch is not None:
 
     def _setup_context(ctx, inputs, output):
         A, B, C, alpha, beta, bias, activation = inputs
-        ctx.save_for_backward(A, B, C, bias)
+        # relu: D > 0 exactly where Z > 0, so D replaces the recomputed pre-activation
+        ctx.save_for_backward(A, B, C, bias, output if activation == "relu" else None)
         ctx.alpha, ctx.beta, ctx.activation = alpha, beta, activation
         ctx.bias_shape = None if bias is None else tuple(bias.shape)
 
     def _backward(ctx, dD):
-        A, B, C, bias = ctx.saved_tensors
+        A, B, C, bias, D = ctx.saved_tensors
         alpha, beta, act = ctx.alpha, ctx.beta, ctx.activation
         op = torch.ops.cute_py.gemm.default
         ct = torch.promote_types(dD.dtype, torch.float32)     # the derivative's precision
-        if act is not None:
+        if act == "relu":
+            dZ = torch.where(D > 0, dD, torch.zeros((), dtype=dD.dtype, device=dD.device))
+        elif act is not None:
             z = op(A, B, C, alpha, beta, bias, None)
             dZ = (dD.to(ct) * _act_grad(z.to(ct), act)).to(dD.dtype)
         else:
