@@ -123,6 +123,26 @@ def test_fused_arguments_match_evaluate(case, majors, dt):
         _check(D2, want, dt)
 
 
+@pytest.mark.parametrize("case", [("gelu", "n", False, 1.0, 0.0), (None, None, True, 1.5, -0.5),
+                                  ("relu", "m1", True, 0.5, 2.0)], ids=_id)
+def test_fused_arguments_batched(case):
+    """(L, M, K) @ (L, K, N): the epilogue applies to every batch (bias shared by all)."""
+    act, bias_kind, has_c, alpha, beta = case
+    L, M, N, K = 3, 67, 136, 72
+    g = torch.Generator(device="cuda").manual_seed(300)
+    A = torch.randn(L, M, K, generator=g, device="cuda").half()
+    B = torch.randn(L, K, N, generator=g, device="cuda").half()
+    C = torch.randn(L, M, N, generator=g, device="cuda").half() if has_c else None
+    bshape = {None: None, "n": (N,), "m1": (M, 1)}[bias_kind]
+    bias = None if bshape is None else torch.randn(*bshape, generator=g, device="cuda").half()
+    D = cute_py.gemm(A, B, C, alpha, beta, bias=bias, activation=act)
+    assert D.shape == (L, M, N)
+    from cute_py.backends.cuda.torch_ops import reference
+    want = reference(A, B, C, alpha, beta, bias, act)
+    for i in range(L):
+        _check(D[i], _np(want[i]), "float16")
+
+
 def _trees(dt):
     scaled = evt.AccFetch() * evt.ColBroadcast("scale", "float32")
     return {
