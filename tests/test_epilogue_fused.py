@@ -107,6 +107,8 @@ def test_bad_fused_arguments_name_the_call_argument():
     assert _err("beta", beta="1").arg == "beta"
     assert _err("C", has_c=True, C_dtype="int8", beta=1.0).arg == "C"
     assert _err("out", D_dtype="int8").arg == "out"
+    assert _err("M", M=0).arg == "M" and _err("N", N=2.0).arg == "N"
+    assert fused_epilogue(np.int64(3), np.int32(4), D_dtype="float16", alpha=2.0)[0] is not None
     assert _err("scale", tensors={"scale": np.ones(5)}).arg == "scale"
 
 

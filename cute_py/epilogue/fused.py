@@ -92,8 +92,9 @@ def fused_epilogue(M: int, N: int, *, D_dtype, C_dtype=None, has_c: bool = False
     if tensors is None:
         tensors = {}
     for arg, v in (("M", M), ("N", N)):
-        if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+        if isinstance(v, bool) or not hasattr(v, "__index__") or v < 1:
             raise LaunchError(_OP, arg, "must be a positive int", actual=v)
+    M, N = int(M), int(N)
     d_dt = dtype_name(D_dtype)
     if d_dt is None:
         raise LaunchError(_OP, "out", "has an element type the epilogue cannot write",
