@@ -395,6 +395,7 @@ def _remember(key, call):
 
 
 _TORCH = {}
+_TORCH_OP: list = []
 
 
 def _torch_fast():
@@ -506,6 +507,9 @@ def _gemm_general(A, B, C, alpha, beta, *, out, stream, explain, backend, mainlo
     if C is not None and not use_c:
         Cm = None
     h = _stream(stream, A)
+    if Am.framework == "torch" and not _TORCH_OP:
+        from . import torch_ops  # noqa: F401 (registers torch.ops.cute_py.gemm)
+        _TORCH_OP.append(True)
     fused = bias is not None or activation is not None or epilogue is not None or tensors
     if fused:
         from .gemm_fused import run_fused

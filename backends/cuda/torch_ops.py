@@ -119,8 +119,7 @@ def _impl(A, B, C, alpha, beta, bias, activation):
         raise LaunchError(_NAME, "A", "must be a CUDA tensor (cute_py::gemm runs on the GPU)",
                           actual=A.device)
     from cute_py.gemm import gemm as _gemm
-    return _gemm(A, B, C, alpha, beta, bias=bias, activation=activation,
-                 stream=torch.cuda.current_stream(A.device))
+    return _gemm(A, B, C, alpha, beta, bias=bias, activation=activation)  # torch's stream
 
 
 # ---------------------------------------------------------------------------------------------
