@@ -588,6 +588,7 @@ def _cupy_view(x):
     if type(x).__module__.startswith("torch"):
         import cupy as cp
         import torch
+        x = x.detach()
         bf = x.dtype == torch.bfloat16
         v = cp.asarray(x.view(torch.int16) if bf else x)
         return v.view(cp.uint16) if bf else v

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from cute_py.errors import LaunchError
 
-from .tensors import TensorMeta, meta_of
+from .tensors import TensorMeta, is_array, meta_of
 
 __all__ = ["run_fused", "fused_config"]
 
@@ -47,8 +47,7 @@ def fused_config(tree, dt: str, a_major: str, b_major: str, rows_128: bool, tile
 
 
 def _is_array(x) -> bool:
-    return hasattr(x, "__cuda_array_interface__") or type(x).__module__.startswith(
-        ("torch", "cupy", "numpy"))
+    return is_array(x)
 
 
 def run_fused(A, B, C, alpha, beta, *, out, stream, explain, backend, bias, activation,

@@ -19,6 +19,7 @@ from cute_py.errors import LaunchError
 
 from .kernel import ArgPack, CompiledKernel
 from .stream import stream_handle
+from .tensors import is_array
 
 __all__ = ["TensorSpec", "ScalarSpec", "ArrayView", "as_array_view", "CudaFunction", "launch",
            "check_args", "pack_args", "MAX_DEFAULT_SMEM"]
@@ -222,7 +223,7 @@ def pack_args(values, op: str = "launch") -> ArgPack:
         elif isinstance(v, (bytes, bytearray)) and len(v) == 128:
             kinds.append("tmap")
             vals.append(v)
-        elif hasattr(v, "__cuda_array_interface__") or isinstance(v, ArrayView):
+        elif isinstance(v, ArrayView) or is_array(v):
             kinds.append("ptr")
             vals.append(as_array_view(v, f"args[{i}]", op).ptr)
         else:
@@ -252,7 +253,8 @@ def launch(func: CompiledKernel, grid, block, args, *, smem: int = 0, stream=Non
         raise LaunchError(op, "block", "has more than 1024 threads", actual=block)
     if isinstance(smem, bool) or not isinstance(smem, (int, np.integer)) or smem < 0:
         raise LaunchError(op, "smem", "must be a non-negative int", actual=smem)
-    like = next((a for a in args if hasattr(a, "__cuda_array_interface__")), None)
+    like = next((a for a in args if not isinstance(a, (np.generic, bytes)) and is_array(a)),
+                None)
     handle = stream_handle(stream, like, op)
     if specs is not None:
         values = check_args(specs, args, op)

@@ -13,7 +13,7 @@ from typing import NamedTuple
 
 from cute_py.errors import LaunchError
 
-__all__ = ["TensorMeta", "meta_of", "is_torch", "span_bytes", "overlaps", "TORCH_DTYPES"]
+__all__ = ["TensorMeta", "meta_of", "is_torch", "is_array", "span_bytes", "overlaps", "TORCH_DTYPES"]
 
 #: torch dtype name (``str(t.dtype)`` without ``torch.``) -> (name, itemsize)
 TORCH_DTYPES = {"float16": ("float16", 2), "bfloat16": ("bfloat16", 2),
@@ -48,6 +48,18 @@ class TensorMeta(NamedTuple):
 
 def is_torch(x) -> bool:
     return type(x).__module__.startswith("torch")
+
+
+def is_array(x) -> bool:
+    """A torch tensor, a CuPy / NumPy array or a ``__cuda_array_interface__`` object (torch's
+    property raises for tensors that require grad, so torch is recognised by its type)."""
+    mod = type(x).__module__
+    if mod.startswith(("torch", "cupy", "numpy")):
+        return hasattr(x, "shape")
+    try:
+        return hasattr(x, "__cuda_array_interface__")
+    except Exception:  # a property that raises: not an array we can read
+        return False
 
 
 def meta_of(x, name: str, op: str) -> TensorMeta:

@@ -37,7 +37,7 @@ from cute_py.pipeline import OrderedSequenceBarrier, PipelineTmaAsync
 
 from ..pipeline import OrderedSequenceLowering, PipelineLowering
 from ..kernel import LaunchPlan, make_plan
-from ..tensors import TensorMeta, meta_of
+from ..tensors import TensorMeta, is_array, meta_of
 from .gemm_sm90_maps import Sm90Maps, derive_maps
 
 __all__ = ["Sm90GemmConfig", "generate_source", "Sm90Gemm", "SHIPPED_CONFIGS", "gemm_sm90",
@@ -1162,8 +1162,7 @@ class Sm90Gemm:
         Cm = meta_of(C, "C", op) if C is not None else None
         tm, user_scal = {}, {}
         for k, v in (tensors or {}).items():
-            if hasattr(v, "__cuda_array_interface__") or type(v).__module__.startswith(
-                    ("torch", "cupy")):
+            if is_array(v):
                 tm[k] = meta_of(v, k, op)
             elif isinstance(v, numbers.Real) and not isinstance(v, bool):
                 user_scal[k] = float(v)
