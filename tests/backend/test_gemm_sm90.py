@@ -1,4 +1,4 @@
-"""Hopper GEMM (issue 7): CPU-side tests (generation, compile for sm_90a with zero spills, maps
+"""Hopper GEMM: CPU-side tests (generation, compile for sm_90a with zero spills, maps
 derived from the algebra vs the hand-written ones, TMA box derivation, lowering of the pipeline
 description) and GPU tests (float64 reference, poisoned outputs, odd sizes, batched, beta*C).
 
@@ -377,7 +377,7 @@ def test_gemm_sm90_default_lincomb_gpu(K):
 def test_gemm_sm90_padded_d_keeps_its_padding_gpu(N):
     """D (and C) as column slices of wider buffers: the default kernel writes D's N columns and
     nothing past them.  TMA stores write whole 16-byte chunks, so rows that end mid-chunk (N % 8
-    != 0 halves) must take the predicated epilogue; session 14 found the TMA-store epilogue
+    != 0 halves) must take the predicated epilogue; "Fused epilogue v2" found the TMA-store epilogue
     zeroing column N of such a buffer."""
     import cupy as cp
     from cute_py.backends.cuda.device import device_properties

@@ -326,7 +326,7 @@ def make_epilogue_config(tree=None, tile_m=128, tile_n=256, consumer_wgs=2, elem
     option (``stages_c``, ``reuse_smem_c``, ``prefetch_l2``) is given: it needs no C smem, so
     the ping-pong kernel keeps its 5 mainloop stages, and measured +2.3-2.8% over the plain GEMM
     at 4096^3 against +4-5% (``reuse_smem_c``) and +11% (4 stages) for the TMA path
-    (docs/performance.md, session 16).  Cached: building the fragment enumerates every
+    (docs/performance.md, "Fused epilogue v3").  Cached: building the fragment enumerates every
     (thread, value) once."""
     from cute_py.epilogue import evt
     from ..epilogue.sm90 import EpilogueConfig
