@@ -495,13 +495,19 @@ class CopyKernel:
         self.source = copy_source(plan)
         self._funcs: dict = {}  # device id -> CudaFunction (keeps the launch path short)
 
+    @property
+    def spec(self):
+        """The kernel as a frozen :class:`~cute_py.backends.cuda.kernel.KernelSpec`."""
+        from ..kernel import KernelSpec, Param
+        return KernelSpec(self.source, self.name, (Param("src", "ptr"), Param("dst", "ptr")),
+                          (self.plan.threads, 1, 1), arch=None)
+
     def function(self):
-        """The loaded kernel for the current device (compiled on first use)."""
-        import cupy
-        dev = cupy.cuda.Device().id
-        f = self._funcs.get(dev)
+        """The compiled kernel (for the current device's architecture; compiled on first use)."""
+        f = self._funcs.get(0)
         if f is None:
-            f = self._funcs[dev] = self.compile(None).get_function(self.name)
+            from ..kernel import build_kernel
+            f = self._funcs[0] = build_kernel(self.spec)
         return f
 
     def compile(self, arch: str | None = None):

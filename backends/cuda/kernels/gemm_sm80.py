@@ -837,10 +837,18 @@ class GemmSm80:
         return compile_module(self.source, arch=arch or self._arch, options=())
 
     @property
+    def spec(self):
+        """The kernel as a frozen :class:`~cute_py.backends.cuda.kernel.KernelSpec`."""
+        from ..kernel import KernelSpec
+        return KernelSpec(self.source, self.name, None, (self.cfg.threads, 1, 1),
+                          smem=self.cfg.launch_smem_bytes, arch=self._arch)
+
+    @property
     def function(self):
         if self._func is None:
-            self._module = self.compile(self._arch)
-            self._func = self._module.get_function(self.name)
+            from ..kernel import build_kernel
+            self._func = build_kernel(self.spec)
+            self._module = self._func.module
         return self._func
 
     def grid(self, M: int, N: int, L: int) -> tuple[int, int, int]:

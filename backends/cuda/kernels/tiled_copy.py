@@ -642,12 +642,19 @@ class TiledCopyKernel:
         from ..compiler import compile_module
         return compile_module(self.source, arch=arch)
 
+    @property
+    def spec(self):
+        """The kernel as a frozen :class:`~cute_py.backends.cuda.kernel.KernelSpec`."""
+        from ..kernel import KernelSpec, Param
+        return KernelSpec(self.source, self.name, (Param("src", "ptr"), Param("dst", "ptr")),
+                          (self.plan.threads, 1, 1), arch=None)
+
     def function(self):
-        import cupy
-        dev = cupy.cuda.Device().id
-        f = self._funcs.get(dev)
+        """The compiled kernel (for the current device's architecture; compiled on first use)."""
+        f = self._funcs.get(0)
         if f is None:
-            f = self._funcs[dev] = self.compile(None).get_function(self.name)
+            from ..kernel import build_kernel
+            f = self._funcs[0] = build_kernel(self.spec)
         return f
 
     def launch_pointers(self, src_ptr: int, dst_ptr: int, stream=None):
