@@ -394,19 +394,7 @@ def _remember(key, call):
 # the public call
 
 
-_TORCH = {}
 _TORCH_OP: list = []
-
-
-def _torch_fast():
-    """(torch.Tensor, raw current-stream getter, dtype table) once torch is imported."""
-    if not _TORCH:
-        torch = sys.modules["torch"]
-        from .stream import torch_stream_getter
-        _TORCH["t"] = (torch.Tensor, torch_stream_getter(),
-                       {torch.float16: "float16", torch.bfloat16: "bfloat16",
-                        torch.float32: "float32"}, torch.empty)
-    return _TORCH["t"]
 
 
 def gemm(A, B, C=None, alpha=1.0, beta=0.0, *, out=None, stream=None, explain=False,
@@ -419,63 +407,70 @@ def gemm(A, B, C=None, alpha=1.0, beta=0.0, *, out=None, stream=None, explain=Fa
 
 def gemm_entry(A, B, C, alpha, beta, out, stream, explain, backend, mainloop, config, bias,
                activation, epilogue, tensors):
-    """:func:`gemm` with every argument positional (the entry ``cute_py.gemm`` calls)."""
+    """:func:`gemm` with every argument positional (the entry ``cute_py.gemm`` calls).
+
+    Torch tensors of a call kind seen before take the cached path inline: read pointers,
+    shapes, strides, dtypes and devices, look the call up, check ``out`` for overlap, patch and
+    launch on torch's current stream (or ``stream``)."""
+    T = _T[0]
+    if T is None:
+        T = _init_torch()
+    if (type(A) is T and type(B) is T and bias is None and activation is None
+            and epilogue is None and not tensors and mainloop is None and config is None
+            and not explain and (backend == "auto" or backend == "sm90")
+            and (C is None or type(C) is T) and (out is None or type(out) is T)):
+        ta, tb = type(alpha), type(beta)
+        if (ta is float or ta is int) and (tb is float or tb is int):
+            pa, pb = A.data_ptr(), B.data_ptr()
+            dev = A.get_device()
+            use_c = C is not None and beta != 0
+            pc = C.data_ptr() if use_c else 0
+            pd = out.data_ptr() if out is not None else 0
+            call = _PLANS.get((
+                A.dtype, A.shape, A.stride(), B.dtype, B.shape, B.stride(), dev,
+                B.get_device(), pa & 127 == 0, pa & 15 == 0, pb & 127 == 0, pb & 15 == 0,
+                None if not use_c else (C.dtype, C.shape, C.stride(), C.get_device(),
+                                        _acls(pc)),
+                None if out is None else (out.dtype, out.shape, out.stride(), out.get_device(),
+                                          _acls(pd)),
+                alpha == 1))
+            if call is not None and not call.copy_a and not call.copy_b:
+                if out is None:
+                    out = A.new_empty(call.out_shape)
+                    pd = out.data_ptr()
+                else:
+                    sp = call.spans
+                    lo, hi = pd + sp[0], pd + sp[1]
+                    if (lo < pa + sp[2][1] and pa + sp[2][0] < hi) or \
+                            (lo < pb + sp[3][1] and pb + sp[3][0] < hi) or \
+                            (pc and lo < pc + sp[4][1] and pc + sp[4][0] < hi
+                             and not (pc == pd and C.stride() == out.stride())):
+                        raise LaunchError(_OP, "out", "overlaps an input (A, B or C); the "
+                                          "GEMM reads it while writing out", actual=hex(pd))
+                h = _T[1](dev) if stream is None else _stream(stream, A)
+                if call.simple:
+                    call.plan.run((pa, pb, pd, pc if use_c else pd), (alpha, beta), h)
+                else:
+                    call.run(pa, pb, pd, pc if use_c else pd, alpha, beta, h)
+                return out
     if backend != "auto" and backend not in ("sm80", "sm90"):
         raise LaunchError(_OP, "backend", "is not one of auto/sm80/sm90", actual=backend)
-    plain = (bias is None and activation is None and epilogue is None and not tensors
-             and mainloop is None and config is None and backend != "sm80" and not explain)
-    tmod = sys.modules.get("torch")
-    if plain and tmod is not None and type(A) is tmod.Tensor:
-        res = _gemm_torch_fast(A, B, C, alpha, beta, out, stream)
-        if res is not None:
-            return res
     return _gemm_general(A, B, C, alpha, beta, out=out, stream=stream, explain=explain,
                          backend=backend, mainloop=mainloop, config=config, bias=bias,
                          activation=activation, epilogue=epilogue, tensors=tensors)
 
 
-def _gemm_torch_fast(A, B, C, alpha, beta, out, stream):
-    """The cached-plan path for torch tensors: reads pointers, shapes, strides, dtypes and
-    devices, looks the call up and launches; None when the general path must decide."""
-    Tensor, raw_stream, dts, empty = _torch_fast()
-    if type(B) is not Tensor or (C is not None and type(C) is not Tensor) or \
-            (out is not None and type(out) is not Tensor):
+_T: list = [None, None]     # torch.Tensor and torch's raw current-stream getter, once loaded
+
+
+def _init_torch():
+    torch = sys.modules.get("torch")
+    if torch is None:
         return None
-    ta, tb = type(alpha), type(beta)
-    if (ta is not float and ta is not int) or (tb is not float and tb is not int):
-        return None
-    pa, pb = A.data_ptr(), B.data_ptr()
-    dev = A.get_device()
-    use_c = C is not None and beta != 0
-    pc = C.data_ptr() if use_c else 0
-    pd = out.data_ptr() if out is not None else 0
-    key = (A.dtype, A.shape, A.stride(), B.dtype, B.shape, B.stride(), dev, B.get_device(),
-           pa & 127 == 0, pa & 15 == 0, pb & 127 == 0, pb & 15 == 0,
-           None if not use_c else (C.dtype, C.shape, C.stride(), C.get_device(), _acls(pc)),
-           None if out is None else (out.dtype, out.shape, out.stride(), out.get_device(),
-                                     _acls(pd)),
-           alpha == 1)
-    call = _PLANS.get(key)
-    if call is None or call.copy_a or call.copy_b:
-        return None     # the general path builds (and checks) the call, then caches it here
-    if out is None:
-        out = A.new_empty(call.out_shape)
-        pd = out.data_ptr()
-    else:
-        sp = call.spans
-        lo, hi = pd + sp[0], pd + sp[1]
-        if (lo < pa + sp[2][1] and pa + sp[2][0] < hi) or \
-                (lo < pb + sp[3][1] and pb + sp[3][0] < hi) or \
-                (pc and lo < pc + sp[4][1] and pc + sp[4][0] < hi
-                 and not (pc == pd and C.stride() == out.stride())):
-            raise LaunchError(_OP, "out", "overlaps an input (A, B or C); the GEMM reads it "
-                              "while writing out", actual=hex(pd))
-    h = raw_stream(dev) if stream is None else _stream(stream, A)
-    if call.simple:
-        call.plan.run((pa, pb, pd, pc if use_c else pd), (alpha, beta), h)
-    else:
-        call.run(pa, pb, pd, pc if use_c else pd, alpha, beta, h)
-    return out
+    from .stream import torch_stream_getter
+    _T[1] = torch_stream_getter()
+    _T[0] = torch.Tensor
+    return _T[0]
 
 
 def _stream(stream, like):

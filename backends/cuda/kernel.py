@@ -228,28 +228,25 @@ class LaunchPlan:
         # the driver reads the pack during the call (ctypes releases the GIL): one thread at a
         # time patches and launches
         with self._lock:
-            self._run(ptrs, scalars, stream)
-
-    def _run(self, ptrs, scalars, stream) -> None:
-        pack = self.pack
-        words = pack.words
-        for w, r in self.ptr_slots:
-            words[w] = ptrs[r]
-        for i, atom, l2, r in self.encode_slots:
-            pack.set(i, atom(ptrs[r], l2))
-        if scalars != self._last:
-            for i, r in self.scalar_slots:
-                pack.set(i, scalars[r])
-            self._last = scalars
-        launch = self._launch
-        if launch is None:
+            pack = self.pack
+            words = pack.words
+            for w, r in self.ptr_slots:
+                words[w] = ptrs[r]
+            if self.encode_slots:
+                for i, atom, l2, r in self.encode_slots:
+                    pack.set(i, atom(ptrs[r], l2))
+            if scalars != self._last:
+                for i, r in self.scalar_slots:
+                    pack.set(i, scalars[r])
+                self._last = scalars
+            launch = self._launch
+            if launch and not launch(stream):
+                return
             self.kernel.launch_pack(self.grid, pack, stream, device=self.device)
-            self._launch = self.kernel.bound_launcher(self.grid, pack, block=self.block,
-                                                      smem=self.smem, device=self.device) \
-                or False
-            return
-        if launch is False or launch(stream):
-            self.kernel.launch_pack(self.grid, pack, stream, device=self.device)
+            if launch is None:
+                self._launch = self.kernel.bound_launcher(
+                    self.grid, pack, block=self.block, smem=self.smem, device=self.device) \
+                    or False
 
 
 def make_plan(kernel: CompiledKernel, device: int, grid, block, smem: int, params, roles=(),

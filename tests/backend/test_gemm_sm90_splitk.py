@@ -317,6 +317,7 @@ def test_small_wgmma_wrapper():
 
 # --------------------------------------------------------------------------- heuristic
 
+from cute_py.backends.cuda.kernels import gemm_sm90_heuristic as H  # noqa: E402
 from cute_py.backends.cuda.kernels.gemm_sm90_heuristic import choose_sm90  # noqa: E402
 
 
@@ -334,7 +335,7 @@ def test_choose_sm90_table(M, N, K, swap, tile_n, splits):
     assert (c.swap, c.cfg.tile_n, c.splits) == (swap, tile_n, splits)
     assert c.units == c.tiles * c.splits and (splits == 1 or c.units <= 132)
     assert c.cfg.transpose_d == swap and c.cfg.splits == (splits > 1)
-    assert c.cfg.split_k in ("none", "workspace")
+    assert c.cfg.split_k in ("none", H.DEFAULT_SPLIT_MODE)
     assert str(c).startswith("sm90 cooperative") and "--" in str(c)
     assert c == choose_sm90(M, N, K)                                  # pure, hashable
     assert hash(c) == hash(choose_sm90(M, N, K))
