@@ -354,14 +354,20 @@ def run_sm90(A, B, D=None, C=None, alpha=1.0, beta=0.0, *, cfg=None, stream=None
         D = _empty(A, shape, Am.framework)
     Dm = meta_of(D, "D", op)
     _check_metas(Am, Bkn, Cm, Dm, bits_ok=True)
-    key = ("sm90", cfg, _meta_key(Am), _meta_key(Bm), _meta_key(Dm),
+    call = _sm90_call(Am, Bm, Dm, Cm, alpha, cfg)
+    _run_call(call, A, B, Am, Bm, Dm, Cm, alpha, beta, h)
+    return D
+
+
+def _sm90_call(Am, Bnk, Dm, Cm, alpha, cfg=None):
+    """The cached Hopper call for these metadata (B given as ``(N, K)``), built on first use."""
+    key = ("sm90", cfg, _meta_key(Am), _meta_key(Bnk), _meta_key(Dm),
            None if Cm is None else _meta_key(Cm), alpha == 1.0)
     call = _PLANS.get(key)
     if call is None:
-        call = _build_sm90(Am, Bm, Dm, Cm, alpha == 1.0, cfg, Am.device)
+        call = _build_sm90(Am, Bnk, Dm, Cm, alpha == 1.0, cfg, Am.device)
         _remember(key, call)
-    _run_call(call, A, B, Am, Bm, Dm, Cm, alpha, beta, h)
-    return D
+    return call
 
 
 def _run_call(call, A, B, Am, Bm, Dm, Cm, alpha, beta, h):
@@ -524,12 +530,7 @@ def _gemm_general(A, B, C, alpha, beta, *, out, stream, explain, backend, mainlo
         Dm = meta_of(out, "out", _OP)
     if sm90_ok:
         Bnk = Bm.swap_last()
-        key = ("sm90", None, _meta_key(Am), _meta_key(Bnk), _meta_key(Dm),
-               None if Cm is None else _meta_key(Cm), alpha == 1.0)
-        call = _PLANS.get(key)
-        if call is None:
-            call = _build_sm90(Am, Bnk, Dm, Cm, alpha == 1.0, None, Am.device)
-            _remember(key, call)
+        call = _sm90_call(Am, Bnk, Dm, Cm, alpha)
         if Am.framework == "torch" and not explain:
             # the torch fast path finds this call by its own key from now on
             _remember(_fast_key(A, B, C, user_out, alpha, use_c), call)

@@ -488,11 +488,10 @@ def _epilogue_direct(cfg: Sm90GemmConfig, maps: Sm90Maps) -> str:
     return _epilogue_store(cfg, maps)
 
 
-def _epilogue_store(cfg: Sm90GemmConfig, maps: Sm90Maps) -> str:
-    if cfg.transpose_d:
-        return _epilogue_transposed(cfg, maps)
+def _epilogue_prelude(cfg: Sm90GemmConfig, maps: Sm90Maps):
+    """``(pack1, unpack, lines)``: the built-in epilogue's conversion helpers and its first
+    lines (the thread's row / column origin, D's and C's batch pointers)."""
     dt = _DT[cfg.dtype]
-    pack2 = "pack_f16x2" if dt == "f16" else "pack_bf16x2"
     pack1 = "f32_to_f16_bits" if dt == "f16" else "f32_to_bf16_bits"
     unpack = "f16_bits_to_f32" if dt == "f16" else "bf16_bits_to_f32"
     fr = maps.frag
@@ -501,6 +500,16 @@ def _epilogue_store(cfg: Sm90GemmConfig, maps: Sm90Maps) -> str:
              "u16* Dl_ = D + (long long)l_ * ldl_d;"]
     if cfg.has_c:
         lines.append("const u16* Cl_ = C + (long long)l_ * ldl_c;")
+    return pack1, unpack, lines
+
+
+def _epilogue_store(cfg: Sm90GemmConfig, maps: Sm90Maps) -> str:
+    if cfg.transpose_d:
+        return _epilogue_transposed(cfg, maps)
+    dt = _DT[cfg.dtype]
+    pack2 = "pack_f16x2" if dt == "f16" else "pack_bf16x2"
+    pack1, unpack, lines = _epilogue_prelude(cfg, maps)
+    fr = maps.frag
     nv = fr.num_values
     slab_vals = nv // maps.slabs
     # group values by (m_val): each pair (v, v+1) has the same row and adjacent columns
@@ -552,15 +561,7 @@ def _frag_pairs(cfg, maps):
 
 def _epilogue_transposed(cfg: Sm90GemmConfig, maps: Sm90Maps) -> str:
     """The built-in epilogue storing D(r, c) at ``c * ldd + r`` (C read the same way)."""
-    dt = _DT[cfg.dtype]
-    pack1 = "f32_to_f16_bits" if dt == "f16" else "f32_to_bf16_bits"
-    unpack = "f16_bits_to_f32" if dt == "f16" else "bf16_bits_to_f32"
-    fr = maps.frag
-    lines = [f"const int row0_ = m_blk * {cfg.tile_m} + {fr.m_thr_expr};",
-             f"const int col0_ = n_blk * {cfg.tile_n} + {fr.n_thr_expr};",
-             "u16* Dl_ = D + (long long)l_ * ldl_d;"]
-    if cfg.has_c:
-        lines.append("const u16* Cl_ = C + (long long)l_ * ldl_c;")
+    pack1, unpack, lines = _epilogue_prelude(cfg, maps)
     for a0, a1, mo, no in _frag_pairs(cfg, maps):
         lines.append("{")
         lines.append(f"  const int r = row0_ + {mo}, c = col0_ + {no};")
