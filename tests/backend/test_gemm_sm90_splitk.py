@@ -325,10 +325,11 @@ from cute_py.backends.cuda.kernels.gemm_sm90_heuristic import choose_sm90  # noq
     (1, 4096, 4096, True, 16, 4),
     (16, 4096, 4096, True, 16, 4),
     (33, 4096, 4096, True, 64, 4),
-    (128, 4096, 4096, False, 128, 4),
+    (128, 4096, 4096, False, 64, 1),     # 128 64x64 tiles fill the SMs: no split
     (16, 28672, 4096, True, 16, 1),
     (1, 4096, 72, True, 16, 1),          # 2 k-blocks: nothing to split
-    (1024, 1024, 1024, False, 128, 2),
+    (1024, 1024, 1024, False, 64, 1),    # 128 128x64 tiles
+    (64, 64, 4096, False, 64, 8),        # one 64x64 tile, 64 k-blocks: split x8
 ])
 def test_choose_sm90_table(M, N, K, swap, tile_n, splits):
     c = choose_sm90(M, N, K)

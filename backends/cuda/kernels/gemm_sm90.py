@@ -1302,14 +1302,14 @@ def choose_config(A: TensorMeta, B: TensorMeta, D: TensorMeta, C: TensorMeta | N
 
     For a single 2-D problem whose D (and C) rows are 16-byte aligned: the smem-staged
     TMA-store EVT epilogue of :func:`default_evt_config`; otherwise (batched, unaligned D) the
-    cooperative kernel with the built-in predicated register->global epilogue.  Skinny problems
-    that leave SMs idle with 128x256 tiles use 128x128 tiles."""
+    cooperative kernel with the built-in predicated register->global epilogue.  128x128 tiles
+    where the heuristic's wave model prefers them to 128x256 (``gemm_sm90_heuristic``)."""
     dt = "f16" if A.dtype == "float16" else "bf16"
     a_major, b_major = tma_major(A), tma_major(B)
+    from .gemm_sm90_heuristic import _pick_tile
     M, N = A.shape[-2], B.shape[-2]
     L = A.shape[0] if len(A.shape) == 3 else 1
-    t256 = -(-M // 128) * -(-N // 256) * L
-    tn, stages = (128, 5) if t256 < sms and N > 128 else (256, 4)
+    tn, stages = (256, 4) if _pick_tile(M, N, L, sms)[1] >= 256 else (128, 5)
     use_c = C is not None
     if len(A.shape) == 2 and tma_store_ok(D) and (not use_c or tma_store_ok(C)) and \
             (use_c or alpha_one):

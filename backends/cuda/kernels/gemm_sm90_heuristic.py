@@ -42,8 +42,9 @@ __all__ = ["Sm90Choice", "choose_sm90", "SWAP_MAX_M", "MIN_KB_PER_SPLIT", "MAX_S
 #: swap A and B for M at most this (to be measured: 64 is where wgmma's N = M stops being
 #: narrower than the 128-row M tile)
 SWAP_MAX_M = 64
-#: each split covers at least this many 64-deep k-blocks (to be measured)
-MIN_KB_PER_SPLIT = 4
+#: each split covers at least this many 64-deep k-blocks (512^3 split in two ran slower than
+#: unsplit 64x64 tiles on the H100; decode with K = 4096 keeps 4 splits)
+MIN_KB_PER_SPLIT = 8
 #: at most this many splits (workspace traffic grows with S)
 MAX_SPLITS = 16
 #: the deterministic split-K mode picked by default: "fixup" (the tile's last unit sums the
@@ -96,6 +97,26 @@ def _tiles(M, N, L, tm, tn):
     return -(-M // tm) * -(-N // tn) * L
 
 
+#: candidate tiles of the unswapped kernel: (tile_m, tile_n, consumer warpgroups, stages,
+#: relative efficiency of one tile's MMA work).  Efficiencies fitted to the H100 measurements
+#: of benchmarks/small_tiles.py (docs/performance.md, "Small and batched GEMMs"): the smaller
+#: the tile, the more of its time goes to loads, barriers and the epilogue.
+TILES = ((128, 256, 2, 4, 1.0), (128, 128, 2, 6, 0.85), (128, 64, 2, 8, 0.7),
+         (64, 64, 1, 8, 0.55))
+
+
+def _pick_tile(M, N, L, num_sms):
+    """The candidate tile with the least ``waves * tile work / efficiency`` (ties: the larger
+    tile): one persistent wave of small tiles beats a fraction of a wave of big ones."""
+    best = None
+    for tm, tn, wgs, stages, eff in TILES:
+        waves = -(-_tiles(M, N, L, tm, tn) // num_sms)
+        cost = waves * tm * tn / eff
+        if best is None or cost < best[0] - 1e-9:
+            best = (cost, (tm, tn, wgs, stages))
+    return best[1]
+
+
 def choose_sm90(M: int, N: int, K: int, L: int = 1, dtype: str = "f16", a_major: str = "K",
                 b_major: str = "K", num_sms: int = 132, deterministic: bool = True,
                 allow_swap: bool = True, allow_split: bool = True,
@@ -144,14 +165,18 @@ def choose_sm90(M: int, N: int, K: int, L: int = 1, dtype: str = "f16", a_major:
                                  vec2=d_vec2, stream_k=True).check()
             return Sm90Choice(cfg, False, 1, t, t, num_sms, f"stream-K asked for: {t} 128x128 "
                               f"tiles ({t / num_sms:.2f} waves) shared in k-blocks by the grid")
-        if t256 >= num_sms or N <= 128 and _tiles(M, N, L, 128, 128) >= num_sms:
-            return Sm90Choice(None, False, 1, t256, t256, num_sms,
-                              f"{t256} 128x256 tiles >= {num_sms} SMs: default kernel",
-                              default_path=True)
-        tn, stages = 128, 6
-        why.append(f"128x256 tiles ({t256}) leave SMs idle: 128x128")
+        tm, tn, wgs, stages = _pick_tile(M, N, L, num_sms)
+        if tn >= 128:
+            t = _tiles(M, N, L, tm, tn)
+            why_tile = (f"{t256} 128x256 tiles >= {num_sms} SMs" if t256 >= num_sms else
+                        f"{tm}x{tn} tiles: fewest waves x tile work")
+            return Sm90Choice(None, False, 1, t, t, num_sms,
+                              f"{why_tile}: default kernel", default_path=True)
+        why.append(f"{_tiles(M, N, L, tm, tn)} {tm}x{tn} tiles ({wgs} consumer warpgroup"
+                   f"{'s' if wgs > 1 else ''}): fewest waves x tile work")
     tiles = _tiles(km, kn, L, tm, tn)
     splits = 1
+    wgs = 2 if swap else wgs
     if allow_split and tiles * 2 <= num_sms:
         s = min(num_sms // tiles, kb // MIN_KB_PER_SPLIT, MAX_SPLITS)
         if s >= 2:
@@ -160,7 +185,7 @@ def choose_sm90(M: int, N: int, K: int, L: int = 1, dtype: str = "f16", a_major:
                        f"(>= {MIN_KB_PER_SPLIT} k-blocks per split)")
         else:
             why.append(f"{tiles} tiles but only {kb} k-blocks: no split")
-    if splits == 1 and not swap:
+    if splits == 1 and not swap and tn >= 128:
         return Sm90Choice(None, False, 1, tiles, tiles, num_sms,
                           "; ".join(why) + " (the default path's skinny tile)",
                           default_path=True)
@@ -169,6 +194,6 @@ def choose_sm90(M: int, N: int, K: int, L: int = 1, dtype: str = "f16", a_major:
         why.append({"workspace": "deterministic: fixed-order reduce kernel",
                     "fixup": "deterministic: fixed-order sum by the tile's last unit",
                     "atomic": "atomic adds (not deterministic)"}[mode])
-    cfg = Sm90GemmConfig(tm, tn, 64, stages, 2, dtype, a_major=ka, b_major=kbm,
+    cfg = Sm90GemmConfig(tm, tn, 64, stages, wgs, dtype, a_major=ka, b_major=kbm,
                          split_k=mode, transpose_d=swap, vec2=d_vec2 and not swap).check()
     return Sm90Choice(cfg, swap, splits, tiles, tiles * splits, num_sms, "; ".join(why))
