@@ -253,11 +253,21 @@ def vector_width(a, b, elem_bits: int, max_bits: int = 128) -> int:
     the number of elements both keep contiguous and aligned, times ``elem_bits``. For plain
     layouts it is ``max_common_vector(a, b) * elem_bits`` rounded down to a power of two."""
     from .algebra import max_common_vector
+    for name, v in (("elem_bits", elem_bits), ("max_bits", max_bits)):
+        if not isinstance(v, int) or isinstance(v, bool) or v < 1:
+            raise AtomError("vector_width", name, "must be a positive int", actual=repr(v))
     a, b = _smem_layout(a), _smem_layout(b)
+    for name, v in (("a", a), ("b", b)):
+        if not (isinstance(v, Layout) or hasattr(v, "layout_b")):
+            raise AtomError("vector_width", name, "must be a Layout or a swizzled layout",
+                            actual=repr(v))
     if isinstance(a, Layout) and isinstance(b, Layout):
         n = max_common_vector(a, b)
     else:
         size = a.size()
+        if not isinstance(size, int) or size > 1 << 24 or b.size() != size:
+            raise AtomError("vector_width", "a", "a swizzled pair must have the same static "
+                            "size, at most 2**24 elements", actual=(size, b.size()))
         oa, ob = _offsets(a, size), _offsets(b, size)
         inv = {o: i for i, o in enumerate(oa)}          # a's offset -> domain index
         n = 1

@@ -117,8 +117,14 @@ def parse_op(text: str, current):
 def apply_op(text: str, current):
     """Evaluate one ``--op`` against ``current``; returns the result."""
     import cute_py as cute
+    import inspect
     name, args, kwargs = parse_op(text, current)
     fn = getattr(cute, name)
+    try:
+        inspect.signature(fn).bind(*args, **kwargs)
+    except TypeError as e:  # wrong arity or an unknown keyword
+        raise ParseError("--op", "op", f"does not match {name}{inspect.signature(fn)}: {e}",
+                         actual=text) from None
     return fn(*args, **kwargs)
 
 
@@ -126,8 +132,8 @@ def describe(x) -> str:
     """A layout with its table, size and cosize; other values as CuTe prints them."""
     import cute_py as cute
     if isinstance(x, cute.Layout) or cute.is_composed_layout(x):
-        if isinstance(x, cute.Layout) and cute.rank(x) >= 1 and cute.size(x) <= 4096 \
-                and cute.is_static(x.shape) and cute.is_static(x.stride):
+        if isinstance(x, cute.Layout) and cute.rank(x) >= 1 and cute.is_static(x.shape) \
+                and cute.is_static(x.stride) and cute.size(x) <= 4096:
             lines = [cute.format_layout(x)]  # its first line is the layout
         else:
             lines = [str(x)]
@@ -246,6 +252,8 @@ def _pictures(argv) -> int:
         atom_layout = tuple(int(x) for x in a.atom_layout.split(","))
     except ValueError:
         p.error(f"--atom-layout must be ints separated by commas, got {a.atom_layout!r}")
+    if any(x < 1 for x in atom_layout) or len(atom_layout) > 3:
+        p.error(f"--atom-layout must be up to three positive ints, got {a.atom_layout!r}")
     mma = cute.make_tiled_mma(atom, atom_layout)
     if a.text:
         from .svg import format_tiled_mma
@@ -261,7 +269,11 @@ def main(argv=None) -> int:
     from .errors import CuteError
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv and argv[0] in ("layout", "mma"):
-        return _pictures(argv)
+        try:
+            return _pictures(argv)
+        except CuteError as e:
+            print(f"error: {e}", file=sys.stderr)
+            return 2
     p = argparse.ArgumentParser(prog="python -m cute_py", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("layout", nargs="?", help="a layout in CuTe notation, e.g. '(4,2):(2,1)'")

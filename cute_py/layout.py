@@ -549,6 +549,9 @@ def shape(x, *modes):
 
 def stride(x, *modes):
     x = get(x, *modes)
+    if not hasattr(x, "stride") or isinstance(x, tuple):
+        raise LayoutError("stride", "x", "must be a Layout (an IntTuple has no stride)",
+                          actual=repr(x))
     return x.stride
 
 

@@ -20,9 +20,10 @@ from __future__ import annotations
 
 from . import int_tuple as it
 from .composed import ComposedLayout, as_position_independent_swizzle_layout, smem_ptr_flag_bits
-from .errors import LayoutError, TensorError
+from .errors import CuteError, LayoutError, TensorError
 from .int_tuple import _, has_underscore, is_underscore
 from .layout import Layout, _to_tuple, fmt_int_tuple, make_layout
+from .numeric import sizeof_bits
 
 __all__ = [
     "Tensor", "make_tensor", "is_tensor", "make_gmem_ptr", "make_smem_ptr", "make_rmem_ptr",
@@ -40,6 +41,12 @@ __all__ = [
 class ArithmeticTuple(tuple):
     """A tuple that adds elementwise (shorter operands are padded with 0), CuTe's
     ``ArithmeticTuple``: the value of an identity tensor. Compares equal to a plain tuple."""
+
+    def __new__(cls, values=()):
+        if not isinstance(values, (tuple, list)) and not hasattr(values, "__next__"):
+            raise TensorError("ArithmeticTuple", "values", "must be a tuple of coordinates",
+                              actual=repr(values))
+        return super().__new__(cls, values)
 
     def __add__(self, other):
         if isinstance(other, ScaledBasis):
@@ -86,6 +93,15 @@ class ScaledBasis:
     _cute_scaled_basis = True
 
     def __init__(self, value, modes):
+        if isinstance(modes, int) and not isinstance(modes, bool):
+            modes = (modes,)
+        if not isinstance(modes, (tuple, list)) or not all(
+                isinstance(m, int) and not isinstance(m, bool) and 0 <= m < 1 << 16 for m in modes):
+            raise TensorError("ScaledBasis", "modes", "must be a tuple of non-negative mode "
+                              "indices", actual=repr(modes))
+        if not (it.is_int(value) or isinstance(value, (tuple, ScaledBasis))):
+            raise TensorError("ScaledBasis", "value", "must be an int, a symbol or a coordinate",
+                              actual=repr(value))
         object.__setattr__(self, "value", value)
         object.__setattr__(self, "modes", tuple(modes))
 
@@ -175,6 +191,8 @@ def basis_get(b, t):
 
 def make_basis_like(shape, _prefix=()):
     """Basis elements congruent to ``shape``: ``make_basis_like((2,(3,4))) == (E(0), (E(1,0), E(1,1)))``."""
+    if not _prefix:
+        it._check(shape, "make_basis_like", "shape")
     if isinstance(shape, tuple):
         return tuple(make_basis_like(s, _prefix + (i,)) for i, s in enumerate(shape))
     return ScaledBasis(1, _prefix)
@@ -208,10 +226,9 @@ class Pointer:
     def __init__(self, space: str, dtype, name=None, offset=0):
         if space not in ("gmem", "smem", "rmem"):
             raise TensorError("Pointer", "space", "must be 'gmem', 'smem' or 'rmem'", actual=space)
-        from .smem_atoms import sizeof_bits
         try:
             bits = sizeof_bits(dtype)
-        except LayoutError as e:
+        except CuteError as e:
             raise TensorError("Pointer", "dtype", str(e), actual=repr(dtype)) from None
         object.__setattr__(self, "space", space)
         object.__setattr__(self, "dtype", dtype)
@@ -250,6 +267,8 @@ class ElementRef:
     __slots__ = ("ptr", "index")
 
     def __init__(self, ptr: Pointer, index):
+        if not isinstance(ptr, Pointer):
+            raise TensorError("ElementRef", "ptr", "must be a Pointer", actual=repr(ptr))
         object.__setattr__(self, "ptr", ptr)
         object.__setattr__(self, "index", index)
 
@@ -835,7 +854,6 @@ def recast(t, new_dtype):
     Law (NumPy): ``recast(t, u)`` reads the same bytes as ``t`` viewed as ``u``."""
     _require_tensor(t, "recast")
     from .algebra import recast_layout
-    from .smem_atoms import sizeof_bits
     d = t.data
     if isinstance(d, _ArrayIter):
         import numpy as np

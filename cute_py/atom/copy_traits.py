@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..errors import AtomError
+from ..errors import AtomError, check_fields
 from ..layout import Layout
 from .mma_atom import canonical_type, sizeof_bits
 
@@ -57,6 +57,12 @@ class CopyOp:
     dst_space: str = "any"
     arch: int = 0
     zfill: bool = False
+
+    def __post_init__(self):
+        check_fields(self, AtomError, {
+            "name": str, "thr_id": Layout, "src_layout": Layout, "dst_layout": Layout,
+            "ref_layout": Layout, "ptx": str, "kind": str, "src_space": str, "dst_space": str,
+            "arch": int, "zfill": bool})
 
     @property
     def ThrID(self):

@@ -37,6 +37,8 @@ class _GMMA:
 
 def CLayout_64xN(N: int) -> Layout:
     """``((4,8,4),(2,2,N/8)):((128,1,16),(64,8,512))``: ``(thr, val) -> m + 64*n``."""
+    if not isinstance(N, int) or isinstance(N, bool) or N < 8 or N % 8:
+        raise AtomError("CLayout_64xN", "N", "must be a positive multiple of 8", actual=repr(N))
     return Layout(((4, 8, 4), (2, 2, N // 8)), ((128, 1, 16), (64, 8, 512)))
 
 

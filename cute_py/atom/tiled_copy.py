@@ -85,6 +85,10 @@ class TiledCopy:
             tiler = tuple(tiler)
         if isinstance(tiler, (int, Layout)):
             tiler = (tiler,)
+        if not isinstance(tiler, tuple) or not tiler or not all(
+                isinstance(t, Layout) or (it.is_static(t) and it.product(t) > 0) for t in tiler):
+            raise AtomError("TiledCopy", "tiler_mn", "must be static positive extents or layouts",
+                            actual=repr(self.tiler_mn))
         object.__setattr__(self, "tiler_mn", tiler)
         nthr, nval = self.num_threads, self.num_values
         athr, aval = self.atom_num_thr, self.atom_num_val
@@ -317,11 +321,21 @@ def make_layout_tv(thr_layout, val_layout=None):
 
 
 def _is_bijective(L: Layout) -> bool:
-    n = L.size()
-    if L.cosize() != n:
-        return False
-    seen = set(L(i) for i in range(n))
-    return len(seen) == n
+    """Whether ``L`` maps ``[0, size)`` onto ``[0, size)``: its non-trivial modes, sorted by
+    stride, are compact (each stride the product of the extents before it). Algebraic, so a
+    2**70-element layout is answered at once."""
+    modes = []
+    for s, d in zip(it.flatten(it.wrap(L.shape)), it.flatten(it.wrap(L.stride))):
+        if not (it.is_static(s) and it.is_static(d)):
+            return False
+        if s != 1:
+            modes.append((d, s))
+    cur = 1
+    for d, s in sorted(modes):
+        if d != cur:
+            return False
+        cur *= s
+    return True
 
 
 def make_tiled_copy(copy_atom, thr_layout, val_layout=None) -> TiledCopy:

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 from .. import int_tuple as it
 from ..algebra import complement, composition, logical_divide, right_inverse, tiled_product, zipped_divide
-from ..errors import AtomError, CuteError
+from ..errors import AtomError, CuteError, check_fields
 from ..int_tuple import _, is_underscore
 from ..layout import Layout, fmt_int_tuple, make_layout
 from .mma_atom import MMA_Atom, make_mma_atom
@@ -103,6 +103,13 @@ class TiledMMA:
     atom: MMA_Atom
     atom_layout_mnk: Layout
     permutation_mnk: tuple
+
+    def __post_init__(self):
+        check_fields(self, AtomError, {"atom": MMA_Atom, "atom_layout_mnk": Layout,
+                                       "permutation_mnk": tuple})
+        # the direct constructor gets make_tiled_mma's normal form (rank-3 layout, 3 tilers)
+        object.__setattr__(self, "atom_layout_mnk", _normalize_atom_layout(self.atom_layout_mnk))
+        object.__setattr__(self, "permutation_mnk", _normalize_perm(self.permutation_mnk))
 
     # construction -------------------------------------------------------------------------------
     @property
@@ -478,6 +485,12 @@ class CoverageReport:
     ok: bool
     what: str
     details: tuple
+
+    def __post_init__(self):
+        check_fields(self, AtomError, {"ok": bool, "what": str, "details": tuple})
+        for d in self.details:
+            if not isinstance(d, str):
+                raise AtomError("CoverageReport", "details", "must be a tuple of str", actual=d)
 
     def __bool__(self):
         return self.ok
