@@ -31,10 +31,10 @@ from .int_tuple import (
 from .int_tuple import flatten as _flatten_t, unflatten as _unflatten_t, filter_zeros as _fz_t
 from .layout import (
     Layout, LayoutLeft, LayoutRight, is_layout, make_layout, make_shape, make_stride,
-    make_coord, make_tile, make_step, make_ordered_layout, make_layout_like, make_fragment_like,
+    make_coord, make_tile, make_step, make_ordered_layout, make_layout_like,
     compact_col_major, compact_row_major, compact_major, compact_order, size, cosize, coshape,
     rank, depth, shape, stride, get, layout, crd2idx, slice_and_offset, select, take, group,
-    append, prepend, replace, remove, zip, zip2_by, tile_unzip, with_shape, get_hier_coord,
+    append, prepend, replace, remove, zip, zip2_by, tile_unzip, get_hier_coord,
     get_flat_coord, get_1d_coord, transform_layout, fmt_int_tuple,
 )
 from .algebra import (
@@ -42,7 +42,7 @@ from .algebra import (
     complement, right_inverse, left_inverse, logical_divide, zipped_divide, tiled_divide,
     flat_divide, logical_product, zipped_product, tiled_product, flat_product, blocked_product,
     raked_product, tile_to_shape, upcast, downcast, recast_layout, max_common_layout,
-    max_common_vector, nullspace, max_alignment, domain_distribute,
+    max_common_vector, nullspace, max_alignment, domain_distribute, with_shape,
 )
 from .printing import print_layout, parse_layout, format_layout
 from . import int_tuple as _it

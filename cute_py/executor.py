@@ -28,7 +28,8 @@ from __future__ import annotations
 
 from .atom.mma_atom import MMA_Atom
 from .atom.tiled_copy import TiledCopy
-from .atom.tiled_mma import TiledMMA, layout_table
+from .atom.tiled_mma import TiledMMA
+from .layout import layout_table
 from .errors import AtomError
 from . import int_tuple as it
 from .layout import Layout

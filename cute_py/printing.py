@@ -9,8 +9,8 @@ from __future__ import annotations
 import re
 import sys
 
-from .errors import ParseError
-from .layout import Layout, cosize, fmt_int_tuple
+from .errors import LayoutError, ParseError, SymbolicError
+from .layout import cosize, fmt_int_tuple, group, Layout, make_layout
 from . import int_tuple as it
 
 __all__ = ["print_layout", "format_layout", "parse_layout", "parse_int_tuple", "MAX_TABLE_CELLS",
@@ -23,9 +23,7 @@ MAX_TABLE_CELLS = 1 << 18
 
 def check_table_size(op: str, arg: str, M, N) -> None:
     """Raise LayoutError when an ``M x N`` table or picture is too large to draw."""
-    from .errors import LayoutError
     if not (isinstance(M, int) and isinstance(N, int)):
-        from .errors import SymbolicError
         raise SymbolicError(op, arg, "needs static extents to be drawn", actual=(M, N))
     if M * N > MAX_TABLE_CELLS:
         raise LayoutError(op, arg, f"has {M}x{N} cells, too many to draw",
@@ -44,21 +42,17 @@ def format_layout(L) -> str:
     if not isinstance(L, Layout):
         inner = getattr(L, "layout", None)
         if not isinstance(inner, Layout) and not hasattr(L, "shape"):
-            from .errors import LayoutError
             raise LayoutError("print_layout", "layout", "must be a Layout", actual=repr(L))
     header = str(L)
     R = it.rank(L.shape)
     if R == 0:
-        from .errors import LayoutError
         raise LayoutError("print_layout", "layout", "has rank 0 (no modes to tabulate)",
                           actual=header)
     note = ""
     if R == 1:
-        from .layout import make_layout
         L2 = make_layout(L, Layout(1, 0))
         note = "  [rank 1: shown as (size,1)]"
     elif R > 2:
-        from .layout import group
         L2 = group(L, 1, R)
         note = f"  [rank {R}: modes 1..{R - 1} grouped as columns]"
     else:

@@ -21,7 +21,8 @@ row: CUTLASS's ``DefaultGemm_TensorOpSm80_OperandA<half_t, RowMajor, 8, 64>`` at
 
 from __future__ import annotations
 
-from .composed import ComposedLayout, smem_ptr_flag_bits, make_composed_layout
+from .algebra import upcast
+from .composed import _compose3, ComposedLayout, make_composed_layout, smem_ptr_flag_bits
 from .errors import LayoutError
 from .layout import Layout, size
 from .numeric import sizeof_bits
@@ -39,7 +40,6 @@ def _bits_atom(B: int, k_major: bool, contig_bits: int) -> ComposedLayout:
 
 
 def _upcast_atom(bits_atom, T, name):
-    from .algebra import upcast
     b = sizeof_bits(T)
     if 128 % b:
         raise LayoutError(f"GMMA.{name}", "T", f"element width {b} bits does not divide the 128-bit "
@@ -193,5 +193,4 @@ def make_sm80_smem_layout_atom(T, major="K", extent: int = 64):
     M = vec.bit_length() - 1
     n = row_bytes // nbytes
     lay = Layout((n, 8), (1, n)) if _is_mn(major) else Layout((8, n), (n, 1))
-    from .composed import _compose3
     return _compose3(Swizzle(B, M, 3), 0, lay)

@@ -18,8 +18,8 @@ from __future__ import annotations
 from xml.sax.saxutils import escape
 
 from . import int_tuple as it
-from .errors import LayoutError
-from .layout import Layout
+from .errors import CuteError, LayoutError
+from .layout import Layout, layout_table
 from .printing import check_table_size
 
 __all__ = ["layout_svg", "tv_layout_svg", "tiled_mma_svg", "tiled_copy_svg", "format_tv_layout",
@@ -111,7 +111,6 @@ def tv_cells(layout_tv: Layout, tile_mn):
     T = it.product(layout_tv.shape[0])
     V = it.product(layout_tv.shape[1])
     check_table_size("tv_layout", "layout_tv", T, V)
-    from .atom.tiled_mma import layout_table
     tab = layout_table(layout_tv)
     cells = {}
     for v in range(V):
@@ -243,7 +242,8 @@ def write_svg(obj, path: str) -> str:
         import os
         if not isinstance(path, os.PathLike):  # an int would be a file descriptor (and closed)
             raise LayoutError("write_svg", "path", "must be a file name", actual=repr(path))
-    svg = obj._repr_svg_() if hasattr(obj, "_repr_svg_") else layout_svg(obj)
+    svg = layout_svg(obj) if isinstance(obj, Layout) or not hasattr(obj, "_repr_svg_") \
+        else obj._repr_svg_()
     try:
         with open(path, "w") as f:
             f.write(svg)
@@ -251,3 +251,14 @@ def write_svg(obj, path: str) -> str:
         raise LayoutError("write_svg", "path", f"cannot be written ({e.strerror or e})",
                           actual=path) from e
     return path
+
+
+def _layout_repr_svg(self):
+    """Notebooks show a rank-1 or rank-2 layout as its picture (nothing for other layouts)."""
+    try:
+        return layout_svg(self)
+    except CuteError:
+        return None
+
+
+Layout._repr_svg_ = _layout_repr_svg  # installed here so that layout.py never imports the pictures

@@ -23,14 +23,15 @@ from dataclasses import dataclass
 
 from .. import int_tuple as it
 from ..algebra import (
-    coalesce, composition, filter as filter_layout, left_inverse, logical_product, raked_product,
-    right_inverse, upcast, zipped_divide,
+    coalesce, composition, filter as filter_layout, left_inverse, logical_product,
+    raked_product, right_inverse, upcast, zipped_divide,
 )
 from ..errors import AtomError
 from ..int_tuple import _, is_underscore
-from ..layout import Layout, fmt_int_tuple, make_layout, zip as zip_layout
+from ..layout import fmt_int_tuple, Layout, make_layout, slice_and_offset, zip as zip_layout
+from ..svg import tiled_copy_svg
 from .copy_atom import Copy_Atom
-from .tiled_mma import CoverageReport, TiledMMA, apply_partition, _check_tv
+from .tiled_mma import apply_partition, _check_tv, CoverageReport, TiledMMA
 
 __all__ = [
     "TiledCopy", "ThrCopy", "make_tiled_copy", "make_tiled_copy_impl", "make_layout_tv",
@@ -237,7 +238,6 @@ class TiledCopy:
         return f"TiledCopy({self.atom!r}, {self.layout_tv!r}, {_fmt_tiler(self.tiler_mn)})"
 
     def _repr_svg_(self):
-        from ..svg import tiled_copy_svg
         return tiled_copy_svg(self)
 
 
@@ -251,7 +251,6 @@ class ThrCopy:
     def partition_layout(self, L, which: str):
         """``(layout, offset)`` of this thread's ``(CPY, CPY_M, CPY_N, ...)`` partition of ``L``
         (``which`` = ``"S"`` or ``"D"``)."""
-        from ..layout import slice_and_offset
         thr = self.tiled_copy._tidfrg(L, which)
         r = it.rank(L.shape) if isinstance(L.shape, tuple) else 1
         rest = tuple(_ for _i in range(r)) if r > 1 else _

@@ -21,11 +21,16 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from .. import int_tuple as it
-from ..algebra import complement, composition, logical_divide, right_inverse, tiled_product, zipped_divide
-from ..errors import AtomError, CuteError, check_fields
+from ..algebra import (
+    complement, composition, logical_divide, make_fragment_like as mfl_layout, right_inverse,
+    tiled_product, zipped_divide,
+)
+from ..errors import AtomError, check_fields, CuteError
 from ..int_tuple import _, is_underscore
-from ..layout import Layout, fmt_int_tuple, make_layout
-from .mma_atom import MMA_Atom, make_mma_atom
+from ..layout import fmt_int_tuple, Layout, layout_table, make_layout, slice_and_offset
+from ..svg import tiled_mma_svg
+from ..tensor import _ArrayIter, make_fragment_like as mfl, make_rmem_ptr, Tensor
+from .mma_atom import make_mma_atom, MMA_Atom
 
 __all__ = [
     "TiledMMA", "ThrMMA", "make_tiled_mma", "partition_shape_A", "partition_shape_B",
@@ -249,7 +254,6 @@ class TiledMMA:
                 f"{_fmt_perm(self.permutation_mnk)})")
 
     def _repr_svg_(self):
-        from ..svg import tiled_mma_svg
         return tiled_mma_svg(self)
 
 
@@ -308,7 +312,6 @@ def apply_partition(t, fn, op):
     """Apply a ``layout -> (layout, offset)`` partition to a :class:`~cute_py.tensor.Tensor`
     (same data, iterator moved by the offset: CuTe's ``make_tensor(t.data(), ...)(coord)``) or
     to a layout (returns the partitioned layout; ``partition_layout`` also gives the offset)."""
-    from ..tensor import Tensor
     if isinstance(t, Tensor):
         Lp, off = fn(t.layout)
         return Tensor(t.data + off, Lp)
@@ -327,11 +330,9 @@ def make_fragment(part, frg_type, view=False, like=True):
     partition ``part`` (``like``: ``make_fragment_like``'s stride order; else compact
     column-major as ``make_tensor<FrgTypeC>(shape)``); ``view`` returns ``part`` itself (wgmma
     descriptors are built from the shared-memory partition). A layout gives a layout."""
-    from ..tensor import Tensor, _ArrayIter, make_rmem_ptr, make_fragment_like as mfl
     if view:
         return part
     if not isinstance(part, Tensor):
-        from ..layout import make_fragment_like as mfl_layout
         lay = part.layout_b if hasattr(part, "layout_b") else part
         return mfl_layout(lay) if like else make_layout(lay.shape)
     if like:
@@ -347,7 +348,6 @@ def make_fragment(part, frg_type, view=False, like=True):
 
 
 def _slice_with_offset(L, coord):
-    from ..layout import slice_and_offset
     return slice_and_offset(coord, L)
 
 
@@ -498,15 +498,6 @@ class CoverageReport:
     def __str__(self):
         head = f"{self.what}: {'OK' if self.ok else 'FAILED'}"
         return "\n".join([head] + ["  " + d for d in self.details])
-
-
-def layout_table(L) -> list:
-    """``[L(i) for i in range(size(L))]`` computed mode by mode (fast; colexicographic order)."""
-    shp, std = it.flatten(it.wrap(L.shape)), it.flatten(it.wrap(L.stride))
-    idx = [0]
-    for s, d in zip(shp, std):
-        idx = [i + k * d for k in range(s) for i in idx]
-    return idx
 
 
 def _count_tv(L, extent, shape2):
