@@ -290,7 +290,7 @@ _HOT = frozenset((
     "flat_product", "blocked_product", "raked_product", "upcast", "downcast", "select",
     "is_int", "is_tuple", "is_static", "is_underscore", "has_underscore", "is_layout",
     "is_swizzle", "is_composed_layout", "is_tensor", "is_symbolic", "make_identity_tensor",
-    "make_tensor", "local_tile", "local_partition",
+    "make_tensor", "local_tile", "local_partition", "sizeof_bits", "canonical_type",
 ))
 
 

@@ -105,12 +105,15 @@ def parse_op(text: str, current):
         raise ParseError("--op", "op", f"unknown operation {name!r}",
                          expected=", ".join(OPS), actual=name)
     args, kwargs = [], {}
-    for part in _split_top(t[lp + 1:-1], "op"):
-        key, eq, val = part.partition("=")
-        if eq and key.strip().isidentifier():
-            kwargs[key.strip()] = _parse_arg(val, current, top=True)
-        else:
-            args.append(_parse_arg(part, current, top=True))
+    try:
+        for part in _split_top(t[lp + 1:-1], "op"):
+            key, eq, val = part.partition("=")
+            if eq and key.strip().isidentifier():
+                kwargs[key.strip()] = _parse_arg(val, current, top=True)
+            else:
+                args.append(_parse_arg(part, current, top=True))
+    except RecursionError:
+        raise ParseError("--op", "op", "is nested too deeply", actual=t[:40]) from None
     return name, args, kwargs
 
 
