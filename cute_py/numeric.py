@@ -13,7 +13,8 @@ from __future__ import annotations
 
 from .errors import AtomError
 
-__all__ = ["BITS", "ALIASES", "canonical_type", "sizeof_bits"]
+__all__ = ["BITS", "BYTES", "ALIASES", "PTX", "CUTE_NAME", "C_STORAGE", "NUMPY_HOLDER",
+           "canonical_type", "sizeof_bits"]
 
 #: canonical element type name -> width in bits
 BITS = {
@@ -21,6 +22,36 @@ BITS = {
     "int8": 8, "uint8": 8, "int16": 16, "uint16": 16, "int32": 32, "uint32": 32,
     "int64": 64, "uint64": 64, "uint128": 128, "float8_e4m3": 8, "float8_e5m2": 8,
     "int4": 4, "uint4": 4, "float4_e2m1": 4, "uint1": 1,
+}
+
+#: canonical name -> width in bytes (the types of at least one byte)
+BYTES = {t: b // 8 for t, b in BITS.items() if b % 8 == 0}
+
+#: canonical name -> PTX type suffix (``mma.sync...f32.f16.f16.f32``)
+PTX = {
+    "float16": "f16", "bfloat16": "bf16", "float32": "f32", "tfloat32": "tf32", "float64": "f64",
+    "int8": "s8", "uint8": "u8", "int16": "s16", "uint16": "u16", "int32": "s32", "uint32": "u32",
+    "int64": "s64", "uint64": "u64", "float8_e4m3": "e4m3", "float8_e5m2": "e5m2",
+}
+
+#: canonical name -> the spelling in CuTe's atom names (``SM80_16x8x16_F32F16F16F32_TN``)
+CUTE_NAME = {
+    "float16": "F16", "bfloat16": "BF16", "float32": "F32", "tfloat32": "TF32", "float64": "F64",
+    "int8": "S8", "uint8": "U8", "int32": "S32", "float8_e4m3": "E4M3", "float8_e5m2": "E5M2",
+}
+
+#: canonical name -> C type generated code stores it in (16-bit floats as raw bits)
+C_STORAGE = {
+    "float16": "unsigned short", "bfloat16": "unsigned short", "float32": "float",
+    "float64": "double", "int8": "signed char", "uint8": "unsigned char", "int16": "short",
+    "uint16": "unsigned short", "int32": "int", "uint32": "unsigned int",
+}
+
+#: canonical name -> NumPy dtype that holds its values exactly in the CPU model (no NumPy
+#: bfloat16/tfloat32: they are held, already rounded, in float32)
+NUMPY_HOLDER = {
+    "float16": "float16", "bfloat16": "float32", "tfloat32": "float32", "float32": "float32",
+    "float64": "float64", "int8": "int8", "uint8": "uint8", "int32": "int32", "uint32": "uint32",
 }
 
 #: other spellings (C++, PTX, NumPy, CUTLASS) -> canonical name; looked up case-insensitively

@@ -28,6 +28,7 @@ from ..algebra import (
 from ..errors import AtomError, check_fields, CuteError
 from ..int_tuple import _, is_underscore
 from ..layout import fmt_int_tuple, Layout, layout_table, make_layout, slice_and_offset
+from ..numeric import NUMPY_HOLDER
 from ..svg import tiled_mma_svg
 from ..tensor import _ArrayIter, make_fragment_like as mfl, make_rmem_ptr, Tensor
 from .mma_atom import make_mma_atom, MMA_Atom
@@ -320,9 +321,7 @@ def apply_partition(t, fn, op):
     raise AtomError(op, "tensor", "must be a Tensor or a Layout", actual=repr(t))
 
 
-_NP_DTYPE = {"float16": "float16", "bfloat16": "float32", "tfloat32": "float32",
-             "float32": "float32", "float64": "float64", "int8": "int8", "uint8": "uint8",
-             "int32": "int32", "uint32": "uint32"}
+_NP_DTYPE = NUMPY_HOLDER
 
 
 def make_fragment(part, frg_type, view=False, like=True):

@@ -47,7 +47,7 @@ from typing import Any, Iterator
 import numpy as np
 
 from ..errors import LaunchError, TensorError
-from ..numeric import BITS, canonical_type
+from ..numeric import BYTES, canonical_type
 
 __all__ = [
     "Node", "AccFetch", "SrcFetch", "ScalarBroadcast", "RowBroadcast", "ColBroadcast",
@@ -65,7 +65,7 @@ __all__ = [
 # Element types
 
 DTYPES = ("float16", "bfloat16", "float32")
-_DTYPE_BYTES = {t: BITS[t] // 8 for t in DTYPES}
+_DTYPE_BYTES = {t: BYTES[t] for t in DTYPES}
 
 
 def _dtype(value, op: str, arg: str = "dtype") -> str:
