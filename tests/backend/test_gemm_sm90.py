@@ -1,4 +1,4 @@
-"""Hopper GEMM (issue 7): CPU-side tests (generation, compile for sm_90a with zero spills, maps
+"""Hopper GEMM: CPU-side tests (generation, compile for sm_90a with zero spills, maps
 derived from the algebra vs the hand-written ones, TMA box derivation, lowering of the pipeline
 description) and GPU tests (float64 reference, poisoned outputs, odd sizes, batched, beta*C).
 
