@@ -162,3 +162,11 @@ def check_fields(obj, error: type, spec: dict) -> None:
             raise error(op, name, "has the wrong type",
                         expected=" or ".join(t.__name__ for t in want),
                         actual=f"{_short(repr(v), 60)} of type {type(v).__name__}")
+
+
+def check_index(op: str, arg: str, i, n: int, error: type = None) -> int:
+    """``i`` must be an int in ``[-n, n)`` (a mode or operand index); returns it."""
+    if not isinstance(i, int) or isinstance(i, bool) or not -n <= i < n:
+        raise (error or CuteError)(op, arg, "is not a valid index", expected=f"an int in [{-n}, {n})",
+                                   actual=repr(i))
+    return i

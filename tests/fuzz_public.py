@@ -111,6 +111,28 @@ def targets():
     return out
 
 
+def method_targets(valid):
+    """(name, bound method) for the public methods of the library's values in the pool (layouts,
+    swizzles, composed layouts, tensors, atoms, tiled MMAs and copies and their thread slices)."""
+    import cute_py as cute
+    objs = [v for v in valid if type(v).__module__.startswith("cute_py")]
+    for v in list(objs):
+        if isinstance(v, (cute.TiledMMA, cute.TiledCopy)):
+            objs.append(v.get_slice(0))
+    out, seen = [], set()
+    for obj in objs:
+        cls = type(obj)
+        for n in dir(cls):
+            if n.startswith("_") or (cls.__name__, n) in seen:
+                continue
+            attr = getattr(cls, n, None)
+            if not callable(attr) or isinstance(attr, type):
+                continue
+            seen.add((cls.__name__, n))
+            out.append((f"{cls.__name__}.{n}", getattr(obj, n)))
+    return out
+
+
 def _arity(fn):
     """(required, total) positional parameter counts; *args counts as two optional ones."""
     try:
@@ -171,7 +193,7 @@ def _cli_cases():
     ]
 
 
-def run(examples=24, timeout=2.0, seed=0, verbose=False):
+def run(examples=24, timeout=2.0, seed=0, methods=True):
     """Fuzz; returns a dict with counts and the first few failures per target."""
     import cute_py as cute
     from cute_py.errors import CuteError
@@ -221,6 +243,10 @@ def run(examples=24, timeout=2.0, seed=0, verbose=False):
         for name, fn in targets():
             for args in _calls(fn, valid, garbage, rng, examples):
                 one(name, fn, args)
+        if methods:
+            for name, fn in method_targets(valid):
+                for args in _calls(fn, valid, garbage, rng, max(examples // 2, 4)):
+                    one(name, fn, args)
         import cute_py.cli as cli
         for argv in _cli_cases():
             one("cute_py.cli.main", cli.main, (argv,), post=False)
@@ -240,6 +266,7 @@ def main(argv=None):
     p.add_argument("--timeout", type=float, default=2.0)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--mem-gb", type=float, default=4.0)
+    p.add_argument("--no-methods", action="store_true", help="only the module-level callables")
     a = p.parse_args(argv)
     if a.mem_gb > 0:
         lim = int(a.mem_gb * 2 ** 30)
@@ -247,7 +274,7 @@ def main(argv=None):
         if hard == resource.RLIM_INFINITY or hard >= lim:
             resource.setrlimit(resource.RLIMIT_AS, (lim, hard))
     t0 = time.time()
-    r = run(a.examples, a.timeout, a.seed)
+    r = run(a.examples, a.timeout, a.seed, methods=not a.no_methods)
     r["seconds"] = round(time.time() - t0, 1)
     if a.json:
         print(json.dumps(r))

@@ -167,15 +167,22 @@ class MMA_Atom:
     def thr_val_to_mk(self, thr: int, val: int):
         """``(m, k)`` of A value ``val`` of atom thread ``thr``."""
         M, _, K = self.shape_mnk
-        return it.idx2crd(self.layout_A((thr, val)), (M, K))
+        return it.idx2crd(self.layout_A(self._tv(thr, val, "thr_val_to_mk")), (M, K))
 
     def thr_val_to_nk(self, thr: int, val: int):
         _, N, K = self.shape_mnk
-        return it.idx2crd(self.layout_B((thr, val)), (N, K))
+        return it.idx2crd(self.layout_B(self._tv(thr, val, "thr_val_to_nk")), (N, K))
 
     def thr_val_to_mn(self, thr: int, val: int):
         M, N, _ = self.shape_mnk
-        return it.idx2crd(self.layout_C((thr, val)), (M, N))
+        return it.idx2crd(self.layout_C(self._tv(thr, val, "thr_val_to_mn")), (M, N))
+
+    @staticmethod
+    def _tv(thr, val, op):
+        for name, v in (("thr", thr), ("val", val)):
+            if not isinstance(v, int) or isinstance(v, bool):
+                raise AtomError(f"MMA_Atom.{op}", name, "must be an int", actual=repr(v))
+        return (thr, val)
 
 
 def make_mma_atom(x) -> MMA_Atom:

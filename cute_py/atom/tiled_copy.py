@@ -26,7 +26,7 @@ from ..algebra import (
     coalesce, composition, filter as filter_layout, left_inverse, logical_product,
     raked_product, right_inverse, upcast, zipped_divide,
 )
-from ..errors import AtomError
+from ..errors import AtomError, check_index
 from ..int_tuple import _, is_underscore
 from ..layout import fmt_int_tuple, Layout, make_layout, slice_and_offset, zip as zip_layout
 from ..svg import tiled_copy_svg
@@ -132,7 +132,8 @@ class TiledCopy:
 
     def tile_size(self, i: int) -> int:
         """``tile_size<I>(copy) = size<I>(Tiler_MN)``."""
-        return it.product(_tiler_shape(self.tiler_mn)[i])
+        shp = _tiler_shape(self.tiler_mn)
+        return it.product(shp[check_index("TiledCopy.tile_size", "i", i, len(shp), AtomError)])
 
     @property
     def tile_shape(self) -> tuple:
@@ -191,7 +192,11 @@ class TiledCopy:
     def retile(self, L):
         """CuTe's ``retile``: re-index an already thread-partitioned tensor (e.g. an MMA
         fragment ``(V, M, N, ...)``) into this copy's ``(CPY, CPY_M, CPY_N, ...)`` value order."""
+        if not (isinstance(L, Layout) or hasattr(L, "layout_b")):
+            raise AtomError("TiledCopy.retile", "L", "must be a (tensor's) layout", actual=repr(L))
         shp = L.shape
+        if shp == ():
+            raise AtomError("TiledCopy.retile", "L", "has rank 0 (no value mode)", actual=str(L))
         R = it.rank(shp) if isinstance(shp, tuple) else 1
         V = it.product(shp[0] if isinstance(shp, tuple) else shp)
         tshape = _tiler_shape(self.tiler_mn)
@@ -251,6 +256,12 @@ class ThrCopy:
     def partition_layout(self, L, which: str):
         """``(layout, offset)`` of this thread's ``(CPY, CPY_M, CPY_N, ...)`` partition of ``L``
         (``which`` = ``"S"`` or ``"D"``)."""
+        if which not in ("S", "D"):
+            raise AtomError("ThrCopy.partition_layout", "which", "must be 'S' or 'D'",
+                            actual=repr(which))
+        if not (isinstance(L, Layout) or hasattr(L, "layout_b")):
+            raise AtomError("ThrCopy.partition_layout", "L", "must be a Layout or a composed "
+                            "layout", actual=repr(L))
         thr = self.tiled_copy._tidfrg(L, which)
         r = it.rank(L.shape) if isinstance(L.shape, tuple) else 1
         rest = tuple(_ for _i in range(r)) if r > 1 else _

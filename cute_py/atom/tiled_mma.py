@@ -25,7 +25,7 @@ from ..algebra import (
     complement, composition, logical_divide, make_fragment_like as mfl_layout, right_inverse,
     tiled_product, zipped_divide,
 )
-from ..errors import AtomError, check_fields, CuteError
+from ..errors import AtomError, check_fields, check_index, CuteError
 from ..int_tuple import _, is_underscore
 from ..layout import fmt_int_tuple, Layout, layout_table, make_layout, slice_and_offset
 from ..numeric import NUMPY_HOLDER
@@ -130,7 +130,7 @@ class TiledMMA:
         L = self.thr_layout_vmnk
         if not modes:
             return L.size()
-        return it.product(L.shape[modes[0]])
+        return it.product(L.shape[check_index("TiledMMA.size", "mode", modes[0], 4, AtomError)])
 
     def get_permutation_mnk(self, i: int):
         """``permutation_mnk<I>()``: the tiler of mode ``i``; ``_`` means ``atom_mnk[i] * ThrMNK[i]``."""
@@ -370,6 +370,12 @@ class ThrMMA:
     def partition_layout(self, L, which: str):
         """``(layout, offset)``: the thread's partition of a layout for operand ``which``.
         Element ``c`` of the partition is at ``offset + layout(c)`` of ``L``'s codomain."""
+        if which not in ("A", "B", "C"):
+            raise AtomError("ThrMMA.partition_layout", "which", "must be 'A', 'B' or 'C'",
+                            actual=repr(which))
+        if not (isinstance(L, Layout) or hasattr(L, "layout_b")):
+            raise AtomError("ThrMMA.partition_layout", "L", "must be a Layout or a composed "
+                            "layout", actual=repr(L))
         thr = self.tiled_mma._thrfrg(L, which)
         return _slice_with_offset(thr, (self._coord(which), _rest_coord(thr)))
 
