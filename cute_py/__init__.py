@@ -42,7 +42,8 @@ from .algebra import (
     complement, right_inverse, left_inverse, logical_divide, zipped_divide, tiled_divide,
     flat_divide, logical_product, zipped_product, tiled_product, flat_product, blocked_product,
     raked_product, tile_to_shape, upcast, downcast, recast_layout, max_common_layout,
-    max_common_vector, nullspace, max_alignment, domain_distribute, with_shape,
+    max_common_vector, nullspace, max_alignment, domain_distribute, with_shape, flatten_layout,
+    unflatten_layout,
 )
 from .printing import print_layout, parse_layout, format_layout
 from . import int_tuple as _it
@@ -131,7 +132,6 @@ __version__ = "0.1.0"
 def flatten(x):
     """``flatten`` of an IntTuple (a flat tuple of leaves) or of a layout (flat shape and stride)."""
     if isinstance(x, Layout):
-        from .algebra import flatten_layout
         return flatten_layout(x)
     f = getattr(x, "_cute_flatten", None)
     if f is not None:
@@ -142,7 +142,6 @@ def flatten(x):
 def unflatten(x, profile):
     """Inverse of :func:`flatten` for IntTuples and layouts."""
     if isinstance(x, Layout):
-        from .algebra import unflatten_layout
         return unflatten_layout(x, profile)
     return _unflatten_t(x, profile)
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from fractions import Fraction
 import math
+import sys
 from operator import itemgetter
 
 from . import int_tuple as it
@@ -78,6 +79,11 @@ def _layout_tile(self, *tiler):
 Layout.compose = _layout_compose
 Layout.with_shape = _layout_with_shape
 Layout.tile = _layout_tile
+# the old import paths cute_py.layout.with_shape / .make_fragment_like keep working (the
+# module, not cute_py.layout, which is CuTe's function layout())
+_layout_module = sys.modules[Layout.__module__]
+_layout_module.with_shape = with_shape
+_layout_module.make_fragment_like = make_fragment_like
 
 __all__ = [
     "coalesce", "coalesce_shape", "filter", "filter_zeros", "composition", "complement",

@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from . import int_tuple as it
 from .algebra import max_common_vector
 from .atom.tiled_copy import TiledCopy
+from .composed import as_position_independent_swizzle_layout
 from .errors import AtomError
 from .layout import Layout, layout_table
 
@@ -133,10 +134,6 @@ def _offsets(L, n):
 def _smem_layout(x):
     """A Tensor's layout; a GMMA atom (``Sw o smem_ptr[b] o L``) in its element form."""
     x = getattr(x, "layout", x) if not isinstance(x, Layout) and hasattr(x, "data") else x
-    try:
-        from .composed import as_position_independent_swizzle_layout
-    except ImportError:  # pragma: no cover
-        return x
     return as_position_independent_swizzle_layout(x)
 
 

@@ -20,7 +20,8 @@ from __future__ import annotations
 import argparse
 import sys
 
-from .errors import ParseError
+from .errors import CuteError, ParseError
+from .svg import format_tiled_mma
 
 __all__ = ["main", "parse_op", "apply_op", "describe", "OPS"]
 
@@ -177,7 +178,6 @@ def _demo(out) -> int:
     show("SM80 K-major shared-memory atom for fp16 (swizzled, ldmatrix conflict-free)", str(sw))
     mma = cute.make_tiled_mma(cute.SM80_16x8x16_F32F16F16F32_TN(), (2, 2, 1))
     show("a tiled MMA: 2x2 warps of mma.sync m16n8k16", str(mma))
-    from .svg import format_tiled_mma
     show("who holds which element of C (first 4 rows)",
          "\n".join(format_tiled_mma(mma, "C").splitlines()[:11]))
     return _demo_gpu(out)
@@ -259,7 +259,6 @@ def _pictures(argv) -> int:
         p.error(f"--atom-layout must be up to three positive ints, got {a.atom_layout!r}")
     mma = cute.make_tiled_mma(atom, atom_layout)
     if a.text:
-        from .svg import format_tiled_mma
         print(format_tiled_mma(mma, a.text))
         return 0
     print(cute.write_svg(mma, a.output))
@@ -269,7 +268,6 @@ def _pictures(argv) -> int:
 def main(argv=None) -> int:
     """Entry point; returns the exit status (2 for a usage error, 1 for a failed check)."""
     import cute_py as cute
-    from .errors import CuteError
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv and argv[0] in ("layout", "mma"):
         try:

@@ -22,6 +22,8 @@ swizzle period.
 
 from __future__ import annotations
 
+import sys
+
 from . import int_tuple as it
 from .algebra import (
     blocked_product, coalesce, complement, composition, downcast, filter as filt, filter_zeros,
@@ -546,3 +548,4 @@ def composition_sw_layout(sw: Swizzle, L):
 
 Swizzle._cute_compose = _swizzle_compose
 Swizzle._cute_rcompose = _swizzle_rcompose
+sys.modules[Swizzle.__module__].composition_sw_layout = composition_sw_layout  # old import path

@@ -55,6 +55,12 @@ def test_old_import_paths_still_work():
     from cute_py.layout import layout_table as t2
     from cute_py.smem_atoms import sizeof_bits as b
     assert a is b is cute.sizeof_bits and t1 is t2
+    from cute_py.layout import make_fragment_like, with_shape
+    from cute_py.swizzle import composition_sw_layout
+    L = cute.Layout((4, 4))
+    assert with_shape(L, (2, 8)) == cute.with_shape(L, (2, 8))
+    assert make_fragment_like(cute.Layout((4, 4), (4, 1))) == cute.Layout((4, 4), (1, 4))
+    assert str(composition_sw_layout(cute.Swizzle(1, 0, 1), cute.Layout(4))) == "Sw<1,0,1> o 0 o 4:1"
     L = cute.Layout((4, 4))
     assert L.with_shape(2, 8) == cute.with_shape(L, (2, 8))
     assert L.compose(cute.Layout(4, 2)) == cute.composition(L, cute.Layout(4, 2))

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from .. import int_tuple as it
 from ..errors import AtomError, check_fields
 from ..layout import Layout
 from .mma_atom import canonical_type, sizeof_bits
@@ -243,7 +244,6 @@ def _tma_bits(op, num_bits, box_shape, value_type):
     if num_bits is None:
         if box_shape is None or value_type is None:
             raise AtomError(op, "num_bits", "is required (or give box_shape and value_type)")
-        from .. import int_tuple as it
         num_bits = it.product(box_shape) * sizeof_bits(canonical_type(value_type, op, "value_type"))
     if not isinstance(num_bits, int) or isinstance(num_bits, bool) or num_bits < 8 or num_bits % 8:
         raise AtomError(op, "num_bits", "must be a positive whole number of bytes in bits",
