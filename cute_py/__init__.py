@@ -288,8 +288,8 @@ _HOT = frozenset((
     "tiled_divide", "flat_divide", "logical_product", "zipped_product", "tiled_product",
     "flat_product", "blocked_product", "raked_product", "upcast", "downcast", "select",
     "is_int", "is_tuple", "is_static", "is_underscore", "has_underscore", "is_layout",
-    "is_swizzle", "is_composed_layout", "is_tensor", "is_symbolic", "make_identity_tensor",
-    "make_tensor", "local_tile", "local_partition", "sizeof_bits", "canonical_type",
+    "is_swizzle", "is_composed_layout", "is_tensor", "is_symbolic", "sizeof_bits",
+    "canonical_type",
 ))
 
 

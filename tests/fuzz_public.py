@@ -205,7 +205,6 @@ def run(examples=24, timeout=2.0, seed=0, methods=True):
     cwd = os.getcwd()
     tmp = tempfile.mkdtemp(prefix="cute_py_fuzz_")
     os.chdir(tmp)
-    sys.setrecursionlimit(max(sys.getrecursionlimit(), 3000))
 
     def one(name, fn, args, post=True):
         nonlocal calls

@@ -108,6 +108,12 @@ def test_cli_errors_are_cute_errors():
 ])
 def test_user_mistakes_exit_2_with_one_line(argv, capsys, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
-    assert main(argv) == 2
+    old = sys.getrecursionlimit()
+    sys.setrecursionlimit(1000)          # Python's default; 3000-deep text must not parse
+    try:
+        code = main(argv)
+    finally:
+        sys.setrecursionlimit(old)
+    assert code == 2
     err = capsys.readouterr().err
     assert err.startswith("error: ") and "Traceback" not in err

@@ -102,7 +102,8 @@ def _graph():
 
 
 def _cycles(G, nodes):
-    sys.setrecursionlimit(max(sys.getrecursionlimit(), 10000))
+    """Strongly connected components with more than one module (Tarjan, iterative over the
+    sorted nodes; the graph is small, so recursion depth is the module count)."""
     idx, low, st, on, out, c = {}, {}, [], set(), [], [0]
 
     def strong(v):
