@@ -137,6 +137,8 @@ def public(op: str | None = None, error: type = None, arg: str | None = None):
             except _FOREIGN as e:
                 if isinstance(e, RecursionError):
                     detail = "are nested too deeply"
+                elif isinstance(e, NotImplementedError):
+                    detail = f"ask for what is not supported ({_short(e, 200)})"
                 elif "Relational" in str(e):  # sympy could not decide a comparison
                     raise SymbolicError(name, arg or "arguments", "need static values here (a "
                                         "symbolic comparison cannot be decided)",

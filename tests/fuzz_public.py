@@ -206,6 +206,18 @@ def run(examples=24, timeout=2.0, seed=0, methods=True):
     tmp = tempfile.mkdtemp(prefix="cute_py_fuzz_")
     os.chdir(tmp)
 
+    std_fds = {fd: os.dup(fd) for fd in (0, 1, 2)}   # a call that closes one is a failure
+
+    def fds_closed():
+        bad = []
+        for fd, keep in std_fds.items():
+            try:
+                os.fstat(fd)
+            except OSError:
+                os.dup2(keep, fd)
+                bad.append(fd)
+        return bad
+
     def one(name, fn, args, post=True):
         nonlocal calls
         calls += 1
@@ -234,6 +246,9 @@ def run(examples=24, timeout=2.0, seed=0, methods=True):
                 leaks.append((name, _short(args), f"exit {r}"))
         finally:
             signal.setitimer(signal.ITIMER_REAL, 0)
+        closed = fds_closed()
+        if closed:
+            leaks.append((name, _short(args), f"closed the process' file descriptor(s) {closed}"))
         dt = time.perf_counter() - t0
         if dt > 0.5:
             slow.append((name, _short(args), round(dt, 2)))
@@ -252,6 +267,8 @@ def run(examples=24, timeout=2.0, seed=0, methods=True):
     finally:
         signal.signal(signal.SIGALRM, old)
         os.chdir(cwd)
+        for keep in std_fds.values():
+            os.close(keep)
     return {"calls": calls, "leaks": len(leaks), "hangs": len(hangs),
             "leaking_functions": len({n for n, *_ in leaks}),
             "leak_samples": leaks, "hang_samples": hangs, "slow": slow}
