@@ -6,7 +6,7 @@ Per operation (coalesce, composition, complement, right/left inverse, the divide
 pycute has, evaluation of every index of a layout) the same seeded list of inputs goes through
 both libraries; a case enters the list only if both accept it and agree on the result (the
 benchmark times equal work).  Prints ops/s of each and the ratio ours/pycute, then the geometric
-mean.  Targets (issue 2): no operation slower than pycute; geometric mean >= 2x.
+mean.  Targets: no operation slower than pycute; geometric mean >= 2x.
 
 Inputs: layouts of rank 1-4 with nested modes, shapes with powers of two and small odd factors,
 injective strides (a permuted compact layout, optionally with gaps) — the kind of layouts CuTe

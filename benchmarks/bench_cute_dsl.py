@@ -1,5 +1,5 @@
 """cute_py's Hopper GEMM against NVIDIA's CuTe DSL Hopper persistent GEMM example and cuBLAS,
-in one process, on the same operand buffers (issue 7's peer):
+in one process, on the same operand buffers (the Hopper GEMM's peer):
 
     python benchmarks/bench_cute_dsl.py --example PATH/dense_gemm_persistent.py
                                         [--sizes 4096,8192] [--data normal,int2] [--trials 4]

@@ -1,4 +1,4 @@
-"""Hopper GEMM with each operand major, against cuBLAS, in one run (issue 7: "all operand majors
+"""Hopper GEMM with each operand major, against cuBLAS, in one run ("all operand majors
 TMA supports"):
 
     python benchmarks/gemm_majors.py [--sizes 4096,8192] [--rounds 7] [--reps 10] [--data normal]

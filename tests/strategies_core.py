@@ -2,7 +2,7 @@
 
 Plain functions of a ``random.Random`` (so the C++ oracle and the benchmark can draw the same
 cases from a seed) plus thin hypothesis wrappers. Covers nested shapes, size-1 modes, stride 0,
-negative strides and non-powers of two. (``cute_py.testing`` has the public strategies.)
+negative strides and non-powers of two. (``cute_py.testing`` holds the public strategies.)
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The CUDA backend: index maps -> expression IR -> CUDA C -> NVRTC -> CuPy launch.
+"""The CUDA backend: index maps -> expression IR -> CUDA C -> NVRTC -> driver launch.
 
 Nothing heavy is imported here; import the stage you need::
 

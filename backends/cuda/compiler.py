@@ -185,8 +185,8 @@ def normalize_arch(arch: str | None) -> str:
 class CompiledModule:
     """A compiled CUBIN plus what the compiler said about it.
 
-    ``get_function(name)`` loads the CUBIN into the current CUDA context (once per device) and
-    returns a :class:`cute_py.backends.cuda.launch.CudaFunction`.  ``name`` is an ``extern "C"``
+    ``get_function(name)`` returns the kernel as a
+    :class:`~cute_py.backends.cuda.kernel.CompiledKernel` (loaded per device on first launch).  ``name`` is an ``extern "C"``
     kernel name or one of the ``name_expressions`` given at compile time.
     """
 
@@ -199,7 +199,7 @@ class CompiledModule:
     lowered_names: dict = field(default_factory=dict)
     resources: dict = field(default_factory=dict)
     compiler: str = ""
-    _modules: dict = field(default_factory=dict, repr=False)
+    _kernels: dict = field(default_factory=dict, repr=False)
 
     def lowered_name(self, name: str) -> str:
         return self.lowered_names.get(name, name)
@@ -245,28 +245,20 @@ class CompiledModule:
     def max_spills(self) -> int:
         return max((r.spills for r in self.resources.values()), default=0)
 
-    def _module(self):
-        import cupy
-        dev = cupy.cuda.Device().id
-        m = self._modules.get(dev)
-        if m is None:
-            from cupy.cuda.function import Module
-            m = Module()
-            m.load(self.cubin)
-            self._modules[dev] = m
-        return m
-
-    def get_function(self, name: str):
-        """The kernel ``name`` as a launchable :class:`~cute_py.backends.cuda.launch.CudaFunction`."""
-        from .launch import CudaFunction
+    def get_function(self, name: str, spec=None):
+        """The kernel ``name`` as a :class:`~cute_py.backends.cuda.kernel.CompiledKernel`
+        (loaded into a device's context on its first launch)."""
+        from .kernel import CompiledKernel
         low = self.lowered_name(name)
-        try:
-            raw = self._module().get_function(low)
-        except Exception as e:  # CUDA_ERROR_NOT_FOUND and friends
-            raise CompileError("CompiledModule.get_function", f"cannot load kernel {name!r} "
-                               f"(lowered {low!r}): {e}", self.source, self.options) from e
-        return CudaFunction(raw, name=name, module=self,
-                            resources=self.resources.get(low, KernelResources(low)))
+        if not self.lowered_names and low == name and \
+                re.search(r"\b" + re.escape(name) + r"\s*\(", self.source) is None:
+            raise CompileError("CompiledModule.get_function", f"no kernel {name!r} in the "
+                               "source", self.source, self.options)
+        k = self._kernels.get((name, spec))
+        if k is None:
+            k = self._kernels[(name, spec)] = CompiledKernel(
+                self, name, spec=spec, resources=self.resources.get(low, KernelResources(low)))
+        return k
 
 
 # ---------------------------------------------------------------------------------------------

@@ -1,4 +1,4 @@
-"""Checking kernel arguments and launching through CuPy.
+"""Checking kernel arguments and launching them through the one launch path.
 
 Law: ``launch`` never starts a kernel whose arguments disagree with what the kernel was built
 for.  Every argument is checked against its spec (:class:`TensorSpec`: dtype, shape, strides in
@@ -17,8 +17,12 @@ import numpy as np
 
 from cute_py.errors import LaunchError
 
+from .kernel import ArgPack, CompiledKernel
+from .stream import stream_handle
+from .tensors import is_array
+
 __all__ = ["TensorSpec", "ScalarSpec", "ArrayView", "as_array_view", "CudaFunction", "launch",
-           "check_args", "MAX_DEFAULT_SMEM"]
+           "check_args", "pack_args", "MAX_DEFAULT_SMEM"]
 
 #: Dynamic shared memory a block may use without cudaFuncSetAttribute.
 MAX_DEFAULT_SMEM = 48 * 1024
@@ -201,42 +205,46 @@ def check_args(specs, args, op: str = "launch"):
     return [s.convert(a, op)[0] for s, a in zip(specs, args)]
 
 
-class CudaFunction:
-    """A loaded kernel: ``raw`` is CuPy's ``cupy.cuda.function.Function``.
+#: The one compiled-kernel type (kept under its former name for callers of ``get_function``).
+CudaFunction = CompiledKernel
 
-    ``resources`` is ptxas' report (registers, spills, static smem).
-    """
-
-    def __init__(self, raw, *, name: str, module=None, resources=None):
-        self.raw = raw
-        self.name = name
-        self.module = module
-        self.resources = resources
-        self._max_dyn_smem = MAX_DEFAULT_SMEM
-        self._raised = False
-
-    def set_max_dynamic_smem(self, nbytes: int) -> None:
-        """``cudaFuncSetAttribute(f, cudaFuncAttributeMaxDynamicSharedMemorySize, nbytes)``."""
-        from cupy_backends.cuda.api import driver
-        driver.funcSetAttribute(self.raw.ptr,
-                                driver.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-                                int(nbytes))
-        self._max_dyn_smem = int(nbytes)
-
-    def __call__(self, grid, block, args, *, smem: int = 0, stream=None, specs=None):
-        return launch(self, grid, block, args, smem=smem, stream=stream, specs=specs)
-
-    def __repr__(self):
-        return f"CudaFunction({self.name!r}, {self.resources})"
+_KIND_OF = {np.dtype(np.uint64): "u64", np.dtype(np.int64): "i64", np.dtype(np.int32): "i32",
+            np.dtype(np.uint32): "u32", np.dtype(np.float32): "f32", np.dtype(np.float64): "f64"}
 
 
-def launch(func: CudaFunction, grid, block, args, *, smem: int = 0, stream=None, specs=None):
+def pack_args(values, op: str = "launch") -> ArgPack:
+    """An :class:`ArgPack` of launch values: NumPy scalars (pointers as ``np.uint64``), device
+    arrays (passed as their pointer) or 128-byte ``CUtensorMap`` buffers."""
+    kinds, vals = [], []
+    for i, v in enumerate(values):
+        if isinstance(v, np.generic) and v.dtype in _KIND_OF:
+            kinds.append(_KIND_OF[v.dtype])
+            vals.append(v.item())
+        elif isinstance(v, (bytes, bytearray)) and len(v) == 128:
+            kinds.append("tmap")
+            vals.append(v)
+        elif isinstance(v, ArrayView) or is_array(v):
+            kinds.append("ptr")
+            vals.append(as_array_view(v, f"args[{i}]", op).ptr)
+        else:
+            raise LaunchError(op, f"args[{i}]", "must be a NumPy scalar (np.int32, np.uint64, "
+                              "np.float32 ...), a device array or a 128-byte CUtensorMap",
+                              actual=type(v).__name__)
+    pack = ArgPack(kinds)
+    for i, v in enumerate(vals):
+        pack.set(i, v)
+    return pack
+
+
+def launch(func: CompiledKernel, grid, block, args, *, smem: int = 0, stream=None, specs=None):
     """Launch ``func<<<grid, block, smem, stream>>>(*args)`` after checking everything.
 
     ``specs`` (a sequence of TensorSpec / ScalarSpec, one per argument) checks and converts the
     arguments; without specs, arguments must already be NumPy scalars (pointers as
-    ``np.uint64``) or CuPy arrays.  ``smem`` above 48 KB raises the kernel's dynamic limit first
-    (once), and must fit the device's opt-in limit.
+    ``np.uint64``) or device arrays.  ``smem`` above 48 KB raises the kernel's dynamic limit
+    first (once), and must fit the device's opt-in limit.  ``stream``: see
+    :func:`~cute_py.backends.cuda.stream.stream_handle` (default: the current stream of the
+    first array argument's framework).
     """
     op = f"launch({func.name})"
     grid = _dims(grid, "grid", op, (2**31 - 1, 65535, 65535))
@@ -245,19 +253,15 @@ def launch(func: CudaFunction, grid, block, args, *, smem: int = 0, stream=None,
         raise LaunchError(op, "block", "has more than 1024 threads", actual=block)
     if isinstance(smem, bool) or not isinstance(smem, (int, np.integer)) or smem < 0:
         raise LaunchError(op, "smem", "must be a non-negative int", actual=smem)
+    like = next((a for a in args if not isinstance(a, (np.generic, bytes)) and is_array(a)),
+                None)
+    handle = stream_handle(stream, like, op)
     if specs is not None:
         values = check_args(specs, args, op)
     else:
         values = list(args)
-    res = func.resources
-    static = res.smem_static if res is not None else 0
-    if smem + static > MAX_DEFAULT_SMEM or smem > func._max_dyn_smem:
-        from .device import device_properties
-        limit = device_properties().smem_per_block_optin
-        if smem + static > limit:
-            raise LaunchError(op, "smem", "exceeds the device's shared memory per block",
-                              expected=f"<= {limit - static} dynamic bytes", actual=smem)
-        if not func._raised or smem > func._max_dyn_smem:
-            func.set_max_dynamic_smem(max(smem, func._max_dyn_smem))
-            func._raised = True
-    func.raw(grid, block, tuple(values), shared_mem=int(smem), stream=stream)
+    pack = pack_args(values, op)
+    static = func.resources.smem_static if func.resources is not None else 0
+    if smem + static > MAX_DEFAULT_SMEM:
+        func.ensure_smem(int(smem))
+    func.launch_pack(grid, pack, handle, block=block, smem=int(smem))

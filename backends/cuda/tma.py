@@ -12,8 +12,8 @@ and stride).  The smem swizzle ``Sw<B,4,3>`` (on byte addresses) gives the TMA s
 (``B`` = 1, 2, 3 -> 32, 64, 128 bytes).  Modes of the global tensor that the tile does not
 cover (a batch mode L) become box dimensions of size 1.
 
-:meth:`TmaAtom.encode` then asks the driver (``cuTensorMapEncodeTiled`` through
-``cuda-bindings``) for the 128-byte ``CUtensorMap``; nothing is hand-packed.  Every requirement
+:meth:`TmaAtom.encode` then asks the driver (``cuTensorMapEncodeTiled``, :func:`encode_tiled`:
+the backend's one encoder) for the 128-byte ``CUtensorMap``; nothing is hand-packed.  Every requirement
 the driver has is checked first and raises :class:`~cute_py.errors.LaunchError` naming the
 argument (16-byte aligned base and strides, box <= 256 per dimension, inner box within the
 swizzle span ...).
@@ -28,7 +28,8 @@ import cute_py as cute
 from cute_py.composed import get_nonswizzle_portion, get_swizzle_portion, is_composed_layout
 from cute_py.errors import LaunchError, LayoutError
 
-__all__ = ["TmaAtom", "make_tma_atom", "default_l2_promotion", "TMA_DTYPES", "SWIZZLE_BYTES"]
+__all__ = ["TmaAtom", "make_tma_atom", "default_l2_promotion", "encode_tiled",
+           "address_word_patchable", "TMA_DTYPES", "SWIZZLE_BYTES"]
 
 #: element type name -> (CUtensorMapDataType value, bytes)
 TMA_DTYPES = {"f16": (6, 2), "float16": (6, 2), "bf16": (9, 2), "bfloat16": (9, 2),
@@ -42,7 +43,7 @@ def default_l2_promotion(ptr: int, strides) -> int:
     """``CUtensorMapL2promotion`` for a TMA tensor at ``ptr`` with byte ``strides`` (the modes
     after the contiguous one): 3 (256 B) when every row starts on a 128-byte boundary, else 2
     (128 B) — measured 16-19% faster than 256 B for GEMM operands with rows off those
-    boundaries, the same within noise for aligned ones (docs/performance.md, session 16)."""
+    boundaries, the same within noise for aligned ones (docs/performance.md, "Fused epilogue v3")."""
     return 3 if ptr % 128 == 0 and all(int(s) % 128 == 0 for s in strides) else 2
 
 
@@ -92,21 +93,51 @@ class TmaAtom:
         if ptr % 16:
             raise LaunchError("TmaAtom.encode", "ptr", "must be 16-byte aligned for TMA",
                               expected="ptr % 16 == 0", actual=ptr)
-        from cuda.bindings import driver as drv
-        dt, _ = TMA_DTYPES[self.dtype]
-        sw, _ = SWIZZLE_BYTES[self.swizzle_bits]
-        err, tmap = drv.cuTensorMapEncodeTiled(
-            drv.CUtensorMapDataType(dt), drv.cuuint32_t(self.rank), ptr,
-            [drv.cuuint64_t(x) for x in self.dims], [drv.cuuint64_t(x) for x in self.strides],
-            [drv.cuuint32_t(x) for x in self.box], [drv.cuuint32_t(1)] * self.rank,
-            drv.CUtensorMapInterleave(0),
-            drv.CUtensorMapSwizzle(sw), drv.CUtensorMapL2promotion(l2_promotion),
-            drv.CUtensorMapFloatOOBfill(0))
-        if int(err) != 0:
-            raise LaunchError("TmaAtom.encode", "cuTensorMapEncodeTiled",
-                              f"driver refused the descriptor (CUresult {int(err)})",
-                              actual=self)
-        return struct.pack("<16Q", *[int(x) for x in tmap.opaque])
+        return encode_tiled(self.dtype, self.dims, self.strides, self.box, self.swizzle_bits,
+                            ptr, l2_promotion)
+
+
+def encode_tiled(dtype: str, dims, strides, box, swizzle_bits: int, ptr: int,
+                 l2_promotion: int = 2) -> bytes:
+    """The backend's one TMA descriptor encoder: ``cuTensorMapEncodeTiled`` for a tensor of
+    ``dtype`` at ``ptr`` with extents ``dims`` (innermost first), byte ``strides`` of
+    dimensions 1.., a ``box``, swizzle ``Sw<swizzle_bits,4,3>`` and an L2 promotion; returns
+    the 128-byte ``CUtensorMap``."""
+    import ctypes
+    from . import driver
+    dt, _ = TMA_DTYPES[dtype]
+    sw, _ = SWIZZLE_BYTES[swizzle_bits]
+    buf = ctypes.create_string_buffer(128 + 64)
+    addr = ctypes.addressof(buf) + (-ctypes.addressof(buf)) % 64
+    res = driver.tensor_map_encode_tiled(addr, dt, dims, strides, box, ptr, sw, l2_promotion)
+    if res:
+        raise LaunchError("TmaAtom.encode", "cuTensorMapEncodeTiled",
+                          f"driver refused the descriptor (CUresult {res})",
+                          actual=(dtype, dims, strides, box, swizzle_bits, hex(ptr)))
+    return ctypes.string_at(addr, 128)
+
+
+_ADDRESS_WORD: list = []
+
+
+def address_word_patchable() -> bool:
+    """Whether this driver stores a ``CUtensorMap``'s global address verbatim in its first
+    64-bit word, and nothing else in the descriptor depends on the address (same alignment
+    class).  Checked once per process by encoding one descriptor at two addresses and comparing
+    the bytes; launch plans then patch that word for a new tensor instead of encoding again.
+    When the check fails, plans encode every descriptor per call."""
+    if not _ADDRESS_WORD:
+        ok = True
+        try:
+            p1, p2 = 0x7F0000000000, 0x7F0123456000   # same 4 KiB alignment class
+            args = ("float16", (4096, 1000, 3), (8192, 8192 * 1000), (64, 128, 1), 3)
+            d1, d2 = encode_tiled(*args, p1, 3), encode_tiled(*args, p2, 3)
+            w1, w2 = struct.unpack("<16Q", d1), struct.unpack("<16Q", d2)
+            ok = w1[0] == p1 and w2[0] == p2 and w1[1:] == w2[1:]
+        except Exception:
+            ok = False
+        _ADDRESS_WORD.append(ok)
+    return _ADDRESS_WORD[0]
 
 
 def _swizzle_bits(sw, op) -> int:

@@ -278,21 +278,31 @@ def _ref(A, B, dt, C=None, alpha=1.0, beta=0.0):
     return r, f64
 
 
-class _Strided:
-    """Stand-in for a device array: what ``_rows_128`` looks at."""
-
-    def __init__(self, ptr, strides, itemsize=2):
-        self.data = type("P", (), {"ptr": ptr})()
-        self.strides, self.itemsize, self.ndim = strides, itemsize, len(strides)
+def _meta(ptr, strides, itemsize=2):
+    """A TensorMeta stand-in for a device array (strides in bytes, as NumPy gives them)."""
+    from cute_py.backends.cuda.tensors import TensorMeta
+    st = tuple(x // itemsize for x in strides)
+    shape = tuple(4 for _ in strides)
+    return TensorMeta(ptr, shape, st, "float16", itemsize, 0, "cupy")
 
 
 def test_rows_128():
-    assert G._rows_128(_Strided(1 << 20, (4096, 2)))              # K = 2048 halves, K-major
-    assert not G._rows_128(_Strided(1 << 20, (4080, 2)))          # K = 2040: 16-byte pitch
-    assert not G._rows_128(_Strided((1 << 20) + 16, (4096, 2)))   # base off a 128-byte line
-    assert G._rows_128(_Strided(1 << 20, (2, 8192)))              # rows-contiguous ("MN")
-    assert not G._rows_128(_Strided(1 << 20, (2, 8000)))
-    assert not G._rows_128(_Strided(1 << 20, (4096 * 100 + 16, 4096, 2)))   # batch stride
+    assert G.rows_128(_meta(1 << 20, (4096, 2)))              # K = 2048 halves, K-major
+    assert not G.rows_128(_meta(1 << 20, (4080, 2)))          # K = 2040: 16-byte pitch
+    assert not G.rows_128(_meta((1 << 20) + 16, (4096, 2)))   # base off a 128-byte line
+    assert G.rows_128(_meta(1 << 20, (2, 8192)))              # rows-contiguous ("MN")
+    assert not G.rows_128(_meta(1 << 20, (2, 8000)))
+    assert not G.rows_128(_meta(1 << 20, (4096 * 100 + 16, 4096, 2)))   # batch stride
+
+
+def test_tma_major():
+    """K-contiguous operands are "K", rows-contiguous "MN", anything TMA cannot read in place
+    (row pitch not a multiple of 16 bytes, misaligned base) None (copied first)."""
+    assert G.tma_major(_meta(1 << 20, (4096, 2))) == "K"
+    assert G.tma_major(_meta(1 << 20, (2, 4096))) == "MN"
+    assert G.tma_major(_meta(1 << 20, (666, 2))) is None          # K = 333 halves
+    assert G.tma_major(_meta((1 << 20) + 8, (4096, 2))) is None
+    assert G.tma_major(_meta(1 << 20, (4096 * 100 + 8, 4096, 2))) is None   # batch stride
 
 
 @pytest.mark.parametrize("use_c", [False, True])
@@ -367,7 +377,7 @@ def test_gemm_sm90_default_lincomb_gpu(K):
 def test_gemm_sm90_padded_d_keeps_its_padding_gpu(N):
     """D (and C) as column slices of wider buffers: the default kernel writes D's N columns and
     nothing past them.  TMA stores write whole 16-byte chunks, so rows that end mid-chunk (N % 8
-    != 0 halves) must take the predicated epilogue; session 14 found the TMA-store epilogue
+    != 0 halves) must take the predicated epilogue; "Fused epilogue v2" found the TMA-store epilogue
     zeroing column N of such a buffer."""
     import cupy as cp
     from cute_py.backends.cuda.device import device_properties
@@ -449,7 +459,9 @@ def test_gemm_sm90_mn_major_gpu(dt, majors, shape):
         X = _rand(lead + (K, pad), dt, rng)[..., :rows]
         return X.swapaxes(-1, -2)
     A, B = operand(M, majors[0]), operand(N, majors[1])
-    assert G._tma_ready(A)[1] == majors[0] and G._tma_ready(B)[1] == majors[1]
+    from cute_py.backends.cuda.tensors import meta_of
+    assert G.tma_major(meta_of(A, 'A', 't')) == majors[0] and \
+        G.tma_major(meta_of(B, 'B', 't')) == majors[1]
     ref, f64 = _ref(A, B, dt)
     tol = 2e-3 if dt == "f16" else 1e-2
     for run in ("one-call", "direct"):
@@ -624,26 +636,26 @@ def test_gemm_sm90_prefetched_vectors_and_pointer_scalar_gpu(sched, load_path):
 
 @requires_gpu
 @pytest.mark.gpu
-def test_gemm_sm90_copied_operands_are_not_planned_gpu():
+def test_gemm_sm90_copied_operands_share_one_plan_gpu():
     """Operands TMA cannot read in place (K = 333 halves: 666-byte rows) are copied for each
-    call; their launch plans are not cached (they would never be found again and would keep the
-    copies alive), while in-place operands' plans are."""
+    call; plans are keyed by metadata, not pointers, so one plan serves every call (the copies'
+    metadata does not change) and the copies are not kept alive by it."""
     import cupy as cp
+    from cute_py.backends.cuda import gemm_api
     from cute_py.backends.cuda.device import device_properties
     if device_properties().cc[0] < 9:
         pytest.skip("needs sm_90")
     rng = cp.random.default_rng(3)
-    for K, cached in ((333, False), (336, True)):
-        A = rng.standard_normal((300, K), dtype=cp.float32).astype(cp.float16)
-        B = rng.standard_normal((200, K), dtype=cp.float32).astype(cp.float16)
-        D = cp.empty((300, 200), cp.float16)
-        G._PLANS.clear()
+    for K in (333, 336):
+        gemm_api.clear_plans()
         for _ in range(3):
-            D.fill(cp.nan)
+            A = rng.standard_normal((300, K), dtype=cp.float32).astype(cp.float16)
+            B = rng.standard_normal((200, K), dtype=cp.float32).astype(cp.float16)
+            D = cp.full((300, 200), cp.nan, cp.float16)
             G.gemm_sm90(A, B, D)
-        ref, f64 = _ref(A, B, "f16")
-        assert float(cp.linalg.norm(f64(D) - ref) / cp.linalg.norm(ref)) < 2e-3
-        assert len(G._PLANS) == (1 if cached else 0), K
+            ref, f64 = _ref(A, B, "f16")
+            assert float(cp.linalg.norm(f64(D) - ref) / cp.linalg.norm(ref)) < 2e-3
+        assert len(gemm_api.plan_cache()) == 1, K
 
 
 def test_fit_stages():

@@ -1,13 +1,9 @@
-"""Running epilogue kernels: TMA descriptors encoded by the driver (``cuTensorMapEncodeTiled``
-through ``libcuda``), a driver-API launcher that passes them as ``__grid_constant__``
-parameters, and :class:`EpilogueTestKernel` — the standalone kernel that proves the epilogue on
+"""Running epilogue kernels: 2-D TMA descriptors (through the backend's one encoder), a typed
+launcher that passes them as ``__grid_constant__`` parameters (through the one launch path), and :class:`EpilogueTestKernel` — the standalone kernel that proves the epilogue on
 its own (accumulator read from global memory, then the full smem-staged / TMA path).
 """
 
 from __future__ import annotations
-
-import ctypes
-from functools import lru_cache
 
 import numpy as np
 
@@ -16,82 +12,44 @@ from cute_py.errors import LaunchError
 
 from .sm90 import EpilogueConfig, Sm90Epilogue, build_test_kernel_source, dtype_bytes
 
-__all__ = ["encode_tma_2d", "DriverKernel", "EpilogueTestKernel"]
+__all__ = ["encode_tma_2d", "launch_typed", "EpilogueTestKernel"]
 
-_TMA_DTYPE = {"float16": 6, "float32": 7, "bfloat16": 9}
-_TMA_SWIZZLE = {0: 0, 32: 1, 64: 2, 128: 3}
+_SWIZZLE_BITS = {0: 0, 32: 1, 64: 2, 128: 3}
 _NP_DTYPE = {"float16": np.float16, "bfloat16": np.uint16, "float32": np.float32}
-
-
-@lru_cache(maxsize=1)
-def _libcuda():
-    lib = ctypes.CDLL("libcuda.so.1")
-    return lib
-
-
-def _check(res, what):
-    if res != 0:
-        raise LaunchError("epilogue", what, f"CUDA driver call failed with CUresult {res}")
 
 
 def encode_tma_2d(ptr: int, dtype: str, rows: int, cols: int, ld: int, box_rows: int,
                   box_cols: int, swizzle_bytes: int) -> bytes:
     """A 128-byte ``CUtensorMap`` for a row-major ``rows x cols`` matrix (leading dimension
-    ``ld`` elements) read/written in ``box_rows x box_cols`` boxes with the given swizzle.
-    Raises LaunchError when TMA cannot address the matrix (16-byte alignment of the base and of
-    the row pitch)."""
+    ``ld`` elements) read/written in ``box_rows x box_cols`` boxes with the given swizzle
+    (through the backend's one encoder, :func:`~cute_py.backends.cuda.tma.encode_tiled`, L2
+    promotion 128 B).  Raises LaunchError when TMA cannot address the matrix (16-byte alignment
+    of the base and of the row pitch)."""
+    from ..tma import encode_tiled
     eb = dtype_bytes(dtype)
     if ptr % 16:
         raise LaunchError("encode_tma_2d", "ptr", "must be 16-byte aligned for TMA", actual=ptr)
     if (ld * eb) % 16:
         raise LaunchError("encode_tma_2d", "ld", "row pitch must be a multiple of 16 bytes "
                           "for TMA", expected="ld * sizeof(T) % 16 == 0", actual=ld * eb)
-    tmap = (ctypes.c_uint64 * 16)()
-    dims = (ctypes.c_uint64 * 2)(cols, rows)
-    strides = (ctypes.c_uint64 * 1)(ld * eb)
-    box = (ctypes.c_uint32 * 2)(box_cols, box_rows)
-    estr = (ctypes.c_uint32 * 2)(1, 1)
-    res = _libcuda().cuTensorMapEncodeTiled(
-        ctypes.byref(tmap), _TMA_DTYPE[dtype], 2, ctypes.c_void_p(ptr), dims, strides, box, estr,
-        0, _TMA_SWIZZLE[swizzle_bytes], 2, 0)
-    _check(res, "cuTensorMapEncodeTiled")
-    return bytes(tmap)
+    return encode_tiled(dtype, (cols, rows), (ld * eb,), (box_cols, box_rows),
+                        _SWIZZLE_BITS[swizzle_bytes], ptr, 2)
 
 
-class DriverKernel:
-    """A kernel loaded from a CUBIN with the driver API; ``launch(grid, block, smem, args)``
-    where args are ``(kind, value)`` with kind tmap (bytes), ptr (int), float, int."""
+_KIND = {"tmap": "tmap", "ptr": "u64", "float": "f32", "int": "i32"}
 
-    def __init__(self, cubin: bytes, name: str):
-        lib = _libcuda()
-        self._cubin = ctypes.create_string_buffer(cubin, len(cubin))
-        self.module = ctypes.c_void_p()
-        _check(lib.cuModuleLoadData(ctypes.byref(self.module), self._cubin), "cuModuleLoadData")
-        self.func = ctypes.c_void_p()
-        _check(lib.cuModuleGetFunction(ctypes.byref(self.func), self.module, name.encode()),
-               "cuModuleGetFunction")
-        self._smem_set = 0
 
-    def launch(self, grid, block, smem, args, stream=0):
-        lib = _libcuda()
-        if smem > self._smem_set:
-            _check(lib.cuFuncSetAttribute(self.func, 8, ctypes.c_int(smem)),
-                   "cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES)")
-            self._smem_set = smem
-        holders = []
-        for kind, value in args:
-            if kind == "tmap":
-                holders.append((ctypes.c_uint64 * 16).from_buffer_copy(value))
-            elif kind == "ptr":
-                holders.append(ctypes.c_uint64(value))
-            elif kind == "float":
-                holders.append(ctypes.c_float(value))
-            else:
-                holders.append(ctypes.c_int(value))
-        params = (ctypes.c_void_p * len(holders))(*[ctypes.addressof(h) for h in holders])
-        _check(lib.cuLaunchKernel(self.func, grid[0], grid[1], grid[2], block[0], block[1],
-                                  block[2], smem, ctypes.c_void_p(stream), params, None),
-               "cuLaunchKernel")
+def launch_typed(kernel, grid, block, smem: int, args, stream=None) -> None:
+    """Launch ``kernel`` (a CompiledKernel) with ``(kind, value)`` arguments, kinds tmap
+    (bytes), ptr (int), float, int, on ``stream`` (default: CuPy's current stream)."""
+    from ..kernel import ArgPack
+    from ..stream import stream_handle
+    pack = ArgPack([_KIND[k] for k, _ in args])
+    for i, (_, v) in enumerate(args):
+        pack.set(i, v)
+    if smem > 48 * 1024:
+        kernel.ensure_smem(smem)
+    kernel.launch_pack(grid, pack, stream_handle(stream), block=block, smem=smem)
 
 
 def _ptr(a) -> int:
@@ -190,8 +148,8 @@ class EpilogueTestKernel:
             elif p.kind == "float":
                 args.append(("float", float(bound[p.tensor])))
         if self._kernel is None:
-            self._kernel = DriverKernel(self.module.cubin, self.name)
+            self._kernel = self.module.get_function(self.name)
         grid = (-(-N // cfg.tile_n), -(-M // cfg.tile_m), 1)
         block = (cfg.fragment.num_threads + 32, 1, 1)
-        self._kernel.launch(grid, block, epi.smem_bytes + 1024, args)
+        launch_typed(self._kernel, grid, block, epi.smem_bytes + 1024, args)
         return D

@@ -791,7 +791,7 @@ class Sm80EpilogueTestKernel:
 
     def __call__(self, acc, D, **tensors):
         import numpy as np
-        from .runtime import DriverKernel, _check_matrix
+        from .runtime import _check_matrix, launch_typed
         cfg = self.cfg
         M, N = D.shape
         op = "Sm80EpilogueTestKernel"
@@ -823,8 +823,8 @@ class Sm80EpilogueTestKernel:
             else:
                 args.append(("float", float(bound[p.tensor])))
         if kern is None:
-            kern = entry[4] = DriverKernel(mod.cubin, name)
+            kern = entry[4] = mod.get_function(name)
         grid = (-(-N // cfg.tile_n), -(-M // cfg.tile_m), 1)
-        kern.launch(grid, (cfg.fragment.num_threads, 1, 1), max(epi.smem_bytes, 16), args)
+        launch_typed(kern, grid, (cfg.fragment.num_threads, 1, 1), max(epi.smem_bytes, 16), args)
         self.last_vectorized = vec
         return D

@@ -27,8 +27,8 @@ layouts and TMA boxes from the GMMA layout atoms (``gemm_sm90_maps``).
 
 from __future__ import annotations
 
-import ctypes
 import hashlib
+import numbers
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -36,6 +36,8 @@ from cute_py.errors import LaunchError
 from cute_py.pipeline import OrderedSequenceBarrier, PipelineTmaAsync
 
 from ..pipeline import OrderedSequenceLowering, PipelineLowering
+from ..kernel import LaunchPlan, make_plan
+from ..tensors import TensorMeta, is_array, meta_of
 from .gemm_sm90_maps import Sm90Maps, derive_maps
 
 __all__ = ["Sm90GemmConfig", "generate_source", "Sm90Gemm", "SHIPPED_CONFIGS", "gemm_sm90",
@@ -47,17 +49,37 @@ _DT = {"f16": "f16", "float16": "f16", "bf16": "bf16", "bfloat16": "bf16"}
 SCHEDULES = ("cooperative", "pingpong")
 
 
-def _check_tile(op, tile_m, tile_n, wgs, schedule) -> int:
+#: narrow tile_n values (wgmma's N is any multiple of 8 for 16-bit inputs) the mainloop takes
+#: with the built-in epilogue and a K-major B: decode shapes (M <= 32 after swapping A and B).
+#: Not 8: an 8-row B tile has no second core-matrix group to read the descriptor's SBO off.
+SMALL_TILE_N = (16, 32)
+
+#: split-K modes: "none"; "workspace" (each (tile, split) unit stores its fp32 partial tile into
+#: its own workspace slice, ``splitk_reduce`` sums the slices in a fixed order: bit-identical
+#: results run to run); "atomic" (every unit adds into one zeroed fp32 slice with
+#: ``atomicAdd``: no split-count-sized workspace, but the summation order is not fixed);
+#: "fixup" (as "workspace", then the unit that finishes a tile last -- a per-tile counter --
+#: sums the tile's slices in the fixed order and runs the built-in epilogue: one launch,
+#: bit-identical results)
+SPLIT_K_MODES = ("none", "workspace", "atomic", "fixup")
+
+
+def _check_tile(op, tile_m, tile_n, wgs, schedule, small_n=False) -> int:
     """The tile rule shared by the GEMM and its epilogue: each of the ``wgs`` warpgroups of a
-    tile gets 64 or 128 rows, ``tile_n`` is a multiple of 64 in [64, 256].  Returns the rows
-    per warpgroup."""
+    tile gets 64 or 128 rows, ``tile_n`` is a multiple of 64 in [64, 256] (with ``small_n``,
+    the mainloop-only rule, also one of :data:`SMALL_TILE_N`).  Returns the rows per
+    warpgroup."""
     rows = tile_m // wgs
     if tile_m % (64 * wgs) or rows > 128:
         raise LaunchError(op, "tile_m", f"must give each warpgroup of a tile 64 or 128 rows "
                           f"({wgs} warpgroup(s) per tile, {schedule})",
                           expected="64 or 128" if wgs == 1 else "64*W or 128*W", actual=tile_m)
+    if small_n and tile_n in SMALL_TILE_N:
+        return rows
     if tile_n % 64 or not 64 <= tile_n <= 256:
-        raise LaunchError(op, "tile_n", "must be 64, 128, 192 or 256", actual=tile_n)
+        raise LaunchError(op, "tile_n", "must be 64, 128, 192 or 256" + (
+            f" (or {', '.join(map(str, SMALL_TILE_N))} with the built-in epilogue and a "
+            f"K-major B)" if small_n else ""), actual=tile_n)
     return rows
 
 
@@ -92,6 +114,31 @@ class Sm90GemmConfig:
     b_major: str = "K"           # "K": B (N, K) K-contiguous; "MN": N-contiguous ((K, N) row-major)
     schedule: str = "cooperative"  # "cooperative": the W warpgroups split one tile along M;
     #                                "pingpong": each warpgroup owns a whole tile, alternately
+    # -- fields below are left out of repr (and so of the kernel name / source) at their
+    #    defaults: configurations without them generate the same text as before they existed
+    split_k: str = "none"        # SPLIT_K_MODES: work unit = (tile, split), each split a
+    #                              contiguous k-block range; fp32 partials -> workspace
+    transpose_d: bool = False    # store the kernel's D(r, c) (or workspace partial) at
+    #                              c * ld + r: D^T = B^T A^T written into a row-major D (swap AB)
+    stream_k: bool = False       # stream-K: the last sk_tiles tiles shared evenly in k-blocks
+    #                              by the grid, deterministic fix-up (gemm_sm90_streamk)
+
+    def __repr__(self):
+        """The dataclass repr, without the fields added after the first shipped kernels when
+        they hold their defaults (so existing configurations keep their names and sources)."""
+        import dataclasses
+        parts = []
+        for f in dataclasses.fields(self):
+            v = getattr(self, f.name)
+            if f.name in _LATE_FIELDS and v == f.default:
+                continue
+            parts.append(f"{f.name}={v!r}")
+        return f"{type(self).__qualname__}({', '.join(parts)})"
+
+    @property
+    def splits(self) -> bool:
+        """True when the kernel runs split-K units (``split_k`` != "none")."""
+        return self.split_k != "none"
 
     def check(self):
         op = "Sm90GemmConfig"
@@ -108,7 +155,47 @@ class Sm90GemmConfig:
         if self.schedule == "pingpong" and self.consumer_wgs != 2:
             raise LaunchError(op, "consumer_wgs", "must be 2 for the ping-pong schedule (two "
                               "warpgroups taking turns)", expected=2, actual=self.consumer_wgs)
-        rows = _check_tile(op, self.tile_m, self.tile_n, self.mma_wgs, self.schedule)
+        if self.split_k not in SPLIT_K_MODES:
+            raise LaunchError(op, "split_k", "is not a split-K mode", expected=SPLIT_K_MODES,
+                              actual=self.split_k)
+        rows = _check_tile(op, self.tile_m, self.tile_n, self.mma_wgs, self.schedule,
+                           small_n=self.epi is None)
+        if self.tile_n in SMALL_TILE_N:
+            if self.b_major != "K":
+                raise LaunchError(op, "b_major", f"a tile_n of {self.tile_n} needs a K-major B "
+                                  "(an MN-major SW128 B tile is 64 rows wide)", expected="K",
+                                  actual=self.b_major)
+            if self.cluster_m != 1:
+                raise LaunchError(op, "cluster_m", f"a tile_n of {self.tile_n} is not split "
+                                  "over a cluster", expected=1, actual=self.cluster_m)
+        if self.stream_k:
+            if self.splits or self.schedule != "cooperative" or self.cluster_m != 1:
+                raise LaunchError(op, "stream_k", "needs the cooperative schedule, no cluster "
+                                  "and no split_k", actual=(self.schedule, self.cluster_m,
+                                                            self.split_k))
+            if (rows // 64) * self.tile_n // 2 > 64:
+                raise LaunchError(op, "stream_k", "needs at most 64 accumulators per thread "
+                                  "(the fix-up sums)", actual=(self.tile_m, self.tile_n))
+        if self.splits or self.transpose_d or self.stream_k:
+            what = "split_k" if self.splits else ("stream_k" if self.stream_k else
+                                                  "transpose_d")
+            if self.epi is not None:
+                raise LaunchError(op, what, "works with the built-in epilogue only (epi=None)",
+                                  actual=self.epi)
+        if self.split_k == "fixup" and (rows // 64) * self.tile_n // 2 > 64:
+            raise LaunchError(op, "split_k", "'fixup' needs at most 64 accumulators per thread "
+                              "(the sums of 128 spill)", actual=(self.tile_m, self.tile_n))
+        if self.split_k == "fixup" and self.smem_bytes() + 16 > 227 * 1024:
+            raise LaunchError(op, "stages", "shared memory (with the fix-up flag) exceeds "
+                              "227 KB", expected="<= 232432", actual=self.smem_bytes())
+        if self.splits:
+            if self.schedule != "cooperative":
+                raise LaunchError(op, "split_k", "needs the cooperative schedule",
+                                  expected="cooperative", actual=self.schedule)
+            if self.has_c and self.split_k != "fixup":
+                raise LaunchError(op, "has_c", "with split-K, beta * C is applied by the reduce "
+                                  "kernel (splitk_reduce), not the GEMM", expected=False,
+                                  actual=True)
         if self.tile_m > 256:
             raise LaunchError(op, "tile_m", "exceeds the TMA box limit 256", actual=self.tile_m)
         if (rows // 64) * self.tile_n // 2 > 128:
@@ -199,6 +286,12 @@ class Sm90GemmConfig:
     def name(self) -> str:
         h = hashlib.sha256(repr(self).encode()).hexdigest()[:8]
         pp = "_pp" if self.schedule == "pingpong" else ""
+        if self.splits:
+            pp += "_sk" + self.split_k[0]
+        if self.transpose_d:
+            pp += "_dt"
+        if self.stream_k:
+            pp += "_stk"
         return (f"cute_sm90_gemm_{_DT[self.dtype]}_{self.tile_m}x{self.tile_n}x{self.tile_k}"
                 f"_s{self.stages}_w{self.consumer_wgs}{pp}_c{self.cluster_m}_{h}")
 
@@ -211,6 +304,10 @@ class Sm90GemmConfig:
     def order(self) -> OrderedSequenceBarrier | None:
         """Ping-pong: the turn order of the consumer warpgroups' mainloops."""
         return OrderedSequenceBarrier(self.consumer_wgs) if self.schedule == "pingpong" else None
+
+
+#: Sm90GemmConfig fields left out of its repr at their defaults (see ``__repr__``)
+_LATE_FIELDS = ("split_k", "transpose_d", "stream_k")
 
 
 @lru_cache(maxsize=None)
@@ -229,7 +326,7 @@ def make_epilogue_config(tree=None, tile_m=128, tile_n=256, consumer_wgs=2, elem
     option (``stages_c``, ``reuse_smem_c``, ``prefetch_l2``) is given: it needs no C smem, so
     the ping-pong kernel keeps its 5 mainloop stages, and measured +2.3-2.8% over the plain GEMM
     at 4096^3 against +4-5% (``reuse_smem_c``) and +11% (4 stages) for the TMA path
-    (docs/performance.md, session 16).  Cached: building the fragment enumerates every
+    (docs/performance.md, "Fused epilogue v3").  Cached: building the fragment enumerates every
     (thread, value) once."""
     from cute_py.epilogue import evt
     from ..epilogue.sm90 import EpilogueConfig
@@ -312,7 +409,29 @@ def _tile_coord_code(cfg: Sm90GemmConfig) -> str:
     """Grouped raster: tiles of one batch are visited in groups of ``group_m`` tile-rows
     (or tile-columns with ``raster_n``), column-major inside a group.  With a cluster of
     ``cluster_m`` CTAs, the unit is a cluster tile (``cluster_m`` tiles along M); the CTA takes
-    the tile of its rank inside it."""
+    the tile of its rank inside it.
+
+    Split-K (``cfg.split_k``): the loop index ``tile`` is a work unit ``tile * splits_k +
+    split_`` (the splits of one tile on consecutive CTAs); split ``s`` of ``S`` covers k-blocks
+    ``[floor(s * k_blocks / S), floor((s + 1) * k_blocks / S))`` (``kb_lo_`` / ``kb_hi_``, declared
+    by the caller): contiguous, disjoint, covering every k-block, sizes differing by at most 1."""
+    if cfg.stream_k:
+        from .gemm_sm90_streamk import coord_code
+        return coord_code() + _raster_code(cfg).replace("l_ = tile / per_l_;",
+                                                        "l_ = ktile_ / per_l_;") \
+            .replace("const int r_ = tile - l_ * per_l_;", "const int r_ = ktile_ - l_ * per_l_;")
+    if cfg.splits:
+        return f"""
+  const int ktile_ = tile / splits_k;
+  split_ = tile - ktile_ * splits_k;
+  kb_lo_ = (int)(((long long)k_blocks * split_) / splits_k);
+  kb_hi_ = (int)(((long long)k_blocks * (split_ + 1)) / splits_k);""" + \
+            _raster_code(cfg).replace("l_ = tile / per_l_;", "l_ = ktile_ / per_l_;") \
+            .replace("const int r_ = tile - l_ * per_l_;", "const int r_ = ktile_ - l_ * per_l_;")
+    return _raster_code(cfg)
+
+
+def _raster_code(cfg: Sm90GemmConfig) -> str:
     if cfg.cluster_m > 1:
         c = cfg.cluster_m
         return f"""
@@ -354,7 +473,24 @@ def _tile_coord_code(cfg: Sm90GemmConfig) -> str:
 
 def _epilogue_direct(cfg: Sm90GemmConfig, maps: Sm90Maps) -> str:
     """Built-in epilogue: alpha*acc (+ beta*C), predicated register -> global stores.
-    Value coordinates from the fragment map (``maps.frag``)."""
+    Value coordinates from the fragment map (``maps.frag``).
+
+    ``transpose_d``: element ``(r, c)`` of the kernel's D (and C) lives at ``c * ldd + r``
+    (scalar stores).  ``split_k``: the raw fp32 accumulators go to the workspace instead,
+    element ``(r, c)`` of unit ``(tile, split_)`` of batch ``l_`` at ``ws + split_ * ws_split +
+    l_ * ws_l + r * ldw + c`` (``c * ldw + r`` with ``transpose_d``); "workspace" stores (paired
+    8-byte stores, ``ldw`` even), "atomic" adds (``atomicAdd``, the host passes ``ws_split`` 0)."""
+    if cfg.splits:
+        return _epilogue_splitk(cfg, maps)
+    if cfg.stream_k:
+        from .gemm_sm90_streamk import epilogue_code
+        return epilogue_code(cfg, maps, _epilogue_store(cfg, maps))
+    return _epilogue_store(cfg, maps)
+
+
+def _epilogue_store(cfg: Sm90GemmConfig, maps: Sm90Maps) -> str:
+    if cfg.transpose_d:
+        return _epilogue_transposed(cfg, maps)
     dt = _DT[cfg.dtype]
     pack2 = "pack_f16x2" if dt == "f16" else "pack_bf16x2"
     pack1 = "f32_to_f16_bits" if dt == "f16" else "f32_to_bf16_bits"
@@ -403,6 +539,129 @@ def _epilogue_direct(cfg: Sm90GemmConfig, maps: Sm90Maps) -> str:
     return "\n".join("      " + s for s in lines)
 
 
+def _frag_pairs(cfg, maps):
+    """``(a0, a1, m_off, n_off)`` for each accumulator pair (v, v+1): same row, columns
+    ``n_off`` and ``n_off + 1``."""
+    fr = maps.frag
+    slab_vals = fr.num_values // maps.slabs
+    for v in range(0, fr.num_values, 2):
+        j, vv = divmod(v, slab_vals)
+        assert fr.m_val[v] == fr.m_val[v + 1] and fr.n_val[v + 1] == fr.n_val[v] + 1
+        yield f"acc[{j}][{vv}]", f"acc[{j}][{vv + 1}]", fr.m_val[v], fr.n_val[v]
+
+
+def _epilogue_transposed(cfg: Sm90GemmConfig, maps: Sm90Maps) -> str:
+    """The built-in epilogue storing D(r, c) at ``c * ldd + r`` (C read the same way)."""
+    dt = _DT[cfg.dtype]
+    pack1 = "f32_to_f16_bits" if dt == "f16" else "f32_to_bf16_bits"
+    unpack = "f16_bits_to_f32" if dt == "f16" else "bf16_bits_to_f32"
+    fr = maps.frag
+    lines = [f"const int row0_ = m_blk * {cfg.tile_m} + {fr.m_thr_expr};",
+             f"const int col0_ = n_blk * {cfg.tile_n} + {fr.n_thr_expr};",
+             "u16* Dl_ = D + (long long)l_ * ldl_d;"]
+    if cfg.has_c:
+        lines.append("const u16* Cl_ = C + (long long)l_ * ldl_c;")
+    for a0, a1, mo, no in _frag_pairs(cfg, maps):
+        lines.append("{")
+        lines.append(f"  const int r = row0_ + {mo}, c = col0_ + {no};")
+        lines.append("  if (r < M) {")
+        lines.append("    u16* dp = Dl_ + (long long)c * ldd + r;")
+        if cfg.has_c:
+            lines.append("    const u16* cp = Cl_ + (long long)c * ldc + r;")
+        for i, a in ((0, a0), (1, a1)):
+            lines.append(f"    if (c + {i} < N) {{")
+            lines.append(f"      float x = alpha * {a};")
+            if cfg.has_c:
+                lines.append(f"      x += beta * {unpack}(cp[{'ldc' if i else '0'}]);")
+            lines.append(f"      dp[{'ldd' if i else '0'}] = {pack1}(x);")
+            lines.append("    }")
+        lines.append("  }")
+        lines.append("}")
+    return "\n".join("      " + s for s in lines)
+
+
+def _epilogue_splitk(cfg: Sm90GemmConfig, maps: Sm90Maps) -> str:
+    """Split-K: this unit's fp32 partial tile into the workspace (see ``_epilogue_direct``).
+
+    "fixup" keeps its partials in fragment order instead: unit ``u`` (= the loop index ``tile``)
+    owns the slot ``ws[u][v][t]`` (value ``v`` of consumer thread ``t``: coalesced, no
+    predicates).  After storing, every consumer thread fences, the consumer warpgroups meet at
+    named barrier 1, consumer thread 0 counts the unit on ``tile_count[tile]`` (``atomicAdd``;
+    the last unit resets it to 0 for the next launch) and ``bar.red.or`` hands "this unit is
+    the tile's last" to every consumer thread; the last unit's threads add the slots of the
+    tile's splits 0, 1, ..., S-1 in that order (``__ldcg``: L2, past the SM's non-coherent L1;
+    their own slot too, so the sum does not depend on which unit came last) and run the
+    built-in epilogue on the sums.  With ``splits_k == 1`` the workspace is not touched."""
+    if cfg.split_k != "fixup":
+        return _epilogue_splitk_store(cfg, maps)
+    import dataclasses
+    nv = maps.frag.num_values
+    nacc = nv // maps.slabs
+    nthr = 128 * cfg.consumer_wgs
+    slot = nv * nthr
+    acc = [f"acc[{v // nacc}][{v % nacc}]" for v in range(nv)]
+    lines = ["if (splits_k > 1) {",
+             f"        float* wp_ = ws + (long long)tile * {slot} + tid;"]
+    lines += [f"        wp_[{v * nthr}] = {a};" for v, a in enumerate(acc)]
+    lines += ["        __threadfence();",
+              f"        named_barrier_sync(1u, {nthr}u);",
+              "        int last_ = 0;",
+              "        if (tid == 0) {",
+              "          const int tix_ = tile / splits_k;",
+              "          last_ = atomicAdd(tile_count + tix_, 1) == splits_k - 1;",
+              "          if (last_) tile_count[tix_] = 0;     // ready for the next launch",
+              "          __threadfence();",
+              "        }",
+              "        // every consumer thread learns thread 0's answer (bar.red.or, barrier 1)",
+              "        asm volatile(\"{ .reg .pred p, q; setp.ne.b32 p, %0, 0; "
+              f"bar.red.or.pred q, 1, {nthr}, p; selp.b32 %0, 1, 0, q; }}\" : \"+r\"(last_));",
+              "        if (!last_) continue;",
+              "        __threadfence();",
+              f"        const float* b_ = ws + (long long)(tile - split_) * {slot} + tid;",
+              f"        float fx_[{nv}];",
+              f"        for (int s = 0; s < splits_k; ++s) {{   // the fixed order: split 0, 1, ...",
+              f"          const float* q_ = b_ + (long long)s * {slot};",
+              "          if (s == 0) {"]
+    lines += [f"            fx_[{v}] = __ldcg(q_ + {v * nthr});" for v in range(nv)]
+    lines += ["          } else {"]
+    lines += [f"            fx_[{v}] += __ldcg(q_ + {v * nthr});" for v in range(nv)]
+    lines += ["          }", "        }"]
+    lines += [f"        {a} = fx_[{v}];" for v, a in enumerate(acc)]
+    lines += ["      }"]
+    body = _epilogue_store(dataclasses.replace(cfg, split_k="none"), maps)
+    return "      " + "\n".join(lines) + "\n      {\n" + body + "\n      }"
+
+
+def _epilogue_splitk_store(cfg: Sm90GemmConfig, maps: Sm90Maps) -> str:
+    fr = maps.frag
+    atomic = cfg.split_k == "atomic"
+    lines = [f"const int row0_ = m_blk * {cfg.tile_m} + {fr.m_thr_expr};",
+             f"const int col0_ = n_blk * {cfg.tile_n} + {fr.n_thr_expr};",
+             "float* Wl_ = ws + (long long)split_ * ws_split + (long long)l_ * ws_l;"]
+    for a0, a1, mo, no in _frag_pairs(cfg, maps):
+        lines.append("{")
+        lines.append(f"  const int r = row0_ + {mo}, c = col0_ + {no};")
+        lines.append("  if (r < M && c < N) {")
+        if cfg.transpose_d:
+            lines.append("    float* wp = Wl_ + (long long)c * ldw + r;")
+            if atomic:
+                lines.append(f"    atomicAdd(wp, {a0});")
+                lines.append(f"    if (c + 1 < N) atomicAdd(wp + ldw, {a1});")
+            else:
+                lines.append(f"    wp[0] = {a0};")
+                lines.append(f"    if (c + 1 < N) wp[ldw] = {a1};")
+        else:
+            lines.append("    float* wp = Wl_ + (long long)r * ldw + c;")
+            if atomic:
+                lines.append(f"    atomicAdd(wp, {a0});")
+                lines.append(f"    if (c + 1 < N) atomicAdd(wp + 1, {a1});")
+            else:   # ldw even: column c + 1 < ldw is inside the row (padding when c + 1 == N)
+                lines.append(f"    *reinterpret_cast<float2*>(wp) = make_float2({a0}, {a1});")
+        lines.append("  }")
+        lines.append("}")
+    return "\n".join("      " + s for s in lines)
+
+
 def generate_source(cfg: Sm90GemmConfig) -> str:
     """CUDA C for one configuration (deterministic: the same config gives the same text)."""
     cfg.check()
@@ -416,6 +675,34 @@ def generate_source(cfg: Sm90GemmConfig) -> str:
     wg_rows = cfg.tile_m // W
     ta_, tb_ = maps.transpose_bits
     wgmma = f"wgmma_m64n{cfg.tile_n}k16_f32_{dt}_ss<{ta_}, {tb_}>"
+    small_prelude = ""
+    if cfg.tile_n in SMALL_TILE_N:   # no header wrapper for these N: emitted with the kernel
+        from .gemm_sm90_splitk import small_wgmma_wrapper
+        small_prelude, fn_name = small_wgmma_wrapper(cfg.tile_n, dt)
+        wgmma = f"{fn_name}<{ta_}, {tb_}>"
+    # split-K: the loop index is a (tile, split) unit; its k-block range comes with its coords
+    if cfg.splits:
+        split_params = (",\n    float* __restrict__ ws, int splits_k, long long ldw, "
+                        "long long ws_l, long long ws_split"
+                        + (", int* __restrict__ tile_count" if cfg.split_k == "fixup" else ""))
+        units_mul, unit_decl = " * splits_k", " int kb_lo_, kb_hi_, split_;"
+        kb_first, kb_end = "kb_lo_", "kb_hi_"
+        k_empty = "kb_hi_ == kb_lo_"
+    elif cfg.stream_k:
+        from . import gemm_sm90_streamk as _sk
+        small_prelude += _sk.HELPERS
+        split_params, units_mul = _sk.PARAMS, ""
+        unit_decl = " int kb_lo_, kb_hi_, split_, ktile_;"
+        kb_first, kb_end = "kb_lo_", "kb_hi_"
+        k_empty = "kb_hi_ == kb_lo_"
+    else:
+        split_params = units_mul = unit_decl = ""
+        kb_first, kb_end, k_empty = "0", "k_blocks", "k_blocks == 0"
+    sched = (f"const int num_tiles = ((num_m + {cfg.cluster_m - 1}) / {cfg.cluster_m}) * num_n * "
+             f"L{units_mul};\n  const int first_tile = blockIdx.x / {cfg.cluster_m}, "
+             f"tile_step = gridDim.x / {cfg.cluster_m};")
+    if cfg.stream_k:
+        sched = _sk.schedule_code(cfg.tile_m, cfg.tile_n, cfg.tile_k)
     kk_steps = cfg.tile_k // 16
     mma_lines = []
     for kk in range(kk_steps):
@@ -519,12 +806,12 @@ def generate_source(cfg: Sm90GemmConfig) -> str:
     return f"""// generated by cute_py.backends.cuda.kernels.gemm_sm90 -- {cfg!r}
 #include "cute_py/prelude.cuh"
 using namespace cute_py;
-{epi_prelude}
+{small_prelude}{epi_prelude}
 {cluster_def}
 extern "C" __global__ void {cluster_attr}__launch_bounds__({cfg.threads}, 1) {cfg.name}(
     const __grid_constant__ TmaDescriptor tmA, const __grid_constant__ TmaDescriptor tmB,
     u16* __restrict__ D, const u16* __restrict__ C, int M, int N, int K, int L,
-    long long ldd, long long ldc, long long ldl_d, long long ldl_c, float alpha, float beta{epi_params})
+    long long ldd, long long ldc, long long ldl_d, long long ldl_c, float alpha, float beta{epi_params}{split_params})
 {{
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
   extern __shared__ unsigned char smem_raw_[];
@@ -544,8 +831,7 @@ extern "C" __global__ void {cluster_attr}__launch_bounds__({cfg.threads}, 1) {cf
   const u32 cta_rank = {rank_expr};
   const int num_m = (M + {cfg.tile_m - 1}) / {cfg.tile_m};
   const int num_n = (N + {cfg.tile_n - 1}) / {cfg.tile_n};
-  const int num_tiles = ((num_m + {cfg.cluster_m - 1}) / {cfg.cluster_m}) * num_n * L;
-  const int first_tile = blockIdx.x / {cfg.cluster_m}, tile_step = gridDim.x / {cfg.cluster_m};
+  {sched}
   const int k_blocks = (K + {cfg.tile_k - 1}) / {cfg.tile_k};
   if (wg == 0) {{
     // ---------------- producer warpgroup ----------------
@@ -553,10 +839,10 @@ extern "C" __global__ void {cluster_attr}__launch_bounds__({cfg.threads}, 1) {cf
     if (warp_id() == 0 && elect_one_sync()) {{
       int idx = 0; u32 phase = 1u;               // make_producer_start_state
       for (int tile = first_tile; tile < num_tiles; tile += tile_step) {{
-        int m_blk, n_blk, l_;
+        int m_blk, n_blk, l_;{unit_decl}
         {{ {_tile_coord_code(cfg)}
         }}
-        for (int kb = 0; kb < k_blocks; ++kb) {{
+        for (int kb = {kb_first}; kb < {kb_end}; ++kb) {{
           {pl.producer_acquire("idx", "phase")}
           const u32 fb_ = {pl.full_barrier("idx")};
           {maps.tma_load("A", "sA + (u32)idx * %du" % a_bytes, "&tmA", "fb_", "kb * 64", f"m_blk * {cfg.tile_m}", "l_")}
@@ -576,15 +862,15 @@ extern "C" __global__ void {cluster_attr}__launch_bounds__({cfg.threads}, 1) {cf
     {epi_consumer_decls}
     float acc[{slabs}][{nacc}];
     {tile_loop} {{
-      int m_blk, n_blk, l_;
+      int m_blk, n_blk, l_;{unit_decl}
       {{ {_tile_coord_code(cfg)}
       }}{epi_pre}{pp_wait}
       int prev_ = -1;
-      for (int kb = 0; kb < k_blocks; ++kb) {{
+      for (int kb = {kb_first}; kb < {kb_end}; ++kb) {{
         {pl.consumer_wait("idx", "phase")}
         const u64 da_ = make_gmma_desc(sA + (u32)idx * {a_bytes}u{a_wg_off}, {maps.desc_args("A")});
         const u64 db_ = make_gmma_desc(sB + (u32)idx * {b_bytes}u, {maps.desc_args("B")});
-        const int scale_d = kb > 0 ? 1 : 0;
+        const int scale_d = kb > {kb_first} ? 1 : 0;
         wgmma_fence();
         {{
 {mma}
@@ -599,7 +885,7 @@ extern "C" __global__ void {cluster_attr}__launch_bounds__({cfg.threads}, 1) {cf
       if (prev_ >= 0) {{ {pl.consumer_release("prev_", "release_lane")} }}
 #pragma unroll
       for (int j = 0; j < {slabs}; ++j) wgmma_fence_operands(acc[j]);
-      if (k_blocks == 0) {{
+      if ({k_empty}) {{
 #pragma unroll
         for (int j = 0; j < {slabs}; ++j)
 #pragma unroll
@@ -619,15 +905,18 @@ extern "C" __global__ void {cluster_attr}__launch_bounds__({cfg.threads}, 1) {cf
 # host side
 
 
-@lru_cache(maxsize=1)
-def _libcuda():
-    lib = ctypes.CDLL("libcuda.so.1")
-    lib.cuLaunchKernel.argtypes = [ctypes.c_void_p, ctypes.c_uint, ctypes.c_uint, ctypes.c_uint,
-                                   ctypes.c_uint, ctypes.c_uint, ctypes.c_uint, ctypes.c_uint,
-                                   ctypes.c_void_p, ctypes.POINTER(ctypes.c_void_p),
-                                   ctypes.c_void_p]
-    lib.cuLaunchKernel.restype = ctypes.c_int
-    return lib
+_WANT = {"f16": ("float16",), "bf16": ("bfloat16", "uint16")}
+
+
+#: The Hopper GEMM's launch plan is the backend's one plan type.
+Sm90Plan = LaunchPlan
+
+
+def _check_operand(op, nm, m: TensorMeta, dt):
+    if m.dtype not in _WANT[dt]:
+        raise LaunchError(op, nm, "has the wrong dtype", expected=_WANT[dt][0], actual=m.dtype)
+    if len(m.shape) not in (2, 3):
+        raise LaunchError(op, nm, "must be 2-D or 3-D (batched)", actual=m.shape)
 
 
 class Sm90Gemm:
@@ -635,124 +924,131 @@ class Sm90Gemm:
 
     ``A``: ``(M, K)`` or ``(L, M, K)``; ``B``: ``(N, K)`` or ``(L, N, K)`` (``D = A @ B.T``);
     ``D``/``C``: ``(M, N)`` / ``(L, M, N)`` row-major.  CuPy arrays (bf16 as uint16 bit
-    patterns).  With ``a_major="K"`` A is K-contiguous (row-major ``(M, K)``), with ``"MN"``
-    M-contiguous (``At.T`` for a row-major ``(K, M)`` array ``At``); likewise B (``"MN"``: pass
-    ``B_kn.T`` for the usual row-major ``(K, N)`` B).  Leading dimensions may be padded (strided
-    views) if 16-byte aligned.
+    patterns) or torch tensors.  With ``a_major="K"`` A is K-contiguous (row-major ``(M, K)``),
+    with ``"MN"`` M-contiguous (``At.T`` for a row-major ``(K, M)`` array ``At``); likewise B
+    (``"MN"``: pass ``B_kn.T`` for the usual row-major ``(K, N)`` B).  Leading dimensions may be
+    padded (strided views) if 16-byte aligned.
+
+    :meth:`plan` builds an :class:`Sm90Plan` from array metadata alone (no pointers), so one
+    plan serves every call with the same shapes, strides, dtypes and alignment classes.
     """
 
     def __init__(self, cfg: Sm90GemmConfig = Sm90GemmConfig(), arch: str = "sm_90a"):
-        from ..compiler import compile_module
+        from ..kernel import KernelSpec, build_kernel
         self.cfg = cfg.check()
         self.maps = derive_maps(cfg)
         self.source = generate_source(cfg)
-        self.module = compile_module(self.source, arch=arch)
-        self._fn = None
-        self._num_sms = None
+        self.spec = KernelSpec(self.source, cfg.name, None, (cfg.threads, 1, 1),
+                               (cfg.cluster_m, 1, 1), cfg.smem_bytes(), arch)
+        self.kernel = build_kernel(self.spec)
+        self.module = self.kernel.module
+        self._max_ctas: dict = {}
 
     @property
     def resources(self):
         return self.module.resources_for(self.cfg.name)
 
-    def max_ctas(self) -> int:
+    def max_ctas(self, device: int | None = None) -> int:
         """CTAs that can be resident at once: the SM count, or for clusters the driver's
         ``cuOccupancyMaxActiveClusters`` times the cluster size (a GPC with an odd number of
         free SMs cannot hold a whole 2-CTA cluster on its last SM)."""
-        self._function()
-        c = self.cfg.cluster_m
-        if c == 1:
-            return self._num_sms
-        if getattr(self, "_max_ctas", None) is None:
-            self._max_ctas = (self._num_sms // c) * c
-            try:
-                from cuda.bindings import driver as drv
-                lc = drv.CUlaunchConfig()
-                lc.gridDimX, lc.gridDimY, lc.gridDimZ = self._max_ctas, 1, 1
-                lc.blockDimX, lc.blockDimY, lc.blockDimZ = self.cfg.threads, 1, 1
-                lc.sharedMemBytes = self.cfg.smem_bytes()
-                at = drv.CUlaunchAttribute()
-                at.id = drv.CUlaunchAttributeID.CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION
-                at.value.clusterDim.x, at.value.clusterDim.y, at.value.clusterDim.z = c, 1, 1
-                lc.attrs = [at]
-                lc.numAttrs = 1
-                err, n = drv.cuOccupancyMaxActiveClusters(drv.CUfunction(self._fn.raw.ptr), lc)
-                if int(err) == 0 and int(n) > 0:
-                    self._max_ctas = min(self._max_ctas, int(n) * c)
-            except Exception as e:  # keep the SM-count bound; report why
-                self._occupancy_error = repr(e)
-        return self._max_ctas
+        from .. import driver
+        dev = driver.ensure_context() if device is None else device
+        n = self._max_ctas.get(dev)
+        if n is None:
+            sms = driver.sm_count(dev)
+            c = self.cfg.cluster_m
+            n = sms
+            if c > 1:
+                n = (sms // c) * c
+                func = self._function(dev)
+                clusters = driver.max_active_clusters(func, (n, 1, 1), (self.cfg.threads, 1, 1),
+                                                      self.cfg.smem_bytes(), (c, 1, 1))
+                if clusters > 0:
+                    n = min(n, clusters * c)
+            self._max_ctas[dev] = n
+        return n
 
-    def _function(self):
-        if self._fn is None:
-            self._fn = self.module.get_function(self.cfg.name)
-            self._fn.set_max_dynamic_smem(self.cfg.smem_bytes())
-            import cupy
-            self._num_sms = cupy.cuda.Device().attributes["MultiProcessorCount"]
-        return self._fn
+    def _function(self, device: int) -> int:
+        self.kernel.ensure_smem(self.cfg.smem_bytes(), device)
+        return self.kernel.handle(device)
 
-    def _epilogue_args(self, D3, M, N, L, tensors):
-        """Kernel arguments of the EVT epilogue (TMA descriptors of D / C / aux, vectors,
-        scalars), built as the epilogue runtime does."""
-        import numpy as np
+    def _epilogue_slots(self, D3: TensorMeta, M, N, L, tensors, add, ptrs0):
+        """Kernel parameters of the EVT epilogue (TMA descriptors of D / C / aux, vectors,
+        scalars) as plan slots; ``add(kind, value, role)``."""
         from cute_py.epilogue import evt
-        from ..epilogue.runtime import check_direct_matrix, check_tma_store_extent, encode_tma_2d
+        from ..epilogue.runtime import check_tma_store_extent
         from ..epilogue.sm90 import dtype_bytes
+        from ..tma import encode_tiled
         op, epi = "Sm90Gemm", self.cfg.epilogue()
         if L != 1:
             raise LaunchError(op, "A", "the EVT epilogue supports L = 1 only", actual=L)
-        D = D3[0]
-        bound = evt.bind_arguments(epi.cfg.tree, M, N, dict(tensors or {}), op=op,
-                                   need_outputs=True)
+        D = D3._replace(shape=D3.shape[1:], strides=D3.strides[1:])
+        tensors = evt.bind_arguments(epi.cfg.tree, M, N, dict(tensors or {}), op=op,
+                                     need_outputs=True)
+        sig = epi.cfg.tree.signature
         em, en = epi.epi_m, epi.epi_n
         stored = {"D"} | {name for name, _ in epi.lt.stores}
-        out = []
+        resets = []
         for p in epi.params():
+            a = D if p.tensor == "D" else tensors.get(p.tensor)
             if p.kind in ("tmap", "mat"):
-                a = D if p.tensor == "D" else bound[p.tensor]
-                if tuple(a.shape) != (M, N) or a.strides[1] != a.itemsize:
+                if not isinstance(a, TensorMeta) or tuple(a.shape) != (M, N) or a.strides[1] != 1:
                     raise LaunchError(op, p.tensor, "must be a row-major M x N matrix",
-                                      expected=(M, N), actual=(tuple(a.shape), a.strides))
+                                      expected=(M, N), actual=getattr(a, "shape", a))
             if p.kind == "tmap":
                 if p.tensor in stored:
                     check_tma_store_extent(op, p.tensor, N, a.itemsize)
-                out.append(ctypes.create_string_buffer(encode_tma_2d(
-                    int(a.data.ptr), p.dtype, M, N, a.strides[0] // a.itemsize, em, en,
-                    en * dtype_bytes(p.dtype)), 128))
-            elif p.kind == "mat":
-                check_direct_matrix(op, p.tensor, a)
-                out.append(ctypes.c_uint64(int(a.data.ptr)))
-            elif p.kind == "ld":
-                a = bound[p.tensor]
-                out.append(ctypes.c_int(a.strides[0] // a.itemsize))
-            elif p.kind == "ptr":
-                a = bound[p.tensor]
-                role = epi.cfg.tree.signature[p.tensor][0]
-                if role.split(":")[0] in ("row_reduce", "col_reduce", "scalar_reduce"):
-                    a.fill(evt.reduction_identity(role.split(":")[1]))
-                out.append(ctypes.c_uint64(int(a.data.ptr)))
-            elif p.kind == "float":
-                out.append(ctypes.c_float(float(bound[p.tensor])))
-            else:
-                out.append(ctypes.c_int(int(bound[p.tensor])))
-        return out
+                eb = dtype_bytes(p.dtype)
+                if a.ptr % 16 or (a.strides[0] * eb) % 16:
+                    raise LaunchError(op, p.tensor, "TMA needs a 16-byte aligned base and row "
+                                      "pitch", actual=(hex(a.ptr), a.strides[0]))
+                dims, strides, box = (N, M), (a.strides[0] * eb,), (en, em)
+                sw = {0: 0, 32: 1, 64: 2, 128: 3}[en * eb]
 
-    def prepare(self, A, B, D=None, C=None, alpha=1.0, beta=0.0, max_ctas=None, tensors=None):
-        """Check everything and build the launch; returns a zero-argument callable that runs
-        the GEMM on the current stream (descriptors encoded once).  ``tensors``: the EVT
-        epilogue's named inputs / outputs (configurations with ``epi``)."""
-        import cupy as cp
-        import numpy as np
+                def enc(ptr, l2, _d=p.dtype, _a=(dims, strides, box, sw)):
+                    return encode_tiled(_d, *_a, ptr, l2)
+                add("tmap", (enc, 2, ptrs0[p.tensor]), p.tensor)
+            elif p.kind == "mat":
+                if a.ptr % (2 * a.itemsize) or a.strides[0] % 2:
+                    raise LaunchError(op, p.tensor, "needs a pointer aligned to 2 elements and "
+                                      "an even row stride for load_path='direct'",
+                                      expected="even row stride", actual=(hex(a.ptr),
+                                                                          a.strides[0]))
+                add("u64", None, p.tensor)
+            elif p.kind == "ld":
+                add("i32", tensors[p.tensor].strides[0], None)
+            elif p.kind == "ptr":
+                role = sig[p.tensor][0]
+                if role.split(":")[0] in ("row_reduce", "col_reduce", "scalar_reduce"):
+                    resets.append((p.tensor, evt.reduction_identity(role.split(":")[1])))
+                add("u64", None, p.tensor)
+            elif p.kind == "float":
+                add("f32", None, "$" + p.tensor)
+            else:
+                add("i32", None, "$" + p.tensor)
+        return resets
+
+    def plan(self, A: TensorMeta, B: TensorMeta, D: TensorMeta, C: TensorMeta | None = None,
+             *, tensors=None, max_ctas=None, device: int | None = None,
+             splits: int = 1, sk_tiles: int | None = None) -> Sm90Plan:
+        """The launch plan for arrays like these (metadata only: shapes, strides, dtypes,
+        alignment classes).  ``roles`` of the plan: ``A``, ``B``, ``D``, ``C`` (D when no C)
+        then the epilogue's named tensors, ``WS`` (split-K workspace) and ``CNT`` (the
+        "fixup" tile counters); ``scalar_roles``: ``alpha``, ``beta`` then the epilogue's
+        scalars.  With ``transpose_d`` D and C are given in the user's orientation ``(L, N,
+        M)`` of the kernel problem (row-major): the kernel stores ``D^T``.  ``splits``: the
+        split-K count of a split-K configuration; ``sk_tiles``: a stream-K configuration's
+        stream-K tiles (default ``streamk_layout``'s; its grid is that layout's, ``WS`` /
+        ``CNT`` its workspace and per-CTA flags)."""
+        from .. import driver
         op, cfg = "Sm90Gemm", self.cfg
-        want = np.float16 if _DT[cfg.dtype] == "f16" else np.uint16
         for nm, X in (("A", A), ("B", B)):
-            if X.dtype != want:
-                raise LaunchError(op, nm, "has the wrong dtype", expected=str(np.dtype(want)),
-                                  actual=str(X.dtype))
-            if X.ndim not in (2, 3):
-                raise LaunchError(op, nm, "must be 2-D or 3-D (batched)", actual=X.shape)
-        batched = A.ndim == 3
-        A3 = A if batched else A[None]
-        B3 = B if B.ndim == 3 else B[None]
+            _check_operand(op, nm, X, cfg.dtype)
+        if A.dtype != B.dtype:
+            raise LaunchError(op, "B", "dtype must equal A's", expected=A.dtype, actual=B.dtype)
+        batched = len(A.shape) == 3
+        A3, B3 = A.batched(), B.batched()
         L, M, K = A3.shape
         if B3.shape[0] != L or B3.shape[2] != K:
             raise LaunchError(op, "B", "must be (N, K) [or (L, N, K)] matching A",
@@ -760,112 +1056,216 @@ class Sm90Gemm:
         N = B3.shape[1]
         if min(M, N) < 1:
             raise LaunchError(op, "A", "empty problem", actual=(M, N, K))
-        if D is None:
-            D = cp.empty((L, M, N) if batched else (M, N), dtype=want)
-        D3 = D if D.ndim == 3 else D[None]
-        if D3.shape != (L, M, N) or D.dtype != want:
-            raise LaunchError(op, "D", "has the wrong shape or dtype", expected=(L, M, N),
-                              actual=(D3.shape, str(D.dtype)))
+        D3 = D.batched()
+        dshape = (L, N, M) if cfg.transpose_d else (L, M, N)
+        if D3.shape != dshape or D.dtype != A.dtype:
+            raise LaunchError(op, "D", "has the wrong shape or dtype", expected=dshape,
+                              actual=(D3.shape, D.dtype))
+        if cfg.splits and (not isinstance(splits, int) or splits < 1):
+            raise LaunchError(op, "splits", "must be a positive int", actual=splits)
         if cfg.has_c:
             if C is None:
                 raise LaunchError(op, "C", "is required by this configuration (has_c)")
-            C3 = C if C.ndim == 3 else C[None]
-            if C3.shape != (L, M, N) or C.dtype != want:
-                raise LaunchError(op, "C", "has the wrong shape or dtype", expected=(L, M, N),
-                                  actual=(C3.shape, str(C.dtype)))
+            C3 = C.batched()
+            if C3.shape != dshape or C.dtype != A.dtype:
+                raise LaunchError(op, "C", "has the wrong shape or dtype", expected=dshape,
+                                  actual=(C3.shape, C.dtype))
         else:
             C3 = D3
-        es = 2
         for nm, X in (("D", D3), ("C", C3)):
-            if X.strides[2] != es:
+            if X.strides[2] != 1:
                 raise LaunchError(op, nm, "must be row-major (unit stride in the last mode)",
                                   actual=X.strides)
+        es = 2
         lds = {}
         for nm, X, major in (("A", A3, cfg.a_major), ("B", B3, cfg.b_major)):
             unit = 2 if major == "K" else 1       # the mode that must be contiguous
-            if X.strides[unit] != es:
+            if X.strides[unit] != 1:
                 want_txt = ("K-major: unit stride along K (a row-major (rows, K) array)"
                             if major == "K" else "MN-major: unit stride along its rows (the "
                             "transpose view of a row-major (K, rows) array)")
                 raise LaunchError(op, nm, f"does not match the configuration's {nm.lower()}_major"
                                   f"={major!r} ({want_txt})", actual=X.strides)
-            lds[nm] = X.strides[3 - unit] // es
-        if cfg.vec2 and ((D3.strides[1] // es) % 2 or (C3.strides[1] // es) % 2
-                         or D3.data.ptr % 4 or C3.data.ptr % 4):
+            lds[nm] = X.strides[3 - unit]
+        if cfg.vec2 and (D3.strides[1] % 2 or C3.strides[1] % 2 or D3.ptr % 4 or C3.ptr % 4):
             raise LaunchError(op, "D", "this configuration (vec2) needs even leading "
                               "dimensions and 4-byte aligned D and C",
                               actual=(D3.strides, C3.strides))
-        ta = self.maps.tma_atom("A", M, K, L, lds["A"], A3.strides[0] // es)
-        tb = self.maps.tma_atom("B", N, K, L, lds["B"], B3.strides[0] // es)
-        descA = ta.encode(int(A3.data.ptr))
-        descB = tb.encode(int(B3.data.ptr))
-        fn = self._function()
+        ta = self.maps.tma_atom("A", M, K, L, lds["A"], A3.strides[0] if batched else 0)
+        tb = self.maps.tma_atom("B", N, K, L, lds["B"], B3.strides[0] if len(B.shape) == 3
+                                else 0)
+        dev = driver.ensure_context(A.device if A.device >= 0 else None) \
+            if device is None else device
+        self._function(dev)
         c = cfg.cluster_m
-        units = -(-(-(-M // cfg.tile_m)) // c) * -(-N // cfg.tile_n) * L
-        grid = c * max(1, min(units, (max_ctas or self.max_ctas()) // c))
-        hold = [(ctypes.c_uint64 * 16).from_buffer_copy(descA),
-                (ctypes.c_uint64 * 16).from_buffer_copy(descB),
-                ctypes.c_uint64(int(D3.data.ptr)), ctypes.c_uint64(int(C3.data.ptr)),
-                ctypes.c_int(M), ctypes.c_int(N), ctypes.c_int(K), ctypes.c_int(L),
-                ctypes.c_longlong(D3.strides[1] // es), ctypes.c_longlong(C3.strides[1] // es),
-                ctypes.c_longlong(D3.strides[0] // es), ctypes.c_longlong(C3.strides[0] // es),
-                ctypes.c_float(alpha), ctypes.c_float(beta)]
-        if cfg.epi is not None:
-            hold += self._epilogue_args(D3, M, N, L, tensors)
-        params = (ctypes.c_void_p * len(hold))(*[ctypes.addressof(h) for h in hold])
-        lib = _libcuda()
-        func = ctypes.c_void_p(fn.raw.ptr)
-        smem = cfg.smem_bytes()
-        threads = cfg.threads
+        units = -(-(-(-M // cfg.tile_m)) // c) * -(-N // cfg.tile_n) * L * max(1, splits)
+        grid = c * max(1, min(units, (max_ctas or self.max_ctas(dev)) // c))
 
-        def run():
-            stream = cp.cuda.get_current_stream().ptr
-            res = lib.cuLaunchKernel(func, grid, 1, 1, threads, 1, 1, smem,
-                                     ctypes.c_void_p(stream), params, None)
-            if res != 0:
-                raise LaunchError(op, "launch", f"cuLaunchKernel failed (CUresult {res})")
-        run._keep = (hold, params, A, B, C, D)  # keep arguments alive with the closure
+        params = []          # (kind, value, role): see kernel.make_plan
+        from ..tma import default_l2_promotion
+
+        def add(kind, value, role):
+            params.append((kind, value, role))
+
+        for which, atom, X in (("A", ta, A3), ("B", tb, B3)):
+            l2 = default_l2_promotion(X.ptr, [x * es for x in X.strides[1:] if x])
+            add("tmap", (atom.encode, l2, X.ptr), which)
+        add("u64", None, "D")
+        add("u64", None, "C")
+        for v in (M, N, K, L):
+            add("i32", v, None)
+        for v in (D3.strides[1], C3.strides[1], D3.strides[0], C3.strides[0]):
+            add("i64", v, None)
+        add("f32", None, "$alpha")
+        add("f32", None, "$beta")
+        resets = []
+        if cfg.epi is not None:
+            ptrs0 = {"D": D3.ptr, **{k: v.ptr for k, v in (tensors or {}).items()
+                                     if isinstance(v, TensorMeta)}}
+            resets = self._epilogue_slots(D3, M, N, L, tensors, add, ptrs0)
+        if cfg.splits:
+            from .gemm_sm90_splitk import splitk_layout
+            lay = splitk_layout(cfg, M, N, L, splits)
+            add("u64", None, "WS")
+            add("i32", splits, None)
+            for v in (lay.ldw, lay.ws_l, lay.ws_split):
+                add("i64", v, None)
+            if cfg.split_k == "fixup":
+                add("u64", None, "CNT")
+        if cfg.stream_k:
+            from .gemm_sm90_streamk import streamk_layout
+            lay = streamk_layout(cfg, M, N, K, L, max_ctas or self.max_ctas(dev), sk_tiles)
+            grid = lay.grid
+            add("u64", None, "WS")
+            add("u64", None, "CNT")
+            add("i32", lay.sk_tiles, None)
+        plan = make_plan(self.kernel, dev, (grid, 1, 1), (cfg.threads, 1, 1), cfg.smem_bytes(),
+                         params, ("A", "B", "D", "C"), ("alpha", "beta"))
+        plan.resets = tuple(resets)
+        return plan
+
+    def prepare(self, A, B, D=None, C=None, alpha=1.0, beta=0.0, max_ctas=None, tensors=None):
+        """Check everything and build the launch; returns a callable ``run(stream=None)`` that
+        runs the GEMM on ``stream`` (default: the stream current at call time for the arrays'
+        framework — torch's or CuPy's).  ``tensors``: the EVT epilogue's named inputs /
+        outputs (configurations with ``epi``)."""
+        from ..stream import stream_handle
+        op = "Sm90Gemm"
+        if not isinstance(alpha, numbers.Real) or not isinstance(beta, numbers.Real):
+            raise LaunchError(op, "alpha", "alpha and beta must be real numbers",
+                              actual=(type(alpha).__name__, type(beta).__name__))
+        Am, Bm = meta_of(A, "A", op), meta_of(B, "B", op)
+        _check_operand(op, "A", Am, self.cfg.dtype)
+        if D is None:
+            D = _empty_like_framework(A, (*Am.shape[:-1], Bm.shape[-2]))
+        Dm = meta_of(D, "D", op)
+        Cm = meta_of(C, "C", op) if C is not None else None
+        tm, user_scal = {}, {}
+        for k, v in (tensors or {}).items():
+            if is_array(v):
+                tm[k] = meta_of(v, k, op)
+            elif isinstance(v, numbers.Real) and not isinstance(v, bool):
+                user_scal[k] = float(v)
+            else:
+                user_scal[k] = v        # bind_arguments names what is wrong with it
+        # per-call scalars: the kernel's alpha / beta, then the tree's (a tree scalar named
+        # alpha / beta shares the kernel's slot)
+        scal = {"alpha": float(alpha), "beta": float(beta), **user_scal}
+        plan = self.plan(Am, Bm, Dm, Cm, tensors={**tm, **user_scal} if tensors is not None
+                         else None, max_ctas=max_ctas)
+        objs = {"A": A, "B": B, "D": D, "C": C if C is not None else D}
+        metas = {"A": Am, "B": Bm, "D": Dm, "C": Cm if Cm is not None else Dm, **tm}
+        ptrs = tuple(metas[r].ptr for r in plan.roles)
+        scalars = tuple(scal[r] for r in plan.scalar_roles)
+        keep = (A, B, C, D, tensors)
+
+        def run(stream=None):
+            h = stream_handle(stream, A, op)
+            for name, value in plan.resets:
+                _fill(tensors[name], value, h)
+            plan.run(ptrs, scalars, h)
+        run._keep = keep
         run.D = D
+        run.plan = plan
+        run.objs = objs
         return run
 
-    def __call__(self, A, B, D=None, C=None, alpha=1.0, beta=0.0, tensors=None):
+    def __call__(self, A, B, D=None, C=None, alpha=1.0, beta=0.0, tensors=None, stream=None):
         run = self.prepare(A, B, D, C, alpha, beta, tensors=tensors)
-        run()
+        run(stream)
         return run.D
+
+
+def _empty_like_framework(X, shape):
+    """A new row-major array of X's framework, dtype and device."""
+    if type(X).__module__.startswith("torch"):
+        import torch
+        return torch.empty(shape, dtype=X.dtype, device=X.device)
+    import cupy as cp
+    return cp.empty(shape, dtype=X.dtype)
+
+
+def _fill(X, value, stream: int) -> None:
+    """X[...] = value, queued on ``stream`` (the launch's stream)."""
+    if type(X).__module__.startswith("torch"):
+        import torch
+        from ..stream import torch_external_stream
+        with torch.cuda.stream(torch_external_stream(stream, X.device)):
+            X.fill_(value)
+        return
+    from ..stream import cupy_external_stream
+    with cupy_external_stream(stream):
+        X.fill(value)
 
 
 _CACHE: dict = {}
 
 
-def _tma_ready(X):
-    """``(X', major)``: operand X (``(rows, K)`` or ``(L, rows, K)``) as TMA can read it, and its
-    major.  K-contiguous X is "K"; rows-contiguous X (the transpose view of a row-major
-    ``(K, rows)`` array) is "MN" and is read in place.  TMA needs a 16-byte aligned base and
-    byte strides; otherwise X is copied into a zero-padded K-major buffer (host-side handling of
-    odd K, e.g. 1x1x1 or K = 333, or of an operand with no contiguous mode)."""
-    import cupy as cp
-    es = X.itemsize
-
-    def aligned(*strides):
-        return X.data.ptr % 16 == 0 and all(s % 16 == 0 for s in strides)
-    batch = (X.strides[0],) if X.ndim == 3 else ()
-    if X.strides[-1] == es and aligned(X.strides[-2], *batch):
-        return X, "K"
-    if X.strides[-2] == es and X.shape[-1] > 1 and aligned(X.strides[-1], *batch):
-        return X, "MN"
-    K = X.shape[-1]
-    Kp = -(-K // 8) * 8
-    buf = cp.zeros(X.shape[:-1] + (Kp,), dtype=X.dtype)
-    buf[..., :K] = X
-    return buf[..., :K], "K"
+def get_kernel(cfg: Sm90GemmConfig) -> Sm90Gemm:
+    """The compiled kernel of ``cfg`` (one per configuration and process)."""
+    g = _CACHE.get(cfg)
+    if g is None:
+        g = _CACHE[cfg] = Sm90Gemm(cfg)
+    return g
 
 
-def _rows_128(X) -> bool:
-    """Every row of operand X (along its contiguous mode) starts on a 128-byte boundary."""
-    strided = X.strides[1:] if X.ndim == 3 else X.strides
-    pitch = strided[0] if strided[1] == X.itemsize else strided[1]
-    return X.data.ptr % 128 == 0 and pitch % 128 == 0 and \
-        (X.ndim == 2 or X.strides[0] % 128 == 0)
+def _tma_aligned(m: TensorMeta, unit: int) -> bool:
+    """TMA can read operand ``m`` with matrix mode ``unit`` (-1: K, -2: rows) contiguous: a
+    16-byte aligned base, the other matrix mode's and (with L > 1) the batch mode's byte
+    strides multiples of 16."""
+    if m.strides[unit] != 1 or m.ptr % 16:
+        return False
+    other = m.strides[-2 if unit == -1 else -1]
+    if (other * m.itemsize) % 16:
+        return False
+    return len(m.shape) == 2 or m.shape[0] == 1 or (m.strides[0] * m.itemsize) % 16 == 0
+
+
+def tma_major(m: TensorMeta) -> str | None:
+    """``"K"`` when operand ``m`` (``(rows, K)`` / ``(L, rows, K)``) is K-contiguous and TMA can
+    read it in place, ``"MN"`` when rows-contiguous (the transpose view of a row-major
+    ``(K, rows)`` array), None when it must be copied first (row pitch not a multiple of 16
+    bytes, e.g. odd K, or no contiguous mode)."""
+    if _tma_aligned(m, -1):
+        return "K"
+    if m.shape[-1] > 1 and _tma_aligned(m, -2):
+        return "MN"
+    return None
+
+
+def rows_128(m: TensorMeta) -> bool:
+    """Every row of operand ``m`` (along its contiguous mode) starts on a 128-byte boundary."""
+    pitch = m.strides[-2] if m.strides[-1] == 1 else m.strides[-1]
+    return m.ptr % 128 == 0 and (pitch * m.itemsize) % 128 == 0 and \
+        (len(m.shape) == 2 or (m.strides[0] * m.itemsize) % 128 == 0)
+
+
+def tma_store_ok(m: TensorMeta | None) -> bool:
+    """TMA can store ``m`` in place: 2-D, 16-byte aligned base and row pitch, and rows a whole
+    number of 16-byte chunks (TMA stores write whole chunks: a shorter last chunk would
+    overwrite the row's padding past column N)."""
+    return m is not None and len(m.shape) == 2 and m.strides[1] == 1 and m.ptr % 16 == 0 and \
+        (m.strides[0] * m.itemsize) % 16 == 0 and (m.shape[1] * m.itemsize) % 16 == 0
 
 
 def default_evt_config(dt: str, tile_n: int, use_c: bool, a_major: str = "K",
@@ -876,11 +1276,11 @@ def default_evt_config(dt: str, tile_n: int, use_c: bool, a_major: str = "K",
     ``tile_n`` 256 with A / B rows on 128-byte boundaries (``rows_128``): the ping-pong kernel,
     64x256 tiles, 5 stages, C (if any) loaded by the consumer threads (``load_path="direct"``,
     16-byte quad loads).  Measured over the cooperative 128x256 kernel: +1-8% for ``A @ B``,
-    +3-23% with C (docs/performance.md, sessions 13 and 16).  Otherwise the cooperative kernel:
+    +3-23% with C (docs/performance.md, "Hopper GEMM").  Otherwise the cooperative kernel:
     with operand rows off 128-byte boundaries (e.g. K = 2040 halves) every TMA row read
     straddles L2 lines and the ping-pong kernel, which reads 1.67x the operand bytes per FLOP,
-    ran 0.62-0.82x the cooperative one's speed (session 16); ``tile_n`` 128 is the choice for
-    skinny problems."""
+    ran 0.62-0.82x the cooperative one's speed; ``tile_n`` 128 is the choice for skinny
+    problems."""
     from cute_py.epilogue import evt
     ed = "float16" if dt == "f16" else "bfloat16"
     tree = evt.linear_combination(element_c=ed) if use_c else None
@@ -894,98 +1294,41 @@ def default_evt_config(dt: str, tile_n: int, use_c: bool, a_major: str = "K",
                           epi=make_epilogue_config(tree, tile_n=tile_n, element_d=ed))
 
 
-def _tma_store_ok(X) -> bool:
-    """TMA can store X in place: 16-byte aligned base and row pitch, and rows a whole number of
-    16-byte chunks (TMA stores write whole chunks: a shorter last chunk would overwrite the
-    row's padding past column N)."""
-    return X is not None and X.ndim == 2 and X.strides[1] == X.itemsize and \
-        X.data.ptr % 16 == 0 and X.strides[0] % 16 == 0 and (X.shape[1] * X.itemsize) % 16 == 0
+def choose_config(A: TensorMeta, B: TensorMeta, D: TensorMeta, C: TensorMeta | None,
+                  alpha_one: bool, sms: int) -> Sm90GemmConfig:
+    """The configuration ``gemm_sm90`` runs for operands A ``(M, K)`` and B ``(N, K)`` already
+    readable by TMA (see :func:`tma_major`), D and C (None: no C term).
+
+    For a single 2-D problem whose D (and C) rows are 16-byte aligned: the smem-staged
+    TMA-store EVT epilogue of :func:`default_evt_config`; otherwise (batched, unaligned D) the
+    cooperative kernel with the built-in predicated register->global epilogue.  Skinny problems
+    that leave SMs idle with 128x256 tiles use 128x128 tiles."""
+    dt = "f16" if A.dtype == "float16" else "bf16"
+    a_major, b_major = tma_major(A), tma_major(B)
+    M, N = A.shape[-2], B.shape[-2]
+    L = A.shape[0] if len(A.shape) == 3 else 1
+    t256 = -(-M // 128) * -(-N // 256) * L
+    tn, stages = (128, 5) if t256 < sms and N > 128 else (256, 4)
+    use_c = C is not None
+    if len(A.shape) == 2 and tma_store_ok(D) and (not use_c or tma_store_ok(C)) and \
+            (use_c or alpha_one):
+        return default_evt_config(dt, tn, use_c, a_major, b_major, rows_128(A) and rows_128(B))
+    vec2 = all(X is None or (X.strides[-2] % 2 == 0 and X.ptr % 4 == 0) for X in (D, C))
+    return Sm90GemmConfig(tile_n=tn, stages=stages, dtype=dt, has_c=use_c, vec2=vec2,
+                          a_major=a_major, b_major=b_major)
 
 
-def gemm_sm90(A, B, D=None, C=None, alpha=1.0, beta=0.0, cfg: Sm90GemmConfig | None = None):
-    """One-call GEMM with a cached kernel: ``D = alpha * A @ B.T + beta * C`` for A ``(M, K)``
-    and B ``(N, K)``, optionally batched ``(L, ...)``.  Each operand may be K-contiguous or
-    contiguous along its rows (e.g. ``B = B_kn.T`` for a row-major ``(K, N)`` B): the kernel
-    reads either in place (``a_major`` / ``b_major`` = "K" / "MN").
+def gemm_sm90(A, B, D=None, C=None, alpha=1.0, beta=0.0, cfg: Sm90GemmConfig | None = None,
+              *, stream=None):
+    """One-call GEMM with a cached kernel and launch plan: ``D = alpha * A @ B.T + beta * C``
+    for A ``(M, K)`` and B ``(N, K)`` (CuPy arrays, bf16 as uint16 bits, or torch tensors),
+    optionally batched ``(L, ...)``.  Each operand may be K-contiguous or contiguous along its
+    rows (e.g. ``B = B_kn.T`` for a row-major ``(K, N)`` B): the kernel reads either in place.
 
-    Default kernel: for a single 2-D problem whose D (and C) rows are 16-byte aligned, the
-    smem-staged TMA-store EVT epilogue of :func:`default_evt_config` (the ping-pong kernel,
-    64x256 tiles, 5 stages, when A / B rows start on 128-byte boundaries; else the cooperative
-    one, 128x256, 4 stages); otherwise (batched, unaligned D) the cooperative kernel with the
-    built-in predicated register->global epilogue.  Skinny problems that leave SMs idle use
-    128x128 tiles.  Operands TMA cannot read directly (row pitch not a multiple of 16 bytes)
-    are copied into padded buffers first (such calls build their launch plan anew: a cached
-    plan of copies would never be found again and would keep the copies alive).  Operands whose
-    rows do not start on 128-byte boundaries run ~25% slower when B is K-major (e.g. K = 2040
-    halves); pad such rows yourself (docs/hopper_gemm.md)."""
-    import cupy as cp
-    import numpy as np
-    operands = (A, B)
-    (A, a_major), (B, b_major) = _tma_ready(A), _tma_ready(B)
-    use_c = C is not None and beta != 0.0
-    dt = "f16" if A.dtype == np.float16 else "bf16"
-    tensors = None
-    if cfg is None:
-        M, N = A.shape[-2], B.shape[-2]
-        L = A.shape[0] if A.ndim == 3 else 1
-        # tile: 128x256 unless that leaves SMs idle and 128x128 gives more tiles (skinny M/N)
-        sms = _num_sms(cp.cuda.Device().id)
-        t256 = -(-M // 128) * -(-N // 256) * L
-        tn, stages = (128, 5) if t256 < sms and N > 128 else (256, 4)
-        if A.ndim == 2 and D is None and (N * A.itemsize) % 16 == 0:
-            D = cp.empty((M, N), dtype=A.dtype)
-        if A.ndim == 2 and _tma_store_ok(D) and (not use_c or _tma_store_ok(C)) and \
-                (use_c or alpha == 1.0):
-            cfg = default_evt_config(dt, tn, use_c, a_major, b_major,
-                                     _rows_128(A) and _rows_128(B))
-            if use_c:
-                tensors = {"C": C, "alpha": float(alpha), "beta": float(beta)}
-        else:
-            vec2 = True
-            for X in (D, C if use_c else None):
-                if X is not None and (X.strides[-2] % 4 or X.data.ptr % 4):
-                    vec2 = False
-            if D is None and B.shape[-2] % 2:
-                vec2 = False
-            cfg = Sm90GemmConfig(tile_n=tn, stages=stages, dtype=dt, has_c=use_c, vec2=vec2,
-                                 a_major=a_major, b_major=b_major)
-    elif (cfg.a_major, cfg.b_major) != (a_major, b_major):
-        raise LaunchError("gemm_sm90", "cfg", "its operand majors differ from the arrays' "
-                          "(A, B)", expected=(a_major, b_major), actual=(cfg.a_major, cfg.b_major))
-    g = _CACHE.get(cfg)
-    if g is None:
-        g = _CACHE[cfg] = Sm90Gemm(cfg)
-    if cfg.epi is not None:
-        args = (A, B, D, None, 1.0, 0.0)
-    else:
-        args = (A, B, D, C if cfg.has_c else None, alpha, beta)
-    # launch plans (checked arguments + encoded TMA descriptors) are reused for the same arrays
-    key = (cfg, args[4:], tuple(_array_key(X) for X in args[:4]),
-           tuple(sorted((k, _array_key(v) if hasattr(v, "data") else v)
-                        for k, v in (tensors or {}).items())))
-    run = _PLANS.get(key)
-    if run is None or args[2] is None:
-        run = g.prepare(*args, tensors=tensors)
-        # a plan of copied operands would never be found again and would keep the copies alive
-        if args[2] is not None and A is operands[0] and B is operands[1]:
-            if len(_PLANS) > 64:
-                _PLANS.clear()
-            _PLANS[key] = run
-    run()
-    return run.D
-
-
-_PLANS: dict = {}
-
-
-@lru_cache(maxsize=None)
-def _num_sms(device_id: int) -> int:
-    import cupy as cp
-    return cp.cuda.runtime.deviceGetAttribute(cp.cuda.runtime.cudaDevAttrMultiProcessorCount,
-                                              device_id)
-
-
-def _array_key(X):
-    if X is None:
-        return None
-    return (X.data.ptr, X.shape, X.strides, X.dtype.num)
+    The configuration is :func:`choose_config`'s unless ``cfg`` is given.  Operands TMA cannot
+    read in place (row pitch not a multiple of 16 bytes) are copied into padded buffers first.
+    Launch plans are cached by shapes, strides, dtypes and alignment classes (never by pointer):
+    see :func:`cute_py.backends.cuda.gemm_api.gemm`.  ``stream``: the launch's stream (default:
+    the arrays' framework's current stream)."""
+    from ..gemm_api import run_sm90
+    return run_sm90(A, B, D, C, alpha, beta, cfg=cfg, stream=stream, op="gemm_sm90")

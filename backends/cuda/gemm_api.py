@@ -1,0 +1,606 @@
+"""The one-call GEMM behind ``cute_py.gemm``: checks, kernel choice, cached launch plans.
+
+A call is described by its *key*: for every array its dtype, shape, strides, device and
+alignment class (the low bits of its address that decide vector widths, TMA legality and L2
+promotion), plus the flags that change the kernel (C present, alpha == 1, backend).  Pointers
+are not in the key: the first call with a key builds a :class:`GemmCall` (kernel choice,
+compiled kernel, packed parameters, TMA descriptors); every later call with new tensors of the
+same key only reads their pointers, patches them into the pack (one 64-bit word each, TMA
+descriptors included) and launches on the caller's stream.
+
+Rules the user sees (each violation raises :class:`~cute_py.errors.LaunchError` naming the
+argument as ``gemm: <arg> ...``):
+
+- A ``(M, K)`` / ``(L, M, K)`` and B ``(K, N)`` / ``(L, K, N)`` of one dtype (float16,
+  bfloat16; float32 runs the SM80 kernel in tf32), on one CUDA device, each with a unit stride
+  in one of its two matrix modes (otherwise it is copied first);
+- ``C`` and ``out`` have D's shape; ``out`` (D) must be of A's dtype and may not overlap A or
+  B, nor C except as C itself (in place, ``C.addmm_``); C's dtype must be D's;
+- ``alpha`` and ``beta`` are real numbers;
+- ``stream``: see :func:`~cute_py.backends.cuda.stream.stream_handle`; default: torch's current
+  stream for torch tensors, CuPy's for CuPy arrays.
+
+Which kernel runs is decided only by checked, documented conditions (``explain=True`` returns
+it): the Hopper kernel on an sm_90 device for 16-bit operands with a row-major D / C; the SM80
+kernels otherwise.  There is no fallback on an unexpected exception.
+"""
+
+from __future__ import annotations
+
+import numbers
+import sys
+from dataclasses import dataclass
+
+from cute_py.errors import CuteError, LaunchError
+
+from .stream import cupy_external_stream, torch_external_stream
+from .tensors import TensorMeta, meta_of, overlaps, span_bytes
+
+__all__ = ["gemm", "gemm_entry", "GemmChoice", "GemmCall", "run_sm90", "plan_cache", "clear_plans"]
+
+_OP = "gemm"
+_MAX_PLANS = 512
+
+
+@dataclass(frozen=True)
+class GemmChoice:
+    """What ``gemm`` ran: the kernel family, its configuration and why."""
+
+    backend: str            # "sm90" or "sm80"
+    kernel: str             # the kernel's entry name
+    config: object
+    copied: tuple           # operands copied into padded buffers first
+    reason: str
+
+    def __str__(self):
+        cfg = self.config
+        desc = ""
+        if self.backend == "sm90":
+            desc = (f"{cfg.schedule} {cfg.tile_m}x{cfg.tile_n}x{cfg.tile_k}, {cfg.stages} "
+                    f"stages, A {cfg.a_major}-major, B {cfg.b_major}-major, epilogue "
+                    f"{'EVT/TMA-store' if cfg.epi is not None else 'predicated'}")
+        copied = f"; copied {', '.join(self.copied)}" if self.copied else ""
+        return f"{self.backend}: {self.kernel} ({desc}){copied} — {self.reason}"
+
+
+def _acls(ptr: int) -> int:
+    """Alignment class of an address: 0 (128-byte), 1 (16-byte), 2 (4-byte), 3 (other)."""
+    return 0 if not ptr & 127 else 1 if not ptr & 15 else 2 if not ptr & 3 else 3
+
+
+_PLANS: dict = {}
+
+
+def plan_cache() -> dict:
+    """The cached calls (key -> :class:`GemmCall`), for inspection and tests."""
+    return _PLANS
+
+
+def clear_plans() -> None:
+    _PLANS.clear()
+
+
+class GemmCall:
+    """One cached call shape: the Hopper plan, the output's shape, operand copies, the byte
+    spans used by the overlap check, and for split-K / swapped kernels the reduce plan and the
+    per-stream workspace.  ``simple``: one plan launched with ``(A, B, D, C)`` pointers."""
+
+    __slots__ = ("plan", "choice", "out_shape", "copy_a", "copy_b", "spans", "sm80", "simple",
+                 "swap", "reduce", "ws_elems", "cnt_elems", "ws", "framework", "device")
+
+    def run(self, pa, pb, pd, pc, alpha, beta, stream):
+        if self.simple:
+            self.plan.run((pa, pb, pd, pc), (alpha, beta), stream)
+            return
+        ws, cnt = self._workspace(stream)
+        if self.swap:
+            pa, pb = pb, pa
+        self.plan.run((pa, pb, pd, pc, ws, cnt), (alpha, beta), stream)
+        if self.reduce is not None:
+            self.reduce.run((0, 0, pd, pc, ws), (alpha, beta), stream)
+
+    def _workspace(self, stream):
+        """The split-K workspace and tile counters of ``stream`` (grow-only, one per stream:
+        calls on one stream reuse it in stream order; counters start zeroed and the kernel
+        leaves them zero)."""
+        got = self.ws.get(stream)
+        if got is None:
+            if not self.ws_elems:
+                got = (None, 0, 0)
+            else:
+                w = _zeros(self.framework, self.device, self.ws_elems, "float32", stream)
+                c = _zeros(self.framework, self.device, max(1, self.cnt_elems), "int32", stream)
+                got = ((w, c), _ptr(w), _ptr(c))
+            self.ws[stream] = got
+        return got[1], got[2]
+
+
+def _ptr(x) -> int:
+    return x.data_ptr() if hasattr(x, "data_ptr") else int(x.data.ptr)
+
+
+def _zeros(framework, device, n, dtype, stream):
+    """A zeroed device array of n elements, allocated and cleared on ``stream``."""
+    if framework == "torch":
+        import torch
+        with torch.cuda.stream(torch_external_stream(stream, device)):
+            return torch.zeros(n, dtype=getattr(torch, dtype), device=f"cuda:{device}")
+    import cupy as cp
+    with cupy_external_stream(stream):
+        return cp.zeros(n, dtype=dtype)
+
+
+# ---------------------------------------------------------------------------------------------
+# checks shared by every path
+
+
+def _check_scalar(name, v):
+    if isinstance(v, bool) or not isinstance(v, numbers.Real):
+        raise LaunchError(_OP, name, "must be a real number", actual=type(v).__name__)
+    return float(v)
+
+
+def _hopper(device: int) -> bool:
+    try:
+        from .device import device_properties
+        return device_properties(device).cc == (9, 0)
+    except Exception:  # no GPU / no CuPy: not Hopper (the SM80 path reports what is missing)
+        return False
+
+
+def _check_metas(A: TensorMeta, B: TensorMeta, C, D, bits_ok: bool = False):
+    if A.dtype == "uint16" and not bits_ok:
+        raise LaunchError(_OP, "A", "is uint16; CuPy has no bfloat16: pass torch bfloat16 "
+                          "tensors, or bf16 bit patterns to gemm_sm90 / gemm_sm80(bf16=True)",
+                          expected="float16, bfloat16 or float32", actual=A.dtype)
+    if A.dtype != B.dtype:
+        raise LaunchError(_OP, "B", "dtype must equal A's", expected=A.dtype, actual=B.dtype)
+    if A.dtype not in ("float16", "bfloat16", "float32", "uint16"):
+        raise LaunchError(_OP, "A", "has an unsupported dtype",
+                          expected="float16, bfloat16 or float32", actual=A.dtype)
+    if len(A.shape) not in (2, 3) or len(B.shape) != len(A.shape):
+        raise LaunchError(_OP, "B", "A and B must both be matrices (M, K), (K, N) or both "
+                          "batched (L, M, K), (L, K, N)", actual=(A.shape, B.shape))
+    if A.shape[-1] != B.shape[-2] or (len(A.shape) == 3 and A.shape[0] != B.shape[0]):
+        raise LaunchError(_OP, "B", "shape does not match A", expected=(*A.shape[:-2],
+                          A.shape[-1], "N"), actual=B.shape)
+    if min(A.shape) < 1 or min(B.shape) < 1:
+        raise LaunchError(_OP, "A", "needs M, N, K (and L) >= 1", actual=(A.shape, B.shape))
+    shape = (*A.shape[:-1], B.shape[-1])
+    for nm, X in (("C", C), ("out", D)):
+        if X is None:
+            continue
+        if tuple(X.shape) != shape:
+            raise LaunchError(_OP, nm, "has the wrong shape", expected=shape, actual=X.shape)
+        if X.device != A.device:
+            raise LaunchError(_OP, nm, "lives on another device than A", expected=A.device,
+                              actual=X.device)
+    if B.device != A.device:
+        raise LaunchError(_OP, "B", "lives on another device than A", expected=A.device,
+                          actual=B.device)
+    if D is not None:
+        if D.dtype != A.dtype:
+            raise LaunchError(_OP, "out", "must have A's dtype (D is written in the operands' "
+                              "precision)", expected=A.dtype, actual=D.dtype)
+        for nm, X in (("A", A), ("B", B), ("C", C)):
+            if nm == "C" and X is not None and (X.ptr, X.strides) == (D.ptr, D.strides):
+                continue        # in place (D is C): every element of C is read before D's
+            if X is not None and overlaps(D, X):
+                raise LaunchError(_OP, "out", f"overlaps {nm}; the GEMM reads {nm} while "
+                                  "writing out", actual=(hex(D.ptr), hex(X.ptr)))
+    if C is not None and C.dtype != (D.dtype if D is not None else A.dtype):
+        raise LaunchError(_OP, "C", "dtype must equal D's (A's)", expected=A.dtype,
+                          actual=C.dtype)
+    return shape
+
+
+# ---------------------------------------------------------------------------------------------
+# operand copies (operands TMA cannot read in place)
+
+
+def _pad_copy(X, m: TensorMeta, stream: int):
+    """X (``(rows, K)`` view) as a K-major zero-padded copy (row pitch a multiple of 8),
+    queued on ``stream``; returns ``(copy, meta)``."""
+    K = m.shape[-1]
+    Kp = -(-K // 8) * 8
+    if m.framework == "torch":
+        import torch
+        with torch.cuda.stream(torch_external_stream(stream, X.device)):
+            buf = X.new_empty((*m.shape[:-1], Kp))
+            buf[..., K:].zero_()
+            buf[..., :K].copy_(X)
+        v = buf[..., :K]
+        return v, meta_of(v, "A", _OP)
+    import cupy as cp
+    with cupy_external_stream(stream):
+        buf = cp.zeros((*m.shape[:-1], Kp), dtype=X.dtype)
+        buf[..., :K] = X
+    v = buf[..., :K]
+    return v, meta_of(v, "A", _OP)
+
+
+def _empty(like, shape, framework, dtype=None):
+    if framework == "torch":
+        import torch
+        return torch.empty(shape, dtype=like.dtype if dtype is None else dtype,
+                           device=like.device)
+    import cupy as cp
+    return cp.empty(shape, dtype=like.dtype if dtype is None else dtype)
+
+
+# ---------------------------------------------------------------------------------------------
+# the Hopper route
+
+
+def _build_sm90(Am, Bm, Dm, Cm, alpha_one, cfg, device):
+    """A GemmCall for A ``(M, K)`` and B given as ``(N, K)``; Dm / Cm metas (Cm None: no C)."""
+    from . import driver
+    from .kernels import gemm_sm90 as G
+    call = GemmCall()
+    call.out_shape = Dm.shape
+    call.spans = _spans(Am, Bm, Cm, Dm)
+    call.copy_a, call.copy_b = G.tma_major(Am) is None, G.tma_major(Bm) is None
+    if call.copy_a:
+        Am = _padded_meta(Am)
+    if call.copy_b:
+        Bm = _padded_meta(Bm)
+    call.simple, call.swap, call.reduce, call.ws = True, False, None, {}
+    call.ws_elems = call.cnt_elems = 0
+    call.framework, call.device = Am.framework, device
+    use_c = Cm is not None
+    sms = driver.sm_count(device)
+    reason = "16-bit operands on an sm_90 device"
+    if cfg is None and not (call.copy_a or call.copy_b) and Dm.strides[-1] == 1:
+        from .kernels.gemm_sm90_heuristic import choose_sm90
+        L = Am.shape[0] if len(Am.shape) == 3 else 1
+        M, K, N = Am.shape[-2], Am.shape[-1], Bm.shape[-2]
+        vec2 = all(X is None or (X.strides[-2] % 2 == 0 and X.ptr % 4 == 0) for X in (Dm, Cm))
+        ch = choose_sm90(M, N, K, L, "f16" if Am.dtype == "float16" else "bf16",
+                         G.tma_major(Am), G.tma_major(Bm), sms, d_vec2=vec2)
+        if not ch.default_path:
+            return _build_sm90_special(call, ch, Am, Bm, Dm, Cm, device)
+        reason += f"; {ch.reason}"
+    if cfg is None:
+        cfg = G.choose_config(Am, Bm, Dm, Cm, alpha_one, sms)
+    elif (cfg.a_major, cfg.b_major) != (G.tma_major(Am), G.tma_major(Bm)):
+        raise LaunchError(_OP, "cfg", "its operand majors differ from the arrays' (A, B)",
+                          expected=(G.tma_major(Am), G.tma_major(Bm)),
+                          actual=(cfg.a_major, cfg.b_major))
+    g = G.get_kernel(cfg)
+    if cfg.epi is not None:
+        tensors = {"C": Cm, "alpha": 1.0, "beta": 0.0} if use_c else None
+        # the tree's scalars alpha / beta share the kernel's scalar slots (same names)
+        plan = g.plan(Am, Bm, Dm, None, tensors=tensors, device=device)
+    else:
+        plan = g.plan(Am, Bm, Dm, Cm if cfg.has_c else None, device=device)
+    call.plan = plan
+    copied = tuple(n for n, c in (("A", call.copy_a), ("B", call.copy_b)) if c)
+    call.choice = GemmChoice("sm90", cfg.name, cfg, copied,
+                             reason + (", TMA-store EVT epilogue" if cfg.epi is not None else
+                                       ", predicated epilogue (batched, or D / C rows not "
+                                       "16-byte aligned)"))
+    call.sm80 = None
+    return call
+
+
+def _build_sm90_special(call, ch, Am, Bm, Dm, Cm, device):
+    """A swapped and / or split-K call (``choose_sm90``'s choice ``ch``): kernel A / B are the
+    user's B / A when swapped (D stored transposed); split-K "workspace" / "atomic" add the
+    fixed-order reduce kernel, "fixup" sums in the GEMM itself."""
+    from dataclasses import replace
+
+    from .kernels import gemm_sm90 as G
+    from .kernels.gemm_sm90_splitk import splitk_layout
+    from .kernels.splitk_reduce import SplitKReduceConfig, _vec_meta
+    use_c = Cm is not None
+    cfg = ch.cfg
+    gemm_writes_d = cfg.split_k in ("none", "fixup")
+    cfg = replace(cfg, has_c=use_c and gemm_writes_d)
+    if not gemm_writes_d:
+        cfg = replace(cfg, vec2=False)
+    g = G.get_kernel(cfg)
+    kA, kB = (Bm, Am) if ch.swap else (Am, Bm)
+    L = Am.shape[0] if len(Am.shape) == 3 else 1
+    plan = g.plan(kA, kB, Dm, Cm if cfg.has_c else None, device=device,
+                  splits=max(1, ch.splits))
+    call.plan, call.simple, call.swap = plan, False, ch.swap
+    if cfg.splits:
+        lay = splitk_layout(cfg, kA.shape[-2], kB.shape[-2], L, ch.splits)
+        call.ws_elems, call.cnt_elems = lay.elements, lay.counters
+        if not gemm_writes_d:
+            vec = _vec_meta(Dm) and (not use_c or _vec_meta(Cm))
+            red = _reduce_kernel(SplitKReduceConfig(cfg.dtype, use_c, vec,
+                                                    cfg.split_k == "atomic"))
+            call.reduce = red.plan(lay, Dm, Cm, device=device)
+    call.choice = GemmChoice("sm90", cfg.name, cfg, (), str(ch))
+    call.sm80 = None
+    return call
+
+
+_REDUCE: dict = {}
+
+
+def _reduce_kernel(cfg):
+    from .kernels.splitk_reduce import SplitKReduce
+    k = _REDUCE.get(cfg)
+    if k is None:
+        k = _REDUCE[cfg] = SplitKReduce(cfg)
+    return k
+
+
+def _padded_meta(m: TensorMeta) -> TensorMeta:
+    """The metadata of :func:`_pad_copy`'s result (fresh allocations are 256-byte aligned)."""
+    K = m.shape[-1]
+    Kp = -(-K // 8) * 8
+    if len(m.shape) == 3:
+        st = (m.shape[1] * Kp, Kp, 1)
+    else:
+        st = (Kp, 1)
+    return m._replace(ptr=1 << 20, strides=st)
+
+
+def run_sm90(A, B, D=None, C=None, alpha=1.0, beta=0.0, *, cfg=None, stream=None,
+             op="gemm_sm90"):
+    """``D = alpha * A @ B.T + beta * C`` on the Hopper kernel, B given as ``(N, K)``; the
+    backend entry of :func:`~cute_py.backends.cuda.kernels.gemm_sm90.gemm_sm90`."""
+    from .stream import stream_handle
+    alpha, beta = _check_scalar("alpha", alpha), _check_scalar("beta", beta)
+    Am, Bm = meta_of(A, "A", op), meta_of(B, "B", op)
+    h = stream_handle(stream, A, op)
+    Bkn = Bm.swap_last()
+    Cm = meta_of(C, "C", op) if (C is not None and beta != 0.0) else None
+    if D is None:
+        shape = (*Am.shape[:-1], Bm.shape[-2])
+        D = _empty(A, shape, Am.framework)
+    Dm = meta_of(D, "D", op)
+    _check_metas(Am, Bkn, Cm, Dm, bits_ok=True)
+    key = ("sm90", cfg, _meta_key(Am), _meta_key(Bm), _meta_key(Dm),
+           None if Cm is None else _meta_key(Cm), alpha == 1.0)
+    call = _PLANS.get(key)
+    if call is None:
+        call = _build_sm90(Am, Bm, Dm, Cm, alpha == 1.0, cfg, Am.device)
+        _remember(key, call)
+    _run_call(call, A, B, Am, Bm, Dm, Cm, alpha, beta, h)
+    return D
+
+
+def _run_call(call, A, B, Am, Bm, Dm, Cm, alpha, beta, h):
+    pa, pb = Am.ptr, Bm.ptr
+    keep = None
+    if call.copy_a:
+        keep, m = _pad_copy(A, Am, h)
+        pa = m.ptr
+    if call.copy_b:
+        Bnk = B if Bm.framework != "torch" else B
+        kb, m = _pad_copy(Bnk, Bm, h)
+        pb = m.ptr
+        keep = (keep, kb)
+    pd = Dm.ptr
+    call.run(pa, pb, pd, Cm.ptr if Cm is not None else pd, alpha, beta, h)
+    return keep
+
+
+def _meta_key(m: TensorMeta):
+    return (m.dtype, m.shape, m.strides, m.device, _acls(m.ptr))
+
+
+def _remember(key, call):
+    if len(_PLANS) >= _MAX_PLANS:
+        _PLANS.pop(next(iter(_PLANS)))
+    _PLANS[key] = call
+
+
+# ---------------------------------------------------------------------------------------------
+# the public call
+
+
+_TORCH = {}
+_TORCH_OP: list = []
+
+
+def _torch_fast():
+    """(torch.Tensor, raw current-stream getter, dtype table) once torch is imported."""
+    if not _TORCH:
+        torch = sys.modules["torch"]
+        from .stream import torch_stream_getter
+        _TORCH["t"] = (torch.Tensor, torch_stream_getter(),
+                       {torch.float16: "float16", torch.bfloat16: "bfloat16",
+                        torch.float32: "float32"}, torch.empty)
+    return _TORCH["t"]
+
+
+def gemm(A, B, C=None, alpha=1.0, beta=0.0, *, out=None, stream=None, explain=False,
+         backend="auto", mainloop=None, config=None, bias=None, activation=None,
+         epilogue=None, **tensors):
+    """``D = alpha * A @ B + beta * C``: see :func:`cute_py.gemm` for the contract."""
+    return gemm_entry(A, B, C, alpha, beta, out, stream, explain, backend, mainloop, config,
+                      bias, activation, epilogue, tensors)
+
+
+def gemm_entry(A, B, C, alpha, beta, out, stream, explain, backend, mainloop, config, bias,
+               activation, epilogue, tensors):
+    """:func:`gemm` with every argument positional (the entry ``cute_py.gemm`` calls)."""
+    if backend != "auto" and backend not in ("sm80", "sm90"):
+        raise LaunchError(_OP, "backend", "is not one of auto/sm80/sm90", actual=backend)
+    plain = (bias is None and activation is None and epilogue is None and not tensors
+             and mainloop is None and config is None and backend != "sm80" and not explain)
+    tmod = sys.modules.get("torch")
+    if plain and tmod is not None and type(A) is tmod.Tensor:
+        res = _gemm_torch_fast(A, B, C, alpha, beta, out, stream)
+        if res is not None:
+            return res
+    return _gemm_general(A, B, C, alpha, beta, out=out, stream=stream, explain=explain,
+                         backend=backend, mainloop=mainloop, config=config, bias=bias,
+                         activation=activation, epilogue=epilogue, tensors=tensors)
+
+
+def _gemm_torch_fast(A, B, C, alpha, beta, out, stream):
+    """The cached-plan path for torch tensors: reads pointers, shapes, strides, dtypes and
+    devices, looks the call up and launches; None when the general path must decide."""
+    Tensor, raw_stream, dts, empty = _torch_fast()
+    if type(B) is not Tensor or (C is not None and type(C) is not Tensor) or \
+            (out is not None and type(out) is not Tensor):
+        return None
+    ta, tb = type(alpha), type(beta)
+    if (ta is not float and ta is not int) or (tb is not float and tb is not int):
+        return None
+    pa, pb = A.data_ptr(), B.data_ptr()
+    dev = A.get_device()
+    use_c = C is not None and beta != 0
+    pc = C.data_ptr() if use_c else 0
+    pd = out.data_ptr() if out is not None else 0
+    key = (A.dtype, A.shape, A.stride(), B.dtype, B.shape, B.stride(), dev, B.get_device(),
+           pa & 127 == 0, pa & 15 == 0, pb & 127 == 0, pb & 15 == 0,
+           None if not use_c else (C.dtype, C.shape, C.stride(), C.get_device(), _acls(pc)),
+           None if out is None else (out.dtype, out.shape, out.stride(), out.get_device(),
+                                     _acls(pd)),
+           alpha == 1)
+    call = _PLANS.get(key)
+    if call is None or call.copy_a or call.copy_b:
+        return None     # the general path builds (and checks) the call, then caches it here
+    if out is None:
+        out = A.new_empty(call.out_shape)
+        pd = out.data_ptr()
+    else:
+        sp = call.spans
+        lo, hi = pd + sp[0], pd + sp[1]
+        if (lo < pa + sp[2][1] and pa + sp[2][0] < hi) or \
+                (lo < pb + sp[3][1] and pb + sp[3][0] < hi) or \
+                (pc and lo < pc + sp[4][1] and pc + sp[4][0] < hi
+                 and not (pc == pd and C.stride() == out.stride())):
+            raise LaunchError(_OP, "out", "overlaps an input (A, B or C); the GEMM reads it "
+                              "while writing out", actual=hex(pd))
+    h = raw_stream(dev) if stream is None else _stream(stream, A)
+    if call.simple:
+        call.plan.run((pa, pb, pd, pc if use_c else pd), (alpha, beta), h)
+    else:
+        call.run(pa, pb, pd, pc if use_c else pd, alpha, beta, h)
+    return out
+
+
+def _stream(stream, like):
+    from .stream import stream_handle
+    return stream_handle(stream, like, _OP)
+
+
+def _fast_key(A, B, C, out, alpha, use_c):
+    """The torch fast path's key for these tensors (same expression as _gemm_torch_fast)."""
+    pa, pb = A.data_ptr(), B.data_ptr()
+    pc = C.data_ptr() if use_c else 0
+    pd = out.data_ptr() if out is not None else 0
+    return (A.dtype, A.shape, A.stride(), B.dtype, B.shape, B.stride(), A.get_device(),
+            B.get_device(), pa & 127 == 0, pa & 15 == 0, pb & 127 == 0, pb & 15 == 0,
+            None if not use_c else (C.dtype, C.shape, C.stride(), C.get_device(), _acls(pc)),
+            None if out is None else (out.dtype, out.shape, out.stride(), out.get_device(),
+                                      _acls(pd)),
+            alpha == 1)
+
+
+def _gemm_general(A, B, C, alpha, beta, *, out, stream, explain, backend, mainloop, config,
+                  bias, activation, epilogue, tensors):
+    alpha, beta = _check_scalar("alpha", alpha), _check_scalar("beta", beta)
+    Am, Bm = meta_of(A, "A", _OP), meta_of(B, "B", _OP)
+    use_c = C is not None and beta != 0.0
+    Cm = meta_of(C, "C", _OP) if C is not None else None
+    Dm = meta_of(out, "out", _OP) if out is not None else None
+    shape = _check_metas(Am, Bm, Cm, Dm)
+    if C is not None and not use_c:
+        Cm = None
+    h = _stream(stream, A)
+    if Am.framework == "torch" and not _TORCH_OP:
+        from . import torch_ops  # noqa: F401 (registers torch.ops.cute_py.gemm)
+        _TORCH_OP.append(True)
+    fused = bias is not None or activation is not None or epilogue is not None or tensors
+    if fused:
+        from .gemm_fused import run_fused
+        return run_fused(A, B, C, alpha, beta, out=out, stream=h, explain=explain,
+                         backend=backend, bias=bias, activation=activation, epilogue=epilogue,
+                         tensors=tensors, metas=(Am, Bm, Cm, Dm))
+    hopper = _hopper(Am.device) and Am.dtype in ("float16", "bfloat16")
+    sm90_ok = hopper and mainloop is None and config is None and backend != "sm80" and \
+        (Dm is None or Dm.strides[-1] == 1) and (Cm is None or Cm.strides[-1] == 1)
+    if backend == "sm90" and not sm90_ok:
+        raise LaunchError(_OP, "backend", "sm90 needs an sm_90 device, 16-bit A and B, a "
+                          "row-major out / C, and no SM80 mainloop / config",
+                          actual=(Am.dtype, hopper))
+    user_out = out
+    if out is None:
+        out = _empty(A, shape, Am.framework)
+        Dm = meta_of(out, "out", _OP)
+    if sm90_ok:
+        Bnk = Bm.swap_last()
+        key = ("sm90", None, _meta_key(Am), _meta_key(Bnk), _meta_key(Dm),
+               None if Cm is None else _meta_key(Cm), alpha == 1.0)
+        call = _PLANS.get(key)
+        if call is None:
+            call = _build_sm90(Am, Bnk, Dm, Cm, alpha == 1.0, None, Am.device)
+            _remember(key, call)
+        if Am.framework == "torch" and not explain:
+            # the torch fast path finds this call by its own key from now on
+            _remember(_fast_key(A, B, C, user_out, alpha, use_c), call)
+        B_nk = B.transpose(-1, -2) if Bm.framework == "torch" else B.swapaxes(-1, -2)
+        keep = _run_call(call, A, B_nk, Am, Bnk, Dm, Cm, alpha, beta, h)
+        if keep is not None and Am.framework == "torch":
+            for k in (keep if isinstance(keep, tuple) else (keep,)):
+                if k is not None and hasattr(k, "record_stream"):
+                    k.record_stream(_ext_stream(h, A.device))
+        return (out, call.choice) if explain else out
+    choice = _run_sm80(A, B, C if use_c else None, out, alpha, beta, Am, h, mainloop, config,
+                       explain)
+    return (out, choice) if explain else out
+
+
+def _spans(Am, Bm, Cm, Dm):
+    """Byte spans relative to each base pointer: (D lo, D hi, A, B, C) for the overlap check."""
+    def rel(m):
+        if m is None:
+            return (0, 0)
+        lo, hi = span_bytes(m)
+        return (lo - m.ptr, hi - m.ptr)
+    d = rel(Dm)
+    return (d[0], d[1], rel(Am), rel(Bm), rel(Cm))
+
+
+def _run_sm80(A, B, C, out, alpha, beta, Am, h, mainloop, config, explain=False):
+    """The SM80 kernels (CuPy views of the caller's arrays, launched on stream ``h``)."""
+    from .kernels.gemm_sm80 import gemm_sm80, plan_only
+    bf16 = Am.dtype == "bfloat16" or (Am.framework != "torch" and Am.dtype == "uint16")
+    a, b = _cupy_view(A), _cupy_view(B)
+    c = None if C is None else _cupy_view(C)
+    d = _cupy_view(out)
+    cfgs = []
+    with cupy_external_stream(h):
+        if explain:
+            with plan_only() as cfgs:
+                gemm_sm80(a, b, c, d, alpha, beta, config=config, mainloop=mainloop, bf16=bf16)
+        gemm_sm80(a, b, c, d, alpha, beta, config=config, mainloop=mainloop, bf16=bf16)
+    cfg = cfgs[-1] if cfgs else None
+    from .kernels.gemm_sm80 import kernel_name
+    return GemmChoice("sm80", kernel_name(cfg) if cfg is not None else "gemm_sm80", cfg, (),
+                      "SM80 cp.async + ldmatrix + mma.sync mainloop (" +
+                      ("float32 operands, tf32" if Am.dtype == "float32" else
+                       "not an sm_90 device, or an SM80 mainloop / config / backend asked for, "
+                       "or a column-major out / C") + ")")
+
+
+def _cupy_view(x):
+    """A CuPy view of a torch CUDA tensor (bf16 as uint16 bits) or the CuPy array itself."""
+    if type(x).__module__.startswith("torch"):
+        import cupy as cp
+        import torch
+        x = x.detach()
+        bf = x.dtype == torch.bfloat16
+        v = cp.asarray(x.view(torch.int16) if bf else x)
+        return v.view(cp.uint16) if bf else v
+    return x
+
+
+def _rethrow(e: Exception):   # pragma: no cover - kept for callers that wrap the API
+    if isinstance(e, CuteError):
+        raise e
+    raise LaunchError(_OP, "A", f"failed: {type(e).__name__}: {e}") from e
+
+
+def _ext_stream(h, device):
+    """torch's view of the raw stream ``h`` (for ``record_stream`` of per-call copies)."""
+    return torch_external_stream(h, device)

@@ -1,0 +1,155 @@
+"""Fused GEMMs from one call: ``cute_py.gemm(A, B, C, alpha, beta, bias=, activation=,
+epilogue=, **tensors)``.
+
+:func:`cute_py.epilogue.fused.fused_call` turns the call's fused arguments into an EVT tree and
+the tensors it reads and writes (checked, errors naming the user's argument).  This module runs
+the tree:
+
+- the Hopper kernel with the fused TMA-store EVT epilogue when the device is sm_90, A / B are
+  16-bit and TMA can address D (2-D, row-major, 16-byte aligned rows that are whole 16-byte
+  chunks) and every matrix of the tree (row-major, 2-element aligned); ping-pong 64x256 when
+  A / B rows start on 128-byte boundaries (C / aux then loaded by the consumer threads),
+  cooperative 128x256 otherwise — the same rule as the plain default (:func:`default_evt_config`);
+  launch plans cached by metadata like the plain path's;
+- otherwise the SM80 kernel with the fused EVT epilogue (``gemm_sm80(epilogue=tree)``);
+- a batched problem ``(L, M, K)`` runs the tree once per batch: matrices with a leading ``L``
+  mode are sliced per batch, vectors (the bias) and scalars are shared.
+
+Law: ``D == evt.evaluate(tree, A @ B, **tensors)`` within the dtype's rounding.
+"""
+
+from __future__ import annotations
+
+from cute_py.errors import LaunchError
+
+from .tensors import TensorMeta, is_array, meta_of
+
+__all__ = ["run_fused", "fused_config"]
+
+_OP = "gemm"
+_PLANS: dict = {}
+
+
+def fused_config(tree, dt: str, a_major: str, b_major: str, rows_128: bool, tile_n: int = 256):
+    """The Hopper configuration of a fused tree (see the module docstring)."""
+    from .kernels.gemm_sm90 import Sm90GemmConfig, make_epilogue_config
+    ed = "float16" if dt == "f16" else "bfloat16"
+    if tile_n == 256 and rows_128:
+        cfg = Sm90GemmConfig(64, 256, 64, 5, 2, dt, group_m=16, schedule="pingpong",
+                             a_major=a_major, b_major=b_major,
+                             epi=make_epilogue_config(tree, 64, 256, element_d=ed,
+                                                      schedule="pingpong"))
+        return cfg.fit_stages(5)
+    cfg = Sm90GemmConfig(tile_n=tile_n, stages=4 if tile_n == 256 else 5, dtype=dt,
+                         a_major=a_major, b_major=b_major,
+                         epi=make_epilogue_config(tree, tile_n=tile_n, element_d=ed))
+    return cfg.fit_stages(cfg.stages)
+
+
+def _is_array(x) -> bool:
+    return is_array(x)
+
+
+def run_fused(A, B, C, alpha, beta, *, out, stream, explain, backend, bias, activation,
+              epilogue, tensors, metas):
+    """The fused call (the arguments of ``cute_py.gemm``; ``stream`` a raw handle, ``metas``
+    the checked ``(A, B, C, out)`` metadata).  Returns D, or ``(D, choice)``."""
+    from cute_py.epilogue.fused import fused_call
+
+    from .gemm_api import GemmChoice, _empty
+    Am, Bm, Cm, Dm = metas
+    batched = len(Am.shape) == 3
+    shape = (*Am.shape[:-1], Bm.shape[-1])
+    if out is None:
+        out = _empty(A, shape, Am.framework)
+        Dm = meta_of(out, "out", _OP)
+    for name, t in list((tensors or {}).items()) + [("bias", bias)]:
+        if t is not None and _is_array(t):
+            m = meta_of(t, name, _OP)          # host arrays / other devices are refused here
+            if m.device != Am.device:
+                raise LaunchError(_OP, name, "lives on another device than A",
+                                  expected=Am.device, actual=m.device)
+    M, N = shape[-2], shape[-1]
+    d_dtype = "bfloat16" if Dm.dtype == "uint16" else Dm.dtype
+    L = shape[0] if batched else 1
+    choice = None
+    for l in range(L):
+        sl = (lambda x: x[l] if x is not None and getattr(x, "ndim", 0) == 3 else x) \
+            if batched else (lambda x: x)
+        tens = {k: (sl(v) if _is_array(v) and getattr(v, "ndim", 0) == 3 else v)
+                for k, v in (tensors or {}).items()}
+        tree, launch = fused_call(M, N, d_dtype, sl(C), alpha, beta, bias=bias,
+                                  activation=activation, epilogue=epilogue, tensors=tens)
+        a, b, d = sl(A), sl(B), sl(out)
+        if tree is None:           # nothing to fuse after all (e.g. activation="identity")
+            from .gemm_api import gemm_entry
+            gemm_entry(a, b, sl(C), alpha, beta, d, stream, False, backend, None, None, None,
+                       None, None, {})
+            choice = choice or GemmChoice("sm90/sm80", "plain GEMM", None, (),
+                                          "the fused arguments add nothing to the product")
+            continue
+        choice = _run_tree(a, b, d, tree, launch, stream, backend)
+    return (out, choice) if explain else out
+
+
+def _run_tree(A, B, D, tree, launch, h, backend):
+    """One 2-D fused GEMM ``D = tree(A @ B, **launch)`` on stream ``h``."""
+    from .gemm_api import GemmChoice, _hopper, _meta_key
+    from .kernels import gemm_sm90 as G
+    Am, Bm, Dm = meta_of(A, "A", _OP), meta_of(B, "B", _OP), meta_of(D, "out", _OP)
+    Bnk = Bm.swap_last()
+    tm = {k: meta_of(v, k, _OP) for k, v in launch.items() if _is_array(v)}
+    scal = {k: v for k, v in launch.items() if not _is_array(v)}
+    hopper = (backend != "sm80" and _hopper(Am.device) and Am.dtype in ("float16", "bfloat16")
+              and G.tma_major(Am) is not None and G.tma_major(Bnk) is not None
+              and G.tma_store_ok(Dm)
+              and all(_matrix_ok(m, Dm.shape) for m in tm.values()))
+    if backend == "sm90" and not hopper:
+        raise LaunchError(_OP, "backend", "sm90 cannot run this fused GEMM (needs an sm_90 "
+                          "device, 16-bit A / B readable by TMA, a row-major out whose rows are "
+                          "whole 16-byte chunks, and row-major 2-element aligned tree matrices)")
+    if not hopper:
+        return _run_sm80_tree(A, B, D, tree, launch, h, Am)
+    key = (tree, _meta_key(Am), _meta_key(Bnk), _meta_key(Dm),
+           tuple(sorted((k, _meta_key(m)) for k, m in tm.items())), tuple(sorted(scal)))
+    entry = _PLANS.get(key)
+    if entry is None:
+        dt = "f16" if Am.dtype == "float16" else "bf16"
+        cfg = fused_config(tree, dt, G.tma_major(Am), G.tma_major(Bnk),
+                           G.rows_128(Am) and G.rows_128(Bnk))
+        g = G.get_kernel(cfg)
+        plan = g.plan(Am, Bnk, Dm, None, tensors={**tm, **scal}, device=Am.device)
+        entry = _PLANS[key] = (plan, GemmChoice("sm90", cfg.name, cfg, (),
+                                                "fused EVT epilogue on the Hopper kernel"))
+    plan, choice = entry
+    ptr = {"A": Am.ptr, "B": Bnk.ptr, "D": Dm.ptr, "C": tm["C"].ptr if "C" in tm else Dm.ptr,
+           **{k: m.ptr for k, m in tm.items()}}
+    vals = {"alpha": 1.0, "beta": 0.0, **scal}
+    for name, value in plan.resets:
+        G._fill(launch[name], value, h)
+    plan.run(tuple(ptr[r] for r in plan.roles), tuple(float(vals[r]) for r in plan.scalar_roles),
+             h)
+    return choice
+
+
+def _matrix_ok(m: TensorMeta, dshape) -> bool:
+    """A tree matrix (C / aux) the Hopper epilogue can read / write in place, or a vector."""
+    if len(m.shape) == 2 and tuple(m.shape) == tuple(dshape):
+        return m.strides[1] == 1 and m.ptr % (2 * m.itemsize) == 0 and m.strides[0] % 8 == 0 \
+            and m.ptr % 16 == 0
+    return True
+
+
+def _run_sm80_tree(A, B, D, tree, launch, h, Am):
+    """The SM80 kernel with the fused epilogue (CuPy views, launched on stream ``h``)."""
+    from .gemm_api import GemmChoice, _cupy_view
+    from .kernels.gemm_sm80 import gemm_sm80
+    from .stream import cupy_external_stream
+    bf16 = Am.dtype == "bfloat16"
+    args = {k: (_cupy_view(v) if _is_array(v) else v) for k, v in launch.items()}
+    with cupy_external_stream(h):
+        gemm_sm80(_cupy_view(A), _cupy_view(B), None, _cupy_view(D), 1.0, 0.0, bf16=bf16,
+                  epilogue=tree, epilogue_args=args)
+    return GemmChoice("sm80", "gemm_sm80 + EVT", None, (),
+                      "fused EVT epilogue on the SM80 kernel (not sm_90, or the Hopper "
+                      "epilogue cannot address out / the tree's matrices in place)")

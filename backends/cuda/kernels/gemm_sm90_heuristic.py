@@ -1,0 +1,172 @@
+"""Which Hopper GEMM to run for a problem: tile, schedule, split-K count and A/B swap.
+
+:func:`choose_sm90` maps ``(M, N, K, L, dtype, majors, alignment, SM count)`` to a frozen,
+printable :class:`Sm90Choice` that carries the ``Sm90GemmConfig``, the split count, whether A
+and B are swapped and the reason.  The rules (docs/hopper_gemm.md, "Choosing a kernel", has
+them as a table; thresholds marked there as to-be-measured are first guesses):
+
+1. **Swap A and B** when ``M <= SWAP_MAX_M`` (64) and ``N >= 2 * M``: the kernel computes
+   ``D^T = B^T A^T`` (kernel problem ``N x M``) so the small extent becomes wgmma's N, and
+   stores D transposed (``transpose_d``).  The kernel's B is then the user's A, which must be
+   K-major for a 16 / 32-wide tile (an MN-major A takes 64).
+2. **Tile**: swapped: ``128 x n`` with n = 16 / 32 / 64 (the smallest of them >= M), 8 stages;
+   otherwise the existing default when 128x256 tiles fill the SMs (``default_path``: the
+   ping-pong 64x256 or cooperative 128x256 kernel of ``default_evt_config``), else 128x128,
+   6 stages.
+3. **Split-K** when the tiles leave more than half the SMs idle (``tiles <= SMs / 2``): ``S =
+   min(SMs // tiles, k_blocks // MIN_KB_PER_SPLIT, MAX_SPLITS)`` when that is >= 2 — units
+   ``tiles * S`` <= SMs (one wave), every split at least ``MIN_KB_PER_SPLIT`` k-blocks of 64.
+   Deterministic (``split_mode``, default :data:`DEFAULT_SPLIT_MODE` = "workspace": the
+   fixed-order reduce kernel; "fixup": the same fixed-order sum done by the tile's last unit
+   inside the GEMM, one launch) unless the caller allows atomics (``deterministic=False``:
+   ``split_k="atomic"``, one workspace slice, then the reduce kernel).
+4. **Stream-K** only when asked (``stream_k=True``; to be measured against the default
+   kernels): problems that would run the default path or 128x128 tiles without a split run
+   the 128x128 cooperative stream-K kernel (``gemm_sm90_streamk``: data-parallel waves, then
+   the tail tiles shared evenly in k-blocks, deterministic fix-up).
+5. Everything split or swapped runs the cooperative schedule with the built-in predicated
+   epilogue (the EVT / TMA-store epilogues need the tile's rows in smem in D's order).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from cute_py.errors import LaunchError
+
+from .gemm_sm90 import SMALL_TILE_N, Sm90GemmConfig
+
+__all__ = ["Sm90Choice", "choose_sm90", "SWAP_MAX_M", "MIN_KB_PER_SPLIT", "MAX_SPLITS",
+           "DEFAULT_SPLIT_MODE"]
+
+#: swap A and B for M at most this (to be measured: 64 is where wgmma's N = M stops being
+#: narrower than the 128-row M tile)
+SWAP_MAX_M = 64
+#: each split covers at least this many 64-deep k-blocks (to be measured)
+MIN_KB_PER_SPLIT = 4
+#: at most this many splits (workspace traffic grows with S)
+MAX_SPLITS = 16
+#: the deterministic split-K mode picked by default (to be measured: "fixup" saves the reduce
+#: kernel's launch, "workspace" keeps the GEMM's tail short)
+DEFAULT_SPLIT_MODE = "workspace"
+
+
+@dataclass(frozen=True)
+class Sm90Choice:
+    """What :func:`choose_sm90` picked.  ``cfg`` is the kernel configuration (``None`` with
+    ``default_path``: the caller's existing default kernel, 128x256 tiles fill the SMs);
+    ``swap``: the kernel runs ``D^T = B^T A^T`` (kernel M, N = the user's N, M); ``splits``:
+    the split-K count (1: none); ``tiles`` / ``units``: output tiles and work units of the
+    kernel problem; ``reason``: why, in words."""
+
+    cfg: Sm90GemmConfig | None
+    swap: bool
+    splits: int
+    tiles: int
+    units: int
+    num_sms: int
+    reason: str
+    default_path: bool = False
+
+    def workspace_elements(self, M: int, N: int, L: int = 1) -> int:
+        """fp32 elements of split-K workspace this choice needs for the user's ``M x N`` x L
+        (0 without split-K)."""
+        if self.cfg is None or not self.cfg.splits:
+            return 0
+        from .gemm_sm90_splitk import splitk_layout
+        km, kn = (N, M) if self.swap else (M, N)
+        return splitk_layout(self.cfg, km, kn, L, self.splits).elements
+
+    def __str__(self):
+        if self.default_path:
+            k = "sm90 default kernel"
+        else:
+            c = self.cfg
+            k = (f"sm90 {c.schedule} {c.tile_m}x{c.tile_n} s{c.stages} {c.dtype}"
+                 f"{' swapAB' if self.swap else ''}{' stream-K' if c.stream_k else ''}"
+                 + (f" split-K x{self.splits} ({c.split_k})" if self.splits > 1 or c.splits
+                    else ""))
+        return (f"{k}: {self.tiles} tiles, {self.units} units on {self.num_sms} SMs "
+                f"({self.units / self.num_sms:.2f} waves) -- {self.reason}")
+
+
+def _tiles(M, N, L, tm, tn):
+    return -(-M // tm) * -(-N // tn) * L
+
+
+def choose_sm90(M: int, N: int, K: int, L: int = 1, dtype: str = "f16", a_major: str = "K",
+                b_major: str = "K", num_sms: int = 132, deterministic: bool = True,
+                allow_swap: bool = True, allow_split: bool = True,
+                d_vec2: bool = True, split_mode: str | None = None,
+                stream_k: bool = False) -> Sm90Choice:
+    """The kernel for ``D (L, M, N) = A (L, M, K) @ B`` with B given as ``(N, K)`` (``b_major``
+    "K") or N-contiguous (``"MN"``: a row-major ``(K, N)`` B); see the module docstring for the
+    rules.  ``d_vec2``: D's (and C's) leading dimension is even and its base 4-byte aligned
+    (paired stores in the non-swapped built-in epilogue).  ``split_mode``: "workspace" or
+    "fixup" (the deterministic modes; default :data:`DEFAULT_SPLIT_MODE`).  ``stream_k``: run
+    the stream-K kernel instead of the default / unsplit 128x128 one (the caller sizes
+    ``sk_tiles`` with ``gemm_sm90_streamk.streamk_layout``).  Pure: the same arguments give the
+    same choice."""
+    op = "choose_sm90"
+    for nm, v in (("M", M), ("N", N), ("K", K), ("L", L), ("num_sms", num_sms)):
+        if not isinstance(v, int) or v < 1:
+            raise LaunchError(op, nm, "must be a positive int", actual=v)
+    if dtype not in ("f16", "bf16"):
+        raise LaunchError(op, "dtype", "must be f16 or bf16", actual=dtype)
+    for nm, v in (("a_major", a_major), ("b_major", b_major)):
+        if v not in ("K", "MN"):
+            raise LaunchError(op, nm, "must be 'K' or 'MN'", actual=v)
+    split_mode = DEFAULT_SPLIT_MODE if split_mode is None else split_mode
+    if split_mode not in ("workspace", "fixup"):
+        raise LaunchError(op, "split_mode", "must be 'workspace' or 'fixup' (atomics: "
+                          "deterministic=False)", actual=split_mode)
+    kb = -(-K // 64)
+    why = []
+    swap = allow_swap and M <= SWAP_MAX_M and N >= 2 * M
+    if swap:
+        km, kn = N, M                          # kernel problem
+        ka, kbm = b_major, a_major             # kernel A = user B, kernel B = user A
+        tn = next(t for t in (*SMALL_TILE_N, 64) if t >= M)
+        if tn in SMALL_TILE_N and kbm != "K":
+            tn = 64
+            why.append("A is M-contiguous: 64-wide tile (16/32 need a K-major operand)")
+        tm, stages = 128, 8 if tn <= 64 else 6
+        why.insert(0, f"M={M} <= {SWAP_MAX_M}: swap A/B (D^T = B^T A^T), wgmma N={tn}")
+    else:
+        km, kn, ka, kbm = M, N, a_major, b_major
+        tm = 128
+        t256 = _tiles(M, N, L, 128, 256)
+        if stream_k:
+            t = _tiles(M, N, L, 128, 128)
+            cfg = Sm90GemmConfig(128, 128, 64, 6, 2, dtype, a_major=a_major, b_major=b_major,
+                                 vec2=d_vec2, stream_k=True).check()
+            return Sm90Choice(cfg, False, 1, t, t, num_sms, f"stream-K asked for: {t} 128x128 "
+                              f"tiles ({t / num_sms:.2f} waves) shared in k-blocks by the grid")
+        if t256 >= num_sms or N <= 128 and _tiles(M, N, L, 128, 128) >= num_sms:
+            return Sm90Choice(None, False, 1, t256, t256, num_sms,
+                              f"{t256} 128x256 tiles >= {num_sms} SMs: default kernel",
+                              default_path=True)
+        tn, stages = 128, 6
+        why.append(f"128x256 tiles ({t256}) leave SMs idle: 128x128")
+    tiles = _tiles(km, kn, L, tm, tn)
+    splits = 1
+    if allow_split and tiles * 2 <= num_sms:
+        s = min(num_sms // tiles, kb // MIN_KB_PER_SPLIT, MAX_SPLITS)
+        if s >= 2:
+            splits = s
+            why.append(f"{tiles} tiles <= SMs/2 and {kb} k-blocks: split-K x{s} "
+                       f"(>= {MIN_KB_PER_SPLIT} k-blocks per split)")
+        else:
+            why.append(f"{tiles} tiles but only {kb} k-blocks: no split")
+    if splits == 1 and not swap:
+        return Sm90Choice(None, False, 1, tiles, tiles, num_sms,
+                          "; ".join(why) + " (the default path's skinny tile)",
+                          default_path=True)
+    mode = "none" if splits == 1 else (split_mode if deterministic else "atomic")
+    if splits > 1:
+        why.append({"workspace": "deterministic: fixed-order reduce kernel",
+                    "fixup": "deterministic: fixed-order sum by the tile's last unit",
+                    "atomic": "atomic adds (not deterministic)"}[mode])
+    cfg = Sm90GemmConfig(tm, tn, 64, stages, 2, dtype, a_major=ka, b_major=kbm,
+                         split_k=mode, transpose_d=swap, vec2=d_vec2 and not swap).check()
+    return Sm90Choice(cfg, swap, splits, tiles, tiles * splits, num_sms, "; ".join(why))

@@ -1,0 +1,189 @@
+"""Split-K and narrow-N pieces of the Hopper GEMM (``gemm_sm90``): the workspace layout, the
+kernel's extra launch arguments, and the ``wgmma`` wrappers for narrow tiles.
+
+Split-K (``Sm90GemmConfig(split_k="workspace" | "atomic")``).  The persistent kernel's loop
+index becomes a *work unit* ``u = tile * S + s`` (``S`` = ``splits_k``, a launch argument);
+split ``s`` covers the k-blocks ``[floor(s * KB / S), floor((s + 1) * KB / S))`` of its tile
+(``KB = ceil(K / 64)``): contiguous, disjoint, covering, sizes differing by at most one.  The
+unit's raw fp32 accumulators go to a workspace; ``splitk_reduce`` then sums the ``S`` partials
+of each element in the fixed order ``((w_0 + w_1) + w_2) + ...``, applies ``alpha`` and
+``beta * C`` and writes D with any strides (so results are bit-identical run to run).  With
+``split_k="atomic"`` every unit ``atomicAdd``\\ s into one fp32 slice (zero before the GEMM; the
+reduce kernel can re-zero it as it reads): less workspace, no fixed order.  With
+``split_k="fixup"`` there is no second kernel: the unit that finishes a tile last (counted on an
+int per tile, ``tile_count``, zeroed once at allocation and reset by the kernel) sums that
+tile's partials in the same fixed order and runs the built-in epilogue (alpha, beta * C, D
+with ``transpose_d`` or not) itself; its partials live in fragment order, one slot of
+``values x threads`` floats per unit (``ldw``, ``ws_l``, ``ws_split`` are passed but unused).
+
+Workspace layout (fp32, the caller allocates it: :func:`splitk_layout` gives the size):
+
+    ws[s][l][p][q],  element (p, q) of batch l of split s at  s*ws_split + l*ws_l + p*ldw + q
+
+with ``(p, q) = (r, c)`` (the kernel's D coordinates) or ``(c, r)`` with ``transpose_d`` (swap
+A/B: the kernel computes ``D^T = B^T A^T`` and ``(p, q)`` are the user's ``(m, n)``): in both
+cases the workspace is laid out like the user's row-major D, so the reduce kernel is a plain
+element-wise pass.  ``ldw`` = ``Q`` rounded up to a multiple of 4 (16-byte rows: the reduce
+kernel's float4 loads; the GEMM's paired 8-byte stores may write column ``Q`` of the padding).
+
+Kernel parameters appended (at the END, only for split-K configurations), in this order::
+
+    float* ws, int splits_k, long long ldw, long long ws_l, long long ws_split
+    [, int* tile_count]                                 ("fixup" only)
+
+Narrow tiles (``tile_n`` in ``SMALL_TILE_N`` = 16, 32): ``wgmma.m64n{16,32}k16`` has no
+wrapper in ``ptx_sm90.cuh``; :func:`small_wgmma_wrapper` emits one with the kernel.
+"""
+
+from __future__ import annotations
+
+import ctypes
+from dataclasses import dataclass
+
+from cute_py.errors import LaunchError
+
+__all__ = ["SplitKLayout", "splitk_layout", "splitk_extra_args", "small_wgmma_wrapper",
+           "split_ranges", "EXTRA_PARAMS", "FIXUP_PARAMS", "extra_args"]
+
+#: names of the kernel parameters a split-K configuration appends, in order
+EXTRA_PARAMS = ("ws", "splits_k", "ldw", "ws_l", "ws_split")
+#: ... and the one "fixup" appends after them
+FIXUP_PARAMS = ("tile_count",)
+
+
+def split_ranges(k_blocks: int, splits: int) -> list[tuple[int, int]]:
+    """The k-block range ``[lo, hi)`` of each split, exactly as the kernel computes it."""
+    return [((k_blocks * s) // splits, (k_blocks * (s + 1)) // splits) for s in range(splits)]
+
+
+@dataclass(frozen=True)
+class SplitKLayout:
+    """Where the partials of a split-K GEMM go (elements of fp32).
+
+    ``P x Q`` per batch and split (the user's ``M x N`` with or without the swap), row pitch
+    ``ldw``, batch stride ``ws_l``, split stride ``ws_split`` (0 in atomic mode: one slice),
+    ``elements`` the workspace size, ``units`` the kernel's work units ((tile, split) pairs: the
+    grid is ``min(units, SMs)``), ``counters`` the int32 tile counters "fixup" needs (zeroed
+    once; 0 for the other modes)."""
+
+    P: int
+    Q: int
+    L: int
+    splits: int
+    ldw: int
+    ws_l: int
+    ws_split: int
+    elements: int
+    units: int
+    counters: int = 0
+
+
+def splitk_layout(cfg, M: int, N: int, L: int, splits: int) -> SplitKLayout:
+    """The workspace layout of configuration ``cfg`` for a kernel problem ``M x N`` (kernel
+    coordinates: after a swap, ``M`` is the user's N), ``L`` batches and ``splits`` splits."""
+    op = "splitk_layout"
+    if not cfg.splits:
+        raise LaunchError(op, "cfg", "is not a split-K configuration (split_k='none')",
+                          actual=cfg.split_k)
+    if not isinstance(splits, int) or splits < 1:
+        raise LaunchError(op, "splits", "must be a positive int", actual=splits)
+    if min(M, N, L) < 1:
+        raise LaunchError(op, "M", "empty problem", actual=(M, N, L))
+    P, Q = (N, M) if cfg.transpose_d else (M, N)
+    ldw = -(-Q // 4) * 4
+    ws_l = P * ldw
+    atomic = cfg.split_k == "atomic"
+    ws_split = 0 if atomic else L * ws_l
+    elements = L * ws_l * (1 if atomic else splits)
+    tiles = -(-(-(-M // cfg.tile_m)) // cfg.cluster_m) * -(-N // cfg.tile_n) * L
+    if cfg.split_k == "fixup":   # one fragment-ordered slot per unit (values x threads)
+        nv = cfg.tile_m // cfg.mma_wgs // 64 * cfg.tile_n // 2
+        elements = tiles * splits * nv * 128 * cfg.consumer_wgs
+    return SplitKLayout(P, Q, L, splits, ldw, ws_l, ws_split, elements, tiles * splits,
+                        tiles if cfg.split_k == "fixup" else 0)
+
+
+def splitk_extra_args(cfg, ws, splits: int, M: int, N: int, L: int = 1,
+                      tile_count=None) -> list:
+    """``[(name, ctypes value), ...]``: the kernel arguments a split-K configuration appends
+    after ``beta`` (see :data:`EXTRA_PARAMS`, :data:`FIXUP_PARAMS`), for a kernel problem
+    ``M x N`` x ``L`` (kernel coordinates) and workspace ``ws`` (a float32 device array, CuPy
+    or torch, of at least ``splitk_layout(cfg, M, N, L, splits).elements`` elements, 16-byte
+    aligned); "fixup" also takes ``tile_count`` (an int32 array of at least ``.counters``
+    elements, all zero before the first launch; the kernel leaves them zero).  Empty for a
+    configuration without split-K."""
+    if not cfg.splits:
+        return []
+    op = "splitk_extra_args"
+    lay = splitk_layout(cfg, M, N, L, splits)
+    ptr, nbytes, dtype = _array_facts(ws)
+    if dtype != "float32":
+        raise LaunchError(op, "ws", "must be a float32 array", expected="float32", actual=dtype)
+    if nbytes < 4 * lay.elements:
+        raise LaunchError(op, "ws", "is smaller than the workspace layout needs",
+                          expected=lay.elements, actual=nbytes // 4)
+    if ptr % 16:
+        raise LaunchError(op, "ws", "must be 16-byte aligned", actual=hex(ptr))
+    out = [("ws", ctypes.c_uint64(ptr)), ("splits_k", ctypes.c_int(splits)),
+           ("ldw", ctypes.c_longlong(lay.ldw)), ("ws_l", ctypes.c_longlong(lay.ws_l)),
+           ("ws_split", ctypes.c_longlong(lay.ws_split))]
+    if cfg.split_k == "fixup":
+        if tile_count is None:
+            raise LaunchError(op, "tile_count", "is required by split_k='fixup' (int32, "
+                              "zeroed once)", expected=lay.counters)
+        cptr, cbytes, cdt = _array_facts(tile_count)
+        if cdt != "int32" or cbytes < 4 * lay.counters:
+            raise LaunchError(op, "tile_count", "must be an int32 array of one counter per "
+                              "tile", expected=lay.counters, actual=(cdt, cbytes // 4))
+        out.append(("tile_count", ctypes.c_uint64(cptr)))
+    return out
+
+
+def _array_facts(X):
+    """(device pointer, size in bytes, dtype name) of a CuPy or torch array."""
+    if hasattr(X, "data_ptr"):       # torch
+        return int(X.data_ptr()), X.numel() * X.element_size(), str(X.dtype).split(".")[-1]
+    return int(X.data.ptr), int(X.nbytes), str(X.dtype)
+
+
+def small_wgmma_wrapper(n: int, ab: str) -> tuple[str, str]:
+    """``(source, function name)`` of the ``wgmma.mma_async.m64n{n}k16`` (f32 += ab x ab, both
+    operands from smem descriptors) wrapper, in the form of ``ptx_sm90.cuh``'s generated ones
+    (``gemm_sm90_ptxgen``) under a name of its own."""
+    if n % 8 or not 8 <= n <= 256 or ab not in ("f16", "bf16"):
+        raise LaunchError("small_wgmma_wrapper", "n", "must be a multiple of 8 in [8, 256] "
+                          "with ab f16 or bf16", actual=(n, ab))
+    nr = n // 2
+    name = f"cute_sm90_wgmma_m64n{n}k16_f32_{ab}_ss"
+    regs = ", ".join(f"%{i}" for i in range(nr))
+    outs = ", ".join(f'"+f"(d[{i}])' for i in range(nr))
+    src = f"""// wgmma.mma_async m64n{n}k16 f32 += {ab} x {ab}, A and B from shared-memory descriptors.
+template <int TransA, int TransB>
+__device__ __forceinline__ void {name}(float (&d)[{nr}], u64 desc_a, u64 desc_b, int scale_d) {{
+  asm volatile(
+      "{{\\n .reg .pred p;\\n setp.ne.b32 p, %{nr + 2}, 0;\\n"
+      " wgmma.mma_async.sync.aligned.m64n{n}k16.f32.{ab}.{ab} {{{regs}}}, %{nr}, %{nr + 1}, p, 1, 1, %{nr + 3}, %{nr + 4};\\n}}\\n"
+      : {outs}
+      : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(TransA), "n"(TransB));
+}}
+"""
+    return src, name
+
+
+def extra_args(cfg, M: int, N: int, K: int, L: int = 1, *, ws=None, splits: int = 1,
+               tile_count=None, grid: int | None = None, sk_tiles: int | None = None) -> list:
+    """The one host call for the appended kernel arguments of any configuration, in order:
+    ``[]`` for a configuration without split-K / stream-K; :func:`splitk_extra_args` for
+    ``split_k`` != "none" (``ws``, ``splits``, ``tile_count`` for "fixup"); for ``stream_k``
+    the arguments of ``gemm_sm90_streamk.streamk_extra_args`` for ``grid`` CTAs (required: the
+    launch must use exactly that grid) and ``sk_tiles`` (default: ``streamk_layout``'s), with
+    ``tile_count`` as the per-CTA flags.  ``M, N, K, L``: the kernel's problem (after a swap,
+    M is the user's N).  Sizes: ``splitk_layout`` / ``streamk_layout``."""
+    if getattr(cfg, "stream_k", False):
+        from .gemm_sm90_streamk import streamk_extra_args, streamk_layout
+        if grid is None:
+            raise LaunchError("extra_args", "grid", "is required by a stream-K configuration "
+                              "(the launch grid the pieces are computed for)")
+        lay = streamk_layout(cfg, M, N, K, L, grid, sk_tiles)
+        return streamk_extra_args(cfg, lay, ws, tile_count)
+    return splitk_extra_args(cfg, ws, splits, M, N, L, tile_count)

@@ -1,0 +1,170 @@
+"""GPU tests of ``cute_py.gemm`` with torch tensors: the caller's stream, cached plans with new
+tensors, aliasing and argument errors, the kernel choice.  Skipped without a GPU or torch."""
+
+import pytest
+
+from cute_py.errors import LaunchError
+
+torch = pytest.importorskip("torch")
+pytestmark = pytest.mark.gpu
+
+import cute_py as cute  # noqa: E402
+from cute_py.backends.cuda import gemm_api  # noqa: E402
+
+
+def _skip_without_cuda():
+    if not torch.cuda.is_available():
+        pytest.skip("needs a CUDA GPU")
+
+
+def _rel(D, A, B, C=None, alpha=1.0, beta=0.0):
+    ref = alpha * (A.double() @ B.double())
+    if C is not None:
+        ref = ref + beta * C.double()
+    return float((D.double() - ref).norm() / ref.norm())
+
+
+def _tol(dt):
+    return 2e-3 if dt == torch.float16 else 1e-2
+
+
+@pytest.mark.parametrize("dt", [torch.float16, torch.bfloat16])
+def test_work_queued_on_a_side_stream_is_seen(dt):
+    """Inside ``torch.cuda.stream(s)``, A produced on s right before the call is what the GEMM
+    reads (the kernel runs on s, after the producer), five trials."""
+    _skip_without_cuda()
+    M = N = K = 1024
+    s = torch.cuda.Stream()
+    B = torch.randn(K, N, device="cuda", dtype=dt)
+    for trial in range(5):
+        src = torch.randn(M, K, device="cuda", dtype=dt)
+        A = torch.full((M, K), float("nan"), device="cuda", dtype=dt)
+        torch.cuda.synchronize()
+        with torch.cuda.stream(s):
+            torch.cuda._sleep(20_000_000)          # the producer is still busy ...
+            A.copy_(src)                           # ... when gemm is queued
+            D = cute.gemm(A, B)
+        s.synchronize()
+        assert _rel(D, src, B) < _tol(dt), trial
+
+
+def test_explicit_stream_arguments():
+    """stream= takes a torch stream, a CuPy stream or a raw handle; the launch goes there."""
+    _skip_without_cuda()
+    import cupy as cp
+    dt = torch.float16
+    s = torch.cuda.Stream()
+    B = torch.randn(512, 384, device="cuda", dtype=dt)
+    for kind in ("torch", "cupy", "raw"):
+        src = torch.randn(256, 512, device="cuda", dtype=dt)
+        A = torch.full_like(src, float("nan"))
+        torch.cuda.synchronize()
+        with torch.cuda.stream(s):
+            torch.cuda._sleep(20_000_000)
+            A.copy_(src)
+        st = {"torch": s, "cupy": cp.cuda.ExternalStream(s.cuda_stream),
+              "raw": s.cuda_stream}[kind]
+        D = cute.gemm(A, B, stream=st)          # issued from the default stream's context
+        s.synchronize()
+        assert _rel(D, src, B) < _tol(dt), kind
+
+
+def test_prepared_plan_follows_the_current_stream():
+    """A prepared Hopper launch runs on the stream current when it is called."""
+    _skip_without_cuda()
+    if torch.cuda.get_device_capability() != (9, 0):
+        pytest.skip("needs sm_90")
+    from cute_py.backends.cuda.kernels import gemm_sm90 as G
+    dt = torch.float16
+    A = torch.full((512, 256), float("nan"), device="cuda", dtype=dt)
+    B = torch.randn(384, 256, device="cuda", dtype=dt)          # (N, K)
+    D = torch.empty(512, 384, device="cuda", dtype=dt)
+    run = G.get_kernel(G.Sm90GemmConfig()).prepare(A, B, D)
+    src = torch.randn_like(A)
+    s = torch.cuda.Stream()
+    torch.cuda.synchronize()
+    with torch.cuda.stream(s):
+        torch.cuda._sleep(20_000_000)
+        A.copy_(src)
+        run()
+    s.synchronize()
+    assert _rel(D, src, B.T) < 2e-3
+
+
+@pytest.mark.parametrize("dt", [torch.float16, torch.bfloat16])
+@pytest.mark.parametrize("layout", ["A@B", "x@W.T", "batched", "oddK", "C", "out"])
+def test_new_tensors_reuse_one_plan(dt, layout):
+    """Calls with new tensors of one shape / strides / dtype build one plan and stay right."""
+    _skip_without_cuda()
+    gemm_api.clear_plans()
+    M, N, K = 300, 264, 200
+    if layout == "oddK":
+        K = 333
+    results = []
+    for _ in range(4):
+        A = torch.randn((3, M, K) if layout == "batched" else (M, K), device="cuda", dtype=dt)
+        if layout == "x@W.T":
+            W = torch.randn(N, K, device="cuda", dtype=dt)
+            B = W.T
+        else:
+            B = torch.randn((3, K, N) if layout == "batched" else (K, N), device="cuda", dtype=dt)
+        kw, C = {}, None
+        if layout == "C":
+            C = torch.randn(M, N, device="cuda", dtype=dt)
+            kw = dict(C=C, alpha=0.5, beta=-1.25)
+        if layout == "out":
+            kw["out"] = torch.full((M, N), float("nan"), device="cuda", dtype=dt)
+        D = cute.gemm(A, B, **kw)
+        if "out" in kw:
+            assert D is kw["out"]
+        results.append(_rel(D, A, B, C, kw.get("alpha", 1.0), kw.get("beta", 0.0)))
+    assert max(results) < _tol(dt), results
+    n = len(gemm_api.plan_cache())
+    assert n <= 2, n        # one call shape (plus its torch fast-path key)
+
+
+def test_aliasing_and_argument_errors_name_the_argument():
+    _skip_without_cuda()
+    dt = torch.float16
+    A = torch.randn(128, 128, device="cuda", dtype=dt)
+    B = torch.randn(128, 128, device="cuda", dtype=dt)
+    C = torch.randn(128, 128, device="cuda", dtype=dt)
+    cute.gemm(A, B)                                   # warm the plan: checks stay on
+    for out, what in ((A, "A"), (B, "B")):
+        with pytest.raises(LaunchError) as e:
+            cute.gemm(A, B, out=out)
+        assert e.value.op == "gemm" and e.value.arg == "out" and "overlaps" in str(e.value)
+    big = torch.randn(129, 128, device="cuda", dtype=dt)
+    with pytest.raises(LaunchError) as e:          # out overlaps C one row down
+        cute.gemm(A, B, big[:128], beta=1.0, out=big[1:])
+    assert e.value.arg == "out"
+    ref = A.double() @ B.double() + C.double()
+    D = cute.gemm(A, B, C, beta=1.0, out=C)        # in place (C.addmm_): allowed
+    assert D is C and float((C.double() - ref).norm() / ref.norm()) < 2e-3
+    with pytest.raises(LaunchError) as e:
+        cute.gemm(A, B, alpha="2")
+    assert e.value.arg == "alpha"
+    with pytest.raises(LaunchError) as e:
+        cute.gemm(A, B, C.float(), beta=1.0)
+    assert e.value.arg == "C"
+    with pytest.raises(LaunchError) as e:
+        cute.gemm(A, B, out=torch.empty(128, 128, device="cuda", dtype=torch.float32))
+    assert e.value.arg == "out"
+    with pytest.raises(LaunchError) as e:
+        cute.gemm(A, B.cpu())
+    assert e.value.arg == "B"
+    with pytest.raises(LaunchError) as e:
+        cute.gemm(A, torch.randn(64, 128, device="cuda", dtype=dt))
+    assert e.value.arg == "B" and "gemm" in str(e.value)
+
+
+def test_explain_says_which_kernel_ran():
+    _skip_without_cuda()
+    A = torch.randn(256, 256, device="cuda", dtype=torch.float16)
+    D, choice = cute.gemm(A, A, explain=True)
+    assert _rel(D, A, A) < 2e-3
+    text = str(choice)
+    assert choice.backend in ("sm90", "sm80") and choice.kernel in text
+    D32, c32 = cute.gemm(A.float(), A.float(), explain=True)
+    assert c32.backend == "sm80" and "tf32" in str(c32)
+    assert _rel(D32, A.float(), A.float()) < 5e-3
