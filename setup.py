@@ -5,9 +5,11 @@ pyproject's ``packages.find`` cannot discover packages under a renamed folder (i
 pyproject.toml.
 """
 
-from setuptools import find_packages, setup
+from setuptools import find_namespace_packages, find_packages, setup
 
 packages = find_packages(include=["cute_py", "cute_py.*"])
-packages += ["cute_py.backends"] + ["cute_py.backends." + p for p in find_packages("backends")]
+# find_namespace_packages: data-only folders (the CUDA headers under cuda/include) are packages too
+packages += ["cute_py.backends"] + ["cute_py.backends." + p for p in find_namespace_packages(
+    "backends", exclude=["*__pycache__*"])]
 
 setup(packages=packages)

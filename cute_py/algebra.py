@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from fractions import Fraction
 import math
+import sys
 from operator import itemgetter
 
 from . import int_tuple as it
@@ -31,13 +32,66 @@ from .layout import (
 _first = itemgetter(0)
 _second = itemgetter(1)
 
+
+# ---------------------------------------------------------------------------------------------
+# Layout helpers built on the algebra (they live here, not in layout.py, so that layout.py never
+# imports the algebra); the Layout methods compose / with_shape / tile are installed below.
+
+
+def with_shape(L, shape_):
+    """``composition(L, make_layout(shape))``: view the same codomain through a new shape.
+    Law: ``with_shape(L, s)(c) == L(make_layout(s)(c))``."""
+    return composition(L, make_layout(_to_tuple(shape_)))
+
+
+def make_fragment_like(L):
+    """Register-fragment layout like ``L``: mode 0 compact column-major, the other modes ordered
+    like L's strides (CuTe's ``make_fragment_like``). A shape gives ``make_layout(shape)``.
+    """
+    if not isinstance(L, Layout):
+        if hasattr(L, "layout") and isinstance(L.layout, Layout):
+            L = L.layout
+        else:
+            return make_layout(_to_tuple(L))
+    R = L.rank()
+    if R > 1 and it.is_static(L.shape):
+        mode0 = Layout(L.shape[0], compact_col_major(it.filter_zeros(L.stride[0], L.shape[0])))
+        rest = make_ordered_layout(L.shape[1:], L.stride[1:])
+        return tiled_product(mode0, rest)
+    return make_layout(L.shape)
+
+
+def _layout_compose(self, *others):
+    """``composition(self, other)``; several arguments form a by-mode tiler."""
+    return composition(self, others[0] if len(others) == 1 else tuple(others))
+
+
+def _layout_with_shape(self, *shape):
+    """``composition(self, make_layout(shape))``: view the same codomain through a new shape."""
+    return with_shape(self, shape[0] if len(shape) == 1 else tuple(shape))
+
+
+def _layout_tile(self, *tiler):
+    """``tiled_divide(self, tiler)``."""
+    return tiled_divide(self, tiler[0] if len(tiler) == 1 else tuple(tiler))
+
+
+Layout.compose = _layout_compose
+Layout.with_shape = _layout_with_shape
+Layout.tile = _layout_tile
+# the old import paths cute_py.layout.with_shape / .make_fragment_like keep working (the
+# module, not cute_py.layout, which is CuTe's function layout())
+_layout_module = sys.modules[Layout.__module__]
+_layout_module.with_shape = with_shape
+_layout_module.make_fragment_like = make_fragment_like
+
 __all__ = [
     "coalesce", "coalesce_shape", "filter", "filter_zeros", "composition", "complement",
     "right_inverse", "left_inverse", "logical_divide", "zipped_divide", "tiled_divide",
     "flat_divide", "logical_product", "zipped_product", "tiled_product", "flat_product",
     "blocked_product", "raked_product", "tile_to_shape", "upcast", "downcast", "recast_layout",
     "max_common_layout", "max_common_vector", "nullspace", "max_alignment",
-    "domain_distribute", "flatten_layout", "unflatten_layout",
+    "domain_distribute", "flatten_layout", "unflatten_layout", "with_shape", "make_fragment_like",
 ]
 
 

@@ -26,8 +26,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from . import int_tuple as it
+from .algebra import max_common_vector
+from .atom.tiled_copy import TiledCopy
+from .composed import as_position_independent_swizzle_layout
 from .errors import AtomError
-from .layout import Layout
+from .layout import Layout, layout_table
 
 __all__ = ["bank_of", "phase_wavefronts", "BankReport", "InstructionAccess",
            "copy_bank_conflicts", "vector_width", "NUM_BANKS", "BANK_BYTES"]
@@ -124,7 +127,6 @@ class BankReport:
 
 def _offsets(L, n):
     if isinstance(L, Layout):
-        from .atom.tiled_mma import layout_table
         return layout_table(L)
     return [L(i) for i in range(n)]
 
@@ -132,10 +134,6 @@ def _offsets(L, n):
 def _smem_layout(x):
     """A Tensor's layout; a GMMA atom (``Sw o smem_ptr[b] o L``) in its element form."""
     x = getattr(x, "layout", x) if not isinstance(x, Layout) and hasattr(x, "data") else x
-    try:
-        from .composed import as_position_independent_swizzle_layout
-    except ImportError:  # pragma: no cover
-        return x
     return as_position_independent_swizzle_layout(x)
 
 
@@ -151,7 +149,6 @@ def copy_bank_conflicts(tiled_copy, smem_layout, side: str | None = None, elem_b
     (``Swizzle(3,4,3)`` on bytes == ``Swizzle(3,3,3)`` on fp16 element offsets). A GMMA layout
     atom (``Sw o smem_ptr[b] o L``) is read in its element form. Every warp's every instruction
     over the tile is enumerated."""
-    from .atom.tiled_copy import TiledCopy
     if not isinstance(tiled_copy, TiledCopy):
         raise AtomError("copy_bank_conflicts", "tiled_copy", "must be a TiledCopy", actual=repr(tiled_copy))
     atom = tiled_copy.atom
@@ -180,7 +177,6 @@ def copy_bank_conflicts(tiled_copy, smem_layout, side: str | None = None, elem_b
     VA = atom.num_val_src if side == "S" else atom.num_val_dst
     T = tiled_copy.size()
     per_thread = []
-    from .atom.tiled_mma import layout_table
     for t in range(T):
         lay, off = tiled_copy.get_slice(t).partition_layout(ref, side)
         per_thread.append([smem_off[off + j] for j in layout_table(lay)])
@@ -252,12 +248,21 @@ def vector_width(a, b, elem_bits: int, max_bits: int = 128) -> int:
     ``a`` and ``b`` (``coord -> element offset``; either may be swizzled) can move per thread:
     the number of elements both keep contiguous and aligned, times ``elem_bits``. For plain
     layouts it is ``max_common_vector(a, b) * elem_bits`` rounded down to a power of two."""
-    from .algebra import max_common_vector
+    for name, v in (("elem_bits", elem_bits), ("max_bits", max_bits)):
+        if not isinstance(v, int) or isinstance(v, bool) or v < 1:
+            raise AtomError("vector_width", name, "must be a positive int", actual=repr(v))
     a, b = _smem_layout(a), _smem_layout(b)
+    for name, v in (("a", a), ("b", b)):
+        if not (isinstance(v, Layout) or hasattr(v, "layout_b")):
+            raise AtomError("vector_width", name, "must be a Layout or a swizzled layout",
+                            actual=repr(v))
     if isinstance(a, Layout) and isinstance(b, Layout):
         n = max_common_vector(a, b)
     else:
         size = a.size()
+        if not isinstance(size, int) or size > 1 << 24 or b.size() != size:
+            raise AtomError("vector_width", "a", "a swizzled pair must have the same static "
+                            "size, at most 2**24 elements", actual=(size, b.size()))
         oa, ob = _offsets(a, size), _offsets(b, size)
         inv = {o: i for i, o in enumerate(oa)}          # a's offset -> domain index
         n = 1

@@ -20,7 +20,8 @@ from __future__ import annotations
 import argparse
 import sys
 
-from .errors import ParseError
+from .errors import CuteError, ParseError
+from .svg import format_tiled_mma
 
 __all__ = ["main", "parse_op", "apply_op", "describe", "OPS"]
 
@@ -105,20 +106,29 @@ def parse_op(text: str, current):
         raise ParseError("--op", "op", f"unknown operation {name!r}",
                          expected=", ".join(OPS), actual=name)
     args, kwargs = [], {}
-    for part in _split_top(t[lp + 1:-1], "op"):
-        key, eq, val = part.partition("=")
-        if eq and key.strip().isidentifier():
-            kwargs[key.strip()] = _parse_arg(val, current, top=True)
-        else:
-            args.append(_parse_arg(part, current, top=True))
+    try:
+        for part in _split_top(t[lp + 1:-1], "op"):
+            key, eq, val = part.partition("=")
+            if eq and key.strip().isidentifier():
+                kwargs[key.strip()] = _parse_arg(val, current, top=True)
+            else:
+                args.append(_parse_arg(part, current, top=True))
+    except RecursionError:
+        raise ParseError("--op", "op", "is nested too deeply", actual=t[:40]) from None
     return name, args, kwargs
 
 
 def apply_op(text: str, current):
     """Evaluate one ``--op`` against ``current``; returns the result."""
     import cute_py as cute
+    import inspect
     name, args, kwargs = parse_op(text, current)
     fn = getattr(cute, name)
+    try:
+        inspect.signature(fn).bind(*args, **kwargs)
+    except TypeError as e:  # wrong arity or an unknown keyword
+        raise ParseError("--op", "op", f"does not match {name}{inspect.signature(fn)}: {e}",
+                         actual=text) from None
     return fn(*args, **kwargs)
 
 
@@ -126,8 +136,8 @@ def describe(x) -> str:
     """A layout with its table, size and cosize; other values as CuTe prints them."""
     import cute_py as cute
     if isinstance(x, cute.Layout) or cute.is_composed_layout(x):
-        if isinstance(x, cute.Layout) and cute.rank(x) >= 1 and cute.size(x) <= 4096 \
-                and cute.is_static(x.shape) and cute.is_static(x.stride):
+        if isinstance(x, cute.Layout) and cute.rank(x) >= 1 and cute.is_static(x.shape) \
+                and cute.is_static(x.stride) and cute.size(x) <= 4096:
             lines = [cute.format_layout(x)]  # its first line is the layout
         else:
             lines = [str(x)]
@@ -168,7 +178,6 @@ def _demo(out) -> int:
     show("SM80 K-major shared-memory atom for fp16 (swizzled, ldmatrix conflict-free)", str(sw))
     mma = cute.make_tiled_mma(cute.SM80_16x8x16_F32F16F16F32_TN(), (2, 2, 1))
     show("a tiled MMA: 2x2 warps of mma.sync m16n8k16", str(mma))
-    from .svg import format_tiled_mma
     show("who holds which element of C (first 4 rows)",
          "\n".join(format_tiled_mma(mma, "C").splitlines()[:11]))
     return _demo_gpu(out)
@@ -246,9 +255,10 @@ def _pictures(argv) -> int:
         atom_layout = tuple(int(x) for x in a.atom_layout.split(","))
     except ValueError:
         p.error(f"--atom-layout must be ints separated by commas, got {a.atom_layout!r}")
+    if any(x < 1 for x in atom_layout) or len(atom_layout) > 3:
+        p.error(f"--atom-layout must be up to three positive ints, got {a.atom_layout!r}")
     mma = cute.make_tiled_mma(atom, atom_layout)
     if a.text:
-        from .svg import format_tiled_mma
         print(format_tiled_mma(mma, a.text))
         return 0
     print(cute.write_svg(mma, a.output))
@@ -258,10 +268,13 @@ def _pictures(argv) -> int:
 def main(argv=None) -> int:
     """Entry point; returns the exit status (2 for a usage error, 1 for a failed check)."""
     import cute_py as cute
-    from .errors import CuteError
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv and argv[0] in ("layout", "mma"):
-        return _pictures(argv)
+        try:
+            return _pictures(argv)
+        except CuteError as e:
+            print(f"error: {e}", file=sys.stderr)
+            return 2
     p = argparse.ArgumentParser(prog="python -m cute_py", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("layout", nargs="?", help="a layout in CuTe notation, e.g. '(4,2):(2,1)'")

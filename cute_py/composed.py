@@ -22,11 +22,22 @@ swizzle period.
 
 from __future__ import annotations
 
+import sys
+
 from . import int_tuple as it
-from .errors import LayoutError
-from .int_tuple import has_underscore, is_underscore
-from .layout import Layout, fmt_int_tuple, make_layout, _to_tuple
-from .swizzle import Swizzle
+from .algebra import (
+    blocked_product, coalesce, complement, composition, downcast, filter as filt, filter_zeros,
+    flat_divide, flat_product, flatten_layout, left_inverse, logical_divide, logical_product,
+    raked_product, recast_layout, right_inverse, tile_to_shape, tiled_divide, tiled_product,
+    upcast, zipped_divide, zipped_product,
+)
+from .errors import LayoutError, SymbolicError
+from .int_tuple import _check, _crd2idx, has_underscore, is_underscore
+from .layout import (
+    _check_coord_profile, fmt_int_tuple, get, Layout, make_layout, _slice, slice_and_offset,
+    _to_tuple, _zero_underscores,
+)
+from .swizzle import make_swizzle, Swizzle
 
 __all__ = [
     "ComposedLayout", "make_composed_layout", "is_composed_layout", "smem_ptr_flag_bits",
@@ -157,11 +168,9 @@ class ComposedLayout:
         return self.layout_b.rank()
 
     def get_mode(self, i):
-        from .layout import get
         return _compose3(self.layout_a, self.offset, get(self.layout_b, i))
 
     def __getitem__(self, i):
-        from .layout import get
         return get(self, *(i if isinstance(i, tuple) else (i,)))
 
     def __iter__(self):
@@ -185,19 +194,16 @@ class ComposedLayout:
         coord = _to_tuple(coord)
         if isinstance(self.layout_a, Swizzle):
             return _swizzle_slice_and_offset(coord, self)
-        from .layout import slice_and_offset
         sub, off = slice_and_offset(coord, self.layout_b)
         return ComposedLayout(self.layout_a, _off(self.offset) + off, sub), 0
 
     def compose(self, *others):
-        from .algebra import composition
         return composition(self, others[0] if len(others) == 1 else tuple(others))
 
     def with_shape(self, *shape):
         return self.compose(make_layout(_to_tuple(shape[0] if len(shape) == 1 else shape)))
 
     def tile(self, *tiler):
-        from .algebra import tiled_divide
         return tiled_divide(self, tiler[0] if len(tiler) == 1 else tuple(tiler))
 
     # algebra hooks --------------------------------------------------------------------------
@@ -205,35 +211,28 @@ class ComposedLayout:
         return _compose3(self.layout_a, self.offset, f(self.layout_b))
 
     def _cute_compose(self, tiler):
-        from .algebra import composition
         return self._on_b(lambda b: composition(b, tiler))
 
     def _cute_rcompose(self, a):
         """``composition(Layout a, A o 0 o B) == composition(composition(a, A), B)`` (offset 0)."""
-        from .algebra import composition
         if not _is_zero(_off(self.offset)):
             raise LayoutError("composition", "rhs", "must have offset 0 when composed on the right "
                               "of a layout (CuTe: 'Require offset == 0')", actual=str(self))
         return composition(composition(a, self.layout_a), self.layout_b)
 
     def _cute_coalesce(self, profile=None):
-        from .algebra import coalesce
         return self._on_b(lambda b: coalesce(b, profile))
 
     def _cute_filter(self, profile=None):
-        from .algebra import filter as filt
         return self._on_b(lambda b: filt(b, profile))
 
     def _cute_filter_zeros(self, profile=None):
-        from .algebra import filter_zeros
         return self._on_b(lambda b: filter_zeros(b, profile))
 
     def _cute_flatten(self):
-        from .algebra import flatten_layout
         return self._on_b(flatten_layout)
 
     def _cute_complement(self, cotarget=None):
-        from .algebra import complement
         return complement(self.layout_b, self.cosize() if cotarget is None else cotarget)
 
     def _cute_right_inverse(self):
@@ -243,53 +242,41 @@ class ComposedLayout:
         return _inverse(self, "left_inverse")
 
     def _cute_logical_divide(self, tiler):
-        from .algebra import logical_divide
         return self._on_b(lambda b: logical_divide(b, tiler))
 
     def _cute_zipped_divide(self, tiler):
-        from .algebra import zipped_divide
         return self._on_b(lambda b: zipped_divide(b, tiler))
 
     def _cute_tiled_divide(self, tiler):
-        from .algebra import tiled_divide
         return self._on_b(lambda b: tiled_divide(b, tiler))
 
     def _cute_flat_divide(self, tiler):
-        from .algebra import flat_divide
         return self._on_b(lambda b: flat_divide(b, tiler))
 
     def _cute_logical_product(self, tiler):
-        from .algebra import logical_product
         return self._on_b(lambda b: logical_product(b, tiler))
 
     def _cute_zipped_product(self, tiler):
-        from .algebra import zipped_product
         return self._on_b(lambda b: zipped_product(b, tiler))
 
     def _cute_tiled_product(self, tiler):
-        from .algebra import tiled_product
         return self._on_b(lambda b: tiled_product(b, tiler))
 
     def _cute_flat_product(self, tiler):
-        from .algebra import flat_product
         return self._on_b(lambda b: flat_product(b, tiler))
 
     def _cute_blocked_product(self, tiler):
-        from .algebra import blocked_product
         return self._on_b(lambda b: blocked_product(b, tiler))
 
     def _cute_raked_product(self, tiler):
-        from .algebra import raked_product
         return self._on_b(lambda b: raked_product(b, tiler))
 
     def _cute_tile_to_shape(self, trg_shape, order=None):
-        from .algebra import tile_to_shape
         return self._on_b(lambda b: tile_to_shape(b, trg_shape, order))
 
     def _cute_upcast(self, n):
         """``upcast<N>``: each part upcast; a ``smem_ptr_flag_bits<b>`` keeps the swizzle (it acts
         on bytes) and becomes ``smem_ptr_flag_bits<b*N>``."""
-        from .algebra import upcast
         if _is_flag(self.offset):
             return _compose3(self.layout_a, smem_ptr_flag_bits(self.offset.bits * n),
                              upcast(self.layout_b, n))
@@ -297,7 +284,6 @@ class ComposedLayout:
                          upcast(self.layout_b, n))
 
     def _cute_downcast(self, n):
-        from .algebra import downcast
         if _is_flag(self.offset):
             if self.offset.bits % n:
                 raise LayoutError("downcast", "n", f"does not divide the flag's {self.offset.bits} bits",
@@ -338,7 +324,6 @@ def _apply_a(a, idx):
 
 
 def _recast_a(a, n, op):
-    from .algebra import upcast, downcast
     return upcast(a, n) if op == "upcast" else downcast(a, n)
 
 
@@ -353,7 +338,6 @@ def _recast_offset(o, n, op):
 
 
 def _inverse(cl: ComposedLayout, which: str):
-    from .algebra import composition, left_inverse, right_inverse
     inv = right_inverse if which == "right_inverse" else left_inverse
     if _is_zero(_off(cl.offset)):
         # CuTe: composition(inv(B), A) — the swizzle is its own inverse.
@@ -440,7 +424,6 @@ def as_position_independent_swizzle_layout(L):
     if not isinstance(sw, Swizzle):
         raise LayoutError("as_position_independent_swizzle_layout", "layout", "must have a Swizzle "
                           "as its outer function", actual=str(L))
-    from .algebra import recast_layout
     new_sw = recast_layout(sw, 8, L.offset.bits) if L.offset.bits != 8 else sw
     return _compose3(new_sw, 0, L.layout_b)
 
@@ -468,10 +451,6 @@ def _swizzle_strides(z_low: bool, Z: int, Y: int, offset: int, B: int):
 
 
 def _swizzle_slice_and_offset(coord, cl: ComposedLayout):
-    from .algebra import composition
-    from .errors import SymbolicError
-    from .layout import _slice, _check_coord_profile, _zero_underscores
-    from .int_tuple import _check
     sw: Swizzle = cl.layout_a
     L: Layout = cl.layout_b
     _check(coord, "slice_and_offset", "coord", allow_underscore=True)
@@ -511,3 +490,62 @@ def _swizzle_slice_and_offset(coord, cl: ComposedLayout):
     swl = Layout((1 << M_, two, 1 << (aS - B_), two, 1),
                  (1, lo, 1 << (M_ + B_), hi, 1 << (M_ + B_ + aS)))
     return composition(swl, sliced), sw(offset_only_zy) + offset_anti_zy
+
+
+# ---------------------------------------------------------------------------------------------
+# Swizzle o Layout and Layout o Swizzle: they make composed layouts, so they are written here and
+# installed on Swizzle (swizzle.py stays below this module).
+
+
+def _swizzle_compose(self, other):
+    """``composition(Swizzle, X)``: a swizzle with a swizzle of equal shift merges; with a
+    layout (or int/tiler) gives the composed layout ``Sw o 0 o X``."""
+    if isinstance(other, Swizzle):
+        if other.num_shft != self.num_shft:
+            raise LayoutError("composition", "rhs", f"{self} and {other} have different shifts; "
+                              "CuTe only merges swizzles of the same shift",
+                              expected=f"S == {self.num_shft}", actual=str(other))
+        return make_swizzle(self.yyy_msk ^ other.yyy_msk, self.zzz_msk ^ other.zzz_msk)
+    return _compose3(self, 0, _as_inner(other, "composition"))
+
+
+def _swizzle_rcompose(self, A):
+    """``composition(Layout A, Swizzle)``: the swizzle re-expressed in A's domain,
+    ``composition(make_swizzle(A(yyy_msk), A(zzz_msk)), A)`` (CuTe's "simple cases")."""
+    if not isinstance(A, Layout):
+        raise LayoutError("composition", "lhs", "must be a Layout to compose with a Swizzle",
+                          actual=repr(A))
+    if self.num_bits == 0:
+        return A
+
+    def ev(i):  # CuTe evaluates 1-D coordinates past the size (the last mode extends)
+        return _crd2idx(i, A.shape, A.stride)
+
+    y, z = ev(self.yyy_msk), ev(self.zzz_msk)
+    why = f"{A} does not carry the Y and Z bits of {self} to the bits of a swizzle (CuTe's " \
+          "composition(Layout, Swizzle) only handles these 'simple cases')"
+    try:
+        sw = make_swizzle(y, z) if isinstance(y, int) and isinstance(z, int) and y >= 0 and z >= 0 \
+            else None
+    except LayoutError:
+        sw = None
+    if sw is None:
+        raise LayoutError("composition", "lhs", why, actual=str(A))
+    R = _compose3(sw, 0, A)
+    n = A.size()
+    if isinstance(n, int):
+        # C++ would return R unchecked; we verify R(x) == A(sw(x)) on A's domain (capped).
+        for x in range(min(n, 1 << 14)):
+            if R(x) != ev(self.apply(x)):
+                raise LayoutError("composition", "lhs", why, actual=str(A))
+    return R
+
+
+def composition_sw_layout(sw: Swizzle, L):
+    """``composition(sw, L)`` = ``sw o 0 o L`` (the identity swizzle gives ``L``)."""
+    return _compose3(sw, 0, L)
+
+
+Swizzle._cute_compose = _swizzle_compose
+Swizzle._cute_rcompose = _swizzle_rcompose
+sys.modules[Swizzle.__module__].composition_sw_layout = composition_sw_layout  # old import path

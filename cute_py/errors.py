@@ -104,3 +104,71 @@ class CompileError(CuteError):
 
 class LaunchError(CuteError):
     """Kernel arguments do not match what the kernel was built for."""
+
+
+# ---------------------------------------------------------------------------------------------
+# The public boundary
+
+#: Python and dependency errors that, escaping a public function, mean its arguments were wrong.
+_FOREIGN = (TypeError, AttributeError, ValueError, IndexError, KeyError, ZeroDivisionError,
+            ArithmeticError, RecursionError, NotImplementedError)
+
+
+def public(op: str | None = None, error: type = None, arg: str | None = None):
+    """Decorator for a public entry point that takes objects of many kinds (layouts, atoms, tiled
+    MMAs, tensors): its own checks raise errors naming the argument; a Python or dependency error
+    that still escapes (an attribute missing on an object of the wrong kind, a sympy error, a too
+    deep nesting) is re-raised as ``error`` (default :class:`CuteError`) naming ``op`` and
+    chained to the original, so no foreign exception leaks to the user.
+
+    Hot algebra functions are not wrapped (they validate their arguments themselves)."""
+    import functools
+
+    def deco(fn):
+        name = op or fn.__name__
+        cls = error or CuteError
+
+        @functools.wraps(fn)
+        def wrapper(*args, **kwargs):
+            try:
+                return fn(*args, **kwargs)
+            except CuteError:
+                raise
+            except _FOREIGN as e:
+                if isinstance(e, RecursionError):
+                    detail = "are nested too deeply"
+                elif isinstance(e, NotImplementedError):
+                    detail = f"ask for what is not supported ({_short(e, 200)})"
+                elif "Relational" in str(e):  # sympy could not decide a comparison
+                    raise SymbolicError(name, arg or "arguments", "need static values here (a "
+                                        "symbolic comparison cannot be decided)",
+                                        actual=_short(e, 200)) from e
+                else:
+                    detail = f"are invalid ({type(e).__name__}: {_short(e, 200)})"
+                raise cls(name, arg or "arguments", detail) from e
+        wrapper.__wrapped__ = fn
+        return wrapper
+    return deco
+
+
+def check_fields(obj, error: type, spec: dict) -> None:
+    """Constructor check of a frozen value: ``spec`` maps a field name to the type(s) it must
+    have (bools are not ints); a wrong field raises ``error`` naming the class and the field."""
+    op = type(obj).__name__
+    for name, types in spec.items():
+        v = getattr(obj, name)
+        ok = isinstance(v, types) and not (isinstance(v, bool) and bool not in (
+            types if isinstance(types, tuple) else (types,)))
+        if not ok:
+            want = types if isinstance(types, tuple) else (types,)
+            raise error(op, name, "has the wrong type",
+                        expected=" or ".join(t.__name__ for t in want),
+                        actual=f"{_short(repr(v), 60)} of type {type(v).__name__}")
+
+
+def check_index(op: str, arg: str, i, n: int, error: type = None) -> int:
+    """``i`` must be an int in ``[-n, n)`` (a mode or operand index); returns it."""
+    if not isinstance(i, int) or isinstance(i, bool) or not -n <= i < n:
+        raise (error or CuteError)(op, arg, "is not a valid index", expected=f"an int in [{-n}, {n})",
+                                   actual=repr(i))
+    return i

@@ -28,7 +28,8 @@ from __future__ import annotations
 
 from .atom.mma_atom import MMA_Atom
 from .atom.tiled_copy import TiledCopy
-from .atom.tiled_mma import TiledMMA, layout_table
+from .atom.tiled_mma import TiledMMA
+from .layout import layout_table
 from .errors import AtomError
 from . import int_tuple as it
 from .layout import Layout
@@ -232,7 +233,12 @@ def execute_tiled_mma(tiled_mma: TiledMMA, A, B, C=None, trace: MMATrace | None 
     atom = tiled_mma.atom
     Af = round_to_type(A, atom.a_type).reshape(-1, order="F")   # column-major flat memory
     Bf = round_to_type(B, atom.b_type).reshape(-1, order="F")
-    Cf = (np.zeros(M * N) if C is None else np.asarray(C, dtype=np.float64).reshape(-1, order="F"))
+    if C is not None:
+        C = np.asarray(C, dtype=np.float64)
+        if C.shape != (M, N):
+            raise AtomError("execute_tiled_mma", "C", "must be M x N", expected=(M, N),
+                            actual=C.shape)
+    Cf = (np.zeros(M * N) if C is None else C.reshape(-1, order="F"))
     fa = thread_fragments(tiled_mma, "A", (M, K))
     fb = thread_fragments(tiled_mma, "B", (N, K))
     fc = thread_fragments(tiled_mma, "C", (M, N))

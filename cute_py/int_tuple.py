@@ -481,9 +481,8 @@ def evenly_divides(shape, tiler) -> bool:
 
     Law: ``size(shape) == size(tiler) * size(ceil_div(shape, tiler))`` at every tiled mode.
     """
-    from .layout import Layout
-    if isinstance(tiler, Layout):
-        tiler = tiler.shape if not isinstance(tiler.shape, tuple) else tiler.shape
+    if not isinstance(tiler, tuple) and hasattr(tiler, "shape"):  # a layout tiles by its shape
+        tiler = tiler.shape
     if isinstance(tiler, tuple):
         if not isinstance(shape, tuple) or len(tiler) > len(shape):
             return False

@@ -9,21 +9,21 @@ from __future__ import annotations
 
 from builtins import zip as _zip
 
-from .errors import IntTupleError, LayoutError
-from . import int_tuple as it
+from .errors import CuteError, IntTupleError, LayoutError
 from .int_tuple import (
-    _check, _is_const, flatten, has_underscore, is_int, is_tuple, is_underscore, product, wrap,
+    _check, flatten, has_underscore, _is_const, is_int, is_tuple, is_underscore, product, wrap,
 )
+from . import int_tuple as it
 
 __all__ = [
     "Layout", "LayoutLeft", "LayoutRight", "is_layout",
     "make_layout", "make_shape", "make_stride", "make_coord", "make_tile", "make_step",
-    "make_ordered_layout", "make_layout_like", "make_fragment_like",
+    "make_ordered_layout", "make_layout_like",
     "compact_col_major", "compact_row_major", "compact_major", "compact_order",
     "size", "cosize", "coshape", "rank", "depth", "shape", "stride", "get", "layout",
     "crd2idx", "slice_and_offset", "select", "take", "group", "append", "prepend", "replace",
-    "remove", "zip", "zip2_by", "tile_unzip", "with_shape", "get_hier_coord", "get_flat_coord",
-    "get_1d_coord", "transform_layout", "fmt_int_tuple",
+    "remove", "zip", "zip2_by", "tile_unzip", "get_hier_coord", "get_flat_coord",
+    "get_1d_coord", "transform_layout", "fmt_int_tuple", "layout_table",
 ]
 
 
@@ -269,19 +269,8 @@ class Layout:
         return crd2idx(c, self)
 
     # CuTe member functions --------------------------------------------------------------------
-    def compose(self, *others):
-        """``composition(self, other)``; several arguments form a by-mode tiler."""
-        from .algebra import composition
-        return composition(self, others[0] if len(others) == 1 else tuple(others))
-
-    def with_shape(self, *shape):
-        """``composition(self, make_layout(shape))``: view the same codomain through a new shape."""
-        return with_shape(self, shape[0] if len(shape) == 1 else tuple(shape))
-
-    def tile(self, *tiler):
-        """``tiled_divide(self, tiler)``."""
-        from .algebra import tiled_divide
-        return tiled_divide(self, tiler[0] if len(tiler) == 1 else tuple(tiler))
+    # compose / with_shape / tile are the algebra's (cute_py.algebra installs them);
+    # _repr_svg_ is the pictures' (cute_py.svg installs it).
 
     def get_hier_coord(self, idx):
         return get_hier_coord(self, idx)
@@ -292,12 +281,6 @@ class Layout:
     def get_1d_coord(self, idx):
         return get_1d_coord(self, idx)
 
-    def _repr_svg_(self):  # notebooks
-        try:
-            from .svg import layout_svg
-        except ImportError:  # pragma: no cover - svg module optional
-            return None
-        return layout_svg(self)
 
 
 _new = object.__new__
@@ -410,7 +393,6 @@ def is_layout(x) -> bool:
 def _as_layout(x, op: str, arg: str) -> Layout:
     if isinstance(x, Layout):
         return x
-    from .errors import CuteError
     if hasattr(x, "layout") and isinstance(getattr(x, "layout"), Layout):  # tensors
         return x.layout
     raise LayoutError(op, arg, "must be a Layout", actual=f"{x!r}")
@@ -481,24 +463,6 @@ def make_layout_like(L):
     return Layout(L.shape, compact_order(it.filter_zeros(L.stride, L.shape), L.stride))
 
 
-def make_fragment_like(L):
-    """Register-fragment layout like ``L``: mode 0 compact column-major, the other modes ordered
-    like L's strides (CuTe's ``make_fragment_like``). A shape gives ``make_layout(shape)``.
-    """
-    if not isinstance(L, Layout):
-        if hasattr(L, "layout") and isinstance(L.layout, Layout):
-            L = L.layout
-        else:
-            return make_layout(_to_tuple(L))
-    R = L.rank()
-    if R > 1 and it.is_static(L.shape):
-        from .algebra import tiled_product
-        mode0 = Layout(L.shape[0], compact_col_major(it.filter_zeros(L.stride[0], L.shape[0])))
-        rest = make_ordered_layout(L.shape[1:], L.stride[1:])
-        return tiled_product(mode0, rest)
-    return make_layout(L.shape)
-
-
 # ---------------------------------------------------------------------------------------------
 # Accessors (free functions accept layouts, tensors and IntTuples)
 
@@ -549,6 +513,9 @@ def shape(x, *modes):
 
 def stride(x, *modes):
     x = get(x, *modes)
+    if not hasattr(x, "stride") or isinstance(x, tuple):
+        raise LayoutError("stride", "x", "must be a Layout (an IntTuple has no stride)",
+                          actual=repr(x))
     return x.stride
 
 
@@ -836,10 +803,13 @@ def tile_unzip(L, tiler):
     return Layout._raw(zip2_by(L.shape, tiler), zip2_by(L.stride, tiler))
 
 
-def with_shape(L, shape_):
-    """``composition(L, make_layout(shape))``."""
-    from .algebra import composition
-    return composition(L, make_layout(_to_tuple(shape_)))
+def layout_table(L) -> list:
+    """``[L(i) for i in range(size(L))]`` computed mode by mode (fast; colexicographic order)."""
+    shp, std = flatten(wrap(L.shape)), flatten(wrap(L.stride))
+    idx = [0]
+    for s, d in _zip(shp, std):
+        idx = [i + k * d for k in range(s) for i in idx]
+    return idx
 
 
 def transform_layout(f, *layouts):

@@ -9,11 +9,25 @@ from __future__ import annotations
 import re
 import sys
 
-from .errors import ParseError
-from .layout import Layout, cosize, fmt_int_tuple
+from .errors import LayoutError, ParseError, SymbolicError
+from .layout import cosize, fmt_int_tuple, group, Layout, make_layout
 from . import int_tuple as it
 
-__all__ = ["print_layout", "format_layout", "parse_layout", "parse_int_tuple"]
+__all__ = ["print_layout", "format_layout", "parse_layout", "parse_int_tuple", "MAX_TABLE_CELLS",
+           "check_table_size"]
+
+#: The most cells a printed table or a picture may have: printing is proportional to the cells,
+#: so a larger request (a 2**70-element layout) is refused before any work is done.
+MAX_TABLE_CELLS = 1 << 18
+
+
+def check_table_size(op: str, arg: str, M, N) -> None:
+    """Raise LayoutError when an ``M x N`` table or picture is too large to draw."""
+    if not (isinstance(M, int) and isinstance(N, int)):
+        raise SymbolicError(op, arg, "needs static extents to be drawn", actual=(M, N))
+    if M * N > MAX_TABLE_CELLS:
+        raise LayoutError(op, arg, f"has {M}x{N} cells, too many to draw",
+                          expected=f"at most {MAX_TABLE_CELLS} cells", actual=(M, N))
 
 
 def format_layout(L) -> str:
@@ -28,26 +42,23 @@ def format_layout(L) -> str:
     if not isinstance(L, Layout):
         inner = getattr(L, "layout", None)
         if not isinstance(inner, Layout) and not hasattr(L, "shape"):
-            from .errors import LayoutError
             raise LayoutError("print_layout", "layout", "must be a Layout", actual=repr(L))
     header = str(L)
     R = it.rank(L.shape)
     if R == 0:
-        from .errors import LayoutError
         raise LayoutError("print_layout", "layout", "has rank 0 (no modes to tabulate)",
                           actual=header)
     note = ""
     if R == 1:
-        from .layout import make_layout
         L2 = make_layout(L, Layout(1, 0))
         note = "  [rank 1: shown as (size,1)]"
     elif R > 2:
-        from .layout import group
         L2 = group(L, 1, R)
         note = f"  [rank {R}: modes 1..{R - 1} grouped as columns]"
     else:
         L2 = L
     M, N = it.product(L2.shape[0]), it.product(L2.shape[1])
+    check_table_size("print_layout", "layout", M, N)
     # CuTe (util/print_tensor.hpp): idx_width = num_digits(cosize) + 2, values "%*d" in
     # idx_width-2 columns, separators "+" followed by idx_width dashes.
     d = max(len(str(cosize(L2))), 1) if cosize(L2) > 0 else 1
@@ -125,11 +136,20 @@ def parse_layout(text: str) -> Layout:
         raise ParseError("parse_layout", "text", "must be a str", actual=type(text).__name__)
     if not text.strip():
         raise ParseError("parse_layout", "text", "is empty", actual=repr(text))
+    t = text.strip()
+    if ":" not in t and not t.startswith("(") and not re.fullmatch(r"_?-?\d+", t):
+        # a bare word is not a layout (a symbolic size is written with its stride: "M:1")
+        raise ParseError("parse_layout", "text", "is not a layout: write shape:stride such as "
+                         "(4,2):(1,4), a shape in parentheses or an int", actual=text)
     symbols: dict = {}
     try:
-        shape, pos = _parse_tuple(text, 0, symbols)
-    except RecursionError:  # pragma: no cover - absurd nesting
+        return _parse_layout(text, symbols)
+    except RecursionError:
         raise ParseError("parse_layout", "text", "is nested too deeply", actual=text[:40]) from None
+
+
+def _parse_layout(text: str, symbols: dict) -> Layout:
+    shape, pos = _parse_tuple(text, 0, symbols)
     rest = text[pos:].strip()
     if not rest:
         return Layout(shape)

@@ -21,48 +21,14 @@ row: CUTLASS's ``DefaultGemm_TensorOpSm80_OperandA<half_t, RowMajor, 8, 64>`` at
 
 from __future__ import annotations
 
-from .composed import ComposedLayout, smem_ptr_flag_bits, make_composed_layout
+from .algebra import upcast
+from .composed import _compose3, ComposedLayout, make_composed_layout, smem_ptr_flag_bits
 from .errors import LayoutError
 from .layout import Layout, size
+from .numeric import sizeof_bits
 from .swizzle import Swizzle
 
 __all__ = ["GMMA", "sizeof_bits", "ss_smem_selector", "make_sm80_smem_layout_atom"]
-
-_NAMED_BITS = {
-    "f64": 64, "float64": 64, "double": 64, "fp64": 64, "int64": 64, "uint64": 64, "i64": 64,
-    "f32": 32, "float32": 32, "float": 32, "fp32": 32, "tf32": 32, "tfloat32": 32,
-    "int32": 32, "uint32": 32, "i32": 32, "u32": 32,
-    "f16": 16, "float16": 16, "half": 16, "half_t": 16, "fp16": 16, "bf16": 16, "bfloat16": 16,
-    "bfloat16_t": 16, "int16": 16, "uint16": 16, "i16": 16, "u16": 16,
-    "f8": 8, "fp8": 8, "e4m3": 8, "e5m2": 8, "float_e4m3_t": 8, "float_e5m2_t": 8,
-    "float8_e4m3fn": 8, "float8_e5m2": 8, "int8": 8, "uint8": 8, "i8": 8, "u8": 8,
-    "int4": 4, "uint4": 4, "e2m1": 4, "b1": 1, "bit": 1,
-}
-
-
-def sizeof_bits(T) -> int:
-    """Width in bits of an element type: an int (bits), a name (``"f16"``, ``"bf16"``, ``"tf32"``,
-    ``"e4m3"``, ...), a NumPy dtype or scalar type, or anything with ``.width``/``.bits``/``.itemsize``."""
-    if isinstance(T, int) and not isinstance(T, bool):
-        if T < 1:
-            raise LayoutError("sizeof_bits", "T", "must be a positive number of bits", actual=T)
-        return T
-    if isinstance(T, str):
-        b = _NAMED_BITS.get(T.lower())
-        if b is None:
-            raise LayoutError("sizeof_bits", "T", "is not a known element type name",
-                              expected=sorted(_NAMED_BITS), actual=T)
-        return b
-    for attr in ("width", "bits"):
-        v = getattr(T, attr, None)
-        if isinstance(v, int) and not isinstance(v, bool):
-            return v
-    try:  # numpy dtypes and scalar types, without importing numpy here
-        import numpy as np
-        return int(np.dtype(T).itemsize * 8)
-    except Exception:
-        pass
-    raise LayoutError("sizeof_bits", "T", "must be bits, a type name or a dtype", actual=repr(T))
 
 
 def _bits_atom(B: int, k_major: bool, contig_bits: int) -> ComposedLayout:
@@ -74,7 +40,6 @@ def _bits_atom(B: int, k_major: bool, contig_bits: int) -> ComposedLayout:
 
 
 def _upcast_atom(bits_atom, T, name):
-    from .algebra import upcast
     b = sizeof_bits(T)
     if 128 % b:
         raise LayoutError(f"GMMA.{name}", "T", f"element width {b} bits does not divide the 128-bit "
@@ -228,5 +193,4 @@ def make_sm80_smem_layout_atom(T, major="K", extent: int = 64):
     M = vec.bit_length() - 1
     n = row_bytes // nbytes
     lay = Layout((n, 8), (1, n)) if _is_mn(major) else Layout((8, n), (n, 1))
-    from .composed import _compose3
     return _compose3(Swizzle(B, M, 3), 0, lay)

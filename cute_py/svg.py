@@ -18,8 +18,9 @@ from __future__ import annotations
 from xml.sax.saxutils import escape
 
 from . import int_tuple as it
-from .errors import LayoutError
-from .layout import Layout
+from .errors import CuteError, LayoutError
+from .layout import Layout, layout_table
+from .printing import check_table_size
 
 __all__ = ["layout_svg", "tv_layout_svg", "tiled_mma_svg", "tiled_copy_svg", "format_tv_layout",
            "print_tv_layout", "format_tiled_mma", "write_svg", "tv_cells", "TV_COLORS"]
@@ -37,12 +38,15 @@ def _rank2(L, op):
     if shp is None:
         raise LayoutError(op, "layout", "must be a layout", actual=repr(L))
     if not isinstance(shp, tuple):
-        return it.product(shp), 1, (lambda m, n: L(m))
-    if len(shp) == 1:
-        return it.product(shp[0]), 1, (lambda m, n: L((m,)))
-    if len(shp) != 2:
+        M, N, f = it.product(shp), 1, (lambda m, n: L(m))
+    elif len(shp) == 1:
+        M, N, f = it.product(shp[0]), 1, (lambda m, n: L((m,)))
+    elif len(shp) != 2:
         raise LayoutError(op, "layout", "must have rank 1 or 2 to be drawn", actual=str(L))
-    return it.product(shp[0]), it.product(shp[1]), (lambda m, n: L((m, n)))
+    else:
+        M, N, f = it.product(shp[0]), it.product(shp[1]), (lambda m, n: L((m, n)))
+    check_table_size(op, "layout", M, N)
+    return M, N, f
 
 
 def _cell(x, y, label, fill, row, col, sub=None, extra=""):
@@ -100,9 +104,13 @@ def layout_svg(L) -> str:
 def tv_cells(layout_tv: Layout, tile_mn):
     """``{(m, n): [(thr, val), ...]}`` for a ``(thr, val) -> m + M*n`` layout over ``tile_mn``."""
     M, N = _tile2(tile_mn)
+    if not isinstance(layout_tv, Layout) or not isinstance(layout_tv.shape, tuple) \
+            or len(layout_tv.shape) != 2:
+        raise LayoutError("tv_layout", "layout_tv", "must be a rank-2 (thr, val) Layout",
+                          actual=repr(layout_tv))
     T = it.product(layout_tv.shape[0])
     V = it.product(layout_tv.shape[1])
-    from .atom.tiled_mma import layout_table
+    check_table_size("tv_layout", "layout_tv", T, V)
     tab = layout_table(layout_tv)
     cells = {}
     for v in range(V):
@@ -113,10 +121,19 @@ def tv_cells(layout_tv: Layout, tile_mn):
 
 
 def _tile2(tile_mn):
-    if isinstance(tile_mn, int):
-        return tile_mn, 1
-    t = tuple(it.product(x.shape) if isinstance(x, Layout) else it.product(x) for x in tile_mn)
-    return t[0], (it.product(t[1:]) if len(t) > 1 else 1)
+    if isinstance(tile_mn, int) and not isinstance(tile_mn, bool):
+        M, N = tile_mn, 1
+    elif isinstance(tile_mn, tuple) and tile_mn:
+        t = tuple(it.product(x.shape) if isinstance(x, Layout) else it.product(x) for x in tile_mn)
+        M, N = t[0], (it.product(t[1:]) if len(t) > 1 else 1)
+    else:
+        raise LayoutError("tv_layout", "tile_mn", "must be an int or a tuple of extents/layouts",
+                          actual=repr(tile_mn))
+    if not (isinstance(M, int) and isinstance(N, int) and M > 0 and N > 0):
+        raise LayoutError("tv_layout", "tile_mn", "must have positive static extents",
+                          actual=repr(tile_mn))
+    check_table_size("tv_layout", "tile_mn", M, N)
+    return M, N
 
 
 def _tv_block(cells, M, N, x0, y0, body, transpose=False, tag=""):
@@ -221,7 +238,27 @@ def format_tiled_mma(mma, which: str = "C") -> str:
 
 def write_svg(obj, path: str) -> str:
     """Write the SVG of a Layout, TiledMMA or TiledCopy to ``path``; returns the path."""
-    svg = obj._repr_svg_() if hasattr(obj, "_repr_svg_") else layout_svg(obj)
-    with open(path, "w") as f:
-        f.write(svg)
+    if not isinstance(path, str) or not path:
+        import os
+        if not isinstance(path, os.PathLike):  # an int would be a file descriptor (and closed)
+            raise LayoutError("write_svg", "path", "must be a file name", actual=repr(path))
+    svg = layout_svg(obj) if isinstance(obj, Layout) or not hasattr(obj, "_repr_svg_") \
+        else obj._repr_svg_()
+    try:
+        with open(path, "w") as f:
+            f.write(svg)
+    except OSError as e:
+        raise LayoutError("write_svg", "path", f"cannot be written ({e.strerror or e})",
+                          actual=path) from e
     return path
+
+
+def _layout_repr_svg(self):
+    """Notebooks show a rank-1 or rank-2 layout as its picture (nothing for other layouts)."""
+    try:
+        return layout_svg(self)
+    except CuteError:
+        return None
+
+
+Layout._repr_svg_ = _layout_repr_svg  # installed here so that layout.py never imports the pictures

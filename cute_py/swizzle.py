@@ -148,52 +148,8 @@ class Swizzle:
     def __format__(self, spec):
         return format(str(self), spec)
 
-    # algebra hooks (see cute_py.algebra) ----------------------------------------------------
-    def _cute_compose(self, other):
-        """``composition(Swizzle, X)``: a swizzle with a swizzle of equal shift merges; with a
-        layout (or int/tiler) gives the composed layout ``Sw o 0 o X``."""
-        if isinstance(other, Swizzle):
-            if other.num_shft != self.num_shft:
-                raise LayoutError("composition", "rhs", f"{self} and {other} have different shifts; "
-                                  "CuTe only merges swizzles of the same shift",
-                                  expected=f"S == {self.num_shft}", actual=str(other))
-            return make_swizzle(self.yyy_msk ^ other.yyy_msk, self.zzz_msk ^ other.zzz_msk)
-        from .composed import _as_inner
-        return _compose3(self, 0, _as_inner(other, "composition"))
-
-    def _cute_rcompose(self, A):
-        """``composition(Layout A, Swizzle)``: the swizzle re-expressed in A's domain,
-        ``composition(make_swizzle(A(yyy_msk), A(zzz_msk)), A)`` (CuTe's "simple cases")."""
-        from .layout import Layout
-        if not isinstance(A, Layout):
-            raise LayoutError("composition", "lhs", "must be a Layout to compose with a Swizzle",
-                              actual=repr(A))
-        if self.num_bits == 0:
-            return A
-        from .int_tuple import _crd2idx
-
-        def ev(i):  # CuTe evaluates 1-D coordinates past the size (the last mode extends)
-            return _crd2idx(i, A.shape, A.stride)
-
-        y, z = ev(self.yyy_msk), ev(self.zzz_msk)
-        why = f"{A} does not carry the Y and Z bits of {self} to the bits of a swizzle (CuTe's " \
-              "composition(Layout, Swizzle) only handles these 'simple cases')"
-        try:
-            sw = make_swizzle(y, z) if isinstance(y, int) and isinstance(z, int) and y >= 0 and z >= 0 \
-                else None
-        except LayoutError:
-            sw = None
-        if sw is None:
-            raise LayoutError("composition", "lhs", why, actual=str(A))
-        R = composition_sw_layout(sw, A)
-        n = A.size()
-        if isinstance(n, int):
-            # C++ would return R unchecked; we verify R(x) == A(sw(x)) on A's domain (capped).
-            for x in range(min(n, 1 << 14)):
-                if R(x) != ev(self.apply(x)):
-                    raise LayoutError("composition", "lhs", why, actual=str(A))
-        return R
-
+    # algebra hooks (see cute_py.algebra); _cute_compose / _cute_rcompose (Swizzle o Layout and
+    # Layout o Swizzle, which make composed layouts) are installed by cute_py.composed.
     def _cute_right_inverse(self):
         return self
 
@@ -257,13 +213,3 @@ def make_swizzle(*args) -> Swizzle:
         raise LayoutError("make_swizzle", "Y", "masks are not contiguous runs of equal length; no "
                           "Swizzle has these masks", expected=bin(sw.swizzle_code), actual=bin(Y | Z))
     return sw
-
-
-def _compose3(a, offset, b):
-    from .composed import _compose3 as c3
-    return c3(a, offset, b)
-
-
-def composition_sw_layout(sw: Swizzle, L):
-    """``composition(sw, L)`` = ``sw o 0 o L`` (the identity swizzle gives ``L``)."""
-    return _compose3(sw, 0, L)

@@ -18,7 +18,10 @@ symbolic offset, ...). Evaluating a layout at symbolic coordinates gives a sympy
 
 from __future__ import annotations
 
+from .composed import ComposedLayout
 from .errors import SymbolicError
+from .layout import fmt_int_tuple, Layout
+from .tensor import ArithmeticTuple, _ArrayIter, _CoordIter, Pointer, ScaledBasis, Tensor
 
 __all__ = ["symbols", "is_symbolic", "free_symbols", "subs", "simplify", "require_static"]
 
@@ -39,9 +42,6 @@ def symbols(names: str, nonnegative: bool = False):
 
 
 def _leaves(x):
-    from .composed import ComposedLayout
-    from .layout import Layout
-    from .tensor import Tensor, ScaledBasis
     if isinstance(x, Tensor):
         yield from _leaves(x.layout)
         off = x.data.offset if hasattr(x.data, "offset") else 0
@@ -90,10 +90,8 @@ def _subs_leaf(v, mapping):
 
 def _subs_tuple(t, mapping):
     if isinstance(t, tuple):
-        from .tensor import ArithmeticTuple
         out = tuple(_subs_tuple(a, mapping) for a in t)
         return ArithmeticTuple(out) if isinstance(t, ArithmeticTuple) else out
-    from .tensor import ScaledBasis
     if isinstance(t, ScaledBasis):
         return ScaledBasis(_subs_leaf(t.value, mapping), t.modes)
     return _subs_leaf(t, mapping)
@@ -103,9 +101,6 @@ def subs(x, mapping):
     """Substitute values for symbols everywhere in ``x`` (IntTuple, expression, Layout,
     ComposedLayout, Tensor); fully substituted leaves become Python ints (static values).
     Law: ``subs(L, m)(subs(c, m)) == subs(L(c), m)``."""
-    from .composed import ComposedLayout
-    from .layout import Layout
-    from .tensor import Tensor, _ArrayIter, _CoordIter, Pointer
     mapping = dict(mapping)
     if isinstance(x, Layout):
         return Layout(_subs_tuple(x.shape, mapping), _subs_tuple(x.stride, mapping))
@@ -185,7 +180,6 @@ def simplify(expr, bounds=None):
 def require_static(x, op: str, arg: str):
     """Raise :class:`SymbolicError` naming the first symbolic mode of ``x`` (for operations CuTe
     only allows on static values); return ``x`` otherwise."""
-    from .layout import Layout, fmt_int_tuple
 
     def find(t, path):
         if isinstance(t, tuple):

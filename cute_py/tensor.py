@@ -19,10 +19,19 @@ divides act on the layout; ``local_tile``/``local_partition`` follow CuTe exactl
 from __future__ import annotations
 
 from . import int_tuple as it
-from .composed import ComposedLayout, as_position_independent_swizzle_layout, smem_ptr_flag_bits
-from .errors import LayoutError, TensorError
+from .algebra import (
+    coalesce, composition, filter as filt, filter_zeros, flat_divide, flatten_layout,
+    logical_divide, make_fragment_like as mfl_layout, recast_layout, tiled_divide, zipped_divide,
+)
+from .composed import (
+    as_position_independent_swizzle_layout, ComposedLayout, _off, smem_ptr_flag_bits,
+)
+from .errors import CuteError, LayoutError, TensorError
 from .int_tuple import _, has_underscore, is_underscore
-from .layout import Layout, _to_tuple, fmt_int_tuple, make_layout
+from .layout import (
+    fmt_int_tuple, get, Layout, make_layout, make_layout_like, slice_and_offset, _to_tuple,
+)
+from .numeric import sizeof_bits
 
 __all__ = [
     "Tensor", "make_tensor", "is_tensor", "make_gmem_ptr", "make_smem_ptr", "make_rmem_ptr",
@@ -40,6 +49,12 @@ __all__ = [
 class ArithmeticTuple(tuple):
     """A tuple that adds elementwise (shorter operands are padded with 0), CuTe's
     ``ArithmeticTuple``: the value of an identity tensor. Compares equal to a plain tuple."""
+
+    def __new__(cls, values=()):
+        if not isinstance(values, (tuple, list)) and not hasattr(values, "__next__"):
+            raise TensorError("ArithmeticTuple", "values", "must be a tuple of coordinates",
+                              actual=repr(values))
+        return super().__new__(cls, values)
 
     def __add__(self, other):
         if isinstance(other, ScaledBasis):
@@ -86,6 +101,15 @@ class ScaledBasis:
     _cute_scaled_basis = True
 
     def __init__(self, value, modes):
+        if isinstance(modes, int) and not isinstance(modes, bool):
+            modes = (modes,)
+        if not isinstance(modes, (tuple, list)) or not all(
+                isinstance(m, int) and not isinstance(m, bool) and 0 <= m < 1 << 16 for m in modes):
+            raise TensorError("ScaledBasis", "modes", "must be a tuple of non-negative mode "
+                              "indices", actual=repr(modes))
+        if not (it.is_int(value) or isinstance(value, (tuple, ScaledBasis))):
+            raise TensorError("ScaledBasis", "value", "must be an int, a symbol or a coordinate",
+                              actual=repr(value))
         object.__setattr__(self, "value", value)
         object.__setattr__(self, "modes", tuple(modes))
 
@@ -175,6 +199,8 @@ def basis_get(b, t):
 
 def make_basis_like(shape, _prefix=()):
     """Basis elements congruent to ``shape``: ``make_basis_like((2,(3,4))) == (E(0), (E(1,0), E(1,1)))``."""
+    if not _prefix:
+        it._check(shape, "make_basis_like", "shape")
     if isinstance(shape, tuple):
         return tuple(make_basis_like(s, _prefix + (i,)) for i, s in enumerate(shape))
     return ScaledBasis(1, _prefix)
@@ -208,10 +234,9 @@ class Pointer:
     def __init__(self, space: str, dtype, name=None, offset=0):
         if space not in ("gmem", "smem", "rmem"):
             raise TensorError("Pointer", "space", "must be 'gmem', 'smem' or 'rmem'", actual=space)
-        from .smem_atoms import sizeof_bits
         try:
             bits = sizeof_bits(dtype)
-        except LayoutError as e:
+        except CuteError as e:
             raise TensorError("Pointer", "dtype", str(e), actual=repr(dtype)) from None
         object.__setattr__(self, "space", space)
         object.__setattr__(self, "dtype", dtype)
@@ -250,6 +275,8 @@ class ElementRef:
     __slots__ = ("ptr", "index")
 
     def __init__(self, ptr: Pointer, index):
+        if not isinstance(ptr, Pointer):
+            raise TensorError("ElementRef", "ptr", "must be a Pointer", actual=repr(ptr))
         object.__setattr__(self, "ptr", ptr)
         object.__setattr__(self, "index", index)
 
@@ -475,7 +502,6 @@ class Tensor:
         return self.layout.depth()
 
     def get_mode(self, i):
-        from .layout import get
         return Tensor(self.data, get(self.layout, i))
 
     # evaluation ---------------------------------------------------------------------------
@@ -485,7 +511,6 @@ class Tensor:
         c = coord[0] if len(coord) == 1 else tuple(coord)
         c = _to_tuple(c)
         if has_underscore(c):
-            from .layout import slice_and_offset
             sub, off = slice_and_offset(c, self.layout)
             return Tensor(self.data + off, sub)
         return self.data.deref(self.layout(c))
@@ -528,11 +553,9 @@ class Tensor:
 
     # CuTe member functions ----------------------------------------------------------------
     def compose(self, *others):
-        from .algebra import composition
         return composition(self, others[0] if len(others) == 1 else tuple(others))
 
     def tile(self, *tiler):
-        from .algebra import tiled_divide
         return tiled_divide(self, tiler[0] if len(tiler) == 1 else tuple(tiler))
 
     def get_hier_coord(self, idx):
@@ -557,39 +580,30 @@ class Tensor:
         return Tensor(self.data, layout)
 
     def _cute_compose(self, tiler):
-        from .algebra import composition
         return self._with(composition(self.layout, tiler))
 
     def _cute_logical_divide(self, tiler):
-        from .algebra import logical_divide
         return self._with(logical_divide(self.layout, tiler))
 
     def _cute_zipped_divide(self, tiler):
-        from .algebra import zipped_divide
         return self._with(zipped_divide(self.layout, tiler))
 
     def _cute_tiled_divide(self, tiler):
-        from .algebra import tiled_divide
         return self._with(tiled_divide(self.layout, tiler))
 
     def _cute_flat_divide(self, tiler):
-        from .algebra import flat_divide
         return self._with(flat_divide(self.layout, tiler))
 
     def _cute_coalesce(self, profile=None):
-        from .algebra import coalesce
         return self._with(coalesce(self.layout, profile))
 
     def _cute_filter(self, profile=None):
-        from .algebra import filter as filt
         return self._with(filt(self.layout, profile))
 
     def _cute_filter_zeros(self, profile=None):
-        from .algebra import filter_zeros
         return self._with(filter_zeros(self.layout, profile))
 
     def _cute_flatten(self):
-        from .algebra import flatten_layout
         if isinstance(self.layout, ComposedLayout):
             return self._with(self.layout._cute_flatten())
         return self._with(flatten_layout(self.layout))
@@ -708,7 +722,6 @@ def inner_partition(t, tiler, coord):
     ``zd(repeat<R0>(_), append<R1>(coord, _))`` (an int coord indexes the rest mode 1-D).
     Law: ``inner_partition(t, T, c)(x) == t(tile c's coordinate + x)`` for a by-mode tiler."""
     _require_tensor(t, "inner_partition")
-    from .algebra import zipped_divide
     coord = _to_tuple(coord)
     zd = zipped_divide(t, _to_tiler(tiler))
     R0 = it.rank(zd.shape[0])
@@ -721,7 +734,6 @@ def inner_partition(t, tiler, coord):
 def outer_partition(t, tiler, coord):
     """Index inside the tile, keep the rest: ``zd(append<R0>(coord, _), repeat<R1>(_))``."""
     _require_tensor(t, "outer_partition")
-    from .algebra import zipped_divide
     coord = _to_tuple(coord)
     zd = zipped_divide(t, _to_tiler(tiler))
     R1 = it.rank(zd.shape[1])
@@ -790,7 +802,6 @@ def make_fragment_like(x, dtype=None):
     layout of ``x.layout`` (mode 0 compact, other modes ordered like ``x``'s strides): a zeroed
     NumPy/CuPy array for array engines, an ``rmem`` placeholder otherwise. For a layout, the
     fragment layout (a composed layout gives that of its inner layout)."""
-    from .layout import make_fragment_like as mfl_layout
     if isinstance(x, Tensor):
         lay = x.layout.layout_b if isinstance(x.layout, ComposedLayout) else x.layout
         if not it.is_static(_strides_or_zero(lay)):
@@ -818,7 +829,6 @@ def _strides_or_zero(L):
 
 def make_tensor_like(x, dtype=None):
     """A new register tensor with ``x``'s shape and stride order (``make_layout_like``)."""
-    from .layout import make_layout_like
     _require_tensor(x, "make_tensor_like")
     lay = x.layout.layout_b if isinstance(x.layout, ComposedLayout) else x.layout
     frag = make_layout_like(lay)
@@ -834,8 +844,6 @@ def recast(t, new_dtype):
     through ``recast_layout(old_bits, new_bits)``, the offset rescaled.
     Law (NumPy): ``recast(t, u)`` reads the same bytes as ``t`` viewed as ``u``."""
     _require_tensor(t, "recast")
-    from .algebra import recast_layout
-    from .smem_atoms import sizeof_bits
     d = t.data
     if isinstance(d, _ArrayIter):
         import numpy as np
@@ -878,12 +886,10 @@ def domain_offset(coord, x):
     if isinstance(x, Tensor):
         lay = x.layout
         if isinstance(lay, ComposedLayout):
-            from .composed import _off
             return Tensor(x.data, ComposedLayout(lay.layout_a, _off(lay.offset) + lay.layout_b(coord),
                                                  lay.layout_b))
         return Tensor(x.data + lay(coord), lay)
     if isinstance(x, ComposedLayout):
-        from .composed import _off
         return ComposedLayout(x.layout_a, _off(x.offset) + x.layout_b(coord), x.layout_b), 0
     if isinstance(x, Layout):
         return x, x(coord)

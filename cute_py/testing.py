@@ -25,8 +25,10 @@ from __future__ import annotations
 from hypothesis import strategies as st
 
 from . import int_tuple as it
+from .algebra import left_inverse, right_inverse
 from .composed import ComposedLayout
-from .layout import Layout, compact_order
+from .errors import LayoutError
+from .layout import Layout, compact_order, make_layout
 from .swizzle import Swizzle
 
 __all__ = [
@@ -175,14 +177,21 @@ def swizzles(draw, max_bits: int = 3, max_base: int = 4, max_shift: int = 5):
 
 
 @st.composite
-def composed_layouts(draw, offset: bool = False, **kw):
+def composed_layouts(draw, offset: bool = False, invertible: bool = True, **kw):
     """``Sw o offset o L`` with ``L`` compact and at least one swizzle period in size (so the
-    composed layout is a bijection onto ``[0, size)``); ``offset=True`` also draws offsets that
-    are multiples of the period (keeping the bijection onto a shifted range)."""
+    composed layout is a bijection onto ``[0, size)``, at most 1024 elements); ``offset=True``
+    also draws offsets that are multiples of the period (keeping the bijection onto a shifted
+    range).
+
+    ``invertible=True`` (the default) keeps to the layouts whose ``right_inverse`` and
+    ``left_inverse`` exist: CuTe re-expresses the swizzle in the inverse's domain only when the
+    inverse carries the swizzle's bits to bits ("simple cases"; shared-memory layouts are), so a
+    drawn ``L`` outside them is replaced by the column-major layout of its shape. With
+    ``invertible=False`` any compact ``L`` is drawn."""
     sw = draw(swizzles(max_bits=3, max_base=3, max_shift=4))
     p = sw.period
     # shape: leaves multiplying to p * extra
-    extra = draw(st.sampled_from([1, 2, 4]))
+    extra = draw(st.sampled_from([e for e in (1, 2, 4) if p * e <= 1024] or [1]))
     total = p * extra
     leaves = []
     while total > 1:
@@ -196,4 +205,11 @@ def composed_layouts(draw, offset: bool = False, **kw):
     shape = shape if len(shape) > 1 else (shape[0] if shape else 1)
     L = draw(compact_layouts(shape=shape))
     off = draw(st.integers(0, 3)) * p if offset else 0
-    return ComposedLayout(sw, off, L)
+    C = ComposedLayout(sw, off, L)
+    if invertible and not offset:
+        try:
+            right_inverse(C)
+            left_inverse(C)
+        except LayoutError:
+            C = ComposedLayout(sw, off, make_layout(shape))
+    return C

@@ -4,17 +4,29 @@
   tests marked ``@pytest.mark.gpu`` are skipped automatically when there is none.
 - Hypothesis profiles: ``ci`` (modest ``max_examples``; selected when ``CI=true``) and ``dev``.
   Pick one with ``HYPOTHESIS_PROFILE=<name>``.
+- Caches the tests write live under one per-user folder, ``$XDG_CACHE_HOME/cute_py`` (default
+  ``~/.cache/cute_py``): compiled modules (``$CUTE_PY_CACHE_DIR`` overrides), the C++ oracle's
+  builds in ``cpp_oracle/`` (``$CUTE_PY_ORACLE_CACHE`` overrides) and hypothesis' example
+  database in ``hypothesis/`` (``$CUTE_PY_HYPOTHESIS_DB`` overrides). Nothing is written into
+  the checkout except pytest's own ``.pytest_cache``.
 """
 
 import os
 
 import pytest
 
+_CACHE_ROOT = os.path.join(os.environ.get("XDG_CACHE_HOME")
+                           or os.path.join(os.path.expanduser("~"), ".cache"), "cute_py")
+
 try:
     from hypothesis import HealthCheck, settings
+    from hypothesis.configuration import set_hypothesis_home_dir
 
+    # hypothesis' storage (example database, constants cache) out of the checkout
+    set_hypothesis_home_dir(os.environ.get("CUTE_PY_HYPOTHESIS_DB")
+                            or os.path.join(_CACHE_ROOT, "hypothesis"))
     settings.register_profile("ci", max_examples=50, deadline=None, derandomize=True,
-                              suppress_health_check=[HealthCheck.too_slow])
+                              suppress_health_check=[HealthCheck.too_slow], database=None)
     settings.register_profile("dev", max_examples=100, deadline=None,
                               suppress_health_check=[HealthCheck.too_slow])
     _profile = os.environ.get("HYPOTHESIS_PROFILE")

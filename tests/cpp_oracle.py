@@ -5,7 +5,7 @@
 provide vector types), runs it and returns each case's printed text. Cases that C++ rejects at
 compile time (a ``static_assert``) are found from the compiler's line numbers, removed, and
 reported as :data:`REJECTED`; the rest is recompiled. Binaries and outputs are cached by the hash
-of the source under ``$CUTE_PY_ORACLE_CACHE`` (default ``<tmp>/cute_py_cpp_oracle``).
+of the source under ``$CUTE_PY_ORACLE_CACHE`` (default ``~/.cache/cute_py/cpp_oracle``, honouring ``$XDG_CACHE_HOME``).
 
 ``available()`` says whether g++, the CUDA headers and the CuTe headers are present;
 ``cpp(x)`` spells a Layout / IntTuple / tiler as static C++ (every int is ``Int<N>{}``);
@@ -87,8 +87,9 @@ def normalize(text: str) -> str:
 
 
 def _cache_dir() -> str:
-    d = os.environ.get("CUTE_PY_ORACLE_CACHE") or os.path.join(tempfile.gettempdir(),
-                                                                 "cute_py_cpp_oracle")
+    # per user: $CUTE_PY_ORACLE_CACHE, else $XDG_CACHE_HOME/cute_py/cpp_oracle (~/.cache/...)
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    d = os.environ.get("CUTE_PY_ORACLE_CACHE") or os.path.join(base, "cute_py", "cpp_oracle")
     os.makedirs(d, exist_ok=True)
     return d
 

@@ -94,3 +94,26 @@ def test_pictures(tmp_path, capsys):
 
 def test_cli_errors_are_cute_errors():
     assert issubclass(ParseError, CuteError)
+
+
+@pytest.mark.parametrize("argv", [
+    ["hello"],                                             # not a layout
+    ["(4,2):(2,1)", "--op", "coalesce()"],                 # wrong arity
+    ["(4,2):(2,1)", "--op", "coalesce(_, 1, 2, 3)"],
+    ["(4,2):(2,1)", "--op", "composition(_, x=2)"],        # unknown keyword
+    ["layout", "(4,2,3):(1,4,8)", "-o", "x.svg"],          # a rank-3 layout has no picture
+    ["layout", "(4,2):(1,4)", "-o", "/nonexistent/dir/x.svg"],  # unwritable output
+    ["(4,2):(2,1)", "--op", "coalesce(" + "(" * 3000 + "4" + ")" * 3000 + ")"],  # deep nesting
+    ["(" * 3000 + "4" + ")" * 3000],
+])
+def test_user_mistakes_exit_2_with_one_line(argv, capsys, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    old = sys.getrecursionlimit()
+    sys.setrecursionlimit(1000)          # Python's default; 3000-deep text must not parse
+    try:
+        code = main(argv)
+    finally:
+        sys.setrecursionlimit(old)
+    assert code == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: ") and "Traceback" not in err

@@ -20,7 +20,7 @@ from .tiled_mma import (
     tile_size, tile_shape, thr_size, check_tiled_mma, CoverageReport,
 )
 
-# sizeof_bits stays cute_py.atom.sizeof_bits (cute_py.sizeof_bits is smem_atoms'; same law)
+# sizeof_bits: cute_py.numeric.sizeof_bits (one definition), also cute_py.atom.sizeof_bits
 __all__ = (["MMA_Atom", "UniversalFMA", "canonical_type", "make_mma_atom",
             "Copy_Atom", "make_copy_atom", "TiledMMA", "ThrMMA", "make_tiled_mma",
             "partition_shape_A", "partition_shape_B", "partition_shape_C", "tile_size",

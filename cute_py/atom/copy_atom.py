@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 
 from ..algebra import recast_layout
 from ..errors import AtomError
+from ..int_tuple import product
 from ..layout import Layout
 from .copy_traits import CopyOp
 from .mma_atom import canonical_type, sizeof_bits
@@ -141,7 +142,6 @@ class Copy_Atom:
 
 
 def it_size0(V: Layout) -> int:
-    from ..int_tuple import product
     return product(V.shape[0])
 
 

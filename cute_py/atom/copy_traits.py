@@ -21,7 +21,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..errors import AtomError
+from .. import int_tuple as it
+from ..errors import AtomError, check_fields
 from ..layout import Layout
 from .mma_atom import canonical_type, sizeof_bits
 
@@ -57,6 +58,12 @@ class CopyOp:
     dst_space: str = "any"
     arch: int = 0
     zfill: bool = False
+
+    def __post_init__(self):
+        check_fields(self, AtomError, {
+            "name": str, "thr_id": Layout, "src_layout": Layout, "dst_layout": Layout,
+            "ref_layout": Layout, "ptx": str, "kind": str, "src_space": str, "dst_space": str,
+            "arch": int, "zfill": bool})
 
     @property
     def ThrID(self):
@@ -237,7 +244,6 @@ def _tma_bits(op, num_bits, box_shape, value_type):
     if num_bits is None:
         if box_shape is None or value_type is None:
             raise AtomError(op, "num_bits", "is required (or give box_shape and value_type)")
-        from .. import int_tuple as it
         num_bits = it.product(box_shape) * sizeof_bits(canonical_type(value_type, op, "value_type"))
     if not isinstance(num_bits, int) or isinstance(num_bits, bool) or num_bits < 8 or num_bits % 8:
         raise AtomError(op, "num_bits", "must be a positive whole number of bytes in bits",

@@ -21,7 +21,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ..errors import AtomError
+from ..errors import AtomError, check_fields
+from ..numeric import canonical_type, sizeof_bits
+from ..int_tuple import is_int
 from ..layout import Layout, fmt_int_tuple
 from .. import int_tuple as it
 
@@ -31,56 +33,8 @@ __all__ = ["MMA_Atom", "UniversalFMA", "canonical_type", "sizeof_bits", "make_mm
 # ---------------------------------------------------------------------------------------------
 # Element types: canonical names and widths
 
-_BITS = {
-    "float16": 16, "bfloat16": 16, "float32": 32, "tfloat32": 32, "float64": 64,
-    "int8": 8, "uint8": 8, "int16": 16, "uint16": 16, "int32": 32, "uint32": 32,
-    "int64": 64, "uint64": 64, "uint128": 128, "float8_e4m3": 8, "float8_e5m2": 8,
-    "uint1": 1,
-}
-_ALIASES = {
-    "f16": "float16", "fp16": "float16", "half": "float16", "half_t": "float16",
-    "bf16": "bfloat16", "bfloat16_t": "bfloat16",
-    "f32": "float32", "fp32": "float32", "float": "float32",
-    "tf32": "tfloat32", "tfloat32_t": "tfloat32",
-    "f64": "float64", "fp64": "float64", "double": "float64",
-    "s8": "int8", "int8_t": "int8", "u8": "uint8", "uint8_t": "uint8",
-    "s16": "int16", "int16_t": "int16", "u16": "uint16", "uint16_t": "uint16",
-    "s32": "int32", "int32_t": "int32", "u32": "uint32", "uint32_t": "uint32",
-    "s64": "int64", "int64_t": "int64", "u64": "uint64", "uint64_t": "uint64",
-    "u128": "uint128", "uint128_t": "uint128", "e4m3": "float8_e4m3", "e5m2": "float8_e5m2",
-    "uint1_t": "uint1",
-}
-
-
-def canonical_type(t, op: str = "canonical_type", arg: str = "type") -> str:
-    """The canonical name of an element type: ``"f16"``, ``"half_t"``, ``numpy.float16`` ->
-    ``"float16"``. Accepts numpy dtypes/scalar types by their ``name``. Law:
-    ``canonical_type(canonical_type(t)) == canonical_type(t)``.
-    """
-    name = t
-    if not isinstance(t, str):
-        name = getattr(t, "name", None) or getattr(t, "__name__", None)
-        if name is None:
-            try:  # numpy scalar types such as np.float16
-                import numpy as np
-                name = np.dtype(t).name
-            except Exception:  # noqa: BLE001 - anything unreadable is reported below
-                name = None
-    if isinstance(name, str):
-        key = name.strip()
-        key = _ALIASES.get(key, _ALIASES.get(key.lower(), key.lower()))
-        if key in _BITS:
-            return key
-    raise AtomError(op, arg, "is not a known element type",
-                    expected=sorted(_BITS), actual=repr(t))
-
-
-def sizeof_bits(t) -> int:
-    """Width of an element type in bits (``sizeof_bits<T>``): ``sizeof_bits("half_t") == 16``.
-    An int is taken as a width already."""
-    if isinstance(t, int) and not isinstance(t, bool):
-        return t
-    return _BITS[canonical_type(t, "sizeof_bits")]
+# canonical_type / sizeof_bits live in cute_py.numeric (one table for the package); imported
+# above, so the old import path cute_py.atom.mma_atom.sizeof_bits keeps working.
 
 
 # ---------------------------------------------------------------------------------------------
@@ -115,6 +69,15 @@ class MMA_Atom:
     registers: tuple = field(default=(), compare=True)  # ((kind, count) for D, A, B, C)
 
     def __post_init__(self):
+        check_fields(self, AtomError, {
+            "name": str, "thr_id": Layout, "shape_mnk": tuple, "layout_A": Layout,
+            "layout_B": Layout, "layout_C": Layout, "d_type": str, "a_type": str, "b_type": str,
+            "c_type": str, "ptx": str, "arch": int, "a_source": str, "b_source": str,
+            "a_major": str, "b_major": str, "registers": tuple})
+        if len(self.shape_mnk) != 3 or not all(is_int(x) and isinstance(x, int) and x > 0
+                                               for x in self.shape_mnk):
+            raise AtomError("MMA_Atom", "shape_mnk", "must be three positive ints",
+                            actual=self.shape_mnk)
         M, N, K = self.shape_mnk
         nthr = self.thr_id.size()
         for nm, L, extent in (("layout_A", self.layout_A, M * K),
@@ -204,15 +167,22 @@ class MMA_Atom:
     def thr_val_to_mk(self, thr: int, val: int):
         """``(m, k)`` of A value ``val`` of atom thread ``thr``."""
         M, _, K = self.shape_mnk
-        return it.idx2crd(self.layout_A((thr, val)), (M, K))
+        return it.idx2crd(self.layout_A(self._tv(thr, val, "thr_val_to_mk")), (M, K))
 
     def thr_val_to_nk(self, thr: int, val: int):
         _, N, K = self.shape_mnk
-        return it.idx2crd(self.layout_B((thr, val)), (N, K))
+        return it.idx2crd(self.layout_B(self._tv(thr, val, "thr_val_to_nk")), (N, K))
 
     def thr_val_to_mn(self, thr: int, val: int):
         M, N, _ = self.shape_mnk
-        return it.idx2crd(self.layout_C((thr, val)), (M, N))
+        return it.idx2crd(self.layout_C(self._tv(thr, val, "thr_val_to_mn")), (M, N))
+
+    @staticmethod
+    def _tv(thr, val, op):
+        for name, v in (("thr", thr), ("val", val)):
+            if not isinstance(v, int) or isinstance(v, bool):
+                raise AtomError(f"MMA_Atom.{op}", name, "must be an int", actual=repr(v))
+        return (thr, val)
 
 
 def make_mma_atom(x) -> MMA_Atom:

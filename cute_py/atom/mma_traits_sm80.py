@@ -8,6 +8,7 @@ traits; the named layouts below are CuTe's (``SM80_16x8_Row`` ...). All are warp
 from __future__ import annotations
 
 from ..layout import Layout
+from ..numeric import PTX
 from .mma_atom import MMA_Atom
 
 __all__ = [
@@ -50,7 +51,7 @@ def _f16_16x8x16(name, d, a, c, regs):
                     ptx=_ptx(16, 8, 16, _P[d], _P[a], _P[a], _P[c]), arch=80, registers=regs)
 
 
-_P = {"float16": "f16", "bfloat16": "bf16", "float32": "f32", "tfloat32": "tf32"}
+_P = PTX
 
 
 def SM80_16x8x8_F16F16F16F16_TN() -> MMA_Atom:

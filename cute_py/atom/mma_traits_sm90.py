@@ -13,6 +13,7 @@ The accumulator is ``CLayout_64xN = ((4,8,4),(2,2,N/8)):((128,1,16),(64,8,512))`
 from __future__ import annotations
 
 from ..errors import AtomError
+from ..numeric import CUTE_NAME, PTX
 from ..layout import Layout
 from .mma_atom import MMA_Atom
 
@@ -37,6 +38,8 @@ class _GMMA:
 
 def CLayout_64xN(N: int) -> Layout:
     """``((4,8,4),(2,2,N/8)):((128,1,16),(64,8,512))``: ``(thr, val) -> m + 64*n``."""
+    if not isinstance(N, int) or isinstance(N, bool) or N < 8 or N % 8:
+        raise AtomError("CLayout_64xN", "N", "must be a positive multiple of 8", actual=repr(N))
     return Layout(((4, 8, 4), (2, 2, N // 8)), ((128, 1, 16), (64, 8, 512)))
 
 
@@ -60,7 +63,7 @@ def _major(x, arg, op):
 
 
 def _gmma(ab: str, src: str, N, a_major, b_major) -> MMA_Atom:
-    tname = {"float16": "F16F16", "bfloat16": "BF16BF16"}[ab]
+    tname = CUTE_NAME[ab] * 2
     generic = f"SM90_64xNx16_F32{tname}_{src}"
     if not isinstance(N, int) or isinstance(N, bool) or N % 8 != 0 or not 8 <= N <= 256:
         raise AtomError(generic, "N", "is not a wgmma N for 16-bit inputs",
@@ -73,7 +76,7 @@ def _gmma(ab: str, src: str, N, a_major, b_major) -> MMA_Atom:
         raise AtomError(name, "a_major", "must be K: wgmma with A from registers requires a "
                         "K-major A (CuTe static_assert tnspA == GMMA::Major::K)",
                         expected="'K'", actual=repr(a_major))
-    p = {"float16": "f16", "bfloat16": "bf16"}[ab]
+    p = PTX[ab]
     if src == "SS":
         layout_a = ABLayout(64, 16)
         regs = (("void", 0), ("uint64", 1), ("uint64", 1), ("float32", N // 2))
@@ -118,7 +121,7 @@ def _named(ab, src, N):
 
     def make(a_major="K", b_major="K"):
         return fn(N, a_major, b_major)
-    tname = {"float16": "F16F16", "bfloat16": "BF16BF16"}[ab]
+    tname = CUTE_NAME[ab] * 2
     make.__name__ = make.__qualname__ = f"SM90_64x{N}x16_F32{tname}_{src}"
     make.__doc__ = f"CuTe's ``{make.__name__}<tnspA, tnspB>``: ``{fn.__name__}({N}, a_major, b_major)``."
     return make

@@ -23,14 +23,15 @@ from dataclasses import dataclass
 
 from .. import int_tuple as it
 from ..algebra import (
-    coalesce, composition, filter as filter_layout, left_inverse, logical_product, raked_product,
-    right_inverse, upcast, zipped_divide,
+    coalesce, composition, filter as filter_layout, left_inverse, logical_product,
+    raked_product, right_inverse, upcast, zipped_divide,
 )
-from ..errors import AtomError
+from ..errors import AtomError, check_index
 from ..int_tuple import _, is_underscore
-from ..layout import Layout, fmt_int_tuple, make_layout, zip as zip_layout
+from ..layout import fmt_int_tuple, Layout, make_layout, slice_and_offset, zip as zip_layout
+from ..svg import tiled_copy_svg
 from .copy_atom import Copy_Atom
-from .tiled_mma import CoverageReport, TiledMMA, apply_partition, _check_tv
+from .tiled_mma import apply_partition, _check_tv, CoverageReport, TiledMMA
 
 __all__ = [
     "TiledCopy", "ThrCopy", "make_tiled_copy", "make_tiled_copy_impl", "make_layout_tv",
@@ -85,6 +86,10 @@ class TiledCopy:
             tiler = tuple(tiler)
         if isinstance(tiler, (int, Layout)):
             tiler = (tiler,)
+        if not isinstance(tiler, tuple) or not tiler or not all(
+                isinstance(t, Layout) or (it.is_static(t) and it.product(t) > 0) for t in tiler):
+            raise AtomError("TiledCopy", "tiler_mn", "must be static positive extents or layouts",
+                            actual=repr(self.tiler_mn))
         object.__setattr__(self, "tiler_mn", tiler)
         nthr, nval = self.num_threads, self.num_values
         athr, aval = self.atom_num_thr, self.atom_num_val
@@ -127,7 +132,8 @@ class TiledCopy:
 
     def tile_size(self, i: int) -> int:
         """``tile_size<I>(copy) = size<I>(Tiler_MN)``."""
-        return it.product(_tiler_shape(self.tiler_mn)[i])
+        shp = _tiler_shape(self.tiler_mn)
+        return it.product(shp[check_index("TiledCopy.tile_size", "i", i, len(shp), AtomError)])
 
     @property
     def tile_shape(self) -> tuple:
@@ -186,7 +192,11 @@ class TiledCopy:
     def retile(self, L):
         """CuTe's ``retile``: re-index an already thread-partitioned tensor (e.g. an MMA
         fragment ``(V, M, N, ...)``) into this copy's ``(CPY, CPY_M, CPY_N, ...)`` value order."""
+        if not (isinstance(L, Layout) or hasattr(L, "layout_b")):
+            raise AtomError("TiledCopy.retile", "L", "must be a (tensor's) layout", actual=repr(L))
         shp = L.shape
+        if shp == ():
+            raise AtomError("TiledCopy.retile", "L", "has rank 0 (no value mode)", actual=str(L))
         R = it.rank(shp) if isinstance(shp, tuple) else 1
         V = it.product(shp[0] if isinstance(shp, tuple) else shp)
         tshape = _tiler_shape(self.tiler_mn)
@@ -233,7 +243,6 @@ class TiledCopy:
         return f"TiledCopy({self.atom!r}, {self.layout_tv!r}, {_fmt_tiler(self.tiler_mn)})"
 
     def _repr_svg_(self):
-        from ..svg import tiled_copy_svg
         return tiled_copy_svg(self)
 
 
@@ -247,7 +256,12 @@ class ThrCopy:
     def partition_layout(self, L, which: str):
         """``(layout, offset)`` of this thread's ``(CPY, CPY_M, CPY_N, ...)`` partition of ``L``
         (``which`` = ``"S"`` or ``"D"``)."""
-        from ..layout import slice_and_offset
+        if which not in ("S", "D"):
+            raise AtomError("ThrCopy.partition_layout", "which", "must be 'S' or 'D'",
+                            actual=repr(which))
+        if not (isinstance(L, Layout) or hasattr(L, "layout_b")):
+            raise AtomError("ThrCopy.partition_layout", "L", "must be a Layout or a composed "
+                            "layout", actual=repr(L))
         thr = self.tiled_copy._tidfrg(L, which)
         r = it.rank(L.shape) if isinstance(L.shape, tuple) else 1
         rest = tuple(_ for _i in range(r)) if r > 1 else _
@@ -317,11 +331,21 @@ def make_layout_tv(thr_layout, val_layout=None):
 
 
 def _is_bijective(L: Layout) -> bool:
-    n = L.size()
-    if L.cosize() != n:
-        return False
-    seen = set(L(i) for i in range(n))
-    return len(seen) == n
+    """Whether ``L`` maps ``[0, size)`` onto ``[0, size)``: its non-trivial modes, sorted by
+    stride, are compact (each stride the product of the extents before it). Algebraic, so a
+    2**70-element layout is answered at once."""
+    modes = []
+    for s, d in zip(it.flatten(it.wrap(L.shape)), it.flatten(it.wrap(L.stride))):
+        if not (it.is_static(s) and it.is_static(d)):
+            return False
+        if s != 1:
+            modes.append((d, s))
+    cur = 1
+    for d, s in sorted(modes):
+        if d != cur:
+            return False
+        cur *= s
+    return True
 
 
 def make_tiled_copy(copy_atom, thr_layout, val_layout=None) -> TiledCopy:

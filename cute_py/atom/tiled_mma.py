@@ -21,11 +21,17 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from .. import int_tuple as it
-from ..algebra import complement, composition, logical_divide, right_inverse, tiled_product, zipped_divide
-from ..errors import AtomError, CuteError
+from ..algebra import (
+    complement, composition, logical_divide, make_fragment_like as mfl_layout, right_inverse,
+    tiled_product, zipped_divide,
+)
+from ..errors import AtomError, check_fields, check_index, CuteError
 from ..int_tuple import _, is_underscore
-from ..layout import Layout, fmt_int_tuple, make_layout
-from .mma_atom import MMA_Atom, make_mma_atom
+from ..layout import fmt_int_tuple, Layout, layout_table, make_layout, slice_and_offset
+from ..numeric import NUMPY_HOLDER
+from ..svg import tiled_mma_svg
+from ..tensor import _ArrayIter, make_fragment_like as mfl, make_rmem_ptr, Tensor
+from .mma_atom import make_mma_atom, MMA_Atom
 
 __all__ = [
     "TiledMMA", "ThrMMA", "make_tiled_mma", "partition_shape_A", "partition_shape_B",
@@ -104,6 +110,13 @@ class TiledMMA:
     atom_layout_mnk: Layout
     permutation_mnk: tuple
 
+    def __post_init__(self):
+        check_fields(self, AtomError, {"atom": MMA_Atom, "atom_layout_mnk": Layout,
+                                       "permutation_mnk": tuple})
+        # the direct constructor gets make_tiled_mma's normal form (rank-3 layout, 3 tilers)
+        object.__setattr__(self, "atom_layout_mnk", _normalize_atom_layout(self.atom_layout_mnk))
+        object.__setattr__(self, "permutation_mnk", _normalize_perm(self.permutation_mnk))
+
     # construction -------------------------------------------------------------------------------
     @property
     def thr_layout_vmnk(self) -> Layout:
@@ -117,7 +130,7 @@ class TiledMMA:
         L = self.thr_layout_vmnk
         if not modes:
             return L.size()
-        return it.product(L.shape[modes[0]])
+        return it.product(L.shape[check_index("TiledMMA.size", "mode", modes[0], 4, AtomError)])
 
     def get_permutation_mnk(self, i: int):
         """``permutation_mnk<I>()``: the tiler of mode ``i``; ``_`` means ``atom_mnk[i] * ThrMNK[i]``."""
@@ -242,7 +255,6 @@ class TiledMMA:
                 f"{_fmt_perm(self.permutation_mnk)})")
 
     def _repr_svg_(self):
-        from ..svg import tiled_mma_svg
         return tiled_mma_svg(self)
 
 
@@ -301,7 +313,6 @@ def apply_partition(t, fn, op):
     """Apply a ``layout -> (layout, offset)`` partition to a :class:`~cute_py.tensor.Tensor`
     (same data, iterator moved by the offset: CuTe's ``make_tensor(t.data(), ...)(coord)``) or
     to a layout (returns the partitioned layout; ``partition_layout`` also gives the offset)."""
-    from ..tensor import Tensor
     if isinstance(t, Tensor):
         Lp, off = fn(t.layout)
         return Tensor(t.data + off, Lp)
@@ -310,9 +321,7 @@ def apply_partition(t, fn, op):
     raise AtomError(op, "tensor", "must be a Tensor or a Layout", actual=repr(t))
 
 
-_NP_DTYPE = {"float16": "float16", "bfloat16": "float32", "tfloat32": "float32",
-             "float32": "float32", "float64": "float64", "int8": "int8", "uint8": "uint8",
-             "int32": "int32", "uint32": "uint32"}
+_NP_DTYPE = NUMPY_HOLDER
 
 
 def make_fragment(part, frg_type, view=False, like=True):
@@ -320,11 +329,9 @@ def make_fragment(part, frg_type, view=False, like=True):
     partition ``part`` (``like``: ``make_fragment_like``'s stride order; else compact
     column-major as ``make_tensor<FrgTypeC>(shape)``); ``view`` returns ``part`` itself (wgmma
     descriptors are built from the shared-memory partition). A layout gives a layout."""
-    from ..tensor import Tensor, _ArrayIter, make_rmem_ptr, make_fragment_like as mfl
     if view:
         return part
     if not isinstance(part, Tensor):
-        from ..layout import make_fragment_like as mfl_layout
         lay = part.layout_b if hasattr(part, "layout_b") else part
         return mfl_layout(lay) if like else make_layout(lay.shape)
     if like:
@@ -340,7 +347,6 @@ def make_fragment(part, frg_type, view=False, like=True):
 
 
 def _slice_with_offset(L, coord):
-    from ..layout import slice_and_offset
     return slice_and_offset(coord, L)
 
 
@@ -364,6 +370,12 @@ class ThrMMA:
     def partition_layout(self, L, which: str):
         """``(layout, offset)``: the thread's partition of a layout for operand ``which``.
         Element ``c`` of the partition is at ``offset + layout(c)`` of ``L``'s codomain."""
+        if which not in ("A", "B", "C"):
+            raise AtomError("ThrMMA.partition_layout", "which", "must be 'A', 'B' or 'C'",
+                            actual=repr(which))
+        if not (isinstance(L, Layout) or hasattr(L, "layout_b")):
+            raise AtomError("ThrMMA.partition_layout", "L", "must be a Layout or a composed "
+                            "layout", actual=repr(L))
         thr = self.tiled_mma._thrfrg(L, which)
         return _slice_with_offset(thr, (self._coord(which), _rest_coord(thr)))
 
@@ -479,21 +491,18 @@ class CoverageReport:
     what: str
     details: tuple
 
+    def __post_init__(self):
+        check_fields(self, AtomError, {"ok": bool, "what": str, "details": tuple})
+        for d in self.details:
+            if not isinstance(d, str):
+                raise AtomError("CoverageReport", "details", "must be a tuple of str", actual=d)
+
     def __bool__(self):
         return self.ok
 
     def __str__(self):
         head = f"{self.what}: {'OK' if self.ok else 'FAILED'}"
         return "\n".join([head] + ["  " + d for d in self.details])
-
-
-def layout_table(L) -> list:
-    """``[L(i) for i in range(size(L))]`` computed mode by mode (fast; colexicographic order)."""
-    shp, std = it.flatten(it.wrap(L.shape)), it.flatten(it.wrap(L.stride))
-    idx = [0]
-    for s, d in zip(shp, std):
-        idx = [i + k * d for k in range(s) for i in idx]
-    return idx
 
 
 def _count_tv(L, extent, shape2):

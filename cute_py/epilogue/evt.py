@@ -47,6 +47,7 @@ from typing import Any, Iterator
 import numpy as np
 
 from ..errors import LaunchError, TensorError
+from ..numeric import BYTES, canonical_type
 
 __all__ = [
     "Node", "AccFetch", "SrcFetch", "ScalarBroadcast", "RowBroadcast", "ColBroadcast",
@@ -64,27 +65,16 @@ __all__ = [
 # Element types
 
 DTYPES = ("float16", "bfloat16", "float32")
-_DTYPE_ALIASES = {
-    "float16": "float16", "f16": "float16", "fp16": "float16", "half": "float16",
-    "bfloat16": "bfloat16", "bf16": "bfloat16",
-    "float32": "float32", "f32": "float32", "fp32": "float32", "float": "float32",
-}
-_DTYPE_BYTES = {"float16": 2, "bfloat16": 2, "float32": 4}
+_DTYPE_BYTES = {t: BYTES[t] for t in DTYPES}
 
 
 def _dtype(value, op: str, arg: str = "dtype") -> str:
     """Normalise a dtype-like (name, alias, NumPy dtype) to one of :data:`DTYPES`."""
-    if isinstance(value, str):
-        key = value.lower()
-    else:
-        try:
-            key = np.dtype(value).name
-        except TypeError:
-            key = str(value)
-    if key not in _DTYPE_ALIASES:
+    key = canonical_type(value, op, arg, error=TensorError)
+    if key not in DTYPES:
         raise TensorError(op, arg, "is not a supported element type",
                           expected=" | ".join(DTYPES), actual=value)
-    return _DTYPE_ALIASES[key]
+    return key
 
 
 def _bf16_round(x: np.ndarray) -> np.ndarray:

@@ -18,6 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from cute_py.epilogue import evt
+from cute_py.numeric import C_STORAGE
 from cute_py.epilogue.evt import (
     AccFetch, AuxLoad, AuxStore, ColBroadcast, ColReduction, Compute, Node, RowBroadcast,
     RowReduction, ScalarBroadcast, ScalarReduction, SrcFetch,
@@ -26,7 +27,7 @@ from cute_py.epilogue.evt import (
 __all__ = ["CTYPE", "to_float", "from_float", "LoweredTree", "lower_tree", "float_literal",
            "reduce_combine", "reduce_identity_literal", "atomic_reduce"]
 
-CTYPE = {"float16": "unsigned short", "bfloat16": "unsigned short", "float32": "float"}
+CTYPE = {t: C_STORAGE[t] for t in evt.DTYPES}    # the epilogue's types; cute_py.numeric's table
 
 
 def to_float(expr: str, dtype: str) -> str:

@@ -47,6 +47,7 @@ from dataclasses import dataclass, replace
 
 from cute_py.epilogue import evt
 from cute_py.errors import LaunchError, LayoutError
+from cute_py.numeric import BYTES, C_STORAGE
 
 from .fragment import AccFragment, bank_wavefronts
 from .lower import (MATH_PRELUDE, LoweredTree, atomic_reduce, lower_tree, reduce_combine,
@@ -57,8 +58,9 @@ from .sm90 import EpilogueConfig, ParamSpec
 __all__ = ["Sm80EpilogueConfig", "Sm80Epilogue", "SmemSwizzle", "fragment_period",
            "gemm_sm80_acc", "build_sm80_test_kernel_source", "Sm80EpilogueTestKernel"]
 
-_BYTES = {"float16": 2, "bfloat16": 2, "float32": 4}
-_CT = {"float16": "unsigned short", "bfloat16": "unsigned short", "float32": "float"}
+# the epilogue's element types (evt.DTYPES), facts from cute_py.numeric's one table
+_BYTES = {t: BYTES[t] for t in evt.DTYPES}
+_CT = {t: C_STORAGE[t] for t in evt.DTYPES}
 
 
 # -- swizzles ---------------------------------------------------------------------------------

@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 
 from cute_py.epilogue import evt
 from cute_py.errors import LaunchError
+from cute_py.numeric import BYTES
 
 from .fragment import AccFragment, bank_wavefronts
 from .lower import (CTYPE, MATH_PRELUDE, LoweredTree, atomic_reduce, lower_tree, reduce_combine,
@@ -41,7 +42,7 @@ from .ptx import PRELUDE_COMMON, PRELUDE_SM90
 __all__ = ["EpilogueConfig", "Sm90Epilogue", "ParamSpec", "swizzle_offset", "dtype_bytes",
            "valid_option_combinations", "build_test_kernel_source"]
 
-_BYTES = {"float16": 2, "bfloat16": 2, "float32": 4}
+_BYTES = {t: BYTES[t] for t in evt.DTYPES}    # the epilogue's types; cute_py.numeric's table
 #: how C / aux reach the consumer threads (``EpilogueConfig.load_path``)
 LOAD_PATHS = ("tma", "direct")
 

@@ -1,0 +1,27 @@
+"""Ampere (SM80) atoms: ``mma.sync`` MMA atoms, ``cp.async`` and ``ldmatrix`` (SM75) copies,
+the SM80 shared-memory layout atom. CuTe's C++ names; the same objects as ``cute_py.<name>``."""
+
+from __future__ import annotations
+
+from ..atom.copy_traits import (
+    SM80_CP_ASYNC_CACHEALWAYS, SM80_CP_ASYNC_CACHEGLOBAL, SM80_CP_ASYNC_CACHEALWAYS_ZFILL,
+    SM80_CP_ASYNC_CACHEGLOBAL_ZFILL, SM75_U32x1_LDSM_N, SM75_U32x2_LDSM_N, SM75_U32x4_LDSM_N,
+    SM75_U16x2_LDSM_T, SM75_U16x4_LDSM_T, SM75_U16x8_LDSM_T,
+)
+from ..atom.mma_traits_sm80 import (
+    SM80_16x8x8_F16F16F16F16_TN, SM80_16x8x16_F16F16F16F16_TN, SM80_16x8x8_F32F16F16F32_TN,
+    SM80_16x8x16_F32F16F16F32_TN, SM80_16x8x8_F32BF16BF16F32_TN, SM80_16x8x16_F32BF16BF16F32_TN,
+    SM80_16x8x8_F32TF32TF32F32_TN, SM80_8x4, SM80_8x8_Row, SM80_8x16_Row, SM80_16x8_Row,
+)
+from ..smem_atoms import make_sm80_smem_layout_atom
+
+__all__ = [
+    "SM80_16x8x8_F16F16F16F16_TN", "SM80_16x8x16_F16F16F16F16_TN", "SM80_16x8x8_F32F16F16F32_TN",
+    "SM80_16x8x16_F32F16F16F32_TN", "SM80_16x8x8_F32BF16BF16F32_TN",
+    "SM80_16x8x16_F32BF16BF16F32_TN", "SM80_16x8x8_F32TF32TF32F32_TN", "SM80_8x4",
+    "SM80_8x8_Row", "SM80_8x16_Row", "SM80_16x8_Row",
+    "SM80_CP_ASYNC_CACHEALWAYS", "SM80_CP_ASYNC_CACHEGLOBAL", "SM80_CP_ASYNC_CACHEALWAYS_ZFILL",
+    "SM80_CP_ASYNC_CACHEGLOBAL_ZFILL", "SM75_U32x1_LDSM_N", "SM75_U32x2_LDSM_N",
+    "SM75_U32x4_LDSM_N", "SM75_U16x2_LDSM_T", "SM75_U16x4_LDSM_T", "SM75_U16x8_LDSM_T",
+    "make_sm80_smem_layout_atom",
+]
