@@ -70,7 +70,7 @@ def _bw_coalesce(old_shape, old_stride, new_shape, new_stride) -> Layout:
             ns[0], nd[0] = s, d
             continue
         p = s * d
-        if isinstance(ns[0], int) and isinstance(p, int) and isinstance(nd[0], int) and p == nd[0]:
+        if isinstance(ns[0], int) and _static_eq(p, nd[0]):
             ns[0], nd[0] = s * ns[0], d
             continue
         ns.insert(0, s)
@@ -81,6 +81,20 @@ def _bw_coalesce(old_shape, old_stride, new_shape, new_stride) -> Layout:
             return Layout(1, 0)
         return Layout(ns[0], nd[0])
     return Layout(tuple(ns), tuple(nd))
+
+
+def _is_basis(x) -> bool:
+    return getattr(x, "_cute_scaled_basis", False)
+
+
+def _static_eq(p, q) -> bool:
+    """``p == q`` provable statically: two ints, or two ScaledBasis strides (coordinate layouts)
+    of the same mode with int values (``4*E(0) == 4@0``)."""
+    if type(p) is int and type(q) is int:
+        return p == q
+    if _is_basis(p) and _is_basis(q):
+        return type(p.value) is int and type(q.value) is int and p == q
+    return False
 
 
 def coalesce(L, profile=None):
@@ -168,6 +182,35 @@ def _coalesce_x(L: Layout) -> Layout:
         return Layout(1, 0)
     seed = 2 if _is_const(fs[-1], 1) else fs[-1]
     return _bw_coalesce(fs[:-1], fd[:-1], seed, fd[-1])
+
+
+def _coalesce_x_by(L: Layout, profile) -> Layout:
+    """CuTe's ``coalesce_x(layout, profile)``: :func:`_coalesce_x` at the terminals of
+    ``profile``, mode by mode (modes past the profile are kept)."""
+    if not isinstance(profile, tuple):
+        return _coalesce_x(L)
+    ms = _modes(L)
+    if len(profile) > len(ms):
+        raise LayoutError("composition", "rhs", f"has coordinates of rank {len(profile)} but the "
+                          f"lhs has rank {len(ms)}", expected=f"rank <= {len(ms)}",
+                          actual=fmt_int_tuple(profile))
+    return _concat([_coalesce_x_by(ms[i], profile[i]) for i in range(len(profile))]
+                   + ms[len(profile):])
+
+
+def _basis_get(b, t):
+    """``basis_get``: the (nested) mode of ``t`` the basis ``b`` names (an int ``t`` is its
+    own mode 0)."""
+    for m in b.modes:
+        if isinstance(t, tuple):
+            if not 0 <= m < len(t):
+                raise LayoutError("composition", "rhs", f"has a stride {b} naming mode {m} of a "
+                                  f"lhs mode of rank {len(t)}", actual=str(b))
+            t = t[m]
+        elif m != 0:
+            raise LayoutError("composition", "rhs", f"has a stride {b} naming mode {m} of a "
+                              "rank-1 lhs mode", actual=str(b))
+    return t
 
 
 def coalesce_shape(shape):
@@ -277,6 +320,12 @@ def composition(A, B):
         return g(A)
     A = _layout_arg(A, "composition", "lhs")
     if isinstance(B, Layout):
+        if any(_is_basis(d) for d in flatten(wrap(B.stride))):
+            # a coordinate-valued rhs (E(i) strides): CuTe coalesces the lhs by the rhs's
+            # coprofile and sends each E(i)-strided mode to the lhs's mode i
+            from .layout import coprofile
+            flat = _coalesce_x_by(A, coprofile(B))
+            return _composition_impl(flat.shape, flat.stride, B.shape, B.stride, A, B)
         flat = _coalesce_x(A)
         R = _composition_impl(flat.shape, flat.stride, B.shape, B.stride, A, B)
         if isinstance(B.shape, tuple) and not _distributes(flat, B, R, A):
@@ -513,6 +562,8 @@ def _composition_impl(ls, ld, rs, rd, A, B) -> Layout:
 def _composition_general(ls, ld, rs, rd, A, B) -> Layout:
     if isinstance(rs, tuple):
         return _concat([_composition_impl(ls, ld, s, d, A, B) for s, d in zip(rs, rd)])
+    if _is_basis(rd):  # CuTe: compose with the lhs mode the basis names, by the basis's value
+        return _composition_impl(_basis_get(rd, ls), _basis_get(rd, ld), rs, rd.value, A, B)
     if _is_const(rd, 0):
         return Layout(rs, rd)
     if not isinstance(ls, tuple):
