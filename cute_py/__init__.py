@@ -199,3 +199,13 @@ __all__ += [n for n in ("symbols", "is_symbolic", "free_symbols", "subs", "simpl
 # The high-level GEMM (issue 6); the backend and CuPy load only when it is called
 from .gemm import gemm  # noqa: E402
 __all__ += ["gemm"]
+
+# CuTe-format printing of any value, LaTeX pictures, dice/slice of layouts, coordinate helpers.
+# `print` and `slice` are CuTe's names (cute.print(x), cute.slice(c, L)) but stay out of
+# __all__ so that `from cute_py import *` never replaces Python's builtins.
+from .printing import format_cute, print  # noqa: E402,A004
+from .latex import print_latex, format_latex, print_latex_tv, format_latex_tv  # noqa: E402
+from .layout import dice, slice, coprofile, transform_leaf  # noqa: E402,A004
+__all__ += ["format_cute", "print_latex", "format_latex", "print_latex_tv", "format_latex_tv",
+            "dice", "coprofile", "transform_leaf"]
+__all__ = [n for n in dict.fromkeys(__all__) if n not in ("print", "slice")]

@@ -13,8 +13,9 @@ layout plus an offset (``slice_and_offset``).
 
 ``smem_ptr_flag_bits(b)`` is CuTe's placeholder offset of the Hopper GMMA atoms: it marks a swizzle
 that acts on the *byte* address of a shared-memory pointer of ``b``-bit elements. Evaluating or
-slicing such a layout treats the flag as the ``0`` it derives from in C++ (so ``str`` prints
-``Sw<3,4,3> o 0 o (8,64):(64,1)`` exactly as CuTe's ``operator<<``), while tensors and
+slicing such a layout treats the flag as the ``0`` it derives from in C++; ``str`` prints
+``Sw<3,4,3> o smem_ptr[16b](unset) o (8,64):(64,1)`` exactly as CuTe's ``print`` (C++'s
+``operator<<`` prints the flag as ``_0``), while tensors and
 ``print_layout`` use its position-independent form (:func:`as_position_independent_swizzle_layout`,
 the swizzle re-expressed on elements), exact when the shared-memory base is aligned to the
 swizzle period.
@@ -314,7 +315,9 @@ class ComposedLayout:
 
 def _fmt_offset(o) -> str:
     if _is_flag(o):
-        return "0"  # CuTe's operator<< prints the flag as the Int<0> it derives from
+        # CuTe's print(): smem_ptr[16b](unset) (its operator<< prints the Int<0> the flag
+        # derives from; print() is what CuTe users see)
+        return str(o)
     if isinstance(o, tuple):
         return fmt_int_tuple(o)
     return str(o).replace(" ", "")
