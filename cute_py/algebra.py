@@ -559,6 +559,47 @@ def _composition_impl(ls, ld, rs, rd, A, B) -> Layout:
     return _composition_general(ls, ld, rs, rd, A, B)
 
 
+def _divides(b, a) -> bool:
+    """``a % b == 0`` provable for every value of the symbols (ints: decided)."""
+    if isinstance(a, int) and isinstance(b, int):
+        return b != 0 and a % b == 0
+    import sympy
+    try:
+        return sympy.simplify(sympy.Mod(a, b)) == 0
+    except (TypeError, ValueError):  # pragma: no cover - sympy refuses the expression
+        return False
+
+
+def _symbolic_raise(A, B, what):
+    raise SymbolicError("composition", "rhs", f"needs {what}, which the symbolic sizes do not "
+                        "prove; CuTe's dynamic composition assumes it and returns a layout that "
+                        "is not A o B for other values (substitute the sizes first)",
+                        actual=f"{A} o {B}")
+
+
+def _symbolic_step(curr_shape, rest_stride, A, B):
+    """``(next_shape, next_stride)`` of one fold step with a symbolic lhs extent or rhs stride,
+    where a divisibility condition is provable; SymbolicError otherwise."""
+    sign = it.signum(rest_stride)
+    d = abs(rest_stride)
+    if _divides(curr_shape, d):  # the rhs stride steps over the whole lhs mode
+        return 1, it._floordiv(d, curr_shape) * sign
+    if _divides(d, curr_shape):  # the rhs stride divides the lhs mode
+        return it._floordiv(curr_shape, d), sign
+    _symbolic_raise(A, B, f"{d} to divide or be a multiple of the lhs extent {curr_shape}")
+
+
+def _symbolic_min(next_shape, rest_shape, A, B):
+    """``min(next_shape, rest_shape)`` where one divides the other provably (the shape
+    divisibility condition); SymbolicError otherwise."""
+    if _divides(rest_shape, next_shape):  # rest_shape <= next_shape: the rhs fits
+        return rest_shape
+    if _divides(next_shape, rest_shape):  # positive extents: next_shape <= rest_shape
+        return next_shape
+    _symbolic_raise(A, B, f"the rhs extent {rest_shape} and the lhs part {next_shape} to "
+                    "divide one another")
+
+
 def _composition_general(ls, ld, rs, rd, A, B) -> Layout:
     if isinstance(rs, tuple):
         return _concat([_composition_impl(ls, ld, s, d, A, B) for s, d in zip(rs, rd)])
@@ -579,12 +620,19 @@ def _composition_general(ls, ld, rs, rd, A, B) -> Layout:
                               f"and is not smaller than the lhs mode of extent {curr_shape} "
                               f"(stride divisibility condition)",
                               expected=f"{A} ∘ {B} with divisible strides", actual=str(B))
-        next_shape = ceil_div(curr_shape, abs(rest_stride))
-        next_stride = ceil_div(abs(rest_stride), curr_shape) * it.signum(rest_stride)
+        if not static:
+            # symbolic: CuTe trusts the caller; we continue only where the divisibility the fold
+            # needs is provable for every value of the symbols, else a wrong layout could follow
+            next_shape, next_stride = _symbolic_step(curr_shape, rest_stride, A, B)
+        else:
+            next_shape = ceil_div(curr_shape, abs(rest_stride))
+            next_stride = ceil_div(abs(rest_stride), curr_shape) * it.signum(rest_stride)
         if _is_const(next_shape, 1) or _is_const(rest_shape, 1):
             rest_stride = next_stride
             continue
         new_shape = it._min(next_shape, rest_shape)
+        if not (isinstance(new_shape, int) and isinstance(rest_shape, int)):
+            new_shape = _symbolic_min(next_shape, rest_shape, A, B)
         if isinstance(new_shape, int) and isinstance(rest_shape, int):
             if rest_shape % new_shape != 0:
                 raise LayoutError("composition", "rhs", f"extent {rest_shape} is not divisible by "

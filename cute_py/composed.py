@@ -95,8 +95,10 @@ class ComposedLayout:
         if not isinstance(layout_a, (Swizzle, Layout, ComposedLayout)):
             raise LayoutError("ComposedLayout", "layout_a", "must be a Swizzle, Layout or ComposedLayout",
                               actual=repr(layout_a))
-        if not isinstance(layout_b, Layout):
-            raise LayoutError("ComposedLayout", "layout_b", "must be a Layout", actual=repr(layout_b))
+        if not isinstance(layout_b, (Layout, ComposedLayout)):
+            # a composed layout as B: CuTe's composition of two composed layouts nests them
+            raise LayoutError("ComposedLayout", "layout_b", "must be a Layout or a ComposedLayout",
+                              actual=repr(layout_b))
         _check_offset(offset, "ComposedLayout")
         object.__setattr__(self, "layout_a", layout_a)
         object.__setattr__(self, "offset", offset)
@@ -184,6 +186,9 @@ class ComposedLayout:
         """``(sub, off)`` with ``self(c) == sub(c_) + off`` for every completion ``c`` of the
         slicing coordinate (``c_`` = the coordinates of the ``_`` modes)."""
         coord = _to_tuple(coord)
+        if isinstance(self.layout_b, ComposedLayout):  # A o off o (composed B): slice B
+            sub, off = self.layout_b.slice_and_offset(coord)
+            return _compose3(self.layout_a, _off(self.offset) + off, sub), 0
         if isinstance(self.layout_a, Swizzle):
             return _swizzle_slice_and_offset(coord, self)
         from .layout import slice_and_offset
