@@ -299,7 +299,8 @@ def _fmt_tiler(t):
 
 
 def composition(A, B):
-    """``R = A ∘ B``: ``R(c) == A(B(c))`` for every coordinate ``c`` of ``B``; ``compatible(B, R)``.
+    """``R = A ∘ B``: ``R(c) == A(B(c))`` for every coordinate ``c`` of ``B`` with ``B(c)`` in
+    ``A``'s domain (past it, ``R`` continues ``A``'s coalesced form as C++ does); ``compatible(B, R)``.
 
     ``B`` may be a layout, an int ``n`` (``n:1``), ``_`` (identity) or a tuple of those applied
     mode by mode (modes of ``A`` not covered by the tuple are dropped, as in CuTe C++).
@@ -447,11 +448,17 @@ def _max_digit(s: int, d: int, base: int, r: int) -> int:
     mode ``s:d`` whose multiples are not all 0 in that digit (``d % (base*r) != 0``)."""
     if (s - 1) * d < base * r:
         return ((s - 1) * d) // base  # the digit grows monotonically: no wrap
-    if d % base == 0 and s * (d // base) >= r * (d // base) // math.gcd(d // base, r):
-        return r - math.gcd(d // base, r)  # k*q mod r runs through all multiples of g
-    if s <= 1024:
+    if base % d == 0:
+        # floor(k / (base/d)) takes every value up to ((s-1)*d)//base >= r (no-wrap case above
+        # excluded), so the digit takes every residue
+        return r - 1
+    if d % base == 0:
+        # k*q mod r (q = d/base) takes multiples of g = gcd(q, r) only: at most r - g (exact
+        # once k runs through a period r/g; an upper bound before)
+        return r - math.gcd(d // base, r)
+    if s <= 64:
         return max(((k * d) // base) % r for k in range(s))
-    return r - 1
+    return r - 1  # an upper bound (the exact check decides when it matters)
 
 
 def _distributes_pairs(cf, bf, R: Layout, A: Layout, B: Layout) -> bool:
@@ -539,15 +546,21 @@ def _np_eval(flat, idx):
 
 
 def _agrees_everywhere(R: Layout, A: Layout, B: Layout) -> bool:
-    """``R(i) == A(B(i))`` for every index of ``B`` (vectorised; exact)."""
+    """``R(i) == A(B(i))`` for every index of ``B`` with ``B(i)`` in ``A``'s domain (vectorised;
+    exact). Past ``A``'s domain ``R`` continues ``A`` as C++ does (a permutation tile smaller
+    than an MMA atom pads this way), which need not be ``A``'s own formula there."""
     fr, fa, fb = _flat_ints(R), _flat_ints(A), _flat_ints(B)
     n = product(B.shape)
+    size_a = product(A.shape)
     if fr is None or fa is None or fb is None or n > (1 << 24):
         shape, stride = A.shape, A.stride
-        return all(R(i) == it._crd2idx(B(i), shape, stride) for i in range(n))
+        return all(R(i) == it._crd2idx(B(i), shape, stride) for i in range(n)
+                   if 0 <= B(i) < size_a)
     import numpy as np
     idx = np.arange(n, dtype=np.int64)
-    return bool(np.array_equal(_np_eval(fr, idx), _np_eval(fa, _np_eval(fb, idx))))
+    b = _np_eval(fb, idx)
+    inside = (b >= 0) & (b < size_a)
+    return bool(np.array_equal(_np_eval(fr, idx)[inside], _np_eval(fa, b[inside])))
 
 
 def _composition_impl(ls, ld, rs, rd, A, B) -> Layout:
@@ -664,8 +677,17 @@ def _composition_general(ls, ld, rs, rd, A, B) -> Layout:
 def complement(L, cotarget=None):
     """The layout of the "holes" of ``L`` up to ``cotarget`` (default ``cosize(filter(L))``).
 
-    Laws: ``R`` is ordered (strictly increasing on its domain); its image meets ``L``'s image
-    only at 0; ``size(R) >= cotarget / size(filter(L))``; ``make_layout(L, R)`` is injective.
+    Laws (CuTe's post-conditions, for every ``L`` this accepts): ``R`` is ordered (strictly
+    increasing on its domain); ``R(i) != L(j)`` for ``i >= 1`` (the images meet only at 0);
+    ``make_layout(filter(L), R)`` is injective — ``filter(L)``, not ``L``: stride-0 modes
+    repeat 0 (``complement(2:0, 2) == 2:1``).
+    *Covering* and C++'s size bound ``size(R) >= cotarget / size(filter(L))`` hold only when
+    ``filter(L)``'s strides nest (sorted by stride, each stride is a multiple of the previous
+    stride times its extent): then ``make_layout(filter(L), R)`` is a bijection onto
+    ``[0, size(filter(L)) * size(R))``, which contains ``[0, cotarget)``. Otherwise C++'s
+    truncating division leaves holes uncovered and the bound can fail, and we return C++'s
+    values: ``complement((2,2):(1,3), 3) == 1:0`` (``make_layout`` of the two misses 2);
+    ``complement((3,2):(2,8), 57) == (2,4):(1,16)`` (size 8 < 57/6).
     ``cotarget`` may be an int or a shape (a layout gives its shape).
     ``complement(4:2, 24) == (2,3):(1,8)``.
     """
@@ -865,9 +887,12 @@ def _left_inverse_pairs(f):
 
 
 def left_inverse(L):
-    """``R`` with ``R(L(i)) == i`` for ``0 <= i < size(L)`` when ``L`` is injective (a
-    quasi-inverse otherwise: ``L(R(L(i))) == L(i)``). Uses CuTe C++'s construction, so values off
-    the image of ``L`` match C++ (``left_inverse(4:2) == (2,4):(0,1)``; pycute differs).
+    """``R`` with ``R(L(i)) == i`` for ``0 <= i < size(L)`` — a law only when ``L`` is
+    injective. For a non-injective ``L`` C++'s construction still returns a layout, and so do
+    we, but no law holds for it (not even ``L(R(L(i))) == L(i)``: ``left_inverse((2,3):(2,1))
+    == (2,2):(2,1)`` and ``L(R(L(5))) == 1 != L(5) == 4``). Uses CuTe C++'s construction, so
+    values off the image of ``L`` match C++ (``left_inverse(4:2) == (2,4):(0,1)``; pycute
+    differs).
     """
     if type(L) is Layout and L._flat:
         pairs = _left_inverse_pairs(_coalesce_pairs(L._flat))

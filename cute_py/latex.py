@@ -2,8 +2,8 @@
 (``include/cute/util/print_latex.hpp``), next to the SVGs of :mod:`cute_py.svg`.
 
 * :func:`print_latex` / :func:`format_latex` — a rank-1/2 layout (``fill=black!NN`` grey by index
-  mod 8, each cell its index, row and column labels); a composed layout with a
-  ``smem_ptr_flag`` offset in its position-independent form (as C++); an MMA atom, a TiledMMA
+  mod 8, each cell its index, row and column labels); a composed layout (one with a
+  ``smem_ptr_flag`` offset in its position-independent form, as C++); an MMA atom, a TiledMMA
   (C at the origin, A to the left, B on top) and a TiledCopy (source left, destination right)
   with cells ``T{thread} \\\\ V{value}`` coloured by thread.
 * :func:`print_latex_tv` / :func:`format_latex_tv` — a ``(thr, val) -> coord`` layout over an
@@ -56,17 +56,27 @@ def _tv_node(color, x, y, t, v):
     return f"\\node[fill={color}] at ({x},{y}) {{\\shortstack{{T{t} \\\\ V{v}}}}};\n"
 
 
-def _layout_latex(L: Layout, color=None) -> str:
+def _layout_latex(L, color=None) -> str:
+    """A layout or a composed layout (evaluated as C++'s generic template does)."""
     color = color or (lambda idx: BW_COLORS[idx % 8])
     if it.rank(L.shape) > 2:
         raise LayoutError("print_latex", "layout", "must have rank <= 2", actual=str(L))
-    lay = append(L, n=2) if isinstance(L.shape, tuple) else make_layout(L, Layout(1, 0))
-    M, N = (it.product(s) for s in lay.shape)
+    if isinstance(L, Layout):
+        lay = append(L, n=2) if isinstance(L.shape, tuple) else make_layout(L, Layout(1, 0))
+        M, N = (it.product(s) for s in lay.shape)
+        at = lay
+    else:
+        shp = L.shape if isinstance(L.shape, tuple) else (L.shape,)
+        M, N = it.product(shp[0]), (it.product(shp[1]) if len(shp) > 1 else 1)
+        lay = L
+
+        def at(c):
+            return L(c) if len(shp) > 1 else (L(c[0],) if isinstance(L.shape, tuple) else L(c[0]))
     _check_size(M * N if isinstance(M, int) and isinstance(N, int) else M, "print_latex")
     out = [f"% Layout: {lay}\n", _HEADER]
     for m in range(M):
         for n in range(N):
-            idx = lay((m, n))
+            idx = at((m, n))
             out.append(f"\\node[fill={color(idx)}] at ({m},{n}) {{{idx}}};\n")
     out.append(f"\\draw[color=black,thick,shift={{(-0.5,-0.5)}}] (0,0) grid ({M},{N});\n\n")
     out += [_label(m, -1, m) for m in range(M)]
@@ -176,7 +186,7 @@ def format_latex(x, color=None) -> str:
     form = getattr(x, "_cute_print_form", None)
     if form is not None:
         x = form()
-    if isinstance(x, Layout):
+    if isinstance(x, Layout) or (form is not None and hasattr(x, "layout_b")):
         return _layout_latex(x, color)
     if hasattr(x, "get_layoutC_TV") and hasattr(x, "tile_shape"):
         return _mma_latex(x, color)
@@ -185,11 +195,6 @@ def format_latex(x, color=None) -> str:
     if hasattr(x, "layout_C") and hasattr(x, "shape_mnk"):  # an MMA atom: make_tiled_mma(atom)
         from .atom import make_tiled_mma
         return _mma_latex(make_tiled_mma(x), color)
-    if hasattr(x, "layout_b") and isinstance(getattr(x, "layout_b"), Layout):
-        raise LayoutError("print_latex", "layout", "is a composed layout with an integer "
-                          "offset; C++ draws only smem_ptr_flag ones (draw "
-                          "as_position_independent_swizzle_layout(L) or L.layout_b)",
-                          actual=str(x))
     raise LayoutError("print_latex", "x", "must be a Layout, a composed layout, an MMA atom, "
                       "a TiledMMA or a TiledCopy", actual=repr(x))
 
