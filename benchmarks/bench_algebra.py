@@ -179,9 +179,14 @@ def _run_theirs(op, args):
 def _same(a, b):
     if isinstance(a, list):
         return a == b
-    return str(a.shape) == str(b.shape).replace(" ", "") or \
-        (cute.size(a) == pycute.size(b)
-         and all(a(i) == b(i) for i in range(cute.size(a))))
+    if str(a.shape) == str(b.shape).replace(" ", ""):
+        return True
+    n = cute.size(a)
+    if n != pycute.size(b):
+        return False
+    # equal functions: every index of small layouts, a deterministic sample of large ones
+    idx = range(n) if n <= 4096 else random.Random(n).sample(range(n), 4096)
+    return all(a(i) == b(i) for i in idx)
 
 
 def _add(cases, op, ours, theirs, check=True):

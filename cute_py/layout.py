@@ -455,6 +455,10 @@ def make_layout(*args, stride=None):
     ``make_layout(L0, L1, ...)`` concatenates layouts as modes; ``make_layout(L)`` wraps ``L``
     into a rank-1 tuple layout, as CuTe does.
     """
+    if len(args) == 2 and stride is None:
+        flat = _plain_flat(args[0], args[1])
+        if flat is not None:  # plain congruent int nests: nothing to convert or validate
+            return _layout_raw(args[0], args[1], flat)
     if not args:
         raise LayoutError("make_layout", "shape", "is missing")
     if all(isinstance(a, Layout) for a in args):
