@@ -159,6 +159,16 @@ def _cases():
               lambda: cute.format_latex(_py_sm80())))
     c.append(("print_latex MMA atom", "print_latex(MMA_Atom<SM80_16x8x8_F32F16F16F32_TN>{});",
               lambda: cute.format_latex(cute.SM80_16x8x8_F32F16F16F32_TN())))
+    c.append(("print_latex TiledCopy",
+              "print_latex(make_tiled_copy(Copy_Atom<UniversalCopy<uint32_t>, half_t>{}, "
+              "Layout<Shape<_4,_8>>{}, Layout<Shape<_1,_2>>{}));",
+              lambda: cute.format_latex(cute.make_tiled_copy(
+                  cute.Copy_Atom(cute.UniversalCopy(32), "float16"), Layout((4, 8)),
+                  Layout((1, 2))))))
+    c.append(("print_latex TiledCopy LDSM",
+              f"print_latex(make_tiled_copy_A(Copy_Atom<SM75_U32x4_LDSM_N, half_t>{{}}, {SM80_MMA}));",
+              lambda: cute.format_latex(cute.make_tiled_copy_A(
+                  cute.Copy_Atom(cute.SM75_U32x4_LDSM_N(), "float16"), _py_sm80()))))
     tv = Layout(((4, 8), 2), ((16, 1), 8))
     c.append(("print_latex_tv",
               f"print_latex_tv(composition(make_identity_layout({P((16, 8))}), {P(tv)}), "
@@ -188,6 +198,19 @@ def _cases():
                  (Layout(((2, 2), 8), ((1, 16), 2)), Layout((2, 4), (E(0), 2 * E(1)))),
                  (Layout((4, 6, 8), (1, 4, 24)), cute.make_identity_layout((4, 6, 8)))]:
         c.append((f"{A} o {B}", PR(f"composition({P(A)}, {P(B)})"),
+                  lambda A=A, B=B: str(cute.composition(A, B))))
+    rng = random.Random(21)
+    for _k in range(12):  # random coordinate-valued right-hand sides
+        shp = tuple(rng.choice((2, 4, 6, 8)) for _ in range(rng.randint(2, 3)))
+        A = Layout(shp, cute.compact_major(shp, rng.choice((cute.LayoutLeft, cute.LayoutRight))))
+        modes = rng.sample(range(len(shp)), 2)
+        ss, dd = [], []
+        for m in modes:
+            d = rng.choice([x for x in (1, 2) if shp[m] % x == 0])
+            ss.append(shp[m] // d)
+            dd.append(d * E(m))
+        B = Layout(tuple(ss), tuple(dd))
+        c.append((f"random {A} o {B}", PR(f"composition({P(A)}, {P(B)})"),
                   lambda A=A, B=B: str(cute.composition(A, B))))
     # make_tiled_mma with a permutation tile smaller than atom x atom layout
     for getter in ("get_layoutC_TV", "get_layoutA_TV", "get_layoutB_TV"):
