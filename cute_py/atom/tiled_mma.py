@@ -560,10 +560,12 @@ def check_tiled_mma(mma: TiledMMA) -> CoverageReport:
         # CuTe's get_layoutC_TV folds ThrK into the thread mode and leaves the tile; the real
         # ownership is each thread's partition_C (threads differing in ThrK share elements)
         ref = make_layout((tM, tN))
+        thr = mma._thrfrg(ref, "C")  # the same for every thread; each slices its own part
+        rest = _rest_coord(thr)
         idx = []
         for t in range(mma.size()):
-            lay, off = mma.get_slice(t).partition_layout(ref, "C")
-            idx.append([off + j for j in layout_table(lay)])
+            lay, off = _slice_with_offset(thr, (mma.get_slice(t)._coord("C"), rest))
+            idx.append((off + _tv_table(lay)).tolist())
         good, ls = _check_index_lists("C (from partition_C, ThrK > 1)", idx, (tM, tN), ThrK)
         ok = ok and good
         lines += ls
