@@ -19,7 +19,7 @@ from __future__ import annotations
 import sys
 
 from . import int_tuple as it
-from .errors import LayoutError
+from .errors import IntTupleError, LayoutError
 from .layout import Layout, append, make_layout
 
 __all__ = ["print_latex", "format_latex", "print_latex_tv", "format_latex_tv"]
@@ -119,16 +119,30 @@ def _tv_text(layout_tv, M, N, color, dx=0, dy=0, transpose=False):
 def _tile2(tile_mn):
     if isinstance(tile_mn, Layout):
         tile_mn = tile_mn.shape
-    t = it.product_each(tile_mn) if isinstance(tile_mn, tuple) else (tile_mn, 1)
-    if len(t) != 2:
-        raise LayoutError("print_latex_tv", "tile_mn", "must have rank 2", actual=repr(tile_mn))
+    try:
+        it._check(tile_mn, "print_latex_tv", "tile_mn")
+    except IntTupleError:
+        t = None  # re-raised below as this op's LayoutError
+    else:
+        t = it.product_each(tile_mn) if isinstance(tile_mn, tuple) else (tile_mn, 1)
+    if t is None or len(t) != 2 or not all(isinstance(x, int) and x >= 1 for x in t):
+        raise LayoutError("print_latex_tv", "tile_mn", "must be a rank-2 static shape (M, N)",
+                          actual=repr(tile_mn))
+    _check_size(t[0] * t[1], "print_latex_tv")
     return t
+
+
+def _check_color(color, op):
+    if color is not None and not callable(color):
+        raise LayoutError(op, "color", "must be callable (CuTe's colour functor) or None",
+                          actual=repr(color))
 
 
 def format_latex_tv(layout_tv, tile_mn, color=None) -> str:
     """The text of CuTe's ``print_latex_tv(layout_tv, tile_mn)``: cell ``(m, n)`` of the
     ``M x N`` tile shows the first ``T{tid} \\\\ V{vid}`` with ``layout_tv(tid, vid)`` at it
     (a value is an index ``m + M*n`` or a coordinate ``(m, n)``)."""
+    _check_color(color, "print_latex_tv")
     color = color or (lambda t, v: TV_COLORS[t % 8])
     if not isinstance(layout_tv, Layout) or it.rank(layout_tv.shape) != 2:
         raise LayoutError("print_latex_tv", "layout_tv", "must be a rank-2 (thr, val) layout",
@@ -183,6 +197,7 @@ def format_latex(x, color=None) -> str:
     """The text of CuTe's ``print_latex(x)`` for a layout (rank <= 2), a flagged composed
     layout (position-independent form), an MMA atom, a TiledMMA or a TiledCopy. ``color`` is
     CuTe's colour functor: ``color(idx)`` for layouts, ``color(tid, vid)`` for the others."""
+    _check_color(color, "print_latex")
     form = getattr(x, "_cute_print_form", None)
     if form is not None:
         x = form()

@@ -337,6 +337,13 @@ def test_print_latex_writes_to_file_and_rejects_rank3():
         cute.format_latex(Layout((2, 2, 2)))
     with pytest.raises(cute.LayoutError):
         cute.format_latex(Layout(1 << 20))
+    for bad in ("abc", (1 << 40, 2), (4, 2, 1), (0, 2)):
+        with pytest.raises(cute.LayoutError, match="tile_mn|cells"):
+            cute.format_latex_tv(Layout((4, 2)), bad)
+    with pytest.raises(cute.LayoutError, match="color"):
+        cute.format_latex(Layout(4), color=3)
+    with pytest.raises(cute.LayoutError, match="layout_tv"):
+        cute.format_latex_tv(Layout(4), (4, 1))
 
 
 def test_idx2crd_round_trip_past_the_shape():
