@@ -191,6 +191,13 @@ from .symbolic import symbols, is_symbolic, free_symbols, subs, simplify, requir
 # The high-level GEMM; the backend and CuPy load only when it is called
 from .gemm import gemm  # noqa: E402
 
+# CuTe-format printing of any value, LaTeX pictures, dice/slice of layouts, coordinate helpers.
+# `print` and `slice` are CuTe's names (cute.print(x), cute.slice(c, L)) but stay out of
+# __all__ so that `from cute_py import *` never replaces Python's builtins.
+from .printing import format_cute, print  # noqa: E402,A004
+from .latex import print_latex, format_latex, print_latex_tv, format_latex_tv  # noqa: E402
+from .layout import dice, slice, coprofile, transform_leaf  # noqa: E402,A004
+
 # The public surface. Written out: `from cute_py import *` gives exactly these names and shadows
 # no builtin (CuTe's `filter` and `zip` stay reachable as cute_py.filter / cute_py.zip).
 __all__ = [
@@ -211,7 +218,8 @@ __all__ = [
     "compact_major", "compact_order", "size", "cosize", "coshape", "rank", "depth", "shape",
     "stride", "get", "crd2idx", "slice_and_offset", "select", "take", "group", "append",
     "prepend", "replace", "remove", "zip2_by", "tile_unzip", "with_shape", "get_hier_coord",
-    "get_flat_coord", "get_1d_coord", "transform_layout", "fmt_int_tuple",
+    "get_flat_coord", "get_1d_coord", "transform_layout", "fmt_int_tuple", "coprofile",
+    "transform_leaf",
     # the algebra
     "coalesce", "coalesce_shape", "composition", "complement", "right_inverse", "left_inverse",
     "logical_divide", "zipped_divide", "tiled_divide", "flat_divide", "logical_product",
@@ -219,7 +227,8 @@ __all__ = [
     "tile_to_shape", "upcast", "downcast", "recast_layout", "max_common_layout",
     "max_common_vector", "nullspace", "max_alignment", "domain_distribute",
     # printing and pictures
-    "print_layout", "parse_layout", "format_layout", "layout_svg", "tv_layout_svg",
+    "print_layout", "parse_layout", "format_layout", "format_cute", "print_latex",
+    "format_latex", "print_latex_tv", "format_latex_tv", "layout_svg", "tv_layout_svg",
     "tiled_mma_svg", "tiled_copy_svg", "format_tv_layout", "print_tv_layout", "write_svg",
     # swizzles, composed layouts, shared-memory atoms
     "Swizzle", "make_swizzle", "is_swizzle", "ComposedLayout", "make_composed_layout",

@@ -124,7 +124,7 @@ def _bw_coalesce(old_shape, old_stride, new_shape, new_stride) -> Layout:
             ns[0], nd[0] = s, d
             continue
         p = s * d
-        if isinstance(ns[0], int) and isinstance(p, int) and isinstance(nd[0], int) and p == nd[0]:
+        if isinstance(ns[0], int) and _static_eq(p, nd[0]):
             ns[0], nd[0] = s * ns[0], d
             continue
         ns.insert(0, s)
@@ -135,6 +135,20 @@ def _bw_coalesce(old_shape, old_stride, new_shape, new_stride) -> Layout:
             return Layout(1, 0)
         return Layout(ns[0], nd[0])
     return Layout(tuple(ns), tuple(nd))
+
+
+def _is_basis(x) -> bool:
+    return getattr(x, "_cute_scaled_basis", False)
+
+
+def _static_eq(p, q) -> bool:
+    """``p == q`` provable statically: two ints, or two ScaledBasis strides (coordinate layouts)
+    of the same mode with int values (``4*E(0) == 4@0``)."""
+    if type(p) is int and type(q) is int:
+        return p == q
+    if _is_basis(p) and _is_basis(q):
+        return type(p.value) is int and type(q.value) is int and p == q
+    return False
 
 
 def coalesce(L, profile=None):
@@ -224,6 +238,35 @@ def _coalesce_x(L: Layout) -> Layout:
     return _bw_coalesce(fs[:-1], fd[:-1], seed, fd[-1])
 
 
+def _coalesce_x_by(L: Layout, profile) -> Layout:
+    """CuTe's ``coalesce_x(layout, profile)``: :func:`_coalesce_x` at the terminals of
+    ``profile``, mode by mode (modes past the profile are kept)."""
+    if not isinstance(profile, tuple):
+        return _coalesce_x(L)
+    ms = _modes(L)
+    if len(profile) > len(ms):
+        raise LayoutError("composition", "rhs", f"has coordinates of rank {len(profile)} but the "
+                          f"lhs has rank {len(ms)}", expected=f"rank <= {len(ms)}",
+                          actual=fmt_int_tuple(profile))
+    return _concat([_coalesce_x_by(ms[i], profile[i]) for i in range(len(profile))]
+                   + ms[len(profile):])
+
+
+def _basis_get(b, t):
+    """``basis_get``: the (nested) mode of ``t`` the basis ``b`` names (an int ``t`` is its
+    own mode 0)."""
+    for m in b.modes:
+        if isinstance(t, tuple):
+            if not 0 <= m < len(t):
+                raise LayoutError("composition", "rhs", f"has a stride {b} naming mode {m} of a "
+                                  f"lhs mode of rank {len(t)}", actual=str(b))
+            t = t[m]
+        elif m != 0:
+            raise LayoutError("composition", "rhs", f"has a stride {b} naming mode {m} of a "
+                              "rank-1 lhs mode", actual=str(b))
+    return t
+
+
 def coalesce_shape(shape):
     """Merge adjacent static (or adjacent symbolic) extents of a shape: all-static -> one int."""
     fl = flatten(wrap(shape))
@@ -310,7 +353,8 @@ def _fmt_tiler(t):
 
 
 def composition(A, B):
-    """``R = A ∘ B``: ``R(c) == A(B(c))`` for every coordinate ``c`` of ``B``; ``compatible(B, R)``.
+    """``R = A ∘ B``: ``R(c) == A(B(c))`` for every coordinate ``c`` of ``B`` with ``B(c)`` in
+    ``A``'s domain (past it, ``R`` continues ``A``'s coalesced form as C++ does); ``compatible(B, R)``.
 
     ``B`` may be a layout, an int ``n`` (``n:1``), ``_`` (identity) or a tuple of those applied
     mode by mode (modes of ``A`` not covered by the tuple are dropped, as in CuTe C++).
@@ -331,6 +375,12 @@ def composition(A, B):
         return g(A)
     A = _layout_arg(A, "composition", "lhs")
     if isinstance(B, Layout):
+        if any(_is_basis(d) for d in flatten(wrap(B.stride))):
+            # a coordinate-valued rhs (E(i) strides): CuTe coalesces the lhs by the rhs's
+            # coprofile and sends each E(i)-strided mode to the lhs's mode i
+            from .layout import coprofile
+            flat = _coalesce_x_by(A, coprofile(B))
+            return _composition_impl(flat.shape, flat.stride, B.shape, B.stride, A, B)
         flat = _coalesce_x(A)
         R = _composition_impl(flat.shape, flat.stride, B.shape, B.stride, A, B)
         if isinstance(B.shape, tuple) and not _distributes(flat, B, R, A):
@@ -452,11 +502,17 @@ def _max_digit(s: int, d: int, base: int, r: int) -> int:
     mode ``s:d`` whose multiples are not all 0 in that digit (``d % (base*r) != 0``)."""
     if (s - 1) * d < base * r:
         return ((s - 1) * d) // base  # the digit grows monotonically: no wrap
-    if d % base == 0 and s * (d // base) >= r * (d // base) // math.gcd(d // base, r):
-        return r - math.gcd(d // base, r)  # k*q mod r runs through all multiples of g
-    if s <= 1024:
+    if base % d == 0:
+        # floor(k / (base/d)) takes every value up to ((s-1)*d)//base >= r (no-wrap case above
+        # excluded), so the digit takes every residue
+        return r - 1
+    if d % base == 0:
+        # k*q mod r (q = d/base) takes multiples of g = gcd(q, r) only: at most r - g (exact
+        # once k runs through a period r/g; an upper bound before)
+        return r - math.gcd(d // base, r)
+    if s <= 64:
         return max(((k * d) // base) % r for k in range(s))
-    return r - 1
+    return r - 1  # an upper bound (the exact check decides when it matters)
 
 
 def _distributes_pairs(cf, bf, R: Layout, A: Layout, B: Layout) -> bool:
@@ -544,15 +600,21 @@ def _np_eval(flat, idx):
 
 
 def _agrees_everywhere(R: Layout, A: Layout, B: Layout) -> bool:
-    """``R(i) == A(B(i))`` for every index of ``B`` (vectorised; exact)."""
+    """``R(i) == A(B(i))`` for every index of ``B`` with ``B(i)`` in ``A``'s domain (vectorised;
+    exact). Past ``A``'s domain ``R`` continues ``A`` as C++ does (a permutation tile smaller
+    than an MMA atom pads this way), which need not be ``A``'s own formula there."""
     fr, fa, fb = _flat_ints(R), _flat_ints(A), _flat_ints(B)
     n = product(B.shape)
+    size_a = product(A.shape)
     if fr is None or fa is None or fb is None or n > (1 << 24):
         shape, stride = A.shape, A.stride
-        return all(R(i) == it._crd2idx(B(i), shape, stride) for i in range(n))
+        return all(R(i) == it._crd2idx(B(i), shape, stride) for i in range(n)
+                   if 0 <= B(i) < size_a)
     import numpy as np
     idx = np.arange(n, dtype=np.int64)
-    return bool(np.array_equal(_np_eval(fr, idx), _np_eval(fa, _np_eval(fb, idx))))
+    b = _np_eval(fb, idx)
+    inside = (b >= 0) & (b < size_a)
+    return bool(np.array_equal(_np_eval(fr, idx)[inside], _np_eval(fa, b[inside])))
 
 
 def _composition_impl(ls, ld, rs, rd, A, B) -> Layout:
@@ -564,9 +626,52 @@ def _composition_impl(ls, ld, rs, rd, A, B) -> Layout:
     return _composition_general(ls, ld, rs, rd, A, B)
 
 
+def _divides(b, a) -> bool:
+    """``a % b == 0`` provable for every value of the symbols (ints: decided)."""
+    if isinstance(a, int) and isinstance(b, int):
+        return b != 0 and a % b == 0
+    import sympy
+    try:
+        return sympy.simplify(sympy.Mod(a, b)) == 0
+    except (TypeError, ValueError):  # pragma: no cover - sympy refuses the expression
+        return False
+
+
+def _symbolic_raise(A, B, what):
+    raise SymbolicError("composition", "rhs", f"needs {what}, which the symbolic sizes do not "
+                        "prove; CuTe's dynamic composition assumes it and returns a layout that "
+                        "is not A o B for other values (substitute the sizes first)",
+                        actual=f"{A} o {B}")
+
+
+def _symbolic_step(curr_shape, rest_stride, A, B):
+    """``(next_shape, next_stride)`` of one fold step with a symbolic lhs extent or rhs stride,
+    where a divisibility condition is provable; SymbolicError otherwise."""
+    sign = it.signum(rest_stride)
+    d = abs(rest_stride)
+    if _divides(curr_shape, d):  # the rhs stride steps over the whole lhs mode
+        return 1, it._floordiv(d, curr_shape) * sign
+    if _divides(d, curr_shape):  # the rhs stride divides the lhs mode
+        return it._floordiv(curr_shape, d), sign
+    _symbolic_raise(A, B, f"{d} to divide or be a multiple of the lhs extent {curr_shape}")
+
+
+def _symbolic_min(next_shape, rest_shape, A, B):
+    """``min(next_shape, rest_shape)`` where one divides the other provably (the shape
+    divisibility condition); SymbolicError otherwise."""
+    if _divides(rest_shape, next_shape):  # rest_shape <= next_shape: the rhs fits
+        return rest_shape
+    if _divides(next_shape, rest_shape):  # positive extents: next_shape <= rest_shape
+        return next_shape
+    _symbolic_raise(A, B, f"the rhs extent {rest_shape} and the lhs part {next_shape} to "
+                    "divide one another")
+
+
 def _composition_general(ls, ld, rs, rd, A, B) -> Layout:
     if isinstance(rs, tuple):
         return _concat([_composition_impl(ls, ld, s, d, A, B) for s, d in zip(rs, rd)])
+    if _is_basis(rd):  # CuTe: compose with the lhs mode the basis names, by the basis's value
+        return _composition_impl(_basis_get(rd, ls), _basis_get(rd, ld), rs, rd.value, A, B)
     if _is_const(rd, 0):
         return Layout(rs, rd)
     if not isinstance(ls, tuple):
@@ -582,12 +687,19 @@ def _composition_general(ls, ld, rs, rd, A, B) -> Layout:
                               f"and is not smaller than the lhs mode of extent {curr_shape} "
                               f"(stride divisibility condition)",
                               expected=f"{A} ∘ {B} with divisible strides", actual=str(B))
-        next_shape = ceil_div(curr_shape, abs(rest_stride))
-        next_stride = ceil_div(abs(rest_stride), curr_shape) * it.signum(rest_stride)
+        if not static:
+            # symbolic: CuTe trusts the caller; we continue only where the divisibility the fold
+            # needs is provable for every value of the symbols, else a wrong layout could follow
+            next_shape, next_stride = _symbolic_step(curr_shape, rest_stride, A, B)
+        else:
+            next_shape = ceil_div(curr_shape, abs(rest_stride))
+            next_stride = ceil_div(abs(rest_stride), curr_shape) * it.signum(rest_stride)
         if _is_const(next_shape, 1) or _is_const(rest_shape, 1):
             rest_stride = next_stride
             continue
         new_shape = it._min(next_shape, rest_shape)
+        if not (isinstance(new_shape, int) and isinstance(rest_shape, int)):
+            new_shape = _symbolic_min(next_shape, rest_shape, A, B)
         if isinstance(new_shape, int) and isinstance(rest_shape, int):
             if rest_shape % new_shape != 0:
                 raise LayoutError("composition", "rhs", f"extent {rest_shape} is not divisible by "
@@ -619,8 +731,17 @@ def _composition_general(ls, ld, rs, rd, A, B) -> Layout:
 def complement(L, cotarget=None):
     """The layout of the "holes" of ``L`` up to ``cotarget`` (default ``cosize(filter(L))``).
 
-    Laws: ``R`` is ordered (strictly increasing on its domain); its image meets ``L``'s image
-    only at 0; ``size(R) >= cotarget / size(filter(L))``; ``make_layout(L, R)`` is injective.
+    Laws (CuTe's post-conditions, for every ``L`` this accepts): ``R`` is ordered (strictly
+    increasing on its domain); ``R(i) != L(j)`` for ``i >= 1`` (the images meet only at 0);
+    ``make_layout(filter(L), R)`` is injective — ``filter(L)``, not ``L``: stride-0 modes
+    repeat 0 (``complement(2:0, 2) == 2:1``).
+    *Covering* and C++'s size bound ``size(R) >= cotarget / size(filter(L))`` hold only when
+    ``filter(L)``'s strides nest (sorted by stride, each stride is a multiple of the previous
+    stride times its extent): then ``make_layout(filter(L), R)`` is a bijection onto
+    ``[0, size(filter(L)) * size(R))``, which contains ``[0, cotarget)``. Otherwise C++'s
+    truncating division leaves holes uncovered and the bound can fail, and we return C++'s
+    values: ``complement((2,2):(1,3), 3) == 1:0`` (``make_layout`` of the two misses 2);
+    ``complement((3,2):(2,8), 57) == (2,4):(1,16)`` (size 8 < 57/6).
     ``cotarget`` may be an int or a shape (a layout gives its shape).
     ``complement(4:2, 24) == (2,3):(1,8)``.
     """
@@ -820,9 +941,12 @@ def _left_inverse_pairs(f):
 
 
 def left_inverse(L):
-    """``R`` with ``R(L(i)) == i`` for ``0 <= i < size(L)`` when ``L`` is injective (a
-    quasi-inverse otherwise: ``L(R(L(i))) == L(i)``). Uses CuTe C++'s construction, so values off
-    the image of ``L`` match C++ (``left_inverse(4:2) == (2,4):(0,1)``; pycute differs).
+    """``R`` with ``R(L(i)) == i`` for ``0 <= i < size(L)`` — a law only when ``L`` is
+    injective. For a non-injective ``L`` C++'s construction still returns a layout, and so do
+    we, but no law holds for it (not even ``L(R(L(i))) == L(i)``: ``left_inverse((2,3):(2,1))
+    == (2,2):(2,1)`` and ``L(R(L(5))) == 1 != L(5) == 4``). Uses CuTe C++'s construction, so
+    values off the image of ``L`` match C++ (``left_inverse(4:2) == (2,4):(0,1)``; pycute
+    differs).
     """
     if type(L) is Layout and L._flat:
         pairs = _left_inverse_pairs(_coalesce_pairs(L._flat))

@@ -13,8 +13,9 @@ layout plus an offset (``slice_and_offset``).
 
 ``smem_ptr_flag_bits(b)`` is CuTe's placeholder offset of the Hopper GMMA atoms: it marks a swizzle
 that acts on the *byte* address of a shared-memory pointer of ``b``-bit elements. Evaluating or
-slicing such a layout treats the flag as the ``0`` it derives from in C++ (so ``str`` prints
-``Sw<3,4,3> o 0 o (8,64):(64,1)`` exactly as CuTe's ``operator<<``), while tensors and
+slicing such a layout treats the flag as the ``0`` it derives from in C++; ``str`` prints
+``Sw<3,4,3> o smem_ptr[16b](unset) o (8,64):(64,1)`` exactly as CuTe's ``print`` (C++'s
+``operator<<`` prints the flag as ``_0``), while tensors and
 ``print_layout`` use its position-independent form (:func:`as_position_independent_swizzle_layout`,
 the swizzle re-expressed on elements), exact when the shared-memory base is aligned to the
 swizzle period.
@@ -105,8 +106,10 @@ class ComposedLayout:
         if not isinstance(layout_a, (Swizzle, Layout, ComposedLayout)):
             raise LayoutError("ComposedLayout", "layout_a", "must be a Swizzle, Layout or ComposedLayout",
                               actual=repr(layout_a))
-        if not isinstance(layout_b, Layout):
-            raise LayoutError("ComposedLayout", "layout_b", "must be a Layout", actual=repr(layout_b))
+        if not isinstance(layout_b, (Layout, ComposedLayout)):
+            # a composed layout as B: CuTe's composition of two composed layouts nests them
+            raise LayoutError("ComposedLayout", "layout_b", "must be a Layout or a ComposedLayout",
+                              actual=repr(layout_b))
         _check_offset(offset, "ComposedLayout")
         object.__setattr__(self, "layout_a", layout_a)
         object.__setattr__(self, "offset", offset)
@@ -192,6 +195,9 @@ class ComposedLayout:
         """``(sub, off)`` with ``self(c) == sub(c_) + off`` for every completion ``c`` of the
         slicing coordinate (``c_`` = the coordinates of the ``_`` modes)."""
         coord = _to_tuple(coord)
+        if isinstance(self.layout_b, ComposedLayout):  # A o off o (composed B): slice B
+            sub, off = self.layout_b.slice_and_offset(coord)
+            return _compose3(self.layout_a, _off(self.offset) + off, sub), 0
         if isinstance(self.layout_a, Swizzle):
             return _swizzle_slice_and_offset(coord, self)
         sub, off = slice_and_offset(coord, self.layout_b)
@@ -300,7 +306,9 @@ class ComposedLayout:
 
 def _fmt_offset(o) -> str:
     if _is_flag(o):
-        return "0"  # CuTe's operator<< prints the flag as the Int<0> it derives from
+        # CuTe's print(): smem_ptr[16b](unset) (its operator<< prints the Int<0> the flag
+        # derives from; print() is what CuTe users see)
+        return str(o)
     if isinstance(o, tuple):
         return fmt_int_tuple(o)
     return str(o).replace(" ", "")

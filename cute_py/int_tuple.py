@@ -544,9 +544,11 @@ def idx2crd(idx, shape, stride=None):
     """Map an index to a coordinate of ``shape`` (the inverse of :func:`crd2idx` for compact strides).
 
     Without ``stride``: an int index into a tuple shape is split colexicographically (compact
-    column-major); an int index into an int shape is returned unchanged. With ``stride``, each
-    leaf is ``(idx // d) % s`` (only meaningful for compact layouts), size-1 leaves give 0.
-    Law: ``crd2idx(idx2crd(i, s), s) == i`` for ``0 <= i < size(s)``.
+    column-major), the last mode taking the rest *without* a modulo, as CuTe does
+    (``idx2crd(100, (4,4)) == (0,25)``); an int index into an int shape is returned unchanged.
+    With ``stride``, each leaf is ``(idx // d) % s`` (only meaningful for compact layouts),
+    size-1 leaves give 0.
+    Law: ``crd2idx(idx2crd(i, s), s) == i`` for every ``i >= 0`` (past ``size(s)`` too).
     """
     if stride is None:
         if isinstance(idx, tuple):
@@ -554,7 +556,18 @@ def idx2crd(idx, shape, stride=None):
                 raise IntTupleError("idx2crd", "idx", "is not congruent to the shape", expected=shape, actual=idx)
             return tuple(idx2crd(i, s) for i, s in zip(idx, shape))
         if isinstance(shape, tuple):
-            return idx2crd(idx, shape, prefix_product(shape))
+            # CuTe's fold: every mode but the last takes idx % size(mode), the last takes the
+            # rest unwrapped (idx2crd(100, (4,4)) == (0,25)), recursively
+            out = []
+            n = len(shape)
+            for i, s in enumerate(shape):
+                if i == n - 1:
+                    out.append(idx2crd(idx, s))
+                else:
+                    ps = product(s)
+                    out.append(idx2crd(_mod(idx, ps), s))
+                    idx = _floordiv(idx, ps)
+            return tuple(out)
         return idx
     if isinstance(idx, tuple):
         if not isinstance(shape, tuple) or len(idx) != len(shape):

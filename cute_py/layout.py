@@ -23,7 +23,8 @@ __all__ = [
     "size", "cosize", "coshape", "rank", "depth", "shape", "stride", "get", "layout",
     "crd2idx", "slice_and_offset", "select", "take", "group", "append", "prepend", "replace",
     "remove", "zip", "zip2_by", "tile_unzip", "get_hier_coord", "get_flat_coord",
-    "get_1d_coord", "transform_layout", "fmt_int_tuple", "layout_table",
+    "get_1d_coord", "transform_layout", "fmt_int_tuple", "layout_table", "dice", "slice",
+    "coprofile", "transform_leaf",
 ]
 
 
@@ -93,6 +94,13 @@ def compact_order(shape, order):
                           expected=fmt_int_tuple(shape), actual=order)
     ref_shape = flatten(wrap(it.product_like(shape, order)))
     ref_order = flatten(wrap(order))
+    if not all(isinstance(o, int) for o in ref_order):
+        # CuTe: a dynamic order element ranks after every static one, in mode order (it
+        # becomes max_static + 1 + its position): make_ordered_layout((4,8), (1,P)) == (4,8):(1,4)
+        top = max([0] + [o for o in ref_order if isinstance(o, int)])
+        ref_order = tuple(o if isinstance(o, int) else top + 1 + i
+                          for i, o in enumerate(ref_order))
+        order = it.unflatten(ref_order, order)
 
     def rec(s, o):
         if isinstance(o, tuple):
@@ -225,6 +233,12 @@ class Layout:
 
     def cosize(self):
         """Extent of the codomain: ``sum((s-1)*|d|) + 1`` (correct for negative strides)."""
+        f = self._flat
+        if f:
+            n = 1
+            for s, d in f:
+                n += (s - 1) * (d if d >= 0 else -d)
+            return n
         return cosize(self)
 
     def rank(self) -> int:
@@ -423,6 +437,10 @@ def make_layout(*args, stride=None):
     ``make_layout(L0, L1, ...)`` concatenates layouts as modes; ``make_layout(L)`` wraps ``L``
     into a rank-1 tuple layout, as CuTe does.
     """
+    if len(args) == 2 and stride is None:
+        flat = _plain_flat(args[0], args[1])
+        if flat is not None:  # plain congruent int nests: nothing to convert or validate
+            return _layout_raw(args[0], args[1], flat)
     if not args:
         raise LayoutError("make_layout", "shape", "is missing")
     if all(isinstance(a, Layout) for a in args):
@@ -543,20 +561,47 @@ def depth(x, *modes):
 
 
 def coshape(L):
-    """``inner_product(shape - 1, |stride|) + 1`` by top-level structure (an int for int codomains)."""
+    """``inner_product(shape - 1, |stride|) + 1``: an int for an integer layout; for a coordinate
+    layout (``E(i)`` strides) the tuple of per-mode extents, as CuTe's ``coshape``
+    (``coshape((4,8):(1@0,1@1)) == (4,8)``). Law: ``size(coshape(L)) == cosize(L)``."""
     L = _unwrap_obj(L)
     if not isinstance(L, Layout):
         return L.coshape() if hasattr(L, "coshape") else product(L)
+    f = L._flat
+    if f:
+        n = 1
+        for s, d in f:
+            n += (s - 1) * (d if d >= 0 else -d)
+        return n
     m1 = _map_leaf(L.shape, lambda s: s - 1)
-    return it.inner_product(m1, it.abs_(L.stride)) + 1
+    co = it.inner_product(m1, it.abs_(L.stride))
+    if getattr(co, "_cute_scaled_basis", False):
+        co = co.as_arithmetic_tuple()
+    if isinstance(co, tuple):
+        return _map_leaf(_plain_tuple(co), lambda c: c + 1)
+    return co + 1
+
+
+def _plain_tuple(t):
+    if isinstance(t, tuple):
+        return tuple(_plain_tuple(a) for a in t)
+    return t
 
 
 def cosize(L, *modes):
     """Extent of the codomain: ``size(coshape(L))`` — for a layout ``max index + 1`` over its
     domain, correct for negative strides (``cosize(4:-1) == 4``)."""
+    if type(L) is Layout and not modes:
+        f = L._flat
+        if f:
+            n = 1
+            for s, d in f:
+                n += (s - 1) * (d if d >= 0 else -d)
+            return n
     L = get(L, *modes)
     if isinstance(L, Layout):
-        return coshape(L)
+        c = coshape(L)
+        return product(c) if isinstance(c, tuple) else c
     if hasattr(L, "cosize"):
         return L.cosize()
     raise LayoutError("cosize", "layout", "must be a Layout", actual=repr(L))
@@ -587,18 +632,19 @@ def crd2idx(coord, L, stride_=None):
 
 
 def _check_coord_profile(c, s, op):
-    """Coordinates must be weakly congruent to the shape and in range (CuTe: UB otherwise)."""
+    """Coordinates must be weakly congruent to the shape and non-negative. A coordinate past
+    its mode is evaluated as C++ and pycute do (``Layout(4,1)(6) == 6``: the strides continue
+    the function past the domain; an int into a tuple mode wraps every sub-mode but the last)."""
     if isinstance(c, tuple):
         if not isinstance(s, tuple) or len(c) != len(s):
             raise IntTupleError(op, "coord", "does not match the layout's profile",
                                 expected=fmt_int_tuple(s), actual=fmt_int_tuple(c))
         for a, b in _zip(c, s):
             _check_coord_profile(a, b, op)
-    elif isinstance(c, int):
-        n = product(s)
-        if isinstance(n, int) and not (0 <= c < n):
-            raise IntTupleError(op, "coord", f"is out of range for a mode of size {n}",
-                                expected=f"0 <= coord < {n}", actual=c)
+    elif isinstance(c, int) and c < 0:
+        # C++ truncates a negative coordinate's division and modulo, Python floors: refuse
+        # rather than give an index C++ does not
+        raise IntTupleError(op, "coord", "is negative", expected="coord >= 0", actual=c)
 
 
 def _slice(c, L: Layout) -> Layout:
@@ -675,10 +721,18 @@ def _range_check(op, B, E, R):
 
 
 def select(L, *modes):
-    """The layout of the listed modes, in that order: ``select(L, 2, 0)``."""
-    L = _as_layout(L, "select", "layout")
+    """The layout (or, for a tuple, the tuple) of the listed modes, in that order:
+    ``select(L, 2, 0)``; ``select((4, 5, 6), 2, 0) == (6, 4)``."""
     if len(modes) == 1 and isinstance(modes[0], (tuple, list)):
         modes = tuple(modes[0])
+    if isinstance(L, (tuple, list)):
+        t = _to_tuple(L)
+        for m in modes:
+            if not is_int(m) or not isinstance(m, int) or not -len(t) <= m < len(t):
+                raise IntTupleError("select", "modes", f"mode {m!r} is out of range for rank "
+                                    f"{len(t)}", actual=modes)
+        return tuple(t[m] for m in modes)
+    L = _as_layout(L, "select", "layout")
     ms = _modes(L)
     for m in modes:
         if not isinstance(m, int) or not -len(ms) <= m < len(ms):
@@ -687,7 +741,18 @@ def select(L, *modes):
 
 
 def take(L, begin, end):
-    """Modes ``[begin, end)`` of ``L`` (CuTe's ``take<B,E>``), always a tuple layout."""
+    """Modes ``[begin, end)`` of ``L`` (CuTe's ``take<B,E>``), always a tuple layout; of a
+    tuple, the tuple of those elements: ``take((4, 5, 6), 1, 3) == (5, 6)``."""
+    if isinstance(L, (tuple, list)):
+        t = _to_tuple(L)
+        for name, v in (("begin", begin), ("end", end)):
+            if not isinstance(v, int) or isinstance(v, bool):
+                raise IntTupleError("take", name, "must be an int", actual=repr(v))
+        if not 0 <= begin < end <= len(t):
+            raise IntTupleError("take", "range", f"[{begin}, {end}) is empty or outside the "
+                                f"rank {len(t)}", expected=f"0 <= begin < end <= {len(t)}",
+                                actual=(begin, end))
+        return t[begin:end]
     L = _as_layout(L, "take", "layout")
     ms = _modes(L)
     _range_check("take", begin, end, len(ms))
@@ -831,3 +896,106 @@ def _concat(modes) -> Layout:
             f = m._flat
             flat = flat + f if f else None  # a mode without plain flat modes: recompute below
     return Layout._raw(tuple(shapes), tuple(strides), flat or None)
+
+
+# ---------------------------------------------------------------------------------------------
+# dice / slice of layouts, coprofile, transform_leaf
+
+
+def slice(coord, x):  # noqa: A001 - CuTe's name
+    """CuTe's ``slice(c, x)``: keep the modes of ``x`` at the ``_`` of ``c`` (flattening ``c``'s
+    tuples). A layout gives ``make_layout(slice(c, shape), slice(c, stride))`` — the layout of
+    ``L(c)`` without its offset; an IntTuple gives the tuple of kept elements.
+    ``slice((1, _), (4,4):(1,8)) == (4):(8)``; ``slice((_, (_, 1)), (a, (b, c))) == (a, b)``.
+    """
+    coord = _to_tuple(coord)
+    _check(coord, "slice", "coord", allow_underscore=True)
+    x = _unwrap_obj(x)
+    if isinstance(x, Layout):
+        _check_slice_profile(coord, x.shape, "slice")
+        return Layout(it.slice_(coord, x.shape), it.slice_(coord, x.stride))
+    x = _to_tuple(x)
+    _check(x, "slice", "x", allow_underscore=True)
+    return it.slice_(coord, x)
+
+
+def dice(coord, x):
+    """CuTe's ``dice(c, x)``: keep the modes of ``x`` at the integers of ``c`` (the complement
+    of :func:`slice`). A layout gives ``make_layout(dice(c, shape), dice(c, stride))``;
+    ``dice((1, _), (4,4):(1,8)) == (4):(1)``; ``dice((1, _, 1), (a, b, c)) == (a, c)``.
+    """
+    coord = _to_tuple(coord)
+    _check(coord, "dice", "coord", allow_underscore=True)
+    x = _unwrap_obj(x)
+    if isinstance(x, Layout):
+        _check_slice_profile(coord, x.shape, "dice")
+        return Layout(it.dice(coord, x.shape), it.dice(coord, x.stride))
+    x = _to_tuple(x)
+    _check(x, "dice", "x", allow_underscore=True)
+    return it.dice(coord, x)
+
+
+def _check_slice_profile(c, s, op):
+    if isinstance(c, tuple):
+        if not isinstance(s, tuple) or len(c) != len(s):
+            raise IntTupleError(op, "coord", "does not match the layout's profile",
+                                expected=fmt_int_tuple(s), actual=fmt_int_tuple(c))
+        for a, b in _zip(c, s):
+            _check_slice_profile(a, b, op)
+
+
+def transform_leaf(t, f, *more):
+    """CuTe's ``transform_leaf``: ``f`` applied to every leaf of ``t`` (and the matching leaves
+    of the congruent tuples ``more``), keeping ``t``'s nesting.
+    ``transform_leaf((1, (2, 3)), lambda x: x + 1) == (2, (3, 4))``.
+    """
+    if not callable(f):
+        raise IntTupleError("transform_leaf", "f", "must be callable", actual=repr(f))
+
+    def rec(a, bs):
+        if isinstance(a, tuple):
+            for b in bs:
+                if not isinstance(b, tuple) or len(b) != len(a):
+                    raise IntTupleError("transform_leaf", "t", "tuples are not congruent",
+                                        expected=fmt_int_tuple(a), actual=repr(b))
+            return tuple(rec(x, [b[i] for b in bs]) for i, x in enumerate(a))
+        for b in bs:
+            if isinstance(b, tuple):
+                raise IntTupleError("transform_leaf", "t", "tuples are not congruent",
+                                    expected=fmt_int_tuple(a), actual=fmt_int_tuple(b))
+        return f(a, *bs)
+
+    return rec(_to_tuple(t), [_to_tuple(b) for b in more])
+
+
+def _coprofile_of(x):
+    """The profile of a codomain value: 0 for an int, ``(0, ...)`` for a (nested) coordinate."""
+    if getattr(x, "_cute_scaled_basis", False):
+        x = x.as_arithmetic_tuple()
+    if isinstance(x, tuple):
+        return tuple(_coprofile_of(a) for a in x)
+    return 0
+
+
+def _sum_profile(a, b):
+    """Merge two codomain profiles (ArithmeticTuple addition: the longer one wins, by mode)."""
+    if isinstance(a, tuple) or isinstance(b, tuple):
+        a = a if isinstance(a, tuple) else ()
+        b = b if isinstance(b, tuple) else ()
+        n = max(len(a), len(b))
+        a = a + (0,) * (n - len(a))
+        b = b + (0,) * (n - len(b))
+        return tuple(_sum_profile(x, y) for x, y in _zip(a, b))
+    return 0
+
+
+def coprofile(L, *modes):
+    """CuTe's ``coprofile``: a tuple of 0s congruent to the values of ``L`` — ``0`` for an
+    integer layout, ``(0, 0)`` for ``(4,8):(1@0,1@1)``. Law: ``congruent(coprofile(L), L(i))``
+    for every ``i`` (with ArithmeticTuple values as tuples).
+    """
+    L = _as_layout(get(L, *modes), "coprofile", "layout")
+    p = 0
+    for d in flatten(wrap(L.stride)):
+        p = _sum_profile(p, _coprofile_of(d))
+    return p

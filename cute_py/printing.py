@@ -14,7 +14,7 @@ from .layout import cosize, fmt_int_tuple, group, Layout, make_layout
 from . import int_tuple as it
 
 __all__ = ["print_layout", "format_layout", "parse_layout", "parse_int_tuple", "MAX_TABLE_CELLS",
-           "check_table_size"]
+           "check_table_size", "format_cute", "print"]
 
 #: The most cells a printed table or a picture may have: printing is proportional to the cells,
 #: so a larger request (a 2**70-element layout) is refused before any work is done.
@@ -28,6 +28,39 @@ def check_table_size(op: str, arg: str, M, N) -> None:
     if M * N > MAX_TABLE_CELLS:
         raise LayoutError(op, arg, f"has {M}x{N} cells, too many to draw",
                           expected=f"at most {MAX_TABLE_CELLS} cells", actual=(M, N))
+
+
+def format_cute(x) -> str:
+    """The text CuTe C++'s ``print(x)`` writes for any value, ints without C++'s ``_`` prefix
+    of static values (as ``str(Layout)``): IntTuples and coordinates ``(2,3,(4,5))``,
+    ``(_,3,(1,_))``; layouts ``(4,2):(1,4)``; tilers (tuples of layouts) ``(3:4,8:2)``;
+    composed layouts ``Sw<3,4,3> o smem_ptr[16b](unset) o (8,64):(64,1)``; coordinate strides
+    ``1@0``; atoms and tiled objects through their ``cpp_str()`` (C++'s ``print`` of them);
+    ``bool`` as ``true``/``false``; a ``str`` as itself.
+    """
+    if isinstance(x, str):
+        return x
+    if isinstance(x, bool):
+        return "true" if x else "false"
+    if isinstance(x, tuple):  # IntTuples, coordinates, tilers, ArithmeticTuples
+        return "(" + ",".join(format_cute(a) for a in x) + ")"
+    if it.is_underscore(x):
+        return "_"
+    if isinstance(x, list):
+        return "(" + ",".join(format_cute(a) for a in x) + ")"
+    f = getattr(x, "cpp_str", None)
+    if callable(f):
+        return f()
+    return str(x).replace(" ", "") if it.is_int(x) else str(x)
+
+
+def print(*xs, end="\n", file=None) -> None:  # noqa: A001 - CuTe's name; kept out of cute_py.__all__
+    """CuTe's ``print(x, ...)``: writes :func:`format_cute` of each value, back to back (as the
+    variadic C++ ``print``), then ``end``. ``cute.print(L)`` prints ``(4,2):(1,4)``;
+    ``cute.print(atom)`` prints what C++ prints for the atom.
+    """
+    import builtins
+    builtins.print("".join(format_cute(x) for x in xs), end=end, file=file or sys.stdout)
 
 
 def format_layout(L) -> str:

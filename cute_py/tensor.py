@@ -70,6 +70,26 @@ class ArithmeticTuple(tuple):
 
     __radd__ = __add__
 
+    def __sub__(self, other):
+        """Elementwise difference (CuTe's ``operator-``), shorter operands padded with 0:
+        ``ArithmeticTuple((3, 5)) - (1, 2) == (2, 3)``; law ``(a - b) + b == a``."""
+        if isinstance(other, ScaledBasis):
+            other = other.as_arithmetic_tuple()
+        if isinstance(other, tuple):
+            return self + (-ArithmeticTuple(other))
+        if isinstance(other, int) and not isinstance(other, bool) and other == 0:
+            return self
+        return NotImplemented
+
+    def __rsub__(self, other):
+        if isinstance(other, ScaledBasis):
+            other = other.as_arithmetic_tuple()
+        if isinstance(other, tuple):
+            return ArithmeticTuple(other) + (-self)
+        if isinstance(other, int) and not isinstance(other, bool) and other == 0:
+            return -self
+        return NotImplemented
+
     def __neg__(self):
         return ArithmeticTuple(-x if not isinstance(x, tuple) else -ArithmeticTuple(x) for x in self)
 
@@ -158,7 +178,13 @@ class ScaledBasis:
     __radd__ = __add__
 
     def __sub__(self, other):
+        if isinstance(other, tuple):
+            other = -ArithmeticTuple(other)
+            return self + other
         return self + (-other)
+
+    def __rsub__(self, other):
+        return (-self) + other
 
     def __eq__(self, other):
         if isinstance(other, ScaledBasis):

@@ -176,14 +176,14 @@ def test_identity_swizzle_collapses_under_algebra_but_not_in_constructor():
 # ---- Hopper GMMA atoms ---------------------------------------------------------------------
 
 ATOMS_16 = {
-    "Layout_K_INTER_Atom": "Sw<0,4,3> o 0 o (8,8):(8,1)",
-    "Layout_K_SW32_Atom": "Sw<1,4,3> o 0 o (8,16):(16,1)",
-    "Layout_K_SW64_Atom": "Sw<2,4,3> o 0 o (8,32):(32,1)",
-    "Layout_K_SW128_Atom": "Sw<3,4,3> o 0 o (8,64):(64,1)",
-    "Layout_MN_INTER_Atom": "Sw<0,4,3> o 0 o (8,8):(1,8)",
-    "Layout_MN_SW32_Atom": "Sw<1,4,3> o 0 o (16,8):(1,16)",
-    "Layout_MN_SW64_Atom": "Sw<2,4,3> o 0 o (32,8):(1,32)",
-    "Layout_MN_SW128_Atom": "Sw<3,4,3> o 0 o (64,8):(1,64)",
+    "Layout_K_INTER_Atom": "Sw<0,4,3> o smem_ptr[16b](unset) o (8,8):(8,1)",
+    "Layout_K_SW32_Atom": "Sw<1,4,3> o smem_ptr[16b](unset) o (8,16):(16,1)",
+    "Layout_K_SW64_Atom": "Sw<2,4,3> o smem_ptr[16b](unset) o (8,32):(32,1)",
+    "Layout_K_SW128_Atom": "Sw<3,4,3> o smem_ptr[16b](unset) o (8,64):(64,1)",
+    "Layout_MN_INTER_Atom": "Sw<0,4,3> o smem_ptr[16b](unset) o (8,8):(1,8)",
+    "Layout_MN_SW32_Atom": "Sw<1,4,3> o smem_ptr[16b](unset) o (16,8):(1,16)",
+    "Layout_MN_SW64_Atom": "Sw<2,4,3> o smem_ptr[16b](unset) o (32,8):(1,32)",
+    "Layout_MN_SW128_Atom": "Sw<3,4,3> o smem_ptr[16b](unset) o (64,8):(1,64)",
 }
 
 
@@ -201,8 +201,8 @@ def test_gmma_atoms_16bit(name):
 
 
 def test_gmma_atoms_32bit_and_selectors():
-    assert str(GMMA.Layout_K_SW128_Atom("f32")) == "Sw<3,4,3> o 0 o (8,32):(32,1)"
-    assert str(GMMA.Layout_MN_SW32_Atom("tf32")) == "Sw<1,4,3> o 0 o (8,8):(1,8)"
+    assert str(GMMA.Layout_K_SW128_Atom("f32")) == "Sw<3,4,3> o smem_ptr[32b](unset) o (8,32):(32,1)"
+    assert str(GMMA.Layout_MN_SW32_Atom("tf32")) == "Sw<1,4,3> o smem_ptr[32b](unset) o (8,8):(1,8)"
     assert GMMA.Layout_SW128_Atom("f16", GMMA.Major.MN) == GMMA.Layout_MN_SW128_Atom("f16")
     assert GMMA.Layout_SW64_Atom(16, "K") == GMMA.Layout_K_SW64_Atom("bf16")
     assert cute.ss_smem_selector("K", "f16", 128, 64) == GMMA.Layout_K_SW128_Atom("f16")
@@ -218,7 +218,7 @@ def test_gmma_atoms_32bit_and_selectors():
 def test_gmma_tile_to_shape_and_flag_semantics():
     atom = GMMA.Layout_K_SW128_Atom("f16")
     t = cute.tile_to_shape(atom, (128, 64))
-    assert str(t) == "Sw<3,4,3> o 0 o ((8,16),(64,1)):((64,512),(1,0))"
+    assert str(t) == "Sw<3,4,3> o smem_ptr[16b](unset) o ((8,16),(64,1)):((64,512),(1,0))"
     assert t.offset == smem_ptr_flag_bits(16)
     # CuTe evaluates the flag as Int<0>; print_layout shows the position-independent form
     assert atom(1, 0) == 64
@@ -227,7 +227,7 @@ def test_gmma_tile_to_shape_and_flag_semantics():
     assert text.splitlines()[0] == "Sw<1,3,3> o 0 o (8,16):(16,1)"
     # upcast keeps the swizzle and scales the flag
     u = cute.upcast(atom, 2)
-    assert str(u) == "Sw<3,4,3> o 0 o (8,32):(32,1)" and u.offset == smem_ptr_flag_bits(32)
+    assert str(u) == "Sw<3,4,3> o smem_ptr[32b](unset) o (8,32):(32,1)" and u.offset == smem_ptr_flag_bits(32)
     assert cute.downcast(u, 2) == atom
 
 

@@ -275,8 +275,9 @@ def make_tiled_mma(atom, atom_layout=(1, 1, 1), permutations=None) -> TiledMMA:
 
     ``atom_layout`` (a Layout or a shape; rank <= 3, padded with ``1:0``) lays atoms out over
     (M, N, K); ``permutations`` (up to 3 tilers, padded with ``_``) reorders the M/N/K modes
-    before the atoms tile them; an int ``P`` enlarges the tile to ``P`` (more values per thread).
-    Law: ``tile_size_mnk(i) == size(permutation i)`` or ``atom_mnk[i] * atom_layout[i]`` for ``_``.
+    before the atoms tile them; an int ``P`` sets the tile to ``P`` (larger: more values per
+    thread; smaller than atom x atom_layout: padded as in C++, the TV layouts then reach past the
+    tile). Law: ``tile_size_mnk(i) == size(permutation i)`` or ``atom_mnk[i] * atom_layout[i]`` for ``_``.
     """
     try:
         atom = make_mma_atom(atom)
@@ -284,18 +285,10 @@ def make_tiled_mma(atom, atom_layout=(1, 1, 1), permutations=None) -> TiledMMA:
         raise AtomError("make_tiled_mma", "atom", "must be an MMA_Atom", actual=repr(atom)) from None
     al = _normalize_atom_layout(atom_layout)
     perm = _normalize_perm(permutations)
-    mma = TiledMMA(atom, al, perm)
-    for i, nm in enumerate("MNK"):
-        p = perm[i]
-        if is_underscore(p):
-            continue
-        need = atom.shape_mnk[i] * it.product(mma.thr_layout_vmnk.shape[i + 1])
-        if _tiler_size(p) % need != 0:
-            raise AtomError("make_tiled_mma", "permutations",
-                            f"mode {nm} tiler of size {_tiler_size(p)} is not a multiple of "
-                            f"atom {nm} x atom_layout {nm}", expected=f"a multiple of {need}",
-                            actual=_fmt_perm(p))
-    return mma
+    # Like C++, any permutation tile is accepted: one smaller than (or not a multiple of) atom x
+    # atom_layout is padded by the divides (the atoms' TV layouts reach past the tile, e.g. an
+    # SM90 64x64x16 atom, 2x2 warpgroups, Tile<32,32,16>); check_tiled_mma reports such tiles.
+    return TiledMMA(atom, al, perm)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -505,45 +498,54 @@ class CoverageReport:
         return "\n".join([head] + ["  " + d for d in self.details])
 
 
+def _tv_table(L):
+    """``[L(i) for i in range(size(L))]`` as a NumPy int64 array (colexicographic order)."""
+    import numpy as np
+    shp, std = it.flatten(it.wrap(L.shape)), it.flatten(it.wrap(L.stride))
+    idx = np.zeros(1, dtype=np.int64)
+    for s, d in zip(shp, std):
+        idx = (idx[None, :] + np.arange(s, dtype=np.int64)[:, None] * d).reshape(-1)
+    return idx
+
+
 def _count_tv(L, extent, shape2):
-    """Multiplicity of every index in [0, extent) under a (thr, val) layout and first holders."""
-    counts = [0] * extent
-    holders = {}
+    """Multiplicity of every index in [0, extent) under a (thr, val) layout, the (thr, val)
+    that map outside the tile, and ``holders(i)``: the (thr, val) holding index ``i``."""
+    import numpy as np
     T = it.product(L.shape[0])
-    V = it.product(L.shape[1])
-    out_of_range = []
-    tab = layout_table(L)
-    for v in range(V):
-        for t in range(T):
-            i = tab[t + T * v]
-            if 0 <= i < extent:
-                counts[i] += 1
-                holders.setdefault(i, []).append((t, v))
-            else:
-                out_of_range.append((t, v, i))
-    return counts, holders, out_of_range
+    tab = _tv_table(L)
+    inside = (tab >= 0) & (tab < extent)
+    counts = np.bincount(tab[inside], minlength=extent)
+    out_of_range = [(int(k % T), int(k // T), int(tab[k])) for k in np.flatnonzero(~inside)[:3]]
+    n_oor = int((~inside).sum())
+
+    def holders(i):
+        ks = np.flatnonzero(tab == i)
+        return [(int(k % T), int(k // T)) for k in ks]
+    return counts, holders, out_of_range, n_oor
 
 
 def _check_tv(name, L, shape2, expected):
+    import numpy as np
     extent = shape2[0] * shape2[1]
-    counts, holders, oor = _count_tv(L, extent, shape2)
-    bad = [(i, c) for i, c in enumerate(counts) if c != expected]
+    counts, holders, oor, n_oor = _count_tv(L, extent, shape2)
+    bad_idx = np.flatnonzero(counts != expected)
     lines = [f"{name}: {L}  over {shape2[0]}x{shape2[1]}, each element expected {expected}x"]
-    if oor:
-        lines.append(f"  {len(oor)} (thr,val) map outside the tile, e.g. {oor[:3]}")
-    if bad:
+    if n_oor:
+        lines.append(f"  {n_oor} (thr,val) map outside the tile, e.g. {oor}")
+    if len(bad_idx):
         hist = {}
-        for _i, c in bad:
+        for c in counts[bad_idx].tolist():
             hist[c] = hist.get(c, 0) + 1
-        lines.append(f"  {len(bad)} elements covered a wrong number of times ("
+        lines.append(f"  {len(bad_idx)} elements covered a wrong number of times ("
                      + ", ".join(f"{n} covered {c}x" + (" (missing)" if c == 0 else "")
                                  for c, n in sorted(hist.items())) + "):")
-        for i, c in bad[:5]:
+        for i in bad_idx[:5].tolist():
             crd = it.idx2crd(i, shape2)
-            lines.append(f"    {crd} covered {c}x by (thr,val) {holders.get(i, [])[:4]}")
+            lines.append(f"    {crd} covered {int(counts[i])}x by (thr,val) {holders(i)[:4]}")
     else:
         lines.append("  every element covered exactly as expected")
-    return (not bad and not oor), lines
+    return (not len(bad_idx) and not n_oor), lines
 
 
 def check_tiled_mma(mma: TiledMMA) -> CoverageReport:
@@ -567,10 +569,12 @@ def check_tiled_mma(mma: TiledMMA) -> CoverageReport:
         # CuTe's get_layoutC_TV folds ThrK into the thread mode and leaves the tile; the real
         # ownership is each thread's partition_C (threads differing in ThrK share elements)
         ref = make_layout((tM, tN))
+        thr = mma._thrfrg(ref, "C")  # the same for every thread; each slices its own part
+        rest = _rest_coord(thr)
         idx = []
         for t in range(mma.size()):
-            lay, off = mma.get_slice(t).partition_layout(ref, "C")
-            idx.append([off + j for j in layout_table(lay)])
+            lay, off = _slice_with_offset(thr, (mma.get_slice(t)._coord("C"), rest))
+            idx.append((off + _tv_table(lay)).tolist())
         good, ls = _check_index_lists("C (from partition_C, ThrK > 1)", idx, (tM, tN), ThrK)
         ok = ok and good
         lines += ls
