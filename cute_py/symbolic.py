@@ -101,6 +101,10 @@ def subs(x, mapping):
     """Substitute values for symbols everywhere in ``x`` (IntTuple, expression, Layout,
     ComposedLayout, Tensor); fully substituted leaves become Python ints (static values).
     Law: ``subs(L, m)(subs(c, m)) == subs(L(c), m)``."""
+    from collections.abc import Mapping
+    if not isinstance(mapping, Mapping):
+        raise SymbolicError("subs", "mapping", "must be a mapping from symbols to values",
+                            actual=type(mapping).__name__)
     mapping = dict(mapping)
     if isinstance(x, Layout):
         return Layout(_subs_tuple(x.shape, mapping), _subs_tuple(x.stride, mapping))

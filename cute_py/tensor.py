@@ -29,7 +29,7 @@ from .composed import (
 from .errors import CuteError, LayoutError, TensorError
 from .int_tuple import _, has_underscore, is_underscore
 from .layout import (
-    fmt_int_tuple, get, Layout, make_layout, make_layout_like, slice_and_offset, _to_tuple,
+    fmt_int_tuple, get, Layout, make_layout, make_layout_like, size, slice_and_offset, _to_tuple,
 )
 from .numeric import sizeof_bits
 
@@ -543,6 +543,14 @@ class Tensor:
 
     def __getitem__(self, coord):
         return self(coord)
+
+    def __iter__(self):
+        """The elements in index order, ``self(0) ... self(size - 1)`` (a tensor evaluates past
+        its domain like its layout, so iteration must stop at the size)."""
+        n = size(self.layout)
+        if not isinstance(n, int):
+            raise TensorError("Tensor.__iter__", "tensor", "has a symbolic size", actual=n)
+        return (self(i) for i in range(n))
 
     def __setitem__(self, coord, value):
         c = _to_tuple(coord)

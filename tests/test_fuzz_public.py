@@ -19,10 +19,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 #: Gaps being closed by the coordinate-layout work (E-strided layouts, identity tensors): these
 #: callables still fail inside ScaledBasis / ArithmeticTuple arithmetic. Tolerated only with that
 #: signature; remove an entry as soon as its callable answers (the test says when).
-COORDINATE_LAYOUT_GAPS = {
-    "cute_py.cosize", "cute_py.complement", "cute_py.blocked_product", "cute_py.raked_product",
-    "cute_py.upcast", "Tensor.cosize", "Tensor.get_hier_coord",
-}
+COORDINATE_LAYOUT_GAPS = {"cute_py.upcast", "Tensor.get_hier_coord"}
 
 
 def _is_coordinate_gap(leak):

@@ -28,6 +28,7 @@ LAYERS = [
     ["layout"],
     ["algebra", "swizzle"],
     ["composed", "printing"],
+    ["latex"],
     ["svg", "tensor", "smem_atoms", "testing"],
     ["symbolic", "atom.mma_atom", "atom.copy_traits", "atom.mma_traits_sm80",
      "atom.mma_traits_sm90", "atom.copy_atom", "epilogue.evt", "epilogue.fused"],

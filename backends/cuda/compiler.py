@@ -39,7 +39,7 @@ from . import INCLUDE_DIR
 __all__ = [
     "KernelResources", "CompiledModule", "compile_module", "compile_count", "cache_stats",
     "clear_memory_cache", "cache_dir", "parse_ptxas_log", "DEFAULT_OPTIONS", "library_version",
-    "normalize_arch", "has_compiler",
+    "normalize_arch", "has_compiler", "build_kernel",
 ]
 
 #: Options every compilation gets (before the caller's).
@@ -534,3 +534,10 @@ def compile_module(source: str, *, arch: str | None = "sm_90a", name_expressions
                              "cubin_sha256": hashlib.sha256(cubin).hexdigest()})
     with _lock:
         return _memory.setdefault(key, mod)
+
+
+def build_kernel(spec):
+    """Compile a :class:`~cute_py.backends.cuda.kernel.KernelSpec` (cached on source + options
+    + arch) into its :class:`~cute_py.backends.cuda.kernel.CompiledKernel`."""
+    mod = compile_module(spec.source, arch=spec.arch, options=spec.options)
+    return mod.get_function(spec.entry, spec=spec)

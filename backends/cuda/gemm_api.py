@@ -29,43 +29,22 @@ from __future__ import annotations
 
 import numbers
 import sys
-from dataclasses import dataclass
 
-from cute_py.errors import CuteError, LaunchError
+from cute_py.errors import LaunchError
 
 from .stream import cupy_external_stream, torch_external_stream
+from .gemm_common import GemmChoice
+from .gemm_common import acls as _acls
+from .gemm_common import cupy_view as _cupy_view
+from .gemm_common import empty as _empty
+from .gemm_common import is_hopper as _hopper
+from .gemm_common import meta_key as _meta_key
 from .tensors import TensorMeta, meta_of, overlaps, span_bytes
 
 __all__ = ["gemm", "gemm_entry", "GemmChoice", "GemmCall", "run_sm90", "plan_cache", "clear_plans"]
 
 _OP = "gemm"
 _MAX_PLANS = 512
-
-
-@dataclass(frozen=True)
-class GemmChoice:
-    """What ``gemm`` ran: the kernel family, its configuration and why."""
-
-    backend: str            # "sm90" or "sm80"
-    kernel: str             # the kernel's entry name
-    config: object
-    copied: tuple           # operands copied into padded buffers first
-    reason: str
-
-    def __str__(self):
-        cfg = self.config
-        desc = ""
-        if self.backend == "sm90":
-            desc = (f"{cfg.schedule} {cfg.tile_m}x{cfg.tile_n}x{cfg.tile_k}, {cfg.stages} "
-                    f"stages, A {cfg.a_major}-major, B {cfg.b_major}-major, epilogue "
-                    f"{'EVT/TMA-store' if cfg.epi is not None else 'predicated'}")
-        copied = f"; copied {', '.join(self.copied)}" if self.copied else ""
-        return f"{self.backend}: {self.kernel} ({desc}){copied} — {self.reason}"
-
-
-def _acls(ptr: int) -> int:
-    """Alignment class of an address: 0 (128-byte), 1 (16-byte), 2 (4-byte), 3 (other)."""
-    return 0 if not ptr & 127 else 1 if not ptr & 15 else 2 if not ptr & 3 else 3
 
 
 _PLANS: dict = {}
@@ -140,14 +119,6 @@ def _check_scalar(name, v):
     return float(v)
 
 
-def _hopper(device: int) -> bool:
-    try:
-        from .device import device_properties
-        return device_properties(device).cc == (9, 0)
-    except Exception:  # no GPU / no CuPy: not Hopper (the SM80 path reports what is missing)
-        return False
-
-
 def _check_metas(A: TensorMeta, B: TensorMeta, C, D, bits_ok: bool = False):
     if A.dtype == "uint16" and not bits_ok:
         raise LaunchError(_OP, "A", "is uint16; CuPy has no bfloat16: pass torch bfloat16 "
@@ -217,15 +188,6 @@ def _pad_copy(X, m: TensorMeta, stream: int):
         buf[..., :K] = X
     v = buf[..., :K]
     return v, meta_of(v, "A", _OP)
-
-
-def _empty(like, shape, framework, dtype=None):
-    if framework == "torch":
-        import torch
-        return torch.empty(shape, dtype=like.dtype if dtype is None else dtype,
-                           device=like.device)
-    import cupy as cp
-    return cp.empty(shape, dtype=like.dtype if dtype is None else dtype)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -386,10 +348,6 @@ def _run_call(call, A, B, Am, Bm, Dm, Cm, alpha, beta, h):
     return keep
 
 
-def _meta_key(m: TensorMeta):
-    return (m.dtype, m.shape, m.strides, m.device, _acls(m.ptr))
-
-
 def _remember(key, call):
     if len(_PLANS) >= _MAX_PLANS:
         _PLANS.pop(next(iter(_PLANS)))
@@ -514,9 +472,11 @@ def _gemm_general(A, B, C, alpha, beta, *, out, stream, explain, backend, mainlo
     fused = bias is not None or activation is not None or epilogue is not None or tensors
     if fused:
         from .gemm_fused import run_fused
-        return run_fused(A, B, C, alpha, beta, out=out, stream=h, explain=explain,
-                         backend=backend, bias=bias, activation=activation, epilogue=epilogue,
-                         tensors=tensors, metas=(Am, Bm, Cm, Dm))
+        res = run_fused(A, B, C, alpha, beta, out=out, stream=h, explain=explain,
+                        backend=backend, bias=bias, activation=activation, epilogue=epilogue,
+                        tensors=tensors, metas=(Am, Bm, Cm, Dm))
+        if res is not NotImplemented:
+            return res
     hopper = _hopper(Am.device) and Am.dtype in ("float16", "bfloat16")
     sm90_ok = hopper and mainloop is None and config is None and backend != "sm80" and \
         (Dm is None or Dm.strides[-1] == 1) and (Cm is None or Cm.strides[-1] == 1)
@@ -577,24 +537,6 @@ def _run_sm80(A, B, C, out, alpha, beta, Am, h, mainloop, config, explain=False)
                       ("float32 operands, tf32" if Am.dtype == "float32" else
                        "not an sm_90 device, or an SM80 mainloop / config / backend asked for, "
                        "or a column-major out / C") + ")")
-
-
-def _cupy_view(x):
-    """A CuPy view of a torch CUDA tensor (bf16 as uint16 bits) or the CuPy array itself."""
-    if type(x).__module__.startswith("torch"):
-        import cupy as cp
-        import torch
-        x = x.detach()
-        bf = x.dtype == torch.bfloat16
-        v = cp.asarray(x.view(torch.int16) if bf else x)
-        return v.view(cp.uint16) if bf else v
-    return x
-
-
-def _rethrow(e: Exception):   # pragma: no cover - kept for callers that wrap the API
-    if isinstance(e, CuteError):
-        raise e
-    raise LaunchError(_OP, "A", f"failed: {type(e).__name__}: {e}") from e
 
 
 def _ext_stream(h, device):

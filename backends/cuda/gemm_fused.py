@@ -22,6 +22,7 @@ from __future__ import annotations
 
 from cute_py.errors import LaunchError
 
+from .gemm_common import GemmChoice, cupy_view, empty, is_hopper, meta_key
 from .tensors import TensorMeta, is_array, meta_of
 
 __all__ = ["run_fused", "fused_config"]
@@ -53,15 +54,14 @@ def _is_array(x) -> bool:
 def run_fused(A, B, C, alpha, beta, *, out, stream, explain, backend, bias, activation,
               epilogue, tensors, metas):
     """The fused call (the arguments of ``cute_py.gemm``; ``stream`` a raw handle, ``metas``
-    the checked ``(A, B, C, out)`` metadata).  Returns D, or ``(D, choice)``."""
+    the checked ``(A, B, C, out)`` metadata).  Returns D, or ``(D, choice)``; NotImplemented
+    when the fused arguments add nothing to the product (the caller runs the plain GEMM)."""
     from cute_py.epilogue.fused import fused_call
-
-    from .gemm_api import GemmChoice, _empty
     Am, Bm, Cm, Dm = metas
     batched = len(Am.shape) == 3
     shape = (*Am.shape[:-1], Bm.shape[-1])
     if out is None:
-        out = _empty(A, shape, Am.framework)
+        out = empty(A, shape, Am.framework)
         Dm = meta_of(out, "out", _OP)
     for name, t in list((tensors or {}).items()) + [("bias", bias)]:
         if t is not None and _is_array(t):
@@ -82,25 +82,19 @@ def run_fused(A, B, C, alpha, beta, *, out, stream, explain, backend, bias, acti
                                   activation=activation, epilogue=epilogue, tensors=tens)
         a, b, d = sl(A), sl(B), sl(out)
         if tree is None:           # nothing to fuse after all (e.g. activation="identity")
-            from .gemm_api import gemm_entry
-            gemm_entry(a, b, sl(C), alpha, beta, d, stream, False, backend, None, None, None,
-                       None, None, {})
-            choice = choice or GemmChoice("sm90/sm80", "plain GEMM", None, (),
-                                          "the fused arguments add nothing to the product")
-            continue
+            return NotImplemented
         choice = _run_tree(a, b, d, tree, launch, stream, backend)
     return (out, choice) if explain else out
 
 
 def _run_tree(A, B, D, tree, launch, h, backend):
     """One 2-D fused GEMM ``D = tree(A @ B, **launch)`` on stream ``h``."""
-    from .gemm_api import GemmChoice, _hopper, _meta_key
     from .kernels import gemm_sm90 as G
     Am, Bm, Dm = meta_of(A, "A", _OP), meta_of(B, "B", _OP), meta_of(D, "out", _OP)
     Bnk = Bm.swap_last()
     tm = {k: meta_of(v, k, _OP) for k, v in launch.items() if _is_array(v)}
     scal = {k: v for k, v in launch.items() if not _is_array(v)}
-    hopper = (backend != "sm80" and _hopper(Am.device) and Am.dtype in ("float16", "bfloat16")
+    hopper = (backend != "sm80" and is_hopper(Am.device) and Am.dtype in ("float16", "bfloat16")
               and G.tma_major(Am) is not None and G.tma_major(Bnk) is not None
               and G.tma_store_ok(Dm)
               and all(_matrix_ok(m, Dm.shape) for m in tm.values()))
@@ -110,8 +104,8 @@ def _run_tree(A, B, D, tree, launch, h, backend):
                           "whole 16-byte chunks, and row-major 2-element aligned tree matrices)")
     if not hopper:
         return _run_sm80_tree(A, B, D, tree, launch, h, Am)
-    key = (tree, _meta_key(Am), _meta_key(Bnk), _meta_key(Dm),
-           tuple(sorted((k, _meta_key(m)) for k, m in tm.items())), tuple(sorted(scal)))
+    key = (tree, meta_key(Am), meta_key(Bnk), meta_key(Dm),
+           tuple(sorted((k, meta_key(m)) for k, m in tm.items())), tuple(sorted(scal)))
     entry = _PLANS.get(key)
     if entry is None:
         dt = "f16" if Am.dtype == "float16" else "bf16"
@@ -142,13 +136,12 @@ def _matrix_ok(m: TensorMeta, dshape) -> bool:
 
 def _run_sm80_tree(A, B, D, tree, launch, h, Am):
     """The SM80 kernel with the fused epilogue (CuPy views, launched on stream ``h``)."""
-    from .gemm_api import GemmChoice, _cupy_view
     from .kernels.gemm_sm80 import gemm_sm80
     from .stream import cupy_external_stream
     bf16 = Am.dtype == "bfloat16"
-    args = {k: (_cupy_view(v) if _is_array(v) else v) for k, v in launch.items()}
+    args = {k: (cupy_view(v) if _is_array(v) else v) for k, v in launch.items()}
     with cupy_external_stream(h):
-        gemm_sm80(_cupy_view(A), _cupy_view(B), None, _cupy_view(D), 1.0, 0.0, bf16=bf16,
+        gemm_sm80(cupy_view(A), cupy_view(B), None, cupy_view(D), 1.0, 0.0, bf16=bf16,
                   epilogue=tree, epilogue_args=args)
     return GemmChoice("sm80", "gemm_sm80 + EVT", None, (),
                       "fused EVT epilogue on the SM80 kernel (not sm_90, or the Hopper "

@@ -1,7 +1,7 @@
 """The one compiled-kernel type and its packed parameters.
 
 :class:`KernelSpec` is the frozen description of a kernel (source, entry name, typed parameters,
-block, cluster, dynamic shared memory, arch); :func:`build_kernel` compiles it once (the
+block, cluster, dynamic shared memory, arch); ``compiler.build_kernel`` compiles it once (the
 compiler's cache) into a :class:`CompiledKernel`.  Every kernel the backend runs is a
 ``CompiledKernel`` — copies, tiled copies, SM80 and SM90 GEMMs, the epilogue test kernels — and
 every launch goes through :meth:`CompiledKernel.launch_pack` (``cuLaunchKernel``, or
@@ -27,7 +27,7 @@ from cute_py.errors import LaunchError
 from . import driver
 
 __all__ = ["PARAM_KINDS", "Param", "KernelSpec", "ArgPack", "CompiledKernel", "LaunchPlan",
-           "make_plan", "build_kernel"]
+           "make_plan"]
 
 #: parameter kind -> (bytes, alignment, struct format; None for a 128-byte CUtensorMap)
 PARAM_KINDS = {"ptr": (8, 8, "Q"), "u64": (8, 8, "Q"), "i64": (8, 8, "q"), "i32": (4, 4, "i"),
@@ -122,8 +122,8 @@ class CompiledKernel:
     """A compiled kernel, loaded lazily per device through the driver.
 
     ``launch(grid, block, args, smem=, stream=, specs=)`` checks ``args`` (NumPy scalars, CuPy
-    arrays, or values converted by ``specs``) and launches; ``launch_pack(grid, pack, stream)``
-    is the plan path (no checks, no conversions).  ``resources`` is ptxas' report."""
+    arrays, or values converted by ``specs``: ``launch.launch``); ``launch_pack(grid, pack,
+    stream)`` is the plan path (no checks, no conversions).  ``resources`` is ptxas' report."""
 
     def __init__(self, module, name: str, *, spec: KernelSpec | None = None, resources=None):
         self.module = module
@@ -203,10 +203,6 @@ class CompiledKernel:
         smem = self.spec.smem if smem is None and self.spec is not None else (smem or 0)
         params = pack.params
         return lambda stream: fn(func, g0, g1, g2, b0, b1, b2, smem, stream, params, None)
-
-    def __call__(self, grid, block, args, *, smem: int = 0, stream=None, specs=None):
-        from .launch import launch
-        return launch(self, grid, block, args, smem=smem, stream=stream, specs=specs)
 
     def __repr__(self):
         return f"CompiledKernel({self.name!r}, {self.resources})"
@@ -295,10 +291,3 @@ def make_plan(kernel: CompiledKernel, device: int, grid, block, smem: int, param
     plan.scalar_roles, plan.resets = tuple(scalar_roles), ()
     plan._last, plan._launch, plan._lock = None, None, threading.Lock()
     return plan
-
-
-def build_kernel(spec: KernelSpec) -> CompiledKernel:
-    """Compile ``spec`` (cached by the compiler on source + options + arch) into its kernel."""
-    from .compiler import compile_module
-    mod = compile_module(spec.source, arch=spec.arch, options=spec.options)
-    return mod.get_function(spec.entry, spec=spec)

@@ -461,6 +461,10 @@ def check_tiled_copy(tc: TiledCopy, expected=None) -> CoverageReport:
     cover every element uniformly. Returns a :class:`CoverageReport` (truthy when OK)."""
     if not isinstance(tc, TiledCopy):
         raise AtomError("check_tiled_copy", "tiled_copy", "must be a TiledCopy", actual=repr(tc))
+    if expected is not None and (isinstance(expected, bool) or not isinstance(expected, int)
+                                 or expected < 1):
+        raise AtomError("check_tiled_copy", "expected", "must be None or a positive int (how "
+                        "many times each tile element is held)", actual=repr(expected)[:80])
     shp = tc.tile_shape
     shp2 = (shp[0], it.product(shp[1:])) if len(shp) > 1 else (shp[0], 1)
     ok = True

@@ -506,7 +506,7 @@ class CopyKernel:
         """The compiled kernel (for the current device's architecture; compiled on first use)."""
         f = self._funcs.get(0)
         if f is None:
-            from ..kernel import build_kernel
+            from ..compiler import build_kernel
             f = self._funcs[0] = build_kernel(self.spec)
         return f
 

@@ -846,7 +846,7 @@ class GemmSm80:
     @property
     def function(self):
         if self._func is None:
-            from ..kernel import build_kernel
+            from ..compiler import build_kernel
             self._func = build_kernel(self.spec)
             self._module = self._func.module
         return self._func

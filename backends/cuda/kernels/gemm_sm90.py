@@ -935,7 +935,8 @@ class Sm90Gemm:
     """
 
     def __init__(self, cfg: Sm90GemmConfig = Sm90GemmConfig(), arch: str = "sm_90a"):
-        from ..kernel import KernelSpec, build_kernel
+        from ..compiler import build_kernel
+        from ..kernel import KernelSpec
         self.cfg = cfg.check()
         self.maps = derive_maps(cfg)
         self.source = generate_source(cfg)
@@ -1295,6 +1296,26 @@ def default_evt_config(dt: str, tile_n: int, use_c: bool, a_major: str = "K",
                           epi=make_epilogue_config(tree, tile_n=tile_n, element_d=ed))
 
 
+#: candidate tiles of the unswapped kernel: (tile_m, tile_n, consumer warpgroups, stages,
+#: relative efficiency of one tile's MMA work).  Efficiencies fitted to the H100 measurements
+#: of benchmarks/small_tiles.py (docs/performance.md, "Small and batched GEMMs"): the smaller
+#: the tile, the more of its time goes to loads, barriers and the epilogue.
+TILES = ((128, 256, 2, 4, 1.0), (128, 128, 2, 6, 0.85), (128, 64, 2, 8, 0.7),
+         (64, 64, 1, 8, 0.55))
+
+
+def _pick_tile(M, N, L, num_sms):
+    """The candidate tile with the least ``waves * tile work / efficiency`` (ties: the larger
+    tile): one persistent wave of small tiles beats a fraction of a wave of big ones."""
+    best = None
+    for tm, tn, wgs, stages, eff in TILES:
+        waves = -(-(-(-M // tm) * -(-N // tn) * L) // num_sms)
+        cost = waves * tm * tn / eff
+        if best is None or cost < best[0] - 1e-9:
+            best = (cost, (tm, tn, wgs, stages))
+    return best[1]
+
+
 def choose_config(A: TensorMeta, B: TensorMeta, D: TensorMeta, C: TensorMeta | None,
                   alpha_one: bool, sms: int) -> Sm90GemmConfig:
     """The configuration ``gemm_sm90`` runs for operands A ``(M, K)`` and B ``(N, K)`` already
@@ -1306,7 +1327,6 @@ def choose_config(A: TensorMeta, B: TensorMeta, D: TensorMeta, C: TensorMeta | N
     where the heuristic's wave model prefers them to 128x256 (``gemm_sm90_heuristic``)."""
     dt = "f16" if A.dtype == "float16" else "bf16"
     a_major, b_major = tma_major(A), tma_major(B)
-    from .gemm_sm90_heuristic import _pick_tile
     M, N = A.shape[-2], B.shape[-2]
     L = A.shape[0] if len(A.shape) == 3 else 1
     tn, stages = (256, 4) if _pick_tile(M, N, L, sms)[1] >= 256 else (128, 5)

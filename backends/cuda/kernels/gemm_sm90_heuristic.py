@@ -34,7 +34,7 @@ from dataclasses import dataclass
 
 from cute_py.errors import LaunchError
 
-from .gemm_sm90 import SMALL_TILE_N, Sm90GemmConfig
+from .gemm_sm90 import SMALL_TILE_N, TILES, Sm90GemmConfig, _pick_tile
 
 __all__ = ["Sm90Choice", "choose_sm90", "SWAP_MAX_M", "MIN_KB_PER_SPLIT", "MAX_SPLITS",
            "DEFAULT_SPLIT_MODE"]
@@ -95,26 +95,6 @@ class Sm90Choice:
 
 def _tiles(M, N, L, tm, tn):
     return -(-M // tm) * -(-N // tn) * L
-
-
-#: candidate tiles of the unswapped kernel: (tile_m, tile_n, consumer warpgroups, stages,
-#: relative efficiency of one tile's MMA work).  Efficiencies fitted to the H100 measurements
-#: of benchmarks/small_tiles.py (docs/performance.md, "Small and batched GEMMs"): the smaller
-#: the tile, the more of its time goes to loads, barriers and the epilogue.
-TILES = ((128, 256, 2, 4, 1.0), (128, 128, 2, 6, 0.85), (128, 64, 2, 8, 0.7),
-         (64, 64, 1, 8, 0.55))
-
-
-def _pick_tile(M, N, L, num_sms):
-    """The candidate tile with the least ``waves * tile work / efficiency`` (ties: the larger
-    tile): one persistent wave of small tiles beats a fraction of a wave of big ones."""
-    best = None
-    for tm, tn, wgs, stages, eff in TILES:
-        waves = -(-_tiles(M, N, L, tm, tn) // num_sms)
-        cost = waves * tm * tn / eff
-        if best is None or cost < best[0] - 1e-9:
-            best = (cost, (tm, tn, wgs, stages))
-    return best[1]
 
 
 def choose_sm90(M: int, N: int, K: int, L: int = 1, dtype: str = "f16", a_major: str = "K",

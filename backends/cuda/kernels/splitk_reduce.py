@@ -141,7 +141,8 @@ class SplitKReduce:
     """A compiled reduce kernel (``SplitKReduceConfig``)."""
 
     def __init__(self, cfg: SplitKReduceConfig = SplitKReduceConfig(), arch: str = "sm_90a"):
-        from ..kernel import KernelSpec, build_kernel
+        from ..compiler import build_kernel
+        from ..kernel import KernelSpec
         self.cfg = cfg.check()
         self.source = generate_reduce_source(cfg)
         self.spec = KernelSpec(self.source, cfg.name, None, (_THREADS, 1, 1), arch=arch)

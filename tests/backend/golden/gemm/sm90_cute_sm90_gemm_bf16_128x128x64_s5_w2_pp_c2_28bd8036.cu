@@ -16,8 +16,8 @@ extern "C" __global__ void CUTE_PY_SM90_CLUSTER_DIMS __launch_bounds__(384, 1) c
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
   extern __shared__ unsigned char smem_raw_[];
   const u32 smem0_ = (cvta_to_shared_u32(smem_raw_) + 1023u) & ~1023u;
-  const u32 sA = smem0_;                        // 5 stages x 16384 B: Sw<3,4,3> o 0 o ((8,16),(64,1)):((64,512),(1,0))
-  const u32 sB = sA + 81920u;           // 5 stages x 16384 B: Sw<3,4,3> o 0 o ((8,16),(64,1)):((64,512),(1,0))
+  const u32 sA = smem0_;                        // 5 stages x 16384 B: Sw<3,4,3> o smem_ptr[16b](unset) o ((8,16),(64,1)):((64,512),(1,0))
+  const u32 sB = sA + 81920u;           // 5 stages x 16384 B: Sw<3,4,3> o smem_ptr[16b](unset) o ((8,16),(64,1)):((64,512),(1,0))
   const u32 bar_full = sB + 81920u;
   const u32 bar_empty = bar_full + 40u;
   

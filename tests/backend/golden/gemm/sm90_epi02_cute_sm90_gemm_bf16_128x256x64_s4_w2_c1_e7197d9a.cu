@@ -257,8 +257,8 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_bf16_128x256
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
   extern __shared__ unsigned char smem_raw_[];
   const u32 smem0_ = (cvta_to_shared_u32(smem_raw_) + 1023u) & ~1023u;
-  const u32 sA = smem0_;                        // 4 stages x 16384 B: Sw<3,4,3> o 0 o ((8,16),(64,1)):((64,512),(1,0))
-  const u32 sB = sA + 65536u;           // 4 stages x 32768 B: Sw<3,4,3> o 0 o ((8,32),(64,1)):((64,512),(1,0))
+  const u32 sA = smem0_;                        // 4 stages x 16384 B: Sw<3,4,3> o smem_ptr[16b](unset) o ((8,16),(64,1)):((64,512),(1,0))
+  const u32 sB = sA + 65536u;           // 4 stages x 32768 B: Sw<3,4,3> o smem_ptr[16b](unset) o ((8,32),(64,1)):((64,512),(1,0))
   const u32 bar_full = sB + 147472u;
   const u32 bar_empty = bar_full + 32u;
   unsigned char* cute_epi_smem_base = smem_raw_ + (smem0_ - cvta_to_shared_u32(smem_raw_)) + 196608;

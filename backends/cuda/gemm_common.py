@@ -1,0 +1,69 @@
+"""Pieces the one-call GEMM paths share (plain: ``gemm_api``; fused: ``gemm_fused``): the
+record of which kernel ran, metadata keys, output allocation, the Hopper test, CuPy views."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .tensors import TensorMeta
+
+__all__ = ["GemmChoice", "meta_key", "acls", "empty", "is_hopper", "cupy_view"]
+
+
+@dataclass(frozen=True)
+class GemmChoice:
+    """What ``gemm`` ran: the kernel family, its configuration and why."""
+
+    backend: str            # "sm90" or "sm80"
+    kernel: str             # the kernel's entry name
+    config: object
+    copied: tuple           # operands copied into padded buffers first
+    reason: str
+
+    def __str__(self):
+        cfg = self.config
+        desc = ""
+        if self.backend == "sm90":
+            desc = (f"{cfg.schedule} {cfg.tile_m}x{cfg.tile_n}x{cfg.tile_k}, {cfg.stages} "
+                    f"stages, A {cfg.a_major}-major, B {cfg.b_major}-major, epilogue "
+                    f"{'EVT/TMA-store' if cfg.epi is not None else 'predicated'}")
+        copied = f"; copied {', '.join(self.copied)}" if self.copied else ""
+        return f"{self.backend}: {self.kernel} ({desc}){copied} — {self.reason}"
+
+
+def acls(ptr: int) -> int:
+    """Alignment class of an address: 0 (128-byte), 1 (16-byte), 2 (4-byte), 3 (other)."""
+    return 0 if not ptr & 127 else 1 if not ptr & 15 else 2 if not ptr & 3 else 3
+
+
+def is_hopper(device: int) -> bool:
+    try:
+        from .device import device_properties
+        return device_properties(device).cc == (9, 0)
+    except Exception:  # no GPU / no CuPy: not Hopper (the SM80 path reports what is missing)
+        return False
+
+
+def empty(like, shape, framework, dtype=None):
+    if framework == "torch":
+        import torch
+        return torch.empty(shape, dtype=like.dtype if dtype is None else dtype,
+                           device=like.device)
+    import cupy as cp
+    return cp.empty(shape, dtype=like.dtype if dtype is None else dtype)
+
+
+def meta_key(m: TensorMeta):
+    return (m.dtype, m.shape, m.strides, m.device, acls(m.ptr))
+
+
+def cupy_view(x):
+    """A CuPy view of a torch CUDA tensor (bf16 as uint16 bits) or the CuPy array itself."""
+    if type(x).__module__.startswith("torch"):
+        import cupy as cp
+        import torch
+        x = x.detach()
+        bf = x.dtype == torch.bfloat16
+        v = cp.asarray(x.view(torch.int16) if bf else x)
+        return v.view(cp.uint16) if bf else v
+    return x
