@@ -96,16 +96,16 @@ def _majors(A, Bt):
 def _default_variant(name):
     def run(A, B, dtype):
         import cupy as cp
-        from cute_py.backends.cuda.kernels import gemm_sm90 as G
+        from cute_py.backends.cuda.gemm_api import gemm_sm90
         Bt = B.T
         if _majors(A, Bt) is None:
             return None
         D = cp.empty((A.shape[0], (Bt.shape[0] + 63) // 64 * 64), dtype=A.dtype)[:, :Bt.shape[0]]
-        return lambda: G.gemm_sm90(A, Bt, D)
+        return lambda: gemm_sm90(A, Bt, D)
 
     def check(A, B, dtype):
-        from cute_py.backends.cuda.kernels import gemm_sm90 as G
-        return G.gemm_sm90(A, B.T)
+        from cute_py.backends.cuda.gemm_api import gemm_sm90
+        return gemm_sm90(A, B.T)
     return {"name": name, "run": run, "check": check}
 
 
@@ -238,7 +238,8 @@ def main(argv=None):
     args = ap.parse_args(argv)
     global DATA
     import cupy as cp
-    from cute_py.backends.cuda.kernels.gemm_sm90 import Sm90Gemm, Sm90GemmConfig, gemm_sm90
+    from cute_py.backends.cuda.gemm_api import gemm_sm90
+    from cute_py.backends.cuda.kernels.gemm_sm90 import Sm90Gemm, Sm90GemmConfig
     dev = cp.cuda.Device()
     print("device:", cp.cuda.runtime.getDeviceProperties(dev.id)["name"].decode(),
           "SMs", dev.attributes["MultiProcessorCount"], flush=True)

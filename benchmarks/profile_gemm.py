@@ -30,7 +30,7 @@ def main(argv=None):
     A = rng.standard_normal((n, n), dtype=cp.float32).astype(cp.float16)
     Bt = rng.standard_normal((n, n), dtype=cp.float32).astype(cp.float16)   # (N, K)
     if which == "ours":
-        from cute_py.backends.cuda.kernels.gemm_sm90 import gemm_sm90
+        from cute_py.backends.cuda.gemm_api import gemm_sm90
         D = cp.empty((n, n), dtype=cp.float16)
         fn = lambda: gemm_sm90(A, Bt, D)          # noqa: E731
     elif which == "cublas":

@@ -41,7 +41,7 @@ from .gemm_common import is_hopper as _hopper
 from .gemm_common import meta_key as _meta_key
 from .tensors import TensorMeta, meta_of, overlaps, span_bytes
 
-__all__ = ["gemm", "gemm_entry", "GemmChoice", "GemmCall", "run_sm90", "plan_cache", "clear_plans"]
+__all__ = ["gemm", "gemm_entry", "GemmChoice", "GemmCall", "gemm_sm90", "plan_cache", "clear_plans"]
 
 _OP = "gemm"
 _MAX_PLANS = 512
@@ -301,10 +301,18 @@ def _padded_meta(m: TensorMeta) -> TensorMeta:
     return m._replace(ptr=1 << 20, strides=st)
 
 
-def run_sm90(A, B, D=None, C=None, alpha=1.0, beta=0.0, *, cfg=None, stream=None,
-             op="gemm_sm90"):
-    """``D = alpha * A @ B.T + beta * C`` on the Hopper kernel, B given as ``(N, K)``; the
-    backend entry of :func:`~cute_py.backends.cuda.kernels.gemm_sm90.gemm_sm90`."""
+def gemm_sm90(A, B, D=None, C=None, alpha=1.0, beta=0.0, cfg=None, *, stream=None,
+              op="gemm_sm90"):
+    """One-call GEMM with a cached kernel and launch plan: ``D = alpha * A @ B.T + beta * C``
+    for A ``(M, K)`` and B ``(N, K)`` (CuPy arrays, bf16 as uint16 bits, or torch tensors),
+    optionally batched ``(L, ...)``.  Each operand may be K-contiguous or contiguous along its
+    rows (e.g. ``B = B_kn.T`` for a row-major ``(K, N)`` B): the kernel reads either in place.
+
+    The configuration is :func:`choose_config`'s unless ``cfg`` is given.  Operands TMA cannot
+    read in place (row pitch not a multiple of 16 bytes) are copied into padded buffers first.
+    Launch plans are cached by shapes, strides, dtypes and alignment classes (never by pointer):
+    see :func:`gemm`.  ``stream``: the launch's stream (default:
+    the arrays' framework's current stream)."""
     from .stream import stream_handle
     alpha, beta = _check_scalar("alpha", alpha), _check_scalar("beta", beta)
     Am, Bm = meta_of(A, "A", op), meta_of(B, "B", op)

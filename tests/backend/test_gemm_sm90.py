@@ -12,6 +12,7 @@ import pytest
 import cute_py as cute
 from cute_py.errors import LaunchError, LayoutError
 from cute_py.backends.cuda.kernels import gemm_sm90 as G
+from cute_py.backends.cuda.gemm_api import gemm_sm90
 from cute_py.backends.cuda.kernels.gemm_sm90_maps import (derive_maps, fragment_from_clayout,
                                                           smem_tile)
 from cute_py.backends.cuda.kernels.gemm_sm90_ptxgen import wgmma_block
@@ -362,9 +363,9 @@ def test_gemm_sm90_default_lincomb_gpu(K):
     C = rng.standard_normal((M, N), dtype=cp.float32).astype(cp.float16)
     ref, f64 = _ref(A, B, "f16", C, 1.5, 0.5)
     D = cp.full((M, N), cp.nan, cp.float16)
-    G.gemm_sm90(A, B, D, C, 1.5, 0.5)
+    gemm_sm90(A, B, D, C, 1.5, 0.5)
     assert float(cp.linalg.norm(f64(D) - ref) / cp.linalg.norm(ref)) < 2e-3
-    G.gemm_sm90(A, B, C, C, 1.5, 0.5)                    # in place: C's values read first
+    gemm_sm90(A, B, C, C, 1.5, 0.5)                    # in place: C's values read first
     assert float(cp.linalg.norm(f64(C) - ref) / cp.linalg.norm(ref)) < 2e-3
     used = {c.schedule for c in G._CACHE if c.epi is not None and "C" in c.epi.tree.signature
             and c.tile_n == 256}
@@ -391,7 +392,7 @@ def test_gemm_sm90_padded_d_keeps_its_padding_gpu(N):
         Db = cp.full((M, W), cp.nan, cp.float16)
         Cb = rng.standard_normal((M, W), dtype=cp.float32).astype(cp.float16)
         D, C = Db[:, :N], Cb[:, :N]
-        G.gemm_sm90(A, B, D, C if use_c else None, 1.5 if use_c else 1.0, 0.5 if use_c else 0.0)
+        gemm_sm90(A, B, D, C if use_c else None, 1.5 if use_c else 1.0, 0.5 if use_c else 0.0)
         ref, f64 = _ref(A, B, "f16", C if use_c else None, 1.5 if use_c else 1.0, 0.5)
         assert bool(cp.isnan(Db[:, N:]).all()), (N, use_c)       # the padding is untouched
         err = float(cp.linalg.norm(f64(D) - ref) / cp.linalg.norm(ref))
@@ -421,10 +422,10 @@ def test_gemm_sm90_gpu(dt, shape):
     from benchmarks.gemm_sm90_variants import check_case
     M, N, K, L = shape
     rng = cp.random.default_rng()
-    err = check_case(lambda A, B, D, C, a, b: G.gemm_sm90(A, B, D, C, a, b), M, N, K, dt, rng,
+    err = check_case(lambda A, B, D, C, a, b: gemm_sm90(A, B, D, C, a, b), M, N, K, dt, rng,
                      L=L)
     assert err < (2e-3 if dt == "f16" else 1e-2), err
-    err = check_case(lambda A, B, D, C, a, b: G.gemm_sm90(A, B, D, C, a, b), M, N, K, dt, rng,
+    err = check_case(lambda A, B, D, C, a, b: gemm_sm90(A, B, D, C, a, b), M, N, K, dt, rng,
                      L=L, alpha=1.5, beta=0.5)
     assert err < (2e-3 if dt == "f16" else 1e-2), err
 
@@ -468,7 +469,7 @@ def test_gemm_sm90_mn_major_gpu(dt, majors, shape):
         D = cp.empty(lead + (M, N), dtype=A.dtype)
         D.view(cp.uint16).fill(0x7E00 if dt == "f16" else 0x7FC0)
         if run == "one-call":
-            G.gemm_sm90(A, B, D)
+            gemm_sm90(A, B, D)
         else:
             G.Sm90Gemm(G.Sm90GemmConfig(dtype=dt, a_major=majors[0], b_major=majors[1],
                                         vec2=False))(A, B, D)
@@ -652,7 +653,7 @@ def test_gemm_sm90_copied_operands_share_one_plan_gpu():
             A = rng.standard_normal((300, K), dtype=cp.float32).astype(cp.float16)
             B = rng.standard_normal((200, K), dtype=cp.float32).astype(cp.float16)
             D = cp.full((300, 200), cp.nan, cp.float16)
-            G.gemm_sm90(A, B, D)
+            gemm_sm90(A, B, D)
             ref, f64 = _ref(A, B, "f16")
             assert float(cp.linalg.norm(f64(D) - ref) / cp.linalg.norm(ref)) < 2e-3
         assert len(gemm_api.plan_cache()) == 1, K

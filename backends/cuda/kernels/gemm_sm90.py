@@ -40,7 +40,7 @@ from ..kernel import LaunchPlan, make_plan
 from ..tensors import TensorMeta, is_array, meta_of
 from .gemm_sm90_maps import Sm90Maps, derive_maps
 
-__all__ = ["Sm90GemmConfig", "generate_source", "Sm90Gemm", "SHIPPED_CONFIGS", "gemm_sm90",
+__all__ = ["Sm90GemmConfig", "generate_source", "Sm90Gemm", "SHIPPED_CONFIGS",
            "make_epilogue_config", "shipped_epilogue_configs"]
 
 _DT = {"f16": "f16", "float16": "f16", "bf16": "bf16", "bfloat16": "bf16"}
@@ -1337,19 +1337,3 @@ def choose_config(A: TensorMeta, B: TensorMeta, D: TensorMeta, C: TensorMeta | N
     vec2 = all(X is None or (X.strides[-2] % 2 == 0 and X.ptr % 4 == 0) for X in (D, C))
     return Sm90GemmConfig(tile_n=tn, stages=stages, dtype=dt, has_c=use_c, vec2=vec2,
                           a_major=a_major, b_major=b_major)
-
-
-def gemm_sm90(A, B, D=None, C=None, alpha=1.0, beta=0.0, cfg: Sm90GemmConfig | None = None,
-              *, stream=None):
-    """One-call GEMM with a cached kernel and launch plan: ``D = alpha * A @ B.T + beta * C``
-    for A ``(M, K)`` and B ``(N, K)`` (CuPy arrays, bf16 as uint16 bits, or torch tensors),
-    optionally batched ``(L, ...)``.  Each operand may be K-contiguous or contiguous along its
-    rows (e.g. ``B = B_kn.T`` for a row-major ``(K, N)`` B): the kernel reads either in place.
-
-    The configuration is :func:`choose_config`'s unless ``cfg`` is given.  Operands TMA cannot
-    read in place (row pitch not a multiple of 16 bytes) are copied into padded buffers first.
-    Launch plans are cached by shapes, strides, dtypes and alignment classes (never by pointer):
-    see :func:`cute_py.backends.cuda.gemm_api.gemm`.  ``stream``: the launch's stream (default:
-    the arrays' framework's current stream)."""
-    from ..gemm_api import run_sm90
-    return run_sm90(A, B, D, C, alpha, beta, cfg=cfg, stream=stream, op="gemm_sm90")
