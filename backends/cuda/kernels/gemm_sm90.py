@@ -1306,7 +1306,11 @@ TILES = ((128, 256, 2, 4, 1.0), (128, 128, 2, 6, 0.85), (128, 64, 2, 8, 0.7),
 
 def _pick_tile(M, N, L, num_sms):
     """The candidate tile with the least ``waves * tile work / efficiency`` (ties: the larger
-    tile): one persistent wave of small tiles beats a fraction of a wave of big ones."""
+    tile) when 128x256 tiles do not fill one wave: one persistent wave of small tiles beats a
+    fraction of a wave of big ones.  Problems with a full wave of 128x256 tiles keep them (the
+    ping-pong / cooperative default kernels, measured faster than 128x128 there)."""
+    if (-(-M // 128) * -(-N // 256) * L) >= num_sms:
+        return TILES[0][:4]        # a full wave of 128x256 tiles: the default kernels
     best = None
     for tm, tn, wgs, stages, eff in TILES:
         waves = -(-(-(-M // tm) * -(-N // tn) * L) // num_sms)
