@@ -95,7 +95,8 @@ def part1():
         func = plan.kernel.handle(plan.device)
         cases["cuLaunchKernel alone"] = lambda i: driver.launch_kernel(
             func, plan.grid, plan.block, plan.smem, h, plan.pack.params)
-        from cute_py.backends.cuda.kernel import ArgPack, KernelSpec, build_kernel
+        from cute_py.backends.cuda.compiler import build_kernel
+        from cute_py.backends.cuda.kernel import ArgPack, KernelSpec
         tiny = build_kernel(KernelSpec('extern "C" __global__ void tiny(int* p) {}', "tiny",
                                        None, (32, 1, 1), arch=None))
         tpack = ArgPack(["ptr"])

@@ -175,13 +175,11 @@ def _pad_copy(X, m: TensorMeta, stream: int):
     K = m.shape[-1]
     Kp = -(-K // 8) * 8
     if m.framework == "torch":
+        if _T[1] is not None and _T[1](m.device) == stream:     # torch's current stream
+            return _torch_pad(X, m, K, Kp)
         import torch
         with torch.cuda.stream(torch_external_stream(stream, X.device)):
-            buf = X.new_empty((*m.shape[:-1], Kp))
-            buf[..., K:].zero_()
-            buf[..., :K].copy_(X)
-        v = buf[..., :K]
-        return v, meta_of(v, "A", _OP)
+            return _torch_pad(X, m, K, Kp)
     import cupy as cp
     with cupy_external_stream(stream):
         buf = cp.zeros((*m.shape[:-1], Kp), dtype=X.dtype)
@@ -290,6 +288,16 @@ def _reduce_kernel(cfg):
     return k
 
 
+def _torch_pad(X, m, K, Kp):
+    """X copied into a new K-major buffer of row pitch Kp (the pad columns zeroed), on torch's
+    current stream; returns ``(view of the first K columns, its meta)``."""
+    buf = X.new_empty((*m.shape[:-1], Kp))
+    buf[..., K:].zero_()
+    buf[..., :K].copy_(X)
+    v = buf[..., :K]
+    return v, meta_of(v, "A", _OP)
+
+
 def _padded_meta(m: TensorMeta) -> TensorMeta:
     """The metadata of :func:`_pad_copy`'s result (fresh allocations are 256-byte aligned)."""
     K = m.shape[-1]
@@ -342,15 +350,15 @@ def _sm90_call(Am, Bnk, Dm, Cm, alpha, cfg=None):
 
 def _run_call(call, A, B, Am, Bm, Dm, Cm, alpha, beta, h):
     pa, pb = Am.ptr, Bm.ptr
-    keep = None
+    keep = []
     if call.copy_a:
-        keep, m = _pad_copy(A, Am, h)
+        ka, m = _pad_copy(A, Am, h)
+        keep.append(ka)
         pa = m.ptr
     if call.copy_b:
-        Bnk = B if Bm.framework != "torch" else B
-        kb, m = _pad_copy(Bnk, Bm, h)
+        kb, m = _pad_copy(B, Bm, h)
+        keep.append(kb)
         pb = m.ptr
-        keep = (keep, kb)
     pd = Dm.ptr
     call.run(pa, pb, pd, Cm.ptr if Cm is not None else pd, alpha, beta, h)
     return keep
@@ -504,10 +512,9 @@ def _gemm_general(A, B, C, alpha, beta, *, out, stream, explain, backend, mainlo
             _remember(_fast_key(A, B, C, user_out, alpha, use_c), call)
         B_nk = B.transpose(-1, -2) if Bm.framework == "torch" else B.swapaxes(-1, -2)
         keep = _run_call(call, A, B_nk, Am, Bnk, Dm, Cm, alpha, beta, h)
-        if keep is not None and Am.framework == "torch":
-            for k in (keep if isinstance(keep, tuple) else (keep,)):
-                if k is not None and hasattr(k, "record_stream"):
-                    k.record_stream(_ext_stream(h, A.device))
+        if keep and Am.framework == "torch" and _T[1] is not None and _T[1](Am.device) != h:
+            for k in keep:      # allocated on another stream than the launch's
+                k.record_stream(_ext_stream(h, A.device))
         return (out, call.choice) if explain else out
     choice = _run_sm80(A, B, C if use_c else None, out, alpha, beta, Am, h, mainloop, config,
                        explain)
