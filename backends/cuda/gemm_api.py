@@ -65,7 +65,24 @@ class GemmCall:
     per-stream workspace.  ``simple``: one plan launched with ``(A, B, D, C)`` pointers."""
 
     __slots__ = ("plan", "choice", "out_shape", "copy_a", "copy_b", "spans", "sm80", "simple",
-                 "swap", "reduce", "ws_elems", "cnt_elems", "ws", "framework", "device")
+                 "swap", "reduce", "ws_elems", "cnt_elems", "ws", "framework", "device", "pads")
+
+    def copy_in(self, A, B_nk, stream):
+        """Copy the operands TMA cannot read in place into this call's padded buffers of
+        ``stream`` (allocated once per stream, pad columns zeroed once; reuse is stream-ordered:
+        the next call's copy runs after this call's GEMM read them); returns their pointers
+        (None for an operand read in place).  ``B_nk``: B as its ``(N, K)`` view."""
+        pads = self.pads.get(stream)
+        if pads is None:
+            pads = self.pads[stream] = tuple(
+                _pad_buffer(X, stream) if need else (None, None)
+                for X, need in ((A, self.copy_a), (B_nk, self.copy_b)))
+        out = []
+        for (view, ptr), X in zip(pads, (A, B_nk)):
+            if view is not None:
+                _copy_into(view, X, stream)
+            out.append(ptr)
+        return out
 
     def run(self, pa, pb, pd, pc, alpha, beta, stream):
         if self.simple:
@@ -169,25 +186,6 @@ def _check_metas(A: TensorMeta, B: TensorMeta, C, D, bits_ok: bool = False):
 # operand copies (operands TMA cannot read in place)
 
 
-def _pad_copy(X, m: TensorMeta, stream: int):
-    """X (``(rows, K)`` view) as a K-major zero-padded copy (row pitch a multiple of 8),
-    queued on ``stream``; returns ``(copy, meta)``."""
-    K = m.shape[-1]
-    Kp = -(-K // 8) * 8
-    if m.framework == "torch":
-        if _T[1] is not None and _T[1](m.device) == stream:     # torch's current stream
-            return _torch_pad(X, m, K, Kp)
-        import torch
-        with torch.cuda.stream(torch_external_stream(stream, X.device)):
-            return _torch_pad(X, m, K, Kp)
-    import cupy as cp
-    with cupy_external_stream(stream):
-        buf = cp.zeros((*m.shape[:-1], Kp), dtype=X.dtype)
-        buf[..., :K] = X
-    v = buf[..., :K]
-    return v, meta_of(v, "A", _OP)
-
-
 # ---------------------------------------------------------------------------------------------
 # the Hopper route
 
@@ -204,7 +202,7 @@ def _build_sm90(Am, Bm, Dm, Cm, alpha_one, cfg, device):
         Am = _padded_meta(Am)
     if call.copy_b:
         Bm = _padded_meta(Bm)
-    call.simple, call.swap, call.reduce, call.ws = True, False, None, {}
+    call.simple, call.swap, call.reduce, call.ws, call.pads = True, False, None, {}, {}
     call.ws_elems = call.cnt_elems = 0
     call.framework, call.device = Am.framework, device
     use_c = Cm is not None
@@ -288,18 +286,8 @@ def _reduce_kernel(cfg):
     return k
 
 
-def _torch_pad(X, m, K, Kp):
-    """X copied into a new K-major buffer of row pitch Kp (the pad columns zeroed), on torch's
-    current stream; returns ``(view of the first K columns, its meta)``."""
-    buf = X.new_empty((*m.shape[:-1], Kp))
-    buf[..., K:].zero_()
-    buf[..., :K].copy_(X)
-    v = buf[..., :K]
-    return v, meta_of(v, "A", _OP)
-
-
 def _padded_meta(m: TensorMeta) -> TensorMeta:
-    """The metadata of :func:`_pad_copy`'s result (fresh allocations are 256-byte aligned)."""
+    """The metadata of :func:`_pad_buffer`'s view (fresh allocations are 256-byte aligned)."""
     K = m.shape[-1]
     Kp = -(-K // 8) * 8
     if len(m.shape) == 3:
@@ -350,18 +338,48 @@ def _sm90_call(Am, Bnk, Dm, Cm, alpha, cfg=None):
 
 def _run_call(call, A, B, Am, Bm, Dm, Cm, alpha, beta, h):
     pa, pb = Am.ptr, Bm.ptr
-    keep = []
-    if call.copy_a:
-        ka, m = _pad_copy(A, Am, h)
-        keep.append(ka)
-        pa = m.ptr
-    if call.copy_b:
-        kb, m = _pad_copy(B, Bm, h)
-        keep.append(kb)
-        pb = m.ptr
+    if call.copy_a or call.copy_b:
+        ca, cb = call.copy_in(A, B, h)
+        pa, pb = ca or pa, cb or pb
     pd = Dm.ptr
     call.run(pa, pb, pd, Cm.ptr if Cm is not None else pd, alpha, beta, h)
-    return keep
+
+
+def _on_stream(framework, device, stream):
+    """A context that makes ``stream`` current for the framework's own work (a no-op when it
+    already is)."""
+    import contextlib
+    if framework == "torch":
+        if _T[1] is not None and _T[1](device) == stream:
+            return contextlib.nullcontext()
+        import torch
+        return torch.cuda.stream(torch_external_stream(stream, device))
+    return cupy_external_stream(stream)
+
+
+def _pad_buffer(X, stream):
+    """A zeroed K-major buffer for operand X (``(rows, K)`` / ``(L, rows, K)``) with a row
+    pitch of a multiple of 8 elements, allocated on ``stream``; ``(view of K columns, ptr)``."""
+    m = meta_of(X, "A", _OP)
+    K = m.shape[-1]
+    Kp = -(-K // 8) * 8
+    with _on_stream(m.framework, m.device, stream):
+        if m.framework == "torch":
+            buf = X.new_zeros((*m.shape[:-1], Kp))
+        else:
+            import cupy as cp
+            buf = cp.zeros((*m.shape[:-1], Kp), dtype=X.dtype)
+    v = buf[..., :K]
+    return v, meta_of(v, "A", _OP).ptr
+
+
+def _copy_into(view, X, stream):
+    fw = "torch" if type(view).__module__.startswith("torch") else "cupy"
+    with _on_stream(fw, view.get_device() if fw == "torch" else 0, stream):
+        if fw == "torch":
+            view.copy_(X)
+        else:
+            view[...] = X
 
 
 def _remember(key, call):
@@ -414,7 +432,7 @@ def gemm_entry(A, B, C, alpha, beta, out, stream, explain, backend, mainloop, co
                 None if out is None else (out.dtype, out.shape, out.stride(), out.get_device(),
                                           _acls(pd)),
                 alpha == 1))
-            if call is not None and not call.copy_a and not call.copy_b:
+            if call is not None:
                 if out is None:
                     out = A.new_empty(call.out_shape)
                     pd = out.data_ptr()
@@ -428,6 +446,9 @@ def gemm_entry(A, B, C, alpha, beta, out, stream, explain, backend, mainloop, co
                         raise LaunchError(_OP, "out", "overlaps an input (A, B or C); the "
                                           "GEMM reads it while writing out", actual=hex(pd))
                 h = _T[1](dev) if stream is None else _stream(stream, A)
+                if call.copy_a or call.copy_b:
+                    ca, cb = call.copy_in(A, B.transpose(-1, -2), h)
+                    pa, pb = ca or pa, cb or pb
                 if call.simple:
                     call.plan.run((pa, pb, pd, pc if use_c else pd), (alpha, beta), h)
                 else:
@@ -511,10 +532,7 @@ def _gemm_general(A, B, C, alpha, beta, *, out, stream, explain, backend, mainlo
             # the torch fast path finds this call by its own key from now on
             _remember(_fast_key(A, B, C, user_out, alpha, use_c), call)
         B_nk = B.transpose(-1, -2) if Bm.framework == "torch" else B.swapaxes(-1, -2)
-        keep = _run_call(call, A, B_nk, Am, Bnk, Dm, Cm, alpha, beta, h)
-        if keep and Am.framework == "torch" and _T[1] is not None and _T[1](Am.device) != h:
-            for k in keep:      # allocated on another stream than the launch's
-                k.record_stream(_ext_stream(h, A.device))
+        _run_call(call, A, B_nk, Am, Bnk, Dm, Cm, alpha, beta, h)
         return (out, call.choice) if explain else out
     choice = _run_sm80(A, B, C if use_c else None, out, alpha, beta, Am, h, mainloop, config,
                        explain)
@@ -552,8 +570,3 @@ def _run_sm80(A, B, C, out, alpha, beta, Am, h, mainloop, config, explain=False)
                       ("float32 operands, tf32" if Am.dtype == "float32" else
                        "not an sm_90 device, or an SM80 mainloop / config / backend asked for, "
                        "or a column-major out / C") + ")")
-
-
-def _ext_stream(h, device):
-    """torch's view of the raw stream ``h`` (for ``record_stream`` of per-call copies)."""
-    return torch_external_stream(h, device)
