@@ -212,7 +212,7 @@ def time_callable(fn, reps=20, warmup=3, burst=5):
     """Median seconds per call over ``reps`` samples; each sample times ``burst`` back-to-back
     calls between two events, so a provider's host-side launch time overlaps the previous
     kernel as in a real stream (one call per event pair would add it to the kernel time:
-    ~10% for cupy.matmul at 4096^3, see docs/performance.md, "Hopper GEMM v3")."""
+    ~10% for cupy.matmul at 4096^3, see docs/performance.md, "Hopper GEMM", v3)."""
     import cupy as cp
     for _ in range(warmup):
         fn()

@@ -43,7 +43,7 @@ def default_l2_promotion(ptr: int, strides) -> int:
     """``CUtensorMapL2promotion`` for a TMA tensor at ``ptr`` with byte ``strides`` (the modes
     after the contiguous one): 3 (256 B) when every row starts on a 128-byte boundary, else 2
     (128 B) — measured 16-19% faster than 256 B for GEMM operands with rows off those
-    boundaries, the same within noise for aligned ones (docs/performance.md, "Fused epilogue v3")."""
+    boundaries, the same within noise for aligned ones (docs/performance.md, "Epilogue", v3)."""
     return 3 if ptr % 128 == 0 and all(int(s) % 128 == 0 for s in strides) else 2
 
 

@@ -89,10 +89,10 @@ class EpilogueConfig:
     problem), ``direct_ahead`` subtiles ahead of the one it computes; a kernel that calls
     :meth:`Sm90Epilogue.prefetch_code` before a tile's mainloop has the first ``direct_ahead``
     subtiles in flight during the mainloop.  No C smem, no producer, no C barriers: the loads
-    do not queue behind the mainloop's TMA traffic (see docs/performance.md, "Fused epilogue v2").
+    do not queue behind the mainloop's TMA traffic (see docs/performance.md, "Epilogue", v2).
     ``direct_vector`` (direct path, 16-bit C / aux, MMA accumulator fragments): each lane of a
     quad loads one 16-byte 8-column group and a 4x4 shuffle transpose inside the quad gives
-    every lane its pairs: a quarter of the memory requests ("Fused epilogue v3"); groups crossing N and
+    every lane its pairs: a quarter of the memory requests ("Epilogue", v3); groups crossing N and
     matrices that are not 16-byte aligned fall back to pair loads at run time.
     ``stages_c``, ``reuse_smem_c`` and ``prefetch_l2`` are TMA-path options.
     """
@@ -465,7 +465,7 @@ class Sm90Epilogue:
         ``cute_epi_m0`` / ``cute_epi_n0`` are known and before the tile's mainloop, and then
         calls ``consumer_code(..., prefetched=True)``: the loads are in flight while the
         accumulators are computed instead of starting the epilogue with a memory round trip
-        (docs/performance.md, "Fused epilogue v3").  Otherwise ``consumer_code`` issues it itself."""
+        (docs/performance.md, "Epilogue", v3).  Otherwise ``consumer_code`` issues it itself."""
         L = []
         for kind, name, dt, _, length, bound, origin in self._vector_slices():
             for i in range(-(-length // self.nc)):

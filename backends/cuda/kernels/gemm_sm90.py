@@ -326,7 +326,7 @@ def make_epilogue_config(tree=None, tile_m=128, tile_n=256, consumer_wgs=2, elem
     option (``stages_c``, ``reuse_smem_c``, ``prefetch_l2``) is given: it needs no C smem, so
     the ping-pong kernel keeps its 5 mainloop stages, and measured +2.3-2.8% over the plain GEMM
     at 4096^3 against +4-5% (``reuse_smem_c``) and +11% (4 stages) for the TMA path
-    (docs/performance.md, "Fused epilogue v3").  Cached: building the fragment enumerates every
+    (docs/performance.md, "Epilogue", v3).  Cached: building the fragment enumerates every
     (thread, value) once."""
     from cute_py.epilogue import evt
     from ..epilogue.sm90 import EpilogueConfig
@@ -1298,7 +1298,7 @@ def default_evt_config(dt: str, tile_n: int, use_c: bool, a_major: str = "K",
 
 #: candidate tiles of the unswapped kernel: (tile_m, tile_n, consumer warpgroups, stages,
 #: relative efficiency of one tile's MMA work).  Efficiencies fitted to the H100 measurements
-#: of benchmarks/small_tiles.py (docs/performance.md, "Small and batched GEMMs"): the smaller
+#: of benchmarks/small_tiles.py (docs/performance.md, "Hopper GEMM", v5): the smaller
 #: the tile, the more of its time goes to loads, barriers and the epilogue.
 TILES = ((128, 256, 2, 4, 1.0), (128, 128, 2, 6, 0.85), (128, 64, 2, 8, 0.7),
          (64, 64, 1, 8, 0.55))

@@ -157,7 +157,7 @@ cute_epi_ldg_pair32_ef(const float* row, int rem) {
 // loads the 16 bytes of group q instead (``row`` = its own pointer, OFF = the quad's first
 // column, ``rem`` = columns left from ``row``), and cute_epi_quad_transpose hands every lane
 // its words.  One request per 16 bytes instead of one per 4: the SM's miss tracking, not DRAM,
-// limited the 4-byte loads (docs/performance.md, "Fused epilogue v3").  Falls back to pair loads for a
+// limited the 4-byte loads (docs/performance.md, "Epilogue", v3).  Falls back to pair loads for a
 // group that crosses N or a matrix that is not 16-byte aligned (``vec`` false).
 #define CUTE_EPI_LDQ16(HINT, POL, PAIR, ...)                                                   \
   if (vec && rem >= OFF + 8) {                                                              \
