@@ -65,7 +65,8 @@ class GemmCall:
     per-stream workspace.  ``simple``: one plan launched with ``(A, B, D, C)`` pointers."""
 
     __slots__ = ("plan", "choice", "out_shape", "copy_a", "copy_b", "spans", "sm80", "simple",
-                 "swap", "reduce", "ws_elems", "cnt_elems", "ws", "framework", "device", "pads")
+                 "swap", "reduce", "ws_elems", "cnt_elems", "ws", "framework", "device", "pads",
+                 "pad_b128")
 
     def copy_in(self, A, B_nk, stream):
         """Copy the operands TMA cannot read in place into this call's padded buffers of
@@ -74,9 +75,10 @@ class GemmCall:
         (None for an operand read in place).  ``B_nk``: B as its ``(N, K)`` view."""
         pads = self.pads.get(stream)
         if pads is None:
-            pads = self.pads[stream] = tuple(
-                _pad_buffer(X, stream) if need else (None, None)
-                for X, need in ((A, self.copy_a), (B_nk, self.copy_b)))
+            pads = self.pads[stream] = (
+                _pad_buffer(A, stream) if self.copy_a else (None, None),
+                _pad_buffer(B_nk, stream, 64 if self.pad_b128 else 8) if self.copy_b
+                else (None, None))
         out = []
         for (view, ptr), X in zip(pads, (A, B_nk)):
             if view is not None:
@@ -198,10 +200,16 @@ def _build_sm90(Am, Bm, Dm, Cm, alpha_one, cfg, device):
     call.out_shape = Dm.shape
     call.spans = _spans(Am, Bm, Cm, Dm)
     call.copy_a, call.copy_b = G.tma_major(Am) is None, G.tma_major(Bm) is None
+    # a K-major B whose rows start off 128-byte boundaries costs the mainloop ~25% (every TMA
+    # row read straddles L2 lines); for problems with M >= PAD_B_MIN_M one copy of B into
+    # 128-byte rows per call is cheaper than that (docs/performance.md, "Hopper GEMM", v5)
+    call.pad_b128 = (cfg is None and not call.copy_b and G.tma_major(Bm) == "K"
+                     and not G.rows_128(Bm) and Am.shape[-2] >= PAD_B_MIN_M)
+    call.copy_b = call.copy_b or call.pad_b128
     if call.copy_a:
         Am = _padded_meta(Am)
     if call.copy_b:
-        Bm = _padded_meta(Bm)
+        Bm = _padded_meta(Bm, 64 if call.pad_b128 else 8)
     call.simple, call.swap, call.reduce, call.ws, call.pads = True, False, None, {}, {}
     call.ws_elems = call.cnt_elems = 0
     call.framework, call.device = Am.framework, device
@@ -233,6 +241,8 @@ def _build_sm90(Am, Bm, Dm, Cm, alpha_one, cfg, device):
         plan = g.plan(Am, Bm, Dm, Cm if cfg.has_c else None, device=device)
     call.plan = plan
     copied = tuple(n for n, c in (("A", call.copy_a), ("B", call.copy_b)) if c)
+    if call.pad_b128:
+        reason += "; K-major B with rows off 128-byte boundaries copied into 128-byte rows"
     call.choice = GemmChoice("sm90", cfg.name, cfg, copied,
                              reason + (", TMA-store EVT epilogue" if cfg.epi is not None else
                                        ", predicated epilogue (batched, or D / C rows not "
@@ -286,10 +296,17 @@ def _reduce_kernel(cfg):
     return k
 
 
-def _padded_meta(m: TensorMeta) -> TensorMeta:
-    """The metadata of :func:`_pad_buffer`'s view (fresh allocations are 256-byte aligned)."""
+#: the smallest M for which a K-major B with rows off 128-byte boundaries is copied into 128-byte
+#: rows first (the copy reads and writes B once: ~2 * N * K * 2 bytes at ~3 TB/s, against a
+#: ~25% slower mainloop of 2 * M * N * K flops at ~650 TFLOP/s: even at M ~ 1800)
+PAD_B_MIN_M = 2048
+
+
+def _padded_meta(m: TensorMeta, mult: int = 8) -> TensorMeta:
+    """The metadata of :func:`_pad_buffer`'s view (fresh allocations are 256-byte aligned):
+    rows padded to a multiple of ``mult`` elements."""
     K = m.shape[-1]
-    Kp = -(-K // 8) * 8
+    Kp = -(-K // mult) * mult
     if len(m.shape) == 3:
         st = (m.shape[1] * Kp, Kp, 1)
     else:
@@ -357,12 +374,13 @@ def _on_stream(framework, device, stream):
     return cupy_external_stream(stream)
 
 
-def _pad_buffer(X, stream):
+def _pad_buffer(X, stream, mult: int = 8):
     """A zeroed K-major buffer for operand X (``(rows, K)`` / ``(L, rows, K)``) with a row
-    pitch of a multiple of 8 elements, allocated on ``stream``; ``(view of K columns, ptr)``."""
+    pitch of a multiple of ``mult`` elements, allocated on ``stream``; ``(view of K columns,
+    ptr)``."""
     m = meta_of(X, "A", _OP)
     K = m.shape[-1]
-    Kp = -(-K // 8) * 8
+    Kp = -(-K // mult) * mult
     with _on_stream(m.framework, m.device, stream):
         if m.framework == "torch":
             buf = X.new_zeros((*m.shape[:-1], Kp))
