@@ -25,6 +25,7 @@ import sys
 import time
 
 import torch
+from _timing import wall_us
 
 import cute_py as cute
 
@@ -147,15 +148,6 @@ def _gpu_us(fn, reps=20):
     return total / reps
 
 
-def _wall_us(fn, n):
-    torch.cuda.synchronize()
-    t0 = time.perf_counter()
-    for _ in range(n):
-        fn()
-    torch.cuda.synchronize()
-    return (time.perf_counter() - t0) / n * 1e6
-
-
 def part2(quick=False):
     shapes = [(512, 512, 512), (1024, 1024, 1024), (2048, 2048, 2048), (4096, 4096, 4096),
               (16, 4096, 4096), (128, 14336, 4096), (512, 4096, 4096)]
@@ -182,8 +174,8 @@ def part2(quick=False):
                 n = max(10, min(2000, int(2e12 / flop)))
                 cw, mw = [], []
                 for _ in range(5):
-                    cw.append(_wall_us(ours, n))
-                    mw.append(_wall_us(mm, n))
+                    cw.append(wall_us(ours, n))
+                    mw.append(wall_us(mm, n))
                 cg, mg = _gpu_us(ours), _gpu_us(mm)
                 c, m = statistics.median(cw), statistics.median(mw)
                 rows.append((M, N, K, dt, layout, c, cg, m, mg))

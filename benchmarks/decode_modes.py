@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import statistics
 import sys
-import time
 
 import torch
+from _timing import wall_us
 
 import cute_py as cute
 from cute_py.backends.cuda import gemm_api
@@ -21,15 +21,6 @@ from cute_py.backends.cuda.kernels import gemm_sm90_heuristic as H
 
 SHAPES = [(1, 4096, 4096), (16, 4096, 4096), (64, 4096, 4096), (128, 4096, 4096),
           (16, 14336, 4096), (16, 4096, 14336), (128, 14336, 4096), (64, 28672, 8192)]
-
-
-def _wall(fn, n=200):
-    torch.cuda.synchronize()
-    t0 = time.perf_counter()
-    for _ in range(n):
-        fn()
-    torch.cuda.synchronize()
-    return (time.perf_counter() - t0) / n * 1e6
 
 
 def _variant(mode, scale):
@@ -82,7 +73,7 @@ def main():
         res = {k: [] for k in fns}
         for _ in range(5):
             for k, fn in fns.items():
-                res[k].append(_wall(fn))
+                res[k].append(wall_us(fn, 200))
         med = {k: statistics.median(v) for k, v in res.items()}
         print(f"{f'{M}x{N}x{K}':>16s} {med['torch']:8.1f} " +
               " ".join(f"{med[v]:8.1f} {med['torch'] / med[v]:5.2f}" for v in variants))

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import statistics
 import sys
-import time
 
 import torch
+from _timing import wall_us
 
 import cute_py as cute
 from cute_py.backends.cuda import gemm_api
@@ -20,15 +20,6 @@ from cute_py.backends.cuda.kernels.gemm_sm90 import Sm90GemmConfig
 
 SHAPES = [(1, 256, 256, 256), (1, 512, 512, 512), (1, 1024, 1024, 1024), (1, 2048, 2048, 2048),
           (8, 1024, 1024, 1024), (1, 128, 4096, 4096), (1, 3000, 5000, 2000)]
-
-
-def _wall(fn, n=100):
-    torch.cuda.synchronize()
-    t0 = time.perf_counter()
-    for _ in range(n):
-        fn()
-    torch.cuda.synchronize()
-    return (time.perf_counter() - t0) / n * 1e6
 
 
 def _fixed(tm, tn, stages, wgs, splits, mode="fixup"):
@@ -92,7 +83,7 @@ def main():
             res = {k: [] for k in fns}
             for _ in range(5):
                 for k, fn in fns.items():
-                    res[k].append(_wall(fn))
+                    res[k].append(wall_us(fn, 100))
             med = {k: statistics.median(v) for k, v in res.items()}
             cells = [f"{med[v]:6.1f} {med['torch'] / med[v]:4.2f}" if v in med else f"{'-':>11s}"
                      for v in VARIANTS]

@@ -908,15 +908,7 @@ def slice(coord, x):  # noqa: A001 - CuTe's name
     ``L(c)`` without its offset; an IntTuple gives the tuple of kept elements.
     ``slice((1, _), (4,4):(1,8)) == (4):(8)``; ``slice((_, (_, 1)), (a, (b, c))) == (a, b)``.
     """
-    coord = _to_tuple(coord)
-    _check(coord, "slice", "coord", allow_underscore=True)
-    x = _unwrap_obj(x)
-    if isinstance(x, Layout):
-        _check_slice_profile(coord, x.shape, "slice")
-        return Layout(it.slice_(coord, x.shape), it.slice_(coord, x.stride))
-    x = _to_tuple(x)
-    _check(x, "slice", "x", allow_underscore=True)
-    return it.slice_(coord, x)
+    return _by_coord(coord, x, "slice", it.slice_)
 
 
 def dice(coord, x):
@@ -924,15 +916,21 @@ def dice(coord, x):
     of :func:`slice`). A layout gives ``make_layout(dice(c, shape), dice(c, stride))``;
     ``dice((1, _), (4,4):(1,8)) == (4):(1)``; ``dice((1, _, 1), (a, b, c)) == (a, c)``.
     """
+    return _by_coord(coord, x, "dice", it.dice)
+
+
+def _by_coord(coord, x, op, f):
+    """``f(coord, x)`` for an IntTuple x, ``make_layout(f(coord, shape), f(coord, stride))``
+    for a layout (the shared body of :func:`slice` and :func:`dice`)."""
     coord = _to_tuple(coord)
-    _check(coord, "dice", "coord", allow_underscore=True)
+    _check(coord, op, "coord", allow_underscore=True)
     x = _unwrap_obj(x)
     if isinstance(x, Layout):
-        _check_slice_profile(coord, x.shape, "dice")
-        return Layout(it.dice(coord, x.shape), it.dice(coord, x.stride))
+        _check_slice_profile(coord, x.shape, op)
+        return Layout(f(coord, x.shape), f(coord, x.stride))
     x = _to_tuple(x)
-    _check(x, "dice", "x", allow_underscore=True)
-    return it.dice(coord, x)
+    _check(x, op, "x", allow_underscore=True)
+    return f(coord, x)
 
 
 def _check_slice_profile(c, s, op):
