@@ -298,7 +298,7 @@ _HOT = frozenset((
     "flat_product", "blocked_product", "raked_product", "upcast", "downcast", "select",
     "is_int", "is_tuple", "is_static", "is_underscore", "has_underscore", "is_layout",
     "is_swizzle", "is_composed_layout", "is_tensor", "is_symbolic", "sizeof_bits",
-    "canonical_type",
+    "canonical_type", "gemm",   # gemm converts foreign errors itself (one call layer less)
 ))
 
 

@@ -6,6 +6,8 @@ imported on the first call: the algebra stays importable on a machine without CU
 
 from __future__ import annotations
 
+from cute_py.errors import CuteError, LaunchError
+
 __all__ = ["gemm"]
 
 _IMPL: list = []
@@ -47,7 +49,21 @@ def gemm(A, B, C=None, alpha=1.0, beta=0.0, *, out=None, stream=None, explain=Fa
     Law: the result equals the float64 product within the dtype's rounding (fp32 accumulation).
     """
     if not _IMPL:
+        _load()
+    try:
+        return _IMPL[0](A, B, C, alpha, beta, out, stream, explain, backend, mainloop, config,
+                        bias, activation, epilogue, tensors)
+    except CuteError:
+        raise
+    except Exception as e:  # no foreign exception reaches the caller (cute_py.errors.public's rule)
+        raise LaunchError("gemm", "arguments", f"are invalid ({type(e).__name__}: "
+                          f"{str(e)[:200]})") from e
+
+
+def _load():
+    try:
         from cute_py.backends.cuda.gemm_api import gemm_entry
-        _IMPL.append(gemm_entry)
-    return _IMPL[0](A, B, C, alpha, beta, out, stream, explain, backend, mainloop, config, bias,
-                    activation, epilogue, tensors)
+    except ImportError as e:
+        raise LaunchError("gemm", "backend", f"the CUDA backend cannot be loaded ({e}); install "
+                          "the 'cuda' extra on a machine with a GPU") from None
+    _IMPL.append(gemm_entry)
