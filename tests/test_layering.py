@@ -42,7 +42,6 @@ BACKEND_FACADES = {"cute_py.gemm", "cute_py.cli"}
 KNOWN_BACKEND_CYCLES = {frozenset("cute_py.backends.cuda." + m for m in c) for c in (
     {"ir", "render"},
     {"kernels.gemm_sm80", "kernels.gemm_sm80_configs"},
-    {"kernels.gemm_sm90_splitk", "kernels.gemm_sm90_streamk"},
     {"kernels.copy", "kernels.tiled_copy"},
 )}
 

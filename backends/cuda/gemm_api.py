@@ -411,9 +411,6 @@ def _remember(key, call):
 # the public call
 
 
-_TORCH_OP: list = []
-
-
 def gemm(A, B, C=None, alpha=1.0, beta=0.0, *, out=None, stream=None, explain=False,
          backend="auto", mainloop=None, config=None, bias=None, activation=None,
          epilogue=None, **tensors):
@@ -522,9 +519,6 @@ def _gemm_general(A, B, C, alpha, beta, *, out, stream, explain, backend, mainlo
     if C is not None and not use_c:
         Cm = None
     h = _stream(stream, A)
-    if Am.framework == "torch" and not _TORCH_OP:
-        from . import torch_ops  # noqa: F401 (registers torch.ops.cute_py.gemm)
-        _TORCH_OP.append(True)
     fused = bias is not None or activation is not None or epilogue is not None or tensors
     if fused:
         from .gemm_fused import run_fused

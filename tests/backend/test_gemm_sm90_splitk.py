@@ -511,27 +511,6 @@ def test_streamk_layout_and_args():
         STK.streamk_extra_args(cfg, lay, _FakeWs(lay.ws_elements), _I32(131))
 
 
-def test_extra_args_dispatch():
-    """One host call for every configuration: nothing, split-K's five (+ tile_count), or
-    stream-K's three."""
-    assert SK.extra_args(G.SHIPPED_CONFIGS[0], 64, 64, 64) == []
-    lay = SK.splitk_layout(NEW_CONFIGS[0], 4096, 16, 1, 4)
-    a = SK.extra_args(NEW_CONFIGS[0], 4096, 16, 4096, ws=_FakeWs(lay.elements), splits=4)
-    assert [n for n, _ in a] == list(SK.EXTRA_PARAMS)
-    cfg = STREAMK_CONFIGS[0]
-    sl = STK.streamk_layout(cfg, 1000, 1000, 1000, 1, 132)
-
-    class _I32:
-        def __init__(self, n):
-            self.data = type("P", (), {"ptr": 4096})()
-            self.nbytes, self.dtype = 4 * n, np.dtype(np.int32)
-    b = SK.extra_args(cfg, 1000, 1000, 1000, ws=_FakeWs(sl.ws_elements), tile_count=_I32(132),
-                      grid=132)
-    assert [n for n, _ in b] == list(STK.STREAMK_PARAMS) and b[2][1].value == 64
-    with pytest.raises(LaunchError, match="grid"):
-        SK.extra_args(cfg, 1000, 1000, 1000, ws=_FakeWs(sl.ws_elements), tile_count=_I32(132))
-
-
 # --------------------------------------------------------------------------- the generated
 # scheduler text, run as host C++: the pieces / units it computes are the Python models'
 

@@ -43,7 +43,7 @@ from dataclasses import dataclass
 from cute_py.errors import LaunchError
 
 __all__ = ["SplitKLayout", "splitk_layout", "splitk_extra_args", "small_wgmma_wrapper",
-           "split_ranges", "EXTRA_PARAMS", "FIXUP_PARAMS", "extra_args"]
+           "split_ranges", "EXTRA_PARAMS", "FIXUP_PARAMS"]
 
 #: names of the kernel parameters a split-K configuration appends, in order
 EXTRA_PARAMS = ("ws", "splits_k", "ldw", "ws_l", "ws_split")
@@ -168,22 +168,3 @@ __device__ __forceinline__ void {name}(float (&d)[{nr}], u64 desc_a, u64 desc_b,
 }}
 """
     return src, name
-
-
-def extra_args(cfg, M: int, N: int, K: int, L: int = 1, *, ws=None, splits: int = 1,
-               tile_count=None, grid: int | None = None, sk_tiles: int | None = None) -> list:
-    """The one host call for the appended kernel arguments of any configuration, in order:
-    ``[]`` for a configuration without split-K / stream-K; :func:`splitk_extra_args` for
-    ``split_k`` != "none" (``ws``, ``splits``, ``tile_count`` for "fixup"); for ``stream_k``
-    the arguments of ``gemm_sm90_streamk.streamk_extra_args`` for ``grid`` CTAs (required: the
-    launch must use exactly that grid) and ``sk_tiles`` (default: ``streamk_layout``'s), with
-    ``tile_count`` as the per-CTA flags.  ``M, N, K, L``: the kernel's problem (after a swap,
-    M is the user's N).  Sizes: ``splitk_layout`` / ``streamk_layout``."""
-    if getattr(cfg, "stream_k", False):
-        from .gemm_sm90_streamk import streamk_extra_args, streamk_layout
-        if grid is None:
-            raise LaunchError("extra_args", "grid", "is required by a stream-K configuration "
-                              "(the launch grid the pieces are computed for)")
-        lay = streamk_layout(cfg, M, N, K, L, grid, sk_tiles)
-        return streamk_extra_args(cfg, lay, ws, tile_count)
-    return splitk_extra_args(cfg, ws, splits, M, N, L, tile_count)
