@@ -16,7 +16,7 @@ from functools import lru_cache
 
 from cute_py.errors import LaunchError
 
-__all__ = ["libcuda", "check", "ensure_context", "current_device", "load_module",
+__all__ = ["libcuda", "check", "ensure_context", "load_module",
            "module_function", "set_max_dynamic_smem", "launch_kernel", "launch_kernel_ex",
            "max_active_clusters", "tensor_map_encode_tiled", "sm_count",
            "CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION"]
@@ -113,11 +113,6 @@ def ensure_context(device: int | None = None) -> int:
     dev = _i32()
     check(lib.cuCtxGetDevice(ctypes.byref(dev)), "cuda", "cuCtxGetDevice")
     return dev.value
-
-
-def current_device() -> int:
-    """The device of this thread's current context (made current first if needed)."""
-    return ensure_context()
 
 
 @lru_cache(maxsize=None)

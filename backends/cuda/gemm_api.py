@@ -39,6 +39,7 @@ from .gemm_common import cupy_view as _cupy_view
 from .gemm_common import empty as _empty
 from .gemm_common import is_hopper as _hopper
 from .gemm_common import meta_key as _meta_key
+from .gemm_common import remember
 from .tensors import TensorMeta, meta_of, overlaps, span_bytes
 
 __all__ = ["gemm", "gemm_entry", "GemmChoice", "GemmCall", "gemm_sm90", "plan_cache", "clear_plans"]
@@ -64,7 +65,7 @@ class GemmCall:
     spans used by the overlap check, and for split-K / swapped kernels the reduce plan and the
     per-stream workspace.  ``simple``: one plan launched with ``(A, B, D, C)`` pointers."""
 
-    __slots__ = ("plan", "choice", "out_shape", "copy_a", "copy_b", "spans", "sm80", "simple",
+    __slots__ = ("plan", "choice", "out_shape", "copy_a", "copy_b", "spans", "simple",
                  "swap", "reduce", "ws_elems", "cnt_elems", "ws", "framework", "device", "pads",
                  "pad_b128")
 
@@ -119,12 +120,11 @@ def _ptr(x) -> int:
 
 def _zeros(framework, device, n, dtype, stream):
     """A zeroed device array of n elements, allocated and cleared on ``stream``."""
-    if framework == "torch":
-        import torch
-        with torch.cuda.stream(torch_external_stream(stream, device)):
+    with _on_stream(framework, device, stream):
+        if framework == "torch":
+            import torch
             return torch.zeros(n, dtype=getattr(torch, dtype), device=f"cuda:{device}")
-    import cupy as cp
-    with cupy_external_stream(stream):
+        import cupy as cp
         return cp.zeros(n, dtype=dtype)
 
 
@@ -247,7 +247,6 @@ def _build_sm90(Am, Bm, Dm, Cm, alpha_one, cfg, device):
                              reason + (", TMA-store EVT epilogue" if cfg.epi is not None else
                                        ", predicated epilogue (batched, or D / C rows not "
                                        "16-byte aligned)"))
-    call.sm80 = None
     return call
 
 
@@ -281,7 +280,6 @@ def _build_sm90_special(call, ch, Am, Bm, Dm, Cm, device):
                                                     cfg.split_k == "atomic"))
             call.reduce = red.plan(lay, Dm, Cm, device=device)
     call.choice = GemmChoice("sm90", cfg.name, cfg, (), str(ch))
-    call.sm80 = None
     return call
 
 
@@ -402,9 +400,7 @@ def _copy_into(view, X, stream):
 
 
 def _remember(key, call):
-    if len(_PLANS) >= _MAX_PLANS:
-        _PLANS.pop(next(iter(_PLANS)))
-    _PLANS[key] = call
+    remember(_PLANS, key, call, _MAX_PLANS)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -440,14 +436,7 @@ def gemm_entry(A, B, C, alpha, beta, out, stream, explain, backend, mainloop, co
             use_c = C is not None and beta != 0
             pc = C.data_ptr() if use_c else 0
             pd = out.data_ptr() if out is not None else 0
-            call = _PLANS.get((
-                A.dtype, A.shape, A.stride(), B.dtype, B.shape, B.stride(), dev,
-                B.get_device(), pa & 127 == 0, pa & 15 == 0, pb & 127 == 0, pb & 15 == 0,
-                None if not use_c else (C.dtype, C.shape, C.stride(), C.get_device(),
-                                        _acls(pc)),
-                None if out is None else (out.dtype, out.shape, out.stride(), out.get_device(),
-                                          _acls(pd)),
-                alpha == 1))
+            call = _PLANS.get(_fast_key(A, B, C, out, alpha, use_c, pa, pb, pc, pd, dev))
             if call is not None:
                 if out is None:
                     out = A.new_empty(call.out_shape)
@@ -495,13 +484,12 @@ def _stream(stream, like):
     return stream_handle(stream, like, _OP)
 
 
-def _fast_key(A, B, C, out, alpha, use_c):
-    """The torch fast path's key for these tensors (same expression as _gemm_torch_fast)."""
-    pa, pb = A.data_ptr(), B.data_ptr()
-    pc = C.data_ptr() if use_c else 0
-    pd = out.data_ptr() if out is not None else 0
-    return (A.dtype, A.shape, A.stride(), B.dtype, B.shape, B.stride(), A.get_device(),
-            B.get_device(), pa & 127 == 0, pa & 15 == 0, pb & 127 == 0, pb & 15 == 0,
+def _fast_key(A, B, C, out, alpha, use_c, pa, pb, pc, pd, dev):
+    """The torch fast path's key: dtypes, shapes, strides, devices and alignment classes of
+    the call's tensors (pointers ``pa`` ... ``pd`` of A, B, C, out; 0 when absent), C only when
+    it is read, and whether alpha is 1."""
+    return (A.dtype, A.shape, A.stride(), B.dtype, B.shape, B.stride(), dev, B.get_device(),
+            pa & 127 == 0, pa & 15 == 0, pb & 127 == 0, pb & 15 == 0,
             None if not use_c else (C.dtype, C.shape, C.stride(), C.get_device(), _acls(pc)),
             None if out is None else (out.dtype, out.shape, out.stride(), out.get_device(),
                                       _acls(pd)),
@@ -543,7 +531,9 @@ def _gemm_general(A, B, C, alpha, beta, *, out, stream, explain, backend, mainlo
         call = _sm90_call(Am, Bnk, Dm, Cm, alpha)
         if Am.framework == "torch" and not explain:
             # the torch fast path finds this call by its own key from now on
-            _remember(_fast_key(A, B, C, user_out, alpha, use_c), call)
+            _remember(_fast_key(A, B, C, user_out, alpha, use_c, Am.ptr, Bm.ptr,
+                                Cm.ptr if use_c else 0, user_out.data_ptr() if user_out is not None
+                                else 0, Am.device), call)
         B_nk = B.transpose(-1, -2) if Bm.framework == "torch" else B.swapaxes(-1, -2)
         _run_call(call, A, B_nk, Am, Bnk, Dm, Cm, alpha, beta, h)
         return (out, call.choice) if explain else out

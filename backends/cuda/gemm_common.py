@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 from .tensors import TensorMeta
 
-__all__ = ["GemmChoice", "meta_key", "acls", "empty", "is_hopper", "cupy_view"]
+__all__ = ["GemmChoice", "meta_key", "acls", "empty", "is_hopper", "cupy_view", "remember"]
 
 
 @dataclass(frozen=True)
@@ -67,3 +67,10 @@ def cupy_view(x):
         v = cp.asarray(x.view(torch.int16) if bf else x)
         return v.view(cp.uint16) if bf else v
     return x
+
+
+def remember(cache: dict, key, value, limit: int) -> None:
+    """``cache[key] = value``, dropping the oldest entry first when ``limit`` are held."""
+    if len(cache) >= limit:
+        cache.pop(next(iter(cache)))
+    cache[key] = value

@@ -9,7 +9,7 @@ the tree:
   16-bit and TMA can address D (2-D, row-major, 16-byte aligned rows that are whole 16-byte
   chunks) and every matrix of the tree (row-major, 2-element aligned); ping-pong 64x256 when
   A / B rows start on 128-byte boundaries (C / aux then loaded by the consumer threads),
-  cooperative 128x256 otherwise — the same rule as the plain default (:func:`default_evt_config`);
+  cooperative 128x256 otherwise — the same rule as the plain default (``gemm_sm90.evt_config``);
   launch plans cached by metadata like the plain path's;
 - otherwise the SM80 kernel with the fused EVT epilogue (``gemm_sm80(epilogue=tree)``);
 - a batched problem ``(L, M, K)`` runs the tree once per batch: matrices with a leading ``L``
@@ -22,29 +22,13 @@ from __future__ import annotations
 
 from cute_py.errors import LaunchError
 
-from .gemm_common import GemmChoice, cupy_view, empty, is_hopper, meta_key
+from .gemm_common import GemmChoice, cupy_view, empty, is_hopper, meta_key, remember
 from .tensors import TensorMeta, is_array, meta_of
 
-__all__ = ["run_fused", "fused_config"]
+__all__ = ["run_fused"]
 
 _OP = "gemm"
 _PLANS: dict = {}
-
-
-def fused_config(tree, dt: str, a_major: str, b_major: str, rows_128: bool, tile_n: int = 256):
-    """The Hopper configuration of a fused tree (see the module docstring)."""
-    from .kernels.gemm_sm90 import Sm90GemmConfig, make_epilogue_config
-    ed = "float16" if dt == "f16" else "bfloat16"
-    if tile_n == 256 and rows_128:
-        cfg = Sm90GemmConfig(64, 256, 64, 5, 2, dt, group_m=16, schedule="pingpong",
-                             a_major=a_major, b_major=b_major,
-                             epi=make_epilogue_config(tree, 64, 256, element_d=ed,
-                                                      schedule="pingpong"))
-        return cfg.fit_stages(5)
-    cfg = Sm90GemmConfig(tile_n=tile_n, stages=4 if tile_n == 256 else 5, dtype=dt,
-                         a_major=a_major, b_major=b_major,
-                         epi=make_epilogue_config(tree, tile_n=tile_n, element_d=ed))
-    return cfg.fit_stages(cfg.stages)
 
 
 def _is_array(x) -> bool:
@@ -109,12 +93,13 @@ def _run_tree(A, B, D, tree, launch, h, backend):
     entry = _PLANS.get(key)
     if entry is None:
         dt = "f16" if Am.dtype == "float16" else "bf16"
-        cfg = fused_config(tree, dt, G.tma_major(Am), G.tma_major(Bnk),
+        cfg = G.evt_config(tree, dt, 256, G.tma_major(Am), G.tma_major(Bnk),
                            G.rows_128(Am) and G.rows_128(Bnk))
         g = G.get_kernel(cfg)
         plan = g.plan(Am, Bnk, Dm, None, tensors={**tm, **scal}, device=Am.device)
-        entry = _PLANS[key] = (plan, GemmChoice("sm90", cfg.name, cfg, (),
-                                                "fused EVT epilogue on the Hopper kernel"))
+        entry = (plan, GemmChoice("sm90", cfg.name, cfg, (),
+                                  "fused EVT epilogue on the Hopper kernel"))
+        remember(_PLANS, key, entry, 256)
     plan, choice = entry
     ptr = {"A": Am.ptr, "B": Bnk.ptr, "D": Dm.ptr, "C": tm["C"].ptr if "C" in tm else Dm.ptr,
            **{k: m.ptr for k, m in tm.items()}}

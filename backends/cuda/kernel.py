@@ -111,9 +111,6 @@ class ArgPack:
             raise LaunchError("ArgPack.word", f"param {i}", "is not 8-byte aligned")
         return off // 8
 
-    def address(self, i: int) -> int:
-        return self.base + self.offsets[i]
-
     def tobytes(self) -> bytes:
         return bytes(self._raw)
 

@@ -36,6 +36,7 @@ from cute_py.errors import LaunchError
 from cute_py.pipeline import OrderedSequenceBarrier, PipelineTmaAsync
 
 from ..pipeline import OrderedSequenceLowering, PipelineLowering
+from ..gemm_common import empty
 from ..kernel import LaunchPlan, make_plan
 from ..tensors import TensorMeta, is_array, meta_of
 from .gemm_sm90_maps import Sm90Maps, derive_maps
@@ -1159,7 +1160,7 @@ class Sm90Gemm:
         Am, Bm = meta_of(A, "A", op), meta_of(B, "B", op)
         _check_operand(op, "A", Am, self.cfg.dtype)
         if D is None:
-            D = _empty_like_framework(A, (*Am.shape[:-1], Bm.shape[-2]))
+            D = empty(A, (*Am.shape[:-1], Bm.shape[-2]), Am.framework)
         Dm = meta_of(D, "D", op)
         Cm = meta_of(C, "C", op) if C is not None else None
         tm, user_scal = {}, {}
@@ -1175,7 +1176,6 @@ class Sm90Gemm:
         scal = {"alpha": float(alpha), "beta": float(beta), **user_scal}
         plan = self.plan(Am, Bm, Dm, Cm, tensors={**tm, **user_scal} if tensors is not None
                          else None, max_ctas=max_ctas)
-        objs = {"A": A, "B": B, "D": D, "C": C if C is not None else D}
         metas = {"A": Am, "B": Bm, "D": Dm, "C": Cm if Cm is not None else Dm, **tm}
         ptrs = tuple(metas[r].ptr for r in plan.roles)
         scalars = tuple(scal[r] for r in plan.scalar_roles)
@@ -1189,22 +1189,12 @@ class Sm90Gemm:
         run._keep = keep
         run.D = D
         run.plan = plan
-        run.objs = objs
         return run
 
     def __call__(self, A, B, D=None, C=None, alpha=1.0, beta=0.0, tensors=None, stream=None):
         run = self.prepare(A, B, D, C, alpha, beta, tensors=tensors)
         run(stream)
         return run.D
-
-
-def _empty_like_framework(X, shape):
-    """A new row-major array of X's framework, dtype and device."""
-    if type(X).__module__.startswith("torch"):
-        import torch
-        return torch.empty(shape, dtype=X.dtype, device=X.device)
-    import cupy as cp
-    return cp.empty(shape, dtype=X.dtype)
 
 
 def _fill(X, value, stream: int) -> None:
@@ -1286,14 +1276,26 @@ def default_evt_config(dt: str, tile_n: int, use_c: bool, a_major: str = "K",
     from cute_py.epilogue import evt
     ed = "float16" if dt == "f16" else "bfloat16"
     tree = evt.linear_combination(element_c=ed) if use_c else None
+    return evt_config(tree, dt, tile_n, a_major, b_major, rows_128)
+
+
+def evt_config(tree, dt: str, tile_n: int = 256, a_major: str = "K", b_major: str = "K",
+               rows_128: bool = True) -> Sm90GemmConfig:
+    """The TMA-store EVT kernel of ``tree`` (None: D = acc): ping-pong 64x256, 5 stages, when
+    ``tile_n`` is 256 and A / B rows start on 128-byte boundaries; otherwise cooperative
+    ``128 x tile_n`` (4 stages at 256, 5 at 128).  Stages are reduced when the tree's epilogue
+    buffers do not leave room (``fit_stages``)."""
+    ed = "float16" if dt == "f16" else "bfloat16"
     if tile_n == 256 and rows_128:
-        return Sm90GemmConfig(64, 256, 64, 5, 2, dt, group_m=16, schedule="pingpong",
-                              a_major=a_major, b_major=b_major,
-                              epi=make_epilogue_config(tree, 64, 256, element_d=ed,
-                                                       schedule="pingpong"))
-    return Sm90GemmConfig(tile_n=tile_n, stages=4 if tile_n == 256 else 5, dtype=dt,
-                          a_major=a_major, b_major=b_major,
-                          epi=make_epilogue_config(tree, tile_n=tile_n, element_d=ed))
+        cfg = Sm90GemmConfig(64, 256, 64, 5, 2, dt, group_m=16, schedule="pingpong",
+                             a_major=a_major, b_major=b_major,
+                             epi=make_epilogue_config(tree, 64, 256, element_d=ed,
+                                                      schedule="pingpong"))
+    else:
+        cfg = Sm90GemmConfig(tile_n=tile_n, stages=4 if tile_n == 256 else 5, dtype=dt,
+                             a_major=a_major, b_major=b_major,
+                             epi=make_epilogue_config(tree, tile_n=tile_n, element_d=ed))
+    return cfg.fit_stages(cfg.stages)
 
 
 #: candidate tiles of the unswapped kernel: (tile_m, tile_n, consumer warpgroups, stages,

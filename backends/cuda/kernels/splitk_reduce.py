@@ -114,27 +114,15 @@ extern "C" __global__ void __launch_bounds__({_THREADS}) {cfg.name}(
 """
 
 
-def _facts(X):
-    """(ptr, shape, element strides, dtype name, itemsize) of a CuPy or torch array."""
-    if hasattr(X, "data_ptr"):
-        return (int(X.data_ptr()), tuple(X.shape), tuple(X.stride()),
-                str(X.dtype).split(".")[-1], X.element_size())
-    return (int(X.data.ptr), tuple(X.shape), tuple(s // X.itemsize for s in X.strides),
-            str(X.dtype), X.itemsize)
-
-
 def _d_dtype_ok(dt, name):
     return name in (("float16",) if dt == "f16" else ("bfloat16", "uint16"))
 
 
 def vec_ok(X) -> bool:
-    """Whether X (2-D or 3-D, 16-bit) takes the reduce kernel's 8-byte stores / is read along q
-    with unit stride: unit stride along its last mode, other strides and the base 4-element
-    aligned."""
-    if X is None:
-        return True
-    ptr, shape, st, _, _ = _facts(X)
-    return st[-1] == 1 and ptr % 8 == 0 and all(s % 4 == 0 for s in st[:-1])
+    """Whether X (2-D or 3-D, 16-bit; CuPy or torch) takes the reduce kernel's 8-byte stores /
+    is read along q with unit stride: unit stride along its last mode, other strides and the
+    base 4-element aligned."""
+    return X is None or _vec_meta(meta_of(X, "D", "vec_ok"))
 
 
 class SplitKReduce:
