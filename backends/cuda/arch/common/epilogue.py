@@ -1,0 +1,135 @@
+"""The epilogue collective protocol: what a GEMM kernel asks of its epilogue.
+
+A GEMM kernel (SM80 or SM90) is a scheduler, a mainloop and an epilogue collective.  The
+kernel calls the collective at fixed points, each call emitting into the kernel's
+:class:`~backends.cuda.builder.KernelBuilder`:
+
+=========================  ====================================================================
+``emit_helpers(kb)``       device code before the kernel (``kb.helper``), once
+``emit_params(kb)``        the collective's kernel parameters, after the kernel's own
+``emit_init(kb, base)``    shared-memory regions at ``base`` and barrier init (all threads,
+                           before the kernel's first CTA-wide sync)
+``emit_region(kb, base)``  the region pointers of one consumer (per warpgroup in ping-pong)
+``emit_producer(kb)``      state, then per tile: loads of C / aux tensors (a producer warp;
+                           the tile origin ``cute_epi_m0``, ``cute_epi_n0`` is in scope)
+``emit_consumer_state``    consumer state, once before the tile loop
+``emit_prefetch(kb)``      loads issued before a tile's mainloop (in flight during it)
+``emit_consumer(kb, ...)`` the tile's epilogue on the accumulators ``acc``
+``emit_consumer_tail``     after the tile loop (drain outstanding stores)
+=========================  ====================================================================
+
+The host side of the contract is ``params()`` (the :class:`ParamSpec` list, in the order
+``emit_params`` declares them), ``key`` (a stable identity for caches and kernel names) and
+``has_producer``.
+
+:class:`TextEpilogue` adapts a collective that still renders C text (methods ``prelude``,
+``param_decls``, ``init_code``, ``region_decls``, ``producer_state_decls``, ``producer_code``,
+``consumer_state_decls``, ``prefetch_code``, ``consumer_code``, ``consumer_tail_code``) to this
+protocol; collectives written on the builder implement the ``emit_*`` methods directly.
+"""
+
+from __future__ import annotations
+
+from typing import Protocol, runtime_checkable
+
+__all__ = ["EpilogueCollective", "TextEpilogue", "as_collective", "emit_text"]
+
+
+@runtime_checkable
+class EpilogueCollective(Protocol):
+    key: str
+    has_producer: bool
+
+    def params(self) -> list: ...
+    def emit_helpers(self, kb) -> None: ...
+    def emit_params(self, kb) -> None: ...
+    def emit_init(self, kb, base: str) -> None: ...
+    def emit_region(self, kb, base: str) -> None: ...
+    def emit_producer_state(self, kb) -> None: ...
+    def emit_producer(self, kb) -> None: ...
+    def emit_consumer_state(self, kb) -> None: ...
+    def emit_prefetch(self, kb) -> None: ...
+    def emit_consumer(self, kb, acc, bar_id, prefetched: bool = False) -> None: ...
+    def emit_consumer_tail(self, kb) -> None: ...
+
+
+def emit_text(kb, text: str) -> None:
+    """Append C text line by line at the builder's indentation (relative indentation kept)."""
+    lines = [ln.rstrip() for ln in text.split("\n")]
+    body = [ln for ln in lines if ln.strip()]
+    if not body:
+        return
+    strip = min(len(ln) - len(ln.lstrip()) for ln in body)
+    for ln in lines:
+        if not ln.strip():
+            continue
+        if ln.lstrip().startswith("#"):
+            kb.lines.append(ln.lstrip())
+        else:
+            kb.line(ln[strip:])
+
+
+class TextEpilogue:
+    """A text-rendering collective seen through :class:`EpilogueCollective`."""
+
+    def __init__(self, epi):
+        self.epi = epi
+
+    def __getattr__(self, name):
+        return getattr(self.epi, name)
+
+    @property
+    def key(self) -> str:
+        return self.epi.key
+
+    @property
+    def has_producer(self) -> bool:
+        return bool(getattr(self.epi, "has_producer", False))
+
+    def params(self):
+        return self.epi.params()
+
+    def emit_helpers(self, kb) -> None:
+        kb.helper(self.epi.prelude())
+
+    def emit_params(self, kb) -> None:
+        for p in self.epi.params():
+            kb.param(p.ctype, p.name)
+
+    def emit_init(self, kb, base: str) -> None:
+        emit_text(kb, self.epi.init_code(base))
+
+    def emit_region(self, kb, base: str) -> None:
+        if hasattr(self.epi, "region_decls"):
+            emit_text(kb, self.epi.region_decls(base))
+
+    def emit_producer_state(self, kb) -> None:
+        emit_text(kb, self.epi.producer_state_decls())
+
+    def emit_producer(self, kb) -> None:
+        emit_text(kb, self.epi.producer_code())
+
+    def emit_consumer_state(self, kb) -> None:
+        if hasattr(self.epi, "consumer_state_decls"):
+            emit_text(kb, self.epi.consumer_state_decls())
+
+    def emit_prefetch(self, kb) -> None:
+        if hasattr(self.epi, "prefetch_code"):
+            emit_text(kb, self.epi.prefetch_code())
+
+    def emit_consumer(self, kb, acc, bar_id=1, prefetched: bool = False) -> None:
+        try:
+            text = self.epi.consumer_code(acc, bar_id, prefetched=prefetched)
+        except TypeError:
+            text = self.epi.consumer_code(acc)
+        emit_text(kb, text)
+
+    def emit_consumer_tail(self, kb) -> None:
+        emit_text(kb, self.epi.consumer_tail_code())
+
+
+def as_collective(epi):
+    """``epi`` if it implements the protocol, else its :class:`TextEpilogue` adapter."""
+    if epi is None or hasattr(epi, "emit_consumer"):
+        return epi
+    return TextEpilogue(epi)
