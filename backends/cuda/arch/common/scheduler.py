@@ -1,0 +1,199 @@
+"""The tile scheduler: work unit -> output tile ``(m_blk, n_blk, l)`` (and k-block range).
+
+One component for both GEMM families.  A kernel runs *work units* ``unit`` in
+``[0, num_units)``:
+
+* persistent (SM90): ``for (unit = first; unit < num_units; unit += step)`` with ``first =
+  blockIdx.x / cluster_m`` and ``step = gridDim.x / cluster_m`` (one cluster = one unit);
+* grid-based (SM80): ``unit = blockIdx.x`` (:meth:`TileScheduler.grid_unit`), no loop.
+
+A unit is mapped to a tile by
+
+1. split-K (``splits``): ``unit = tile * splits_k + split`` (the splits of a tile on
+   consecutive units); split ``s`` of ``S`` covers k-blocks ``[floor(s*KB/S),
+   floor((s+1)*KB/S))``: contiguous, disjoint, covering ``[0, KB)``, sizes within 1;
+2. batch: ``l = tile // per_l``, ``r = tile % per_l`` with ``per_l`` the tiles (cluster
+   units) of one batch: L is the outermost mode;
+3. grouped raster inside a batch: groups of ``G`` unit-rows along M (``raster="m"``) or
+   unit-columns along N (``raster="n"``), column-major (row-major) inside a group, the last
+   group narrower when ``G`` does not divide the count;
+4. cluster: along M a unit is ``cluster_m`` tiles; the CTA takes the tile of its rank
+   (``m_blk = m_unit * cluster_m + rank``); ``G = max(1, group // cluster_m)`` unit-rows.
+
+Laws (``tests/backend/test_scheduler.py`` checks them by evaluating the emitted IR with NumPy
+against :func:`model`): over ``unit in [0, num_units)`` and ``rank in [0, cluster_m)`` every
+``(m_blk, n_blk, l[, split])`` with ``m_blk < round_up(num_m, cluster_m)`` is produced exactly
+once; the k-block ranges of one tile partition ``[0, KB)``.
+
+Stream-K hook: a stream-K kernel maps its piece counter to an output tile itself
+(``gemm_sm90_streamk``) and passes that tile index as ``unit`` with ``splits=False``.
+
+The mapping is a short *program* of :class:`Step` bindings (each a named IR expression, later
+steps reading earlier names through bounded IR variables); :meth:`TileScheduler.emit` declares
+them in a :class:`~backends.cuda.builder.KernelBuilder`, :func:`run` evaluates them (NumPy).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ... import ir
+from ...ir import Node
+
+__all__ = ["TileScheduler", "Step", "Outputs", "run", "model"]
+
+_I32 = (1 << 31) - 1
+
+
+@dataclass(frozen=True)
+class Step:
+    """``name = node``: a ``const int`` declared here (``out=False``) or an assignment to a
+    variable the kernel declared (``out=True``: ``m_blk``, ``n_blk``, ``l_``, ...)."""
+
+    name: str
+    node: Node
+    out: bool = False
+
+
+@dataclass(frozen=True)
+class Outputs:
+    """The names the kernel declared for the scheduler's results."""
+
+    m: str = "m_blk"
+    n: str = "n_blk"
+    l: str = "l_"
+    split: str = "split_"
+    kb_lo: str = "kb_lo_"
+    kb_hi: str = "kb_hi_"
+
+
+@dataclass(frozen=True)
+class TileScheduler:
+    """Grouped raster, batch, cluster and split-K units (see the module docstring).
+
+    ``group``: unit-rows (``raster="m"``) or unit-columns (``raster="n"``) per group, before
+    the cluster division; ``cluster_m``: CTAs per cluster along M; ``splits``: units are
+    ``(tile, split)`` pairs, ``splits_k`` a kernel parameter."""
+
+    group: int = 8
+    raster: str = "m"
+    cluster_m: int = 1
+    splits: bool = False
+
+    def __post_init__(self):
+        if self.raster not in ("m", "n"):
+            raise ValueError(f"TileScheduler: raster must be 'm' or 'n', not {self.raster!r}")
+        if self.group < 1 or self.cluster_m < 1:
+            raise ValueError("TileScheduler: group and cluster_m must be >= 1")
+
+    @property
+    def units_per_group(self) -> int:
+        return max(1, self.group // self.cluster_m)
+
+    # ------------------------------------------------------------------ unit counts
+
+    def num_units(self, num_m: Node, num_n: Node, L: Node, splits_k: Node | None = None) -> Node:
+        """Units of the whole problem: ``ceil(num_m / cluster_m) * num_n * L [* splits_k]``."""
+        n = ir.floordiv(num_m + (self.cluster_m - 1), self.cluster_m) * num_n * L
+        return n * splits_k if self.splits else n
+
+    def first_unit(self, block: Node) -> Node:
+        """The persistent loop's first unit of the CTA ``block`` (its cluster's index)."""
+        return ir.floordiv(block, self.cluster_m)
+
+    def unit_step(self, grid: Node) -> Node:
+        """The persistent loop's step: clusters in the grid."""
+        return ir.floordiv(grid, self.cluster_m)
+
+    def grid_unit(self, block: Node) -> Node:
+        """Grid-based (non-persistent) kernels: the unit of CTA ``block`` (one per unit)."""
+        return self.first_unit(block)
+
+    # ------------------------------------------------------------------ the mapping
+
+    def program(self, unit: Node, num_m: Node, num_n: Node, *, rank: Node | int = 0,
+                splits_k: Node | None = None, k_blocks: Node | None = None,
+                out: Outputs = Outputs()) -> list:
+        """The steps mapping ``unit`` to the outputs (``rank``: the CTA's rank in its cluster,
+        ``splits_k`` / ``k_blocks``: with ``splits``)."""
+        steps: list = []
+
+        def bind(name, node, lo=None, hi=None, is_out=False):
+            node = ir.as_node(node)
+            steps.append(Step(name, node, is_out))
+            lo = node.lo if lo is None else lo
+            hi = node.hi if hi is None else hi
+            return ir.var(name, lo, min(hi, _I32))
+
+        tile = unit
+        if self.splits:
+            if splits_k is None or k_blocks is None:
+                raise ValueError("TileScheduler: split-K units need splits_k and k_blocks")
+            tile = bind("ktile_", ir.floordiv(unit, splits_k))
+            split = bind(out.split, unit % splits_k, is_out=True)
+            bind(out.kb_lo, ir.floordiv(k_blocks * split, splits_k), 0, k_blocks.hi,
+                 is_out=True)
+            bind(out.kb_hi, ir.floordiv(k_blocks * (split + 1), splits_k), 0, k_blocks.hi,
+                 is_out=True)
+        c, G = self.cluster_m, self.units_per_group
+        if c > 1:
+            num_m = bind("num_mc_", ir.floordiv(num_m + (c - 1), c))
+        # "major": the mode the groups are cut along; "minor": the other one
+        major, minor = (num_m, num_n) if self.raster == "m" else (num_n, num_m)
+        # the kernel's unit counter is an int: the host keeps num_units < 2**31, so the
+        # product (computed in 64 bits when the bounds of num_m, num_n do not say so) fits
+        per_l = bind("per_l_", num_m * num_n, 1, _I32)
+        l_ = bind(out.l, ir.floordiv(tile, per_l), is_out=True)
+        r = bind("r_", tile % per_l)
+        gw = bind("gw_", minor * G, G, _I32)
+        g = bind("g_", ir.floordiv(r, gw))
+        first = bind("first_", g * G, 0, major.hi - 1)    # g * G < major: r < per_l
+        gs = bind("gs_", ir.select(ir.lt(major - first, G), major - first, G), 1, G)
+        rr = bind("rr_", r % gw)
+        along = first + rr % gs
+        across = ir.floordiv(rr, gs)
+        m_u, n_u = (along, across) if self.raster == "m" else (across, along)
+        bind(out.m, m_u * c + rank if c > 1 else m_u, is_out=True)
+        bind(out.n, n_u, is_out=True)
+        return steps
+
+    def emit(self, kb, unit: Node, num_m: Node, num_n: Node, **kw) -> None:
+        """Declare the program's steps in the builder ``kb`` (``const int`` locals; the
+        outputs are assigned to the kernel's variables, see :class:`Outputs`)."""
+        for s in self.program(unit, num_m, num_n, **kw):
+            if s.out:
+                kb.assign(s.name, s.node)
+            else:
+                kb.decl("const int", s.name, s.node, hint=False)
+
+
+def run(steps, env: dict) -> dict:
+    """Evaluate a program (NumPy arrays or ints in ``env``); returns ``env`` with every step's
+    name bound."""
+    env = dict(env)
+    for s in steps:
+        env[s.name] = ir.evaluate(s.node, env)
+    return env
+
+
+def model(sched: TileScheduler, num_m: int, num_n: int, L: int, splits_k: int = 1,
+          k_blocks: int = 0) -> list:
+    """Plain-Python statement of the visiting order (the specification the emitted IR is
+    tested against): the list, indexed by unit, of ``(m_unit, n_blk, l, split, kb_lo, kb_hi)``
+    built by walking batches, then groups, then the group's columns (rows), then its rows
+    (columns); ``m_unit`` is the cluster unit along M (the CTA of rank r takes ``m_unit *
+    cluster_m + r``)."""
+    c, G = sched.cluster_m, sched.units_per_group
+    mc = -(-num_m // c)
+    major, minor = (mc, num_n) if sched.raster == "m" else (num_n, mc)
+    order = []
+    for l_ in range(L):
+        for g0 in range(0, major, G):
+            for b in range(minor):
+                for a in range(g0, min(g0 + G, major)):
+                    m_u, n_u = (a, b) if sched.raster == "m" else (b, a)
+                    order.append((m_u, n_u, l_))
+    if not sched.splits:
+        return [t + (0, 0, k_blocks) for t in order]
+    return [t + (s, k_blocks * s // splits_k, k_blocks * (s + 1) // splits_k)
+            for t in order for s in range(splits_k)]
