@@ -89,10 +89,10 @@ def test_emits_readable_c():
     TileScheduler(group=8).emit(kb, ir.var("tile", 0, I32), num_m, num_n)
     text = kb.text()
     assert "const int per_l_ = (long long)num_m * num_n;" in text   # narrowed: < 2**31 units
-    assert "const int r_ = tile % per_l_;" in text
+    assert "const int r_ = tile - (long long)l_ * per_l_;" in text
     assert "l_ = tile / per_l_;" in text
     assert "n_blk = rr_ / gs_;" in text
-    assert "(long long)" not in text.split("l_ = tile")[1]
+    assert "(long long)" not in text.split("gw_ =")[1].split("rr_ =")[0]
 
 
 def test_bad_raster():

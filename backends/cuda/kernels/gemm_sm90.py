@@ -406,70 +406,76 @@ def shipped_epilogue_configs():
     return tuple(out)
 
 
+#: the int range of the kernel's sizes and unit counters
+_I32 = (1 << 31) - 1
+
+
+def tile_scheduler(cfg: Sm90GemmConfig):
+    """The kernel's :class:`~backends.cuda.arch.common.scheduler.TileScheduler`: groups of
+    ``group_m`` tile-rows (tile-columns with ``raster_n``; a cluster always rasters along M),
+    cluster units of ``cluster_m`` CTAs, split-K units with ``split_k``."""
+    from ..arch.common.scheduler import TileScheduler
+    return TileScheduler(group=cfg.group_m, raster="n" if cfg.raster_n and cfg.cluster_m == 1
+                         else "m", cluster_m=cfg.cluster_m, splits=cfg.splits)
+
+
+def _sched_vars(cfg: Sm90GemmConfig):
+    """IR variables of the kernel's tile counts (``num_m``, ``num_n``, ``L``)."""
+    from .. import ir
+    return (ir.var("num_m", 1, -(-_I32 // cfg.tile_m)), ir.var("num_n", 1, -(-_I32 // cfg.tile_n)),
+            ir.var("L", 1, _I32))
+
+
+def _render(emit, level: int = 1) -> str:
+    """C text of the statements ``emit(kb)`` puts into a fresh builder (each line on its own
+    line, ``level`` indentation steps)."""
+    from ..builder import KernelBuilder
+    kb = KernelBuilder("scheduler", threads=1)
+    kb.level = level
+    emit(kb)
+    return "".join("\n" + ln for ln in kb.lines)
+
+
+def _sched_code(cfg: Sm90GemmConfig) -> str:
+    """``num_tiles`` (work units), ``first_tile`` and ``tile_step`` of the persistent loop."""
+    from .. import ir
+    sch = tile_scheduler(cfg)
+    num_m, num_n, L = _sched_vars(cfg)
+    units = sch.num_units(num_m, num_n, L, ir.var("splits_k", 1, _I32) if cfg.splits else None)
+    blk, grid = ir.var("blockIdx.x", 0, _I32), ir.var("gridDim.x", 1, _I32)
+
+    def emit(kb):
+        kb.decl("const int", "num_tiles", units, hint=False)
+        kb.decl("const int", "first_tile", sch.first_unit(blk), hint=False)
+        kb.decl("const int", "tile_step", sch.unit_step(grid), hint=False)
+    return _render(emit).lstrip("\n").lstrip()
+
+
 def _tile_coord_code(cfg: Sm90GemmConfig) -> str:
-    """Grouped raster: tiles of one batch are visited in groups of ``group_m`` tile-rows
-    (or tile-columns with ``raster_n``), column-major inside a group.  With a cluster of
-    ``cluster_m`` CTAs, the unit is a cluster tile (``cluster_m`` tiles along M); the CTA takes
-    the tile of its rank inside it.
+    """Work unit ``tile`` -> ``m_blk``, ``n_blk``, ``l_`` (declared by the caller) through the
+    tile scheduler (:func:`tile_scheduler`).
 
     Split-K (``cfg.split_k``): the loop index ``tile`` is a work unit ``tile * splits_k +
     split_`` (the splits of one tile on consecutive CTAs); split ``s`` of ``S`` covers k-blocks
     ``[floor(s * k_blocks / S), floor((s + 1) * k_blocks / S))`` (``kb_lo_`` / ``kb_hi_``, declared
-    by the caller): contiguous, disjoint, covering every k-block, sizes differing by at most 1."""
+    by the caller): contiguous, disjoint, covering every k-block, sizes differing by at most 1.
+    Stream-K: the piece ``tile`` of this CTA gives the output tile ``ktile_`` first
+    (``gemm_sm90_streamk.coord_code``), the scheduler maps that."""
+    from .. import ir
+    sch = tile_scheduler(cfg)
+    num_m, num_n, _ = _sched_vars(cfg)
+    unit = ir.var("ktile_" if cfg.stream_k else "tile", 0, _I32)
+    kw = {}
+    if cfg.cluster_m > 1:
+        kw["rank"] = ir.var("rank_", 0, cfg.cluster_m - 1)
+    if cfg.splits:
+        kw["splits_k"] = ir.var("splits_k", 1, _I32)
+        kw["k_blocks"] = ir.var("k_blocks", 0, -(-_I32 // cfg.tile_k))
+    text = _render(lambda kb: sch.emit(kb, unit, num_m, num_n, **kw))
     if cfg.stream_k:
         from .gemm_sm90_streamk import coord_code
-        return coord_code() + _raster_code(cfg).replace("l_ = tile / per_l_;",
-                                                        "l_ = ktile_ / per_l_;") \
-            .replace("const int r_ = tile - l_ * per_l_;", "const int r_ = ktile_ - l_ * per_l_;")
-    if cfg.splits:
-        return f"""
-  const int ktile_ = tile / splits_k;
-  split_ = tile - ktile_ * splits_k;
-  kb_lo_ = (int)(((long long)k_blocks * split_) / splits_k);
-  kb_hi_ = (int)(((long long)k_blocks * (split_ + 1)) / splits_k);""" + \
-            _raster_code(cfg).replace("l_ = tile / per_l_;", "l_ = ktile_ / per_l_;") \
-            .replace("const int r_ = tile - l_ * per_l_;", "const int r_ = ktile_ - l_ * per_l_;")
-    return _raster_code(cfg)
-
-
-def _raster_code(cfg: Sm90GemmConfig) -> str:
-    if cfg.cluster_m > 1:
-        c = cfg.cluster_m
-        return f"""
-  const int num_mc_ = (num_m + {c - 1}) / {c};
-  const int per_l_ = num_mc_ * num_n;
-  l_ = tile / per_l_;
-  const int r_ = tile - l_ * per_l_;
-  const int gw_ = {max(1, cfg.group_m // c)} * num_n;
-  const int g_ = r_ / gw_;
-  const int first_ = g_ * {max(1, cfg.group_m // c)};
-  const int gs_ = min(num_mc_ - first_, {max(1, cfg.group_m // c)});
-  const int rr_ = r_ - g_ * gw_;
-  m_blk = (first_ + rr_ % gs_) * {c} + (int)cta_rank;
-  n_blk = rr_ / gs_;"""
-    if cfg.raster_n:
-        return f"""
-  const int per_l_ = num_m * num_n;
-  l_ = tile / per_l_;
-  const int r_ = tile - l_ * per_l_;
-  const int gw_ = {cfg.group_m} * num_m;
-  const int g_ = r_ / gw_;
-  const int first_ = g_ * {cfg.group_m};
-  const int gs_ = min(num_n - first_, {cfg.group_m});
-  const int rr_ = r_ - g_ * gw_;
-  n_blk = first_ + rr_ % gs_;
-  m_blk = rr_ / gs_;"""
-    return f"""
-  const int per_l_ = num_m * num_n;
-  l_ = tile / per_l_;
-  const int r_ = tile - l_ * per_l_;
-  const int gw_ = {cfg.group_m} * num_n;
-  const int g_ = r_ / gw_;
-  const int first_ = g_ * {cfg.group_m};
-  const int gs_ = min(num_m - first_, {cfg.group_m});
-  const int rr_ = r_ - g_ * gw_;
-  m_blk = first_ + rr_ % gs_;
-  n_blk = rr_ / gs_;"""
+        return coord_code() + text
+    return text
 
 
 def _epilogue_direct(cfg: Sm90GemmConfig, maps: Sm90Maps) -> str:
@@ -687,22 +693,20 @@ def generate_source(cfg: Sm90GemmConfig) -> str:
         split_params = (",\n    float* __restrict__ ws, int splits_k, long long ldw, "
                         "long long ws_l, long long ws_split"
                         + (", int* __restrict__ tile_count" if cfg.split_k == "fixup" else ""))
-        units_mul, unit_decl = " * splits_k", " int kb_lo_, kb_hi_, split_;"
+        unit_decl = " int kb_lo_, kb_hi_, split_;"
         kb_first, kb_end = "kb_lo_", "kb_hi_"
         k_empty = "kb_hi_ == kb_lo_"
     elif cfg.stream_k:
         from . import gemm_sm90_streamk as _sk
         small_prelude += _sk.HELPERS
-        split_params, units_mul = _sk.PARAMS, ""
+        split_params = _sk.PARAMS
         unit_decl = " int kb_lo_, kb_hi_, split_, ktile_;"
         kb_first, kb_end = "kb_lo_", "kb_hi_"
         k_empty = "kb_hi_ == kb_lo_"
     else:
-        split_params = units_mul = unit_decl = ""
+        split_params = unit_decl = ""
         kb_first, kb_end, k_empty = "0", "k_blocks", "k_blocks == 0"
-    sched = (f"const int num_tiles = ((num_m + {cfg.cluster_m - 1}) / {cfg.cluster_m}) * num_n * "
-             f"L{units_mul};\n  const int first_tile = blockIdx.x / {cfg.cluster_m}, "
-             f"tile_step = gridDim.x / {cfg.cluster_m};")
+    sched = _sched_code(cfg)
     if cfg.stream_k:
         sched = _sk.schedule_code(cfg.tile_m, cfg.tile_n, cfg.tile_k)
     kk_steps = cfg.tile_k // 16
@@ -796,12 +800,13 @@ def generate_source(cfg: Sm90GemmConfig) -> str:
                        f"\n#endif\n")
         sync_all = "cluster_arrive(); cluster_wait();"
         rank_expr = "cluster_ctarank()"
+        rank_int = "\n  const int rank_ = (int)cta_rank;"
         b_load = maps.tma_load("B", f"sB + (u32)idx * {b_bytes}u + cta_rank * "
                                f"{maps.b_slice_offset(1)}u", "&tmB", "fb_", "kb * 64",
                                f"n_blk * {cfg.tile_n} + (int)cta_rank * {maps.b_slice_rows}", "l_",
                                mask=hex((1 << cfg.cluster_m) - 1))
     else:
-        cluster_attr, sync_all, rank_expr = "", "__syncthreads();", "0u"
+        cluster_attr, sync_all, rank_expr, rank_int = "", "__syncthreads();", "0u", ""
         cluster_def = ""
         b_load = maps.tma_load("B", f"sB + (u32)idx * {b_bytes}u", "&tmB", "fb_", "kb * 64",
                                f"n_blk * {cfg.tile_n}", "l_")
@@ -830,7 +835,7 @@ extern "C" __global__ void {cluster_attr}__launch_bounds__({cfg.threads}, 1) {cf
     prefetch_tma_descriptor(&tmB);
   }}
   {sync_all}
-  const u32 cta_rank = {rank_expr};
+  const u32 cta_rank = {rank_expr};{rank_int}
   const int num_m = (M + {cfg.tile_m - 1}) / {cfg.tile_m};
   const int num_n = (N + {cfg.tile_n - 1}) / {cfg.tile_n};
   {sched}

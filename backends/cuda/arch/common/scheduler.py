@@ -130,7 +130,7 @@ class TileScheduler:
             if splits_k is None or k_blocks is None:
                 raise ValueError("TileScheduler: split-K units need splits_k and k_blocks")
             tile = bind("ktile_", ir.floordiv(unit, splits_k))
-            split = bind(out.split, unit % splits_k, is_out=True)
+            split = bind(out.split, _rem(unit, tile, splits_k), 0, splits_k.hi - 1, is_out=True)
             bind(out.kb_lo, ir.floordiv(k_blocks * split, splits_k), 0, k_blocks.hi,
                  is_out=True)
             bind(out.kb_hi, ir.floordiv(k_blocks * (split + 1), splits_k), 0, k_blocks.hi,
@@ -144,12 +144,12 @@ class TileScheduler:
         # product (computed in 64 bits when the bounds of num_m, num_n do not say so) fits
         per_l = bind("per_l_", num_m * num_n, 1, _I32)
         l_ = bind(out.l, ir.floordiv(tile, per_l), is_out=True)
-        r = bind("r_", tile % per_l)
+        r = bind("r_", _rem(tile, l_, per_l), 0, per_l.hi - 1)
         gw = bind("gw_", minor * G, G, _I32)
         g = bind("g_", ir.floordiv(r, gw))
         first = bind("first_", g * G, 0, major.hi - 1)    # g * G < major: r < per_l
         gs = bind("gs_", ir.select(ir.lt(major - first, G), major - first, G), 1, G)
-        rr = bind("rr_", r % gw)
+        rr = bind("rr_", _rem(r, g, gw), 0, gw.hi - 1)
         along = first + rr % gs
         across = ir.floordiv(rr, gs)
         m_u, n_u = (along, across) if self.raster == "m" else (across, along)
@@ -165,6 +165,14 @@ class TileScheduler:
                 kb.assign(s.name, s.node)
             else:
                 kb.decl("const int", s.name, s.node, hint=False)
+
+
+def _rem(x: Node, q: Node, d: Node) -> Node:
+    """``x - q * d`` for the bound quotient ``q = x // d``: the remainder without a second
+    division (nvcc does not fuse a signed ``/`` and ``%``: this form saves a division
+    sequence).  The product may render in 64 bits when the bounds of ``q`` and ``d`` do not
+    show it fits; the result, in ``[0, d)``, is narrowed exactly."""
+    return x - q * d
 
 
 def run(steps, env: dict) -> dict:

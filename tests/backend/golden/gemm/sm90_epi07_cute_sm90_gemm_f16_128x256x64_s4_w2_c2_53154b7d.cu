@@ -301,10 +301,12 @@ extern "C" __global__ void CUTE_PY_SM90_CLUSTER_DIMS __launch_bounds__(384, 1) c
   }
   cluster_arrive(); cluster_wait();
   const u32 cta_rank = cluster_ctarank();
+  const int rank_ = (int)cta_rank;
   const int num_m = (M + 127) / 128;
   const int num_n = (N + 255) / 256;
-  const int num_tiles = ((num_m + 1) / 2) * num_n * L;
-  const int first_tile = blockIdx.x / 2, tile_step = gridDim.x / 2;
+  const int num_tiles = (long long)((num_m + 1) >> 1) * num_n * L;
+  const int first_tile = blockIdx.x >> 1;
+  const int tile_step = gridDim.x >> 1;
   const int k_blocks = (K + 63) / 64;
   if (wg == 0) {
     // ---------------- producer warpgroup ----------------
@@ -314,16 +316,16 @@ extern "C" __global__ void CUTE_PY_SM90_CLUSTER_DIMS __launch_bounds__(384, 1) c
       for (int tile = first_tile; tile < num_tiles; tile += tile_step) {
         int m_blk, n_blk, l_;
         { 
-  const int num_mc_ = (num_m + 1) / 2;
-  const int per_l_ = num_mc_ * num_n;
+  const int num_mc_ = (num_m + 1) >> 1;
+  const int per_l_ = (long long)num_mc_ * num_n;
   l_ = tile / per_l_;
-  const int r_ = tile - l_ * per_l_;
-  const int gw_ = 4 * num_n;
+  const int r_ = tile - (long long)l_ * per_l_;
+  const int gw_ = num_n * 4;
   const int g_ = r_ / gw_;
   const int first_ = g_ * 4;
-  const int gs_ = min(num_mc_ - first_, 4);
-  const int rr_ = r_ - g_ * gw_;
-  m_blk = (first_ + rr_ % gs_) * 2 + (int)cta_rank;
+  const int gs_ = (num_mc_ - first_ < 4 ? num_mc_ - first_ : 4);
+  const int rr_ = r_ - (long long)g_ * gw_;
+  m_blk = (first_ + rr_ % gs_) * 2 + rank_;
   n_blk = rr_ / gs_;
         }
         for (int kb = 0; kb < k_blocks; ++kb) {
@@ -341,16 +343,16 @@ extern "C" __global__ void CUTE_PY_SM90_CLUSTER_DIMS __launch_bounds__(384, 1) c
       for (int tile = first_tile; tile < num_tiles; tile += tile_step) {
         int m_blk, n_blk, l_;
         { 
-  const int num_mc_ = (num_m + 1) / 2;
-  const int per_l_ = num_mc_ * num_n;
+  const int num_mc_ = (num_m + 1) >> 1;
+  const int per_l_ = (long long)num_mc_ * num_n;
   l_ = tile / per_l_;
-  const int r_ = tile - l_ * per_l_;
-  const int gw_ = 4 * num_n;
+  const int r_ = tile - (long long)l_ * per_l_;
+  const int gw_ = num_n * 4;
   const int g_ = r_ / gw_;
   const int first_ = g_ * 4;
-  const int gs_ = min(num_mc_ - first_, 4);
-  const int rr_ = r_ - g_ * gw_;
-  m_blk = (first_ + rr_ % gs_) * 2 + (int)cta_rank;
+  const int gs_ = (num_mc_ - first_ < 4 ? num_mc_ - first_ : 4);
+  const int rr_ = r_ - (long long)g_ * gw_;
+  m_blk = (first_ + rr_ % gs_) * 2 + rank_;
   n_blk = rr_ / gs_;
         }
         const int cute_epi_m0 = m_blk * 128, cute_epi_n0 = n_blk * 256;
@@ -376,16 +378,16 @@ extern "C" __global__ void CUTE_PY_SM90_CLUSTER_DIMS __launch_bounds__(384, 1) c
     for (int tile = first_tile; tile < num_tiles; tile += tile_step) {
       int m_blk, n_blk, l_;
       { 
-  const int num_mc_ = (num_m + 1) / 2;
-  const int per_l_ = num_mc_ * num_n;
+  const int num_mc_ = (num_m + 1) >> 1;
+  const int per_l_ = (long long)num_mc_ * num_n;
   l_ = tile / per_l_;
-  const int r_ = tile - l_ * per_l_;
-  const int gw_ = 4 * num_n;
+  const int r_ = tile - (long long)l_ * per_l_;
+  const int gw_ = num_n * 4;
   const int g_ = r_ / gw_;
   const int first_ = g_ * 4;
-  const int gs_ = min(num_mc_ - first_, 4);
-  const int rr_ = r_ - g_ * gw_;
-  m_blk = (first_ + rr_ % gs_) * 2 + (int)cta_rank;
+  const int gs_ = (num_mc_ - first_ < 4 ? num_mc_ - first_ : 4);
+  const int rr_ = r_ - (long long)g_ * gw_;
+  m_blk = (first_ + rr_ % gs_) * 2 + rank_;
   n_blk = rr_ / gs_;
       }
       const int cute_epi_m0 = m_blk * 128, cute_epi_n0 = n_blk * 256;

@@ -290,8 +290,9 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_bf16_64x256x
   const u32 cta_rank = 0u;
   const int num_m = (M + 63) / 64;
   const int num_n = (N + 255) / 256;
-  const int num_tiles = ((num_m + 0) / 1) * num_n * L;
-  const int first_tile = blockIdx.x / 1, tile_step = gridDim.x / 1;
+  const int num_tiles = (long long)num_m * num_n * L;
+  const int first_tile = blockIdx.x;
+  const int tile_step = gridDim.x;
   const int k_blocks = (K + 63) / 64;
   if (wg == 0) {
     // ---------------- producer warpgroup ----------------
@@ -301,14 +302,14 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_bf16_64x256x
       for (int tile = first_tile; tile < num_tiles; tile += tile_step) {
         int m_blk, n_blk, l_;
         { 
-  const int per_l_ = num_m * num_n;
+  const int per_l_ = (long long)num_m * num_n;
   l_ = tile / per_l_;
-  const int r_ = tile - l_ * per_l_;
-  const int gw_ = 16 * num_n;
+  const int r_ = tile - (long long)l_ * per_l_;
+  const int gw_ = num_n * 16;
   const int g_ = r_ / gw_;
   const int first_ = g_ * 16;
-  const int gs_ = min(num_m - first_, 16);
-  const int rr_ = r_ - g_ * gw_;
+  const int gs_ = (num_m - first_ < 16 ? num_m - first_ : 16);
+  const int rr_ = r_ - (long long)g_ * gw_;
   m_blk = first_ + rr_ % gs_;
   n_blk = rr_ / gs_;
         }
@@ -339,14 +340,14 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_bf16_64x256x
     for (int tile = first_tile + cw * tile_step; tile < num_tiles; tile += 2 * tile_step) {
       int m_blk, n_blk, l_;
       { 
-  const int per_l_ = num_m * num_n;
+  const int per_l_ = (long long)num_m * num_n;
   l_ = tile / per_l_;
-  const int r_ = tile - l_ * per_l_;
-  const int gw_ = 16 * num_n;
+  const int r_ = tile - (long long)l_ * per_l_;
+  const int gw_ = num_n * 16;
   const int g_ = r_ / gw_;
   const int first_ = g_ * 16;
-  const int gs_ = min(num_m - first_, 16);
-  const int rr_ = r_ - g_ * gw_;
+  const int gs_ = (num_m - first_ < 16 ? num_m - first_ : 16);
+  const int rr_ = r_ - (long long)g_ * gw_;
   m_blk = first_ + rr_ % gs_;
   n_blk = rr_ / gs_;
       }
