@@ -80,8 +80,7 @@ def test_split_k_source_structure():
     assert "for (int kb = kb_lo_; kb < kb_hi_; ++kb)" in src
     assert "const int scale_d = kb > kb_lo_ ? 1 : 0;" in src
     assert "kb_lo_ = (long long)k_blocks * split_ / splits_k;" in src
-    assert "wgmma.mma_async.sync.aligned.m64n16k16.f32.f16.f16" in src
-    assert "cute_sm90_wgmma_m64n16k16_f32_f16_ss<0, 0>(acc[0]" in src
+    assert "wgmma_m64n16k16_f32_f16_ss<0, 0>(acc[0]" in src
     assert "float* wp = Wl_ + (long long)c * ldw + r;" in src
     ws = G.generate_source(NEW_CONFIGS[3])
     assert "*reinterpret_cast<float2*>(wp) = make_float2(" in ws
@@ -105,7 +104,7 @@ def test_fixup_source_structure():
     i_fence = src.index("__threadfence();", i_store)
     i_bar = src.index("named_barrier_sync(1u, 256u);", i_fence)
     i_cnt = src.index("atomicAdd(tile_count + tix_, 1) == splits_k - 1;", i_bar)
-    i_red = src.index("bar.red.or.pred q, 1, 256, p;", i_cnt)
+    i_red = src.index("last_ = named_barrier_red_or(1u, 256u, last_);", i_cnt)
     i_sum = src.index("for (int s = 0; s < splits_k; ++s)", i_red)
     i_d = src.index("dp[0] = f32_to_f16_bits(x);", i_sum)
     assert i_store < i_fence < i_bar < i_cnt < i_red < i_sum < i_d
@@ -308,11 +307,18 @@ def test_reduce_kernel_compiles_zero_spills(dt, has_c, vec, rezero):
         assert res.spills == 0 and res.stack_frame == 0, res
 
 
-def test_small_wgmma_wrapper():
-    src, name = SK.small_wgmma_wrapper(32, "bf16")
-    assert name == "cute_sm90_wgmma_m64n32k16_f32_bf16_ss" and src.count('"+f"') == 16
-    with pytest.raises(LaunchError):
-        SK.small_wgmma_wrapper(12, "f16")
+def test_every_wgmma_n_has_a_header_wrapper():
+    """The PTX library wraps wgmma for every N of 16-bit inputs (multiples of 8 up to 256):
+    narrow tiles call the header, no wrapper is generated with the kernel."""
+    from cute_py.backends.cuda import ptx
+    from cute_py.backends.cuda.kernels.gemm_sm90_ptxgen import WGMMA_N
+    assert WGMMA_N == tuple(range(8, 257, 8))
+    for n in WGMMA_N:
+        for ab in ("f16", "bf16"):
+            for kind in ("ss", "rs"):
+                assert ptx.FUNCTIONS[f"wgmma_m64n{n}k16_f32_{ab}_{kind}"] == "ptx_sm90.cuh"
+    src = G.generate_source(NEW_CONFIGS[0])
+    assert "asm" not in src and "wgmma_m64n16k16_f32_f16_ss<0, 0>(acc[0]" in src
 
 
 # --------------------------------------------------------------------------- heuristic
@@ -412,9 +418,9 @@ def test_streamk_rules_and_source():
     assert "const int first_tile = 0, tile_step = 1;" in src
     assert "const int s_ = sk_last_ - (tile - n_dp_);" in src          # last tile first
     i_head = src.index("if (kb_hi_ < k_blocks) {")
-    i_rel = src.index("cute_sk_st_release(sk_flags + blockIdx.x, 1);", i_head)
+    i_rel = src.index("st_release_gpu_b32(sk_flags + blockIdx.x, 1);", i_head)
     i_tail = src.index("if (kb_lo_ > 0) {", i_rel)
-    i_acq = src.index("while (cute_sk_ld_acquire(sk_flags + c) == 0) { }", i_tail)
+    i_acq = src.index("while (ld_acquire_gpu_b32(sk_flags + c) == 0) { }", i_tail)
     i_store = src.index("pack_f16x2", i_acq)
     assert i_head < i_rel < i_tail < i_acq < i_store
 

@@ -621,8 +621,7 @@ def _epilogue_splitk(cfg: Sm90GemmConfig, maps: Sm90Maps) -> str:
               "          __threadfence();",
               "        }",
               "        // every consumer thread learns thread 0's answer (bar.red.or, barrier 1)",
-              "        asm volatile(\"{ .reg .pred p, q; setp.ne.b32 p, %0, 0; "
-              f"bar.red.or.pred q, 1, {nthr}, p; selp.b32 %0, 1, 0, q; }}\" : \"+r\"(last_));",
+              f"        last_ = named_barrier_red_or(1u, {nthr}u, last_);",
               "        if (!last_) continue;",
               "        __threadfence();",
               f"        const float* b_ = ws + (long long)(tile - split_) * {slot} + tid;",
@@ -684,10 +683,6 @@ def generate_source(cfg: Sm90GemmConfig) -> str:
     ta_, tb_ = maps.transpose_bits
     wgmma = f"wgmma_m64n{cfg.tile_n}k16_f32_{dt}_ss<{ta_}, {tb_}>"
     small_prelude = ""
-    if cfg.tile_n in SMALL_TILE_N:   # no header wrapper for these N: emitted with the kernel
-        from .gemm_sm90_splitk import small_wgmma_wrapper
-        small_prelude, fn_name = small_wgmma_wrapper(cfg.tile_n, dt)
-        wgmma = f"{fn_name}<{ta_}, {tb_}>"
     # split-K: the loop index is a (tile, split) unit; its k-block range comes with its coords
     if cfg.splits:
         split_params = (",\n    float* __restrict__ ws, int splits_k, long long ldw, "

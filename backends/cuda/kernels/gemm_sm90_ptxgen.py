@@ -10,8 +10,9 @@ from __future__ import annotations
 
 __all__ = ["wgmma_block", "WGMMA_N"]
 
-#: N extents that have wrappers
-WGMMA_N = (64, 128, 192, 256)
+#: N extents that have wrappers: every N wgmma takes for 16-bit inputs (multiples of 8 up to
+#: 256), so any tile_n a kernel or a user composition picks has its wrapper in the header
+WGMMA_N = tuple(range(8, 257, 8))
 
 
 def wgmma_block() -> str:

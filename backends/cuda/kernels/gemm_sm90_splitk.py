@@ -31,8 +31,8 @@ Kernel parameters appended (at the END, only for split-K configurations), in thi
     float* ws, int splits_k, long long ldw, long long ws_l, long long ws_split
     [, int* tile_count]                                 ("fixup" only)
 
-Narrow tiles (``tile_n`` in ``SMALL_TILE_N`` = 16, 32): ``wgmma.m64n{16,32}k16`` has no
-wrapper in ``ptx_sm90.cuh``; :func:`small_wgmma_wrapper` emits one with the kernel.
+Narrow tiles (``tile_n`` in ``SMALL_TILE_N`` = 16, 32) call the header's
+``wgmma_m64n{16,32}k16`` wrappers (``ptx_sm90.cuh`` has one for every N wgmma takes).
 """
 
 from __future__ import annotations
@@ -42,8 +42,8 @@ from dataclasses import dataclass
 
 from cute_py.errors import LaunchError
 
-__all__ = ["SplitKLayout", "splitk_layout", "splitk_extra_args", "small_wgmma_wrapper",
-           "split_ranges", "EXTRA_PARAMS", "FIXUP_PARAMS"]
+__all__ = ["SplitKLayout", "splitk_layout", "splitk_extra_args", "split_ranges", "EXTRA_PARAMS",
+           "FIXUP_PARAMS"]
 
 #: names of the kernel parameters a split-K configuration appends, in order
 EXTRA_PARAMS = ("ws", "splits_k", "ldw", "ws_l", "ws_split")
@@ -146,25 +146,3 @@ def _array_facts(X):
     return int(X.data.ptr), int(X.nbytes), str(X.dtype)
 
 
-def small_wgmma_wrapper(n: int, ab: str) -> tuple[str, str]:
-    """``(source, function name)`` of the ``wgmma.mma_async.m64n{n}k16`` (f32 += ab x ab, both
-    operands from smem descriptors) wrapper, in the form of ``ptx_sm90.cuh``'s generated ones
-    (``gemm_sm90_ptxgen``) under a name of its own."""
-    if n % 8 or not 8 <= n <= 256 or ab not in ("f16", "bf16"):
-        raise LaunchError("small_wgmma_wrapper", "n", "must be a multiple of 8 in [8, 256] "
-                          "with ab f16 or bf16", actual=(n, ab))
-    nr = n // 2
-    name = f"cute_sm90_wgmma_m64n{n}k16_f32_{ab}_ss"
-    regs = ", ".join(f"%{i}" for i in range(nr))
-    outs = ", ".join(f'"+f"(d[{i}])' for i in range(nr))
-    src = f"""// wgmma.mma_async m64n{n}k16 f32 += {ab} x {ab}, A and B from shared-memory descriptors.
-template <int TransA, int TransB>
-__device__ __forceinline__ void {name}(float (&d)[{nr}], u64 desc_a, u64 desc_b, int scale_d) {{
-  asm volatile(
-      "{{\\n .reg .pred p;\\n setp.ne.b32 p, %{nr + 2}, 0;\\n"
-      " wgmma.mma_async.sync.aligned.m64n{n}k16.f32.{ab}.{ab} {{{regs}}}, %{nr}, %{nr + 1}, p, 1, 1, %{nr + 3}, %{nr + 4};\\n}}\\n"
-      : {outs}
-      : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(TransA), "n"(TransB));
-}}
-"""
-    return src, name

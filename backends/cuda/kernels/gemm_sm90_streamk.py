@@ -51,18 +51,10 @@ STREAMK_PARAMS = ("ws", "sk_flags", "sk_tiles")
 
 # ------------------------------------------------------------------------------ device code
 
-HELPERS = """// stream-K: the CTA that owns iteration i of the stream-K range, acquire / release flags
+HELPERS = """// stream-K: the CTA that owns iteration i of the stream-K range
 __device__ __forceinline__ int cute_sk_cta_of(long long i, long long base, long long rem) {
   const long long b = rem * (base + 1);
   return (int)(i < b ? i / (base + 1) : rem + (i - b) / (base > 0 ? base : 1));
-}
-__device__ __forceinline__ int cute_sk_ld_acquire(const int* p) {
-  int v;
-  asm volatile("ld.acquire.gpu.global.b32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
-  return v;
-}
-__device__ __forceinline__ void cute_sk_st_release(int* p, int v) {
-  asm volatile("st.release.gpu.global.b32 [%0], %1;" :: "l"(p), "r"(v) : "memory");
 }
 """
 
@@ -122,7 +114,7 @@ def epilogue_code(cfg, maps, store: str) -> str:
 {head}
         __threadfence();
         named_barrier_sync(1u, {nthr}u);
-        if (tid == 0) cute_sk_st_release(sk_flags + blockIdx.x, 1);
+        if (tid == 0) st_release_gpu_b32(sk_flags + blockIdx.x, 1);
         continue;
       }}
       if (kb_lo_ > 0) {{          // stream-K tail piece: add the heads, in k order
@@ -131,7 +123,7 @@ def epilogue_code(cfg, maps, store: str) -> str:
         const int c1_ = cute_sk_cta_of(t0_ + kb_lo_ - 1, sk_base_, sk_rem_);
         if (tid == 0) {{
           for (int c = c0_; c <= c1_; ++c) {{
-            while (cute_sk_ld_acquire(sk_flags + c) == 0) {{ }}
+            while (ld_acquire_gpu_b32(sk_flags + c) == 0) {{ }}
             sk_flags[c] = 0;                  // ready for the next launch
           }}
         }}
