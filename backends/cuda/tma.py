@@ -210,8 +210,8 @@ def make_tma_atom(dtype: str, g_shape, g_stride, smem_layout, *, op: str = "make
     for i in range(r, len(g_shape)):
         box.append(1)
         modes.append(i)
-    dims = tuple(int(g_shape[i]) for i in modes)
-    strides = tuple(int(g_stride[i]) * eb for i in modes[1:])
+    dims = tuple(_static_or_symbol(g_shape[i]) for i in modes)
+    strides = tuple(_static_or_symbol(g_stride[i]) * eb for i in modes[1:])
     _check_dims_strides(dims, strides, modes, op)
     for i, b in enumerate(box):
         if b > 256:
@@ -230,7 +230,17 @@ def make_tma_atom(dtype: str, g_shape, g_stride, smem_layout, *, op: str = "make
     return TmaAtom(dtype, dims, strides, tuple(box), tuple(modes), B, nbytes)
 
 
+def _static_or_symbol(x):
+    """An int, or a sympy expression kept as it is (a runtime extent or stride: the atom is
+    bound to the real tensor with :meth:`TmaAtom.bind`)."""
+    from cute_py.symbolic import is_symbolic
+    return x if is_symbolic(x) else int(x)
+
+
 def _check_dims_strides(dims, strides, modes, op):
+    from cute_py.symbolic import is_symbolic
+    dims = [d for d in dims if not is_symbolic(d)]
+    strides = [s if not is_symbolic(s) else 16 for s in strides]   # checked when bound
     for i, s in enumerate(strides):
         if s % 16 or s <= 0:
             raise LaunchError(op, "g_stride", f"mode {modes[i + 1]} has a byte stride that is not "

@@ -483,10 +483,14 @@ def test_gemm_sm90_mn_major_gpu(dt, majors, shape):
 
 
 def test_tma_bind_errors_and_law():
+    import cute_py as cute
     sa = smem_tile("f16", 128, 64)
-    atom = make_tma_atom("f16", (1 << 20, 1 << 20, 1 << 10), (1 << 24, 1, 1 << 36), sa)
+    M, K, L, ld, ldl = cute.symbols("M K L ld ldl")
+    atom = make_tma_atom("f16", (M, K, L), (ld, 1, ldl), sa)     # runtime extents and strides
+    assert atom.dims == (K, M, L) and atom.strides == (2 * ld, 2 * ldl)
     b = atom.bind((1000, 4096, 1), (4104, 1, 4104 * 1000))
     assert b.dims == (4096, 1000, 1) and b.strides == (8208, 8208000) and b.box == atom.box
+    assert b == make_tma_atom("f16", (1000, 4096, 1), (4104, 1, 4104 * 1000), sa)
     with pytest.raises(LaunchError):
         atom.bind((1000, 333, 1), (333, 1, 333000))                   # odd pitch
     with pytest.raises(LaunchError):

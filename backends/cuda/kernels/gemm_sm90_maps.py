@@ -6,8 +6,8 @@
   MN chunks of ``BK`` rows of 128 bytes each, the chunks one after another;
 - TMA boxes: :func:`cute_py.backends.cuda.tma.make_tma_atom` on those tiles (K-major: the whole
   tile is one box; MN-major: one box per 64-element chunk, since a 128-byte-swizzled box is at
-  most 128 bytes wide), derived once with symbolic (basis-like) global strides and bound to the
-  real tensor at launch;
+  most 128 bytes wide), derived once on a global tensor of symbolic (sympy, ``cute_py.symbolic``)
+  extents ``(rows, K, L)`` and strides ``ld`` / ``ldl`` and bound to the real tensor at launch;
 - wgmma descriptors, read off the non-swizzle part of the smem layout: K-major SW128 is the
   canonical ``Sw<3,4,3> o ((8,m),(T,2))`` whose stride-byte-offset (SBO) is the byte distance
   between 8-row core-matrix groups; MN-major SW128 is ``Sw<3,4,3> o ((T,8,m),(8,k))`` whose
@@ -34,9 +34,12 @@ from ..tma import TmaAtom, make_tma_atom
 
 __all__ = ["Sm90Maps", "derive_maps", "smem_tile", "fragment_from_clayout"]
 
-# symbolic strides for deriving boxes: distinct, far apart, so no coincidental coalescing
-_SYM_ROW = 1 << 24
-_SYM_BATCH = 1 << 36
+
+def _symbolic_operand(major: str):
+    """``(shape, stride)`` of a global operand with runtime extents ``(rows, K, L)``, leading
+    stride ``ld`` and batch stride ``ldl`` (sympy symbols): the contiguous mode gets 1."""
+    rows, K, L, ld, ldl = cute.symbols("rows K L ld ldl")
+    return (rows, K, L), ((ld, 1, ldl) if major == "K" else (1, ld, ldl))
 
 
 #: operand majors: "K" (K contiguous in global memory) or "MN" (M for A / N for B contiguous)
@@ -191,14 +194,11 @@ def derive_maps(cfg) -> Sm90Maps:
     sa = smem_tile(dt, cfg.tile_m, cfg.tile_k, am)
     sb = smem_tile(dt, cfg.tile_n, cfg.tile_k, bm)
 
-    def sym(major):   # symbolic global strides: the contiguous mode gets 1
-        return (_SYM_ROW, 1, _SYM_BATCH) if major == "K" else (1, _SYM_ROW, _SYM_BATCH)
-    big = (1 << 20, 1 << 20, 1 << 10)
-    ta = make_tma_atom(dt, big, sym(am), _box_tile(dt, cfg.tile_m, cfg.tile_k, am))
+    ta = make_tma_atom(dt, *_symbolic_operand(am), _box_tile(dt, cfg.tile_m, cfg.tile_k, am))
     # with a cluster of `cluster_m` CTAs along M, each CTA loads 1/cluster_m of the B tile and
     # multicasts it to every CTA of the cluster: the box is (a chunk of) that slice
     slice_rows = cfg.tile_n // cfg.cluster_m
-    tb = make_tma_atom(dt, big, sym(bm), _box_tile(dt, slice_rows, cfg.tile_k, bm))
+    tb = make_tma_atom(dt, *_symbolic_operand(bm), _box_tile(dt, slice_rows, cfg.tile_k, bm))
     sw = get_swizzle_portion(sa)
     lbo, sbo = _descriptor_offsets(sa, am)
     lbo_b, sbo_b = _descriptor_offsets(sb, bm)
