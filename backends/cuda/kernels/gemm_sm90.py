@@ -673,15 +673,23 @@ def generate_source(cfg: Sm90GemmConfig) -> str:
     """CUDA C for one configuration (deterministic: the same config gives the same text)."""
     cfg.check()
     maps = derive_maps(cfg)
-    pl = PipelineLowering(cfg.pipeline(), full="bar_full", empty="bar_empty")
+    from .. import ir
+    from ..arch.sm90.pipeline import OrderedEmitter, PipelineEmitter, smem_address
+    from ..arch.sm90.tma import TmaLoad
+    from ..render import render_expr
+    pl = PipelineEmitter(cfg.pipeline(), smem_address("bar_full"), smem_address("bar_empty"))
+    sA_, sB_ = smem_address("sA"), smem_address("sB")
     dt = _DT[cfg.dtype]
     S, W = cfg.stages, cfg.consumer_wgs
     a_bytes, b_bytes = cfg.tile_m * cfg.tile_k * 2, cfg.tile_n * cfg.tile_k * 2
     slabs = maps.slabs
     nacc = cfg.tile_n // 2
     wg_rows = cfg.tile_m // W
-    ta_, tb_ = maps.transpose_bits
-    wgmma = f"wgmma_m64n{cfg.tile_n}k16_f32_{dt}_ss<{ta_}, {tb_}>"
+    atom = maps.wgmma_atom
+    op_a, op_b = maps.operand("A"), maps.operand("B")
+    idx_ = ir.var("idx", 0, S - 1)
+    m_blk_ = ir.var("m_blk", 0, _I32 // cfg.tile_m)
+    n_blk_ = ir.var("n_blk", 0, _I32 // cfg.tile_n)
     small_prelude = ""
     # split-K: the loop index is a (tile, split) unit; its k-block range comes with its coords
     if cfg.splits:
@@ -704,16 +712,8 @@ def generate_source(cfg: Sm90GemmConfig) -> str:
     sched = _sched_code(cfg)
     if cfg.stream_k:
         sched = _sk.schedule_code(cfg.tile_m, cfg.tile_n, cfg.tile_k)
-    kk_steps = cfg.tile_k // 16
-    mma_lines = []
-    for kk in range(kk_steps):
-        for j in range(slabs):
-            a_off = maps.desc_a_offset(j, kk)
-            b_off = maps.desc_b_offset(kk)
-            mma_lines.append(
-                f"          {wgmma}(acc[{j}], gmma_desc_add(da_, {a_off}u), "
-                f"gmma_desc_add(db_, {b_off}u), {'scale_d' if kk == 0 else '1'});")
-    mma = "\n".join(mma_lines)
+    mma = _render(lambda kb: atom.emit_k_block(kb, "acc", "da_", "db_", op_a, op_b, slabs,
+                                               cfg.tile_k // 16, "scale_d"), 5).lstrip("\n")
     pp = cfg.schedule == "pingpong"
     # ping-pong: warpgroup cw owns tiles first_tile + (cw + 2i) * tile_step, whole
     tile_loop = ("for (int tile = first_tile + cw * tile_step; tile < num_tiles; "
@@ -772,20 +772,33 @@ def generate_source(cfg: Sm90GemmConfig) -> str:
         epi_pre = ""
         epilogue_code = _epilogue_direct(cfg, maps)
     if pp:
-        order = OrderedSequenceLowering(cfg.order(), base=3, threads=128)
+        order = OrderedEmitter(cfg.order(), base=3, threads=128)
+        cw_ = ir.var("cw", 0, W - 1)
         tid_base = "128 * wg"
-        a_wg_off = ""
-        pp_start = (f"\n    // ping-pong: this warpgroup's k-blocks start after warpgroup 0's "
-                    f"first tile\n    if (cw > 0) {pl.advance('idx', 'phase', 'cw * k_blocks')}")
-        pp_wait = (f"\n      // turn order: start after the other warpgroup issued its tile's "
-                   f"mainloop\n      if (tile != first_tile) {order.wait('cw')}")
-        pp_signal = (f"\n      if (tile + tile_step < num_tiles) {order.signal('cw')}  "
-                     f"// the other warpgroup's turn")
-        pp_skip = (f"\n      {pl.advance('idx', 'phase', 'k_blocks')}  "
-                   f"// skip the other warpgroup's tile")
+        a_wg_off = 0
+
+        def _pp_start(kb):
+            kb.comment("ping-pong: this warpgroup's k-blocks start after warpgroup 0's first tile")
+            with kb.if_("cw > 0"):
+                pl.advance(kb, "idx", "phase", "cw * k_blocks")
+
+        def _pp_wait(kb):
+            kb.comment("turn order: start after the other warpgroup issued its tile's mainloop")
+            with kb.if_("tile != first_tile"):
+                order.wait(kb, cw_)
+
+        def _pp_signal(kb):
+            with kb.if_("tile + tile_step < num_tiles"):   # the other warpgroup's turn
+                order.signal(kb, cw_)
+
+        def _pp_skip(kb):
+            kb.comment("skip the other warpgroup's tile")
+            pl.advance(kb, "idx", "phase", "k_blocks")
+        pp_start, pp_wait = _render(_pp_start, 2), _render(_pp_wait, 3)
+        pp_signal, pp_skip = _render(_pp_signal, 3), _render(_pp_skip, 3)
     else:
         tid_base, pp_start, pp_wait, pp_signal, pp_skip = "128", "", "", "", ""
-        a_wg_off = f" + (u32)cw * {maps.wg_a_offset(1)}u"
+        a_wg_off = ir.var("cw", 0, W - 1) * maps.wg_a_offset(1)
     if cfg.cluster_m > 1:
         # sm_80 builds of this source (an empty body) must not carry the sm_90 attribute
         cluster_attr = "CUTE_PY_SM90_CLUSTER_DIMS "
@@ -796,15 +809,39 @@ def generate_source(cfg: Sm90GemmConfig) -> str:
         sync_all = "cluster_arrive(); cluster_wait();"
         rank_expr = "cluster_ctarank()"
         rank_int = "\n  const int rank_ = (int)cta_rank;"
-        b_load = maps.tma_load("B", f"sB + (u32)idx * {b_bytes}u + cta_rank * "
-                               f"{maps.b_slice_offset(1)}u", "&tmB", "fb_", "kb * 64",
-                               f"n_blk * {cfg.tile_n} + (int)cta_rank * {maps.b_slice_rows}", "l_",
-                               mask=hex((1 << cfg.cluster_m) - 1))
+        rank_ = ir.var("rank_", 0, cfg.cluster_m - 1)
+        b_dst = sB_ + idx_ * b_bytes + rank_ * maps.b_slice_offset(1)
+        b_row0 = n_blk_ * cfg.tile_n + rank_ * maps.b_slice_rows
+        b_mask = hex((1 << cfg.cluster_m) - 1)
     else:
         cluster_attr, sync_all, rank_expr, rank_int = "", "__syncthreads();", "0u", ""
         cluster_def = ""
-        b_load = maps.tma_load("B", f"sB + (u32)idx * {b_bytes}u", "&tmB", "fb_", "kb * 64",
-                               f"n_blk * {cfg.tile_n}", "l_")
+        b_dst, b_row0, b_mask = sB_ + idx_ * b_bytes, n_blk_ * cfg.tile_n, None
+    kb_, fb_ = ir.var("kb", 0, _I32 // cfg.tile_k), ir.var("fb_", 0, (1 << 32) - 1)
+
+    def _loads(kb):
+        l_ = ir.var("l_", 0, _I32)
+        TmaLoad(maps.atom_a, op_a, cfg.tile_m).emit(kb, sA_ + idx_ * a_bytes, "&tmA", fb_,
+                                                     m_blk_ * cfg.tile_m, kb_ * cfg.tile_k, l_)
+        TmaLoad(maps.atom_b, op_b, maps.b_slice_rows).emit(kb, b_dst, "&tmB", fb_, b_row0,
+                                                            kb_ * cfg.tile_k, l_, mask=b_mask)
+    loads = _render(_loads, 5).lstrip()
+    descs = _render(lambda kb: (
+        kb.decl("const u64", "da_", f"make_gmma_desc({kb.expr(sA_ + idx_ * a_bytes + a_wg_off)}, "
+                f"{op_a.desc_args()})", hint=False),
+        kb.decl("const u64", "db_", f"make_gmma_desc({kb.expr(sB_ + idx_ * b_bytes)}, "
+                f"{op_b.desc_args()})", hint=False)), 4).lstrip()
+    p_acquire = _render(lambda kb: pl.producer_acquire(kb, "idx", "phase"), 5).lstrip()
+    p_tail = _render(lambda kb: pl.producer_tail(kb, "idx", "phase"), 3).lstrip()
+    p_init = _render(pl.init, 2).lstrip()
+    p_inc5 = _render(lambda kb: pl.increment(kb, "idx", "phase"), 5).lstrip()
+    p_inc4 = _render(lambda kb: pl.increment(kb, "idx", "phase"), 4).lstrip()
+    c_wait = _render(lambda kb: pl.consumer_wait(kb, "idx", "phase"), 4).lstrip()
+
+    def _release(kb):
+        with kb.if_("prev_ >= 0"):
+            pl.consumer_release(kb, ir.var("prev_", 0, S - 1), "release_lane")
+    rel4, rel3 = _render(_release, 4).lstrip(), _render(_release, 3).lstrip()
     return f"""// generated by cute_py.backends.cuda.kernels.gemm_sm90 -- {cfg!r}
 #include "cute_py/prelude.cuh"
 using namespace cute_py;
@@ -825,7 +862,7 @@ extern "C" __global__ void {cluster_attr}__launch_bounds__({cfg.threads}, 1) {cf
   {epi_init}
   const int wg = __shfl_sync(0xffffffffu, (int)(threadIdx.x / 128), 0);
   if (threadIdx.x == 0) {{
-    {pl.init()}
+    {p_init}
     prefetch_tma_descriptor(&tmA);
     prefetch_tma_descriptor(&tmB);
   }}
@@ -845,14 +882,13 @@ extern "C" __global__ void {cluster_attr}__launch_bounds__({cfg.threads}, 1) {cf
         {{ {_tile_coord_code(cfg)}
         }}
         for (int kb = {kb_first}; kb < {kb_end}; ++kb) {{
-          {pl.producer_acquire("idx", "phase")}
-          const u32 fb_ = {pl.full_barrier("idx")};
-          {maps.tma_load("A", "sA + (u32)idx * %du" % a_bytes, "&tmA", "fb_", "kb * 64", f"m_blk * {cfg.tile_m}", "l_")}
-          {b_load}
-          {pl.increment("idx", "phase")}
+          {p_acquire}
+          const u32 fb_ = {render_expr(pl.full_barrier(idx_))};
+          {loads}
+          {p_inc5}
         }}
       }}
-      {pl.producer_tail("idx", "phase")}
+      {p_tail}
     }}{epi_producer}
   }} else {{
     // ---------------- consumer warpgroups ----------------
@@ -869,9 +905,8 @@ extern "C" __global__ void {cluster_attr}__launch_bounds__({cfg.threads}, 1) {cf
       }}{epi_pre}{pp_wait}
       int prev_ = -1;
       for (int kb = {kb_first}; kb < {kb_end}; ++kb) {{
-        {pl.consumer_wait("idx", "phase")}
-        const u64 da_ = make_gmma_desc(sA + (u32)idx * {a_bytes}u{a_wg_off}, {maps.desc_args("A")});
-        const u64 db_ = make_gmma_desc(sB + (u32)idx * {b_bytes}u, {maps.desc_args("B")});
+        {c_wait}
+        {descs}
         const int scale_d = kb > {kb_first} ? 1 : 0;
         wgmma_fence();
         {{
@@ -879,12 +914,12 @@ extern "C" __global__ void {cluster_attr}__launch_bounds__({cfg.threads}, 1) {cf
         }}
         wgmma_commit_group();
         wgmma_wait_group<1>();
-        if (prev_ >= 0) {{ {pl.consumer_release("prev_", "release_lane")} }}
+        {rel4}
         prev_ = idx;
-        {pl.increment("idx", "phase")}
+        {p_inc4}
       }}{pp_signal}
       wgmma_wait_group<0>();
-      if (prev_ >= 0) {{ {pl.consumer_release("prev_", "release_lane")} }}
+      {rel3}
 #pragma unroll
       for (int j = 0; j < {slabs}; ++j) wgmma_fence_operands(acc[j]);
       if ({k_empty}) {{

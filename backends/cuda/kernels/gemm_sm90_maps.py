@@ -93,6 +93,18 @@ class Sm90Maps:
     lbo_b: int = 16
     b_slice_rows: int = 0         # rows of the B tile one CTA loads (tile_n / cluster_m)
 
+    def operand(self, which: str):
+        """The :class:`~backends.cuda.arch.sm90.wgmma.GmmaOperand` of ``which`` ("A" / "B")."""
+        from ..arch.sm90.wgmma import GmmaOperand
+        return GmmaOperand(self.smem_a if which == "A" else self.smem_b,
+                           self.a_major if which == "A" else self.b_major, 2)
+
+    @property
+    def wgmma_atom(self):
+        """The :class:`~backends.cuda.arch.sm90.wgmma.WgmmaAtom` of the mainloop."""
+        from ..arch.sm90.wgmma import WgmmaAtom
+        return WgmmaAtom(self.tile_n, self.dtype, *self.transpose_bits)
+
     def desc_args(self, which: str) -> str:
         """``lbo, sbo, layout_type`` arguments of ``make_gmma_desc`` for operand ``which``."""
         lbo, sbo = (self.lbo, self.sbo) if which == "A" else (self.lbo_b, self.sbo_b)
@@ -168,21 +180,6 @@ class Sm90Maps:
         return atom.bind((rows, K, L), strides, op=f"Sm90Gemm({which})")
 
 
-def _descriptor_offsets(tile, major: str) -> tuple[int, int]:
-    """``(lbo, sbo)`` in bytes of the canonical GMMA SW128 form of ``tile``."""
-    inner = get_nonswizzle_portion(tile)
-    if major == "MN":
-        # ((T,8,m),(8,k)): LBO = next 64-element MN chunk, SBO = next group of 8 k-rows.  A
-        # 64-row tile (ping-pong's 64x256 A) is one chunk: wgmma's m64 never steps to a next
-        # one, so LBO is unused; it is given as the chunk's byte size.
-        sbo = cute.crd2idx((0, 8), inner) * 2
-        if cute.size(tile, 0) <= 64:
-            return cute.cosize(inner) * 2, sbo
-        return cute.crd2idx((64, 0), inner) * 2, sbo
-    # ((8,m),(T,2)): SBO = next 8-row core-matrix group; LBO unused with a swizzle (1)
-    return 16, cute.crd2idx((8, 0), inner) * 2
-
-
 def _box_tile(dt, rows, cols, major):
     """The smem region one TMA box fills: the whole K-major tile, or one 64-row MN chunk."""
     return smem_tile(dt, rows if major == "K" else 64, cols, major)
@@ -199,10 +196,11 @@ def derive_maps(cfg) -> Sm90Maps:
     # multicasts it to every CTA of the cluster: the box is (a chunk of) that slice
     slice_rows = cfg.tile_n // cfg.cluster_m
     tb = make_tma_atom(dt, *_symbolic_operand(bm), _box_tile(dt, slice_rows, cfg.tile_k, bm))
-    sw = get_swizzle_portion(sa)
-    lbo, sbo = _descriptor_offsets(sa, am)
-    lbo_b, sbo_b = _descriptor_offsets(sb, bm)
-    layout_type = {3: 1, 2: 2, 1: 3, 0: 0}[sw.B]
+    from ..arch.sm90.wgmma import GmmaOperand
+    op_a, op_b = GmmaOperand(sa, am, 2), GmmaOperand(sb, bm, 2)
+    lbo, sbo = op_a.lbo_sbo()          # descriptor fields read off the smem layouts
+    lbo_b, sbo_b = op_b.lbo_sbo()
+    layout_type = op_a.layout_type
     rows = cfg.tile_m // cfg.mma_wgs
     frag = wgmma_fragment(cfg.mma_wgs, cfg.tile_n, rows)
     return Sm90Maps(dt, cfg.tile_m, cfg.tile_n, cfg.tile_k, cfg.mma_wgs, sa, sb, ta, tb,

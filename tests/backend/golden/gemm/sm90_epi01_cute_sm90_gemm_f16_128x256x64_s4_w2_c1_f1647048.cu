@@ -285,7 +285,11 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_128x256x
   }
   const int wg = __shfl_sync(0xffffffffu, (int)(threadIdx.x / 128), 0);
   if (threadIdx.x == 0) {
-    for (int s_ = 0; s_ < 4; ++s_) { mbarrier_init((bar_full + 8u * (u32)(s_)), 1u); mbarrier_init((bar_empty + 8u * (u32)(s_)), 8u); } fence_mbarrier_init();
+    for (int s_ = 0; s_ < 4; ++s_) {
+      mbarrier_init(bar_full + s_ * 8, 1u);
+      mbarrier_init(bar_empty + s_ * 8, 8u);
+    }
+    fence_mbarrier_init();
     prefetch_tma_descriptor(&tmA);
     prefetch_tma_descriptor(&tmB);
   }
@@ -317,14 +321,18 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_128x256x
   n_blk = rr_ / gs_;
         }
         for (int kb = 0; kb < k_blocks; ++kb) {
-          mbarrier_wait_parity((bar_empty + 8u * (u32)(idx)), phase); if (true) mbarrier_arrive_expect_tx((bar_full + 8u * (u32)(idx)), 49152u);
-          const u32 fb_ = (bar_full + 8u * (u32)(idx));
-          tma_load_3d(sA + (u32)idx * 16384u, &tmA, fb_, kb * 64, m_blk * 128, l_);
-          tma_load_3d(sB + (u32)idx * 32768u, &tmB, fb_, kb * 64, n_blk * 256, l_);
+          mbarrier_wait_parity(bar_empty + idx * 8, phase);
+          mbarrier_arrive_expect_tx(bar_full + idx * 8, 49152u);
+          const u32 fb_ = bar_full + idx * 8;
+          tma_load_3d(sA + idx * 16384, &tmA, fb_, kb * 64, m_blk * 128, l_);
+          tma_load_3d(sB + idx * 32768, &tmB, fb_, kb * 64, n_blk * 256, l_);
           if (++idx == 4) { idx = 0; phase ^= 1u; }
         }
       }
-      for (int t_ = 0; t_ < 4; ++t_) { mbarrier_wait_parity((bar_empty + 8u * (u32)(idx)), phase); if (++idx == 4) { idx = 0; phase ^= 1u; } }
+      for (int t_ = 0; t_ < 4; ++t_) {
+        mbarrier_wait_parity(bar_empty + idx * 8, phase);
+        if (++idx == 4) { idx = 0; phase ^= 1u; }
+      }
     }
     if (warp_id() == 1 && (threadIdx.x & 31) == 0) {   // epilogue load producer
       int cute_epi_p_idx = 0; cute_u32 cute_epi_p_phase = 1;
@@ -379,9 +387,9 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_128x256x
       const int cute_epi_m0 = m_blk * 128, cute_epi_n0 = n_blk * 256;
       int prev_ = -1;
       for (int kb = 0; kb < k_blocks; ++kb) {
-        mbarrier_wait_parity((bar_full + 8u * (u32)(idx)), phase);
-        const u64 da_ = make_gmma_desc(sA + (u32)idx * 16384u + (u32)cw * 8192u, 16u, 1024u, 1u);
-        const u64 db_ = make_gmma_desc(sB + (u32)idx * 32768u, 16u, 1024u, 1u);
+        mbarrier_wait_parity(bar_full + idx * 8, phase);
+        const u64 da_ = make_gmma_desc(sA + idx * 16384 + cw * 8192, 16u, 1024u, 1u);
+        const u64 db_ = make_gmma_desc(sB + idx * 32768, 16u, 1024u, 1u);
         const int scale_d = kb > 0 ? 1 : 0;
         wgmma_fence();
         {
@@ -392,12 +400,20 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_128x256x
         }
         wgmma_commit_group();
         wgmma_wait_group<1>();
-        if (prev_ >= 0) { if (release_lane) mbarrier_arrive((bar_empty + 8u * (u32)(prev_))); }
+        if (prev_ >= 0) {
+          if (release_lane) {
+            mbarrier_arrive(bar_empty + prev_ * 8);
+          }
+        }
         prev_ = idx;
         if (++idx == 4) { idx = 0; phase ^= 1u; }
       }
       wgmma_wait_group<0>();
-      if (prev_ >= 0) { if (release_lane) mbarrier_arrive((bar_empty + 8u * (u32)(prev_))); }
+      if (prev_ >= 0) {
+        if (release_lane) {
+          mbarrier_arrive(bar_empty + prev_ * 8);
+        }
+      }
 #pragma unroll
       for (int j = 0; j < 1; ++j) wgmma_fence_operands(acc[j]);
       if (k_blocks == 0) {

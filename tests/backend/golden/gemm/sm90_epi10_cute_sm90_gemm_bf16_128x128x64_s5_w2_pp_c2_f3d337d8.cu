@@ -275,7 +275,11 @@ extern "C" __global__ void CUTE_PY_SM90_CLUSTER_DIMS __launch_bounds__(384, 1) c
     const cute_u32 cute_epi_empty = cute_epi_full + 16u; }
   const int wg = __shfl_sync(0xffffffffu, (int)(threadIdx.x / 128), 0);
   if (threadIdx.x == 0) {
-    for (int s_ = 0; s_ < 5; ++s_) { mbarrier_init((bar_full + 8u * (u32)(s_)), 1u); mbarrier_init((bar_empty + 8u * (u32)(s_)), 8u); } fence_mbarrier_init();
+    for (int s_ = 0; s_ < 5; ++s_) {
+      mbarrier_init(bar_full + s_ * 8, 1u);
+      mbarrier_init(bar_empty + s_ * 8, 8u);
+    }
+    fence_mbarrier_init();
     prefetch_tma_descriptor(&tmA);
     prefetch_tma_descriptor(&tmB);
   }
@@ -309,14 +313,18 @@ extern "C" __global__ void CUTE_PY_SM90_CLUSTER_DIMS __launch_bounds__(384, 1) c
   n_blk = rr_ / gs_;
         }
         for (int kb = 0; kb < k_blocks; ++kb) {
-          mbarrier_wait_parity((bar_empty + 8u * (u32)(idx)), phase); if (true) mbarrier_arrive_expect_tx((bar_full + 8u * (u32)(idx)), 32768u);
-          const u32 fb_ = (bar_full + 8u * (u32)(idx));
-          tma_load_3d(sA + (u32)idx * 16384u, &tmA, fb_, kb * 64, m_blk * 128, l_);
-          tma_load_3d_multicast(sB + (u32)idx * 16384u + cta_rank * 8192u, &tmB, fb_, (u16)0x3, kb * 64, n_blk * 128 + (int)cta_rank * 64, l_);
+          mbarrier_wait_parity(bar_empty + idx * 8, phase);
+          mbarrier_arrive_expect_tx(bar_full + idx * 8, 32768u);
+          const u32 fb_ = bar_full + idx * 8;
+          tma_load_3d(sA + idx * 16384, &tmA, fb_, kb * 64, m_blk * 128, l_);
+          tma_load_3d_multicast(sB + idx * 16384 + rank_ * 8192, &tmB, fb_, (u16)0x3, kb * 64, n_blk * 128 + rank_ * 64, l_);
           if (++idx == 5) { idx = 0; phase ^= 1u; }
         }
       }
-      for (int t_ = 0; t_ < 5; ++t_) { mbarrier_wait_parity((bar_empty + 8u * (u32)(idx)), phase); if (++idx == 5) { idx = 0; phase ^= 1u; } }
+      for (int t_ = 0; t_ < 5; ++t_) {
+        mbarrier_wait_parity(bar_empty + idx * 8, phase);
+        if (++idx == 5) { idx = 0; phase ^= 1u; }
+      }
     }
   } else {
     // ---------------- consumer warpgroups ----------------
@@ -326,7 +334,13 @@ extern "C" __global__ void CUTE_PY_SM90_CLUSTER_DIMS __launch_bounds__(384, 1) c
     const bool release_lane = (threadIdx.x & 31) == 0;
     int idx = 0; u32 phase = 0u;
     // ping-pong: this warpgroup's k-blocks start after warpgroup 0's first tile
-    if (cw > 0) { const int a_ = idx + (cw * k_blocks); phase ^= (u32)((a_ / 5) & 1); idx = a_ % 5; }
+    if (cw > 0) {
+      {
+        const int a_ = idx + (cw * k_blocks);
+        phase ^= (u32)((a_ / 5) & 1);
+        idx = a_ % 5;
+      }
+    }
     int cute_epi_c_idx = 0; cute_u32 cute_epi_c_phase = 0; int cute_epi_d_idx = 0;
     const cute_u32 cute_epi_smem = cute_epi_smem_u32(cute_epi_smem_base + 17408 * cw);
     const cute_u32 cute_epi_full = cute_epi_smem + 16384u;
@@ -349,12 +363,14 @@ extern "C" __global__ void CUTE_PY_SM90_CLUSTER_DIMS __launch_bounds__(384, 1) c
       }
       const int cute_epi_m0 = m_blk * 128, cute_epi_n0 = n_blk * 128;
       // turn order: start after the other warpgroup issued its tile's mainloop
-      if (tile != first_tile) named_barrier_sync(3u + (u32)(((cw) + 1) % 2), 256u);
+      if (tile != first_tile) {
+        named_barrier_sync(3u + (u32)((cw + 1) & 1), 256u);
+      }
       int prev_ = -1;
       for (int kb = 0; kb < k_blocks; ++kb) {
-        mbarrier_wait_parity((bar_full + 8u * (u32)(idx)), phase);
-        const u64 da_ = make_gmma_desc(sA + (u32)idx * 16384u, 16u, 1024u, 1u);
-        const u64 db_ = make_gmma_desc(sB + (u32)idx * 16384u, 16u, 1024u, 1u);
+        mbarrier_wait_parity(bar_full + idx * 8, phase);
+        const u64 da_ = make_gmma_desc(sA + idx * 16384, 16u, 1024u, 1u);
+        const u64 db_ = make_gmma_desc(sB + idx * 16384, 16u, 1024u, 1u);
         const int scale_d = kb > 0 ? 1 : 0;
         wgmma_fence();
         {
@@ -369,13 +385,27 @@ extern "C" __global__ void CUTE_PY_SM90_CLUSTER_DIMS __launch_bounds__(384, 1) c
         }
         wgmma_commit_group();
         wgmma_wait_group<1>();
-        if (prev_ >= 0) { if (release_lane) { for (u32 c_ = 0; c_ < 2u; ++c_) mbarrier_arrive_cluster((bar_empty + 8u * (u32)(prev_)), c_); } }
+        if (prev_ >= 0) {
+          if (release_lane) {
+            for (u32 c_ = 0; c_ < 2; ++c_) {
+              mbarrier_arrive_cluster(bar_empty + prev_ * 8, c_);
+            }
+          }
+        }
         prev_ = idx;
         if (++idx == 5) { idx = 0; phase ^= 1u; }
       }
-      if (tile + tile_step < num_tiles) named_barrier_arrive(3u + (u32)(cw), 256u);  // the other warpgroup's turn
+      if (tile + tile_step < num_tiles) {
+        named_barrier_arrive(3u + (u32)(cw), 256u);
+      }
       wgmma_wait_group<0>();
-      if (prev_ >= 0) { if (release_lane) { for (u32 c_ = 0; c_ < 2u; ++c_) mbarrier_arrive_cluster((bar_empty + 8u * (u32)(prev_)), c_); } }
+      if (prev_ >= 0) {
+        if (release_lane) {
+          for (u32 c_ = 0; c_ < 2; ++c_) {
+            mbarrier_arrive_cluster(bar_empty + prev_ * 8, c_);
+          }
+        }
+      }
 #pragma unroll
       for (int j = 0; j < 2; ++j) wgmma_fence_operands(acc[j]);
       if (k_blocks == 0) {
@@ -593,7 +623,12 @@ extern "C" __global__ void CUTE_PY_SM90_CLUSTER_DIMS __launch_bounds__(384, 1) c
         if (++cute_epi_d_idx == 2) cute_epi_d_idx = 0;
       }
       }
-      { const int a_ = idx + (k_blocks); phase ^= (u32)((a_ / 5) & 1); idx = a_ % 5; }  // skip the other warpgroup's tile
+      // skip the other warpgroup's tile
+      {
+        const int a_ = idx + (k_blocks);
+        phase ^= (u32)((a_ / 5) & 1);
+        idx = a_ % 5;
+      }
     }
     if (tid == 0) cute_epi_bulk_wait<0>();
   }

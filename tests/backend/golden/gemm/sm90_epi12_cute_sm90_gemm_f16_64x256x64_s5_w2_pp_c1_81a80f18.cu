@@ -287,7 +287,11 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_64x256x6
     const cute_u32 cute_epi_empty = cute_epi_full + 16u; }
   const int wg = __shfl_sync(0xffffffffu, (int)(threadIdx.x / 128), 0);
   if (threadIdx.x == 0) {
-    for (int s_ = 0; s_ < 5; ++s_) { mbarrier_init((bar_full + 8u * (u32)(s_)), 1u); mbarrier_init((bar_empty + 8u * (u32)(s_)), 4u); } fence_mbarrier_init();
+    for (int s_ = 0; s_ < 5; ++s_) {
+      mbarrier_init(bar_full + s_ * 8, 1u);
+      mbarrier_init(bar_empty + s_ * 8, 4u);
+    }
+    fence_mbarrier_init();
     prefetch_tma_descriptor(&tmA);
     prefetch_tma_descriptor(&tmB);
   }
@@ -319,14 +323,18 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_64x256x6
   n_blk = rr_ / gs_;
         }
         for (int kb = 0; kb < k_blocks; ++kb) {
-          mbarrier_wait_parity((bar_empty + 8u * (u32)(idx)), phase); if (true) mbarrier_arrive_expect_tx((bar_full + 8u * (u32)(idx)), 40960u);
-          const u32 fb_ = (bar_full + 8u * (u32)(idx));
-          tma_load_3d(sA + (u32)idx * 8192u, &tmA, fb_, kb * 64, m_blk * 64, l_);
-          tma_load_3d(sB + (u32)idx * 32768u, &tmB, fb_, kb * 64, n_blk * 256, l_);
+          mbarrier_wait_parity(bar_empty + idx * 8, phase);
+          mbarrier_arrive_expect_tx(bar_full + idx * 8, 40960u);
+          const u32 fb_ = bar_full + idx * 8;
+          tma_load_3d(sA + idx * 8192, &tmA, fb_, kb * 64, m_blk * 64, l_);
+          tma_load_3d(sB + idx * 32768, &tmB, fb_, kb * 64, n_blk * 256, l_);
           if (++idx == 5) { idx = 0; phase ^= 1u; }
         }
       }
-      for (int t_ = 0; t_ < 5; ++t_) { mbarrier_wait_parity((bar_empty + 8u * (u32)(idx)), phase); if (++idx == 5) { idx = 0; phase ^= 1u; } }
+      for (int t_ = 0; t_ < 5; ++t_) {
+        mbarrier_wait_parity(bar_empty + idx * 8, phase);
+        if (++idx == 5) { idx = 0; phase ^= 1u; }
+      }
     }
   } else {
     // ---------------- consumer warpgroups ----------------
@@ -336,7 +344,13 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_64x256x6
     const bool release_lane = (threadIdx.x & 31) == 0;
     int idx = 0; u32 phase = 0u;
     // ping-pong: this warpgroup's k-blocks start after warpgroup 0's first tile
-    if (cw > 0) { const int a_ = idx + (cw * k_blocks); phase ^= (u32)((a_ / 5) & 1); idx = a_ % 5; }
+    if (cw > 0) {
+      {
+        const int a_ = idx + (cw * k_blocks);
+        phase ^= (u32)((a_ / 5) & 1);
+        idx = a_ % 5;
+      }
+    }
     int cute_epi_c_idx = 0; cute_u32 cute_epi_c_phase = 0; int cute_epi_d_idx = 0;
     const cute_u32 cute_epi_smem = cute_epi_smem_u32(cute_epi_smem_base + 10240 * cw);
     const cute_u32 cute_epi_full = cute_epi_smem + 9216u;
@@ -374,12 +388,14 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_64x256x6
       cute_epi_ldg_quad16<96>(cute_dq_C_0, cute_dqn_C_0, cute_dv_C, cq_C_48, cq_C_52, cq_C_56, cq_C_60);
       cute_epi_ldg_quad16<96>(cute_dq_C_8, cute_dqn_C_8, cute_dv_C, cq_C_50, cq_C_54, cq_C_58, cq_C_62);
       // turn order: start after the other warpgroup issued its tile's mainloop
-      if (tile != first_tile) named_barrier_sync(3u + (u32)(((cw) + 1) % 2), 256u);
+      if (tile != first_tile) {
+        named_barrier_sync(3u + (u32)((cw + 1) & 1), 256u);
+      }
       int prev_ = -1;
       for (int kb = 0; kb < k_blocks; ++kb) {
-        mbarrier_wait_parity((bar_full + 8u * (u32)(idx)), phase);
-        const u64 da_ = make_gmma_desc(sA + (u32)idx * 8192u, 16u, 1024u, 1u);
-        const u64 db_ = make_gmma_desc(sB + (u32)idx * 32768u, 16u, 1024u, 1u);
+        mbarrier_wait_parity(bar_full + idx * 8, phase);
+        const u64 da_ = make_gmma_desc(sA + idx * 8192, 16u, 1024u, 1u);
+        const u64 db_ = make_gmma_desc(sB + idx * 32768, 16u, 1024u, 1u);
         const int scale_d = kb > 0 ? 1 : 0;
         wgmma_fence();
         {
@@ -390,13 +406,23 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_64x256x6
         }
         wgmma_commit_group();
         wgmma_wait_group<1>();
-        if (prev_ >= 0) { if (release_lane) mbarrier_arrive((bar_empty + 8u * (u32)(prev_))); }
+        if (prev_ >= 0) {
+          if (release_lane) {
+            mbarrier_arrive(bar_empty + prev_ * 8);
+          }
+        }
         prev_ = idx;
         if (++idx == 5) { idx = 0; phase ^= 1u; }
       }
-      if (tile + tile_step < num_tiles) named_barrier_arrive(3u + (u32)(cw), 256u);  // the other warpgroup's turn
+      if (tile + tile_step < num_tiles) {
+        named_barrier_arrive(3u + (u32)(cw), 256u);
+      }
       wgmma_wait_group<0>();
-      if (prev_ >= 0) { if (release_lane) mbarrier_arrive((bar_empty + 8u * (u32)(prev_))); }
+      if (prev_ >= 0) {
+        if (release_lane) {
+          mbarrier_arrive(bar_empty + prev_ * 8);
+        }
+      }
 #pragma unroll
       for (int j = 0; j < 1; ++j) wgmma_fence_operands(acc[j]);
       if (k_blocks == 0) {
@@ -893,7 +919,12 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_64x256x6
         if (++cute_epi_d_idx == 2) cute_epi_d_idx = 0;
       }
       }
-      { const int a_ = idx + (k_blocks); phase ^= (u32)((a_ / 5) & 1); idx = a_ % 5; }  // skip the other warpgroup's tile
+      // skip the other warpgroup's tile
+      {
+        const int a_ = idx + (k_blocks);
+        phase ^= (u32)((a_ / 5) & 1);
+        idx = a_ % 5;
+      }
     }
     if (tid == 0) cute_epi_bulk_wait<0>();
   }

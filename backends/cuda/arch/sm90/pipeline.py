@@ -1,0 +1,113 @@
+"""The SM90 pipelines as builder statements.
+
+:class:`PipelineEmitter` lowers a :class:`cute_py.pipeline.PipelineTmaAsync` (the same object
+the Python model :class:`cute_py.pipeline.PipelineModel` runs) to ``mbarrier`` calls of the PTX
+library, with the mapping of :mod:`backends.cuda.pipeline` (``init``, ``producer_acquire``,
+``full_barrier``, ``producer_tail``, ``consumer_wait``, ``consumer_release``, state
+``++`` / ``+= n``).  :class:`OrderedEmitter` lowers an
+:class:`cute_py.pipeline.OrderedSequenceBarrier` to named barriers.
+
+Barrier ``i`` of an array lives at ``base + 8 * i`` (``base``: an IR variable holding the u32
+shared address of barrier 0); the stage index is an IR expression, so barrier addresses are
+index maps like any other.  Law: the counts the kernel initialises are the description's
+``full_arrive_count`` / ``empty_arrive_count``, the bytes it expects its ``transaction_bytes``
+(``tests/backend/test_arch_sm90.py`` checks the emitted text against the description).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from cute_py.pipeline import OrderedSequenceBarrier, PipelineTmaAsync
+
+from ... import ir
+from ...ir import Node
+
+__all__ = ["PipelineEmitter", "OrderedEmitter", "smem_address"]
+
+_U32 = (1 << 32) - 1
+
+
+def smem_address(name: str) -> Node:
+    """A u32 shared-memory address held in the C variable ``name``, as an IR variable."""
+    return ir.var(name, 0, _U32)
+
+
+@dataclass(frozen=True)
+class PipelineEmitter:
+    """Statements of one :class:`PipelineTmaAsync`; ``full`` / ``empty``: IR variables of the
+    barrier arrays' first addresses."""
+
+    desc: PipelineTmaAsync
+    full: Node
+    empty: Node
+
+    def barrier(self, arr: Node, idx) -> Node:
+        return arr + ir.as_node(idx) * 8 if not isinstance(idx, str) else arr + ir.var(
+            idx, 0, self.desc.stages - 1) * 8
+
+    def full_barrier(self, idx) -> Node:
+        """``producer_get_barrier``: the full barrier of stage ``idx``."""
+        return self.barrier(self.full, idx)
+
+    def init(self, kb) -> None:
+        d = self.desc
+        with kb.for_("s_", 0, d.stages) as s:
+            kb.call("mbarrier_init", self.barrier(self.full, s), f"{d.full_arrive_count}u")
+            kb.call("mbarrier_init", self.barrier(self.empty, s), f"{d.empty_arrive_count}u")
+        kb.call("fence_mbarrier_init")
+
+    def increment(self, kb, idx: str, phase: str) -> None:
+        kb.stmt(f"if (++{idx} == {self.desc.stages}) {{ {idx} = 0; {phase} ^= 1u; }}")
+
+    def advance(self, kb, idx: str, phase: str, n: str) -> None:
+        """``state += n`` (``n``: a non-negative C expression)."""
+        S = self.desc.stages
+        with kb.scope():
+            kb.stmt(f"const int a_ = {idx} + ({n})")
+            kb.stmt(f"{phase} ^= (u32)((a_ / {S}) & 1)")
+            kb.stmt(f"{idx} = a_ % {S}")
+
+    def producer_acquire(self, kb, idx: str, phase: str) -> None:
+        kb.call("mbarrier_wait_parity", self.barrier(self.empty, idx), phase)
+        kb.call("mbarrier_arrive_expect_tx", self.barrier(self.full, idx),
+                f"{self.desc.transaction_bytes}u")
+
+    def producer_tail(self, kb, idx: str, phase: str) -> None:
+        with kb.for_("t_", 0, self.desc.stages):
+            kb.call("mbarrier_wait_parity", self.barrier(self.empty, idx), phase)
+            self.increment(kb, idx, phase)
+
+    def consumer_wait(self, kb, idx: str, phase: str) -> None:
+        kb.call("mbarrier_wait_parity", self.barrier(self.full, idx), phase)
+
+    def consumer_release(self, kb, idx: str, signaling: str) -> None:
+        """Arrive on stage ``idx``'s empty barrier (one arrival per consumer warp: the thread
+        ``signaling``); with a cluster, on the barrier of every CTA multicasting into it."""
+        c = self.desc.cluster_size
+        with kb.if_(signaling):
+            if c == 1:
+                kb.call("mbarrier_arrive", self.barrier(self.empty, idx))
+            else:
+                with kb.for_("c_", 0, c, ctype="u32") as cc:
+                    kb.call("mbarrier_arrive_cluster", self.barrier(self.empty, idx), cc)
+
+
+@dataclass(frozen=True)
+class OrderedEmitter:
+    """Named-barrier statements of an :class:`OrderedSequenceBarrier` whose groups have
+    ``threads`` threads, barrier ids ``base .. base + groups - 1``: group ``g`` signals with
+    ``bar.arrive(base + g)``, its successor waits with ``bar.sync`` on it."""
+
+    desc: OrderedSequenceBarrier
+    base: int
+    threads: int = 128
+
+    def wait(self, kb, g: Node) -> None:
+        G = self.desc.groups
+        kb.call("named_barrier_sync", f"{self.base}u + (u32)({kb.expr((g + (G - 1)) % G)})",
+                f"{2 * self.threads}u")
+
+    def signal(self, kb, g: Node) -> None:
+        kb.call("named_barrier_arrive", f"{self.base}u + (u32)({kb.expr(g)})",
+                f"{2 * self.threads}u")
