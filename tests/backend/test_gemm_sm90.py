@@ -65,9 +65,11 @@ def test_pingpong_source_structure():
     src = G.generate_source(cfg)
     assert cfg.pipeline().empty_arrive_count == 4
     assert "tile += 2 * tile_step" in src
-    assert "if (cw > 0) { const int a_ = idx + (cw * k_blocks);" in src
-    assert "if (tile != first_tile) named_barrier_sync(3u + (u32)(((cw) + 1) % 2), 256u);" in src
-    assert "if (tile + tile_step < num_tiles) named_barrier_arrive(3u + (u32)(cw), 256u);" in src
+    assert "if (cw > 0) {\n      const int a_ = idx + (cw * k_blocks);" in src
+    assert ("if (tile != first_tile) {\n        named_barrier_sync(3u + (u32)((cw + 1) & 1), "
+            "256u);") in src
+    assert ("if (tile + tile_step < num_tiles) {\n        named_barrier_arrive(3u + (u32)(cw), "
+            "256u);") in src
     assert "cute_epi_named_bar((1 + cw), 128);" in src
     R = cfg.epilogue_region_bytes()
     assert R % 1024 == 0 and cfg.epilogue_smem_bytes() == 2 * R

@@ -780,7 +780,7 @@ def generate_source(cfg: Sm90GemmConfig) -> str:
         def _pp_start(kb):
             kb.comment("ping-pong: this warpgroup's k-blocks start after warpgroup 0's first tile")
             with kb.if_("cw > 0"):
-                pl.advance(kb, "idx", "phase", "cw * k_blocks")
+                pl.advance(kb, "idx", "phase", "cw * k_blocks", scoped=False)
 
         def _pp_wait(kb):
             kb.comment("turn order: start after the other warpgroup issued its tile's mainloop")

@@ -60,13 +60,20 @@ class PipelineEmitter:
     def increment(self, kb, idx: str, phase: str) -> None:
         kb.stmt(f"if (++{idx} == {self.desc.stages}) {{ {idx} = 0; {phase} ^= 1u; }}")
 
-    def advance(self, kb, idx: str, phase: str, n: str) -> None:
-        """``state += n`` (``n``: a non-negative C expression)."""
+    def advance(self, kb, idx: str, phase: str, n: str, scoped: bool = True) -> None:
+        """``state += n`` (``n``: a non-negative C expression); ``scoped``: in a block of its
+        own (its temporary ``a_`` ends with it; False inside a block that is already one)."""
         S = self.desc.stages
-        with kb.scope():
+
+        def body():
             kb.stmt(f"const int a_ = {idx} + ({n})")
             kb.stmt(f"{phase} ^= (u32)((a_ / {S}) & 1)")
             kb.stmt(f"{idx} = a_ % {S}")
+        if scoped:
+            with kb.scope():
+                body()
+        else:
+            body()
 
     def producer_acquire(self, kb, idx: str, phase: str) -> None:
         kb.call("mbarrier_wait_parity", self.barrier(self.empty, idx), phase)

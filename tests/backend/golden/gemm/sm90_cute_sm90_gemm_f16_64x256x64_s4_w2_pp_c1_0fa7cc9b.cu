@@ -76,11 +76,9 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_64x256x6
     int idx = 0; u32 phase = 0u;
     // ping-pong: this warpgroup's k-blocks start after warpgroup 0's first tile
     if (cw > 0) {
-      {
-        const int a_ = idx + (cw * k_blocks);
-        phase ^= (u32)((a_ / 4) & 1);
-        idx = a_ % 4;
-      }
+      const int a_ = idx + (cw * k_blocks);
+      phase ^= (u32)((a_ / 4) & 1);
+      idx = a_ % 4;
     }
     
     float acc[1][128];

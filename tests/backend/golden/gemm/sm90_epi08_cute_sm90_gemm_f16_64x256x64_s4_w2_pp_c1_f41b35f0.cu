@@ -328,11 +328,9 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_64x256x6
     int idx = 0; u32 phase = 0u;
     // ping-pong: this warpgroup's k-blocks start after warpgroup 0's first tile
     if (cw > 0) {
-      {
-        const int a_ = idx + (cw * k_blocks);
-        phase ^= (u32)((a_ / 4) & 1);
-        idx = a_ % 4;
-      }
+      const int a_ = idx + (cw * k_blocks);
+      phase ^= (u32)((a_ / 4) & 1);
+      idx = a_ % 4;
     }
     int cute_epi_c_idx = 0; cute_u32 cute_epi_c_phase = 0; int cute_epi_d_idx = 0;
     const cute_u32 cute_epi_smem = cute_epi_smem_u32(cute_epi_smem_base + 9216 * cw);
