@@ -721,48 +721,71 @@ def generate_source(cfg: Sm90GemmConfig) -> str:
                  "for (int tile = first_tile; tile < num_tiles; tile += tile_step)")
     epi = cfg.epilogue()
     if epi is not None:
+        # the fused epilogue, only through the collective protocol (arch/common/epilogue.py)
+        from ..arch.common.epilogue import as_collective
+        from ..builder import KernelBuilder
         from ..epilogue.sm90 import SWZ_HELPER
+        col = as_collective(epi)
         R = cfg.epilogue_region_bytes()
-        epi_prelude = epi.prelude() + SWZ_HELPER
-        epi_params = ",\n    " + epi.param_decls()
-        epi_init = (f"unsigned char* cute_epi_smem_base = smem_raw_ + (smem0_ - "
-                    f"cvta_to_shared_u32(smem_raw_)) + {S * cfg.stage_bytes};\n  ")
-        if pp:   # one epilogue region per warpgroup, each with its own C barriers
-            epi_init += "\n  ".join(
-                "{ " + epi.init_code(f"cute_epi_smem_base + {w * R}").replace("\n", "\n    ")
-                + " }" for w in range(cfg.epi_regions))
-            epi_region = ("\n    " + epi.region_decls(f"cute_epi_smem_base + {R} * cw")
-                          .replace("\n", "\n    "))
-        else:
-            epi_init += epi.init_code("cute_epi_smem_base").replace("\n", "\n  ")
-            epi_region = ""
+        hk = KernelBuilder("epilogue", threads=1)
+        col.emit_helpers(hk)
+        col.emit_params(hk)
+        epi_prelude = "".join(hk.helpers) + SWZ_HELPER
+        epi_params = "".join(",\n    " + p.decl() for p in hk.params)
+
+        def _init(kb):
+            kb.stmt(f"unsigned char* cute_epi_smem_base = smem_raw_ + (smem0_ - "
+                    f"cvta_to_shared_u32(smem_raw_)) + {S * cfg.stage_bytes}")
+            if pp:   # one epilogue region per warpgroup, each with its own C barriers
+                for w in range(cfg.epi_regions):
+                    with kb.scope():
+                        col.emit_init(kb, f"cute_epi_smem_base + {w * R}")
+            else:
+                col.emit_init(kb, "cute_epi_smem_base")
+        epi_init = _render(_init, 1).lstrip()
+        region_base = f"cute_epi_smem_base + {R} * cw"
         epi_tile = ("const int cute_epi_m0 = m_blk * %d, cute_epi_n0 = n_blk * %d;"
                     % (cfg.tile_m, cfg.tile_n))
-        # the tile origin, and (direct C / aux path) the first subtiles' loads, before the
-        # tile's mainloop: those loads are in flight while the accumulators are computed
-        epi_pre = "\n      " + "\n      ".join([epi_tile] + [
-            x for x in epi.prefetch_code().split("\n") if x])
+
+        def _prefetch(kb):
+            # the tile origin, and (direct C / aux path) the first subtiles' loads, before the
+            # tile's mainloop: those loads are in flight while the accumulators are computed
+            kb.stmt(epi_tile)
+            col.emit_prefetch(kb)
+        epi_pre = _render(_prefetch, 3)
         acc_arg = "acc[0]" if slabs == 1 else (lambda v: f"acc[{v // nacc}][{v % nacc}]")
-        epilogue_code = ("      { "
-                         + epi.consumer_code(acc_arg, "(1 + cw)" if pp else 1, prefetched=True)
-                         .replace("\n", "\n      ") + "\n      }")
-        epi_consumer_decls = epi.consumer_state_decls() + epi_region
-        epi_tail = epi.consumer_tail_code()
-        if epi.has_producer:
+
+        def _consumer(kb):
+            with kb.scope():
+                col.emit_consumer(kb, acc_arg, "(1 + cw)" if pp else 1, prefetched=True)
+        epilogue_code = _render(_consumer, 3).lstrip("\n")
+
+        def _consumer_state(kb):
+            col.emit_consumer_state(kb)
+            if pp:
+                col.emit_region(kb, region_base)
+        epi_consumer_decls = _render(_consumer_state, 2).lstrip()
+        epi_tail = _render(col.emit_consumer_tail, 2).lstrip()
+        if col.has_producer:
             # the C / aux loads: producer warp 1 (ping-pong: warp 1 + w for warpgroup w's
             # tiles, into w's region)
             who = ("warp_id() >= 1 && warp_id() <= 2" if pp else "warp_id() == 1")
-            cw_decl = ("\n      const int cw = warp_id() - 1;"
-                       + epi_region.replace("\n    ", "\n      ") if pp else "")
+
+            def _producer_state(kb):
+                if pp:
+                    kb.stmt("const int cw = warp_id() - 1")
+                    col.emit_region(kb, region_base)
+                col.emit_producer_state(kb)
+
+            def _producer_tile(kb):
+                kb.stmt(epi_tile)
+                col.emit_producer(kb)
             epi_producer = f"""
-    if ({who} && (threadIdx.x & 31) == 0) {{   // epilogue load producer{cw_decl}
-      {epi.producer_state_decls()}
+    if ({who} && (threadIdx.x & 31) == 0) {{   // epilogue load producer{_render(_producer_state, 3)}
       {tile_loop} {{
         int m_blk, n_blk, l_;
         {{ {_tile_coord_code(cfg)}
-        }}
-        {epi_tile}
-        {epi.producer_code().replace(chr(10), chr(10) + '        ')}
+        }}{_render(_producer_tile, 4)}
       }}
     }}"""
         else:

@@ -378,141 +378,142 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_bf16_128x128
           for (int i = 0; i < 64; ++i) acc[j][i] = 0.0f;
       }
       // ---------------- epilogue ----------------
-      { const int cute_lane = tid & 31;
-      const int cute_mt = ((tid >> 7) * 64 + ((tid & 127) >> 5) * 16 + ((tid & 31) >> 2));
-      const int cute_nt = ((tid & 3) * 2);
-      { // subtile (0, 0)
-        const int cute_sm0 = cute_epi_m0 + 0, cute_sn0 = cute_epi_n0 + 0;
-        const int cute_lm = cute_mt - 0, cute_ln = cute_nt - 0;
-        const float dv_0 = cute_epi_visit(acc[0][0], (cute_epi_m0 + cute_mt + 0 < M) && (cute_epi_n0 + cute_nt + 0 < N));
-        const float dv_1 = cute_epi_visit(acc[0][1], (cute_epi_m0 + cute_mt + 0 < M) && (cute_epi_n0 + cute_nt + 1 < N));
-        const float dv_2 = cute_epi_visit(acc[0][2], (cute_epi_m0 + cute_mt + 8 < M) && (cute_epi_n0 + cute_nt + 0 < N));
-        const float dv_3 = cute_epi_visit(acc[0][3], (cute_epi_m0 + cute_mt + 8 < M) && (cute_epi_n0 + cute_nt + 1 < N));
-        const float dv_4 = cute_epi_visit(acc[0][4], (cute_epi_m0 + cute_mt + 0 < M) && (cute_epi_n0 + cute_nt + 8 < N));
-        const float dv_5 = cute_epi_visit(acc[0][5], (cute_epi_m0 + cute_mt + 0 < M) && (cute_epi_n0 + cute_nt + 9 < N));
-        const float dv_6 = cute_epi_visit(acc[0][6], (cute_epi_m0 + cute_mt + 8 < M) && (cute_epi_n0 + cute_nt + 8 < N));
-        const float dv_7 = cute_epi_visit(acc[0][7], (cute_epi_m0 + cute_mt + 8 < M) && (cute_epi_n0 + cute_nt + 9 < N));
-        const float dv_8 = cute_epi_visit(acc[0][8], (cute_epi_m0 + cute_mt + 0 < M) && (cute_epi_n0 + cute_nt + 16 < N));
-        const float dv_9 = cute_epi_visit(acc[0][9], (cute_epi_m0 + cute_mt + 0 < M) && (cute_epi_n0 + cute_nt + 17 < N));
-        const float dv_10 = cute_epi_visit(acc[0][10], (cute_epi_m0 + cute_mt + 8 < M) && (cute_epi_n0 + cute_nt + 16 < N));
-        const float dv_11 = cute_epi_visit(acc[0][11], (cute_epi_m0 + cute_mt + 8 < M) && (cute_epi_n0 + cute_nt + 17 < N));
-        const float dv_12 = cute_epi_visit(acc[0][12], (cute_epi_m0 + cute_mt + 0 < M) && (cute_epi_n0 + cute_nt + 24 < N));
-        const float dv_13 = cute_epi_visit(acc[0][13], (cute_epi_m0 + cute_mt + 0 < M) && (cute_epi_n0 + cute_nt + 25 < N));
-        const float dv_14 = cute_epi_visit(acc[0][14], (cute_epi_m0 + cute_mt + 8 < M) && (cute_epi_n0 + cute_nt + 24 < N));
-        const float dv_15 = cute_epi_visit(acc[0][15], (cute_epi_m0 + cute_mt + 8 < M) && (cute_epi_n0 + cute_nt + 25 < N));
-        if (tid == 0) cute_epi_bulk_wait_read<1>();
-        cute_epi_named_bar(1, 256);
-        { const int wm_ = cute_lm - (cute_lane >> 2), wn_ = cute_ln - 2 * (cute_lane & 3), q_ = cute_lane >> 3;
-          cute_epi_stmatrix_x4(((cute_epi_smem + 0u + (cute_epi_d_idx) * 8192u) + cute_epi_swz<64>(wm_ + (q_ == 0 ? 0 : q_ == 1 ? 8 : q_ == 2 ? 0 : 8) + (cute_lane & 7), (wn_ + (q_ == 0 ? 0 : q_ == 1 ? 0 : q_ == 2 ? 8 : 8)) * 2)), cute_epi_pack_bf162(dv_0, dv_1), cute_epi_pack_bf162(dv_2, dv_3), cute_epi_pack_bf162(dv_4, dv_5), cute_epi_pack_bf162(dv_6, dv_7));
-          cute_epi_stmatrix_x4(((cute_epi_smem + 0u + (cute_epi_d_idx) * 8192u) + cute_epi_swz<64>(wm_ + (q_ == 0 ? 0 : q_ == 1 ? 8 : q_ == 2 ? 0 : 8) + (cute_lane & 7), (wn_ + (q_ == 0 ? 16 : q_ == 1 ? 16 : q_ == 2 ? 24 : 24)) * 2)), cute_epi_pack_bf162(dv_8, dv_9), cute_epi_pack_bf162(dv_10, dv_11), cute_epi_pack_bf162(dv_12, dv_13), cute_epi_pack_bf162(dv_14, dv_15));
+      {
+        const int cute_lane = tid & 31;
+        const int cute_mt = ((tid >> 7) * 64 + ((tid & 127) >> 5) * 16 + ((tid & 31) >> 2));
+        const int cute_nt = ((tid & 3) * 2);
+        { // subtile (0, 0)
+          const int cute_sm0 = cute_epi_m0 + 0, cute_sn0 = cute_epi_n0 + 0;
+          const int cute_lm = cute_mt - 0, cute_ln = cute_nt - 0;
+          const float dv_0 = cute_epi_visit(acc[0][0], (cute_epi_m0 + cute_mt + 0 < M) && (cute_epi_n0 + cute_nt + 0 < N));
+          const float dv_1 = cute_epi_visit(acc[0][1], (cute_epi_m0 + cute_mt + 0 < M) && (cute_epi_n0 + cute_nt + 1 < N));
+          const float dv_2 = cute_epi_visit(acc[0][2], (cute_epi_m0 + cute_mt + 8 < M) && (cute_epi_n0 + cute_nt + 0 < N));
+          const float dv_3 = cute_epi_visit(acc[0][3], (cute_epi_m0 + cute_mt + 8 < M) && (cute_epi_n0 + cute_nt + 1 < N));
+          const float dv_4 = cute_epi_visit(acc[0][4], (cute_epi_m0 + cute_mt + 0 < M) && (cute_epi_n0 + cute_nt + 8 < N));
+          const float dv_5 = cute_epi_visit(acc[0][5], (cute_epi_m0 + cute_mt + 0 < M) && (cute_epi_n0 + cute_nt + 9 < N));
+          const float dv_6 = cute_epi_visit(acc[0][6], (cute_epi_m0 + cute_mt + 8 < M) && (cute_epi_n0 + cute_nt + 8 < N));
+          const float dv_7 = cute_epi_visit(acc[0][7], (cute_epi_m0 + cute_mt + 8 < M) && (cute_epi_n0 + cute_nt + 9 < N));
+          const float dv_8 = cute_epi_visit(acc[0][8], (cute_epi_m0 + cute_mt + 0 < M) && (cute_epi_n0 + cute_nt + 16 < N));
+          const float dv_9 = cute_epi_visit(acc[0][9], (cute_epi_m0 + cute_mt + 0 < M) && (cute_epi_n0 + cute_nt + 17 < N));
+          const float dv_10 = cute_epi_visit(acc[0][10], (cute_epi_m0 + cute_mt + 8 < M) && (cute_epi_n0 + cute_nt + 16 < N));
+          const float dv_11 = cute_epi_visit(acc[0][11], (cute_epi_m0 + cute_mt + 8 < M) && (cute_epi_n0 + cute_nt + 17 < N));
+          const float dv_12 = cute_epi_visit(acc[0][12], (cute_epi_m0 + cute_mt + 0 < M) && (cute_epi_n0 + cute_nt + 24 < N));
+          const float dv_13 = cute_epi_visit(acc[0][13], (cute_epi_m0 + cute_mt + 0 < M) && (cute_epi_n0 + cute_nt + 25 < N));
+          const float dv_14 = cute_epi_visit(acc[0][14], (cute_epi_m0 + cute_mt + 8 < M) && (cute_epi_n0 + cute_nt + 24 < N));
+          const float dv_15 = cute_epi_visit(acc[0][15], (cute_epi_m0 + cute_mt + 8 < M) && (cute_epi_n0 + cute_nt + 25 < N));
+          if (tid == 0) cute_epi_bulk_wait_read<1>();
+          cute_epi_named_bar(1, 256);
+          { const int wm_ = cute_lm - (cute_lane >> 2), wn_ = cute_ln - 2 * (cute_lane & 3), q_ = cute_lane >> 3;
+            cute_epi_stmatrix_x4(((cute_epi_smem + 0u + (cute_epi_d_idx) * 8192u) + cute_epi_swz<64>(wm_ + (q_ == 0 ? 0 : q_ == 1 ? 8 : q_ == 2 ? 0 : 8) + (cute_lane & 7), (wn_ + (q_ == 0 ? 0 : q_ == 1 ? 0 : q_ == 2 ? 8 : 8)) * 2)), cute_epi_pack_bf162(dv_0, dv_1), cute_epi_pack_bf162(dv_2, dv_3), cute_epi_pack_bf162(dv_4, dv_5), cute_epi_pack_bf162(dv_6, dv_7));
+            cute_epi_stmatrix_x4(((cute_epi_smem + 0u + (cute_epi_d_idx) * 8192u) + cute_epi_swz<64>(wm_ + (q_ == 0 ? 0 : q_ == 1 ? 8 : q_ == 2 ? 0 : 8) + (cute_lane & 7), (wn_ + (q_ == 0 ? 16 : q_ == 1 ? 16 : q_ == 2 ? 24 : 24)) * 2)), cute_epi_pack_bf162(dv_8, dv_9), cute_epi_pack_bf162(dv_10, dv_11), cute_epi_pack_bf162(dv_12, dv_13), cute_epi_pack_bf162(dv_14, dv_15));
+          }
+          cute_epi_fence_proxy_async();
+          cute_epi_named_bar(1, 256);
+          if (tid == 0) {
+            cute_epi_tma_store_2d(&tmap_D, (cute_epi_smem + 0u + (cute_epi_d_idx) * 8192u), cute_sn0, cute_sm0);
+            cute_epi_bulk_commit();
+          }
+          if (++cute_epi_d_idx == 2) cute_epi_d_idx = 0;
         }
-        cute_epi_fence_proxy_async();
-        cute_epi_named_bar(1, 256);
-        if (tid == 0) {
-          cute_epi_tma_store_2d(&tmap_D, (cute_epi_smem + 0u + (cute_epi_d_idx) * 8192u), cute_sn0, cute_sm0);
-          cute_epi_bulk_commit();
+        { // subtile (0, 1)
+          const int cute_sm0 = cute_epi_m0 + 0, cute_sn0 = cute_epi_n0 + 32;
+          const int cute_lm = cute_mt - 0, cute_ln = cute_nt - 32;
+          const float dv_16 = cute_epi_visit(acc[0][16], (cute_epi_m0 + cute_mt + 0 < M) && (cute_epi_n0 + cute_nt + 32 < N));
+          const float dv_17 = cute_epi_visit(acc[0][17], (cute_epi_m0 + cute_mt + 0 < M) && (cute_epi_n0 + cute_nt + 33 < N));
+          const float dv_18 = cute_epi_visit(acc[0][18], (cute_epi_m0 + cute_mt + 8 < M) && (cute_epi_n0 + cute_nt + 32 < N));
+          const float dv_19 = cute_epi_visit(acc[0][19], (cute_epi_m0 + cute_mt + 8 < M) && (cute_epi_n0 + cute_nt + 33 < N));
+          const float dv_20 = cute_epi_visit(acc[0][20], (cute_epi_m0 + cute_mt + 0 < M) && (cute_epi_n0 + cute_nt + 40 < N));
+          const float dv_21 = cute_epi_visit(acc[0][21], (cute_epi_m0 + cute_mt + 0 < M) && (cute_epi_n0 + cute_nt + 41 < N));
+          const float dv_22 = cute_epi_visit(acc[0][22], (cute_epi_m0 + cute_mt + 8 < M) && (cute_epi_n0 + cute_nt + 40 < N));
+          const float dv_23 = cute_epi_visit(acc[0][23], (cute_epi_m0 + cute_mt + 8 < M) && (cute_epi_n0 + cute_nt + 41 < N));
+          const float dv_24 = cute_epi_visit(acc[0][24], (cute_epi_m0 + cute_mt + 0 < M) && (cute_epi_n0 + cute_nt + 48 < N));
+          const float dv_25 = cute_epi_visit(acc[0][25], (cute_epi_m0 + cute_mt + 0 < M) && (cute_epi_n0 + cute_nt + 49 < N));
+          const float dv_26 = cute_epi_visit(acc[0][26], (cute_epi_m0 + cute_mt + 8 < M) && (cute_epi_n0 + cute_nt + 48 < N));
+          const float dv_27 = cute_epi_visit(acc[0][27], (cute_epi_m0 + cute_mt + 8 < M) && (cute_epi_n0 + cute_nt + 49 < N));
+          const float dv_28 = cute_epi_visit(acc[0][28], (cute_epi_m0 + cute_mt + 0 < M) && (cute_epi_n0 + cute_nt + 56 < N));
+          const float dv_29 = cute_epi_visit(acc[0][29], (cute_epi_m0 + cute_mt + 0 < M) && (cute_epi_n0 + cute_nt + 57 < N));
+          const float dv_30 = cute_epi_visit(acc[0][30], (cute_epi_m0 + cute_mt + 8 < M) && (cute_epi_n0 + cute_nt + 56 < N));
+          const float dv_31 = cute_epi_visit(acc[0][31], (cute_epi_m0 + cute_mt + 8 < M) && (cute_epi_n0 + cute_nt + 57 < N));
+          if (tid == 0) cute_epi_bulk_wait_read<1>();
+          cute_epi_named_bar(1, 256);
+          { const int wm_ = cute_lm - (cute_lane >> 2), wn_ = cute_ln - 2 * (cute_lane & 3), q_ = cute_lane >> 3;
+            cute_epi_stmatrix_x4(((cute_epi_smem + 0u + (cute_epi_d_idx) * 8192u) + cute_epi_swz<64>(wm_ + (q_ == 0 ? 0 : q_ == 1 ? 8 : q_ == 2 ? 0 : 8) + (cute_lane & 7), (wn_ + (q_ == 0 ? 32 : q_ == 1 ? 32 : q_ == 2 ? 40 : 40)) * 2)), cute_epi_pack_bf162(dv_16, dv_17), cute_epi_pack_bf162(dv_18, dv_19), cute_epi_pack_bf162(dv_20, dv_21), cute_epi_pack_bf162(dv_22, dv_23));
+            cute_epi_stmatrix_x4(((cute_epi_smem + 0u + (cute_epi_d_idx) * 8192u) + cute_epi_swz<64>(wm_ + (q_ == 0 ? 0 : q_ == 1 ? 8 : q_ == 2 ? 0 : 8) + (cute_lane & 7), (wn_ + (q_ == 0 ? 48 : q_ == 1 ? 48 : q_ == 2 ? 56 : 56)) * 2)), cute_epi_pack_bf162(dv_24, dv_25), cute_epi_pack_bf162(dv_26, dv_27), cute_epi_pack_bf162(dv_28, dv_29), cute_epi_pack_bf162(dv_30, dv_31));
+          }
+          cute_epi_fence_proxy_async();
+          cute_epi_named_bar(1, 256);
+          if (tid == 0) {
+            cute_epi_tma_store_2d(&tmap_D, (cute_epi_smem + 0u + (cute_epi_d_idx) * 8192u), cute_sn0, cute_sm0);
+            cute_epi_bulk_commit();
+          }
+          if (++cute_epi_d_idx == 2) cute_epi_d_idx = 0;
         }
-        if (++cute_epi_d_idx == 2) cute_epi_d_idx = 0;
-      }
-      { // subtile (0, 1)
-        const int cute_sm0 = cute_epi_m0 + 0, cute_sn0 = cute_epi_n0 + 32;
-        const int cute_lm = cute_mt - 0, cute_ln = cute_nt - 32;
-        const float dv_16 = cute_epi_visit(acc[0][16], (cute_epi_m0 + cute_mt + 0 < M) && (cute_epi_n0 + cute_nt + 32 < N));
-        const float dv_17 = cute_epi_visit(acc[0][17], (cute_epi_m0 + cute_mt + 0 < M) && (cute_epi_n0 + cute_nt + 33 < N));
-        const float dv_18 = cute_epi_visit(acc[0][18], (cute_epi_m0 + cute_mt + 8 < M) && (cute_epi_n0 + cute_nt + 32 < N));
-        const float dv_19 = cute_epi_visit(acc[0][19], (cute_epi_m0 + cute_mt + 8 < M) && (cute_epi_n0 + cute_nt + 33 < N));
-        const float dv_20 = cute_epi_visit(acc[0][20], (cute_epi_m0 + cute_mt + 0 < M) && (cute_epi_n0 + cute_nt + 40 < N));
-        const float dv_21 = cute_epi_visit(acc[0][21], (cute_epi_m0 + cute_mt + 0 < M) && (cute_epi_n0 + cute_nt + 41 < N));
-        const float dv_22 = cute_epi_visit(acc[0][22], (cute_epi_m0 + cute_mt + 8 < M) && (cute_epi_n0 + cute_nt + 40 < N));
-        const float dv_23 = cute_epi_visit(acc[0][23], (cute_epi_m0 + cute_mt + 8 < M) && (cute_epi_n0 + cute_nt + 41 < N));
-        const float dv_24 = cute_epi_visit(acc[0][24], (cute_epi_m0 + cute_mt + 0 < M) && (cute_epi_n0 + cute_nt + 48 < N));
-        const float dv_25 = cute_epi_visit(acc[0][25], (cute_epi_m0 + cute_mt + 0 < M) && (cute_epi_n0 + cute_nt + 49 < N));
-        const float dv_26 = cute_epi_visit(acc[0][26], (cute_epi_m0 + cute_mt + 8 < M) && (cute_epi_n0 + cute_nt + 48 < N));
-        const float dv_27 = cute_epi_visit(acc[0][27], (cute_epi_m0 + cute_mt + 8 < M) && (cute_epi_n0 + cute_nt + 49 < N));
-        const float dv_28 = cute_epi_visit(acc[0][28], (cute_epi_m0 + cute_mt + 0 < M) && (cute_epi_n0 + cute_nt + 56 < N));
-        const float dv_29 = cute_epi_visit(acc[0][29], (cute_epi_m0 + cute_mt + 0 < M) && (cute_epi_n0 + cute_nt + 57 < N));
-        const float dv_30 = cute_epi_visit(acc[0][30], (cute_epi_m0 + cute_mt + 8 < M) && (cute_epi_n0 + cute_nt + 56 < N));
-        const float dv_31 = cute_epi_visit(acc[0][31], (cute_epi_m0 + cute_mt + 8 < M) && (cute_epi_n0 + cute_nt + 57 < N));
-        if (tid == 0) cute_epi_bulk_wait_read<1>();
-        cute_epi_named_bar(1, 256);
-        { const int wm_ = cute_lm - (cute_lane >> 2), wn_ = cute_ln - 2 * (cute_lane & 3), q_ = cute_lane >> 3;
-          cute_epi_stmatrix_x4(((cute_epi_smem + 0u + (cute_epi_d_idx) * 8192u) + cute_epi_swz<64>(wm_ + (q_ == 0 ? 0 : q_ == 1 ? 8 : q_ == 2 ? 0 : 8) + (cute_lane & 7), (wn_ + (q_ == 0 ? 32 : q_ == 1 ? 32 : q_ == 2 ? 40 : 40)) * 2)), cute_epi_pack_bf162(dv_16, dv_17), cute_epi_pack_bf162(dv_18, dv_19), cute_epi_pack_bf162(dv_20, dv_21), cute_epi_pack_bf162(dv_22, dv_23));
-          cute_epi_stmatrix_x4(((cute_epi_smem + 0u + (cute_epi_d_idx) * 8192u) + cute_epi_swz<64>(wm_ + (q_ == 0 ? 0 : q_ == 1 ? 8 : q_ == 2 ? 0 : 8) + (cute_lane & 7), (wn_ + (q_ == 0 ? 48 : q_ == 1 ? 48 : q_ == 2 ? 56 : 56)) * 2)), cute_epi_pack_bf162(dv_24, dv_25), cute_epi_pack_bf162(dv_26, dv_27), cute_epi_pack_bf162(dv_28, dv_29), cute_epi_pack_bf162(dv_30, dv_31));
+        { // subtile (0, 2)
+          const int cute_sm0 = cute_epi_m0 + 0, cute_sn0 = cute_epi_n0 + 64;
+          const int cute_lm = cute_mt - 0, cute_ln = cute_nt - 64;
+          const float dv_32 = cute_epi_visit(acc[0][32], (cute_epi_m0 + cute_mt + 0 < M) && (cute_epi_n0 + cute_nt + 64 < N));
+          const float dv_33 = cute_epi_visit(acc[0][33], (cute_epi_m0 + cute_mt + 0 < M) && (cute_epi_n0 + cute_nt + 65 < N));
+          const float dv_34 = cute_epi_visit(acc[0][34], (cute_epi_m0 + cute_mt + 8 < M) && (cute_epi_n0 + cute_nt + 64 < N));
+          const float dv_35 = cute_epi_visit(acc[0][35], (cute_epi_m0 + cute_mt + 8 < M) && (cute_epi_n0 + cute_nt + 65 < N));
+          const float dv_36 = cute_epi_visit(acc[0][36], (cute_epi_m0 + cute_mt + 0 < M) && (cute_epi_n0 + cute_nt + 72 < N));
+          const float dv_37 = cute_epi_visit(acc[0][37], (cute_epi_m0 + cute_mt + 0 < M) && (cute_epi_n0 + cute_nt + 73 < N));
+          const float dv_38 = cute_epi_visit(acc[0][38], (cute_epi_m0 + cute_mt + 8 < M) && (cute_epi_n0 + cute_nt + 72 < N));
+          const float dv_39 = cute_epi_visit(acc[0][39], (cute_epi_m0 + cute_mt + 8 < M) && (cute_epi_n0 + cute_nt + 73 < N));
+          const float dv_40 = cute_epi_visit(acc[0][40], (cute_epi_m0 + cute_mt + 0 < M) && (cute_epi_n0 + cute_nt + 80 < N));
+          const float dv_41 = cute_epi_visit(acc[0][41], (cute_epi_m0 + cute_mt + 0 < M) && (cute_epi_n0 + cute_nt + 81 < N));
+          const float dv_42 = cute_epi_visit(acc[0][42], (cute_epi_m0 + cute_mt + 8 < M) && (cute_epi_n0 + cute_nt + 80 < N));
+          const float dv_43 = cute_epi_visit(acc[0][43], (cute_epi_m0 + cute_mt + 8 < M) && (cute_epi_n0 + cute_nt + 81 < N));
+          const float dv_44 = cute_epi_visit(acc[0][44], (cute_epi_m0 + cute_mt + 0 < M) && (cute_epi_n0 + cute_nt + 88 < N));
+          const float dv_45 = cute_epi_visit(acc[0][45], (cute_epi_m0 + cute_mt + 0 < M) && (cute_epi_n0 + cute_nt + 89 < N));
+          const float dv_46 = cute_epi_visit(acc[0][46], (cute_epi_m0 + cute_mt + 8 < M) && (cute_epi_n0 + cute_nt + 88 < N));
+          const float dv_47 = cute_epi_visit(acc[0][47], (cute_epi_m0 + cute_mt + 8 < M) && (cute_epi_n0 + cute_nt + 89 < N));
+          if (tid == 0) cute_epi_bulk_wait_read<1>();
+          cute_epi_named_bar(1, 256);
+          { const int wm_ = cute_lm - (cute_lane >> 2), wn_ = cute_ln - 2 * (cute_lane & 3), q_ = cute_lane >> 3;
+            cute_epi_stmatrix_x4(((cute_epi_smem + 0u + (cute_epi_d_idx) * 8192u) + cute_epi_swz<64>(wm_ + (q_ == 0 ? 0 : q_ == 1 ? 8 : q_ == 2 ? 0 : 8) + (cute_lane & 7), (wn_ + (q_ == 0 ? 64 : q_ == 1 ? 64 : q_ == 2 ? 72 : 72)) * 2)), cute_epi_pack_bf162(dv_32, dv_33), cute_epi_pack_bf162(dv_34, dv_35), cute_epi_pack_bf162(dv_36, dv_37), cute_epi_pack_bf162(dv_38, dv_39));
+            cute_epi_stmatrix_x4(((cute_epi_smem + 0u + (cute_epi_d_idx) * 8192u) + cute_epi_swz<64>(wm_ + (q_ == 0 ? 0 : q_ == 1 ? 8 : q_ == 2 ? 0 : 8) + (cute_lane & 7), (wn_ + (q_ == 0 ? 80 : q_ == 1 ? 80 : q_ == 2 ? 88 : 88)) * 2)), cute_epi_pack_bf162(dv_40, dv_41), cute_epi_pack_bf162(dv_42, dv_43), cute_epi_pack_bf162(dv_44, dv_45), cute_epi_pack_bf162(dv_46, dv_47));
+          }
+          cute_epi_fence_proxy_async();
+          cute_epi_named_bar(1, 256);
+          if (tid == 0) {
+            cute_epi_tma_store_2d(&tmap_D, (cute_epi_smem + 0u + (cute_epi_d_idx) * 8192u), cute_sn0, cute_sm0);
+            cute_epi_bulk_commit();
+          }
+          if (++cute_epi_d_idx == 2) cute_epi_d_idx = 0;
         }
-        cute_epi_fence_proxy_async();
-        cute_epi_named_bar(1, 256);
-        if (tid == 0) {
-          cute_epi_tma_store_2d(&tmap_D, (cute_epi_smem + 0u + (cute_epi_d_idx) * 8192u), cute_sn0, cute_sm0);
-          cute_epi_bulk_commit();
+        { // subtile (0, 3)
+          const int cute_sm0 = cute_epi_m0 + 0, cute_sn0 = cute_epi_n0 + 96;
+          const int cute_lm = cute_mt - 0, cute_ln = cute_nt - 96;
+          const float dv_48 = cute_epi_visit(acc[0][48], (cute_epi_m0 + cute_mt + 0 < M) && (cute_epi_n0 + cute_nt + 96 < N));
+          const float dv_49 = cute_epi_visit(acc[0][49], (cute_epi_m0 + cute_mt + 0 < M) && (cute_epi_n0 + cute_nt + 97 < N));
+          const float dv_50 = cute_epi_visit(acc[0][50], (cute_epi_m0 + cute_mt + 8 < M) && (cute_epi_n0 + cute_nt + 96 < N));
+          const float dv_51 = cute_epi_visit(acc[0][51], (cute_epi_m0 + cute_mt + 8 < M) && (cute_epi_n0 + cute_nt + 97 < N));
+          const float dv_52 = cute_epi_visit(acc[0][52], (cute_epi_m0 + cute_mt + 0 < M) && (cute_epi_n0 + cute_nt + 104 < N));
+          const float dv_53 = cute_epi_visit(acc[0][53], (cute_epi_m0 + cute_mt + 0 < M) && (cute_epi_n0 + cute_nt + 105 < N));
+          const float dv_54 = cute_epi_visit(acc[0][54], (cute_epi_m0 + cute_mt + 8 < M) && (cute_epi_n0 + cute_nt + 104 < N));
+          const float dv_55 = cute_epi_visit(acc[0][55], (cute_epi_m0 + cute_mt + 8 < M) && (cute_epi_n0 + cute_nt + 105 < N));
+          const float dv_56 = cute_epi_visit(acc[0][56], (cute_epi_m0 + cute_mt + 0 < M) && (cute_epi_n0 + cute_nt + 112 < N));
+          const float dv_57 = cute_epi_visit(acc[0][57], (cute_epi_m0 + cute_mt + 0 < M) && (cute_epi_n0 + cute_nt + 113 < N));
+          const float dv_58 = cute_epi_visit(acc[0][58], (cute_epi_m0 + cute_mt + 8 < M) && (cute_epi_n0 + cute_nt + 112 < N));
+          const float dv_59 = cute_epi_visit(acc[0][59], (cute_epi_m0 + cute_mt + 8 < M) && (cute_epi_n0 + cute_nt + 113 < N));
+          const float dv_60 = cute_epi_visit(acc[0][60], (cute_epi_m0 + cute_mt + 0 < M) && (cute_epi_n0 + cute_nt + 120 < N));
+          const float dv_61 = cute_epi_visit(acc[0][61], (cute_epi_m0 + cute_mt + 0 < M) && (cute_epi_n0 + cute_nt + 121 < N));
+          const float dv_62 = cute_epi_visit(acc[0][62], (cute_epi_m0 + cute_mt + 8 < M) && (cute_epi_n0 + cute_nt + 120 < N));
+          const float dv_63 = cute_epi_visit(acc[0][63], (cute_epi_m0 + cute_mt + 8 < M) && (cute_epi_n0 + cute_nt + 121 < N));
+          if (tid == 0) cute_epi_bulk_wait_read<1>();
+          cute_epi_named_bar(1, 256);
+          { const int wm_ = cute_lm - (cute_lane >> 2), wn_ = cute_ln - 2 * (cute_lane & 3), q_ = cute_lane >> 3;
+            cute_epi_stmatrix_x4(((cute_epi_smem + 0u + (cute_epi_d_idx) * 8192u) + cute_epi_swz<64>(wm_ + (q_ == 0 ? 0 : q_ == 1 ? 8 : q_ == 2 ? 0 : 8) + (cute_lane & 7), (wn_ + (q_ == 0 ? 96 : q_ == 1 ? 96 : q_ == 2 ? 104 : 104)) * 2)), cute_epi_pack_bf162(dv_48, dv_49), cute_epi_pack_bf162(dv_50, dv_51), cute_epi_pack_bf162(dv_52, dv_53), cute_epi_pack_bf162(dv_54, dv_55));
+            cute_epi_stmatrix_x4(((cute_epi_smem + 0u + (cute_epi_d_idx) * 8192u) + cute_epi_swz<64>(wm_ + (q_ == 0 ? 0 : q_ == 1 ? 8 : q_ == 2 ? 0 : 8) + (cute_lane & 7), (wn_ + (q_ == 0 ? 112 : q_ == 1 ? 112 : q_ == 2 ? 120 : 120)) * 2)), cute_epi_pack_bf162(dv_56, dv_57), cute_epi_pack_bf162(dv_58, dv_59), cute_epi_pack_bf162(dv_60, dv_61), cute_epi_pack_bf162(dv_62, dv_63));
+          }
+          cute_epi_fence_proxy_async();
+          cute_epi_named_bar(1, 256);
+          if (tid == 0) {
+            cute_epi_tma_store_2d(&tmap_D, (cute_epi_smem + 0u + (cute_epi_d_idx) * 8192u), cute_sn0, cute_sm0);
+            cute_epi_bulk_commit();
+          }
+          if (++cute_epi_d_idx == 2) cute_epi_d_idx = 0;
         }
-        if (++cute_epi_d_idx == 2) cute_epi_d_idx = 0;
-      }
-      { // subtile (0, 2)
-        const int cute_sm0 = cute_epi_m0 + 0, cute_sn0 = cute_epi_n0 + 64;
-        const int cute_lm = cute_mt - 0, cute_ln = cute_nt - 64;
-        const float dv_32 = cute_epi_visit(acc[0][32], (cute_epi_m0 + cute_mt + 0 < M) && (cute_epi_n0 + cute_nt + 64 < N));
-        const float dv_33 = cute_epi_visit(acc[0][33], (cute_epi_m0 + cute_mt + 0 < M) && (cute_epi_n0 + cute_nt + 65 < N));
-        const float dv_34 = cute_epi_visit(acc[0][34], (cute_epi_m0 + cute_mt + 8 < M) && (cute_epi_n0 + cute_nt + 64 < N));
-        const float dv_35 = cute_epi_visit(acc[0][35], (cute_epi_m0 + cute_mt + 8 < M) && (cute_epi_n0 + cute_nt + 65 < N));
-        const float dv_36 = cute_epi_visit(acc[0][36], (cute_epi_m0 + cute_mt + 0 < M) && (cute_epi_n0 + cute_nt + 72 < N));
-        const float dv_37 = cute_epi_visit(acc[0][37], (cute_epi_m0 + cute_mt + 0 < M) && (cute_epi_n0 + cute_nt + 73 < N));
-        const float dv_38 = cute_epi_visit(acc[0][38], (cute_epi_m0 + cute_mt + 8 < M) && (cute_epi_n0 + cute_nt + 72 < N));
-        const float dv_39 = cute_epi_visit(acc[0][39], (cute_epi_m0 + cute_mt + 8 < M) && (cute_epi_n0 + cute_nt + 73 < N));
-        const float dv_40 = cute_epi_visit(acc[0][40], (cute_epi_m0 + cute_mt + 0 < M) && (cute_epi_n0 + cute_nt + 80 < N));
-        const float dv_41 = cute_epi_visit(acc[0][41], (cute_epi_m0 + cute_mt + 0 < M) && (cute_epi_n0 + cute_nt + 81 < N));
-        const float dv_42 = cute_epi_visit(acc[0][42], (cute_epi_m0 + cute_mt + 8 < M) && (cute_epi_n0 + cute_nt + 80 < N));
-        const float dv_43 = cute_epi_visit(acc[0][43], (cute_epi_m0 + cute_mt + 8 < M) && (cute_epi_n0 + cute_nt + 81 < N));
-        const float dv_44 = cute_epi_visit(acc[0][44], (cute_epi_m0 + cute_mt + 0 < M) && (cute_epi_n0 + cute_nt + 88 < N));
-        const float dv_45 = cute_epi_visit(acc[0][45], (cute_epi_m0 + cute_mt + 0 < M) && (cute_epi_n0 + cute_nt + 89 < N));
-        const float dv_46 = cute_epi_visit(acc[0][46], (cute_epi_m0 + cute_mt + 8 < M) && (cute_epi_n0 + cute_nt + 88 < N));
-        const float dv_47 = cute_epi_visit(acc[0][47], (cute_epi_m0 + cute_mt + 8 < M) && (cute_epi_n0 + cute_nt + 89 < N));
-        if (tid == 0) cute_epi_bulk_wait_read<1>();
-        cute_epi_named_bar(1, 256);
-        { const int wm_ = cute_lm - (cute_lane >> 2), wn_ = cute_ln - 2 * (cute_lane & 3), q_ = cute_lane >> 3;
-          cute_epi_stmatrix_x4(((cute_epi_smem + 0u + (cute_epi_d_idx) * 8192u) + cute_epi_swz<64>(wm_ + (q_ == 0 ? 0 : q_ == 1 ? 8 : q_ == 2 ? 0 : 8) + (cute_lane & 7), (wn_ + (q_ == 0 ? 64 : q_ == 1 ? 64 : q_ == 2 ? 72 : 72)) * 2)), cute_epi_pack_bf162(dv_32, dv_33), cute_epi_pack_bf162(dv_34, dv_35), cute_epi_pack_bf162(dv_36, dv_37), cute_epi_pack_bf162(dv_38, dv_39));
-          cute_epi_stmatrix_x4(((cute_epi_smem + 0u + (cute_epi_d_idx) * 8192u) + cute_epi_swz<64>(wm_ + (q_ == 0 ? 0 : q_ == 1 ? 8 : q_ == 2 ? 0 : 8) + (cute_lane & 7), (wn_ + (q_ == 0 ? 80 : q_ == 1 ? 80 : q_ == 2 ? 88 : 88)) * 2)), cute_epi_pack_bf162(dv_40, dv_41), cute_epi_pack_bf162(dv_42, dv_43), cute_epi_pack_bf162(dv_44, dv_45), cute_epi_pack_bf162(dv_46, dv_47));
-        }
-        cute_epi_fence_proxy_async();
-        cute_epi_named_bar(1, 256);
-        if (tid == 0) {
-          cute_epi_tma_store_2d(&tmap_D, (cute_epi_smem + 0u + (cute_epi_d_idx) * 8192u), cute_sn0, cute_sm0);
-          cute_epi_bulk_commit();
-        }
-        if (++cute_epi_d_idx == 2) cute_epi_d_idx = 0;
-      }
-      { // subtile (0, 3)
-        const int cute_sm0 = cute_epi_m0 + 0, cute_sn0 = cute_epi_n0 + 96;
-        const int cute_lm = cute_mt - 0, cute_ln = cute_nt - 96;
-        const float dv_48 = cute_epi_visit(acc[0][48], (cute_epi_m0 + cute_mt + 0 < M) && (cute_epi_n0 + cute_nt + 96 < N));
-        const float dv_49 = cute_epi_visit(acc[0][49], (cute_epi_m0 + cute_mt + 0 < M) && (cute_epi_n0 + cute_nt + 97 < N));
-        const float dv_50 = cute_epi_visit(acc[0][50], (cute_epi_m0 + cute_mt + 8 < M) && (cute_epi_n0 + cute_nt + 96 < N));
-        const float dv_51 = cute_epi_visit(acc[0][51], (cute_epi_m0 + cute_mt + 8 < M) && (cute_epi_n0 + cute_nt + 97 < N));
-        const float dv_52 = cute_epi_visit(acc[0][52], (cute_epi_m0 + cute_mt + 0 < M) && (cute_epi_n0 + cute_nt + 104 < N));
-        const float dv_53 = cute_epi_visit(acc[0][53], (cute_epi_m0 + cute_mt + 0 < M) && (cute_epi_n0 + cute_nt + 105 < N));
-        const float dv_54 = cute_epi_visit(acc[0][54], (cute_epi_m0 + cute_mt + 8 < M) && (cute_epi_n0 + cute_nt + 104 < N));
-        const float dv_55 = cute_epi_visit(acc[0][55], (cute_epi_m0 + cute_mt + 8 < M) && (cute_epi_n0 + cute_nt + 105 < N));
-        const float dv_56 = cute_epi_visit(acc[0][56], (cute_epi_m0 + cute_mt + 0 < M) && (cute_epi_n0 + cute_nt + 112 < N));
-        const float dv_57 = cute_epi_visit(acc[0][57], (cute_epi_m0 + cute_mt + 0 < M) && (cute_epi_n0 + cute_nt + 113 < N));
-        const float dv_58 = cute_epi_visit(acc[0][58], (cute_epi_m0 + cute_mt + 8 < M) && (cute_epi_n0 + cute_nt + 112 < N));
-        const float dv_59 = cute_epi_visit(acc[0][59], (cute_epi_m0 + cute_mt + 8 < M) && (cute_epi_n0 + cute_nt + 113 < N));
-        const float dv_60 = cute_epi_visit(acc[0][60], (cute_epi_m0 + cute_mt + 0 < M) && (cute_epi_n0 + cute_nt + 120 < N));
-        const float dv_61 = cute_epi_visit(acc[0][61], (cute_epi_m0 + cute_mt + 0 < M) && (cute_epi_n0 + cute_nt + 121 < N));
-        const float dv_62 = cute_epi_visit(acc[0][62], (cute_epi_m0 + cute_mt + 8 < M) && (cute_epi_n0 + cute_nt + 120 < N));
-        const float dv_63 = cute_epi_visit(acc[0][63], (cute_epi_m0 + cute_mt + 8 < M) && (cute_epi_n0 + cute_nt + 121 < N));
-        if (tid == 0) cute_epi_bulk_wait_read<1>();
-        cute_epi_named_bar(1, 256);
-        { const int wm_ = cute_lm - (cute_lane >> 2), wn_ = cute_ln - 2 * (cute_lane & 3), q_ = cute_lane >> 3;
-          cute_epi_stmatrix_x4(((cute_epi_smem + 0u + (cute_epi_d_idx) * 8192u) + cute_epi_swz<64>(wm_ + (q_ == 0 ? 0 : q_ == 1 ? 8 : q_ == 2 ? 0 : 8) + (cute_lane & 7), (wn_ + (q_ == 0 ? 96 : q_ == 1 ? 96 : q_ == 2 ? 104 : 104)) * 2)), cute_epi_pack_bf162(dv_48, dv_49), cute_epi_pack_bf162(dv_50, dv_51), cute_epi_pack_bf162(dv_52, dv_53), cute_epi_pack_bf162(dv_54, dv_55));
-          cute_epi_stmatrix_x4(((cute_epi_smem + 0u + (cute_epi_d_idx) * 8192u) + cute_epi_swz<64>(wm_ + (q_ == 0 ? 0 : q_ == 1 ? 8 : q_ == 2 ? 0 : 8) + (cute_lane & 7), (wn_ + (q_ == 0 ? 112 : q_ == 1 ? 112 : q_ == 2 ? 120 : 120)) * 2)), cute_epi_pack_bf162(dv_56, dv_57), cute_epi_pack_bf162(dv_58, dv_59), cute_epi_pack_bf162(dv_60, dv_61), cute_epi_pack_bf162(dv_62, dv_63));
-        }
-        cute_epi_fence_proxy_async();
-        cute_epi_named_bar(1, 256);
-        if (tid == 0) {
-          cute_epi_tma_store_2d(&tmap_D, (cute_epi_smem + 0u + (cute_epi_d_idx) * 8192u), cute_sn0, cute_sm0);
-          cute_epi_bulk_commit();
-        }
-        if (++cute_epi_d_idx == 2) cute_epi_d_idx = 0;
-      }
       }
     }
     if (tid == 0) cute_epi_bulk_wait<0>();
