@@ -112,3 +112,21 @@ def test_wgmma_atom_k_block():
     assert len(lines) == 4
     assert lines[1].strip() == ("wgmma_m64n256k16_f32_f16_ss<0, 0>(acc[0], gmma_desc_add(da_, "
                                 "32u), gmma_desc_add(db_, 32u), 1);")
+
+
+@pytest.mark.parametrize("tile_n,wgs,mpw", [(256, 2, 64), (128, 2, 128), (16, 1, 128),
+                                            (64, 1, 64)])
+def test_accumulator_origin_lowered_from_the_c_layout(tile_n, wgs, mpw):
+    """The IR origin of every thread's first accumulator, evaluated with NumPy, equals the C
+    layout's (thread, value 0) and the epilogue fragment's per-thread offsets."""
+    from backends.cuda.arch.sm90.wgmma import accumulator_origin
+    from backends.cuda.epilogue.fragment import wgmma_fragment
+    tid = np.arange(128 * wgs, dtype=np.int64)
+    m, n = accumulator_origin(tile_n, wgs, mpw, ir.var("tid", 0, 128 * wgs - 1))
+    got_m, got_n = ir.evaluate(m, {"tid": tid}), ir.evaluate(n, {"tid": tid})
+    cl = cute.CLayout_64xN(tile_n)
+    idx = np.array([cl(int(t) % 128, 0) for t in tid])
+    assert np.array_equal(got_m, (tid // 128) * mpw + idx % 64)
+    assert np.array_equal(got_n, idx // 64)
+    fr = wgmma_fragment(wgs, tile_n, mpw)
+    assert np.array_equal(got_m, fr.m_thr) and np.array_equal(got_n, fr.n_thr)

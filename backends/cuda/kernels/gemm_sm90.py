@@ -495,6 +495,19 @@ def _epilogue_direct(cfg: Sm90GemmConfig, maps: Sm90Maps) -> str:
     return _epilogue_store(cfg, maps)
 
 
+def _origin_lines(cfg: Sm90GemmConfig) -> list:
+    """``row0_`` / ``col0_``: the global row and column of the consumer thread's first
+    accumulator, lowered from the wgmma C layout (``arch.sm90.wgmma.accumulator_origin``)."""
+    from .. import ir
+    from ..arch.sm90.wgmma import accumulator_origin
+    from ..render import render_expr
+    tid = ir.var("tid", 0, 128 * cfg.mma_wgs - 1)
+    m, n = accumulator_origin(cfg.tile_n, cfg.mma_wgs, cfg.tile_m // cfg.mma_wgs, tid)
+    row0 = ir.var("m_blk", 0, _I32 // cfg.tile_m) * cfg.tile_m + m
+    col0 = ir.var("n_blk", 0, _I32 // cfg.tile_n) * cfg.tile_n + n
+    return [f"const int row0_ = {render_expr(row0)};", f"const int col0_ = {render_expr(col0)};"]
+
+
 def _epilogue_prelude(cfg: Sm90GemmConfig, maps: Sm90Maps):
     """``(pack1, unpack, lines)``: the built-in epilogue's conversion helpers and its first
     lines (the thread's row / column origin, D's and C's batch pointers)."""
@@ -502,9 +515,8 @@ def _epilogue_prelude(cfg: Sm90GemmConfig, maps: Sm90Maps):
     pack1 = "f32_to_f16_bits" if dt == "f16" else "f32_to_bf16_bits"
     unpack = "f16_bits_to_f32" if dt == "f16" else "bf16_bits_to_f32"
     fr = maps.frag
-    lines = [f"const int row0_ = m_blk * {cfg.tile_m} + {fr.m_thr_expr};",
-             f"const int col0_ = n_blk * {cfg.tile_n} + {fr.n_thr_expr};",
-             "u16* Dl_ = D + (long long)l_ * ldl_d;"]
+    lines = _origin_lines(cfg) + [
+        "u16* Dl_ = D + (long long)l_ * ldl_d;"]
     if cfg.has_c:
         lines.append("const u16* Cl_ = C + (long long)l_ * ldl_c;")
     return pack1, unpack, lines
@@ -642,9 +654,8 @@ def _epilogue_splitk(cfg: Sm90GemmConfig, maps: Sm90Maps) -> str:
 def _epilogue_splitk_store(cfg: Sm90GemmConfig, maps: Sm90Maps) -> str:
     fr = maps.frag
     atomic = cfg.split_k == "atomic"
-    lines = [f"const int row0_ = m_blk * {cfg.tile_m} + {fr.m_thr_expr};",
-             f"const int col0_ = n_blk * {cfg.tile_n} + {fr.n_thr_expr};",
-             "float* Wl_ = ws + (long long)split_ * ws_split + (long long)l_ * ws_l;"]
+    lines = _origin_lines(cfg) + [
+        "float* Wl_ = ws + (long long)split_ * ws_split + (long long)l_ * ws_l;"]
     for a0, a1, mo, no in _frag_pairs(cfg, maps):
         lines.append("{")
         lines.append(f"  const int r = row0_ + {mo}, c = col0_ + {no};")

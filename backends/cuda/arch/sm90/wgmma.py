@@ -124,3 +124,17 @@ class WgmmaAtom:
                         f"gmma_desc_add({desc_a}, {a.offset(64 * j, 16 * kk)}u)",
                         f"gmma_desc_add({desc_b}, {b.offset(0, 16 * kk)}u)",
                         scale if kk == 0 else "1", template=t)
+
+
+def accumulator_origin(tile_n: int, wgs: int, m_per_wg: int, tid):
+    """``(m, n)`` IR expressions of value 0 of consumer thread ``tid`` (an IR variable in
+    ``[0, 128 * wgs)``) in the ``(wgs * m_per_wg) x tile_n`` accumulator tile, lowered from the
+    wgmma C layout ``CLayout_64xN`` (``(thread, value) -> m + 64 * n`` per 64-row slab):
+    warpgroup ``tid // 128`` owns rows ``[wg * m_per_wg, (wg + 1) * m_per_wg)``.  Value ``v``
+    of the thread is at ``(m + m_val[v], n + n_val[v])`` (the C layout's thread and value
+    modes touch disjoint bits of ``m`` and ``n``)."""
+    from ...lower import crd2idx
+    cl = cute.CLayout_64xN(tile_n)
+    r, wg = tid % 128, tid // 128
+    idx0 = crd2idx((r, 0), cute.shape(cl), cute.stride(cl))
+    return wg * m_per_wg + idx0 % 64, idx0 // 64

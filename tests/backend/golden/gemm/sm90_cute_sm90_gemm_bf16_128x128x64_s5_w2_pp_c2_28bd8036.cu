@@ -157,8 +157,8 @@ extern "C" __global__ void CUTE_PY_SM90_CLUSTER_DIMS __launch_bounds__(384, 1) c
           for (int i = 0; i < 64; ++i) acc[j][i] = 0.0f;
       }
       // ---------------- epilogue ----------------
-      const int row0_ = m_blk * 128 + ((tid >> 7) * 128 + ((tid & 127) >> 5) * 16 + ((tid & 31) >> 2));
-      const int col0_ = n_blk * 128 + ((tid & 3) * 2);
+      const int row0_ = m_blk * 128 + (((tid >> 2) & 7) + (tid >> 5) * 16);
+      const int col0_ = n_blk * 128 + (tid & 3) * 2;
       u16* Dl_ = D + (long long)l_ * ldl_d;
       {
         const int r = row0_ + 0, c = col0_ + 0;

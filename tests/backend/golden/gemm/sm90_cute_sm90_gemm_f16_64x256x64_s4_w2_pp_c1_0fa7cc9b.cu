@@ -141,8 +141,8 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_64x256x6
           for (int i = 0; i < 128; ++i) acc[j][i] = 0.0f;
       }
       // ---------------- epilogue ----------------
-      const int row0_ = m_blk * 64 + ((tid >> 7) * 64 + ((tid & 127) >> 5) * 16 + ((tid & 31) >> 2));
-      const int col0_ = n_blk * 256 + ((tid & 3) * 2);
+      const int row0_ = m_blk * 64 + (((tid >> 2) & 7) + (tid >> 5) * 16);
+      const int col0_ = n_blk * 256 + (tid & 3) * 2;
       u16* Dl_ = D + (long long)l_ * ldl_d;
       {
         const int r = row0_ + 0, c = col0_ + 0;
