@@ -62,17 +62,23 @@ def test_maps_descriptors_come_from_the_component():
 @pytest.mark.parametrize("cfg", [G.Sm90GemmConfig(), G.Sm90GemmConfig(a_major="MN", b_major="MN"),
                                  G.Sm90GemmConfig(cluster_m=2),
                                  G.Sm90GemmConfig(128, 128, 64, 5, 2, "bf16", cluster_m=2,
-                                                  b_major="MN")])
+                                                  b_major="MN"),
+                                 G.Sm90GemmConfig(128, 200, 64, 4, 2, smem_swizzle=(2, 1)),
+                                 G.Sm90GemmConfig(128, 64, 64, 4, 1, smem_swizzle=(0, 0)),
+                                 G.Sm90GemmConfig(128, 128, 64, 4, 2, a_major="MN",
+                                                  b_major="MN", smem_swizzle=(1, 2))])
 def test_tma_boxes_tile_the_stage_once(cfg):
     maps = derive_maps(cfg)
     for atom, op, rows in ((maps.atom_a, maps.operand("A"), cfg.tile_m),
                            (maps.atom_b, maps.operand("B"), maps.b_slice_rows)):
         ld = TmaLoad(atom, op, rows)
         cover = np.zeros(rows * cfg.tile_k * 2, dtype=int)
-        for r0, off in ld.boxes():
+        for r0, _, off in ld.boxes(cfg.tile_k):
             cover[off:off + atom.smem_bytes] += 1
         assert (cover == 1).all()
-        assert sorted(r for r, _ in ld.boxes()) == list(range(0, rows, ld.box_rows))
+        origins = sorted((r, k) for r, k, _ in ld.boxes(cfg.tile_k))
+        assert origins == sorted((r, k) for r in range(0, rows, ld.box_rows)
+                                 for k in range(0, cfg.tile_k, ld.box_k))
 
 
 def test_tma_emits_library_calls_with_ir_coordinates():
@@ -130,3 +136,22 @@ def test_accumulator_origin_lowered_from_the_c_layout(tile_n, wgs, mpw):
     assert np.array_equal(got_n, idx // 64)
     fr = wgmma_fragment(wgs, tile_n, mpw)
     assert np.array_equal(got_m, fr.m_thr) and np.array_equal(got_n, fr.n_thr)
+
+
+@pytest.mark.parametrize("major,B", sorted(ATOMS))
+def test_each_box_is_the_tile_region_it_lands_in(major, B):
+    """The smem layout of one TMA box (what make_tma_atom derived the box from), shifted by the
+    box's smem offset, equals the stage tile's layout on the box's rows and k's (with the
+    swizzle: the box lands where the tile expects each element)."""
+    from backends.cuda.kernels.gemm_sm90_maps import _box_tile, smem_tile
+    rows = 128
+    tile = smem_tile("f16", rows, 64, major, B)
+    box = _box_tile("f16", rows, 64, major, B)
+    br, bk = cute.size(box, 0), cute.size(box, 1)
+    op = GmmaOperand(tile, major, 2)
+    for r0 in range(0, rows, br):
+        for k0 in range(0, 64, bk):
+            off = op.offset(r0, k0) // 2
+            for r in range(br):
+                for k in range(bk):
+                    assert tile((r0 + r, k0 + k)) == off + box((r, k)), (r0, k0, r, k)

@@ -75,8 +75,8 @@ def _check_tile(op, tile_m, tile_n, wgs, schedule, small_n=False) -> int:
         raise LaunchError(op, "tile_m", f"must give each warpgroup of a tile 64 or 128 rows "
                           f"({wgs} warpgroup(s) per tile, {schedule})",
                           expected="64 or 128" if wgs == 1 else "64*W or 128*W", actual=tile_m)
-    if small_n and tile_n in SMALL_TILE_N:
-        return rows
+    if small_n and (tile_n in SMALL_TILE_N or (tile_n % 8 == 0 and 8 <= tile_n <= 256)):
+        return rows     # the built-in epilogue takes any wgmma N
     if tile_n % 64 or not 64 <= tile_n <= 256:
         raise LaunchError(op, "tile_n", "must be 64, 128, 192 or 256" + (
             f" (or {', '.join(map(str, SMALL_TILE_N))} with the built-in epilogue and a "
@@ -123,6 +123,8 @@ class Sm90GemmConfig:
     #                              c * ld + r: D^T = B^T A^T written into a row-major D (swap AB)
     stream_k: bool = False       # stream-K: the last sk_tiles tiles shared evenly in k-blocks
     #                              by the grid, deterministic fix-up (gemm_sm90_streamk)
+    smem_swizzle: tuple = (3, 3)  # swizzle bits of A's / B's GMMA smem atoms: 3 SW128, 2 SW64,
+    #                              1 SW32, 0 interleaved (gemm_sm90_maps.smem_atom)
 
     def __repr__(self):
         """The dataclass repr, without the fields added after the first shipped kernels when
@@ -161,7 +163,11 @@ class Sm90GemmConfig:
                               actual=self.split_k)
         rows = _check_tile(op, self.tile_m, self.tile_n, self.mma_wgs, self.schedule,
                            small_n=self.epi is None)
-        if self.tile_n in SMALL_TILE_N:
+        sw = self.smem_swizzle
+        if not (isinstance(sw, tuple) and len(sw) == 2 and all(b in (0, 1, 2, 3) for b in sw)):
+            raise LaunchError(op, "smem_swizzle", "must be two swizzle bits (3 SW128, 2 SW64, "
+                              "1 SW32, 0 interleaved)", actual=sw)
+        if self.tile_n % 64:
             if self.b_major != "K":
                 raise LaunchError(op, "b_major", f"a tile_n of {self.tile_n} needs a K-major B "
                                   "(an MN-major SW128 B tile is 64 rows wide)", expected="K",
@@ -308,7 +314,7 @@ class Sm90GemmConfig:
 
 
 #: Sm90GemmConfig fields left out of its repr at their defaults (see ``__repr__``)
-_LATE_FIELDS = ("split_k", "transpose_d", "stream_k")
+_LATE_FIELDS = ("split_k", "transpose_d", "stream_k", "smem_swizzle")
 
 
 @lru_cache(maxsize=None)
@@ -856,9 +862,11 @@ def generate_source(cfg: Sm90GemmConfig) -> str:
     def _loads(kb):
         l_ = ir.var("l_", 0, _I32)
         TmaLoad(maps.atom_a, op_a, cfg.tile_m).emit(kb, sA_ + idx_ * a_bytes, "&tmA", fb_,
-                                                     m_blk_ * cfg.tile_m, kb_ * cfg.tile_k, l_)
+                                                     m_blk_ * cfg.tile_m, kb_ * cfg.tile_k, l_,
+                                                     tile_k=cfg.tile_k)
         TmaLoad(maps.atom_b, op_b, maps.b_slice_rows).emit(kb, b_dst, "&tmB", fb_, b_row0,
-                                                            kb_ * cfg.tile_k, l_, mask=b_mask)
+                                                            kb_ * cfg.tile_k, l_, mask=b_mask,
+                                                            tile_k=cfg.tile_k)
     loads = _render(_loads, 5).lstrip()
     descs = _render(lambda kb: (
         kb.decl("const u64", "da_", f"make_gmma_desc({kb.expr(sA_ + idx_ * a_bytes + a_wg_off)}, "

@@ -46,11 +46,26 @@ def _symbolic_operand(major: str):
 MAJORS = ("K", "MN")
 
 
-def smem_tile(dtype: str, rows: int, cols: int, major: str = "K"):
-    """The SW128 smem tile ``rows x cols`` (cols = K extent) of an operand of ``major``."""
+#: swizzle bits B of the GMMA smem atom Sw<B,4,3> -> the atom's name part
+SWIZZLES = {3: "SW128", 2: "SW64", 1: "SW32", 0: "INTER"}
+
+
+def smem_atom(dtype: str, major: str = "K", swizzle: int = 3):
+    """The canonical GMMA smem layout atom ``Layout_{major}_{SW128|SW64|SW32|INTER}_Atom``."""
+    return getattr(GMMA, f"Layout_{major}_{SWIZZLES[swizzle]}_Atom")(dtype)
+
+
+def swizzle_width(swizzle: int, elem_bytes: int = 2) -> int:
+    """Elements of one swizzle row (the widest TMA box row / MN chunk of the atom)."""
+    return (16 << swizzle) // elem_bytes if swizzle else 16 // elem_bytes
+
+
+def smem_tile(dtype: str, rows: int, cols: int, major: str = "K", swizzle: int = 3):
+    """The smem tile ``rows x cols`` (cols = K extent) of an operand of ``major`` tiled from the
+    GMMA atom of ``swizzle`` (MN-major: K-rows of an MN chunk first, then the chunks)."""
     if major == "MN":
-        return cute.tile_to_shape(GMMA.Layout_MN_SW128_Atom(dtype), (rows, cols), (1, 0))
-    return cute.tile_to_shape(GMMA.Layout_K_SW128_Atom(dtype), (rows, cols))
+        return cute.tile_to_shape(smem_atom(dtype, "MN", swizzle), (rows, cols), (1, 0))
+    return cute.tile_to_shape(smem_atom(dtype, "K", swizzle), (rows, cols))
 
 
 def fragment_from_clayout(tile_n: int, num_warpgroups: int, m_per_wg: int) -> list:
@@ -180,22 +195,27 @@ class Sm90Maps:
         return atom.bind((rows, K, L), strides, op=f"Sm90Gemm({which})")
 
 
-def _box_tile(dt, rows, cols, major):
-    """The smem region one TMA box fills: the whole K-major tile, or one 64-row MN chunk."""
-    return smem_tile(dt, rows if major == "K" else 64, cols, major)
+def _box_tile(dt, rows, cols, major, swizzle=3):
+    """The smem region one TMA box fills: a K-major tile of one swizzle row along K (the whole
+    tile for SW128 and 64-element K blocks), or one MN chunk of an MN-major tile."""
+    W = swizzle_width(swizzle)
+    if major == "K":
+        return smem_tile(dt, rows, min(cols, W), major, swizzle)
+    return smem_tile(dt, min(rows, W), cols, major, swizzle)
 
 
 def derive_maps(cfg) -> Sm90Maps:
     dt = "f16" if cfg.dtype in ("f16", "float16") else "bf16"
     am, bm = cfg.a_major, cfg.b_major
-    sa = smem_tile(dt, cfg.tile_m, cfg.tile_k, am)
-    sb = smem_tile(dt, cfg.tile_n, cfg.tile_k, bm)
+    swa, swb = getattr(cfg, "smem_swizzle", (3, 3))
+    sa = smem_tile(dt, cfg.tile_m, cfg.tile_k, am, swa)
+    sb = smem_tile(dt, cfg.tile_n, cfg.tile_k, bm, swb)
 
-    ta = make_tma_atom(dt, *_symbolic_operand(am), _box_tile(dt, cfg.tile_m, cfg.tile_k, am))
+    ta = make_tma_atom(dt, *_symbolic_operand(am), _box_tile(dt, cfg.tile_m, cfg.tile_k, am, swa))
     # with a cluster of `cluster_m` CTAs along M, each CTA loads 1/cluster_m of the B tile and
     # multicasts it to every CTA of the cluster: the box is (a chunk of) that slice
     slice_rows = cfg.tile_n // cfg.cluster_m
-    tb = make_tma_atom(dt, *_symbolic_operand(bm), _box_tile(dt, slice_rows, cfg.tile_k, bm))
+    tb = make_tma_atom(dt, *_symbolic_operand(bm), _box_tile(dt, slice_rows, cfg.tile_k, bm, swb))
     from ..arch.sm90.wgmma import GmmaOperand
     op_a, op_b = GmmaOperand(sa, am, 2), GmmaOperand(sb, bm, 2)
     lbo, sbo = op_a.lbo_sbo()          # descriptor fields read off the smem layouts

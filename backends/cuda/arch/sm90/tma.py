@@ -7,8 +7,11 @@ of ``rows`` rows takes ``rows / box_rows`` boxes, box ``i`` written at the smem 
 offset of row ``i * box_rows`` and read at global row ``row0 + i * box_rows``.  Coordinates are
 IR expressions ordered by the box's global modes (``g_modes``: mode 0 rows, 1 K, 2 batch).
 
+A K-major operand whose swizzle row is narrower than the stage's K extent (SW64, SW32,
+interleaved) takes one box per swizzle row along K as well.
+
 Law (``tests/backend/test_arch_sm90.py``): the boxes' smem ranges ``[offset, offset +
-box bytes)`` tile the stage's bytes exactly once, and their row origins cover the rows once.
+box bytes)`` tile the stage's bytes exactly once, and their origins cover the tile once.
 """
 
 from __future__ import annotations
@@ -34,17 +37,25 @@ class TmaLoad:
     def box_rows(self) -> int:
         return self.atom.box[list(self.atom.g_modes).index(0)]
 
-    def boxes(self) -> list[tuple[int, int]]:
-        """``[(row offset, smem byte offset), ...]`` of the boxes of one stage."""
-        return [(r0, self.smem.offset(r0, 0)) for r0 in range(0, self.rows, self.box_rows)]
+    @property
+    def box_k(self) -> int:
+        return self.atom.box[list(self.atom.g_modes).index(1)]
 
-    def emit(self, kb, dst, desc: str, bar, row0, k0, l, mask: str | None = None) -> None:
+    def boxes(self, tile_k: int | None = None) -> list:
+        """``[(row offset, k offset, smem byte offset), ...]`` of the boxes of one stage
+        (``tile_k``: the stage's K extent, default one box)."""
+        ks = range(0, tile_k or self.box_k, self.box_k)
+        return [(r0, k0, self.smem.offset(r0, k0)) for k0 in ks
+                for r0 in range(0, self.rows, self.box_rows)]
+
+    def emit(self, kb, dst, desc: str, bar, row0, k0, l, mask: str | None = None,
+             tile_k: int | None = None) -> None:
         """The loads into the smem address ``dst`` (IR or C) completing on barrier ``bar``;
         ``row0`` / ``k0`` / ``l``: the stage's global coordinates (IR); ``mask``: multicast to
-        the CTAs of this cluster mask."""
-        for r0, off in self.boxes():
+        the CTAs of this cluster mask; ``tile_k``: the stage's K extent."""
+        for r0, kk, off in self.boxes(tile_k):
             d = dst + off if off else dst
-            by_mode = {0: row0 + r0 if r0 else row0, 1: k0, 2: l}
+            by_mode = {0: row0 + r0 if r0 else row0, 1: k0 + kk if kk else k0, 2: l}
             coords = [by_mode[m] for m in self.atom.g_modes]
             if mask is not None:
                 kb.call(f"tma_load_{self.atom.rank}d_multicast", d, desc, bar, f"(u16){mask}",

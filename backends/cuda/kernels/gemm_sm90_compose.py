@@ -1,0 +1,194 @@
+"""Compose a Hopper GEMM from the library's objects, and read a configuration back as objects.
+
+``make_gemm_sm90(tiled_mma, tile_mnk, ...)`` takes a :class:`cute_py.atom.TiledMMA` of an SM90
+``wgmma`` atom with A and B from shared memory (``SM90_64xNx16_F32{F16F16,BF16BF16}_SS``) over
+1 or 2 consumer warpgroups along M, the CTA tile ``(BM, BN, BK)``, and optionally the GMMA
+shared-memory layouts (``tile_to_shape(GMMA.Layout_{K,MN}_{SW128,SW64,SW32,INTER}_Atom(T),
+(rows, BK))``), the TMA copy atoms (:class:`~backends.cuda.tma.TmaAtom`), the stage count, the
+schedule, a cluster along M and an epilogue, checks them against what the hardware allows and
+what the generator derives, and returns the frozen :class:`Sm90GemmConfig` the kernel source
+is generated from (``generate_source(cfg)``).
+
+``describe(cfg)`` is the inverse view: the TiledMMA, the GMMA smem layouts and the TMA atoms of
+a configuration, as algebra objects (:class:`Sm90Objects`).
+
+Refused with :class:`~cute_py.errors.AtomError` (naming the argument): an MMA atom that is not
+an SS wgmma; an smem operand layout that is not a canonical GMMA layout; a TMA box dimension
+over 256; ``BM`` not a multiple of 64 per warpgroup; ``BN`` not the atom's N (a multiple of 8,
+at most 256); a shared-memory footprint over 227 KB; an output type other than the inputs'.
+
+Law: ``describe(make_gemm_sm90(mma, tile, smem_layout_A=LA, ...))`` gives back objects equal
+(as functions) to the ones passed in.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+
+from cute_py.errors import AtomError, LaunchError
+
+from .gemm_sm90 import SCHEDULES, Sm90GemmConfig
+from .gemm_sm90_maps import SWIZZLES, derive_maps, smem_tile
+
+__all__ = ["make_gemm_sm90", "describe", "Sm90Objects"]
+
+_OP = "make_gemm_sm90"
+_DT = {"float16": "f16", "bfloat16": "bf16"}
+_SMEM_LIMIT = 227 * 1024
+
+
+@dataclass(frozen=True)
+class Sm90Objects:
+    """The algebra objects of a configuration (see :func:`describe`)."""
+
+    tiled_mma: object
+    smem_layout_A: object
+    smem_layout_B: object
+    copy_A: object
+    copy_B: object
+
+
+def _same_function(a, b, rows: int, cols: int) -> bool:
+    import cute_py as cute
+    try:
+        if cute.size(a) != cute.size(b):
+            return False
+        return all(a((r, k)) == b((r, k)) for r in range(rows) for k in range(cols))
+    except Exception:
+        return False
+
+
+def _swizzle_of(layout, dt, rows, cols, major, arg) -> int:
+    """The swizzle bits of the canonical GMMA layout ``layout`` is (as a function), else
+    AtomError."""
+    if layout is None:
+        return 3
+    for B in (3, 2, 1, 0):
+        try:
+            canon = smem_tile(dt, rows, cols, major, B)
+        except Exception:
+            continue
+        if _same_function(layout, canon, rows, cols):
+            return B
+    raise AtomError(_OP, arg, "is not a canonical GMMA shared-memory layout for this operand",
+                    expected=f"tile_to_shape(GMMA.Layout_{major}_{{SW128,SW64,SW32,INTER}}_Atom,"
+                             f" ({rows}, {cols}))", actual=str(layout))
+
+
+def _atom_facts(tiled_mma):
+    atom = getattr(tiled_mma, "atom", None)
+    name = getattr(atom, "name", None)
+    if atom is None or not str(name).startswith("SM90_64x") or getattr(atom, "a_source",
+                                                                        None) != "smem":
+        raise AtomError(_OP, "tiled_mma", "needs an SM90 wgmma atom with A and B from shared "
+                        "memory", expected="SM90_64xNx16_F32{F16F16,BF16BF16}_SS", actual=name)
+    if atom.a_type not in _DT:
+        raise AtomError(_OP, "tiled_mma", "has an input type the generator does not emit",
+                        expected=sorted(_DT), actual=atom.a_type)
+    import cute_py as cute
+    shape = cute.shape(tiled_mma.atom_layout_mnk)
+    shape = shape if isinstance(shape, tuple) else (shape,)
+    wgs = shape[0]
+    if tuple(shape[1:]) not in ((), (1,), (1, 1)) or wgs not in (1, 2):
+        raise AtomError(_OP, "tiled_mma", "must lay 1 or 2 consumer warpgroups out along M",
+                        expected="(1,1,1) or (2,1,1)", actual=shape)
+    return atom, _DT[atom.a_type], wgs
+
+
+def make_gemm_sm90(tiled_mma, tile_mnk, *, smem_layout_A=None, smem_layout_B=None, copy_A=None,
+                   copy_B=None, stages=None, schedule="cooperative", cluster_m=1, epilogue=None,
+                   a_major="K", b_major="K", out_dtype=None) -> Sm90GemmConfig:
+    """A :class:`Sm90GemmConfig` built from algebra objects (see the module docstring)."""
+    atom, dt, wgs = _atom_facts(tiled_mma)
+    if atom.a_major != a_major or atom.b_major != b_major:
+        raise AtomError(_OP, "a_major" if atom.a_major != a_major else "b_major",
+                        "differs from the wgmma atom's", expected=(atom.a_major, atom.b_major),
+                        actual=(a_major, b_major))
+    try:
+        tm, tn, tk = (int(x) for x in tile_mnk)
+    except (TypeError, ValueError):
+        raise AtomError(_OP, "tile_mnk", "must be (BM, BN, BK)", actual=tile_mnk) from None
+    N = atom.shape_mnk[1]
+    if tn != N:
+        raise AtomError(_OP, "tile_mnk", "BN must be the wgmma atom's N (a multiple of 8, at "
+                        "most 256)", expected=N, actual=tn)
+    if tk != 64:
+        raise AtomError(_OP, "tile_mnk", "BK must be 64 (four k16 steps per stage)",
+                        expected=64, actual=tk)
+    if schedule not in SCHEDULES:
+        raise AtomError(_OP, "schedule", "is not a kernel schedule", expected=SCHEDULES,
+                        actual=schedule)
+    mma_wgs = wgs
+    consumer_wgs = 2 if schedule == "pingpong" else wgs
+    if schedule == "pingpong" and wgs != 1:
+        raise AtomError(_OP, "tiled_mma", "ping-pong: each consumer warpgroup owns a whole tile "
+                        "(one warpgroup per TiledMMA)", expected="(1,1,1)", actual=wgs)
+    if tm % (64 * mma_wgs) or tm // mma_wgs > 128:
+        raise AtomError(_OP, "tile_mnk", "BM must give each warpgroup 64 or 128 rows (a "
+                        "multiple of 64 per warpgroup)", expected=f"64*k*{mma_wgs}", actual=tm)
+    for dim, rows in (("BM", tm), ("BN / cluster_m", tn // max(cluster_m, 1))):
+        if rows > 256:
+            raise AtomError(_OP, "tile_mnk", f"a TMA box dimension ({dim}) exceeds 256",
+                            expected="<= 256", actual=rows)
+    if out_dtype is not None and _DT.get(out_dtype, out_dtype) != dt:
+        raise AtomError(_OP, "out_dtype", "must be the input type (D is stored in it)",
+                        expected=atom.a_type, actual=out_dtype)
+    swa = _swizzle_of(smem_layout_A, dt, tm, tk, a_major, "smem_layout_A")
+    swb = _swizzle_of(smem_layout_B, dt, tn, tk, b_major, "smem_layout_B")
+    cfg = Sm90GemmConfig(tile_m=tm, tile_n=tn, tile_k=tk, stages=stages or 2,
+                         consumer_wgs=consumer_wgs, dtype=dt, cluster_m=cluster_m, epi=epilogue,
+                         a_major=a_major, b_major=b_major, schedule=schedule,
+                         smem_swizzle=(swa, swb))
+    if cfg.smem_bytes() > _SMEM_LIMIT:
+        raise AtomError(_OP, "stages", "shared memory exceeds 227 KB", expected=_SMEM_LIMIT,
+                        actual=cfg.smem_bytes())
+    if stages is None:
+        cfg = cfg.fit_stages()
+    try:
+        cfg.check()
+        maps = derive_maps(cfg)
+        cfg = _registers_for_loads(cfg, maps)
+    except LaunchError as e:
+        raise AtomError(_OP, e.arg or "tile_mnk", e.detail if hasattr(e, "detail") else str(e),
+                        actual=getattr(e, "actual", None)) from None
+    for arg, given, derived in (("copy_A", copy_A, maps.atom_a), ("copy_B", copy_B,
+                                                                   maps.atom_b)):
+        if given is not None and (given.box, given.g_modes, given.swizzle_bits) != (
+                derived.box, derived.g_modes, derived.swizzle_bits):
+            raise AtomError(_OP, arg, "is not the TMA box of the smem layout",
+                            expected=(derived.box, derived.g_modes, derived.swizzle_bits),
+                            actual=(given.box, given.g_modes, given.swizzle_bits))
+    return cfg
+
+
+def _registers_for_loads(cfg: Sm90GemmConfig, maps) -> Sm90GemmConfig:
+    """More producer registers when a stage takes many TMA boxes (narrow swizzles: SW32 /
+    interleaved K-major tiles load one box per 16 or 32 bytes of K): 40 registers spill there.
+    The consumers keep the rest of the 64K-register budget (multiples of 8)."""
+    from ..arch.sm90.tma import TmaLoad
+    boxes = sum(len(TmaLoad(a, maps.operand(w), r).boxes(cfg.tile_k))
+                for w, a, r in (("A", maps.atom_a, cfg.tile_m),
+                                ("B", maps.atom_b, maps.b_slice_rows)))
+    if boxes <= 6:
+        return cfg
+    producer = 64
+    consumer = min(cfg.consumer_regs, (65536 - producer * 128) // (128 * cfg.consumer_wgs) // 8 * 8)
+    return dataclasses.replace(cfg, producer_regs=producer, consumer_regs=consumer).check()
+
+
+def describe(cfg: Sm90GemmConfig) -> Sm90Objects:
+    """The TiledMMA (the wgmma atom over the warpgroups sharing a tile), the GMMA smem layouts
+    and the TMA atoms of ``cfg``."""
+    from cute_py.atom import make_tiled_mma
+    from cute_py.atom import mma_traits_sm90 as T
+    fn = T.SM90_64xNx16_F32F16F16_SS if cfg.dtype in ("f16", "float16") else \
+        T.SM90_64xNx16_F32BF16BF16_SS
+    mma = make_tiled_mma(fn(cfg.tile_n, cfg.a_major, cfg.b_major), (cfg.mma_wgs, 1, 1))
+    maps = derive_maps(cfg)
+    return Sm90Objects(mma, maps.smem_a, maps.smem_b, maps.atom_a, maps.atom_b)
+
+
+def swizzle_name(bits: int) -> str:
+    """``SW128`` / ``SW64`` / ``SW32`` / ``INTER`` for the swizzle bits of a GMMA atom."""
+    return SWIZZLES[bits]
