@@ -133,10 +133,12 @@ def test_fixup_source_structure():
 def test_config_rules():
     with pytest.raises(LaunchError, match="split_k"):
         G.Sm90GemmConfig(split_k="tree").check()
+    G.Sm90GemmConfig(128, 8).check()        # the built-in epilogue takes any wgmma N: n8
+    G.Sm90GemmConfig(128, 48).check()       # (an 8-row B tile: the descriptor's SBO is unused)
     with pytest.raises(LaunchError, match="tile_n"):
-        G.Sm90GemmConfig(128, 8).check()                                # n8: no SBO
+        G.Sm90GemmConfig(128, 20).check()
     with pytest.raises(LaunchError, match="tile_n"):
-        G.Sm90GemmConfig(128, 48).check()
+        G.Sm90GemmConfig(128, 264, consumer_wgs=1).check()
     with pytest.raises(LaunchError, match="b_major"):
         G.Sm90GemmConfig(128, 16, b_major="MN").check()
     with pytest.raises(LaunchError, match="cluster_m"):

@@ -68,8 +68,8 @@ SPLIT_K_MODES = ("none", "workspace", "atomic", "fixup")
 def _check_tile(op, tile_m, tile_n, wgs, schedule, small_n=False) -> int:
     """The tile rule shared by the GEMM and its epilogue: each of the ``wgs`` warpgroups of a
     tile gets 64 or 128 rows, ``tile_n`` is a multiple of 64 in [64, 256] (with ``small_n``,
-    the mainloop-only rule, also one of :data:`SMALL_TILE_N`).  Returns the rows per
-    warpgroup."""
+    the built-in epilogue's rule, any wgmma N: a multiple of 8 in [8, 256]).  Returns the rows
+    per warpgroup."""
     rows = tile_m // wgs
     if tile_m % (64 * wgs) or rows > 128:
         raise LaunchError(op, "tile_m", f"must give each warpgroup of a tile 64 or 128 rows "
@@ -79,8 +79,8 @@ def _check_tile(op, tile_m, tile_n, wgs, schedule, small_n=False) -> int:
         return rows     # the built-in epilogue takes any wgmma N
     if tile_n % 64 or not 64 <= tile_n <= 256:
         raise LaunchError(op, "tile_n", "must be 64, 128, 192 or 256" + (
-            f" (or {', '.join(map(str, SMALL_TILE_N))} with the built-in epilogue and a "
-            f"K-major B)" if small_n else ""), actual=tile_n)
+            " (or, with the built-in epilogue, any multiple of 8 up to 256)" if small_n
+            else ""), actual=tile_n)
     return rows
 
 
