@@ -71,9 +71,9 @@ def test_split_k_source_structure():
     src = G.generate_source(cfg)
     # the appended parameters, in the documented order, at the end of the list
     sig = src.split(f"{cfg.name}(")[1].split(")\n{")[0]
-    assert sig.rstrip().endswith("float alpha, float beta,\n    float* __restrict__ ws, "
-                                 "int splits_k, long long ldw, long long ws_l, "
-                                 "long long ws_split")
+    assert " ".join(sig.split()).endswith("float alpha, float beta, float* __restrict__ ws, "
+                                          "int splits_k, long long ldw, long long ws_l, "
+                                          "long long ws_split")
     assert [n for n, _ in SK.splitk_extra_args(cfg, _FakeWs(1 << 20), 2, 64, 16)] == \
         list(SK.EXTRA_PARAMS)
     assert "num_n * L * splits_k;" in src
@@ -98,7 +98,7 @@ def test_fixup_source_structure():
     cfg = NEW_CONFIGS[10]
     src = G.generate_source(cfg)
     sig = src.split(f"{cfg.name}(")[1].split(")\n{")[0]
-    assert sig.rstrip().endswith("long long ws_split, int* __restrict__ tile_count")
+    assert " ".join(sig.split()).endswith("long long ws_split, int* __restrict__ tile_count")
     assert "float* wp_ = ws + (long long)tile * 2048 + tid;" in src      # 8 values x 256
     i_store = src.index("wp_[256] = acc[0][1];")
     i_fence = src.index("__threadfence();", i_store)
@@ -415,7 +415,7 @@ def test_streamk_rules_and_source():
     assert "_stk" in cfg.name and "stream_k=True" in repr(cfg)
     src = G.generate_source(cfg)
     sig = src.split(f"{cfg.name}(")[1].split(")\n{")[0]
-    assert sig.rstrip().endswith("float* __restrict__ ws, int* __restrict__ sk_flags, "
+    assert " ".join(sig.split()).endswith("float* __restrict__ ws, int* __restrict__ sk_flags, "
                                  "int sk_tiles")
     assert "const int first_tile = 0, tile_step = 1;" in src
     assert "const int s_ = sk_last_ - (tile - n_dp_);" in src          # last tile first

@@ -20,9 +20,22 @@ Kernel structure (CUTLASS's ``KernelTmaWarpSpecializedCooperative`` + persistent
   outermost;
 - residues: TMA zero-fills out-of-bounds boxes, the epilogue is predicated.
 
-The pipeline barriers, counts and state updates come from :class:`cute_py.pipeline
-.PipelineTmaAsync` through :class:`~cute_py.backends.cuda.pipeline.PipelineLowering`; the smem
-layouts and TMA boxes from the GMMA layout atoms (``gemm_sm90_maps``).
+The kernel is emitted through one :class:`~backends.cuda.builder.KernelBuilder` (typed
+parameters, helpers, cluster dims, arch guard) from per-architecture components:
+
+- ``arch.common.scheduler.TileScheduler``: unit count, persistent loop bounds, tile coordinates
+  (grouped raster, cluster rank, batch, split-K ranges) as IR;
+- ``arch.sm90.pipeline``: the barriers, counts and state updates of :class:`cute_py.pipeline
+  .PipelineTmaAsync` / ``OrderedSequenceBarrier`` (the objects the Python models run);
+- ``arch.sm90.tma``: the stage's TMA loads (boxes from the TmaAtom, offsets from the smem
+  layout, coordinates as IR; multicast in a cluster);
+- ``arch.sm90.wgmma``: the wgmma atom, descriptor LBO / SBO / layout type and per-slab /
+  per-k-step offsets read off the GMMA smem layouts (``gemm_sm90_maps``), the accumulator
+  origin lowered from ``CLayout_64xN``;
+- the fused epilogue only through the collective protocol (``arch.common.epilogue``).
+
+The statement skeleton between the components (warp-role branches, the mainloop's loop nest,
+the built-in epilogue's per-value stores) is still C text assembled here.
 """
 
 from __future__ import annotations
@@ -35,7 +48,6 @@ from functools import lru_cache
 from cute_py.errors import LaunchError
 from cute_py.pipeline import OrderedSequenceBarrier, PipelineTmaAsync
 
-from ..pipeline import OrderedSequenceLowering, PipelineLowering
 from ..gemm_common import empty
 from ..kernel import LaunchPlan, make_plan
 from ..tensors import TensorMeta, is_array, meta_of
@@ -710,21 +722,17 @@ def generate_source(cfg: Sm90GemmConfig) -> str:
     small_prelude = ""
     # split-K: the loop index is a (tile, split) unit; its k-block range comes with its coords
     if cfg.splits:
-        split_params = (",\n    float* __restrict__ ws, int splits_k, long long ldw, "
-                        "long long ws_l, long long ws_split"
-                        + (", int* __restrict__ tile_count" if cfg.split_k == "fixup" else ""))
         unit_decl = " int kb_lo_, kb_hi_, split_;"
         kb_first, kb_end = "kb_lo_", "kb_hi_"
         k_empty = "kb_hi_ == kb_lo_"
     elif cfg.stream_k:
         from . import gemm_sm90_streamk as _sk
         small_prelude += _sk.HELPERS
-        split_params = _sk.PARAMS
         unit_decl = " int kb_lo_, kb_hi_, split_, ktile_;"
         kb_first, kb_end = "kb_lo_", "kb_hi_"
         k_empty = "kb_hi_ == kb_lo_"
     else:
-        split_params = unit_decl = ""
+        unit_decl = ""
         kb_first, kb_end, k_empty = "0", "k_blocks", "k_blocks == 0"
     sched = _sched_code(cfg)
     if cfg.stream_k:
@@ -746,9 +754,7 @@ def generate_source(cfg: Sm90GemmConfig) -> str:
         R = cfg.epilogue_region_bytes()
         hk = KernelBuilder("epilogue", threads=1)
         col.emit_helpers(hk)
-        col.emit_params(hk)
         epi_prelude = "".join(hk.helpers) + SWZ_HELPER
-        epi_params = "".join(",\n    " + p.decl() for p in hk.params)
 
         def _init(kb):
             kb.stmt(f"unsigned char* cute_epi_smem_base = smem_raw_ + (smem0_ - "
@@ -808,7 +814,7 @@ def generate_source(cfg: Sm90GemmConfig) -> str:
         else:
             epi_producer = ""
     else:
-        epi_prelude = epi_params = epi_init = epi_consumer_decls = epi_tail = epi_producer = ""
+        epi_prelude = epi_init = epi_consumer_decls = epi_tail = epi_producer = ""
         epi_pre = ""
         epilogue_code = _epilogue_direct(cfg, maps)
     if pp:
@@ -841,11 +847,7 @@ def generate_source(cfg: Sm90GemmConfig) -> str:
         a_wg_off = ir.var("cw", 0, W - 1) * maps.wg_a_offset(1)
     if cfg.cluster_m > 1:
         # sm_80 builds of this source (an empty body) must not carry the sm_90 attribute
-        cluster_attr = "CUTE_PY_SM90_CLUSTER_DIMS "
-        cluster_def = (f"#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 900\n"
-                       f"#define CUTE_PY_SM90_CLUSTER_DIMS\n#else\n"
-                       f"#define CUTE_PY_SM90_CLUSTER_DIMS __cluster_dims__({cfg.cluster_m}, 1, 1)"
-                       f"\n#endif\n")
+        # (the builder emits __cluster_dims__ behind a macro empty in sm_80 builds)
         sync_all = "cluster_arrive(); cluster_wait();"
         rank_expr = "cluster_ctarank()"
         rank_int = "\n  const int rank_ = (int)cta_rank;"
@@ -854,8 +856,7 @@ def generate_source(cfg: Sm90GemmConfig) -> str:
         b_row0 = n_blk_ * cfg.tile_n + rank_ * maps.b_slice_rows
         b_mask = hex((1 << cfg.cluster_m) - 1)
     else:
-        cluster_attr, sync_all, rank_expr, rank_int = "", "__syncthreads();", "0u", ""
-        cluster_def = ""
+        sync_all, rank_expr, rank_int = "__syncthreads();", "0u", ""
         b_dst, b_row0, b_mask = sB_ + idx_ * b_bytes, n_blk_ * cfg.tile_n, None
     kb_, fb_ = ir.var("kb", 0, _I32 // cfg.tile_k), ir.var("fb_", 0, (1 << 32) - 1)
 
@@ -884,18 +885,7 @@ def generate_source(cfg: Sm90GemmConfig) -> str:
         with kb.if_("prev_ >= 0"):
             pl.consumer_release(kb, ir.var("prev_", 0, S - 1), "release_lane")
     rel4, rel3 = _render(_release, 4).lstrip(), _render(_release, 3).lstrip()
-    return f"""// generated by cute_py.backends.cuda.kernels.gemm_sm90 -- {cfg!r}
-#include "cute_py/prelude.cuh"
-using namespace cute_py;
-{small_prelude}{epi_prelude}
-{cluster_def}
-extern "C" __global__ void {cluster_attr}__launch_bounds__({cfg.threads}, 1) {cfg.name}(
-    const __grid_constant__ TmaDescriptor tmA, const __grid_constant__ TmaDescriptor tmB,
-    u16* __restrict__ D, const u16* __restrict__ C, int M, int N, int K, int L,
-    long long ldd, long long ldc, long long ldl_d, long long ldl_c, float alpha, float beta{epi_params}{split_params})
-{{
-#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-  extern __shared__ unsigned char smem_raw_[];
+    body = f"""  extern __shared__ unsigned char smem_raw_[];
   const u32 smem0_ = (cvta_to_shared_u32(smem_raw_) + 1023u) & ~1023u;
   const u32 sA = smem0_;                        // {S} stages x {a_bytes} B: {maps.smem_a}
   const u32 sB = sA + {S * a_bytes}u;           // {S} stages x {b_bytes} B: {maps.smem_b}
@@ -974,10 +964,49 @@ extern "C" __global__ void {cluster_attr}__launch_bounds__({cfg.threads}, 1) {cf
 {epilogue_code}{pp_skip}
     }}
     {epi_tail}
-  }}
-#endif
-}}
-"""
+  }}"""
+    # one kernel builder: typed parameters in the host plans' order (the kernel's own, the
+    # epilogue collective's, then split-K / stream-K's), helpers, cluster dims, arch guard
+    from ..arch.common.epilogue import emit_text
+    from ..builder import KernelBuilder
+    kb = KernelBuilder(cfg.name, threads=cfg.threads, min_blocks=1,
+                       cluster=(cfg.cluster_m,) if cfg.cluster_m > 1 else None, arch="sm90a",
+                       origin="cute_py.backends.cuda.kernels.gemm_sm90", description=repr(cfg))
+    for ctype, name in _KERNEL_PARAMS:
+        kb.param(ctype, name)
+    if epi is not None:
+        col.emit_params(kb)
+    for ctype, name in _extra_params(cfg):
+        kb.param(ctype, name)
+    for h in (small_prelude, epi_prelude):
+        if h:
+            kb.helper(h)
+    kb.level = 0           # the body text carries its own indentation (and column-0 pragmas)
+    emit_text(kb, body)
+    kb.level = 1
+    return kb.source()
+
+
+#: the Hopper GEMM's own parameters, in the order the host plans pack them
+_KERNEL_PARAMS = (
+    ("const __grid_constant__ TmaDescriptor", "tmA"), ("const __grid_constant__ TmaDescriptor",
+                                                      "tmB"),
+    ("u16* __restrict__", "D"), ("const u16* __restrict__", "C"), ("int", "M"), ("int", "N"),
+    ("int", "K"), ("int", "L"), ("long long", "ldd"), ("long long", "ldc"),
+    ("long long", "ldl_d"), ("long long", "ldl_c"), ("float", "alpha"), ("float", "beta"))
+
+
+def _extra_params(cfg: Sm90GemmConfig) -> tuple:
+    """Parameters appended after the epilogue's: split-K's (``gemm_sm90_splitk.EXTRA_PARAMS``
+    [+ ``FIXUP_PARAMS``]) or stream-K's (``gemm_sm90_streamk.STREAMK_PARAMS``)."""
+    if cfg.splits:
+        out = (("float* __restrict__", "ws"), ("int", "splits_k"), ("long long", "ldw"),
+               ("long long", "ws_l"), ("long long", "ws_split"))
+        return out + ((("int* __restrict__", "tile_count"),) if cfg.split_k == "fixup" else ())
+    if cfg.stream_k:
+        return (("float* __restrict__", "ws"), ("int* __restrict__", "sk_flags"),
+                ("int", "sk_tiles"))
+    return ()
 
 
 # ---------------------------------------------------------------------------------------------

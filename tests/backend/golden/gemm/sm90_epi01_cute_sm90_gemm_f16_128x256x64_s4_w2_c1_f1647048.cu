@@ -254,12 +254,21 @@ template <int RB> __device__ __forceinline__ cute_u32 cute_epi_swz(int row, int 
   const cute_u32 off = static_cast<cute_u32>(row * RB + colb);
   return off ^ (((off >> 7) & (RB / 16 - 1)) << 4);
 }
-
-
 extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_128x256x64_s4_w2_c1_f1647048(
-    const __grid_constant__ TmaDescriptor tmA, const __grid_constant__ TmaDescriptor tmB,
-    u16* __restrict__ D, const u16* __restrict__ C, int M, int N, int K, int L,
-    long long ldd, long long ldc, long long ldl_d, long long ldl_c, float alpha, float beta,
+    const __grid_constant__ TmaDescriptor tmA,
+    const __grid_constant__ TmaDescriptor tmB,
+    u16* __restrict__ D,
+    const u16* __restrict__ C,
+    int M,
+    int N,
+    int K,
+    int L,
+    long long ldd,
+    long long ldc,
+    long long ldl_d,
+    long long ldl_c,
+    float alpha,
+    float beta,
     const __grid_constant__ CuteTmaDesc tmap_C,
     const __grid_constant__ CuteTmaDesc tmap_D,
     float s_beta,
@@ -308,7 +317,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_128x256x
       int idx = 0; u32 phase = 1u;               // make_producer_start_state
       for (int tile = first_tile; tile < num_tiles; tile += tile_step) {
         int m_blk, n_blk, l_;
-        { 
+        {
   const int per_l_ = (long long)num_m * num_n;
   l_ = tile / per_l_;
   const int r_ = tile - (long long)l_ * per_l_;
@@ -338,7 +347,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_128x256x
       int cute_epi_p_idx = 0; cute_u32 cute_epi_p_phase = 1;
       for (int tile = first_tile; tile < num_tiles; tile += tile_step) {
         int m_blk, n_blk, l_;
-        { 
+        {
   const int per_l_ = (long long)num_m * num_n;
   l_ = tile / per_l_;
   const int r_ = tile - (long long)l_ * per_l_;
@@ -372,7 +381,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_128x256x
     float acc[1][128];
     for (int tile = first_tile; tile < num_tiles; tile += tile_step) {
       int m_blk, n_blk, l_;
-      { 
+      {
   const int per_l_ = (long long)num_m * num_n;
   l_ = tile / per_l_;
   const int r_ = tile - (long long)l_ * per_l_;

@@ -246,17 +246,26 @@ template <int RB> __device__ __forceinline__ cute_u32 cute_epi_swz(int row, int 
   const cute_u32 off = static_cast<cute_u32>(row * RB + colb);
   return off ^ (((off >> 7) & (RB / 16 - 1)) << 4);
 }
-
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 900
 #define CUTE_PY_SM90_CLUSTER_DIMS
 #else
 #define CUTE_PY_SM90_CLUSTER_DIMS __cluster_dims__(2, 1, 1)
 #endif
-
 extern "C" __global__ void CUTE_PY_SM90_CLUSTER_DIMS __launch_bounds__(384, 1) cute_sm90_gemm_bf16_128x128x64_s5_w2_pp_c2_f3d337d8(
-    const __grid_constant__ TmaDescriptor tmA, const __grid_constant__ TmaDescriptor tmB,
-    u16* __restrict__ D, const u16* __restrict__ C, int M, int N, int K, int L,
-    long long ldd, long long ldc, long long ldl_d, long long ldl_c, float alpha, float beta,
+    const __grid_constant__ TmaDescriptor tmA,
+    const __grid_constant__ TmaDescriptor tmB,
+    u16* __restrict__ D,
+    const u16* __restrict__ C,
+    int M,
+    int N,
+    int K,
+    int L,
+    long long ldd,
+    long long ldc,
+    long long ldl_d,
+    long long ldl_c,
+    float alpha,
+    float beta,
     const __grid_constant__ CuteTmaDesc tmap_D)
 {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
@@ -303,7 +312,7 @@ extern "C" __global__ void CUTE_PY_SM90_CLUSTER_DIMS __launch_bounds__(384, 1) c
       int idx = 0; u32 phase = 1u;               // make_producer_start_state
       for (int tile = first_tile; tile < num_tiles; tile += tile_step) {
         int m_blk, n_blk, l_;
-        { 
+        {
   const int num_mc_ = (num_m + 1) >> 1;
   const int per_l_ = (long long)num_mc_ * num_n;
   l_ = tile / per_l_;
@@ -350,7 +359,7 @@ extern "C" __global__ void CUTE_PY_SM90_CLUSTER_DIMS __launch_bounds__(384, 1) c
     float acc[2][64];
     for (int tile = first_tile + cw * tile_step; tile < num_tiles; tile += 2 * tile_step) {
       int m_blk, n_blk, l_;
-      { 
+      {
   const int num_mc_ = (num_m + 1) >> 1;
   const int per_l_ = (long long)num_mc_ * num_n;
   l_ = tile / per_l_;
