@@ -164,8 +164,15 @@ def test_mn_major_maps_from_algebra():
     assert [maps.desc_a_offset(0, kk) for kk in range(4)] == [0, 2048, 4096, 6144]
     assert maps.wg_a_offset(1) == 8192
     assert maps.atom_a.box == (64, 64, 1) and maps.atom_a.g_modes == (0, 1, 2)
-    loads = maps.tma_load("B", "sB", "&tmB", "fb", "kc", "n0", "l")
-    assert loads.count("tma_load_3d(") == 4 and "sB + 24576u" in loads and "n0 + 192" in loads
+    from cute_py.backends.cuda import ir
+    from cute_py.backends.cuda.arch.sm90.tma import TmaLoad
+    from cute_py.backends.cuda.builder import KernelBuilder
+    kb = KernelBuilder("k", threads=384, origin="t")
+    TmaLoad(maps.atom_b, maps.operand("B"), 256).emit(
+        kb, ir.var("sB", 0, 1 << 20), "&tmB", "fb", ir.var("n0", 0, 1 << 20),
+        ir.var("kc", 0, 1 << 20), ir.var("l", 0, 7))
+    loads = kb.text()
+    assert loads.count("tma_load_3d(") == 4 and "sB + 24576" in loads and "n0 + 192" in loads
     sb = smem_tile("f16", 256, 64, "MN")
     assert {sb(n, k) for n in range(256) for k in range(64)} == set(range(256 * 64))
     inner = cute.get_nonswizzle_portion(sb)

@@ -156,28 +156,6 @@ class Sm90Maps:
         atom = self.atom_a if which == "A" else self.atom_b
         return atom.box[list(atom.g_modes).index(0)]
 
-    def tma_load(self, which, dst, desc, bar, kc, rc, lc, mask=None) -> str:
-        """The TMA loads of one stage (``mask``: multicast to the CTAs of the cluster mask):
-        coordinates ordered by the box's global modes.  ``dst`` is the smem address of the
-        rows this CTA loads (the tile, or its cluster slice of B), ``rc`` their first row; an
-        MN-major operand takes one box per 64-row chunk, at the chunk's smem offset."""
-        atom = self.atom_a if which == "A" else self.atom_b
-        smem = self.smem_a if which == "A" else self.smem_b
-        rows = self.tile_m if which == "A" else self.b_slice_rows
-        step = self.box_rows(which)
-        out = []
-        for r0 in range(0, rows, step):
-            off = self._byte_offset(smem, r0, 0)
-            d = dst if off == 0 else f"{dst} + {off}u"
-            by_mode = {0: rc if r0 == 0 else f"{rc} + {r0}", 1: kc, 2: lc}
-            cs = ", ".join(by_mode[m] for m in atom.g_modes)
-            if mask is not None:
-                out.append(f"tma_load_{atom.rank}d_multicast({d}, {desc}, {bar}, (u16){mask}, "
-                           f"{cs});")
-            else:
-                out.append(f"tma_load_{atom.rank}d({d}, {desc}, {bar}, {cs});")
-        return " ".join(out)
-
     def b_slice_offset(self, rank: int) -> int:
         """Byte offset in the B tile of the slice CTA ``rank`` of the cluster loads."""
         if rank * self.b_slice_rows >= self.tile_n:
