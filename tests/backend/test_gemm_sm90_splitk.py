@@ -81,13 +81,13 @@ def test_split_k_source_structure():
     assert "const int scale_d = kb > kb_lo_ ? 1 : 0;" in src
     assert "kb_lo_ = (long long)k_blocks * split_ / splits_k;" in src
     assert "wgmma_m64n16k16_f32_f16_ss<0, 0>(acc[0]" in src
-    assert "float* wp = Wl_ + (long long)c * ldw + r;" in src
+    assert "float* wp = Wl_ + r + c * ldw;" in src
     ws = G.generate_source(NEW_CONFIGS[3])
     assert "*reinterpret_cast<float2*>(wp) = make_float2(" in ws
     at = G.generate_source(NEW_CONFIGS[5])
     assert "atomicAdd(wp, acc[0][0]);" in at
     tr = G.generate_source(NEW_CONFIGS[7])
-    assert "u16* dp = Dl_ + (long long)c * ldd + r;" in tr and "dp[ldd] = " in tr
+    assert "u16* dp = Dl_ + r + c * ldd;" in tr and "dp[ldd] = " in tr
     assert "cp[ldc]" in tr
 
 

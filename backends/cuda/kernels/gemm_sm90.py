@@ -526,6 +526,31 @@ def _origin_lines(cfg: Sm90GemmConfig) -> list:
     return [f"const int row0_ = {render_expr(row0)};", f"const int col0_ = {render_expr(col0)};"]
 
 
+@lru_cache(maxsize=None)
+def _elem_offset(ld: str, transposed: bool, batch: str | None = None) -> str:
+    """C text of the element offset of ``(r, c)`` (and batch ``l_`` with ``batch``) in the
+    output tensor's layout ``(M, N[, L]) : (ld, 1[, batch])`` (``(1, ld)`` transposed: D^T
+    stored row-major), lowered from the layout through IR (``lower.layout_apply``; ``r``,
+    ``c``, ``l_`` are the kernel's int variables, ``ld`` / ``batch`` its long long
+    parameters)."""
+    import cute_py as cute
+    from .. import ir, lower
+    from ..render import render_expr
+    M, N, L, lds = cute.symbols(f"M N L {ld}")
+    stride = (1, lds) if transposed else (lds, 1)
+    syms = {"M": ir.var("M", 1, _I32), "N": ir.var("N", 1, _I32), "L": ir.var("L", 1, _I32),
+            ld: ir.var(ld, 0, 1 << 62)}
+    if batch is None:
+        layout, coord = cute.make_layout((M, N), stride), (ir.var("r", 0, _I32),
+                                                           ir.var("c", 0, _I32))
+    else:   # only the batch mode: the tile's batch pointer
+        bs = cute.symbols(batch)
+        syms[batch] = ir.var(batch, 0, 1 << 62)
+        layout, coord = cute.make_layout((M, N, L), stride + (bs,)), (0, 0, ir.var("l_", 0,
+                                                                                   _I32))
+    return render_expr(lower.layout_apply(layout, coord, symbols=syms))
+
+
 def _epilogue_prelude(cfg: Sm90GemmConfig, maps: Sm90Maps):
     """``(pack1, unpack, lines)``: the built-in epilogue's conversion helpers and its first
     lines (the thread's row / column origin, D's and C's batch pointers)."""
@@ -534,9 +559,9 @@ def _epilogue_prelude(cfg: Sm90GemmConfig, maps: Sm90Maps):
     unpack = "f16_bits_to_f32" if dt == "f16" else "bf16_bits_to_f32"
     fr = maps.frag
     lines = _origin_lines(cfg) + [
-        "u16* Dl_ = D + (long long)l_ * ldl_d;"]
+        f"u16* Dl_ = D + {_elem_offset('ldd', cfg.transpose_d, 'ldl_d')};"]
     if cfg.has_c:
-        lines.append("const u16* Cl_ = C + (long long)l_ * ldl_c;")
+        lines.append(f"const u16* Cl_ = C + {_elem_offset('ldc', cfg.transpose_d, 'ldl_c')};")
     return pack1, unpack, lines
 
 
@@ -558,9 +583,9 @@ def _epilogue_store(cfg: Sm90GemmConfig, maps: Sm90Maps) -> str:
         lines.append(f"  const int r = row0_ + {mo}, c = col0_ + {no};")
         lines.append("  if (r < M) {")
         lines.append(f"    float x0 = alpha * {a0}, x1 = alpha * {a1};")
-        lines.append("    u16* dp = Dl_ + (long long)r * ldd + c;")
+        lines.append(f"    u16* dp = Dl_ + {_elem_offset('ldd', False)};")
         if cfg.has_c:
-            lines.append("    const u16* cp = Cl_ + (long long)r * ldc + c;")
+            lines.append(f"    const u16* cp = Cl_ + {_elem_offset('ldc', False)};")
         if cfg.vec2:
             lines.append("    if (c + 1 < N) {")
             if cfg.has_c:
@@ -603,9 +628,9 @@ def _epilogue_transposed(cfg: Sm90GemmConfig, maps: Sm90Maps) -> str:
         lines.append("{")
         lines.append(f"  const int r = row0_ + {mo}, c = col0_ + {no};")
         lines.append("  if (r < M) {")
-        lines.append("    u16* dp = Dl_ + (long long)c * ldd + r;")
+        lines.append(f"    u16* dp = Dl_ + {_elem_offset('ldd', True)};")
         if cfg.has_c:
-            lines.append("    const u16* cp = Cl_ + (long long)c * ldc + r;")
+            lines.append(f"    const u16* cp = Cl_ + {_elem_offset('ldc', True)};")
         for i, a in ((0, a0), (1, a1)):
             lines.append(f"    if (c + {i} < N) {{")
             lines.append(f"      float x = alpha * {a};")
@@ -679,7 +704,7 @@ def _epilogue_splitk_store(cfg: Sm90GemmConfig, maps: Sm90Maps) -> str:
         lines.append(f"  const int r = row0_ + {mo}, c = col0_ + {no};")
         lines.append("  if (r < M && c < N) {")
         if cfg.transpose_d:
-            lines.append("    float* wp = Wl_ + (long long)c * ldw + r;")
+            lines.append(f"    float* wp = Wl_ + {_elem_offset('ldw', True)};")
             if atomic:
                 lines.append(f"    atomicAdd(wp, {a0});")
                 lines.append(f"    if (c + 1 < N) atomicAdd(wp + ldw, {a1});")
@@ -687,7 +712,7 @@ def _epilogue_splitk_store(cfg: Sm90GemmConfig, maps: Sm90Maps) -> str:
                 lines.append(f"    wp[0] = {a0};")
                 lines.append(f"    if (c + 1 < N) wp[ldw] = {a1};")
         else:
-            lines.append("    float* wp = Wl_ + (long long)r * ldw + c;")
+            lines.append(f"    float* wp = Wl_ + {_elem_offset('ldw', False)};")
             if atomic:
                 lines.append(f"    atomicAdd(wp, {a0});")
                 lines.append(f"    if (c + 1 < N) atomicAdd(wp + 1, {a1});")

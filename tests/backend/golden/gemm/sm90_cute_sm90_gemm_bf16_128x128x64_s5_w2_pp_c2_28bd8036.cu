@@ -166,12 +166,12 @@ extern "C" __global__ void CUTE_PY_SM90_CLUSTER_DIMS __launch_bounds__(384, 1) c
       // ---------------- epilogue ----------------
       const int row0_ = m_blk * 128 + (((tid >> 2) & 7) + (tid >> 5) * 16);
       const int col0_ = n_blk * 128 + (tid & 3) * 2;
-      u16* Dl_ = D + (long long)l_ * ldl_d;
+      u16* Dl_ = D + l_ * ldl_d;
       {
         const int r = row0_ + 0, c = col0_ + 0;
         if (r < M) {
           float x0 = alpha * acc[0][0], x1 = alpha * acc[0][1];
-          u16* dp = Dl_ + (long long)r * ldd + c;
+          u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_bf16x2(x0, x1);
           } else if (c < N) {
@@ -183,7 +183,7 @@ extern "C" __global__ void CUTE_PY_SM90_CLUSTER_DIMS __launch_bounds__(384, 1) c
         const int r = row0_ + 8, c = col0_ + 0;
         if (r < M) {
           float x0 = alpha * acc[0][2], x1 = alpha * acc[0][3];
-          u16* dp = Dl_ + (long long)r * ldd + c;
+          u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_bf16x2(x0, x1);
           } else if (c < N) {
@@ -195,7 +195,7 @@ extern "C" __global__ void CUTE_PY_SM90_CLUSTER_DIMS __launch_bounds__(384, 1) c
         const int r = row0_ + 0, c = col0_ + 8;
         if (r < M) {
           float x0 = alpha * acc[0][4], x1 = alpha * acc[0][5];
-          u16* dp = Dl_ + (long long)r * ldd + c;
+          u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_bf16x2(x0, x1);
           } else if (c < N) {
@@ -207,7 +207,7 @@ extern "C" __global__ void CUTE_PY_SM90_CLUSTER_DIMS __launch_bounds__(384, 1) c
         const int r = row0_ + 8, c = col0_ + 8;
         if (r < M) {
           float x0 = alpha * acc[0][6], x1 = alpha * acc[0][7];
-          u16* dp = Dl_ + (long long)r * ldd + c;
+          u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_bf16x2(x0, x1);
           } else if (c < N) {
@@ -219,7 +219,7 @@ extern "C" __global__ void CUTE_PY_SM90_CLUSTER_DIMS __launch_bounds__(384, 1) c
         const int r = row0_ + 0, c = col0_ + 16;
         if (r < M) {
           float x0 = alpha * acc[0][8], x1 = alpha * acc[0][9];
-          u16* dp = Dl_ + (long long)r * ldd + c;
+          u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_bf16x2(x0, x1);
           } else if (c < N) {
@@ -231,7 +231,7 @@ extern "C" __global__ void CUTE_PY_SM90_CLUSTER_DIMS __launch_bounds__(384, 1) c
         const int r = row0_ + 8, c = col0_ + 16;
         if (r < M) {
           float x0 = alpha * acc[0][10], x1 = alpha * acc[0][11];
-          u16* dp = Dl_ + (long long)r * ldd + c;
+          u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_bf16x2(x0, x1);
           } else if (c < N) {
@@ -243,7 +243,7 @@ extern "C" __global__ void CUTE_PY_SM90_CLUSTER_DIMS __launch_bounds__(384, 1) c
         const int r = row0_ + 0, c = col0_ + 24;
         if (r < M) {
           float x0 = alpha * acc[0][12], x1 = alpha * acc[0][13];
-          u16* dp = Dl_ + (long long)r * ldd + c;
+          u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_bf16x2(x0, x1);
           } else if (c < N) {
@@ -255,7 +255,7 @@ extern "C" __global__ void CUTE_PY_SM90_CLUSTER_DIMS __launch_bounds__(384, 1) c
         const int r = row0_ + 8, c = col0_ + 24;
         if (r < M) {
           float x0 = alpha * acc[0][14], x1 = alpha * acc[0][15];
-          u16* dp = Dl_ + (long long)r * ldd + c;
+          u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_bf16x2(x0, x1);
           } else if (c < N) {
@@ -267,7 +267,7 @@ extern "C" __global__ void CUTE_PY_SM90_CLUSTER_DIMS __launch_bounds__(384, 1) c
         const int r = row0_ + 0, c = col0_ + 32;
         if (r < M) {
           float x0 = alpha * acc[0][16], x1 = alpha * acc[0][17];
-          u16* dp = Dl_ + (long long)r * ldd + c;
+          u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_bf16x2(x0, x1);
           } else if (c < N) {
@@ -279,7 +279,7 @@ extern "C" __global__ void CUTE_PY_SM90_CLUSTER_DIMS __launch_bounds__(384, 1) c
         const int r = row0_ + 8, c = col0_ + 32;
         if (r < M) {
           float x0 = alpha * acc[0][18], x1 = alpha * acc[0][19];
-          u16* dp = Dl_ + (long long)r * ldd + c;
+          u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_bf16x2(x0, x1);
           } else if (c < N) {
@@ -291,7 +291,7 @@ extern "C" __global__ void CUTE_PY_SM90_CLUSTER_DIMS __launch_bounds__(384, 1) c
         const int r = row0_ + 0, c = col0_ + 40;
         if (r < M) {
           float x0 = alpha * acc[0][20], x1 = alpha * acc[0][21];
-          u16* dp = Dl_ + (long long)r * ldd + c;
+          u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_bf16x2(x0, x1);
           } else if (c < N) {
@@ -303,7 +303,7 @@ extern "C" __global__ void CUTE_PY_SM90_CLUSTER_DIMS __launch_bounds__(384, 1) c
         const int r = row0_ + 8, c = col0_ + 40;
         if (r < M) {
           float x0 = alpha * acc[0][22], x1 = alpha * acc[0][23];
-          u16* dp = Dl_ + (long long)r * ldd + c;
+          u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_bf16x2(x0, x1);
           } else if (c < N) {
@@ -315,7 +315,7 @@ extern "C" __global__ void CUTE_PY_SM90_CLUSTER_DIMS __launch_bounds__(384, 1) c
         const int r = row0_ + 0, c = col0_ + 48;
         if (r < M) {
           float x0 = alpha * acc[0][24], x1 = alpha * acc[0][25];
-          u16* dp = Dl_ + (long long)r * ldd + c;
+          u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_bf16x2(x0, x1);
           } else if (c < N) {
@@ -327,7 +327,7 @@ extern "C" __global__ void CUTE_PY_SM90_CLUSTER_DIMS __launch_bounds__(384, 1) c
         const int r = row0_ + 8, c = col0_ + 48;
         if (r < M) {
           float x0 = alpha * acc[0][26], x1 = alpha * acc[0][27];
-          u16* dp = Dl_ + (long long)r * ldd + c;
+          u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_bf16x2(x0, x1);
           } else if (c < N) {
@@ -339,7 +339,7 @@ extern "C" __global__ void CUTE_PY_SM90_CLUSTER_DIMS __launch_bounds__(384, 1) c
         const int r = row0_ + 0, c = col0_ + 56;
         if (r < M) {
           float x0 = alpha * acc[0][28], x1 = alpha * acc[0][29];
-          u16* dp = Dl_ + (long long)r * ldd + c;
+          u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_bf16x2(x0, x1);
           } else if (c < N) {
@@ -351,7 +351,7 @@ extern "C" __global__ void CUTE_PY_SM90_CLUSTER_DIMS __launch_bounds__(384, 1) c
         const int r = row0_ + 8, c = col0_ + 56;
         if (r < M) {
           float x0 = alpha * acc[0][30], x1 = alpha * acc[0][31];
-          u16* dp = Dl_ + (long long)r * ldd + c;
+          u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_bf16x2(x0, x1);
           } else if (c < N) {
@@ -363,7 +363,7 @@ extern "C" __global__ void CUTE_PY_SM90_CLUSTER_DIMS __launch_bounds__(384, 1) c
         const int r = row0_ + 0, c = col0_ + 64;
         if (r < M) {
           float x0 = alpha * acc[0][32], x1 = alpha * acc[0][33];
-          u16* dp = Dl_ + (long long)r * ldd + c;
+          u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_bf16x2(x0, x1);
           } else if (c < N) {
@@ -375,7 +375,7 @@ extern "C" __global__ void CUTE_PY_SM90_CLUSTER_DIMS __launch_bounds__(384, 1) c
         const int r = row0_ + 8, c = col0_ + 64;
         if (r < M) {
           float x0 = alpha * acc[0][34], x1 = alpha * acc[0][35];
-          u16* dp = Dl_ + (long long)r * ldd + c;
+          u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_bf16x2(x0, x1);
           } else if (c < N) {
@@ -387,7 +387,7 @@ extern "C" __global__ void CUTE_PY_SM90_CLUSTER_DIMS __launch_bounds__(384, 1) c
         const int r = row0_ + 0, c = col0_ + 72;
         if (r < M) {
           float x0 = alpha * acc[0][36], x1 = alpha * acc[0][37];
-          u16* dp = Dl_ + (long long)r * ldd + c;
+          u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_bf16x2(x0, x1);
           } else if (c < N) {
@@ -399,7 +399,7 @@ extern "C" __global__ void CUTE_PY_SM90_CLUSTER_DIMS __launch_bounds__(384, 1) c
         const int r = row0_ + 8, c = col0_ + 72;
         if (r < M) {
           float x0 = alpha * acc[0][38], x1 = alpha * acc[0][39];
-          u16* dp = Dl_ + (long long)r * ldd + c;
+          u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_bf16x2(x0, x1);
           } else if (c < N) {
@@ -411,7 +411,7 @@ extern "C" __global__ void CUTE_PY_SM90_CLUSTER_DIMS __launch_bounds__(384, 1) c
         const int r = row0_ + 0, c = col0_ + 80;
         if (r < M) {
           float x0 = alpha * acc[0][40], x1 = alpha * acc[0][41];
-          u16* dp = Dl_ + (long long)r * ldd + c;
+          u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_bf16x2(x0, x1);
           } else if (c < N) {
@@ -423,7 +423,7 @@ extern "C" __global__ void CUTE_PY_SM90_CLUSTER_DIMS __launch_bounds__(384, 1) c
         const int r = row0_ + 8, c = col0_ + 80;
         if (r < M) {
           float x0 = alpha * acc[0][42], x1 = alpha * acc[0][43];
-          u16* dp = Dl_ + (long long)r * ldd + c;
+          u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_bf16x2(x0, x1);
           } else if (c < N) {
@@ -435,7 +435,7 @@ extern "C" __global__ void CUTE_PY_SM90_CLUSTER_DIMS __launch_bounds__(384, 1) c
         const int r = row0_ + 0, c = col0_ + 88;
         if (r < M) {
           float x0 = alpha * acc[0][44], x1 = alpha * acc[0][45];
-          u16* dp = Dl_ + (long long)r * ldd + c;
+          u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_bf16x2(x0, x1);
           } else if (c < N) {
@@ -447,7 +447,7 @@ extern "C" __global__ void CUTE_PY_SM90_CLUSTER_DIMS __launch_bounds__(384, 1) c
         const int r = row0_ + 8, c = col0_ + 88;
         if (r < M) {
           float x0 = alpha * acc[0][46], x1 = alpha * acc[0][47];
-          u16* dp = Dl_ + (long long)r * ldd + c;
+          u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_bf16x2(x0, x1);
           } else if (c < N) {
@@ -459,7 +459,7 @@ extern "C" __global__ void CUTE_PY_SM90_CLUSTER_DIMS __launch_bounds__(384, 1) c
         const int r = row0_ + 0, c = col0_ + 96;
         if (r < M) {
           float x0 = alpha * acc[0][48], x1 = alpha * acc[0][49];
-          u16* dp = Dl_ + (long long)r * ldd + c;
+          u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_bf16x2(x0, x1);
           } else if (c < N) {
@@ -471,7 +471,7 @@ extern "C" __global__ void CUTE_PY_SM90_CLUSTER_DIMS __launch_bounds__(384, 1) c
         const int r = row0_ + 8, c = col0_ + 96;
         if (r < M) {
           float x0 = alpha * acc[0][50], x1 = alpha * acc[0][51];
-          u16* dp = Dl_ + (long long)r * ldd + c;
+          u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_bf16x2(x0, x1);
           } else if (c < N) {
@@ -483,7 +483,7 @@ extern "C" __global__ void CUTE_PY_SM90_CLUSTER_DIMS __launch_bounds__(384, 1) c
         const int r = row0_ + 0, c = col0_ + 104;
         if (r < M) {
           float x0 = alpha * acc[0][52], x1 = alpha * acc[0][53];
-          u16* dp = Dl_ + (long long)r * ldd + c;
+          u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_bf16x2(x0, x1);
           } else if (c < N) {
@@ -495,7 +495,7 @@ extern "C" __global__ void CUTE_PY_SM90_CLUSTER_DIMS __launch_bounds__(384, 1) c
         const int r = row0_ + 8, c = col0_ + 104;
         if (r < M) {
           float x0 = alpha * acc[0][54], x1 = alpha * acc[0][55];
-          u16* dp = Dl_ + (long long)r * ldd + c;
+          u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_bf16x2(x0, x1);
           } else if (c < N) {
@@ -507,7 +507,7 @@ extern "C" __global__ void CUTE_PY_SM90_CLUSTER_DIMS __launch_bounds__(384, 1) c
         const int r = row0_ + 0, c = col0_ + 112;
         if (r < M) {
           float x0 = alpha * acc[0][56], x1 = alpha * acc[0][57];
-          u16* dp = Dl_ + (long long)r * ldd + c;
+          u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_bf16x2(x0, x1);
           } else if (c < N) {
@@ -519,7 +519,7 @@ extern "C" __global__ void CUTE_PY_SM90_CLUSTER_DIMS __launch_bounds__(384, 1) c
         const int r = row0_ + 8, c = col0_ + 112;
         if (r < M) {
           float x0 = alpha * acc[0][58], x1 = alpha * acc[0][59];
-          u16* dp = Dl_ + (long long)r * ldd + c;
+          u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_bf16x2(x0, x1);
           } else if (c < N) {
@@ -531,7 +531,7 @@ extern "C" __global__ void CUTE_PY_SM90_CLUSTER_DIMS __launch_bounds__(384, 1) c
         const int r = row0_ + 0, c = col0_ + 120;
         if (r < M) {
           float x0 = alpha * acc[0][60], x1 = alpha * acc[0][61];
-          u16* dp = Dl_ + (long long)r * ldd + c;
+          u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_bf16x2(x0, x1);
           } else if (c < N) {
@@ -543,7 +543,7 @@ extern "C" __global__ void CUTE_PY_SM90_CLUSTER_DIMS __launch_bounds__(384, 1) c
         const int r = row0_ + 8, c = col0_ + 120;
         if (r < M) {
           float x0 = alpha * acc[0][62], x1 = alpha * acc[0][63];
-          u16* dp = Dl_ + (long long)r * ldd + c;
+          u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_bf16x2(x0, x1);
           } else if (c < N) {
@@ -555,7 +555,7 @@ extern "C" __global__ void CUTE_PY_SM90_CLUSTER_DIMS __launch_bounds__(384, 1) c
         const int r = row0_ + 64, c = col0_ + 0;
         if (r < M) {
           float x0 = alpha * acc[1][0], x1 = alpha * acc[1][1];
-          u16* dp = Dl_ + (long long)r * ldd + c;
+          u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_bf16x2(x0, x1);
           } else if (c < N) {
@@ -567,7 +567,7 @@ extern "C" __global__ void CUTE_PY_SM90_CLUSTER_DIMS __launch_bounds__(384, 1) c
         const int r = row0_ + 72, c = col0_ + 0;
         if (r < M) {
           float x0 = alpha * acc[1][2], x1 = alpha * acc[1][3];
-          u16* dp = Dl_ + (long long)r * ldd + c;
+          u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_bf16x2(x0, x1);
           } else if (c < N) {
@@ -579,7 +579,7 @@ extern "C" __global__ void CUTE_PY_SM90_CLUSTER_DIMS __launch_bounds__(384, 1) c
         const int r = row0_ + 64, c = col0_ + 8;
         if (r < M) {
           float x0 = alpha * acc[1][4], x1 = alpha * acc[1][5];
-          u16* dp = Dl_ + (long long)r * ldd + c;
+          u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_bf16x2(x0, x1);
           } else if (c < N) {
@@ -591,7 +591,7 @@ extern "C" __global__ void CUTE_PY_SM90_CLUSTER_DIMS __launch_bounds__(384, 1) c
         const int r = row0_ + 72, c = col0_ + 8;
         if (r < M) {
           float x0 = alpha * acc[1][6], x1 = alpha * acc[1][7];
-          u16* dp = Dl_ + (long long)r * ldd + c;
+          u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_bf16x2(x0, x1);
           } else if (c < N) {
@@ -603,7 +603,7 @@ extern "C" __global__ void CUTE_PY_SM90_CLUSTER_DIMS __launch_bounds__(384, 1) c
         const int r = row0_ + 64, c = col0_ + 16;
         if (r < M) {
           float x0 = alpha * acc[1][8], x1 = alpha * acc[1][9];
-          u16* dp = Dl_ + (long long)r * ldd + c;
+          u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_bf16x2(x0, x1);
           } else if (c < N) {
@@ -615,7 +615,7 @@ extern "C" __global__ void CUTE_PY_SM90_CLUSTER_DIMS __launch_bounds__(384, 1) c
         const int r = row0_ + 72, c = col0_ + 16;
         if (r < M) {
           float x0 = alpha * acc[1][10], x1 = alpha * acc[1][11];
-          u16* dp = Dl_ + (long long)r * ldd + c;
+          u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_bf16x2(x0, x1);
           } else if (c < N) {
@@ -627,7 +627,7 @@ extern "C" __global__ void CUTE_PY_SM90_CLUSTER_DIMS __launch_bounds__(384, 1) c
         const int r = row0_ + 64, c = col0_ + 24;
         if (r < M) {
           float x0 = alpha * acc[1][12], x1 = alpha * acc[1][13];
-          u16* dp = Dl_ + (long long)r * ldd + c;
+          u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_bf16x2(x0, x1);
           } else if (c < N) {
@@ -639,7 +639,7 @@ extern "C" __global__ void CUTE_PY_SM90_CLUSTER_DIMS __launch_bounds__(384, 1) c
         const int r = row0_ + 72, c = col0_ + 24;
         if (r < M) {
           float x0 = alpha * acc[1][14], x1 = alpha * acc[1][15];
-          u16* dp = Dl_ + (long long)r * ldd + c;
+          u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_bf16x2(x0, x1);
           } else if (c < N) {
@@ -651,7 +651,7 @@ extern "C" __global__ void CUTE_PY_SM90_CLUSTER_DIMS __launch_bounds__(384, 1) c
         const int r = row0_ + 64, c = col0_ + 32;
         if (r < M) {
           float x0 = alpha * acc[1][16], x1 = alpha * acc[1][17];
-          u16* dp = Dl_ + (long long)r * ldd + c;
+          u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_bf16x2(x0, x1);
           } else if (c < N) {
@@ -663,7 +663,7 @@ extern "C" __global__ void CUTE_PY_SM90_CLUSTER_DIMS __launch_bounds__(384, 1) c
         const int r = row0_ + 72, c = col0_ + 32;
         if (r < M) {
           float x0 = alpha * acc[1][18], x1 = alpha * acc[1][19];
-          u16* dp = Dl_ + (long long)r * ldd + c;
+          u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_bf16x2(x0, x1);
           } else if (c < N) {
@@ -675,7 +675,7 @@ extern "C" __global__ void CUTE_PY_SM90_CLUSTER_DIMS __launch_bounds__(384, 1) c
         const int r = row0_ + 64, c = col0_ + 40;
         if (r < M) {
           float x0 = alpha * acc[1][20], x1 = alpha * acc[1][21];
-          u16* dp = Dl_ + (long long)r * ldd + c;
+          u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_bf16x2(x0, x1);
           } else if (c < N) {
@@ -687,7 +687,7 @@ extern "C" __global__ void CUTE_PY_SM90_CLUSTER_DIMS __launch_bounds__(384, 1) c
         const int r = row0_ + 72, c = col0_ + 40;
         if (r < M) {
           float x0 = alpha * acc[1][22], x1 = alpha * acc[1][23];
-          u16* dp = Dl_ + (long long)r * ldd + c;
+          u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_bf16x2(x0, x1);
           } else if (c < N) {
@@ -699,7 +699,7 @@ extern "C" __global__ void CUTE_PY_SM90_CLUSTER_DIMS __launch_bounds__(384, 1) c
         const int r = row0_ + 64, c = col0_ + 48;
         if (r < M) {
           float x0 = alpha * acc[1][24], x1 = alpha * acc[1][25];
-          u16* dp = Dl_ + (long long)r * ldd + c;
+          u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_bf16x2(x0, x1);
           } else if (c < N) {
@@ -711,7 +711,7 @@ extern "C" __global__ void CUTE_PY_SM90_CLUSTER_DIMS __launch_bounds__(384, 1) c
         const int r = row0_ + 72, c = col0_ + 48;
         if (r < M) {
           float x0 = alpha * acc[1][26], x1 = alpha * acc[1][27];
-          u16* dp = Dl_ + (long long)r * ldd + c;
+          u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_bf16x2(x0, x1);
           } else if (c < N) {
@@ -723,7 +723,7 @@ extern "C" __global__ void CUTE_PY_SM90_CLUSTER_DIMS __launch_bounds__(384, 1) c
         const int r = row0_ + 64, c = col0_ + 56;
         if (r < M) {
           float x0 = alpha * acc[1][28], x1 = alpha * acc[1][29];
-          u16* dp = Dl_ + (long long)r * ldd + c;
+          u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_bf16x2(x0, x1);
           } else if (c < N) {
@@ -735,7 +735,7 @@ extern "C" __global__ void CUTE_PY_SM90_CLUSTER_DIMS __launch_bounds__(384, 1) c
         const int r = row0_ + 72, c = col0_ + 56;
         if (r < M) {
           float x0 = alpha * acc[1][30], x1 = alpha * acc[1][31];
-          u16* dp = Dl_ + (long long)r * ldd + c;
+          u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_bf16x2(x0, x1);
           } else if (c < N) {
@@ -747,7 +747,7 @@ extern "C" __global__ void CUTE_PY_SM90_CLUSTER_DIMS __launch_bounds__(384, 1) c
         const int r = row0_ + 64, c = col0_ + 64;
         if (r < M) {
           float x0 = alpha * acc[1][32], x1 = alpha * acc[1][33];
-          u16* dp = Dl_ + (long long)r * ldd + c;
+          u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_bf16x2(x0, x1);
           } else if (c < N) {
@@ -759,7 +759,7 @@ extern "C" __global__ void CUTE_PY_SM90_CLUSTER_DIMS __launch_bounds__(384, 1) c
         const int r = row0_ + 72, c = col0_ + 64;
         if (r < M) {
           float x0 = alpha * acc[1][34], x1 = alpha * acc[1][35];
-          u16* dp = Dl_ + (long long)r * ldd + c;
+          u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_bf16x2(x0, x1);
           } else if (c < N) {
@@ -771,7 +771,7 @@ extern "C" __global__ void CUTE_PY_SM90_CLUSTER_DIMS __launch_bounds__(384, 1) c
         const int r = row0_ + 64, c = col0_ + 72;
         if (r < M) {
           float x0 = alpha * acc[1][36], x1 = alpha * acc[1][37];
-          u16* dp = Dl_ + (long long)r * ldd + c;
+          u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_bf16x2(x0, x1);
           } else if (c < N) {
@@ -783,7 +783,7 @@ extern "C" __global__ void CUTE_PY_SM90_CLUSTER_DIMS __launch_bounds__(384, 1) c
         const int r = row0_ + 72, c = col0_ + 72;
         if (r < M) {
           float x0 = alpha * acc[1][38], x1 = alpha * acc[1][39];
-          u16* dp = Dl_ + (long long)r * ldd + c;
+          u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_bf16x2(x0, x1);
           } else if (c < N) {
@@ -795,7 +795,7 @@ extern "C" __global__ void CUTE_PY_SM90_CLUSTER_DIMS __launch_bounds__(384, 1) c
         const int r = row0_ + 64, c = col0_ + 80;
         if (r < M) {
           float x0 = alpha * acc[1][40], x1 = alpha * acc[1][41];
-          u16* dp = Dl_ + (long long)r * ldd + c;
+          u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_bf16x2(x0, x1);
           } else if (c < N) {
@@ -807,7 +807,7 @@ extern "C" __global__ void CUTE_PY_SM90_CLUSTER_DIMS __launch_bounds__(384, 1) c
         const int r = row0_ + 72, c = col0_ + 80;
         if (r < M) {
           float x0 = alpha * acc[1][42], x1 = alpha * acc[1][43];
-          u16* dp = Dl_ + (long long)r * ldd + c;
+          u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_bf16x2(x0, x1);
           } else if (c < N) {
@@ -819,7 +819,7 @@ extern "C" __global__ void CUTE_PY_SM90_CLUSTER_DIMS __launch_bounds__(384, 1) c
         const int r = row0_ + 64, c = col0_ + 88;
         if (r < M) {
           float x0 = alpha * acc[1][44], x1 = alpha * acc[1][45];
-          u16* dp = Dl_ + (long long)r * ldd + c;
+          u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_bf16x2(x0, x1);
           } else if (c < N) {
@@ -831,7 +831,7 @@ extern "C" __global__ void CUTE_PY_SM90_CLUSTER_DIMS __launch_bounds__(384, 1) c
         const int r = row0_ + 72, c = col0_ + 88;
         if (r < M) {
           float x0 = alpha * acc[1][46], x1 = alpha * acc[1][47];
-          u16* dp = Dl_ + (long long)r * ldd + c;
+          u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_bf16x2(x0, x1);
           } else if (c < N) {
@@ -843,7 +843,7 @@ extern "C" __global__ void CUTE_PY_SM90_CLUSTER_DIMS __launch_bounds__(384, 1) c
         const int r = row0_ + 64, c = col0_ + 96;
         if (r < M) {
           float x0 = alpha * acc[1][48], x1 = alpha * acc[1][49];
-          u16* dp = Dl_ + (long long)r * ldd + c;
+          u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_bf16x2(x0, x1);
           } else if (c < N) {
@@ -855,7 +855,7 @@ extern "C" __global__ void CUTE_PY_SM90_CLUSTER_DIMS __launch_bounds__(384, 1) c
         const int r = row0_ + 72, c = col0_ + 96;
         if (r < M) {
           float x0 = alpha * acc[1][50], x1 = alpha * acc[1][51];
-          u16* dp = Dl_ + (long long)r * ldd + c;
+          u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_bf16x2(x0, x1);
           } else if (c < N) {
@@ -867,7 +867,7 @@ extern "C" __global__ void CUTE_PY_SM90_CLUSTER_DIMS __launch_bounds__(384, 1) c
         const int r = row0_ + 64, c = col0_ + 104;
         if (r < M) {
           float x0 = alpha * acc[1][52], x1 = alpha * acc[1][53];
-          u16* dp = Dl_ + (long long)r * ldd + c;
+          u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_bf16x2(x0, x1);
           } else if (c < N) {
@@ -879,7 +879,7 @@ extern "C" __global__ void CUTE_PY_SM90_CLUSTER_DIMS __launch_bounds__(384, 1) c
         const int r = row0_ + 72, c = col0_ + 104;
         if (r < M) {
           float x0 = alpha * acc[1][54], x1 = alpha * acc[1][55];
-          u16* dp = Dl_ + (long long)r * ldd + c;
+          u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_bf16x2(x0, x1);
           } else if (c < N) {
@@ -891,7 +891,7 @@ extern "C" __global__ void CUTE_PY_SM90_CLUSTER_DIMS __launch_bounds__(384, 1) c
         const int r = row0_ + 64, c = col0_ + 112;
         if (r < M) {
           float x0 = alpha * acc[1][56], x1 = alpha * acc[1][57];
-          u16* dp = Dl_ + (long long)r * ldd + c;
+          u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_bf16x2(x0, x1);
           } else if (c < N) {
@@ -903,7 +903,7 @@ extern "C" __global__ void CUTE_PY_SM90_CLUSTER_DIMS __launch_bounds__(384, 1) c
         const int r = row0_ + 72, c = col0_ + 112;
         if (r < M) {
           float x0 = alpha * acc[1][58], x1 = alpha * acc[1][59];
-          u16* dp = Dl_ + (long long)r * ldd + c;
+          u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_bf16x2(x0, x1);
           } else if (c < N) {
@@ -915,7 +915,7 @@ extern "C" __global__ void CUTE_PY_SM90_CLUSTER_DIMS __launch_bounds__(384, 1) c
         const int r = row0_ + 64, c = col0_ + 120;
         if (r < M) {
           float x0 = alpha * acc[1][60], x1 = alpha * acc[1][61];
-          u16* dp = Dl_ + (long long)r * ldd + c;
+          u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_bf16x2(x0, x1);
           } else if (c < N) {
@@ -927,7 +927,7 @@ extern "C" __global__ void CUTE_PY_SM90_CLUSTER_DIMS __launch_bounds__(384, 1) c
         const int r = row0_ + 72, c = col0_ + 120;
         if (r < M) {
           float x0 = alpha * acc[1][62], x1 = alpha * acc[1][63];
-          u16* dp = Dl_ + (long long)r * ldd + c;
+          u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_bf16x2(x0, x1);
           } else if (c < N) {

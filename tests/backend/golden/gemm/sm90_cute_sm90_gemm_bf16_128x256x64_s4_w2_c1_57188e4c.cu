@@ -137,12 +137,12 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_bf16_128x256
       // ---------------- epilogue ----------------
       const int row0_ = m_blk * 128 + ((tid >> 7) * 64 + ((((tid & 127) >> 2) & 7) + ((tid & 127) >> 5) * 16));
       const int col0_ = n_blk * 256 + (tid & 3) * 2;
-      u16* Dl_ = D + (long long)l_ * ldl_d;
+      u16* Dl_ = D + l_ * ldl_d;
       {
         const int r = row0_ + 0, c = col0_ + 0;
         if (r < M) {
           float x0 = alpha * acc[0][0], x1 = alpha * acc[0][1];
-          u16* dp = Dl_ + (long long)r * ldd + c;
+          u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_bf16x2(x0, x1);
           } else if (c < N) {
@@ -154,7 +154,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_bf16_128x256
         const int r = row0_ + 8, c = col0_ + 0;
         if (r < M) {
           float x0 = alpha * acc[0][2], x1 = alpha * acc[0][3];
-          u16* dp = Dl_ + (long long)r * ldd + c;
+          u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_bf16x2(x0, x1);
           } else if (c < N) {
@@ -166,7 +166,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_bf16_128x256
         const int r = row0_ + 0, c = col0_ + 8;
         if (r < M) {
           float x0 = alpha * acc[0][4], x1 = alpha * acc[0][5];
-          u16* dp = Dl_ + (long long)r * ldd + c;
+          u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_bf16x2(x0, x1);
           } else if (c < N) {
@@ -178,7 +178,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_bf16_128x256
         const int r = row0_ + 8, c = col0_ + 8;
         if (r < M) {
           float x0 = alpha * acc[0][6], x1 = alpha * acc[0][7];
-          u16* dp = Dl_ + (long long)r * ldd + c;
+          u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_bf16x2(x0, x1);
           } else if (c < N) {
@@ -190,7 +190,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_bf16_128x256
         const int r = row0_ + 0, c = col0_ + 16;
         if (r < M) {
           float x0 = alpha * acc[0][8], x1 = alpha * acc[0][9];
-          u16* dp = Dl_ + (long long)r * ldd + c;
+          u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_bf16x2(x0, x1);
           } else if (c < N) {
@@ -202,7 +202,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_bf16_128x256
         const int r = row0_ + 8, c = col0_ + 16;
         if (r < M) {
           float x0 = alpha * acc[0][10], x1 = alpha * acc[0][11];
-          u16* dp = Dl_ + (long long)r * ldd + c;
+          u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_bf16x2(x0, x1);
           } else if (c < N) {
@@ -214,7 +214,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_bf16_128x256
         const int r = row0_ + 0, c = col0_ + 24;
         if (r < M) {
           float x0 = alpha * acc[0][12], x1 = alpha * acc[0][13];
-          u16* dp = Dl_ + (long long)r * ldd + c;
+          u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_bf16x2(x0, x1);
           } else if (c < N) {
@@ -226,7 +226,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_bf16_128x256
         const int r = row0_ + 8, c = col0_ + 24;
         if (r < M) {
           float x0 = alpha * acc[0][14], x1 = alpha * acc[0][15];
-          u16* dp = Dl_ + (long long)r * ldd + c;
+          u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_bf16x2(x0, x1);
           } else if (c < N) {
@@ -238,7 +238,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_bf16_128x256
         const int r = row0_ + 0, c = col0_ + 32;
         if (r < M) {
           float x0 = alpha * acc[0][16], x1 = alpha * acc[0][17];
-          u16* dp = Dl_ + (long long)r * ldd + c;
+          u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_bf16x2(x0, x1);
           } else if (c < N) {
@@ -250,7 +250,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_bf16_128x256
         const int r = row0_ + 8, c = col0_ + 32;
         if (r < M) {
           float x0 = alpha * acc[0][18], x1 = alpha * acc[0][19];
-          u16* dp = Dl_ + (long long)r * ldd + c;
+          u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_bf16x2(x0, x1);
           } else if (c < N) {
@@ -262,7 +262,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_bf16_128x256
         const int r = row0_ + 0, c = col0_ + 40;
         if (r < M) {
           float x0 = alpha * acc[0][20], x1 = alpha * acc[0][21];
-          u16* dp = Dl_ + (long long)r * ldd + c;
+          u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_bf16x2(x0, x1);
           } else if (c < N) {
@@ -274,7 +274,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_bf16_128x256
         const int r = row0_ + 8, c = col0_ + 40;
         if (r < M) {
           float x0 = alpha * acc[0][22], x1 = alpha * acc[0][23];
-          u16* dp = Dl_ + (long long)r * ldd + c;
+          u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_bf16x2(x0, x1);
           } else if (c < N) {
@@ -286,7 +286,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_bf16_128x256
         const int r = row0_ + 0, c = col0_ + 48;
         if (r < M) {
           float x0 = alpha * acc[0][24], x1 = alpha * acc[0][25];
-          u16* dp = Dl_ + (long long)r * ldd + c;
+          u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_bf16x2(x0, x1);
           } else if (c < N) {
@@ -298,7 +298,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_bf16_128x256
         const int r = row0_ + 8, c = col0_ + 48;
         if (r < M) {
           float x0 = alpha * acc[0][26], x1 = alpha * acc[0][27];
-          u16* dp = Dl_ + (long long)r * ldd + c;
+          u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_bf16x2(x0, x1);
           } else if (c < N) {
@@ -310,7 +310,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_bf16_128x256
         const int r = row0_ + 0, c = col0_ + 56;
         if (r < M) {
           float x0 = alpha * acc[0][28], x1 = alpha * acc[0][29];
-          u16* dp = Dl_ + (long long)r * ldd + c;
+          u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_bf16x2(x0, x1);
           } else if (c < N) {
@@ -322,7 +322,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_bf16_128x256
         const int r = row0_ + 8, c = col0_ + 56;
         if (r < M) {
           float x0 = alpha * acc[0][30], x1 = alpha * acc[0][31];
-          u16* dp = Dl_ + (long long)r * ldd + c;
+          u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_bf16x2(x0, x1);
           } else if (c < N) {
@@ -334,7 +334,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_bf16_128x256
         const int r = row0_ + 0, c = col0_ + 64;
         if (r < M) {
           float x0 = alpha * acc[0][32], x1 = alpha * acc[0][33];
-          u16* dp = Dl_ + (long long)r * ldd + c;
+          u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_bf16x2(x0, x1);
           } else if (c < N) {
@@ -346,7 +346,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_bf16_128x256
         const int r = row0_ + 8, c = col0_ + 64;
         if (r < M) {
           float x0 = alpha * acc[0][34], x1 = alpha * acc[0][35];
-          u16* dp = Dl_ + (long long)r * ldd + c;
+          u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_bf16x2(x0, x1);
           } else if (c < N) {
@@ -358,7 +358,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_bf16_128x256
         const int r = row0_ + 0, c = col0_ + 72;
         if (r < M) {
           float x0 = alpha * acc[0][36], x1 = alpha * acc[0][37];
-          u16* dp = Dl_ + (long long)r * ldd + c;
+          u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_bf16x2(x0, x1);
           } else if (c < N) {
@@ -370,7 +370,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_bf16_128x256
         const int r = row0_ + 8, c = col0_ + 72;
         if (r < M) {
           float x0 = alpha * acc[0][38], x1 = alpha * acc[0][39];
-          u16* dp = Dl_ + (long long)r * ldd + c;
+          u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_bf16x2(x0, x1);
           } else if (c < N) {
@@ -382,7 +382,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_bf16_128x256
         const int r = row0_ + 0, c = col0_ + 80;
         if (r < M) {
           float x0 = alpha * acc[0][40], x1 = alpha * acc[0][41];
-          u16* dp = Dl_ + (long long)r * ldd + c;
+          u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_bf16x2(x0, x1);
           } else if (c < N) {
@@ -394,7 +394,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_bf16_128x256
         const int r = row0_ + 8, c = col0_ + 80;
         if (r < M) {
           float x0 = alpha * acc[0][42], x1 = alpha * acc[0][43];
-          u16* dp = Dl_ + (long long)r * ldd + c;
+          u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_bf16x2(x0, x1);
           } else if (c < N) {
@@ -406,7 +406,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_bf16_128x256
         const int r = row0_ + 0, c = col0_ + 88;
         if (r < M) {
           float x0 = alpha * acc[0][44], x1 = alpha * acc[0][45];
-          u16* dp = Dl_ + (long long)r * ldd + c;
+          u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_bf16x2(x0, x1);
           } else if (c < N) {
@@ -418,7 +418,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_bf16_128x256
         const int r = row0_ + 8, c = col0_ + 88;
         if (r < M) {
           float x0 = alpha * acc[0][46], x1 = alpha * acc[0][47];
-          u16* dp = Dl_ + (long long)r * ldd + c;
+          u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_bf16x2(x0, x1);
           } else if (c < N) {
@@ -430,7 +430,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_bf16_128x256
         const int r = row0_ + 0, c = col0_ + 96;
         if (r < M) {
           float x0 = alpha * acc[0][48], x1 = alpha * acc[0][49];
-          u16* dp = Dl_ + (long long)r * ldd + c;
+          u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_bf16x2(x0, x1);
           } else if (c < N) {
@@ -442,7 +442,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_bf16_128x256
         const int r = row0_ + 8, c = col0_ + 96;
         if (r < M) {
           float x0 = alpha * acc[0][50], x1 = alpha * acc[0][51];
-          u16* dp = Dl_ + (long long)r * ldd + c;
+          u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_bf16x2(x0, x1);
           } else if (c < N) {
@@ -454,7 +454,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_bf16_128x256
         const int r = row0_ + 0, c = col0_ + 104;
         if (r < M) {
           float x0 = alpha * acc[0][52], x1 = alpha * acc[0][53];
-          u16* dp = Dl_ + (long long)r * ldd + c;
+          u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_bf16x2(x0, x1);
           } else if (c < N) {
@@ -466,7 +466,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_bf16_128x256
         const int r = row0_ + 8, c = col0_ + 104;
         if (r < M) {
           float x0 = alpha * acc[0][54], x1 = alpha * acc[0][55];
-          u16* dp = Dl_ + (long long)r * ldd + c;
+          u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_bf16x2(x0, x1);
           } else if (c < N) {
@@ -478,7 +478,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_bf16_128x256
         const int r = row0_ + 0, c = col0_ + 112;
         if (r < M) {
           float x0 = alpha * acc[0][56], x1 = alpha * acc[0][57];
-          u16* dp = Dl_ + (long long)r * ldd + c;
+          u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_bf16x2(x0, x1);
           } else if (c < N) {
@@ -490,7 +490,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_bf16_128x256
         const int r = row0_ + 8, c = col0_ + 112;
         if (r < M) {
           float x0 = alpha * acc[0][58], x1 = alpha * acc[0][59];
-          u16* dp = Dl_ + (long long)r * ldd + c;
+          u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_bf16x2(x0, x1);
           } else if (c < N) {
@@ -502,7 +502,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_bf16_128x256
         const int r = row0_ + 0, c = col0_ + 120;
         if (r < M) {
           float x0 = alpha * acc[0][60], x1 = alpha * acc[0][61];
-          u16* dp = Dl_ + (long long)r * ldd + c;
+          u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_bf16x2(x0, x1);
           } else if (c < N) {
@@ -514,7 +514,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_bf16_128x256
         const int r = row0_ + 8, c = col0_ + 120;
         if (r < M) {
           float x0 = alpha * acc[0][62], x1 = alpha * acc[0][63];
-          u16* dp = Dl_ + (long long)r * ldd + c;
+          u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_bf16x2(x0, x1);
           } else if (c < N) {
@@ -526,7 +526,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_bf16_128x256
         const int r = row0_ + 0, c = col0_ + 128;
         if (r < M) {
           float x0 = alpha * acc[0][64], x1 = alpha * acc[0][65];
-          u16* dp = Dl_ + (long long)r * ldd + c;
+          u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_bf16x2(x0, x1);
           } else if (c < N) {
@@ -538,7 +538,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_bf16_128x256
         const int r = row0_ + 8, c = col0_ + 128;
         if (r < M) {
           float x0 = alpha * acc[0][66], x1 = alpha * acc[0][67];
-          u16* dp = Dl_ + (long long)r * ldd + c;
+          u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_bf16x2(x0, x1);
           } else if (c < N) {
@@ -550,7 +550,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_bf16_128x256
         const int r = row0_ + 0, c = col0_ + 136;
         if (r < M) {
           float x0 = alpha * acc[0][68], x1 = alpha * acc[0][69];
-          u16* dp = Dl_ + (long long)r * ldd + c;
+          u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_bf16x2(x0, x1);
           } else if (c < N) {
@@ -562,7 +562,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_bf16_128x256
         const int r = row0_ + 8, c = col0_ + 136;
         if (r < M) {
           float x0 = alpha * acc[0][70], x1 = alpha * acc[0][71];
-          u16* dp = Dl_ + (long long)r * ldd + c;
+          u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_bf16x2(x0, x1);
           } else if (c < N) {
@@ -574,7 +574,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_bf16_128x256
         const int r = row0_ + 0, c = col0_ + 144;
         if (r < M) {
           float x0 = alpha * acc[0][72], x1 = alpha * acc[0][73];
-          u16* dp = Dl_ + (long long)r * ldd + c;
+          u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_bf16x2(x0, x1);
           } else if (c < N) {
@@ -586,7 +586,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_bf16_128x256
         const int r = row0_ + 8, c = col0_ + 144;
         if (r < M) {
           float x0 = alpha * acc[0][74], x1 = alpha * acc[0][75];
-          u16* dp = Dl_ + (long long)r * ldd + c;
+          u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_bf16x2(x0, x1);
           } else if (c < N) {
@@ -598,7 +598,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_bf16_128x256
         const int r = row0_ + 0, c = col0_ + 152;
         if (r < M) {
           float x0 = alpha * acc[0][76], x1 = alpha * acc[0][77];
-          u16* dp = Dl_ + (long long)r * ldd + c;
+          u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_bf16x2(x0, x1);
           } else if (c < N) {
@@ -610,7 +610,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_bf16_128x256
         const int r = row0_ + 8, c = col0_ + 152;
         if (r < M) {
           float x0 = alpha * acc[0][78], x1 = alpha * acc[0][79];
-          u16* dp = Dl_ + (long long)r * ldd + c;
+          u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_bf16x2(x0, x1);
           } else if (c < N) {
@@ -622,7 +622,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_bf16_128x256
         const int r = row0_ + 0, c = col0_ + 160;
         if (r < M) {
           float x0 = alpha * acc[0][80], x1 = alpha * acc[0][81];
-          u16* dp = Dl_ + (long long)r * ldd + c;
+          u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_bf16x2(x0, x1);
           } else if (c < N) {
@@ -634,7 +634,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_bf16_128x256
         const int r = row0_ + 8, c = col0_ + 160;
         if (r < M) {
           float x0 = alpha * acc[0][82], x1 = alpha * acc[0][83];
-          u16* dp = Dl_ + (long long)r * ldd + c;
+          u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_bf16x2(x0, x1);
           } else if (c < N) {
@@ -646,7 +646,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_bf16_128x256
         const int r = row0_ + 0, c = col0_ + 168;
         if (r < M) {
           float x0 = alpha * acc[0][84], x1 = alpha * acc[0][85];
-          u16* dp = Dl_ + (long long)r * ldd + c;
+          u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_bf16x2(x0, x1);
           } else if (c < N) {
@@ -658,7 +658,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_bf16_128x256
         const int r = row0_ + 8, c = col0_ + 168;
         if (r < M) {
           float x0 = alpha * acc[0][86], x1 = alpha * acc[0][87];
-          u16* dp = Dl_ + (long long)r * ldd + c;
+          u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_bf16x2(x0, x1);
           } else if (c < N) {
@@ -670,7 +670,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_bf16_128x256
         const int r = row0_ + 0, c = col0_ + 176;
         if (r < M) {
           float x0 = alpha * acc[0][88], x1 = alpha * acc[0][89];
-          u16* dp = Dl_ + (long long)r * ldd + c;
+          u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_bf16x2(x0, x1);
           } else if (c < N) {
@@ -682,7 +682,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_bf16_128x256
         const int r = row0_ + 8, c = col0_ + 176;
         if (r < M) {
           float x0 = alpha * acc[0][90], x1 = alpha * acc[0][91];
-          u16* dp = Dl_ + (long long)r * ldd + c;
+          u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_bf16x2(x0, x1);
           } else if (c < N) {
@@ -694,7 +694,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_bf16_128x256
         const int r = row0_ + 0, c = col0_ + 184;
         if (r < M) {
           float x0 = alpha * acc[0][92], x1 = alpha * acc[0][93];
-          u16* dp = Dl_ + (long long)r * ldd + c;
+          u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_bf16x2(x0, x1);
           } else if (c < N) {
@@ -706,7 +706,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_bf16_128x256
         const int r = row0_ + 8, c = col0_ + 184;
         if (r < M) {
           float x0 = alpha * acc[0][94], x1 = alpha * acc[0][95];
-          u16* dp = Dl_ + (long long)r * ldd + c;
+          u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_bf16x2(x0, x1);
           } else if (c < N) {
@@ -718,7 +718,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_bf16_128x256
         const int r = row0_ + 0, c = col0_ + 192;
         if (r < M) {
           float x0 = alpha * acc[0][96], x1 = alpha * acc[0][97];
-          u16* dp = Dl_ + (long long)r * ldd + c;
+          u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_bf16x2(x0, x1);
           } else if (c < N) {
@@ -730,7 +730,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_bf16_128x256
         const int r = row0_ + 8, c = col0_ + 192;
         if (r < M) {
           float x0 = alpha * acc[0][98], x1 = alpha * acc[0][99];
-          u16* dp = Dl_ + (long long)r * ldd + c;
+          u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_bf16x2(x0, x1);
           } else if (c < N) {
@@ -742,7 +742,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_bf16_128x256
         const int r = row0_ + 0, c = col0_ + 200;
         if (r < M) {
           float x0 = alpha * acc[0][100], x1 = alpha * acc[0][101];
-          u16* dp = Dl_ + (long long)r * ldd + c;
+          u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_bf16x2(x0, x1);
           } else if (c < N) {
@@ -754,7 +754,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_bf16_128x256
         const int r = row0_ + 8, c = col0_ + 200;
         if (r < M) {
           float x0 = alpha * acc[0][102], x1 = alpha * acc[0][103];
-          u16* dp = Dl_ + (long long)r * ldd + c;
+          u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_bf16x2(x0, x1);
           } else if (c < N) {
@@ -766,7 +766,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_bf16_128x256
         const int r = row0_ + 0, c = col0_ + 208;
         if (r < M) {
           float x0 = alpha * acc[0][104], x1 = alpha * acc[0][105];
-          u16* dp = Dl_ + (long long)r * ldd + c;
+          u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_bf16x2(x0, x1);
           } else if (c < N) {
@@ -778,7 +778,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_bf16_128x256
         const int r = row0_ + 8, c = col0_ + 208;
         if (r < M) {
           float x0 = alpha * acc[0][106], x1 = alpha * acc[0][107];
-          u16* dp = Dl_ + (long long)r * ldd + c;
+          u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_bf16x2(x0, x1);
           } else if (c < N) {
@@ -790,7 +790,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_bf16_128x256
         const int r = row0_ + 0, c = col0_ + 216;
         if (r < M) {
           float x0 = alpha * acc[0][108], x1 = alpha * acc[0][109];
-          u16* dp = Dl_ + (long long)r * ldd + c;
+          u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_bf16x2(x0, x1);
           } else if (c < N) {
@@ -802,7 +802,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_bf16_128x256
         const int r = row0_ + 8, c = col0_ + 216;
         if (r < M) {
           float x0 = alpha * acc[0][110], x1 = alpha * acc[0][111];
-          u16* dp = Dl_ + (long long)r * ldd + c;
+          u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_bf16x2(x0, x1);
           } else if (c < N) {
@@ -814,7 +814,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_bf16_128x256
         const int r = row0_ + 0, c = col0_ + 224;
         if (r < M) {
           float x0 = alpha * acc[0][112], x1 = alpha * acc[0][113];
-          u16* dp = Dl_ + (long long)r * ldd + c;
+          u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_bf16x2(x0, x1);
           } else if (c < N) {
@@ -826,7 +826,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_bf16_128x256
         const int r = row0_ + 8, c = col0_ + 224;
         if (r < M) {
           float x0 = alpha * acc[0][114], x1 = alpha * acc[0][115];
-          u16* dp = Dl_ + (long long)r * ldd + c;
+          u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_bf16x2(x0, x1);
           } else if (c < N) {
@@ -838,7 +838,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_bf16_128x256
         const int r = row0_ + 0, c = col0_ + 232;
         if (r < M) {
           float x0 = alpha * acc[0][116], x1 = alpha * acc[0][117];
-          u16* dp = Dl_ + (long long)r * ldd + c;
+          u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_bf16x2(x0, x1);
           } else if (c < N) {
@@ -850,7 +850,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_bf16_128x256
         const int r = row0_ + 8, c = col0_ + 232;
         if (r < M) {
           float x0 = alpha * acc[0][118], x1 = alpha * acc[0][119];
-          u16* dp = Dl_ + (long long)r * ldd + c;
+          u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_bf16x2(x0, x1);
           } else if (c < N) {
@@ -862,7 +862,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_bf16_128x256
         const int r = row0_ + 0, c = col0_ + 240;
         if (r < M) {
           float x0 = alpha * acc[0][120], x1 = alpha * acc[0][121];
-          u16* dp = Dl_ + (long long)r * ldd + c;
+          u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_bf16x2(x0, x1);
           } else if (c < N) {
@@ -874,7 +874,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_bf16_128x256
         const int r = row0_ + 8, c = col0_ + 240;
         if (r < M) {
           float x0 = alpha * acc[0][122], x1 = alpha * acc[0][123];
-          u16* dp = Dl_ + (long long)r * ldd + c;
+          u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_bf16x2(x0, x1);
           } else if (c < N) {
@@ -886,7 +886,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_bf16_128x256
         const int r = row0_ + 0, c = col0_ + 248;
         if (r < M) {
           float x0 = alpha * acc[0][124], x1 = alpha * acc[0][125];
-          u16* dp = Dl_ + (long long)r * ldd + c;
+          u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_bf16x2(x0, x1);
           } else if (c < N) {
@@ -898,7 +898,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_bf16_128x256
         const int r = row0_ + 8, c = col0_ + 248;
         if (r < M) {
           float x0 = alpha * acc[0][126], x1 = alpha * acc[0][127];
-          u16* dp = Dl_ + (long long)r * ldd + c;
+          u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_bf16x2(x0, x1);
           } else if (c < N) {

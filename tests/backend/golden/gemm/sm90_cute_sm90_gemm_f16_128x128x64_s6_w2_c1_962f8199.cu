@@ -137,12 +137,12 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_128x128x
       // ---------------- epilogue ----------------
       const int row0_ = m_blk * 128 + ((tid >> 7) * 64 + ((((tid & 127) >> 2) & 7) + ((tid & 127) >> 5) * 16));
       const int col0_ = n_blk * 128 + (tid & 3) * 2;
-      u16* Dl_ = D + (long long)l_ * ldl_d;
+      u16* Dl_ = D + l_ * ldl_d;
       {
         const int r = row0_ + 0, c = col0_ + 0;
         if (r < M) {
           float x0 = alpha * acc[0][0], x1 = alpha * acc[0][1];
-          u16* dp = Dl_ + (long long)r * ldd + c;
+          u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_f16x2(x0, x1);
           } else if (c < N) {
@@ -154,7 +154,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_128x128x
         const int r = row0_ + 8, c = col0_ + 0;
         if (r < M) {
           float x0 = alpha * acc[0][2], x1 = alpha * acc[0][3];
-          u16* dp = Dl_ + (long long)r * ldd + c;
+          u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_f16x2(x0, x1);
           } else if (c < N) {
@@ -166,7 +166,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_128x128x
         const int r = row0_ + 0, c = col0_ + 8;
         if (r < M) {
           float x0 = alpha * acc[0][4], x1 = alpha * acc[0][5];
-          u16* dp = Dl_ + (long long)r * ldd + c;
+          u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_f16x2(x0, x1);
           } else if (c < N) {
@@ -178,7 +178,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_128x128x
         const int r = row0_ + 8, c = col0_ + 8;
         if (r < M) {
           float x0 = alpha * acc[0][6], x1 = alpha * acc[0][7];
-          u16* dp = Dl_ + (long long)r * ldd + c;
+          u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_f16x2(x0, x1);
           } else if (c < N) {
@@ -190,7 +190,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_128x128x
         const int r = row0_ + 0, c = col0_ + 16;
         if (r < M) {
           float x0 = alpha * acc[0][8], x1 = alpha * acc[0][9];
-          u16* dp = Dl_ + (long long)r * ldd + c;
+          u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_f16x2(x0, x1);
           } else if (c < N) {
@@ -202,7 +202,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_128x128x
         const int r = row0_ + 8, c = col0_ + 16;
         if (r < M) {
           float x0 = alpha * acc[0][10], x1 = alpha * acc[0][11];
-          u16* dp = Dl_ + (long long)r * ldd + c;
+          u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_f16x2(x0, x1);
           } else if (c < N) {
@@ -214,7 +214,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_128x128x
         const int r = row0_ + 0, c = col0_ + 24;
         if (r < M) {
           float x0 = alpha * acc[0][12], x1 = alpha * acc[0][13];
-          u16* dp = Dl_ + (long long)r * ldd + c;
+          u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_f16x2(x0, x1);
           } else if (c < N) {
@@ -226,7 +226,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_128x128x
         const int r = row0_ + 8, c = col0_ + 24;
         if (r < M) {
           float x0 = alpha * acc[0][14], x1 = alpha * acc[0][15];
-          u16* dp = Dl_ + (long long)r * ldd + c;
+          u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_f16x2(x0, x1);
           } else if (c < N) {
@@ -238,7 +238,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_128x128x
         const int r = row0_ + 0, c = col0_ + 32;
         if (r < M) {
           float x0 = alpha * acc[0][16], x1 = alpha * acc[0][17];
-          u16* dp = Dl_ + (long long)r * ldd + c;
+          u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_f16x2(x0, x1);
           } else if (c < N) {
@@ -250,7 +250,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_128x128x
         const int r = row0_ + 8, c = col0_ + 32;
         if (r < M) {
           float x0 = alpha * acc[0][18], x1 = alpha * acc[0][19];
-          u16* dp = Dl_ + (long long)r * ldd + c;
+          u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_f16x2(x0, x1);
           } else if (c < N) {
@@ -262,7 +262,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_128x128x
         const int r = row0_ + 0, c = col0_ + 40;
         if (r < M) {
           float x0 = alpha * acc[0][20], x1 = alpha * acc[0][21];
-          u16* dp = Dl_ + (long long)r * ldd + c;
+          u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_f16x2(x0, x1);
           } else if (c < N) {
@@ -274,7 +274,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_128x128x
         const int r = row0_ + 8, c = col0_ + 40;
         if (r < M) {
           float x0 = alpha * acc[0][22], x1 = alpha * acc[0][23];
-          u16* dp = Dl_ + (long long)r * ldd + c;
+          u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_f16x2(x0, x1);
           } else if (c < N) {
@@ -286,7 +286,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_128x128x
         const int r = row0_ + 0, c = col0_ + 48;
         if (r < M) {
           float x0 = alpha * acc[0][24], x1 = alpha * acc[0][25];
-          u16* dp = Dl_ + (long long)r * ldd + c;
+          u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_f16x2(x0, x1);
           } else if (c < N) {
@@ -298,7 +298,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_128x128x
         const int r = row0_ + 8, c = col0_ + 48;
         if (r < M) {
           float x0 = alpha * acc[0][26], x1 = alpha * acc[0][27];
-          u16* dp = Dl_ + (long long)r * ldd + c;
+          u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_f16x2(x0, x1);
           } else if (c < N) {
@@ -310,7 +310,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_128x128x
         const int r = row0_ + 0, c = col0_ + 56;
         if (r < M) {
           float x0 = alpha * acc[0][28], x1 = alpha * acc[0][29];
-          u16* dp = Dl_ + (long long)r * ldd + c;
+          u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_f16x2(x0, x1);
           } else if (c < N) {
@@ -322,7 +322,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_128x128x
         const int r = row0_ + 8, c = col0_ + 56;
         if (r < M) {
           float x0 = alpha * acc[0][30], x1 = alpha * acc[0][31];
-          u16* dp = Dl_ + (long long)r * ldd + c;
+          u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_f16x2(x0, x1);
           } else if (c < N) {
@@ -334,7 +334,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_128x128x
         const int r = row0_ + 0, c = col0_ + 64;
         if (r < M) {
           float x0 = alpha * acc[0][32], x1 = alpha * acc[0][33];
-          u16* dp = Dl_ + (long long)r * ldd + c;
+          u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_f16x2(x0, x1);
           } else if (c < N) {
@@ -346,7 +346,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_128x128x
         const int r = row0_ + 8, c = col0_ + 64;
         if (r < M) {
           float x0 = alpha * acc[0][34], x1 = alpha * acc[0][35];
-          u16* dp = Dl_ + (long long)r * ldd + c;
+          u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_f16x2(x0, x1);
           } else if (c < N) {
@@ -358,7 +358,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_128x128x
         const int r = row0_ + 0, c = col0_ + 72;
         if (r < M) {
           float x0 = alpha * acc[0][36], x1 = alpha * acc[0][37];
-          u16* dp = Dl_ + (long long)r * ldd + c;
+          u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_f16x2(x0, x1);
           } else if (c < N) {
@@ -370,7 +370,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_128x128x
         const int r = row0_ + 8, c = col0_ + 72;
         if (r < M) {
           float x0 = alpha * acc[0][38], x1 = alpha * acc[0][39];
-          u16* dp = Dl_ + (long long)r * ldd + c;
+          u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_f16x2(x0, x1);
           } else if (c < N) {
@@ -382,7 +382,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_128x128x
         const int r = row0_ + 0, c = col0_ + 80;
         if (r < M) {
           float x0 = alpha * acc[0][40], x1 = alpha * acc[0][41];
-          u16* dp = Dl_ + (long long)r * ldd + c;
+          u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_f16x2(x0, x1);
           } else if (c < N) {
@@ -394,7 +394,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_128x128x
         const int r = row0_ + 8, c = col0_ + 80;
         if (r < M) {
           float x0 = alpha * acc[0][42], x1 = alpha * acc[0][43];
-          u16* dp = Dl_ + (long long)r * ldd + c;
+          u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_f16x2(x0, x1);
           } else if (c < N) {
@@ -406,7 +406,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_128x128x
         const int r = row0_ + 0, c = col0_ + 88;
         if (r < M) {
           float x0 = alpha * acc[0][44], x1 = alpha * acc[0][45];
-          u16* dp = Dl_ + (long long)r * ldd + c;
+          u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_f16x2(x0, x1);
           } else if (c < N) {
@@ -418,7 +418,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_128x128x
         const int r = row0_ + 8, c = col0_ + 88;
         if (r < M) {
           float x0 = alpha * acc[0][46], x1 = alpha * acc[0][47];
-          u16* dp = Dl_ + (long long)r * ldd + c;
+          u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_f16x2(x0, x1);
           } else if (c < N) {
@@ -430,7 +430,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_128x128x
         const int r = row0_ + 0, c = col0_ + 96;
         if (r < M) {
           float x0 = alpha * acc[0][48], x1 = alpha * acc[0][49];
-          u16* dp = Dl_ + (long long)r * ldd + c;
+          u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_f16x2(x0, x1);
           } else if (c < N) {
@@ -442,7 +442,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_128x128x
         const int r = row0_ + 8, c = col0_ + 96;
         if (r < M) {
           float x0 = alpha * acc[0][50], x1 = alpha * acc[0][51];
-          u16* dp = Dl_ + (long long)r * ldd + c;
+          u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_f16x2(x0, x1);
           } else if (c < N) {
@@ -454,7 +454,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_128x128x
         const int r = row0_ + 0, c = col0_ + 104;
         if (r < M) {
           float x0 = alpha * acc[0][52], x1 = alpha * acc[0][53];
-          u16* dp = Dl_ + (long long)r * ldd + c;
+          u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_f16x2(x0, x1);
           } else if (c < N) {
@@ -466,7 +466,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_128x128x
         const int r = row0_ + 8, c = col0_ + 104;
         if (r < M) {
           float x0 = alpha * acc[0][54], x1 = alpha * acc[0][55];
-          u16* dp = Dl_ + (long long)r * ldd + c;
+          u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_f16x2(x0, x1);
           } else if (c < N) {
@@ -478,7 +478,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_128x128x
         const int r = row0_ + 0, c = col0_ + 112;
         if (r < M) {
           float x0 = alpha * acc[0][56], x1 = alpha * acc[0][57];
-          u16* dp = Dl_ + (long long)r * ldd + c;
+          u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_f16x2(x0, x1);
           } else if (c < N) {
@@ -490,7 +490,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_128x128x
         const int r = row0_ + 8, c = col0_ + 112;
         if (r < M) {
           float x0 = alpha * acc[0][58], x1 = alpha * acc[0][59];
-          u16* dp = Dl_ + (long long)r * ldd + c;
+          u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_f16x2(x0, x1);
           } else if (c < N) {
@@ -502,7 +502,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_128x128x
         const int r = row0_ + 0, c = col0_ + 120;
         if (r < M) {
           float x0 = alpha * acc[0][60], x1 = alpha * acc[0][61];
-          u16* dp = Dl_ + (long long)r * ldd + c;
+          u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_f16x2(x0, x1);
           } else if (c < N) {
@@ -514,7 +514,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_128x128x
         const int r = row0_ + 8, c = col0_ + 120;
         if (r < M) {
           float x0 = alpha * acc[0][62], x1 = alpha * acc[0][63];
-          u16* dp = Dl_ + (long long)r * ldd + c;
+          u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_f16x2(x0, x1);
           } else if (c < N) {

@@ -137,14 +137,14 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_128x256x
       // ---------------- epilogue ----------------
       const int row0_ = m_blk * 128 + ((tid >> 7) * 64 + ((((tid & 127) >> 2) & 7) + ((tid & 127) >> 5) * 16));
       const int col0_ = n_blk * 256 + (tid & 3) * 2;
-      u16* Dl_ = D + (long long)l_ * ldl_d;
-      const u16* Cl_ = C + (long long)l_ * ldl_c;
+      u16* Dl_ = D + l_ * ldl_d;
+      const u16* Cl_ = C + l_ * ldl_c;
       {
         const int r = row0_ + 0, c = col0_ + 0;
         if (r < M) {
           float x0 = alpha * acc[0][0], x1 = alpha * acc[0][1];
-          u16* dp = Dl_ + (long long)r * ldd + c;
-          const u16* cp = Cl_ + (long long)r * ldc + c;
+          u16* dp = Dl_ + r * ldd + c;
+          const u16* cp = Cl_ + r * ldc + c;
           if (c + 1 < N) {
             const u32 cc = *reinterpret_cast<const u32*>(cp);
             x0 += beta * f16_bits_to_f32((u16)(cc & 0xffffu)); x1 += beta * f16_bits_to_f32((u16)(cc >> 16));
@@ -159,8 +159,8 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_128x256x
         const int r = row0_ + 8, c = col0_ + 0;
         if (r < M) {
           float x0 = alpha * acc[0][2], x1 = alpha * acc[0][3];
-          u16* dp = Dl_ + (long long)r * ldd + c;
-          const u16* cp = Cl_ + (long long)r * ldc + c;
+          u16* dp = Dl_ + r * ldd + c;
+          const u16* cp = Cl_ + r * ldc + c;
           if (c + 1 < N) {
             const u32 cc = *reinterpret_cast<const u32*>(cp);
             x0 += beta * f16_bits_to_f32((u16)(cc & 0xffffu)); x1 += beta * f16_bits_to_f32((u16)(cc >> 16));
@@ -175,8 +175,8 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_128x256x
         const int r = row0_ + 0, c = col0_ + 8;
         if (r < M) {
           float x0 = alpha * acc[0][4], x1 = alpha * acc[0][5];
-          u16* dp = Dl_ + (long long)r * ldd + c;
-          const u16* cp = Cl_ + (long long)r * ldc + c;
+          u16* dp = Dl_ + r * ldd + c;
+          const u16* cp = Cl_ + r * ldc + c;
           if (c + 1 < N) {
             const u32 cc = *reinterpret_cast<const u32*>(cp);
             x0 += beta * f16_bits_to_f32((u16)(cc & 0xffffu)); x1 += beta * f16_bits_to_f32((u16)(cc >> 16));
@@ -191,8 +191,8 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_128x256x
         const int r = row0_ + 8, c = col0_ + 8;
         if (r < M) {
           float x0 = alpha * acc[0][6], x1 = alpha * acc[0][7];
-          u16* dp = Dl_ + (long long)r * ldd + c;
-          const u16* cp = Cl_ + (long long)r * ldc + c;
+          u16* dp = Dl_ + r * ldd + c;
+          const u16* cp = Cl_ + r * ldc + c;
           if (c + 1 < N) {
             const u32 cc = *reinterpret_cast<const u32*>(cp);
             x0 += beta * f16_bits_to_f32((u16)(cc & 0xffffu)); x1 += beta * f16_bits_to_f32((u16)(cc >> 16));
@@ -207,8 +207,8 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_128x256x
         const int r = row0_ + 0, c = col0_ + 16;
         if (r < M) {
           float x0 = alpha * acc[0][8], x1 = alpha * acc[0][9];
-          u16* dp = Dl_ + (long long)r * ldd + c;
-          const u16* cp = Cl_ + (long long)r * ldc + c;
+          u16* dp = Dl_ + r * ldd + c;
+          const u16* cp = Cl_ + r * ldc + c;
           if (c + 1 < N) {
             const u32 cc = *reinterpret_cast<const u32*>(cp);
             x0 += beta * f16_bits_to_f32((u16)(cc & 0xffffu)); x1 += beta * f16_bits_to_f32((u16)(cc >> 16));
@@ -223,8 +223,8 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_128x256x
         const int r = row0_ + 8, c = col0_ + 16;
         if (r < M) {
           float x0 = alpha * acc[0][10], x1 = alpha * acc[0][11];
-          u16* dp = Dl_ + (long long)r * ldd + c;
-          const u16* cp = Cl_ + (long long)r * ldc + c;
+          u16* dp = Dl_ + r * ldd + c;
+          const u16* cp = Cl_ + r * ldc + c;
           if (c + 1 < N) {
             const u32 cc = *reinterpret_cast<const u32*>(cp);
             x0 += beta * f16_bits_to_f32((u16)(cc & 0xffffu)); x1 += beta * f16_bits_to_f32((u16)(cc >> 16));
@@ -239,8 +239,8 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_128x256x
         const int r = row0_ + 0, c = col0_ + 24;
         if (r < M) {
           float x0 = alpha * acc[0][12], x1 = alpha * acc[0][13];
-          u16* dp = Dl_ + (long long)r * ldd + c;
-          const u16* cp = Cl_ + (long long)r * ldc + c;
+          u16* dp = Dl_ + r * ldd + c;
+          const u16* cp = Cl_ + r * ldc + c;
           if (c + 1 < N) {
             const u32 cc = *reinterpret_cast<const u32*>(cp);
             x0 += beta * f16_bits_to_f32((u16)(cc & 0xffffu)); x1 += beta * f16_bits_to_f32((u16)(cc >> 16));
@@ -255,8 +255,8 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_128x256x
         const int r = row0_ + 8, c = col0_ + 24;
         if (r < M) {
           float x0 = alpha * acc[0][14], x1 = alpha * acc[0][15];
-          u16* dp = Dl_ + (long long)r * ldd + c;
-          const u16* cp = Cl_ + (long long)r * ldc + c;
+          u16* dp = Dl_ + r * ldd + c;
+          const u16* cp = Cl_ + r * ldc + c;
           if (c + 1 < N) {
             const u32 cc = *reinterpret_cast<const u32*>(cp);
             x0 += beta * f16_bits_to_f32((u16)(cc & 0xffffu)); x1 += beta * f16_bits_to_f32((u16)(cc >> 16));
@@ -271,8 +271,8 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_128x256x
         const int r = row0_ + 0, c = col0_ + 32;
         if (r < M) {
           float x0 = alpha * acc[0][16], x1 = alpha * acc[0][17];
-          u16* dp = Dl_ + (long long)r * ldd + c;
-          const u16* cp = Cl_ + (long long)r * ldc + c;
+          u16* dp = Dl_ + r * ldd + c;
+          const u16* cp = Cl_ + r * ldc + c;
           if (c + 1 < N) {
             const u32 cc = *reinterpret_cast<const u32*>(cp);
             x0 += beta * f16_bits_to_f32((u16)(cc & 0xffffu)); x1 += beta * f16_bits_to_f32((u16)(cc >> 16));
@@ -287,8 +287,8 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_128x256x
         const int r = row0_ + 8, c = col0_ + 32;
         if (r < M) {
           float x0 = alpha * acc[0][18], x1 = alpha * acc[0][19];
-          u16* dp = Dl_ + (long long)r * ldd + c;
-          const u16* cp = Cl_ + (long long)r * ldc + c;
+          u16* dp = Dl_ + r * ldd + c;
+          const u16* cp = Cl_ + r * ldc + c;
           if (c + 1 < N) {
             const u32 cc = *reinterpret_cast<const u32*>(cp);
             x0 += beta * f16_bits_to_f32((u16)(cc & 0xffffu)); x1 += beta * f16_bits_to_f32((u16)(cc >> 16));
@@ -303,8 +303,8 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_128x256x
         const int r = row0_ + 0, c = col0_ + 40;
         if (r < M) {
           float x0 = alpha * acc[0][20], x1 = alpha * acc[0][21];
-          u16* dp = Dl_ + (long long)r * ldd + c;
-          const u16* cp = Cl_ + (long long)r * ldc + c;
+          u16* dp = Dl_ + r * ldd + c;
+          const u16* cp = Cl_ + r * ldc + c;
           if (c + 1 < N) {
             const u32 cc = *reinterpret_cast<const u32*>(cp);
             x0 += beta * f16_bits_to_f32((u16)(cc & 0xffffu)); x1 += beta * f16_bits_to_f32((u16)(cc >> 16));
@@ -319,8 +319,8 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_128x256x
         const int r = row0_ + 8, c = col0_ + 40;
         if (r < M) {
           float x0 = alpha * acc[0][22], x1 = alpha * acc[0][23];
-          u16* dp = Dl_ + (long long)r * ldd + c;
-          const u16* cp = Cl_ + (long long)r * ldc + c;
+          u16* dp = Dl_ + r * ldd + c;
+          const u16* cp = Cl_ + r * ldc + c;
           if (c + 1 < N) {
             const u32 cc = *reinterpret_cast<const u32*>(cp);
             x0 += beta * f16_bits_to_f32((u16)(cc & 0xffffu)); x1 += beta * f16_bits_to_f32((u16)(cc >> 16));
@@ -335,8 +335,8 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_128x256x
         const int r = row0_ + 0, c = col0_ + 48;
         if (r < M) {
           float x0 = alpha * acc[0][24], x1 = alpha * acc[0][25];
-          u16* dp = Dl_ + (long long)r * ldd + c;
-          const u16* cp = Cl_ + (long long)r * ldc + c;
+          u16* dp = Dl_ + r * ldd + c;
+          const u16* cp = Cl_ + r * ldc + c;
           if (c + 1 < N) {
             const u32 cc = *reinterpret_cast<const u32*>(cp);
             x0 += beta * f16_bits_to_f32((u16)(cc & 0xffffu)); x1 += beta * f16_bits_to_f32((u16)(cc >> 16));
@@ -351,8 +351,8 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_128x256x
         const int r = row0_ + 8, c = col0_ + 48;
         if (r < M) {
           float x0 = alpha * acc[0][26], x1 = alpha * acc[0][27];
-          u16* dp = Dl_ + (long long)r * ldd + c;
-          const u16* cp = Cl_ + (long long)r * ldc + c;
+          u16* dp = Dl_ + r * ldd + c;
+          const u16* cp = Cl_ + r * ldc + c;
           if (c + 1 < N) {
             const u32 cc = *reinterpret_cast<const u32*>(cp);
             x0 += beta * f16_bits_to_f32((u16)(cc & 0xffffu)); x1 += beta * f16_bits_to_f32((u16)(cc >> 16));
@@ -367,8 +367,8 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_128x256x
         const int r = row0_ + 0, c = col0_ + 56;
         if (r < M) {
           float x0 = alpha * acc[0][28], x1 = alpha * acc[0][29];
-          u16* dp = Dl_ + (long long)r * ldd + c;
-          const u16* cp = Cl_ + (long long)r * ldc + c;
+          u16* dp = Dl_ + r * ldd + c;
+          const u16* cp = Cl_ + r * ldc + c;
           if (c + 1 < N) {
             const u32 cc = *reinterpret_cast<const u32*>(cp);
             x0 += beta * f16_bits_to_f32((u16)(cc & 0xffffu)); x1 += beta * f16_bits_to_f32((u16)(cc >> 16));
@@ -383,8 +383,8 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_128x256x
         const int r = row0_ + 8, c = col0_ + 56;
         if (r < M) {
           float x0 = alpha * acc[0][30], x1 = alpha * acc[0][31];
-          u16* dp = Dl_ + (long long)r * ldd + c;
-          const u16* cp = Cl_ + (long long)r * ldc + c;
+          u16* dp = Dl_ + r * ldd + c;
+          const u16* cp = Cl_ + r * ldc + c;
           if (c + 1 < N) {
             const u32 cc = *reinterpret_cast<const u32*>(cp);
             x0 += beta * f16_bits_to_f32((u16)(cc & 0xffffu)); x1 += beta * f16_bits_to_f32((u16)(cc >> 16));
@@ -399,8 +399,8 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_128x256x
         const int r = row0_ + 0, c = col0_ + 64;
         if (r < M) {
           float x0 = alpha * acc[0][32], x1 = alpha * acc[0][33];
-          u16* dp = Dl_ + (long long)r * ldd + c;
-          const u16* cp = Cl_ + (long long)r * ldc + c;
+          u16* dp = Dl_ + r * ldd + c;
+          const u16* cp = Cl_ + r * ldc + c;
           if (c + 1 < N) {
             const u32 cc = *reinterpret_cast<const u32*>(cp);
             x0 += beta * f16_bits_to_f32((u16)(cc & 0xffffu)); x1 += beta * f16_bits_to_f32((u16)(cc >> 16));
@@ -415,8 +415,8 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_128x256x
         const int r = row0_ + 8, c = col0_ + 64;
         if (r < M) {
           float x0 = alpha * acc[0][34], x1 = alpha * acc[0][35];
-          u16* dp = Dl_ + (long long)r * ldd + c;
-          const u16* cp = Cl_ + (long long)r * ldc + c;
+          u16* dp = Dl_ + r * ldd + c;
+          const u16* cp = Cl_ + r * ldc + c;
           if (c + 1 < N) {
             const u32 cc = *reinterpret_cast<const u32*>(cp);
             x0 += beta * f16_bits_to_f32((u16)(cc & 0xffffu)); x1 += beta * f16_bits_to_f32((u16)(cc >> 16));
@@ -431,8 +431,8 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_128x256x
         const int r = row0_ + 0, c = col0_ + 72;
         if (r < M) {
           float x0 = alpha * acc[0][36], x1 = alpha * acc[0][37];
-          u16* dp = Dl_ + (long long)r * ldd + c;
-          const u16* cp = Cl_ + (long long)r * ldc + c;
+          u16* dp = Dl_ + r * ldd + c;
+          const u16* cp = Cl_ + r * ldc + c;
           if (c + 1 < N) {
             const u32 cc = *reinterpret_cast<const u32*>(cp);
             x0 += beta * f16_bits_to_f32((u16)(cc & 0xffffu)); x1 += beta * f16_bits_to_f32((u16)(cc >> 16));
@@ -447,8 +447,8 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_128x256x
         const int r = row0_ + 8, c = col0_ + 72;
         if (r < M) {
           float x0 = alpha * acc[0][38], x1 = alpha * acc[0][39];
-          u16* dp = Dl_ + (long long)r * ldd + c;
-          const u16* cp = Cl_ + (long long)r * ldc + c;
+          u16* dp = Dl_ + r * ldd + c;
+          const u16* cp = Cl_ + r * ldc + c;
           if (c + 1 < N) {
             const u32 cc = *reinterpret_cast<const u32*>(cp);
             x0 += beta * f16_bits_to_f32((u16)(cc & 0xffffu)); x1 += beta * f16_bits_to_f32((u16)(cc >> 16));
@@ -463,8 +463,8 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_128x256x
         const int r = row0_ + 0, c = col0_ + 80;
         if (r < M) {
           float x0 = alpha * acc[0][40], x1 = alpha * acc[0][41];
-          u16* dp = Dl_ + (long long)r * ldd + c;
-          const u16* cp = Cl_ + (long long)r * ldc + c;
+          u16* dp = Dl_ + r * ldd + c;
+          const u16* cp = Cl_ + r * ldc + c;
           if (c + 1 < N) {
             const u32 cc = *reinterpret_cast<const u32*>(cp);
             x0 += beta * f16_bits_to_f32((u16)(cc & 0xffffu)); x1 += beta * f16_bits_to_f32((u16)(cc >> 16));
@@ -479,8 +479,8 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_128x256x
         const int r = row0_ + 8, c = col0_ + 80;
         if (r < M) {
           float x0 = alpha * acc[0][42], x1 = alpha * acc[0][43];
-          u16* dp = Dl_ + (long long)r * ldd + c;
-          const u16* cp = Cl_ + (long long)r * ldc + c;
+          u16* dp = Dl_ + r * ldd + c;
+          const u16* cp = Cl_ + r * ldc + c;
           if (c + 1 < N) {
             const u32 cc = *reinterpret_cast<const u32*>(cp);
             x0 += beta * f16_bits_to_f32((u16)(cc & 0xffffu)); x1 += beta * f16_bits_to_f32((u16)(cc >> 16));
@@ -495,8 +495,8 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_128x256x
         const int r = row0_ + 0, c = col0_ + 88;
         if (r < M) {
           float x0 = alpha * acc[0][44], x1 = alpha * acc[0][45];
-          u16* dp = Dl_ + (long long)r * ldd + c;
-          const u16* cp = Cl_ + (long long)r * ldc + c;
+          u16* dp = Dl_ + r * ldd + c;
+          const u16* cp = Cl_ + r * ldc + c;
           if (c + 1 < N) {
             const u32 cc = *reinterpret_cast<const u32*>(cp);
             x0 += beta * f16_bits_to_f32((u16)(cc & 0xffffu)); x1 += beta * f16_bits_to_f32((u16)(cc >> 16));
@@ -511,8 +511,8 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_128x256x
         const int r = row0_ + 8, c = col0_ + 88;
         if (r < M) {
           float x0 = alpha * acc[0][46], x1 = alpha * acc[0][47];
-          u16* dp = Dl_ + (long long)r * ldd + c;
-          const u16* cp = Cl_ + (long long)r * ldc + c;
+          u16* dp = Dl_ + r * ldd + c;
+          const u16* cp = Cl_ + r * ldc + c;
           if (c + 1 < N) {
             const u32 cc = *reinterpret_cast<const u32*>(cp);
             x0 += beta * f16_bits_to_f32((u16)(cc & 0xffffu)); x1 += beta * f16_bits_to_f32((u16)(cc >> 16));
@@ -527,8 +527,8 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_128x256x
         const int r = row0_ + 0, c = col0_ + 96;
         if (r < M) {
           float x0 = alpha * acc[0][48], x1 = alpha * acc[0][49];
-          u16* dp = Dl_ + (long long)r * ldd + c;
-          const u16* cp = Cl_ + (long long)r * ldc + c;
+          u16* dp = Dl_ + r * ldd + c;
+          const u16* cp = Cl_ + r * ldc + c;
           if (c + 1 < N) {
             const u32 cc = *reinterpret_cast<const u32*>(cp);
             x0 += beta * f16_bits_to_f32((u16)(cc & 0xffffu)); x1 += beta * f16_bits_to_f32((u16)(cc >> 16));
@@ -543,8 +543,8 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_128x256x
         const int r = row0_ + 8, c = col0_ + 96;
         if (r < M) {
           float x0 = alpha * acc[0][50], x1 = alpha * acc[0][51];
-          u16* dp = Dl_ + (long long)r * ldd + c;
-          const u16* cp = Cl_ + (long long)r * ldc + c;
+          u16* dp = Dl_ + r * ldd + c;
+          const u16* cp = Cl_ + r * ldc + c;
           if (c + 1 < N) {
             const u32 cc = *reinterpret_cast<const u32*>(cp);
             x0 += beta * f16_bits_to_f32((u16)(cc & 0xffffu)); x1 += beta * f16_bits_to_f32((u16)(cc >> 16));
@@ -559,8 +559,8 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_128x256x
         const int r = row0_ + 0, c = col0_ + 104;
         if (r < M) {
           float x0 = alpha * acc[0][52], x1 = alpha * acc[0][53];
-          u16* dp = Dl_ + (long long)r * ldd + c;
-          const u16* cp = Cl_ + (long long)r * ldc + c;
+          u16* dp = Dl_ + r * ldd + c;
+          const u16* cp = Cl_ + r * ldc + c;
           if (c + 1 < N) {
             const u32 cc = *reinterpret_cast<const u32*>(cp);
             x0 += beta * f16_bits_to_f32((u16)(cc & 0xffffu)); x1 += beta * f16_bits_to_f32((u16)(cc >> 16));
@@ -575,8 +575,8 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_128x256x
         const int r = row0_ + 8, c = col0_ + 104;
         if (r < M) {
           float x0 = alpha * acc[0][54], x1 = alpha * acc[0][55];
-          u16* dp = Dl_ + (long long)r * ldd + c;
-          const u16* cp = Cl_ + (long long)r * ldc + c;
+          u16* dp = Dl_ + r * ldd + c;
+          const u16* cp = Cl_ + r * ldc + c;
           if (c + 1 < N) {
             const u32 cc = *reinterpret_cast<const u32*>(cp);
             x0 += beta * f16_bits_to_f32((u16)(cc & 0xffffu)); x1 += beta * f16_bits_to_f32((u16)(cc >> 16));
@@ -591,8 +591,8 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_128x256x
         const int r = row0_ + 0, c = col0_ + 112;
         if (r < M) {
           float x0 = alpha * acc[0][56], x1 = alpha * acc[0][57];
-          u16* dp = Dl_ + (long long)r * ldd + c;
-          const u16* cp = Cl_ + (long long)r * ldc + c;
+          u16* dp = Dl_ + r * ldd + c;
+          const u16* cp = Cl_ + r * ldc + c;
           if (c + 1 < N) {
             const u32 cc = *reinterpret_cast<const u32*>(cp);
             x0 += beta * f16_bits_to_f32((u16)(cc & 0xffffu)); x1 += beta * f16_bits_to_f32((u16)(cc >> 16));
@@ -607,8 +607,8 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_128x256x
         const int r = row0_ + 8, c = col0_ + 112;
         if (r < M) {
           float x0 = alpha * acc[0][58], x1 = alpha * acc[0][59];
-          u16* dp = Dl_ + (long long)r * ldd + c;
-          const u16* cp = Cl_ + (long long)r * ldc + c;
+          u16* dp = Dl_ + r * ldd + c;
+          const u16* cp = Cl_ + r * ldc + c;
           if (c + 1 < N) {
             const u32 cc = *reinterpret_cast<const u32*>(cp);
             x0 += beta * f16_bits_to_f32((u16)(cc & 0xffffu)); x1 += beta * f16_bits_to_f32((u16)(cc >> 16));
@@ -623,8 +623,8 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_128x256x
         const int r = row0_ + 0, c = col0_ + 120;
         if (r < M) {
           float x0 = alpha * acc[0][60], x1 = alpha * acc[0][61];
-          u16* dp = Dl_ + (long long)r * ldd + c;
-          const u16* cp = Cl_ + (long long)r * ldc + c;
+          u16* dp = Dl_ + r * ldd + c;
+          const u16* cp = Cl_ + r * ldc + c;
           if (c + 1 < N) {
             const u32 cc = *reinterpret_cast<const u32*>(cp);
             x0 += beta * f16_bits_to_f32((u16)(cc & 0xffffu)); x1 += beta * f16_bits_to_f32((u16)(cc >> 16));
@@ -639,8 +639,8 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_128x256x
         const int r = row0_ + 8, c = col0_ + 120;
         if (r < M) {
           float x0 = alpha * acc[0][62], x1 = alpha * acc[0][63];
-          u16* dp = Dl_ + (long long)r * ldd + c;
-          const u16* cp = Cl_ + (long long)r * ldc + c;
+          u16* dp = Dl_ + r * ldd + c;
+          const u16* cp = Cl_ + r * ldc + c;
           if (c + 1 < N) {
             const u32 cc = *reinterpret_cast<const u32*>(cp);
             x0 += beta * f16_bits_to_f32((u16)(cc & 0xffffu)); x1 += beta * f16_bits_to_f32((u16)(cc >> 16));
@@ -655,8 +655,8 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_128x256x
         const int r = row0_ + 0, c = col0_ + 128;
         if (r < M) {
           float x0 = alpha * acc[0][64], x1 = alpha * acc[0][65];
-          u16* dp = Dl_ + (long long)r * ldd + c;
-          const u16* cp = Cl_ + (long long)r * ldc + c;
+          u16* dp = Dl_ + r * ldd + c;
+          const u16* cp = Cl_ + r * ldc + c;
           if (c + 1 < N) {
             const u32 cc = *reinterpret_cast<const u32*>(cp);
             x0 += beta * f16_bits_to_f32((u16)(cc & 0xffffu)); x1 += beta * f16_bits_to_f32((u16)(cc >> 16));
@@ -671,8 +671,8 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_128x256x
         const int r = row0_ + 8, c = col0_ + 128;
         if (r < M) {
           float x0 = alpha * acc[0][66], x1 = alpha * acc[0][67];
-          u16* dp = Dl_ + (long long)r * ldd + c;
-          const u16* cp = Cl_ + (long long)r * ldc + c;
+          u16* dp = Dl_ + r * ldd + c;
+          const u16* cp = Cl_ + r * ldc + c;
           if (c + 1 < N) {
             const u32 cc = *reinterpret_cast<const u32*>(cp);
             x0 += beta * f16_bits_to_f32((u16)(cc & 0xffffu)); x1 += beta * f16_bits_to_f32((u16)(cc >> 16));
@@ -687,8 +687,8 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_128x256x
         const int r = row0_ + 0, c = col0_ + 136;
         if (r < M) {
           float x0 = alpha * acc[0][68], x1 = alpha * acc[0][69];
-          u16* dp = Dl_ + (long long)r * ldd + c;
-          const u16* cp = Cl_ + (long long)r * ldc + c;
+          u16* dp = Dl_ + r * ldd + c;
+          const u16* cp = Cl_ + r * ldc + c;
           if (c + 1 < N) {
             const u32 cc = *reinterpret_cast<const u32*>(cp);
             x0 += beta * f16_bits_to_f32((u16)(cc & 0xffffu)); x1 += beta * f16_bits_to_f32((u16)(cc >> 16));
@@ -703,8 +703,8 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_128x256x
         const int r = row0_ + 8, c = col0_ + 136;
         if (r < M) {
           float x0 = alpha * acc[0][70], x1 = alpha * acc[0][71];
-          u16* dp = Dl_ + (long long)r * ldd + c;
-          const u16* cp = Cl_ + (long long)r * ldc + c;
+          u16* dp = Dl_ + r * ldd + c;
+          const u16* cp = Cl_ + r * ldc + c;
           if (c + 1 < N) {
             const u32 cc = *reinterpret_cast<const u32*>(cp);
             x0 += beta * f16_bits_to_f32((u16)(cc & 0xffffu)); x1 += beta * f16_bits_to_f32((u16)(cc >> 16));
@@ -719,8 +719,8 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_128x256x
         const int r = row0_ + 0, c = col0_ + 144;
         if (r < M) {
           float x0 = alpha * acc[0][72], x1 = alpha * acc[0][73];
-          u16* dp = Dl_ + (long long)r * ldd + c;
-          const u16* cp = Cl_ + (long long)r * ldc + c;
+          u16* dp = Dl_ + r * ldd + c;
+          const u16* cp = Cl_ + r * ldc + c;
           if (c + 1 < N) {
             const u32 cc = *reinterpret_cast<const u32*>(cp);
             x0 += beta * f16_bits_to_f32((u16)(cc & 0xffffu)); x1 += beta * f16_bits_to_f32((u16)(cc >> 16));
@@ -735,8 +735,8 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_128x256x
         const int r = row0_ + 8, c = col0_ + 144;
         if (r < M) {
           float x0 = alpha * acc[0][74], x1 = alpha * acc[0][75];
-          u16* dp = Dl_ + (long long)r * ldd + c;
-          const u16* cp = Cl_ + (long long)r * ldc + c;
+          u16* dp = Dl_ + r * ldd + c;
+          const u16* cp = Cl_ + r * ldc + c;
           if (c + 1 < N) {
             const u32 cc = *reinterpret_cast<const u32*>(cp);
             x0 += beta * f16_bits_to_f32((u16)(cc & 0xffffu)); x1 += beta * f16_bits_to_f32((u16)(cc >> 16));
@@ -751,8 +751,8 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_128x256x
         const int r = row0_ + 0, c = col0_ + 152;
         if (r < M) {
           float x0 = alpha * acc[0][76], x1 = alpha * acc[0][77];
-          u16* dp = Dl_ + (long long)r * ldd + c;
-          const u16* cp = Cl_ + (long long)r * ldc + c;
+          u16* dp = Dl_ + r * ldd + c;
+          const u16* cp = Cl_ + r * ldc + c;
           if (c + 1 < N) {
             const u32 cc = *reinterpret_cast<const u32*>(cp);
             x0 += beta * f16_bits_to_f32((u16)(cc & 0xffffu)); x1 += beta * f16_bits_to_f32((u16)(cc >> 16));
@@ -767,8 +767,8 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_128x256x
         const int r = row0_ + 8, c = col0_ + 152;
         if (r < M) {
           float x0 = alpha * acc[0][78], x1 = alpha * acc[0][79];
-          u16* dp = Dl_ + (long long)r * ldd + c;
-          const u16* cp = Cl_ + (long long)r * ldc + c;
+          u16* dp = Dl_ + r * ldd + c;
+          const u16* cp = Cl_ + r * ldc + c;
           if (c + 1 < N) {
             const u32 cc = *reinterpret_cast<const u32*>(cp);
             x0 += beta * f16_bits_to_f32((u16)(cc & 0xffffu)); x1 += beta * f16_bits_to_f32((u16)(cc >> 16));
@@ -783,8 +783,8 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_128x256x
         const int r = row0_ + 0, c = col0_ + 160;
         if (r < M) {
           float x0 = alpha * acc[0][80], x1 = alpha * acc[0][81];
-          u16* dp = Dl_ + (long long)r * ldd + c;
-          const u16* cp = Cl_ + (long long)r * ldc + c;
+          u16* dp = Dl_ + r * ldd + c;
+          const u16* cp = Cl_ + r * ldc + c;
           if (c + 1 < N) {
             const u32 cc = *reinterpret_cast<const u32*>(cp);
             x0 += beta * f16_bits_to_f32((u16)(cc & 0xffffu)); x1 += beta * f16_bits_to_f32((u16)(cc >> 16));
@@ -799,8 +799,8 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_128x256x
         const int r = row0_ + 8, c = col0_ + 160;
         if (r < M) {
           float x0 = alpha * acc[0][82], x1 = alpha * acc[0][83];
-          u16* dp = Dl_ + (long long)r * ldd + c;
-          const u16* cp = Cl_ + (long long)r * ldc + c;
+          u16* dp = Dl_ + r * ldd + c;
+          const u16* cp = Cl_ + r * ldc + c;
           if (c + 1 < N) {
             const u32 cc = *reinterpret_cast<const u32*>(cp);
             x0 += beta * f16_bits_to_f32((u16)(cc & 0xffffu)); x1 += beta * f16_bits_to_f32((u16)(cc >> 16));
@@ -815,8 +815,8 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_128x256x
         const int r = row0_ + 0, c = col0_ + 168;
         if (r < M) {
           float x0 = alpha * acc[0][84], x1 = alpha * acc[0][85];
-          u16* dp = Dl_ + (long long)r * ldd + c;
-          const u16* cp = Cl_ + (long long)r * ldc + c;
+          u16* dp = Dl_ + r * ldd + c;
+          const u16* cp = Cl_ + r * ldc + c;
           if (c + 1 < N) {
             const u32 cc = *reinterpret_cast<const u32*>(cp);
             x0 += beta * f16_bits_to_f32((u16)(cc & 0xffffu)); x1 += beta * f16_bits_to_f32((u16)(cc >> 16));
@@ -831,8 +831,8 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_128x256x
         const int r = row0_ + 8, c = col0_ + 168;
         if (r < M) {
           float x0 = alpha * acc[0][86], x1 = alpha * acc[0][87];
-          u16* dp = Dl_ + (long long)r * ldd + c;
-          const u16* cp = Cl_ + (long long)r * ldc + c;
+          u16* dp = Dl_ + r * ldd + c;
+          const u16* cp = Cl_ + r * ldc + c;
           if (c + 1 < N) {
             const u32 cc = *reinterpret_cast<const u32*>(cp);
             x0 += beta * f16_bits_to_f32((u16)(cc & 0xffffu)); x1 += beta * f16_bits_to_f32((u16)(cc >> 16));
@@ -847,8 +847,8 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_128x256x
         const int r = row0_ + 0, c = col0_ + 176;
         if (r < M) {
           float x0 = alpha * acc[0][88], x1 = alpha * acc[0][89];
-          u16* dp = Dl_ + (long long)r * ldd + c;
-          const u16* cp = Cl_ + (long long)r * ldc + c;
+          u16* dp = Dl_ + r * ldd + c;
+          const u16* cp = Cl_ + r * ldc + c;
           if (c + 1 < N) {
             const u32 cc = *reinterpret_cast<const u32*>(cp);
             x0 += beta * f16_bits_to_f32((u16)(cc & 0xffffu)); x1 += beta * f16_bits_to_f32((u16)(cc >> 16));
@@ -863,8 +863,8 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_128x256x
         const int r = row0_ + 8, c = col0_ + 176;
         if (r < M) {
           float x0 = alpha * acc[0][90], x1 = alpha * acc[0][91];
-          u16* dp = Dl_ + (long long)r * ldd + c;
-          const u16* cp = Cl_ + (long long)r * ldc + c;
+          u16* dp = Dl_ + r * ldd + c;
+          const u16* cp = Cl_ + r * ldc + c;
           if (c + 1 < N) {
             const u32 cc = *reinterpret_cast<const u32*>(cp);
             x0 += beta * f16_bits_to_f32((u16)(cc & 0xffffu)); x1 += beta * f16_bits_to_f32((u16)(cc >> 16));
@@ -879,8 +879,8 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_128x256x
         const int r = row0_ + 0, c = col0_ + 184;
         if (r < M) {
           float x0 = alpha * acc[0][92], x1 = alpha * acc[0][93];
-          u16* dp = Dl_ + (long long)r * ldd + c;
-          const u16* cp = Cl_ + (long long)r * ldc + c;
+          u16* dp = Dl_ + r * ldd + c;
+          const u16* cp = Cl_ + r * ldc + c;
           if (c + 1 < N) {
             const u32 cc = *reinterpret_cast<const u32*>(cp);
             x0 += beta * f16_bits_to_f32((u16)(cc & 0xffffu)); x1 += beta * f16_bits_to_f32((u16)(cc >> 16));
@@ -895,8 +895,8 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_128x256x
         const int r = row0_ + 8, c = col0_ + 184;
         if (r < M) {
           float x0 = alpha * acc[0][94], x1 = alpha * acc[0][95];
-          u16* dp = Dl_ + (long long)r * ldd + c;
-          const u16* cp = Cl_ + (long long)r * ldc + c;
+          u16* dp = Dl_ + r * ldd + c;
+          const u16* cp = Cl_ + r * ldc + c;
           if (c + 1 < N) {
             const u32 cc = *reinterpret_cast<const u32*>(cp);
             x0 += beta * f16_bits_to_f32((u16)(cc & 0xffffu)); x1 += beta * f16_bits_to_f32((u16)(cc >> 16));
@@ -911,8 +911,8 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_128x256x
         const int r = row0_ + 0, c = col0_ + 192;
         if (r < M) {
           float x0 = alpha * acc[0][96], x1 = alpha * acc[0][97];
-          u16* dp = Dl_ + (long long)r * ldd + c;
-          const u16* cp = Cl_ + (long long)r * ldc + c;
+          u16* dp = Dl_ + r * ldd + c;
+          const u16* cp = Cl_ + r * ldc + c;
           if (c + 1 < N) {
             const u32 cc = *reinterpret_cast<const u32*>(cp);
             x0 += beta * f16_bits_to_f32((u16)(cc & 0xffffu)); x1 += beta * f16_bits_to_f32((u16)(cc >> 16));
@@ -927,8 +927,8 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_128x256x
         const int r = row0_ + 8, c = col0_ + 192;
         if (r < M) {
           float x0 = alpha * acc[0][98], x1 = alpha * acc[0][99];
-          u16* dp = Dl_ + (long long)r * ldd + c;
-          const u16* cp = Cl_ + (long long)r * ldc + c;
+          u16* dp = Dl_ + r * ldd + c;
+          const u16* cp = Cl_ + r * ldc + c;
           if (c + 1 < N) {
             const u32 cc = *reinterpret_cast<const u32*>(cp);
             x0 += beta * f16_bits_to_f32((u16)(cc & 0xffffu)); x1 += beta * f16_bits_to_f32((u16)(cc >> 16));
@@ -943,8 +943,8 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_128x256x
         const int r = row0_ + 0, c = col0_ + 200;
         if (r < M) {
           float x0 = alpha * acc[0][100], x1 = alpha * acc[0][101];
-          u16* dp = Dl_ + (long long)r * ldd + c;
-          const u16* cp = Cl_ + (long long)r * ldc + c;
+          u16* dp = Dl_ + r * ldd + c;
+          const u16* cp = Cl_ + r * ldc + c;
           if (c + 1 < N) {
             const u32 cc = *reinterpret_cast<const u32*>(cp);
             x0 += beta * f16_bits_to_f32((u16)(cc & 0xffffu)); x1 += beta * f16_bits_to_f32((u16)(cc >> 16));
@@ -959,8 +959,8 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_128x256x
         const int r = row0_ + 8, c = col0_ + 200;
         if (r < M) {
           float x0 = alpha * acc[0][102], x1 = alpha * acc[0][103];
-          u16* dp = Dl_ + (long long)r * ldd + c;
-          const u16* cp = Cl_ + (long long)r * ldc + c;
+          u16* dp = Dl_ + r * ldd + c;
+          const u16* cp = Cl_ + r * ldc + c;
           if (c + 1 < N) {
             const u32 cc = *reinterpret_cast<const u32*>(cp);
             x0 += beta * f16_bits_to_f32((u16)(cc & 0xffffu)); x1 += beta * f16_bits_to_f32((u16)(cc >> 16));
@@ -975,8 +975,8 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_128x256x
         const int r = row0_ + 0, c = col0_ + 208;
         if (r < M) {
           float x0 = alpha * acc[0][104], x1 = alpha * acc[0][105];
-          u16* dp = Dl_ + (long long)r * ldd + c;
-          const u16* cp = Cl_ + (long long)r * ldc + c;
+          u16* dp = Dl_ + r * ldd + c;
+          const u16* cp = Cl_ + r * ldc + c;
           if (c + 1 < N) {
             const u32 cc = *reinterpret_cast<const u32*>(cp);
             x0 += beta * f16_bits_to_f32((u16)(cc & 0xffffu)); x1 += beta * f16_bits_to_f32((u16)(cc >> 16));
@@ -991,8 +991,8 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_128x256x
         const int r = row0_ + 8, c = col0_ + 208;
         if (r < M) {
           float x0 = alpha * acc[0][106], x1 = alpha * acc[0][107];
-          u16* dp = Dl_ + (long long)r * ldd + c;
-          const u16* cp = Cl_ + (long long)r * ldc + c;
+          u16* dp = Dl_ + r * ldd + c;
+          const u16* cp = Cl_ + r * ldc + c;
           if (c + 1 < N) {
             const u32 cc = *reinterpret_cast<const u32*>(cp);
             x0 += beta * f16_bits_to_f32((u16)(cc & 0xffffu)); x1 += beta * f16_bits_to_f32((u16)(cc >> 16));
@@ -1007,8 +1007,8 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_128x256x
         const int r = row0_ + 0, c = col0_ + 216;
         if (r < M) {
           float x0 = alpha * acc[0][108], x1 = alpha * acc[0][109];
-          u16* dp = Dl_ + (long long)r * ldd + c;
-          const u16* cp = Cl_ + (long long)r * ldc + c;
+          u16* dp = Dl_ + r * ldd + c;
+          const u16* cp = Cl_ + r * ldc + c;
           if (c + 1 < N) {
             const u32 cc = *reinterpret_cast<const u32*>(cp);
             x0 += beta * f16_bits_to_f32((u16)(cc & 0xffffu)); x1 += beta * f16_bits_to_f32((u16)(cc >> 16));
@@ -1023,8 +1023,8 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_128x256x
         const int r = row0_ + 8, c = col0_ + 216;
         if (r < M) {
           float x0 = alpha * acc[0][110], x1 = alpha * acc[0][111];
-          u16* dp = Dl_ + (long long)r * ldd + c;
-          const u16* cp = Cl_ + (long long)r * ldc + c;
+          u16* dp = Dl_ + r * ldd + c;
+          const u16* cp = Cl_ + r * ldc + c;
           if (c + 1 < N) {
             const u32 cc = *reinterpret_cast<const u32*>(cp);
             x0 += beta * f16_bits_to_f32((u16)(cc & 0xffffu)); x1 += beta * f16_bits_to_f32((u16)(cc >> 16));
@@ -1039,8 +1039,8 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_128x256x
         const int r = row0_ + 0, c = col0_ + 224;
         if (r < M) {
           float x0 = alpha * acc[0][112], x1 = alpha * acc[0][113];
-          u16* dp = Dl_ + (long long)r * ldd + c;
-          const u16* cp = Cl_ + (long long)r * ldc + c;
+          u16* dp = Dl_ + r * ldd + c;
+          const u16* cp = Cl_ + r * ldc + c;
           if (c + 1 < N) {
             const u32 cc = *reinterpret_cast<const u32*>(cp);
             x0 += beta * f16_bits_to_f32((u16)(cc & 0xffffu)); x1 += beta * f16_bits_to_f32((u16)(cc >> 16));
@@ -1055,8 +1055,8 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_128x256x
         const int r = row0_ + 8, c = col0_ + 224;
         if (r < M) {
           float x0 = alpha * acc[0][114], x1 = alpha * acc[0][115];
-          u16* dp = Dl_ + (long long)r * ldd + c;
-          const u16* cp = Cl_ + (long long)r * ldc + c;
+          u16* dp = Dl_ + r * ldd + c;
+          const u16* cp = Cl_ + r * ldc + c;
           if (c + 1 < N) {
             const u32 cc = *reinterpret_cast<const u32*>(cp);
             x0 += beta * f16_bits_to_f32((u16)(cc & 0xffffu)); x1 += beta * f16_bits_to_f32((u16)(cc >> 16));
@@ -1071,8 +1071,8 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_128x256x
         const int r = row0_ + 0, c = col0_ + 232;
         if (r < M) {
           float x0 = alpha * acc[0][116], x1 = alpha * acc[0][117];
-          u16* dp = Dl_ + (long long)r * ldd + c;
-          const u16* cp = Cl_ + (long long)r * ldc + c;
+          u16* dp = Dl_ + r * ldd + c;
+          const u16* cp = Cl_ + r * ldc + c;
           if (c + 1 < N) {
             const u32 cc = *reinterpret_cast<const u32*>(cp);
             x0 += beta * f16_bits_to_f32((u16)(cc & 0xffffu)); x1 += beta * f16_bits_to_f32((u16)(cc >> 16));
@@ -1087,8 +1087,8 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_128x256x
         const int r = row0_ + 8, c = col0_ + 232;
         if (r < M) {
           float x0 = alpha * acc[0][118], x1 = alpha * acc[0][119];
-          u16* dp = Dl_ + (long long)r * ldd + c;
-          const u16* cp = Cl_ + (long long)r * ldc + c;
+          u16* dp = Dl_ + r * ldd + c;
+          const u16* cp = Cl_ + r * ldc + c;
           if (c + 1 < N) {
             const u32 cc = *reinterpret_cast<const u32*>(cp);
             x0 += beta * f16_bits_to_f32((u16)(cc & 0xffffu)); x1 += beta * f16_bits_to_f32((u16)(cc >> 16));
@@ -1103,8 +1103,8 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_128x256x
         const int r = row0_ + 0, c = col0_ + 240;
         if (r < M) {
           float x0 = alpha * acc[0][120], x1 = alpha * acc[0][121];
-          u16* dp = Dl_ + (long long)r * ldd + c;
-          const u16* cp = Cl_ + (long long)r * ldc + c;
+          u16* dp = Dl_ + r * ldd + c;
+          const u16* cp = Cl_ + r * ldc + c;
           if (c + 1 < N) {
             const u32 cc = *reinterpret_cast<const u32*>(cp);
             x0 += beta * f16_bits_to_f32((u16)(cc & 0xffffu)); x1 += beta * f16_bits_to_f32((u16)(cc >> 16));
@@ -1119,8 +1119,8 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_128x256x
         const int r = row0_ + 8, c = col0_ + 240;
         if (r < M) {
           float x0 = alpha * acc[0][122], x1 = alpha * acc[0][123];
-          u16* dp = Dl_ + (long long)r * ldd + c;
-          const u16* cp = Cl_ + (long long)r * ldc + c;
+          u16* dp = Dl_ + r * ldd + c;
+          const u16* cp = Cl_ + r * ldc + c;
           if (c + 1 < N) {
             const u32 cc = *reinterpret_cast<const u32*>(cp);
             x0 += beta * f16_bits_to_f32((u16)(cc & 0xffffu)); x1 += beta * f16_bits_to_f32((u16)(cc >> 16));
@@ -1135,8 +1135,8 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_128x256x
         const int r = row0_ + 0, c = col0_ + 248;
         if (r < M) {
           float x0 = alpha * acc[0][124], x1 = alpha * acc[0][125];
-          u16* dp = Dl_ + (long long)r * ldd + c;
-          const u16* cp = Cl_ + (long long)r * ldc + c;
+          u16* dp = Dl_ + r * ldd + c;
+          const u16* cp = Cl_ + r * ldc + c;
           if (c + 1 < N) {
             const u32 cc = *reinterpret_cast<const u32*>(cp);
             x0 += beta * f16_bits_to_f32((u16)(cc & 0xffffu)); x1 += beta * f16_bits_to_f32((u16)(cc >> 16));
@@ -1151,8 +1151,8 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_128x256x
         const int r = row0_ + 8, c = col0_ + 248;
         if (r < M) {
           float x0 = alpha * acc[0][126], x1 = alpha * acc[0][127];
-          u16* dp = Dl_ + (long long)r * ldd + c;
-          const u16* cp = Cl_ + (long long)r * ldc + c;
+          u16* dp = Dl_ + r * ldd + c;
+          const u16* cp = Cl_ + r * ldc + c;
           if (c + 1 < N) {
             const u32 cc = *reinterpret_cast<const u32*>(cp);
             x0 += beta * f16_bits_to_f32((u16)(cc & 0xffffu)); x1 += beta * f16_bits_to_f32((u16)(cc >> 16));

@@ -137,12 +137,12 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_128x256x
       // ---------------- epilogue ----------------
       const int row0_ = m_blk * 128 + ((tid >> 7) * 64 + ((((tid & 127) >> 2) & 7) + ((tid & 127) >> 5) * 16));
       const int col0_ = n_blk * 256 + (tid & 3) * 2;
-      u16* Dl_ = D + (long long)l_ * ldl_d;
+      u16* Dl_ = D + l_ * ldl_d;
       {
         const int r = row0_ + 0, c = col0_ + 0;
         if (r < M) {
           float x0 = alpha * acc[0][0], x1 = alpha * acc[0][1];
-          u16* dp = Dl_ + (long long)r * ldd + c;
+          u16* dp = Dl_ + r * ldd + c;
           if (c + 0 < N) {
             dp[0] = f32_to_f16_bits(x0);
           }
@@ -155,7 +155,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_128x256x
         const int r = row0_ + 8, c = col0_ + 0;
         if (r < M) {
           float x0 = alpha * acc[0][2], x1 = alpha * acc[0][3];
-          u16* dp = Dl_ + (long long)r * ldd + c;
+          u16* dp = Dl_ + r * ldd + c;
           if (c + 0 < N) {
             dp[0] = f32_to_f16_bits(x0);
           }
@@ -168,7 +168,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_128x256x
         const int r = row0_ + 0, c = col0_ + 8;
         if (r < M) {
           float x0 = alpha * acc[0][4], x1 = alpha * acc[0][5];
-          u16* dp = Dl_ + (long long)r * ldd + c;
+          u16* dp = Dl_ + r * ldd + c;
           if (c + 0 < N) {
             dp[0] = f32_to_f16_bits(x0);
           }
@@ -181,7 +181,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_128x256x
         const int r = row0_ + 8, c = col0_ + 8;
         if (r < M) {
           float x0 = alpha * acc[0][6], x1 = alpha * acc[0][7];
-          u16* dp = Dl_ + (long long)r * ldd + c;
+          u16* dp = Dl_ + r * ldd + c;
           if (c + 0 < N) {
             dp[0] = f32_to_f16_bits(x0);
           }
@@ -194,7 +194,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_128x256x
         const int r = row0_ + 0, c = col0_ + 16;
         if (r < M) {
           float x0 = alpha * acc[0][8], x1 = alpha * acc[0][9];
-          u16* dp = Dl_ + (long long)r * ldd + c;
+          u16* dp = Dl_ + r * ldd + c;
           if (c + 0 < N) {
             dp[0] = f32_to_f16_bits(x0);
           }
@@ -207,7 +207,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_128x256x
         const int r = row0_ + 8, c = col0_ + 16;
         if (r < M) {
           float x0 = alpha * acc[0][10], x1 = alpha * acc[0][11];
-          u16* dp = Dl_ + (long long)r * ldd + c;
+          u16* dp = Dl_ + r * ldd + c;
           if (c + 0 < N) {
             dp[0] = f32_to_f16_bits(x0);
           }
@@ -220,7 +220,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_128x256x
         const int r = row0_ + 0, c = col0_ + 24;
         if (r < M) {
           float x0 = alpha * acc[0][12], x1 = alpha * acc[0][13];
-          u16* dp = Dl_ + (long long)r * ldd + c;
+          u16* dp = Dl_ + r * ldd + c;
           if (c + 0 < N) {
             dp[0] = f32_to_f16_bits(x0);
           }
@@ -233,7 +233,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_128x256x
         const int r = row0_ + 8, c = col0_ + 24;
         if (r < M) {
           float x0 = alpha * acc[0][14], x1 = alpha * acc[0][15];
-          u16* dp = Dl_ + (long long)r * ldd + c;
+          u16* dp = Dl_ + r * ldd + c;
           if (c + 0 < N) {
             dp[0] = f32_to_f16_bits(x0);
           }
@@ -246,7 +246,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_128x256x
         const int r = row0_ + 0, c = col0_ + 32;
         if (r < M) {
           float x0 = alpha * acc[0][16], x1 = alpha * acc[0][17];
-          u16* dp = Dl_ + (long long)r * ldd + c;
+          u16* dp = Dl_ + r * ldd + c;
           if (c + 0 < N) {
             dp[0] = f32_to_f16_bits(x0);
           }
@@ -259,7 +259,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_128x256x
         const int r = row0_ + 8, c = col0_ + 32;
         if (r < M) {
           float x0 = alpha * acc[0][18], x1 = alpha * acc[0][19];
-          u16* dp = Dl_ + (long long)r * ldd + c;
+          u16* dp = Dl_ + r * ldd + c;
           if (c + 0 < N) {
             dp[0] = f32_to_f16_bits(x0);
           }
@@ -272,7 +272,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_128x256x
         const int r = row0_ + 0, c = col0_ + 40;
         if (r < M) {
           float x0 = alpha * acc[0][20], x1 = alpha * acc[0][21];
-          u16* dp = Dl_ + (long long)r * ldd + c;
+          u16* dp = Dl_ + r * ldd + c;
           if (c + 0 < N) {
             dp[0] = f32_to_f16_bits(x0);
           }
@@ -285,7 +285,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_128x256x
         const int r = row0_ + 8, c = col0_ + 40;
         if (r < M) {
           float x0 = alpha * acc[0][22], x1 = alpha * acc[0][23];
-          u16* dp = Dl_ + (long long)r * ldd + c;
+          u16* dp = Dl_ + r * ldd + c;
           if (c + 0 < N) {
             dp[0] = f32_to_f16_bits(x0);
           }
@@ -298,7 +298,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_128x256x
         const int r = row0_ + 0, c = col0_ + 48;
         if (r < M) {
           float x0 = alpha * acc[0][24], x1 = alpha * acc[0][25];
-          u16* dp = Dl_ + (long long)r * ldd + c;
+          u16* dp = Dl_ + r * ldd + c;
           if (c + 0 < N) {
             dp[0] = f32_to_f16_bits(x0);
           }
@@ -311,7 +311,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_128x256x
         const int r = row0_ + 8, c = col0_ + 48;
         if (r < M) {
           float x0 = alpha * acc[0][26], x1 = alpha * acc[0][27];
-          u16* dp = Dl_ + (long long)r * ldd + c;
+          u16* dp = Dl_ + r * ldd + c;
           if (c + 0 < N) {
             dp[0] = f32_to_f16_bits(x0);
           }
@@ -324,7 +324,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_128x256x
         const int r = row0_ + 0, c = col0_ + 56;
         if (r < M) {
           float x0 = alpha * acc[0][28], x1 = alpha * acc[0][29];
-          u16* dp = Dl_ + (long long)r * ldd + c;
+          u16* dp = Dl_ + r * ldd + c;
           if (c + 0 < N) {
             dp[0] = f32_to_f16_bits(x0);
           }
@@ -337,7 +337,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_128x256x
         const int r = row0_ + 8, c = col0_ + 56;
         if (r < M) {
           float x0 = alpha * acc[0][30], x1 = alpha * acc[0][31];
-          u16* dp = Dl_ + (long long)r * ldd + c;
+          u16* dp = Dl_ + r * ldd + c;
           if (c + 0 < N) {
             dp[0] = f32_to_f16_bits(x0);
           }
@@ -350,7 +350,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_128x256x
         const int r = row0_ + 0, c = col0_ + 64;
         if (r < M) {
           float x0 = alpha * acc[0][32], x1 = alpha * acc[0][33];
-          u16* dp = Dl_ + (long long)r * ldd + c;
+          u16* dp = Dl_ + r * ldd + c;
           if (c + 0 < N) {
             dp[0] = f32_to_f16_bits(x0);
           }
@@ -363,7 +363,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_128x256x
         const int r = row0_ + 8, c = col0_ + 64;
         if (r < M) {
           float x0 = alpha * acc[0][34], x1 = alpha * acc[0][35];
-          u16* dp = Dl_ + (long long)r * ldd + c;
+          u16* dp = Dl_ + r * ldd + c;
           if (c + 0 < N) {
             dp[0] = f32_to_f16_bits(x0);
           }
@@ -376,7 +376,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_128x256x
         const int r = row0_ + 0, c = col0_ + 72;
         if (r < M) {
           float x0 = alpha * acc[0][36], x1 = alpha * acc[0][37];
-          u16* dp = Dl_ + (long long)r * ldd + c;
+          u16* dp = Dl_ + r * ldd + c;
           if (c + 0 < N) {
             dp[0] = f32_to_f16_bits(x0);
           }
@@ -389,7 +389,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_128x256x
         const int r = row0_ + 8, c = col0_ + 72;
         if (r < M) {
           float x0 = alpha * acc[0][38], x1 = alpha * acc[0][39];
-          u16* dp = Dl_ + (long long)r * ldd + c;
+          u16* dp = Dl_ + r * ldd + c;
           if (c + 0 < N) {
             dp[0] = f32_to_f16_bits(x0);
           }
@@ -402,7 +402,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_128x256x
         const int r = row0_ + 0, c = col0_ + 80;
         if (r < M) {
           float x0 = alpha * acc[0][40], x1 = alpha * acc[0][41];
-          u16* dp = Dl_ + (long long)r * ldd + c;
+          u16* dp = Dl_ + r * ldd + c;
           if (c + 0 < N) {
             dp[0] = f32_to_f16_bits(x0);
           }
@@ -415,7 +415,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_128x256x
         const int r = row0_ + 8, c = col0_ + 80;
         if (r < M) {
           float x0 = alpha * acc[0][42], x1 = alpha * acc[0][43];
-          u16* dp = Dl_ + (long long)r * ldd + c;
+          u16* dp = Dl_ + r * ldd + c;
           if (c + 0 < N) {
             dp[0] = f32_to_f16_bits(x0);
           }
@@ -428,7 +428,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_128x256x
         const int r = row0_ + 0, c = col0_ + 88;
         if (r < M) {
           float x0 = alpha * acc[0][44], x1 = alpha * acc[0][45];
-          u16* dp = Dl_ + (long long)r * ldd + c;
+          u16* dp = Dl_ + r * ldd + c;
           if (c + 0 < N) {
             dp[0] = f32_to_f16_bits(x0);
           }
@@ -441,7 +441,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_128x256x
         const int r = row0_ + 8, c = col0_ + 88;
         if (r < M) {
           float x0 = alpha * acc[0][46], x1 = alpha * acc[0][47];
-          u16* dp = Dl_ + (long long)r * ldd + c;
+          u16* dp = Dl_ + r * ldd + c;
           if (c + 0 < N) {
             dp[0] = f32_to_f16_bits(x0);
           }
@@ -454,7 +454,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_128x256x
         const int r = row0_ + 0, c = col0_ + 96;
         if (r < M) {
           float x0 = alpha * acc[0][48], x1 = alpha * acc[0][49];
-          u16* dp = Dl_ + (long long)r * ldd + c;
+          u16* dp = Dl_ + r * ldd + c;
           if (c + 0 < N) {
             dp[0] = f32_to_f16_bits(x0);
           }
@@ -467,7 +467,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_128x256x
         const int r = row0_ + 8, c = col0_ + 96;
         if (r < M) {
           float x0 = alpha * acc[0][50], x1 = alpha * acc[0][51];
-          u16* dp = Dl_ + (long long)r * ldd + c;
+          u16* dp = Dl_ + r * ldd + c;
           if (c + 0 < N) {
             dp[0] = f32_to_f16_bits(x0);
           }
@@ -480,7 +480,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_128x256x
         const int r = row0_ + 0, c = col0_ + 104;
         if (r < M) {
           float x0 = alpha * acc[0][52], x1 = alpha * acc[0][53];
-          u16* dp = Dl_ + (long long)r * ldd + c;
+          u16* dp = Dl_ + r * ldd + c;
           if (c + 0 < N) {
             dp[0] = f32_to_f16_bits(x0);
           }
@@ -493,7 +493,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_128x256x
         const int r = row0_ + 8, c = col0_ + 104;
         if (r < M) {
           float x0 = alpha * acc[0][54], x1 = alpha * acc[0][55];
-          u16* dp = Dl_ + (long long)r * ldd + c;
+          u16* dp = Dl_ + r * ldd + c;
           if (c + 0 < N) {
             dp[0] = f32_to_f16_bits(x0);
           }
@@ -506,7 +506,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_128x256x
         const int r = row0_ + 0, c = col0_ + 112;
         if (r < M) {
           float x0 = alpha * acc[0][56], x1 = alpha * acc[0][57];
-          u16* dp = Dl_ + (long long)r * ldd + c;
+          u16* dp = Dl_ + r * ldd + c;
           if (c + 0 < N) {
             dp[0] = f32_to_f16_bits(x0);
           }
@@ -519,7 +519,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_128x256x
         const int r = row0_ + 8, c = col0_ + 112;
         if (r < M) {
           float x0 = alpha * acc[0][58], x1 = alpha * acc[0][59];
-          u16* dp = Dl_ + (long long)r * ldd + c;
+          u16* dp = Dl_ + r * ldd + c;
           if (c + 0 < N) {
             dp[0] = f32_to_f16_bits(x0);
           }
@@ -532,7 +532,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_128x256x
         const int r = row0_ + 0, c = col0_ + 120;
         if (r < M) {
           float x0 = alpha * acc[0][60], x1 = alpha * acc[0][61];
-          u16* dp = Dl_ + (long long)r * ldd + c;
+          u16* dp = Dl_ + r * ldd + c;
           if (c + 0 < N) {
             dp[0] = f32_to_f16_bits(x0);
           }
@@ -545,7 +545,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_128x256x
         const int r = row0_ + 8, c = col0_ + 120;
         if (r < M) {
           float x0 = alpha * acc[0][62], x1 = alpha * acc[0][63];
-          u16* dp = Dl_ + (long long)r * ldd + c;
+          u16* dp = Dl_ + r * ldd + c;
           if (c + 0 < N) {
             dp[0] = f32_to_f16_bits(x0);
           }
@@ -558,7 +558,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_128x256x
         const int r = row0_ + 0, c = col0_ + 128;
         if (r < M) {
           float x0 = alpha * acc[0][64], x1 = alpha * acc[0][65];
-          u16* dp = Dl_ + (long long)r * ldd + c;
+          u16* dp = Dl_ + r * ldd + c;
           if (c + 0 < N) {
             dp[0] = f32_to_f16_bits(x0);
           }
@@ -571,7 +571,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_128x256x
         const int r = row0_ + 8, c = col0_ + 128;
         if (r < M) {
           float x0 = alpha * acc[0][66], x1 = alpha * acc[0][67];
-          u16* dp = Dl_ + (long long)r * ldd + c;
+          u16* dp = Dl_ + r * ldd + c;
           if (c + 0 < N) {
             dp[0] = f32_to_f16_bits(x0);
           }
@@ -584,7 +584,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_128x256x
         const int r = row0_ + 0, c = col0_ + 136;
         if (r < M) {
           float x0 = alpha * acc[0][68], x1 = alpha * acc[0][69];
-          u16* dp = Dl_ + (long long)r * ldd + c;
+          u16* dp = Dl_ + r * ldd + c;
           if (c + 0 < N) {
             dp[0] = f32_to_f16_bits(x0);
           }
@@ -597,7 +597,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_128x256x
         const int r = row0_ + 8, c = col0_ + 136;
         if (r < M) {
           float x0 = alpha * acc[0][70], x1 = alpha * acc[0][71];
-          u16* dp = Dl_ + (long long)r * ldd + c;
+          u16* dp = Dl_ + r * ldd + c;
           if (c + 0 < N) {
             dp[0] = f32_to_f16_bits(x0);
           }
@@ -610,7 +610,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_128x256x
         const int r = row0_ + 0, c = col0_ + 144;
         if (r < M) {
           float x0 = alpha * acc[0][72], x1 = alpha * acc[0][73];
-          u16* dp = Dl_ + (long long)r * ldd + c;
+          u16* dp = Dl_ + r * ldd + c;
           if (c + 0 < N) {
             dp[0] = f32_to_f16_bits(x0);
           }
@@ -623,7 +623,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_128x256x
         const int r = row0_ + 8, c = col0_ + 144;
         if (r < M) {
           float x0 = alpha * acc[0][74], x1 = alpha * acc[0][75];
-          u16* dp = Dl_ + (long long)r * ldd + c;
+          u16* dp = Dl_ + r * ldd + c;
           if (c + 0 < N) {
             dp[0] = f32_to_f16_bits(x0);
           }
@@ -636,7 +636,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_128x256x
         const int r = row0_ + 0, c = col0_ + 152;
         if (r < M) {
           float x0 = alpha * acc[0][76], x1 = alpha * acc[0][77];
-          u16* dp = Dl_ + (long long)r * ldd + c;
+          u16* dp = Dl_ + r * ldd + c;
           if (c + 0 < N) {
             dp[0] = f32_to_f16_bits(x0);
           }
@@ -649,7 +649,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_128x256x
         const int r = row0_ + 8, c = col0_ + 152;
         if (r < M) {
           float x0 = alpha * acc[0][78], x1 = alpha * acc[0][79];
-          u16* dp = Dl_ + (long long)r * ldd + c;
+          u16* dp = Dl_ + r * ldd + c;
           if (c + 0 < N) {
             dp[0] = f32_to_f16_bits(x0);
           }
@@ -662,7 +662,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_128x256x
         const int r = row0_ + 0, c = col0_ + 160;
         if (r < M) {
           float x0 = alpha * acc[0][80], x1 = alpha * acc[0][81];
-          u16* dp = Dl_ + (long long)r * ldd + c;
+          u16* dp = Dl_ + r * ldd + c;
           if (c + 0 < N) {
             dp[0] = f32_to_f16_bits(x0);
           }
@@ -675,7 +675,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_128x256x
         const int r = row0_ + 8, c = col0_ + 160;
         if (r < M) {
           float x0 = alpha * acc[0][82], x1 = alpha * acc[0][83];
-          u16* dp = Dl_ + (long long)r * ldd + c;
+          u16* dp = Dl_ + r * ldd + c;
           if (c + 0 < N) {
             dp[0] = f32_to_f16_bits(x0);
           }
@@ -688,7 +688,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_128x256x
         const int r = row0_ + 0, c = col0_ + 168;
         if (r < M) {
           float x0 = alpha * acc[0][84], x1 = alpha * acc[0][85];
-          u16* dp = Dl_ + (long long)r * ldd + c;
+          u16* dp = Dl_ + r * ldd + c;
           if (c + 0 < N) {
             dp[0] = f32_to_f16_bits(x0);
           }
@@ -701,7 +701,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_128x256x
         const int r = row0_ + 8, c = col0_ + 168;
         if (r < M) {
           float x0 = alpha * acc[0][86], x1 = alpha * acc[0][87];
-          u16* dp = Dl_ + (long long)r * ldd + c;
+          u16* dp = Dl_ + r * ldd + c;
           if (c + 0 < N) {
             dp[0] = f32_to_f16_bits(x0);
           }
@@ -714,7 +714,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_128x256x
         const int r = row0_ + 0, c = col0_ + 176;
         if (r < M) {
           float x0 = alpha * acc[0][88], x1 = alpha * acc[0][89];
-          u16* dp = Dl_ + (long long)r * ldd + c;
+          u16* dp = Dl_ + r * ldd + c;
           if (c + 0 < N) {
             dp[0] = f32_to_f16_bits(x0);
           }
@@ -727,7 +727,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_128x256x
         const int r = row0_ + 8, c = col0_ + 176;
         if (r < M) {
           float x0 = alpha * acc[0][90], x1 = alpha * acc[0][91];
-          u16* dp = Dl_ + (long long)r * ldd + c;
+          u16* dp = Dl_ + r * ldd + c;
           if (c + 0 < N) {
             dp[0] = f32_to_f16_bits(x0);
           }
@@ -740,7 +740,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_128x256x
         const int r = row0_ + 0, c = col0_ + 184;
         if (r < M) {
           float x0 = alpha * acc[0][92], x1 = alpha * acc[0][93];
-          u16* dp = Dl_ + (long long)r * ldd + c;
+          u16* dp = Dl_ + r * ldd + c;
           if (c + 0 < N) {
             dp[0] = f32_to_f16_bits(x0);
           }
@@ -753,7 +753,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_128x256x
         const int r = row0_ + 8, c = col0_ + 184;
         if (r < M) {
           float x0 = alpha * acc[0][94], x1 = alpha * acc[0][95];
-          u16* dp = Dl_ + (long long)r * ldd + c;
+          u16* dp = Dl_ + r * ldd + c;
           if (c + 0 < N) {
             dp[0] = f32_to_f16_bits(x0);
           }
@@ -766,7 +766,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_128x256x
         const int r = row0_ + 0, c = col0_ + 192;
         if (r < M) {
           float x0 = alpha * acc[0][96], x1 = alpha * acc[0][97];
-          u16* dp = Dl_ + (long long)r * ldd + c;
+          u16* dp = Dl_ + r * ldd + c;
           if (c + 0 < N) {
             dp[0] = f32_to_f16_bits(x0);
           }
@@ -779,7 +779,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_128x256x
         const int r = row0_ + 8, c = col0_ + 192;
         if (r < M) {
           float x0 = alpha * acc[0][98], x1 = alpha * acc[0][99];
-          u16* dp = Dl_ + (long long)r * ldd + c;
+          u16* dp = Dl_ + r * ldd + c;
           if (c + 0 < N) {
             dp[0] = f32_to_f16_bits(x0);
           }
@@ -792,7 +792,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_128x256x
         const int r = row0_ + 0, c = col0_ + 200;
         if (r < M) {
           float x0 = alpha * acc[0][100], x1 = alpha * acc[0][101];
-          u16* dp = Dl_ + (long long)r * ldd + c;
+          u16* dp = Dl_ + r * ldd + c;
           if (c + 0 < N) {
             dp[0] = f32_to_f16_bits(x0);
           }
@@ -805,7 +805,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_128x256x
         const int r = row0_ + 8, c = col0_ + 200;
         if (r < M) {
           float x0 = alpha * acc[0][102], x1 = alpha * acc[0][103];
-          u16* dp = Dl_ + (long long)r * ldd + c;
+          u16* dp = Dl_ + r * ldd + c;
           if (c + 0 < N) {
             dp[0] = f32_to_f16_bits(x0);
           }
@@ -818,7 +818,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_128x256x
         const int r = row0_ + 0, c = col0_ + 208;
         if (r < M) {
           float x0 = alpha * acc[0][104], x1 = alpha * acc[0][105];
-          u16* dp = Dl_ + (long long)r * ldd + c;
+          u16* dp = Dl_ + r * ldd + c;
           if (c + 0 < N) {
             dp[0] = f32_to_f16_bits(x0);
           }
@@ -831,7 +831,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_128x256x
         const int r = row0_ + 8, c = col0_ + 208;
         if (r < M) {
           float x0 = alpha * acc[0][106], x1 = alpha * acc[0][107];
-          u16* dp = Dl_ + (long long)r * ldd + c;
+          u16* dp = Dl_ + r * ldd + c;
           if (c + 0 < N) {
             dp[0] = f32_to_f16_bits(x0);
           }
@@ -844,7 +844,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_128x256x
         const int r = row0_ + 0, c = col0_ + 216;
         if (r < M) {
           float x0 = alpha * acc[0][108], x1 = alpha * acc[0][109];
-          u16* dp = Dl_ + (long long)r * ldd + c;
+          u16* dp = Dl_ + r * ldd + c;
           if (c + 0 < N) {
             dp[0] = f32_to_f16_bits(x0);
           }
@@ -857,7 +857,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_128x256x
         const int r = row0_ + 8, c = col0_ + 216;
         if (r < M) {
           float x0 = alpha * acc[0][110], x1 = alpha * acc[0][111];
-          u16* dp = Dl_ + (long long)r * ldd + c;
+          u16* dp = Dl_ + r * ldd + c;
           if (c + 0 < N) {
             dp[0] = f32_to_f16_bits(x0);
           }
@@ -870,7 +870,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_128x256x
         const int r = row0_ + 0, c = col0_ + 224;
         if (r < M) {
           float x0 = alpha * acc[0][112], x1 = alpha * acc[0][113];
-          u16* dp = Dl_ + (long long)r * ldd + c;
+          u16* dp = Dl_ + r * ldd + c;
           if (c + 0 < N) {
             dp[0] = f32_to_f16_bits(x0);
           }
@@ -883,7 +883,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_128x256x
         const int r = row0_ + 8, c = col0_ + 224;
         if (r < M) {
           float x0 = alpha * acc[0][114], x1 = alpha * acc[0][115];
-          u16* dp = Dl_ + (long long)r * ldd + c;
+          u16* dp = Dl_ + r * ldd + c;
           if (c + 0 < N) {
             dp[0] = f32_to_f16_bits(x0);
           }
@@ -896,7 +896,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_128x256x
         const int r = row0_ + 0, c = col0_ + 232;
         if (r < M) {
           float x0 = alpha * acc[0][116], x1 = alpha * acc[0][117];
-          u16* dp = Dl_ + (long long)r * ldd + c;
+          u16* dp = Dl_ + r * ldd + c;
           if (c + 0 < N) {
             dp[0] = f32_to_f16_bits(x0);
           }
@@ -909,7 +909,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_128x256x
         const int r = row0_ + 8, c = col0_ + 232;
         if (r < M) {
           float x0 = alpha * acc[0][118], x1 = alpha * acc[0][119];
-          u16* dp = Dl_ + (long long)r * ldd + c;
+          u16* dp = Dl_ + r * ldd + c;
           if (c + 0 < N) {
             dp[0] = f32_to_f16_bits(x0);
           }
@@ -922,7 +922,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_128x256x
         const int r = row0_ + 0, c = col0_ + 240;
         if (r < M) {
           float x0 = alpha * acc[0][120], x1 = alpha * acc[0][121];
-          u16* dp = Dl_ + (long long)r * ldd + c;
+          u16* dp = Dl_ + r * ldd + c;
           if (c + 0 < N) {
             dp[0] = f32_to_f16_bits(x0);
           }
@@ -935,7 +935,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_128x256x
         const int r = row0_ + 8, c = col0_ + 240;
         if (r < M) {
           float x0 = alpha * acc[0][122], x1 = alpha * acc[0][123];
-          u16* dp = Dl_ + (long long)r * ldd + c;
+          u16* dp = Dl_ + r * ldd + c;
           if (c + 0 < N) {
             dp[0] = f32_to_f16_bits(x0);
           }
@@ -948,7 +948,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_128x256x
         const int r = row0_ + 0, c = col0_ + 248;
         if (r < M) {
           float x0 = alpha * acc[0][124], x1 = alpha * acc[0][125];
-          u16* dp = Dl_ + (long long)r * ldd + c;
+          u16* dp = Dl_ + r * ldd + c;
           if (c + 0 < N) {
             dp[0] = f32_to_f16_bits(x0);
           }
@@ -961,7 +961,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_128x256x
         const int r = row0_ + 8, c = col0_ + 248;
         if (r < M) {
           float x0 = alpha * acc[0][126], x1 = alpha * acc[0][127];
-          u16* dp = Dl_ + (long long)r * ldd + c;
+          u16* dp = Dl_ + r * ldd + c;
           if (c + 0 < N) {
             dp[0] = f32_to_f16_bits(x0);
           }

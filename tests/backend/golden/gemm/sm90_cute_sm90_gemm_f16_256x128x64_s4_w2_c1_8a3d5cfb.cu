@@ -141,12 +141,12 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_256x128x
       // ---------------- epilogue ----------------
       const int row0_ = m_blk * 256 + ((tid >> 7) * 128 + ((((tid & 127) >> 2) & 7) + ((tid & 127) >> 5) * 16));
       const int col0_ = n_blk * 128 + (tid & 3) * 2;
-      u16* Dl_ = D + (long long)l_ * ldl_d;
+      u16* Dl_ = D + l_ * ldl_d;
       {
         const int r = row0_ + 0, c = col0_ + 0;
         if (r < M) {
           float x0 = alpha * acc[0][0], x1 = alpha * acc[0][1];
-          u16* dp = Dl_ + (long long)r * ldd + c;
+          u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_f16x2(x0, x1);
           } else if (c < N) {
@@ -158,7 +158,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_256x128x
         const int r = row0_ + 8, c = col0_ + 0;
         if (r < M) {
           float x0 = alpha * acc[0][2], x1 = alpha * acc[0][3];
-          u16* dp = Dl_ + (long long)r * ldd + c;
+          u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_f16x2(x0, x1);
           } else if (c < N) {
@@ -170,7 +170,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_256x128x
         const int r = row0_ + 0, c = col0_ + 8;
         if (r < M) {
           float x0 = alpha * acc[0][4], x1 = alpha * acc[0][5];
-          u16* dp = Dl_ + (long long)r * ldd + c;
+          u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_f16x2(x0, x1);
           } else if (c < N) {
@@ -182,7 +182,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_256x128x
         const int r = row0_ + 8, c = col0_ + 8;
         if (r < M) {
           float x0 = alpha * acc[0][6], x1 = alpha * acc[0][7];
-          u16* dp = Dl_ + (long long)r * ldd + c;
+          u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_f16x2(x0, x1);
           } else if (c < N) {
@@ -194,7 +194,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_256x128x
         const int r = row0_ + 0, c = col0_ + 16;
         if (r < M) {
           float x0 = alpha * acc[0][8], x1 = alpha * acc[0][9];
-          u16* dp = Dl_ + (long long)r * ldd + c;
+          u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_f16x2(x0, x1);
           } else if (c < N) {
@@ -206,7 +206,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_256x128x
         const int r = row0_ + 8, c = col0_ + 16;
         if (r < M) {
           float x0 = alpha * acc[0][10], x1 = alpha * acc[0][11];
-          u16* dp = Dl_ + (long long)r * ldd + c;
+          u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_f16x2(x0, x1);
           } else if (c < N) {
@@ -218,7 +218,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_256x128x
         const int r = row0_ + 0, c = col0_ + 24;
         if (r < M) {
           float x0 = alpha * acc[0][12], x1 = alpha * acc[0][13];
-          u16* dp = Dl_ + (long long)r * ldd + c;
+          u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_f16x2(x0, x1);
           } else if (c < N) {
@@ -230,7 +230,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_256x128x
         const int r = row0_ + 8, c = col0_ + 24;
         if (r < M) {
           float x0 = alpha * acc[0][14], x1 = alpha * acc[0][15];
-          u16* dp = Dl_ + (long long)r * ldd + c;
+          u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_f16x2(x0, x1);
           } else if (c < N) {
@@ -242,7 +242,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_256x128x
         const int r = row0_ + 0, c = col0_ + 32;
         if (r < M) {
           float x0 = alpha * acc[0][16], x1 = alpha * acc[0][17];
-          u16* dp = Dl_ + (long long)r * ldd + c;
+          u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_f16x2(x0, x1);
           } else if (c < N) {
@@ -254,7 +254,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_256x128x
         const int r = row0_ + 8, c = col0_ + 32;
         if (r < M) {
           float x0 = alpha * acc[0][18], x1 = alpha * acc[0][19];
-          u16* dp = Dl_ + (long long)r * ldd + c;
+          u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_f16x2(x0, x1);
           } else if (c < N) {
@@ -266,7 +266,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_256x128x
         const int r = row0_ + 0, c = col0_ + 40;
         if (r < M) {
           float x0 = alpha * acc[0][20], x1 = alpha * acc[0][21];
-          u16* dp = Dl_ + (long long)r * ldd + c;
+          u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_f16x2(x0, x1);
           } else if (c < N) {
@@ -278,7 +278,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_256x128x
         const int r = row0_ + 8, c = col0_ + 40;
         if (r < M) {
           float x0 = alpha * acc[0][22], x1 = alpha * acc[0][23];
-          u16* dp = Dl_ + (long long)r * ldd + c;
+          u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_f16x2(x0, x1);
           } else if (c < N) {
@@ -290,7 +290,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_256x128x
         const int r = row0_ + 0, c = col0_ + 48;
         if (r < M) {
           float x0 = alpha * acc[0][24], x1 = alpha * acc[0][25];
-          u16* dp = Dl_ + (long long)r * ldd + c;
+          u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_f16x2(x0, x1);
           } else if (c < N) {
@@ -302,7 +302,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_256x128x
         const int r = row0_ + 8, c = col0_ + 48;
         if (r < M) {
           float x0 = alpha * acc[0][26], x1 = alpha * acc[0][27];
-          u16* dp = Dl_ + (long long)r * ldd + c;
+          u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_f16x2(x0, x1);
           } else if (c < N) {
@@ -314,7 +314,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_256x128x
         const int r = row0_ + 0, c = col0_ + 56;
         if (r < M) {
           float x0 = alpha * acc[0][28], x1 = alpha * acc[0][29];
-          u16* dp = Dl_ + (long long)r * ldd + c;
+          u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_f16x2(x0, x1);
           } else if (c < N) {
@@ -326,7 +326,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_256x128x
         const int r = row0_ + 8, c = col0_ + 56;
         if (r < M) {
           float x0 = alpha * acc[0][30], x1 = alpha * acc[0][31];
-          u16* dp = Dl_ + (long long)r * ldd + c;
+          u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_f16x2(x0, x1);
           } else if (c < N) {
@@ -338,7 +338,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_256x128x
         const int r = row0_ + 0, c = col0_ + 64;
         if (r < M) {
           float x0 = alpha * acc[0][32], x1 = alpha * acc[0][33];
-          u16* dp = Dl_ + (long long)r * ldd + c;
+          u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_f16x2(x0, x1);
           } else if (c < N) {
@@ -350,7 +350,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_256x128x
         const int r = row0_ + 8, c = col0_ + 64;
         if (r < M) {
           float x0 = alpha * acc[0][34], x1 = alpha * acc[0][35];
-          u16* dp = Dl_ + (long long)r * ldd + c;
+          u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_f16x2(x0, x1);
           } else if (c < N) {
@@ -362,7 +362,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_256x128x
         const int r = row0_ + 0, c = col0_ + 72;
         if (r < M) {
           float x0 = alpha * acc[0][36], x1 = alpha * acc[0][37];
-          u16* dp = Dl_ + (long long)r * ldd + c;
+          u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_f16x2(x0, x1);
           } else if (c < N) {
@@ -374,7 +374,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_256x128x
         const int r = row0_ + 8, c = col0_ + 72;
         if (r < M) {
           float x0 = alpha * acc[0][38], x1 = alpha * acc[0][39];
-          u16* dp = Dl_ + (long long)r * ldd + c;
+          u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_f16x2(x0, x1);
           } else if (c < N) {
@@ -386,7 +386,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_256x128x
         const int r = row0_ + 0, c = col0_ + 80;
         if (r < M) {
           float x0 = alpha * acc[0][40], x1 = alpha * acc[0][41];
-          u16* dp = Dl_ + (long long)r * ldd + c;
+          u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_f16x2(x0, x1);
           } else if (c < N) {
@@ -398,7 +398,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_256x128x
         const int r = row0_ + 8, c = col0_ + 80;
         if (r < M) {
           float x0 = alpha * acc[0][42], x1 = alpha * acc[0][43];
-          u16* dp = Dl_ + (long long)r * ldd + c;
+          u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_f16x2(x0, x1);
           } else if (c < N) {
@@ -410,7 +410,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_256x128x
         const int r = row0_ + 0, c = col0_ + 88;
         if (r < M) {
           float x0 = alpha * acc[0][44], x1 = alpha * acc[0][45];
-          u16* dp = Dl_ + (long long)r * ldd + c;
+          u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_f16x2(x0, x1);
           } else if (c < N) {
@@ -422,7 +422,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_256x128x
         const int r = row0_ + 8, c = col0_ + 88;
         if (r < M) {
           float x0 = alpha * acc[0][46], x1 = alpha * acc[0][47];
-          u16* dp = Dl_ + (long long)r * ldd + c;
+          u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_f16x2(x0, x1);
           } else if (c < N) {
@@ -434,7 +434,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_256x128x
         const int r = row0_ + 0, c = col0_ + 96;
         if (r < M) {
           float x0 = alpha * acc[0][48], x1 = alpha * acc[0][49];
-          u16* dp = Dl_ + (long long)r * ldd + c;
+          u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_f16x2(x0, x1);
           } else if (c < N) {
@@ -446,7 +446,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_256x128x
         const int r = row0_ + 8, c = col0_ + 96;
         if (r < M) {
           float x0 = alpha * acc[0][50], x1 = alpha * acc[0][51];
-          u16* dp = Dl_ + (long long)r * ldd + c;
+          u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_f16x2(x0, x1);
           } else if (c < N) {
@@ -458,7 +458,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_256x128x
         const int r = row0_ + 0, c = col0_ + 104;
         if (r < M) {
           float x0 = alpha * acc[0][52], x1 = alpha * acc[0][53];
-          u16* dp = Dl_ + (long long)r * ldd + c;
+          u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_f16x2(x0, x1);
           } else if (c < N) {
@@ -470,7 +470,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_256x128x
         const int r = row0_ + 8, c = col0_ + 104;
         if (r < M) {
           float x0 = alpha * acc[0][54], x1 = alpha * acc[0][55];
-          u16* dp = Dl_ + (long long)r * ldd + c;
+          u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_f16x2(x0, x1);
           } else if (c < N) {
@@ -482,7 +482,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_256x128x
         const int r = row0_ + 0, c = col0_ + 112;
         if (r < M) {
           float x0 = alpha * acc[0][56], x1 = alpha * acc[0][57];
-          u16* dp = Dl_ + (long long)r * ldd + c;
+          u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_f16x2(x0, x1);
           } else if (c < N) {
@@ -494,7 +494,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_256x128x
         const int r = row0_ + 8, c = col0_ + 112;
         if (r < M) {
           float x0 = alpha * acc[0][58], x1 = alpha * acc[0][59];
-          u16* dp = Dl_ + (long long)r * ldd + c;
+          u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_f16x2(x0, x1);
           } else if (c < N) {
@@ -506,7 +506,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_256x128x
         const int r = row0_ + 0, c = col0_ + 120;
         if (r < M) {
           float x0 = alpha * acc[0][60], x1 = alpha * acc[0][61];
-          u16* dp = Dl_ + (long long)r * ldd + c;
+          u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_f16x2(x0, x1);
           } else if (c < N) {
@@ -518,7 +518,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_256x128x
         const int r = row0_ + 8, c = col0_ + 120;
         if (r < M) {
           float x0 = alpha * acc[0][62], x1 = alpha * acc[0][63];
-          u16* dp = Dl_ + (long long)r * ldd + c;
+          u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_f16x2(x0, x1);
           } else if (c < N) {
@@ -530,7 +530,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_256x128x
         const int r = row0_ + 64, c = col0_ + 0;
         if (r < M) {
           float x0 = alpha * acc[1][0], x1 = alpha * acc[1][1];
-          u16* dp = Dl_ + (long long)r * ldd + c;
+          u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_f16x2(x0, x1);
           } else if (c < N) {
@@ -542,7 +542,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_256x128x
         const int r = row0_ + 72, c = col0_ + 0;
         if (r < M) {
           float x0 = alpha * acc[1][2], x1 = alpha * acc[1][3];
-          u16* dp = Dl_ + (long long)r * ldd + c;
+          u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_f16x2(x0, x1);
           } else if (c < N) {
@@ -554,7 +554,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_256x128x
         const int r = row0_ + 64, c = col0_ + 8;
         if (r < M) {
           float x0 = alpha * acc[1][4], x1 = alpha * acc[1][5];
-          u16* dp = Dl_ + (long long)r * ldd + c;
+          u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_f16x2(x0, x1);
           } else if (c < N) {
@@ -566,7 +566,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_256x128x
         const int r = row0_ + 72, c = col0_ + 8;
         if (r < M) {
           float x0 = alpha * acc[1][6], x1 = alpha * acc[1][7];
-          u16* dp = Dl_ + (long long)r * ldd + c;
+          u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_f16x2(x0, x1);
           } else if (c < N) {
@@ -578,7 +578,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_256x128x
         const int r = row0_ + 64, c = col0_ + 16;
         if (r < M) {
           float x0 = alpha * acc[1][8], x1 = alpha * acc[1][9];
-          u16* dp = Dl_ + (long long)r * ldd + c;
+          u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_f16x2(x0, x1);
           } else if (c < N) {
@@ -590,7 +590,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_256x128x
         const int r = row0_ + 72, c = col0_ + 16;
         if (r < M) {
           float x0 = alpha * acc[1][10], x1 = alpha * acc[1][11];
-          u16* dp = Dl_ + (long long)r * ldd + c;
+          u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_f16x2(x0, x1);
           } else if (c < N) {
@@ -602,7 +602,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_256x128x
         const int r = row0_ + 64, c = col0_ + 24;
         if (r < M) {
           float x0 = alpha * acc[1][12], x1 = alpha * acc[1][13];
-          u16* dp = Dl_ + (long long)r * ldd + c;
+          u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_f16x2(x0, x1);
           } else if (c < N) {
@@ -614,7 +614,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_256x128x
         const int r = row0_ + 72, c = col0_ + 24;
         if (r < M) {
           float x0 = alpha * acc[1][14], x1 = alpha * acc[1][15];
-          u16* dp = Dl_ + (long long)r * ldd + c;
+          u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_f16x2(x0, x1);
           } else if (c < N) {
@@ -626,7 +626,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_256x128x
         const int r = row0_ + 64, c = col0_ + 32;
         if (r < M) {
           float x0 = alpha * acc[1][16], x1 = alpha * acc[1][17];
-          u16* dp = Dl_ + (long long)r * ldd + c;
+          u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_f16x2(x0, x1);
           } else if (c < N) {
@@ -638,7 +638,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_256x128x
         const int r = row0_ + 72, c = col0_ + 32;
         if (r < M) {
           float x0 = alpha * acc[1][18], x1 = alpha * acc[1][19];
-          u16* dp = Dl_ + (long long)r * ldd + c;
+          u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_f16x2(x0, x1);
           } else if (c < N) {
@@ -650,7 +650,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_256x128x
         const int r = row0_ + 64, c = col0_ + 40;
         if (r < M) {
           float x0 = alpha * acc[1][20], x1 = alpha * acc[1][21];
-          u16* dp = Dl_ + (long long)r * ldd + c;
+          u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_f16x2(x0, x1);
           } else if (c < N) {
@@ -662,7 +662,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_256x128x
         const int r = row0_ + 72, c = col0_ + 40;
         if (r < M) {
           float x0 = alpha * acc[1][22], x1 = alpha * acc[1][23];
-          u16* dp = Dl_ + (long long)r * ldd + c;
+          u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_f16x2(x0, x1);
           } else if (c < N) {
@@ -674,7 +674,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_256x128x
         const int r = row0_ + 64, c = col0_ + 48;
         if (r < M) {
           float x0 = alpha * acc[1][24], x1 = alpha * acc[1][25];
-          u16* dp = Dl_ + (long long)r * ldd + c;
+          u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_f16x2(x0, x1);
           } else if (c < N) {
@@ -686,7 +686,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_256x128x
         const int r = row0_ + 72, c = col0_ + 48;
         if (r < M) {
           float x0 = alpha * acc[1][26], x1 = alpha * acc[1][27];
-          u16* dp = Dl_ + (long long)r * ldd + c;
+          u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_f16x2(x0, x1);
           } else if (c < N) {
@@ -698,7 +698,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_256x128x
         const int r = row0_ + 64, c = col0_ + 56;
         if (r < M) {
           float x0 = alpha * acc[1][28], x1 = alpha * acc[1][29];
-          u16* dp = Dl_ + (long long)r * ldd + c;
+          u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_f16x2(x0, x1);
           } else if (c < N) {
@@ -710,7 +710,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_256x128x
         const int r = row0_ + 72, c = col0_ + 56;
         if (r < M) {
           float x0 = alpha * acc[1][30], x1 = alpha * acc[1][31];
-          u16* dp = Dl_ + (long long)r * ldd + c;
+          u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_f16x2(x0, x1);
           } else if (c < N) {
@@ -722,7 +722,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_256x128x
         const int r = row0_ + 64, c = col0_ + 64;
         if (r < M) {
           float x0 = alpha * acc[1][32], x1 = alpha * acc[1][33];
-          u16* dp = Dl_ + (long long)r * ldd + c;
+          u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_f16x2(x0, x1);
           } else if (c < N) {
@@ -734,7 +734,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_256x128x
         const int r = row0_ + 72, c = col0_ + 64;
         if (r < M) {
           float x0 = alpha * acc[1][34], x1 = alpha * acc[1][35];
-          u16* dp = Dl_ + (long long)r * ldd + c;
+          u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_f16x2(x0, x1);
           } else if (c < N) {
@@ -746,7 +746,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_256x128x
         const int r = row0_ + 64, c = col0_ + 72;
         if (r < M) {
           float x0 = alpha * acc[1][36], x1 = alpha * acc[1][37];
-          u16* dp = Dl_ + (long long)r * ldd + c;
+          u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_f16x2(x0, x1);
           } else if (c < N) {
@@ -758,7 +758,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_256x128x
         const int r = row0_ + 72, c = col0_ + 72;
         if (r < M) {
           float x0 = alpha * acc[1][38], x1 = alpha * acc[1][39];
-          u16* dp = Dl_ + (long long)r * ldd + c;
+          u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_f16x2(x0, x1);
           } else if (c < N) {
@@ -770,7 +770,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_256x128x
         const int r = row0_ + 64, c = col0_ + 80;
         if (r < M) {
           float x0 = alpha * acc[1][40], x1 = alpha * acc[1][41];
-          u16* dp = Dl_ + (long long)r * ldd + c;
+          u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_f16x2(x0, x1);
           } else if (c < N) {
@@ -782,7 +782,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_256x128x
         const int r = row0_ + 72, c = col0_ + 80;
         if (r < M) {
           float x0 = alpha * acc[1][42], x1 = alpha * acc[1][43];
-          u16* dp = Dl_ + (long long)r * ldd + c;
+          u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_f16x2(x0, x1);
           } else if (c < N) {
@@ -794,7 +794,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_256x128x
         const int r = row0_ + 64, c = col0_ + 88;
         if (r < M) {
           float x0 = alpha * acc[1][44], x1 = alpha * acc[1][45];
-          u16* dp = Dl_ + (long long)r * ldd + c;
+          u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_f16x2(x0, x1);
           } else if (c < N) {
@@ -806,7 +806,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_256x128x
         const int r = row0_ + 72, c = col0_ + 88;
         if (r < M) {
           float x0 = alpha * acc[1][46], x1 = alpha * acc[1][47];
-          u16* dp = Dl_ + (long long)r * ldd + c;
+          u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_f16x2(x0, x1);
           } else if (c < N) {
@@ -818,7 +818,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_256x128x
         const int r = row0_ + 64, c = col0_ + 96;
         if (r < M) {
           float x0 = alpha * acc[1][48], x1 = alpha * acc[1][49];
-          u16* dp = Dl_ + (long long)r * ldd + c;
+          u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_f16x2(x0, x1);
           } else if (c < N) {
@@ -830,7 +830,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_256x128x
         const int r = row0_ + 72, c = col0_ + 96;
         if (r < M) {
           float x0 = alpha * acc[1][50], x1 = alpha * acc[1][51];
-          u16* dp = Dl_ + (long long)r * ldd + c;
+          u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_f16x2(x0, x1);
           } else if (c < N) {
@@ -842,7 +842,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_256x128x
         const int r = row0_ + 64, c = col0_ + 104;
         if (r < M) {
           float x0 = alpha * acc[1][52], x1 = alpha * acc[1][53];
-          u16* dp = Dl_ + (long long)r * ldd + c;
+          u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_f16x2(x0, x1);
           } else if (c < N) {
@@ -854,7 +854,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_256x128x
         const int r = row0_ + 72, c = col0_ + 104;
         if (r < M) {
           float x0 = alpha * acc[1][54], x1 = alpha * acc[1][55];
-          u16* dp = Dl_ + (long long)r * ldd + c;
+          u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_f16x2(x0, x1);
           } else if (c < N) {
@@ -866,7 +866,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_256x128x
         const int r = row0_ + 64, c = col0_ + 112;
         if (r < M) {
           float x0 = alpha * acc[1][56], x1 = alpha * acc[1][57];
-          u16* dp = Dl_ + (long long)r * ldd + c;
+          u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_f16x2(x0, x1);
           } else if (c < N) {
@@ -878,7 +878,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_256x128x
         const int r = row0_ + 72, c = col0_ + 112;
         if (r < M) {
           float x0 = alpha * acc[1][58], x1 = alpha * acc[1][59];
-          u16* dp = Dl_ + (long long)r * ldd + c;
+          u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_f16x2(x0, x1);
           } else if (c < N) {
@@ -890,7 +890,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_256x128x
         const int r = row0_ + 64, c = col0_ + 120;
         if (r < M) {
           float x0 = alpha * acc[1][60], x1 = alpha * acc[1][61];
-          u16* dp = Dl_ + (long long)r * ldd + c;
+          u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_f16x2(x0, x1);
           } else if (c < N) {
@@ -902,7 +902,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_256x128x
         const int r = row0_ + 72, c = col0_ + 120;
         if (r < M) {
           float x0 = alpha * acc[1][62], x1 = alpha * acc[1][63];
-          u16* dp = Dl_ + (long long)r * ldd + c;
+          u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_f16x2(x0, x1);
           } else if (c < N) {

@@ -150,12 +150,12 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_64x256x6
       // ---------------- epilogue ----------------
       const int row0_ = m_blk * 64 + (((tid >> 2) & 7) + (tid >> 5) * 16);
       const int col0_ = n_blk * 256 + (tid & 3) * 2;
-      u16* Dl_ = D + (long long)l_ * ldl_d;
+      u16* Dl_ = D + l_ * ldl_d;
       {
         const int r = row0_ + 0, c = col0_ + 0;
         if (r < M) {
           float x0 = alpha * acc[0][0], x1 = alpha * acc[0][1];
-          u16* dp = Dl_ + (long long)r * ldd + c;
+          u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_f16x2(x0, x1);
           } else if (c < N) {
@@ -167,7 +167,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_64x256x6
         const int r = row0_ + 8, c = col0_ + 0;
         if (r < M) {
           float x0 = alpha * acc[0][2], x1 = alpha * acc[0][3];
-          u16* dp = Dl_ + (long long)r * ldd + c;
+          u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_f16x2(x0, x1);
           } else if (c < N) {
@@ -179,7 +179,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_64x256x6
         const int r = row0_ + 0, c = col0_ + 8;
         if (r < M) {
           float x0 = alpha * acc[0][4], x1 = alpha * acc[0][5];
-          u16* dp = Dl_ + (long long)r * ldd + c;
+          u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_f16x2(x0, x1);
           } else if (c < N) {
@@ -191,7 +191,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_64x256x6
         const int r = row0_ + 8, c = col0_ + 8;
         if (r < M) {
           float x0 = alpha * acc[0][6], x1 = alpha * acc[0][7];
-          u16* dp = Dl_ + (long long)r * ldd + c;
+          u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_f16x2(x0, x1);
           } else if (c < N) {
@@ -203,7 +203,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_64x256x6
         const int r = row0_ + 0, c = col0_ + 16;
         if (r < M) {
           float x0 = alpha * acc[0][8], x1 = alpha * acc[0][9];
-          u16* dp = Dl_ + (long long)r * ldd + c;
+          u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_f16x2(x0, x1);
           } else if (c < N) {
@@ -215,7 +215,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_64x256x6
         const int r = row0_ + 8, c = col0_ + 16;
         if (r < M) {
           float x0 = alpha * acc[0][10], x1 = alpha * acc[0][11];
-          u16* dp = Dl_ + (long long)r * ldd + c;
+          u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_f16x2(x0, x1);
           } else if (c < N) {
@@ -227,7 +227,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_64x256x6
         const int r = row0_ + 0, c = col0_ + 24;
         if (r < M) {
           float x0 = alpha * acc[0][12], x1 = alpha * acc[0][13];
-          u16* dp = Dl_ + (long long)r * ldd + c;
+          u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_f16x2(x0, x1);
           } else if (c < N) {
@@ -239,7 +239,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_64x256x6
         const int r = row0_ + 8, c = col0_ + 24;
         if (r < M) {
           float x0 = alpha * acc[0][14], x1 = alpha * acc[0][15];
-          u16* dp = Dl_ + (long long)r * ldd + c;
+          u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_f16x2(x0, x1);
           } else if (c < N) {
@@ -251,7 +251,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_64x256x6
         const int r = row0_ + 0, c = col0_ + 32;
         if (r < M) {
           float x0 = alpha * acc[0][16], x1 = alpha * acc[0][17];
-          u16* dp = Dl_ + (long long)r * ldd + c;
+          u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_f16x2(x0, x1);
           } else if (c < N) {
@@ -263,7 +263,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_64x256x6
         const int r = row0_ + 8, c = col0_ + 32;
         if (r < M) {
           float x0 = alpha * acc[0][18], x1 = alpha * acc[0][19];
-          u16* dp = Dl_ + (long long)r * ldd + c;
+          u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_f16x2(x0, x1);
           } else if (c < N) {
@@ -275,7 +275,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_64x256x6
         const int r = row0_ + 0, c = col0_ + 40;
         if (r < M) {
           float x0 = alpha * acc[0][20], x1 = alpha * acc[0][21];
-          u16* dp = Dl_ + (long long)r * ldd + c;
+          u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_f16x2(x0, x1);
           } else if (c < N) {
@@ -287,7 +287,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_64x256x6
         const int r = row0_ + 8, c = col0_ + 40;
         if (r < M) {
           float x0 = alpha * acc[0][22], x1 = alpha * acc[0][23];
-          u16* dp = Dl_ + (long long)r * ldd + c;
+          u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_f16x2(x0, x1);
           } else if (c < N) {
@@ -299,7 +299,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_64x256x6
         const int r = row0_ + 0, c = col0_ + 48;
         if (r < M) {
           float x0 = alpha * acc[0][24], x1 = alpha * acc[0][25];
-          u16* dp = Dl_ + (long long)r * ldd + c;
+          u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_f16x2(x0, x1);
           } else if (c < N) {
@@ -311,7 +311,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_64x256x6
         const int r = row0_ + 8, c = col0_ + 48;
         if (r < M) {
           float x0 = alpha * acc[0][26], x1 = alpha * acc[0][27];
-          u16* dp = Dl_ + (long long)r * ldd + c;
+          u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_f16x2(x0, x1);
           } else if (c < N) {
@@ -323,7 +323,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_64x256x6
         const int r = row0_ + 0, c = col0_ + 56;
         if (r < M) {
           float x0 = alpha * acc[0][28], x1 = alpha * acc[0][29];
-          u16* dp = Dl_ + (long long)r * ldd + c;
+          u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_f16x2(x0, x1);
           } else if (c < N) {
@@ -335,7 +335,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_64x256x6
         const int r = row0_ + 8, c = col0_ + 56;
         if (r < M) {
           float x0 = alpha * acc[0][30], x1 = alpha * acc[0][31];
-          u16* dp = Dl_ + (long long)r * ldd + c;
+          u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_f16x2(x0, x1);
           } else if (c < N) {
@@ -347,7 +347,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_64x256x6
         const int r = row0_ + 0, c = col0_ + 64;
         if (r < M) {
           float x0 = alpha * acc[0][32], x1 = alpha * acc[0][33];
-          u16* dp = Dl_ + (long long)r * ldd + c;
+          u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_f16x2(x0, x1);
           } else if (c < N) {
@@ -359,7 +359,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_64x256x6
         const int r = row0_ + 8, c = col0_ + 64;
         if (r < M) {
           float x0 = alpha * acc[0][34], x1 = alpha * acc[0][35];
-          u16* dp = Dl_ + (long long)r * ldd + c;
+          u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_f16x2(x0, x1);
           } else if (c < N) {
@@ -371,7 +371,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_64x256x6
         const int r = row0_ + 0, c = col0_ + 72;
         if (r < M) {
           float x0 = alpha * acc[0][36], x1 = alpha * acc[0][37];
-          u16* dp = Dl_ + (long long)r * ldd + c;
+          u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_f16x2(x0, x1);
           } else if (c < N) {
@@ -383,7 +383,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_64x256x6
         const int r = row0_ + 8, c = col0_ + 72;
         if (r < M) {
           float x0 = alpha * acc[0][38], x1 = alpha * acc[0][39];
-          u16* dp = Dl_ + (long long)r * ldd + c;
+          u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_f16x2(x0, x1);
           } else if (c < N) {
@@ -395,7 +395,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_64x256x6
         const int r = row0_ + 0, c = col0_ + 80;
         if (r < M) {
           float x0 = alpha * acc[0][40], x1 = alpha * acc[0][41];
-          u16* dp = Dl_ + (long long)r * ldd + c;
+          u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_f16x2(x0, x1);
           } else if (c < N) {
@@ -407,7 +407,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_64x256x6
         const int r = row0_ + 8, c = col0_ + 80;
         if (r < M) {
           float x0 = alpha * acc[0][42], x1 = alpha * acc[0][43];
-          u16* dp = Dl_ + (long long)r * ldd + c;
+          u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_f16x2(x0, x1);
           } else if (c < N) {
@@ -419,7 +419,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_64x256x6
         const int r = row0_ + 0, c = col0_ + 88;
         if (r < M) {
           float x0 = alpha * acc[0][44], x1 = alpha * acc[0][45];
-          u16* dp = Dl_ + (long long)r * ldd + c;
+          u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_f16x2(x0, x1);
           } else if (c < N) {
@@ -431,7 +431,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_64x256x6
         const int r = row0_ + 8, c = col0_ + 88;
         if (r < M) {
           float x0 = alpha * acc[0][46], x1 = alpha * acc[0][47];
-          u16* dp = Dl_ + (long long)r * ldd + c;
+          u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_f16x2(x0, x1);
           } else if (c < N) {
@@ -443,7 +443,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_64x256x6
         const int r = row0_ + 0, c = col0_ + 96;
         if (r < M) {
           float x0 = alpha * acc[0][48], x1 = alpha * acc[0][49];
-          u16* dp = Dl_ + (long long)r * ldd + c;
+          u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_f16x2(x0, x1);
           } else if (c < N) {
@@ -455,7 +455,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_64x256x6
         const int r = row0_ + 8, c = col0_ + 96;
         if (r < M) {
           float x0 = alpha * acc[0][50], x1 = alpha * acc[0][51];
-          u16* dp = Dl_ + (long long)r * ldd + c;
+          u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_f16x2(x0, x1);
           } else if (c < N) {
@@ -467,7 +467,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_64x256x6
         const int r = row0_ + 0, c = col0_ + 104;
         if (r < M) {
           float x0 = alpha * acc[0][52], x1 = alpha * acc[0][53];
-          u16* dp = Dl_ + (long long)r * ldd + c;
+          u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_f16x2(x0, x1);
           } else if (c < N) {
@@ -479,7 +479,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_64x256x6
         const int r = row0_ + 8, c = col0_ + 104;
         if (r < M) {
           float x0 = alpha * acc[0][54], x1 = alpha * acc[0][55];
-          u16* dp = Dl_ + (long long)r * ldd + c;
+          u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_f16x2(x0, x1);
           } else if (c < N) {
@@ -491,7 +491,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_64x256x6
         const int r = row0_ + 0, c = col0_ + 112;
         if (r < M) {
           float x0 = alpha * acc[0][56], x1 = alpha * acc[0][57];
-          u16* dp = Dl_ + (long long)r * ldd + c;
+          u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_f16x2(x0, x1);
           } else if (c < N) {
@@ -503,7 +503,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_64x256x6
         const int r = row0_ + 8, c = col0_ + 112;
         if (r < M) {
           float x0 = alpha * acc[0][58], x1 = alpha * acc[0][59];
-          u16* dp = Dl_ + (long long)r * ldd + c;
+          u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_f16x2(x0, x1);
           } else if (c < N) {
@@ -515,7 +515,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_64x256x6
         const int r = row0_ + 0, c = col0_ + 120;
         if (r < M) {
           float x0 = alpha * acc[0][60], x1 = alpha * acc[0][61];
-          u16* dp = Dl_ + (long long)r * ldd + c;
+          u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_f16x2(x0, x1);
           } else if (c < N) {
@@ -527,7 +527,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_64x256x6
         const int r = row0_ + 8, c = col0_ + 120;
         if (r < M) {
           float x0 = alpha * acc[0][62], x1 = alpha * acc[0][63];
-          u16* dp = Dl_ + (long long)r * ldd + c;
+          u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_f16x2(x0, x1);
           } else if (c < N) {
@@ -539,7 +539,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_64x256x6
         const int r = row0_ + 0, c = col0_ + 128;
         if (r < M) {
           float x0 = alpha * acc[0][64], x1 = alpha * acc[0][65];
-          u16* dp = Dl_ + (long long)r * ldd + c;
+          u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_f16x2(x0, x1);
           } else if (c < N) {
@@ -551,7 +551,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_64x256x6
         const int r = row0_ + 8, c = col0_ + 128;
         if (r < M) {
           float x0 = alpha * acc[0][66], x1 = alpha * acc[0][67];
-          u16* dp = Dl_ + (long long)r * ldd + c;
+          u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_f16x2(x0, x1);
           } else if (c < N) {
@@ -563,7 +563,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_64x256x6
         const int r = row0_ + 0, c = col0_ + 136;
         if (r < M) {
           float x0 = alpha * acc[0][68], x1 = alpha * acc[0][69];
-          u16* dp = Dl_ + (long long)r * ldd + c;
+          u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_f16x2(x0, x1);
           } else if (c < N) {
@@ -575,7 +575,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_64x256x6
         const int r = row0_ + 8, c = col0_ + 136;
         if (r < M) {
           float x0 = alpha * acc[0][70], x1 = alpha * acc[0][71];
-          u16* dp = Dl_ + (long long)r * ldd + c;
+          u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_f16x2(x0, x1);
           } else if (c < N) {
@@ -587,7 +587,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_64x256x6
         const int r = row0_ + 0, c = col0_ + 144;
         if (r < M) {
           float x0 = alpha * acc[0][72], x1 = alpha * acc[0][73];
-          u16* dp = Dl_ + (long long)r * ldd + c;
+          u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_f16x2(x0, x1);
           } else if (c < N) {
@@ -599,7 +599,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_64x256x6
         const int r = row0_ + 8, c = col0_ + 144;
         if (r < M) {
           float x0 = alpha * acc[0][74], x1 = alpha * acc[0][75];
-          u16* dp = Dl_ + (long long)r * ldd + c;
+          u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_f16x2(x0, x1);
           } else if (c < N) {
@@ -611,7 +611,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_64x256x6
         const int r = row0_ + 0, c = col0_ + 152;
         if (r < M) {
           float x0 = alpha * acc[0][76], x1 = alpha * acc[0][77];
-          u16* dp = Dl_ + (long long)r * ldd + c;
+          u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_f16x2(x0, x1);
           } else if (c < N) {
@@ -623,7 +623,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_64x256x6
         const int r = row0_ + 8, c = col0_ + 152;
         if (r < M) {
           float x0 = alpha * acc[0][78], x1 = alpha * acc[0][79];
-          u16* dp = Dl_ + (long long)r * ldd + c;
+          u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_f16x2(x0, x1);
           } else if (c < N) {
@@ -635,7 +635,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_64x256x6
         const int r = row0_ + 0, c = col0_ + 160;
         if (r < M) {
           float x0 = alpha * acc[0][80], x1 = alpha * acc[0][81];
-          u16* dp = Dl_ + (long long)r * ldd + c;
+          u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_f16x2(x0, x1);
           } else if (c < N) {
@@ -647,7 +647,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_64x256x6
         const int r = row0_ + 8, c = col0_ + 160;
         if (r < M) {
           float x0 = alpha * acc[0][82], x1 = alpha * acc[0][83];
-          u16* dp = Dl_ + (long long)r * ldd + c;
+          u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_f16x2(x0, x1);
           } else if (c < N) {
@@ -659,7 +659,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_64x256x6
         const int r = row0_ + 0, c = col0_ + 168;
         if (r < M) {
           float x0 = alpha * acc[0][84], x1 = alpha * acc[0][85];
-          u16* dp = Dl_ + (long long)r * ldd + c;
+          u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_f16x2(x0, x1);
           } else if (c < N) {
@@ -671,7 +671,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_64x256x6
         const int r = row0_ + 8, c = col0_ + 168;
         if (r < M) {
           float x0 = alpha * acc[0][86], x1 = alpha * acc[0][87];
-          u16* dp = Dl_ + (long long)r * ldd + c;
+          u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_f16x2(x0, x1);
           } else if (c < N) {
@@ -683,7 +683,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_64x256x6
         const int r = row0_ + 0, c = col0_ + 176;
         if (r < M) {
           float x0 = alpha * acc[0][88], x1 = alpha * acc[0][89];
-          u16* dp = Dl_ + (long long)r * ldd + c;
+          u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_f16x2(x0, x1);
           } else if (c < N) {
@@ -695,7 +695,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_64x256x6
         const int r = row0_ + 8, c = col0_ + 176;
         if (r < M) {
           float x0 = alpha * acc[0][90], x1 = alpha * acc[0][91];
-          u16* dp = Dl_ + (long long)r * ldd + c;
+          u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_f16x2(x0, x1);
           } else if (c < N) {
@@ -707,7 +707,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_64x256x6
         const int r = row0_ + 0, c = col0_ + 184;
         if (r < M) {
           float x0 = alpha * acc[0][92], x1 = alpha * acc[0][93];
-          u16* dp = Dl_ + (long long)r * ldd + c;
+          u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_f16x2(x0, x1);
           } else if (c < N) {
@@ -719,7 +719,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_64x256x6
         const int r = row0_ + 8, c = col0_ + 184;
         if (r < M) {
           float x0 = alpha * acc[0][94], x1 = alpha * acc[0][95];
-          u16* dp = Dl_ + (long long)r * ldd + c;
+          u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_f16x2(x0, x1);
           } else if (c < N) {
@@ -731,7 +731,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_64x256x6
         const int r = row0_ + 0, c = col0_ + 192;
         if (r < M) {
           float x0 = alpha * acc[0][96], x1 = alpha * acc[0][97];
-          u16* dp = Dl_ + (long long)r * ldd + c;
+          u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_f16x2(x0, x1);
           } else if (c < N) {
@@ -743,7 +743,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_64x256x6
         const int r = row0_ + 8, c = col0_ + 192;
         if (r < M) {
           float x0 = alpha * acc[0][98], x1 = alpha * acc[0][99];
-          u16* dp = Dl_ + (long long)r * ldd + c;
+          u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_f16x2(x0, x1);
           } else if (c < N) {
@@ -755,7 +755,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_64x256x6
         const int r = row0_ + 0, c = col0_ + 200;
         if (r < M) {
           float x0 = alpha * acc[0][100], x1 = alpha * acc[0][101];
-          u16* dp = Dl_ + (long long)r * ldd + c;
+          u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_f16x2(x0, x1);
           } else if (c < N) {
@@ -767,7 +767,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_64x256x6
         const int r = row0_ + 8, c = col0_ + 200;
         if (r < M) {
           float x0 = alpha * acc[0][102], x1 = alpha * acc[0][103];
-          u16* dp = Dl_ + (long long)r * ldd + c;
+          u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_f16x2(x0, x1);
           } else if (c < N) {
@@ -779,7 +779,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_64x256x6
         const int r = row0_ + 0, c = col0_ + 208;
         if (r < M) {
           float x0 = alpha * acc[0][104], x1 = alpha * acc[0][105];
-          u16* dp = Dl_ + (long long)r * ldd + c;
+          u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_f16x2(x0, x1);
           } else if (c < N) {
@@ -791,7 +791,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_64x256x6
         const int r = row0_ + 8, c = col0_ + 208;
         if (r < M) {
           float x0 = alpha * acc[0][106], x1 = alpha * acc[0][107];
-          u16* dp = Dl_ + (long long)r * ldd + c;
+          u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_f16x2(x0, x1);
           } else if (c < N) {
@@ -803,7 +803,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_64x256x6
         const int r = row0_ + 0, c = col0_ + 216;
         if (r < M) {
           float x0 = alpha * acc[0][108], x1 = alpha * acc[0][109];
-          u16* dp = Dl_ + (long long)r * ldd + c;
+          u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_f16x2(x0, x1);
           } else if (c < N) {
@@ -815,7 +815,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_64x256x6
         const int r = row0_ + 8, c = col0_ + 216;
         if (r < M) {
           float x0 = alpha * acc[0][110], x1 = alpha * acc[0][111];
-          u16* dp = Dl_ + (long long)r * ldd + c;
+          u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_f16x2(x0, x1);
           } else if (c < N) {
@@ -827,7 +827,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_64x256x6
         const int r = row0_ + 0, c = col0_ + 224;
         if (r < M) {
           float x0 = alpha * acc[0][112], x1 = alpha * acc[0][113];
-          u16* dp = Dl_ + (long long)r * ldd + c;
+          u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_f16x2(x0, x1);
           } else if (c < N) {
@@ -839,7 +839,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_64x256x6
         const int r = row0_ + 8, c = col0_ + 224;
         if (r < M) {
           float x0 = alpha * acc[0][114], x1 = alpha * acc[0][115];
-          u16* dp = Dl_ + (long long)r * ldd + c;
+          u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_f16x2(x0, x1);
           } else if (c < N) {
@@ -851,7 +851,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_64x256x6
         const int r = row0_ + 0, c = col0_ + 232;
         if (r < M) {
           float x0 = alpha * acc[0][116], x1 = alpha * acc[0][117];
-          u16* dp = Dl_ + (long long)r * ldd + c;
+          u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_f16x2(x0, x1);
           } else if (c < N) {
@@ -863,7 +863,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_64x256x6
         const int r = row0_ + 8, c = col0_ + 232;
         if (r < M) {
           float x0 = alpha * acc[0][118], x1 = alpha * acc[0][119];
-          u16* dp = Dl_ + (long long)r * ldd + c;
+          u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_f16x2(x0, x1);
           } else if (c < N) {
@@ -875,7 +875,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_64x256x6
         const int r = row0_ + 0, c = col0_ + 240;
         if (r < M) {
           float x0 = alpha * acc[0][120], x1 = alpha * acc[0][121];
-          u16* dp = Dl_ + (long long)r * ldd + c;
+          u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_f16x2(x0, x1);
           } else if (c < N) {
@@ -887,7 +887,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_64x256x6
         const int r = row0_ + 8, c = col0_ + 240;
         if (r < M) {
           float x0 = alpha * acc[0][122], x1 = alpha * acc[0][123];
-          u16* dp = Dl_ + (long long)r * ldd + c;
+          u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_f16x2(x0, x1);
           } else if (c < N) {
@@ -899,7 +899,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_64x256x6
         const int r = row0_ + 0, c = col0_ + 248;
         if (r < M) {
           float x0 = alpha * acc[0][124], x1 = alpha * acc[0][125];
-          u16* dp = Dl_ + (long long)r * ldd + c;
+          u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_f16x2(x0, x1);
           } else if (c < N) {
@@ -911,7 +911,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_64x256x6
         const int r = row0_ + 8, c = col0_ + 248;
         if (r < M) {
           float x0 = alpha * acc[0][126], x1 = alpha * acc[0][127];
-          u16* dp = Dl_ + (long long)r * ldd + c;
+          u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_f16x2(x0, x1);
           } else if (c < N) {
