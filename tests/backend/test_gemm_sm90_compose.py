@@ -108,3 +108,16 @@ def test_refusals_name_the_argument():
     good = describe(make_gemm_sm90(_mma(64), (128, 64, 64)))
     e = _err(lambda: make_gemm_sm90(_mma(64), (128, 64, 64), copy_A=good.copy_B))
     assert e.arg == "copy_A"
+
+
+def test_composition_with_a_fused_epilogue():
+    from backends.cuda.compiler import compile_module, has_compiler
+    from cute_py.epilogue import evt
+    epi = G.make_epilogue_config(evt.linear_combination(), 128, 128)
+    cfg = make_gemm_sm90(_mma(128, 2), (128, 128, 64), epilogue=epi)
+    assert cfg.epi is epi and cfg.smem_bytes() <= 227 * 1024
+    src = G.generate_source(cfg)
+    if not has_compiler():
+        pytest.skip("no CUDA compiler")
+    res = compile_module(src, arch="sm_90a").resources_for(cfg.name)
+    assert res.spills == 0 and res.stack_frame == 0, res
