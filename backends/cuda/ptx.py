@@ -13,7 +13,7 @@ import functools
 import re
 from pathlib import Path
 
-__all__ = ["HEADER_DIR", "FUNCTIONS", "require", "functions", "instructions"]
+__all__ = ["HEADER_DIR", "FUNCTIONS", "require", "functions", "namespaces", "instructions"]
 
 #: the directory holding ``cute_py/*.cuh``
 HEADER_DIR = Path(__file__).resolve().parent / "include"
@@ -39,9 +39,26 @@ def functions() -> dict:
 FUNCTIONS = functions()
 
 
+@functools.lru_cache(maxsize=None)
+def namespaces() -> dict:
+    """Header file name -> the namespaces it opens, outermost first (``("cute_py", "sm80")``)."""
+    return {h.name: tuple(dict.fromkeys(re.findall(r"\bnamespace\s+(\w+)\s*\{", h.read_text())))
+            for h in _headers()}
+
+
 def require(name: str) -> str:
-    """``name`` if it is a wrapper of the PTX library, else ``KeyError`` naming the headers."""
-    if name not in FUNCTIONS:
+    """``name`` if it is a wrapper of the PTX library, else ``KeyError`` naming the headers.
+
+    A qualified name (``sm80::cp_async_zfill``, ``cute_py::sm80::cp_async_zfill``) must name the
+    namespaces of the wrapper's header, innermost last (generated code has ``using namespace
+    cute_py;``, so the ``cute_py::`` prefix may be left out); an unqualified name is checked by
+    its base name only (a generator may open the namespace with ``using``)."""
+    *qual, base = name.split("::")
+    ok = base in FUNCTIONS
+    if ok and qual:
+        ns = namespaces().get(FUNCTIONS[base], ())
+        ok = tuple(qual) in (ns, ns[1:]) if ns[:1] == ("cute_py",) else tuple(qual) == ns
+    if not ok:
         raise KeyError(f"ptx: no wrapper {name!r} in {HEADER_DIR / 'cute_py'} (a generator "
                        f"calls a PTX function the headers do not define)")
     return name
