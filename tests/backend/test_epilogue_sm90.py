@@ -157,21 +157,21 @@ def test_direct_load_path_structure(vector):
                                     direct_vector=vector))
     assert tma.has_producer and not d.has_producer
     assert d.smem_bytes < tma.smem_bytes and ("load", "C") not in d.buf
-    assert "cute_epi_tma_load_2d" not in d.producer_code()
+    assert "tma_load_2d" not in d.producer_code()
     assert [p.kind for p in d.params()][:2] == ["mat", "ld"]
     pre, body = d.prefetch_code(), d.consumer_code(prefetched=True)
     pairs = sum(len(d._pairs(d.values[s])[0]) for s in d.subtiles)
-    load, per = ("cute_epi_ldg_quad16<", 4) if vector else ("cute_epi_ldg_pair16<", 1)
-    other = "cute_epi_ldg_pair16<" if vector else "cute_epi_ldg_quad16<"
+    load, per = ("ld_global_quad16<", 4) if vector else ("ld_global_pair16<", 1)
+    other = "ld_global_pair16<" if vector else "ld_global_quad16<"
     assert pre.count(load) * per == 3 * pairs // len(d.subtiles)
     assert (pre.count(load) + body.count(load)) * per == pairs
     assert other not in pre + body
-    assert body.count("cute_epi_quad_transpose(") == (pairs // 4 if vector else 0)
+    assert body.count("quad_transpose_u32(") == (pairs // 4 if vector else 0)
     assert ("cute_dv_C" in pre) == vector
-    assert "cute_epi_mbar_wait" not in body
+    assert "mbarrier_wait_parity" not in body
     # without a kernel-side prefetch the consumer code issues the first loads itself
     assert d.consumer_code().count(load) * per == pairs
-    assert "cq_C" not in tma.prefetch_code() and "cute_epi_ldg" not in tma.prefetch_code()
+    assert "cq_C" not in tma.prefetch_code() and "ld_global_" not in tma.prefetch_code()
     # the quads: four heads of one fragment row at columns n, n+8, n+16, n+24
     fr = d.cfg.fragment
     for s in d.subtiles:

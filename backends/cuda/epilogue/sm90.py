@@ -35,9 +35,8 @@ from cute_py.errors import LaunchError
 from cute_py.numeric import BYTES
 
 from .fragment import AccFragment, bank_wavefronts
-from .lower import (CTYPE, MATH_PRELUDE, LoweredTree, atomic_reduce, lower_tree, reduce_combine,
+from .lower import (CTYPE, MATH_HELPERS, LoweredTree, atomic_reduce, lower_tree, reduce_combine,
                     reduce_identity_literal)
-from .ptx import PRELUDE_COMMON, PRELUDE_SM90
 
 __all__ = ["EpilogueConfig", "Sm90Epilogue", "ParamSpec", "swizzle_offset", "dtype_bytes",
            "valid_option_combinations", "build_test_kernel_source"]
@@ -153,7 +152,7 @@ class Sm90Epilogue:
 
     def __init__(self, cfg: EpilogueConfig):
         self.cfg = cfg
-        self.lt: LoweredTree = lower_tree(cfg.tree)
+        self.lt: LoweredTree = lower_tree(cfg.tree, conv="headers")
         self.direct = cfg.load_path == "direct"
         self._check()
         em, en = cfg.epilogue_tile
@@ -259,8 +258,14 @@ class Sm90Epilogue:
 
     @property
     def _ef(self) -> str:
-        """Suffix of the TMA load / store helpers: ``_ef`` = with an L2 evict_first hint."""
-        return "_ef" if self.cfg.l2_evict_first else ""
+        """Suffix of the TMA / direct load and TMA store wrappers: ``_hint`` = with an L2
+        cache-policy operand (``l2_evict_first``), passed as :attr:`_pol`."""
+        return "_hint" if self.cfg.l2_evict_first else ""
+
+    @property
+    def _pol(self) -> str:
+        """The trailing policy argument of a ``_hint`` wrapper call (empty without a hint)."""
+        return ", l2_policy_evict_first()" if self.cfg.l2_evict_first else ""
 
     def _buf_expr(self, key, stage_expr):
         o, nb, _, _ = self.buf[key]
@@ -276,11 +281,11 @@ class Sm90Epilogue:
                 ps.append(ParamSpec("ld", f"ld_{name}", "int", name, dt))
             else:
                 ps.append(ParamSpec("tmap", f"tmap_{name}",
-                                    "const __grid_constant__ CuteTmaDesc", name, dt))
-        ps.append(ParamSpec("tmap", "tmap_D", "const __grid_constant__ CuteTmaDesc", "D",
+                                    "const __grid_constant__ TmaDescriptor", name, dt))
+        ps.append(ParamSpec("tmap", "tmap_D", "const __grid_constant__ TmaDescriptor", "D",
                             self.cfg.element_d))
         for name, dt in self.lt.stores:
-            ps.append(ParamSpec("tmap", f"tmap_{name}", "const __grid_constant__ CuteTmaDesc",
+            ps.append(ParamSpec("tmap", f"tmap_{name}", "const __grid_constant__ TmaDescriptor",
                                 name, dt))
         for name, dt in list(self.lt.rows) + list(self.lt.cols) + list(self.lt.scalar_ptrs):
             ct = "float" if dt == "float32" else "unsigned short"
@@ -296,15 +301,15 @@ class Sm90Epilogue:
 
     # -- code pieces --------------------------------------------------------------------------
     def prelude(self) -> str:
-        return PRELUDE_COMMON + PRELUDE_SM90 + MATH_PRELUDE + "\n" + self.lt.source
+        return MATH_HELPERS + "\n" + self.lt.source
 
     def region_decls(self, smem_ptr: str = "cute_epi_smem_base") -> str:
         """Declares ``cute_epi_smem`` (u32 shared address of this epilogue's region) and its C
         barrier arrays ``cute_epi_full`` / ``cute_epi_empty``.  A kernel running several
         instances (one per ping-pong warpgroup) declares each in its own scope."""
-        return "\n".join([f"const cute_u32 cute_epi_smem = cute_epi_smem_u32({smem_ptr});",
-                          f"const cute_u32 cute_epi_full = cute_epi_smem + {self.bar_offset}u;",
-                          f"const cute_u32 cute_epi_empty = cute_epi_full + "
+        return "\n".join([f"const u32 cute_epi_smem = static_cast<u32>(__cvta_generic_to_shared({smem_ptr}));",
+                          f"const u32 cute_epi_full = cute_epi_smem + {self.bar_offset}u;",
+                          f"const u32 cute_epi_empty = cute_epi_full + "
                           f"{8 * self.cfg.stages_c}u;"])
 
     def init_code(self, smem_ptr: str = "cute_epi_smem_base") -> str:
@@ -316,17 +321,17 @@ class Sm90Epilogue:
         if self.tma_loads:
             lines.append("if (threadIdx.x == 0) {")
             for s in range(cfg.stages_c):
-                lines.append(f"  cute_epi_mbar_init(cute_epi_full + {8 * s}u, 1);")
-                lines.append(f"  cute_epi_mbar_init(cute_epi_empty + {8 * s}u, {empty_count});")
-            lines.append("  cute_epi_fence_mbar_init();")
+                lines.append(f"  mbarrier_init(cute_epi_full + {8 * s}u, 1);")
+                lines.append(f"  mbarrier_init(cute_epi_empty + {8 * s}u, {empty_count});")
+            lines.append("  fence_mbarrier_init();")
             lines.append("}")
         return "\n".join(lines)
 
     def producer_state_decls(self) -> str:
-        return "int cute_epi_p_idx = 0; cute_u32 cute_epi_p_phase = 1;"
+        return "int cute_epi_p_idx = 0; u32 cute_epi_p_phase = 1;"
 
     def consumer_state_decls(self) -> str:
-        return ("int cute_epi_c_idx = 0; cute_u32 cute_epi_c_phase = 0; "
+        return ("int cute_epi_c_idx = 0; u32 cute_epi_c_phase = 0; "
                 "int cute_epi_d_idx = 0;")
 
     def producer_code(self) -> str:
@@ -346,19 +351,20 @@ class Sm90Epilogue:
                       f"  const int cute_em = cute_s % {cfg.tile_m // em}, "
                       f"cute_en = cute_s / {cfg.tile_m // em};"]
             for name, _ in self.lt.loads:
-                lines.append(f"  cute_epi_tma_prefetch_l2_2d(&tmap_{name}, "
+                lines.append(f"  tma_prefetch_l2_2d(&tmap_{name}, "
                              f"cute_epi_n0 + cute_en * {en}, cute_epi_m0 + cute_em * {em});")
             lines.append("}")
         lines += [f"for (int cute_s = 0; cute_s < {len(self.subtiles)}; ++cute_s) {{",
                  f"  const int cute_em = cute_s % {cfg.tile_m // em}, "
                  f"cute_en = cute_s / {cfg.tile_m // em};",
-                 "  const cute_u32 full_ = cute_epi_full + 8u * cute_epi_p_idx;",
-                 "  cute_epi_mbar_wait(cute_epi_empty + 8u * cute_epi_p_idx, cute_epi_p_phase);",
-                 f"  cute_epi_mbar_arrive_expect_tx(full_, {self.load_bytes}u);"]
+                 "  const u32 full_ = cute_epi_full + 8u * cute_epi_p_idx;",
+                 "  mbarrier_wait_parity(cute_epi_empty + 8u * cute_epi_p_idx, cute_epi_p_phase);",
+                 f"  mbarrier_arrive_expect_tx(full_, {self.load_bytes}u);"]
         for name, _ in self.lt.loads:
-            lines.append(f"  cute_epi_tma_load_2d{self._ef}(&tmap_{name}, "
-                         f"{self._buf_expr(('load', name), 'cute_epi_p_idx')}, full_, "
-                         f"cute_epi_n0 + cute_en * {en}, cute_epi_m0 + cute_em * {em});")
+            lines.append(f"  tma_load_2d{self._ef}("
+                         f"{self._buf_expr(('load', name), 'cute_epi_p_idx')}, &tmap_{name}, "
+                         f"full_, cute_epi_n0 + cute_en * {en}, cute_epi_m0 + cute_em * {em}"
+                         f"{self._pol});")
         lines += [f"  if (++cute_epi_p_idx == {cfg.stages_c}) "
                   "{ cute_epi_p_idx = 0; cute_epi_p_phase ^= 1u; }", "}"]
         return "\n".join(lines)
@@ -432,17 +438,18 @@ class Sm90Epilogue:
         singles = self.groups[sub][1]
         out = []
         for name, dt in self.lt.loads:
-            fn = f"cute_epi_ldg_pair{'32' if dt == 'float32' else '16'}{self._ef}"
+            fn = f"ld_global_pair{'32' if dt == 'float32' else '16'}{self._ef}"
             quads, rest = self._load_groups(sub, dt)
             for m, n, run in quads:
                 regs = ", ".join(f"cq_{name}_{v}" for v in run)
-                out.append(f"cute_epi_ldg_quad16{self._ef}<{n}>(cute_dq_{name}_{m}, "
-                           f"cute_dqn_{name}_{m}, cute_dv_{name}, {regs});")
+                out.append(f"ld_global_quad16{self._ef}<{n}>(cute_dq_{name}_{m}, "
+                           f"cute_dqn_{name}_{m}, cute_dv_{name}, {regs}{self._pol});")
             for v in rest:
                 n, rem = fr.n_val[v], f"cute_drn_{name}_{fr.m_val[v]}"
                 if v in singles:          # in bounds iff rem > n
                     rem = f"min({rem}, {n + 1})"
-                out.append(f"cq_{name}_{v} = {fn}<{n}>(cute_dr_{name}_{fr.m_val[v]}, {rem});")
+                out.append(f"cq_{name}_{v} = {fn}<{n}>(cute_dr_{name}_{fr.m_val[v]}, {rem}"
+                           f"{self._pol});")
         return out
 
     def _vector_slices(self):
@@ -474,13 +481,13 @@ class Sm90Epilogue:
         for name, dt in self.lt.scalar_ptrs:
             L.append(f"const float s_{name} = "
                      + ("p_{0}[0]".format(name) if dt == "float32" else
-                        f"cute_epi_unpack_{'half' if dt == 'float16' else 'bf16'}(p_{name}[0])")
+                        f"{'f16' if dt == 'float16' else 'bf16'}_bits_to_f32(p_{name}[0])")
                      + ";")
         if not (self.direct and self.lt.loads):
             return "\n".join(L)
         fr = self.cfg.fragment
         for name, dt in self.lt.loads:
-            ty = "float2" if dt == "float32" else "cute_u32"
+            ty = "float2" if dt == "float32" else "u32"
             regs = [f"cq_{name}_{v}" for sub in self.subtiles for v in self._direct_heads(sub)]
             L.append(f"{ty} {', '.join(regs)};")
         L += self._direct_base_lines(f"({fr.m_thr_expr})", f"({fr.n_thr_expr})")
@@ -493,17 +500,17 @@ class Sm90Epilogue:
         words: ``word(v, True)`` of a pair (a float2 for float32, else packed 16-bit halves in
         a u32) and ``word(v, False)`` of a single value (a float, else an unsigned short)."""
         out = []
-        k = {"float16": "half", "bfloat16": "bf16"}.get(dt)
+        k = {"float16": "f16", "bfloat16": "bf16"}.get(dt)
         for v, w in pairs:
             x = word(v, True)
             out.append(f"const float2 lp_{name}_{v} = "
-                       + (x if dt == "float32" else f"cute_epi_unpack_{k}2({x})") + ";")
+                       + (x if dt == "float32" else f"{k}x2_bits_to_f32x2({x})") + ";")
             out.append(f"const float ld_{name}_{v} = lp_{name}_{v}.x, "
                        f"ld_{name}_{w} = lp_{name}_{v}.y;")
         for v in singles:
             x = word(v, False)
             out.append(f"const float ld_{name}_{v} = "
-                       + (x if dt == "float32" else f"cute_epi_unpack_{k}({x})") + ";")
+                       + (x if dt == "float32" else f"{k}_bits_to_f32({x})") + ";")
         return out
 
     # value grouping within a subtile
@@ -558,11 +565,11 @@ class Sm90Epilogue:
         if lt.rows or lt.cols:   # stage the tile's slice of every broadcast vector in smem
             for kind, name, dt, o, length, bound, origin in self._vector_slices():
                 for i in range(-(-length // self.nc)):
-                    st = (f"cute_epi_sts32f(cute_epi_smem + {o}u + 4u * (tid + {i * self.nc}), "
+                    st = (f"st_shared_f32(cute_epi_smem + {o}u + 4u * (tid + {i * self.nc}), "
                           f"cb_{name}_{i});")
                     L.append(st if (i + 1) * self.nc <= length else
                              f"if (tid + {i * self.nc} < {length}) {st}")
-            L.append(f"cute_epi_named_bar({bar_id}, {self.nc});")
+            L.append(f"named_barrier_sync({bar_id}, {self.nc});")
         reuse_lag = min(1, cfg.stages_c - 1)
         if cfg.reuse_smem_c:
             L.append("int cute_epi_prev_c = -1;")
@@ -582,7 +589,7 @@ class Sm90Epilogue:
                     B += self._direct_load_lines(s + cfg.direct_ahead)
                 for name, dt in lt.loads:
                     for _, _, run in self._load_groups((sm, sn), dt)[0]:
-                        B.append("cute_epi_quad_transpose("
+                        B.append("quad_transpose_u32("
                                  + ", ".join(f"cq_{name}_{v}" for v in run) + ", cute_lane & 3);")
                     def word(v, pair, name=name, dt=dt):
                         r = f"cq_{name}_{v}"
@@ -591,23 +598,24 @@ class Sm90Epilogue:
                     B += self._value_lines(name, dt, pairs, singles, word)
             # -- C / aux loads: wait, smem -> registers, release
             elif lt.loads:
-                B.append("cute_epi_mbar_wait(cute_epi_full + 8u * cute_epi_c_idx, "
+                B.append("mbarrier_wait_parity(cute_epi_full + 8u * cute_epi_c_idx, "
                          "cute_epi_c_phase);")
                 for name, dt in lt.loads:
                     buf = self._buf_expr(("load", name), "cute_epi_c_idx")
-                    B.append(f"const cute_u32 lb_{name} = {buf};")
+                    B.append(f"const u32 lb_{name} = {buf};")
                     def word(v, pair, name=name, dt=dt):
                         a = self._addr(f"lb_{name}", f"cute_lm + {fr.m_val[v]}",
                                        f"cute_ln + {fr.n_val[v]}", dt)
-                        ld = {(True, True): "64f", (True, False): "32", (False, True): "32f",
-                              (False, False): "16"}[(pair, dt == "float32")]
-                        return f"cute_epi_lds{ld}({a})"
+                        ld = {(True, True): "ld_shared_f32x2", (True, False): "ld_shared_32",
+                              (False, True): "ld_shared_f32",
+                              (False, False): "ld_shared_16"}[(pair, dt == "float32")]
+                        return f"{ld}({a})"
                     B += self._value_lines(name, dt, pairs, singles, word)
                 if cfg.reuse_smem_c:
                     B.append("const int cute_epi_this_c = cute_epi_c_idx;")
                 else:
                     B.append("__syncwarp();")
-                    B.append("if (cute_lane == 0) cute_epi_mbar_arrive(cute_epi_empty + 8u * "
+                    B.append("if (cute_lane == 0) mbarrier_arrive(cute_epi_empty + 8u * "
                              "cute_epi_c_idx);")
                 B.append(f"if (++cute_epi_c_idx == {cfg.stages_c}) "
                          "{ cute_epi_c_idx = 0; cute_epi_c_phase ^= 1u; }")
@@ -618,12 +626,12 @@ class Sm90Epilogue:
                 o = self.buf[("row", name)][0]
                 for n in ns:
                     B.append(f"const float row_{name}_{n} = "
-                             f"cute_epi_lds32f(cute_epi_smem + {o}u + 4u * (cute_nt + {n}));")
+                             f"ld_shared_f32(cute_epi_smem + {o}u + 4u * (cute_nt + {n}));")
             for name, dt in lt.cols:
                 o = self.buf[("col", name)][0]
                 for m in ms:
                     B.append(f"const float col_{name}_{m} = "
-                             f"cute_epi_lds32f(cute_epi_smem + {o}u + 4u * (cute_mt + {m}));")
+                             f"ld_shared_f32(cute_epi_smem + {o}u + 4u * (cute_mt + {m}));")
             for name, (kind, op) in reds.items():
                 if kind == "row":
                     B += [f"float rr_{name}_{n} = {reduce_identity_literal(op)};" for n in ns]
@@ -666,8 +674,8 @@ class Sm90Epilogue:
         if dt == "float32":
             v = f"__ldg(p_{name} + ({idx}))"
         else:
-            k = "half" if dt == "float16" else "bf16"
-            v = f"cute_epi_unpack_{k}(__ldg(p_{name} + ({idx})))"
+            k = "f16" if dt == "float16" else "bf16"
+            v = f"{k}_bits_to_f32(__ldg(p_{name} + ({idx})))"
         return f"(({idx}) < {bound} ? {v} : 0.0f)"
 
     def _write_values(self, buf, dtype, src, pairs, singles):
@@ -676,7 +684,7 @@ class Sm90Epilogue:
         B = []
         bytes_ = _BYTES[dtype]
         if bytes_ == 2:
-            k = "half" if dtype == "float16" else "bf16"
+            k = "f16" if dtype == "float16" else "bf16"
         if self._use_stmatrix(dtype, pairs):
             B.append("{ const int wm_ = cute_lm - (cute_lane >> 2), "
                      "wn_ = cute_ln - 2 * (cute_lane & 3), q_ = cute_lane >> 3;")
@@ -687,54 +695,54 @@ class Sm90Epilogue:
                 sel_m = f"(q_ == 0 ? {mv[0]} : q_ == 1 ? {mv[1]} : q_ == 2 ? {mv[2]} : {mv[3]})"
                 sel_n = f"(q_ == 0 ? {nv[0]} : q_ == 1 ? {nv[1]} : q_ == 2 ? {nv[2]} : {nv[3]})"
                 a = self._addr(buf, f"wm_ + {sel_m} + (cute_lane & 7)", f"wn_ + {sel_n}", dtype)
-                regs = ", ".join(f"cute_epi_pack_{k}2({src(v)}, {src(w)})" for v, w in grp)
-                B.append(f"  cute_epi_stmatrix_x4({a}, {regs});")
+                regs = ", ".join(f"pack_{k}x2({src(v)}, {src(w)})" for v, w in grp)
+                B.append(f"  stmatrix_x4({a}, {regs});")
             B.append("}")
             return B
         for v, w in pairs:
             a = self._addr(buf, f"cute_lm + {fr.m_val[v]}", f"cute_ln + {fr.n_val[v]}", dtype)
             if bytes_ == 4:
-                B.append(f"cute_epi_sts64f({a}, {src(v)}, {src(w)});")
+                B.append(f"st_shared_f32x2({a}, {src(v)}, {src(w)});")
             else:
-                B.append(f"cute_epi_sts32({a}, cute_epi_pack_{k}2({src(v)}, {src(w)}));")
+                B.append(f"st_shared_32({a}, pack_{k}x2({src(v)}, {src(w)}));")
         for v in singles:
             a = self._addr(buf, f"cute_lm + {fr.m_val[v]}", f"cute_ln + {fr.n_val[v]}", dtype)
             if bytes_ == 4:
-                B.append(f"cute_epi_sts32f({a}, {src(v)});")
+                B.append(f"st_shared_f32({a}, {src(v)});")
             else:
-                B.append(f"cute_epi_sts16({a}, cute_epi_pack_{k}({src(v)}));")
+                B.append(f"st_shared_16({a}, f32_to_{k}_bits({src(v)}));")
         return B
 
     def _issue_stores(self, stage_expr, x, y, d_from_c=False):
         lines = []
         dbuf = (self._buf_expr(("load", "C"), stage_expr) if d_from_c
                 else self._buf_expr(("store", "D"), stage_expr))
-        lines.append(f"cute_epi_tma_store_2d{self._ef}(&tmap_D, {dbuf}, {x}, {y});")
+        lines.append(f"tma_store_2d{self._ef}(&tmap_D, {dbuf}, {x}, {y}{self._pol});")
         for name, _ in self.lt.stores:
-            lines.append(f"cute_epi_tma_store_2d{self._ef}(&tmap_{name}, "
-                         f"{self._buf_expr(('store', name), stage_expr)}, {x}, {y});")
-        lines.append("cute_epi_bulk_commit();")
+            lines.append(f"tma_store_2d{self._ef}(&tmap_{name}, "
+                         f"{self._buf_expr(('store', name), stage_expr)}, {x}, {y}{self._pol});")
+        lines.append("bulk_commit_group();")
         return lines
 
     def _store_phase(self, s, pairs, singles, bar_id=1):
         cfg, nc = self.cfg, self.nc
         B = []
-        bar = f"cute_epi_named_bar({bar_id}, {nc});"
+        bar = f"named_barrier_sync({bar_id}, {nc});"
         if cfg.reuse_smem_c:
             lag = min(1, cfg.stages_c - 1)
             B.append(bar)   # all reads of this C stage are done
             buf = self._buf_expr(("load", "C"), "cute_epi_this_c")
             B += self._write_values(buf, cfg.element_d, lambda v: f"dv_{v}", pairs, singles)
-            B += ["cute_epi_fence_proxy_async();", bar, "if (tid == 0) {"]
+            B += ["fence_proxy_async_shared();", bar, "if (tid == 0) {"]
             B += ["  " + x for x in self._issue_stores("cute_epi_this_c", "cute_sn0", "cute_sm0",
                                                         d_from_c=True)]
             if lag == 0:
-                B += ["  cute_epi_bulk_wait_read<0>();",
-                      "  cute_epi_mbar_arrive(cute_epi_empty + 8u * cute_epi_this_c);"]
+                B += ["  bulk_wait_group_read<0>();",
+                      "  mbarrier_arrive(cute_epi_empty + 8u * cute_epi_this_c);"]
             else:
-                B += ["  cute_epi_bulk_wait_read<1>();",
+                B += ["  bulk_wait_group_read<1>();",
                       "  if (cute_epi_prev_c >= 0) "
-                      "cute_epi_mbar_arrive(cute_epi_empty + 8u * cute_epi_prev_c);"]
+                      "mbarrier_arrive(cute_epi_empty + 8u * cute_epi_prev_c);"]
             B.append("}")
             if lag:
                 B.append("cute_epi_prev_c = cute_epi_this_c;")
@@ -744,14 +752,14 @@ class Sm90Epilogue:
             B += ["  " + x for x in self._issue_stores("cute_epi_pend_d", "cute_epi_pend_x",
                                                         "cute_epi_pend_y")]
             B.append("}")
-        B.append(f"if (tid == 0) cute_epi_bulk_wait_read<{cfg.stages_d - 1}>();")
+        B.append(f"if (tid == 0) bulk_wait_group_read<{cfg.stages_d - 1}>();")
         B.append(bar)
         B += self._write_values(self._buf_expr(("store", "D"), "cute_epi_d_idx"), cfg.element_d,
                                 lambda v: f"dv_{v}", pairs, singles)
         for name, dt in self.lt.stores:
             B += self._write_values(self._buf_expr(("store", name), "cute_epi_d_idx"), dt,
                                     lambda v, name=name: f"st_{name}_{v}", pairs, singles)
-        B += ["cute_epi_fence_proxy_async();", bar]
+        B += ["fence_proxy_async_shared();", bar]
         if cfg.delay_tma_store:
             B.append("cute_epi_pend_d = cute_epi_d_idx; cute_epi_pend_x = cute_sn0; "
                      "cute_epi_pend_y = cute_sm0;")
@@ -771,8 +779,8 @@ class Sm90Epilogue:
                                                         "cute_epi_pend_y")]
             L.append("}")
         if cfg.reuse_smem_c and reuse_lag:
-            L += ["if (tid == 0 && cute_epi_prev_c >= 0) {", "  cute_epi_bulk_wait_read<0>();",
-                  "  cute_epi_mbar_arrive(cute_epi_empty + 8u * cute_epi_prev_c);", "}"]
+            L += ["if (tid == 0 && cute_epi_prev_c >= 0) {", "  bulk_wait_group_read<0>();",
+                  "  mbarrier_arrive(cute_epi_empty + 8u * cute_epi_prev_c);", "}"]
         for name, (kind, op) in reds.items():
             if kind == "col":
                 masks = fr.shuffle_masks("m")
@@ -791,7 +799,7 @@ class Sm90Epilogue:
 
     def consumer_tail_code(self) -> str:
         """After the last tile: wait until every TMA store has finished (``store_tail``)."""
-        return "if (tid == 0) cute_epi_bulk_wait<0>();"
+        return "if (tid == 0) bulk_wait_group<0>();"
 
     # -- analysis ----------------------------------------------------------------------------
     def r2s_wavefronts(self, dtype=None) -> dict:
@@ -835,9 +843,9 @@ class Sm90Epilogue:
 
 
 SWZ_HELPER = r"""
-template <int RB> __device__ __forceinline__ cute_u32 cute_epi_swz(int row, int colb) {
+template <int RB> __device__ __forceinline__ u32 cute_epi_swz(int row, int colb) {
   // TMA swizzle Swizzle<log2(RB/16), 4, 3> on the byte offset of a row-major subtile
-  const cute_u32 off = static_cast<cute_u32>(row * RB + colb);
+  const u32 off = static_cast<u32>(row * RB + colb);
   return off ^ (((off >> 7) & (RB / 16 - 1)) << 4);
 }
 """
@@ -857,6 +865,8 @@ def build_test_kernel_source(epi: Sm90Epilogue) -> tuple[str, str]:
             f"gn = cute_epi_n0 + cute_nt0 + {fr.n_val[v]}; "
             f"acc[{v}] = (gm < M && gn < N) ? acc_g[(size_t)gm * N + gn] : 0.0f; }}")
     src = f"""// generated by cute_py.backends.cuda.epilogue.sm90 (standalone epilogue test kernel)
+#include "cute_py/prelude.cuh"
+using namespace cute_py;
 {epi.prelude()}
 {SWZ_HELPER}
 extern "C" __global__ void __launch_bounds__({nc + 32}, 1) {name}(
