@@ -26,12 +26,6 @@ __device__ __forceinline__ float cute_epi_visit(
   return v0;
 }
 
-template <int RB> __device__ __forceinline__ u32 cute_epi_swz(int row, int colb) {
-  // TMA swizzle Swizzle<log2(RB/16), 4, 3> on the byte offset of a row-major subtile
-  const u32 off = static_cast<u32>(row * RB + colb);
-  return off ^ (((off >> 7) & (RB / 16 - 1)) << 4);
-}
-
 
 extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_128x256x64_s4_w2_c1_a8adf697(
     const __grid_constant__ TmaDescriptor tmA, const __grid_constant__ TmaDescriptor tmB,
@@ -48,8 +42,8 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_128x256x
   const u32 bar_empty = bar_full + 32u;
   unsigned char* cute_epi_smem_base = smem_raw_ + (smem0_ - cvta_to_shared_u32(smem_raw_)) + 196608;
   const u32 cute_epi_smem = static_cast<u32>(__cvta_generic_to_shared(cute_epi_smem_base));
-  const u32 cute_epi_full = cute_epi_smem + 16384u;
-  const u32 cute_epi_empty = cute_epi_full + 16u;
+  const u32 cute_epi_full = cute_epi_smem + 16384;
+  const u32 cute_epi_empty = cute_epi_full + 16;
   const int wg = __shfl_sync(0xffffffffu, (int)(threadIdx.x / 128), 0);
   if (threadIdx.x == 0) {
     for (int s_ = 0; s_ < 4; ++s_) { mbarrier_init((bar_full + 8u * (u32)(s_)), 1u); mbarrier_init((bar_empty + 8u * (u32)(s_)), 8u); } fence_mbarrier_init();
@@ -147,275 +141,293 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_128x256x
       }
       // ---------------- epilogue ----------------
       { const int cute_lane = tid & 31;
-      const int cute_mt = ((tid >> 7) * 64 + ((tid & 127) >> 5) * 16 + ((tid & 31) >> 2));
-      const int cute_nt = ((tid & 3) * 2);
-      { // subtile (0, 0)
-        const int cute_sm0 = cute_epi_m0 + 0, cute_sn0 = cute_epi_n0 + 0;
-        const int cute_lm = cute_mt - 0, cute_ln = cute_nt - 0;
-        const float dv_0 = cute_epi_visit(acc[0][0], (cute_epi_m0 + cute_mt + 0 < M) && (cute_epi_n0 + cute_nt + 0 < N));
-        const float dv_1 = cute_epi_visit(acc[0][1], (cute_epi_m0 + cute_mt + 0 < M) && (cute_epi_n0 + cute_nt + 1 < N));
-        const float dv_2 = cute_epi_visit(acc[0][2], (cute_epi_m0 + cute_mt + 8 < M) && (cute_epi_n0 + cute_nt + 0 < N));
-        const float dv_3 = cute_epi_visit(acc[0][3], (cute_epi_m0 + cute_mt + 8 < M) && (cute_epi_n0 + cute_nt + 1 < N));
-        const float dv_4 = cute_epi_visit(acc[0][4], (cute_epi_m0 + cute_mt + 0 < M) && (cute_epi_n0 + cute_nt + 8 < N));
-        const float dv_5 = cute_epi_visit(acc[0][5], (cute_epi_m0 + cute_mt + 0 < M) && (cute_epi_n0 + cute_nt + 9 < N));
-        const float dv_6 = cute_epi_visit(acc[0][6], (cute_epi_m0 + cute_mt + 8 < M) && (cute_epi_n0 + cute_nt + 8 < N));
-        const float dv_7 = cute_epi_visit(acc[0][7], (cute_epi_m0 + cute_mt + 8 < M) && (cute_epi_n0 + cute_nt + 9 < N));
-        const float dv_8 = cute_epi_visit(acc[0][8], (cute_epi_m0 + cute_mt + 0 < M) && (cute_epi_n0 + cute_nt + 16 < N));
-        const float dv_9 = cute_epi_visit(acc[0][9], (cute_epi_m0 + cute_mt + 0 < M) && (cute_epi_n0 + cute_nt + 17 < N));
-        const float dv_10 = cute_epi_visit(acc[0][10], (cute_epi_m0 + cute_mt + 8 < M) && (cute_epi_n0 + cute_nt + 16 < N));
-        const float dv_11 = cute_epi_visit(acc[0][11], (cute_epi_m0 + cute_mt + 8 < M) && (cute_epi_n0 + cute_nt + 17 < N));
-        const float dv_12 = cute_epi_visit(acc[0][12], (cute_epi_m0 + cute_mt + 0 < M) && (cute_epi_n0 + cute_nt + 24 < N));
-        const float dv_13 = cute_epi_visit(acc[0][13], (cute_epi_m0 + cute_mt + 0 < M) && (cute_epi_n0 + cute_nt + 25 < N));
-        const float dv_14 = cute_epi_visit(acc[0][14], (cute_epi_m0 + cute_mt + 8 < M) && (cute_epi_n0 + cute_nt + 24 < N));
-        const float dv_15 = cute_epi_visit(acc[0][15], (cute_epi_m0 + cute_mt + 8 < M) && (cute_epi_n0 + cute_nt + 25 < N));
-        if (tid == 0) bulk_wait_group_read<1>();
+      const int cute_mt = ((tid >> 2) & 7) + (tid >> 5) * 16;
+      const int cute_nt = (tid & 3) * 2;
+      {
+        // subtile (0, 0)
+        const float dv_0 = cute_epi_visit(acc[0][0], cute_epi_m0 + cute_mt < M && cute_epi_n0 + cute_nt < N);
+        const float dv_1 = cute_epi_visit(acc[0][1], cute_epi_m0 + cute_mt < M && cute_epi_n0 + cute_nt + 1 < N);
+        const float dv_2 = cute_epi_visit(acc[0][2], cute_epi_m0 + cute_mt + 8 < M && cute_epi_n0 + cute_nt < N);
+        const float dv_3 = cute_epi_visit(acc[0][3], cute_epi_m0 + cute_mt + 8 < M && cute_epi_n0 + cute_nt + 1 < N);
+        const float dv_4 = cute_epi_visit(acc[0][4], cute_epi_m0 + cute_mt < M && cute_epi_n0 + cute_nt + 8 < N);
+        const float dv_5 = cute_epi_visit(acc[0][5], cute_epi_m0 + cute_mt < M && cute_epi_n0 + cute_nt + 9 < N);
+        const float dv_6 = cute_epi_visit(acc[0][6], cute_epi_m0 + cute_mt + 8 < M && cute_epi_n0 + cute_nt + 8 < N);
+        const float dv_7 = cute_epi_visit(acc[0][7], cute_epi_m0 + cute_mt + 8 < M && cute_epi_n0 + cute_nt + 9 < N);
+        const float dv_8 = cute_epi_visit(acc[0][8], cute_epi_m0 + cute_mt < M && cute_epi_n0 + cute_nt + 16 < N);
+        const float dv_9 = cute_epi_visit(acc[0][9], cute_epi_m0 + cute_mt < M && cute_epi_n0 + cute_nt + 17 < N);
+        const float dv_10 = cute_epi_visit(acc[0][10], cute_epi_m0 + cute_mt + 8 < M && cute_epi_n0 + cute_nt + 16 < N);
+        const float dv_11 = cute_epi_visit(acc[0][11], cute_epi_m0 + cute_mt + 8 < M && cute_epi_n0 + cute_nt + 17 < N);
+        const float dv_12 = cute_epi_visit(acc[0][12], cute_epi_m0 + cute_mt < M && cute_epi_n0 + cute_nt + 24 < N);
+        const float dv_13 = cute_epi_visit(acc[0][13], cute_epi_m0 + cute_mt < M && cute_epi_n0 + cute_nt + 25 < N);
+        const float dv_14 = cute_epi_visit(acc[0][14], cute_epi_m0 + cute_mt + 8 < M && cute_epi_n0 + cute_nt + 24 < N);
+        const float dv_15 = cute_epi_visit(acc[0][15], cute_epi_m0 + cute_mt + 8 < M && cute_epi_n0 + cute_nt + 25 < N);
+        if (tid == 0) {
+          bulk_wait_group_read<1>();
+        }
         named_barrier_sync(1, 256);
-        { const int wm_ = cute_lm - (cute_lane >> 2), wn_ = cute_ln - 2 * (cute_lane & 3), q_ = cute_lane >> 3;
-          stmatrix_x4(((cute_epi_smem + 0u + (cute_epi_d_idx) * 8192u) + cute_epi_swz<64>(wm_ + (q_ == 0 ? 0 : q_ == 1 ? 8 : q_ == 2 ? 0 : 8) + (cute_lane & 7), (wn_ + (q_ == 0 ? 0 : q_ == 1 ? 0 : q_ == 2 ? 8 : 8)) * 2)), pack_f16x2(dv_0, dv_1), pack_f16x2(dv_2, dv_3), pack_f16x2(dv_4, dv_5), pack_f16x2(dv_6, dv_7));
-          stmatrix_x4(((cute_epi_smem + 0u + (cute_epi_d_idx) * 8192u) + cute_epi_swz<64>(wm_ + (q_ == 0 ? 0 : q_ == 1 ? 8 : q_ == 2 ? 0 : 8) + (cute_lane & 7), (wn_ + (q_ == 0 ? 16 : q_ == 1 ? 16 : q_ == 2 ? 24 : 24)) * 2)), pack_f16x2(dv_8, dv_9), pack_f16x2(dv_10, dv_11), pack_f16x2(dv_12, dv_13), pack_f16x2(dv_14, dv_15));
+        {
+          const int q_ = cute_lane >> 3;
+          stmatrix_x4(cute_epi_smem + cute_epi_d_idx * 8192 + ((((tid >> 5) * 16 + (q_ == 0 ? 0 : (q_ == 1 ? 8 : (q_ == 2 ? 0 : 8))) + (tid & 7)) * 64 + (q_ == 0 ? 0 : (q_ == 1 ? 0 : 8)) * 2) ^ (((((tid >> 5) * 16 + (q_ == 0 ? 0 : (q_ == 1 ? 8 : (q_ == 2 ? 0 : 8))) + (tid & 7)) * 64 + (q_ == 0 ? 0 : (q_ == 1 ? 0 : 8)) * 2) & 384) >> 3)), pack_f16x2(dv_0, dv_1), pack_f16x2(dv_2, dv_3), pack_f16x2(dv_4, dv_5), pack_f16x2(dv_6, dv_7));
+          stmatrix_x4(cute_epi_smem + cute_epi_d_idx * 8192 + ((((tid >> 5) * 16 + (q_ == 0 ? 0 : (q_ == 1 ? 8 : (q_ == 2 ? 0 : 8))) + (tid & 7)) * 64 + (q_ == 0 ? 16 : (q_ == 1 ? 16 : 24)) * 2) ^ (((((tid >> 5) * 16 + (q_ == 0 ? 0 : (q_ == 1 ? 8 : (q_ == 2 ? 0 : 8))) + (tid & 7)) * 64 + (q_ == 0 ? 16 : (q_ == 1 ? 16 : 24)) * 2) & 384) >> 3)), pack_f16x2(dv_8, dv_9), pack_f16x2(dv_10, dv_11), pack_f16x2(dv_12, dv_13), pack_f16x2(dv_14, dv_15));
         }
         fence_proxy_async_shared();
         named_barrier_sync(1, 256);
         if (tid == 0) {
-          tma_store_2d(&tmap_D, (cute_epi_smem + 0u + (cute_epi_d_idx) * 8192u), cute_sn0, cute_sm0);
+          tma_store_2d(&tmap_D, cute_epi_smem + cute_epi_d_idx * 8192, cute_epi_n0, cute_epi_m0);
           bulk_commit_group();
         }
         if (++cute_epi_d_idx == 2) cute_epi_d_idx = 0;
       }
-      { // subtile (0, 1)
-        const int cute_sm0 = cute_epi_m0 + 0, cute_sn0 = cute_epi_n0 + 32;
-        const int cute_lm = cute_mt - 0, cute_ln = cute_nt - 32;
-        const float dv_16 = cute_epi_visit(acc[0][16], (cute_epi_m0 + cute_mt + 0 < M) && (cute_epi_n0 + cute_nt + 32 < N));
-        const float dv_17 = cute_epi_visit(acc[0][17], (cute_epi_m0 + cute_mt + 0 < M) && (cute_epi_n0 + cute_nt + 33 < N));
-        const float dv_18 = cute_epi_visit(acc[0][18], (cute_epi_m0 + cute_mt + 8 < M) && (cute_epi_n0 + cute_nt + 32 < N));
-        const float dv_19 = cute_epi_visit(acc[0][19], (cute_epi_m0 + cute_mt + 8 < M) && (cute_epi_n0 + cute_nt + 33 < N));
-        const float dv_20 = cute_epi_visit(acc[0][20], (cute_epi_m0 + cute_mt + 0 < M) && (cute_epi_n0 + cute_nt + 40 < N));
-        const float dv_21 = cute_epi_visit(acc[0][21], (cute_epi_m0 + cute_mt + 0 < M) && (cute_epi_n0 + cute_nt + 41 < N));
-        const float dv_22 = cute_epi_visit(acc[0][22], (cute_epi_m0 + cute_mt + 8 < M) && (cute_epi_n0 + cute_nt + 40 < N));
-        const float dv_23 = cute_epi_visit(acc[0][23], (cute_epi_m0 + cute_mt + 8 < M) && (cute_epi_n0 + cute_nt + 41 < N));
-        const float dv_24 = cute_epi_visit(acc[0][24], (cute_epi_m0 + cute_mt + 0 < M) && (cute_epi_n0 + cute_nt + 48 < N));
-        const float dv_25 = cute_epi_visit(acc[0][25], (cute_epi_m0 + cute_mt + 0 < M) && (cute_epi_n0 + cute_nt + 49 < N));
-        const float dv_26 = cute_epi_visit(acc[0][26], (cute_epi_m0 + cute_mt + 8 < M) && (cute_epi_n0 + cute_nt + 48 < N));
-        const float dv_27 = cute_epi_visit(acc[0][27], (cute_epi_m0 + cute_mt + 8 < M) && (cute_epi_n0 + cute_nt + 49 < N));
-        const float dv_28 = cute_epi_visit(acc[0][28], (cute_epi_m0 + cute_mt + 0 < M) && (cute_epi_n0 + cute_nt + 56 < N));
-        const float dv_29 = cute_epi_visit(acc[0][29], (cute_epi_m0 + cute_mt + 0 < M) && (cute_epi_n0 + cute_nt + 57 < N));
-        const float dv_30 = cute_epi_visit(acc[0][30], (cute_epi_m0 + cute_mt + 8 < M) && (cute_epi_n0 + cute_nt + 56 < N));
-        const float dv_31 = cute_epi_visit(acc[0][31], (cute_epi_m0 + cute_mt + 8 < M) && (cute_epi_n0 + cute_nt + 57 < N));
-        if (tid == 0) bulk_wait_group_read<1>();
+      {
+        // subtile (0, 1)
+        const float dv_16 = cute_epi_visit(acc[0][16], cute_epi_m0 + cute_mt < M && cute_epi_n0 + cute_nt + 32 < N);
+        const float dv_17 = cute_epi_visit(acc[0][17], cute_epi_m0 + cute_mt < M && cute_epi_n0 + cute_nt + 33 < N);
+        const float dv_18 = cute_epi_visit(acc[0][18], cute_epi_m0 + cute_mt + 8 < M && cute_epi_n0 + cute_nt + 32 < N);
+        const float dv_19 = cute_epi_visit(acc[0][19], cute_epi_m0 + cute_mt + 8 < M && cute_epi_n0 + cute_nt + 33 < N);
+        const float dv_20 = cute_epi_visit(acc[0][20], cute_epi_m0 + cute_mt < M && cute_epi_n0 + cute_nt + 40 < N);
+        const float dv_21 = cute_epi_visit(acc[0][21], cute_epi_m0 + cute_mt < M && cute_epi_n0 + cute_nt + 41 < N);
+        const float dv_22 = cute_epi_visit(acc[0][22], cute_epi_m0 + cute_mt + 8 < M && cute_epi_n0 + cute_nt + 40 < N);
+        const float dv_23 = cute_epi_visit(acc[0][23], cute_epi_m0 + cute_mt + 8 < M && cute_epi_n0 + cute_nt + 41 < N);
+        const float dv_24 = cute_epi_visit(acc[0][24], cute_epi_m0 + cute_mt < M && cute_epi_n0 + cute_nt + 48 < N);
+        const float dv_25 = cute_epi_visit(acc[0][25], cute_epi_m0 + cute_mt < M && cute_epi_n0 + cute_nt + 49 < N);
+        const float dv_26 = cute_epi_visit(acc[0][26], cute_epi_m0 + cute_mt + 8 < M && cute_epi_n0 + cute_nt + 48 < N);
+        const float dv_27 = cute_epi_visit(acc[0][27], cute_epi_m0 + cute_mt + 8 < M && cute_epi_n0 + cute_nt + 49 < N);
+        const float dv_28 = cute_epi_visit(acc[0][28], cute_epi_m0 + cute_mt < M && cute_epi_n0 + cute_nt + 56 < N);
+        const float dv_29 = cute_epi_visit(acc[0][29], cute_epi_m0 + cute_mt < M && cute_epi_n0 + cute_nt + 57 < N);
+        const float dv_30 = cute_epi_visit(acc[0][30], cute_epi_m0 + cute_mt + 8 < M && cute_epi_n0 + cute_nt + 56 < N);
+        const float dv_31 = cute_epi_visit(acc[0][31], cute_epi_m0 + cute_mt + 8 < M && cute_epi_n0 + cute_nt + 57 < N);
+        if (tid == 0) {
+          bulk_wait_group_read<1>();
+        }
         named_barrier_sync(1, 256);
-        { const int wm_ = cute_lm - (cute_lane >> 2), wn_ = cute_ln - 2 * (cute_lane & 3), q_ = cute_lane >> 3;
-          stmatrix_x4(((cute_epi_smem + 0u + (cute_epi_d_idx) * 8192u) + cute_epi_swz<64>(wm_ + (q_ == 0 ? 0 : q_ == 1 ? 8 : q_ == 2 ? 0 : 8) + (cute_lane & 7), (wn_ + (q_ == 0 ? 32 : q_ == 1 ? 32 : q_ == 2 ? 40 : 40)) * 2)), pack_f16x2(dv_16, dv_17), pack_f16x2(dv_18, dv_19), pack_f16x2(dv_20, dv_21), pack_f16x2(dv_22, dv_23));
-          stmatrix_x4(((cute_epi_smem + 0u + (cute_epi_d_idx) * 8192u) + cute_epi_swz<64>(wm_ + (q_ == 0 ? 0 : q_ == 1 ? 8 : q_ == 2 ? 0 : 8) + (cute_lane & 7), (wn_ + (q_ == 0 ? 48 : q_ == 1 ? 48 : q_ == 2 ? 56 : 56)) * 2)), pack_f16x2(dv_24, dv_25), pack_f16x2(dv_26, dv_27), pack_f16x2(dv_28, dv_29), pack_f16x2(dv_30, dv_31));
+        {
+          const int q__1 = cute_lane >> 3;
+          stmatrix_x4(cute_epi_smem + cute_epi_d_idx * 8192 + ((((tid >> 5) * 16 + (q__1 == 0 ? 0 : (q__1 == 1 ? 8 : (q__1 == 2 ? 0 : 8))) + (tid & 7)) * 64 + (q__1 == 0 ? 0 : (q__1 == 1 ? 0 : 8)) * 2) ^ (((((tid >> 5) * 16 + (q__1 == 0 ? 0 : (q__1 == 1 ? 8 : (q__1 == 2 ? 0 : 8))) + (tid & 7)) * 64 + (q__1 == 0 ? 0 : (q__1 == 1 ? 0 : 8)) * 2) & 384) >> 3)), pack_f16x2(dv_16, dv_17), pack_f16x2(dv_18, dv_19), pack_f16x2(dv_20, dv_21), pack_f16x2(dv_22, dv_23));
+          stmatrix_x4(cute_epi_smem + cute_epi_d_idx * 8192 + ((((tid >> 5) * 16 + (q__1 == 0 ? 0 : (q__1 == 1 ? 8 : (q__1 == 2 ? 0 : 8))) + (tid & 7)) * 64 + (q__1 == 0 ? 16 : (q__1 == 1 ? 16 : 24)) * 2) ^ (((((tid >> 5) * 16 + (q__1 == 0 ? 0 : (q__1 == 1 ? 8 : (q__1 == 2 ? 0 : 8))) + (tid & 7)) * 64 + (q__1 == 0 ? 16 : (q__1 == 1 ? 16 : 24)) * 2) & 384) >> 3)), pack_f16x2(dv_24, dv_25), pack_f16x2(dv_26, dv_27), pack_f16x2(dv_28, dv_29), pack_f16x2(dv_30, dv_31));
         }
         fence_proxy_async_shared();
         named_barrier_sync(1, 256);
         if (tid == 0) {
-          tma_store_2d(&tmap_D, (cute_epi_smem + 0u + (cute_epi_d_idx) * 8192u), cute_sn0, cute_sm0);
+          tma_store_2d(&tmap_D, cute_epi_smem + cute_epi_d_idx * 8192, cute_epi_n0 + 32, cute_epi_m0);
           bulk_commit_group();
         }
         if (++cute_epi_d_idx == 2) cute_epi_d_idx = 0;
       }
-      { // subtile (0, 2)
-        const int cute_sm0 = cute_epi_m0 + 0, cute_sn0 = cute_epi_n0 + 64;
-        const int cute_lm = cute_mt - 0, cute_ln = cute_nt - 64;
-        const float dv_32 = cute_epi_visit(acc[0][32], (cute_epi_m0 + cute_mt + 0 < M) && (cute_epi_n0 + cute_nt + 64 < N));
-        const float dv_33 = cute_epi_visit(acc[0][33], (cute_epi_m0 + cute_mt + 0 < M) && (cute_epi_n0 + cute_nt + 65 < N));
-        const float dv_34 = cute_epi_visit(acc[0][34], (cute_epi_m0 + cute_mt + 8 < M) && (cute_epi_n0 + cute_nt + 64 < N));
-        const float dv_35 = cute_epi_visit(acc[0][35], (cute_epi_m0 + cute_mt + 8 < M) && (cute_epi_n0 + cute_nt + 65 < N));
-        const float dv_36 = cute_epi_visit(acc[0][36], (cute_epi_m0 + cute_mt + 0 < M) && (cute_epi_n0 + cute_nt + 72 < N));
-        const float dv_37 = cute_epi_visit(acc[0][37], (cute_epi_m0 + cute_mt + 0 < M) && (cute_epi_n0 + cute_nt + 73 < N));
-        const float dv_38 = cute_epi_visit(acc[0][38], (cute_epi_m0 + cute_mt + 8 < M) && (cute_epi_n0 + cute_nt + 72 < N));
-        const float dv_39 = cute_epi_visit(acc[0][39], (cute_epi_m0 + cute_mt + 8 < M) && (cute_epi_n0 + cute_nt + 73 < N));
-        const float dv_40 = cute_epi_visit(acc[0][40], (cute_epi_m0 + cute_mt + 0 < M) && (cute_epi_n0 + cute_nt + 80 < N));
-        const float dv_41 = cute_epi_visit(acc[0][41], (cute_epi_m0 + cute_mt + 0 < M) && (cute_epi_n0 + cute_nt + 81 < N));
-        const float dv_42 = cute_epi_visit(acc[0][42], (cute_epi_m0 + cute_mt + 8 < M) && (cute_epi_n0 + cute_nt + 80 < N));
-        const float dv_43 = cute_epi_visit(acc[0][43], (cute_epi_m0 + cute_mt + 8 < M) && (cute_epi_n0 + cute_nt + 81 < N));
-        const float dv_44 = cute_epi_visit(acc[0][44], (cute_epi_m0 + cute_mt + 0 < M) && (cute_epi_n0 + cute_nt + 88 < N));
-        const float dv_45 = cute_epi_visit(acc[0][45], (cute_epi_m0 + cute_mt + 0 < M) && (cute_epi_n0 + cute_nt + 89 < N));
-        const float dv_46 = cute_epi_visit(acc[0][46], (cute_epi_m0 + cute_mt + 8 < M) && (cute_epi_n0 + cute_nt + 88 < N));
-        const float dv_47 = cute_epi_visit(acc[0][47], (cute_epi_m0 + cute_mt + 8 < M) && (cute_epi_n0 + cute_nt + 89 < N));
-        if (tid == 0) bulk_wait_group_read<1>();
+      {
+        // subtile (0, 2)
+        const float dv_32 = cute_epi_visit(acc[0][32], cute_epi_m0 + cute_mt < M && cute_epi_n0 + cute_nt + 64 < N);
+        const float dv_33 = cute_epi_visit(acc[0][33], cute_epi_m0 + cute_mt < M && cute_epi_n0 + cute_nt + 65 < N);
+        const float dv_34 = cute_epi_visit(acc[0][34], cute_epi_m0 + cute_mt + 8 < M && cute_epi_n0 + cute_nt + 64 < N);
+        const float dv_35 = cute_epi_visit(acc[0][35], cute_epi_m0 + cute_mt + 8 < M && cute_epi_n0 + cute_nt + 65 < N);
+        const float dv_36 = cute_epi_visit(acc[0][36], cute_epi_m0 + cute_mt < M && cute_epi_n0 + cute_nt + 72 < N);
+        const float dv_37 = cute_epi_visit(acc[0][37], cute_epi_m0 + cute_mt < M && cute_epi_n0 + cute_nt + 73 < N);
+        const float dv_38 = cute_epi_visit(acc[0][38], cute_epi_m0 + cute_mt + 8 < M && cute_epi_n0 + cute_nt + 72 < N);
+        const float dv_39 = cute_epi_visit(acc[0][39], cute_epi_m0 + cute_mt + 8 < M && cute_epi_n0 + cute_nt + 73 < N);
+        const float dv_40 = cute_epi_visit(acc[0][40], cute_epi_m0 + cute_mt < M && cute_epi_n0 + cute_nt + 80 < N);
+        const float dv_41 = cute_epi_visit(acc[0][41], cute_epi_m0 + cute_mt < M && cute_epi_n0 + cute_nt + 81 < N);
+        const float dv_42 = cute_epi_visit(acc[0][42], cute_epi_m0 + cute_mt + 8 < M && cute_epi_n0 + cute_nt + 80 < N);
+        const float dv_43 = cute_epi_visit(acc[0][43], cute_epi_m0 + cute_mt + 8 < M && cute_epi_n0 + cute_nt + 81 < N);
+        const float dv_44 = cute_epi_visit(acc[0][44], cute_epi_m0 + cute_mt < M && cute_epi_n0 + cute_nt + 88 < N);
+        const float dv_45 = cute_epi_visit(acc[0][45], cute_epi_m0 + cute_mt < M && cute_epi_n0 + cute_nt + 89 < N);
+        const float dv_46 = cute_epi_visit(acc[0][46], cute_epi_m0 + cute_mt + 8 < M && cute_epi_n0 + cute_nt + 88 < N);
+        const float dv_47 = cute_epi_visit(acc[0][47], cute_epi_m0 + cute_mt + 8 < M && cute_epi_n0 + cute_nt + 89 < N);
+        if (tid == 0) {
+          bulk_wait_group_read<1>();
+        }
         named_barrier_sync(1, 256);
-        { const int wm_ = cute_lm - (cute_lane >> 2), wn_ = cute_ln - 2 * (cute_lane & 3), q_ = cute_lane >> 3;
-          stmatrix_x4(((cute_epi_smem + 0u + (cute_epi_d_idx) * 8192u) + cute_epi_swz<64>(wm_ + (q_ == 0 ? 0 : q_ == 1 ? 8 : q_ == 2 ? 0 : 8) + (cute_lane & 7), (wn_ + (q_ == 0 ? 64 : q_ == 1 ? 64 : q_ == 2 ? 72 : 72)) * 2)), pack_f16x2(dv_32, dv_33), pack_f16x2(dv_34, dv_35), pack_f16x2(dv_36, dv_37), pack_f16x2(dv_38, dv_39));
-          stmatrix_x4(((cute_epi_smem + 0u + (cute_epi_d_idx) * 8192u) + cute_epi_swz<64>(wm_ + (q_ == 0 ? 0 : q_ == 1 ? 8 : q_ == 2 ? 0 : 8) + (cute_lane & 7), (wn_ + (q_ == 0 ? 80 : q_ == 1 ? 80 : q_ == 2 ? 88 : 88)) * 2)), pack_f16x2(dv_40, dv_41), pack_f16x2(dv_42, dv_43), pack_f16x2(dv_44, dv_45), pack_f16x2(dv_46, dv_47));
+        {
+          const int q__2 = cute_lane >> 3;
+          stmatrix_x4(cute_epi_smem + cute_epi_d_idx * 8192 + ((((tid >> 5) * 16 + (q__2 == 0 ? 0 : (q__2 == 1 ? 8 : (q__2 == 2 ? 0 : 8))) + (tid & 7)) * 64 + (q__2 == 0 ? 0 : (q__2 == 1 ? 0 : 8)) * 2) ^ (((((tid >> 5) * 16 + (q__2 == 0 ? 0 : (q__2 == 1 ? 8 : (q__2 == 2 ? 0 : 8))) + (tid & 7)) * 64 + (q__2 == 0 ? 0 : (q__2 == 1 ? 0 : 8)) * 2) & 384) >> 3)), pack_f16x2(dv_32, dv_33), pack_f16x2(dv_34, dv_35), pack_f16x2(dv_36, dv_37), pack_f16x2(dv_38, dv_39));
+          stmatrix_x4(cute_epi_smem + cute_epi_d_idx * 8192 + ((((tid >> 5) * 16 + (q__2 == 0 ? 0 : (q__2 == 1 ? 8 : (q__2 == 2 ? 0 : 8))) + (tid & 7)) * 64 + (q__2 == 0 ? 16 : (q__2 == 1 ? 16 : 24)) * 2) ^ (((((tid >> 5) * 16 + (q__2 == 0 ? 0 : (q__2 == 1 ? 8 : (q__2 == 2 ? 0 : 8))) + (tid & 7)) * 64 + (q__2 == 0 ? 16 : (q__2 == 1 ? 16 : 24)) * 2) & 384) >> 3)), pack_f16x2(dv_40, dv_41), pack_f16x2(dv_42, dv_43), pack_f16x2(dv_44, dv_45), pack_f16x2(dv_46, dv_47));
         }
         fence_proxy_async_shared();
         named_barrier_sync(1, 256);
         if (tid == 0) {
-          tma_store_2d(&tmap_D, (cute_epi_smem + 0u + (cute_epi_d_idx) * 8192u), cute_sn0, cute_sm0);
+          tma_store_2d(&tmap_D, cute_epi_smem + cute_epi_d_idx * 8192, cute_epi_n0 + 64, cute_epi_m0);
           bulk_commit_group();
         }
         if (++cute_epi_d_idx == 2) cute_epi_d_idx = 0;
       }
-      { // subtile (0, 3)
-        const int cute_sm0 = cute_epi_m0 + 0, cute_sn0 = cute_epi_n0 + 96;
-        const int cute_lm = cute_mt - 0, cute_ln = cute_nt - 96;
-        const float dv_48 = cute_epi_visit(acc[0][48], (cute_epi_m0 + cute_mt + 0 < M) && (cute_epi_n0 + cute_nt + 96 < N));
-        const float dv_49 = cute_epi_visit(acc[0][49], (cute_epi_m0 + cute_mt + 0 < M) && (cute_epi_n0 + cute_nt + 97 < N));
-        const float dv_50 = cute_epi_visit(acc[0][50], (cute_epi_m0 + cute_mt + 8 < M) && (cute_epi_n0 + cute_nt + 96 < N));
-        const float dv_51 = cute_epi_visit(acc[0][51], (cute_epi_m0 + cute_mt + 8 < M) && (cute_epi_n0 + cute_nt + 97 < N));
-        const float dv_52 = cute_epi_visit(acc[0][52], (cute_epi_m0 + cute_mt + 0 < M) && (cute_epi_n0 + cute_nt + 104 < N));
-        const float dv_53 = cute_epi_visit(acc[0][53], (cute_epi_m0 + cute_mt + 0 < M) && (cute_epi_n0 + cute_nt + 105 < N));
-        const float dv_54 = cute_epi_visit(acc[0][54], (cute_epi_m0 + cute_mt + 8 < M) && (cute_epi_n0 + cute_nt + 104 < N));
-        const float dv_55 = cute_epi_visit(acc[0][55], (cute_epi_m0 + cute_mt + 8 < M) && (cute_epi_n0 + cute_nt + 105 < N));
-        const float dv_56 = cute_epi_visit(acc[0][56], (cute_epi_m0 + cute_mt + 0 < M) && (cute_epi_n0 + cute_nt + 112 < N));
-        const float dv_57 = cute_epi_visit(acc[0][57], (cute_epi_m0 + cute_mt + 0 < M) && (cute_epi_n0 + cute_nt + 113 < N));
-        const float dv_58 = cute_epi_visit(acc[0][58], (cute_epi_m0 + cute_mt + 8 < M) && (cute_epi_n0 + cute_nt + 112 < N));
-        const float dv_59 = cute_epi_visit(acc[0][59], (cute_epi_m0 + cute_mt + 8 < M) && (cute_epi_n0 + cute_nt + 113 < N));
-        const float dv_60 = cute_epi_visit(acc[0][60], (cute_epi_m0 + cute_mt + 0 < M) && (cute_epi_n0 + cute_nt + 120 < N));
-        const float dv_61 = cute_epi_visit(acc[0][61], (cute_epi_m0 + cute_mt + 0 < M) && (cute_epi_n0 + cute_nt + 121 < N));
-        const float dv_62 = cute_epi_visit(acc[0][62], (cute_epi_m0 + cute_mt + 8 < M) && (cute_epi_n0 + cute_nt + 120 < N));
-        const float dv_63 = cute_epi_visit(acc[0][63], (cute_epi_m0 + cute_mt + 8 < M) && (cute_epi_n0 + cute_nt + 121 < N));
-        if (tid == 0) bulk_wait_group_read<1>();
+      {
+        // subtile (0, 3)
+        const float dv_48 = cute_epi_visit(acc[0][48], cute_epi_m0 + cute_mt < M && cute_epi_n0 + cute_nt + 96 < N);
+        const float dv_49 = cute_epi_visit(acc[0][49], cute_epi_m0 + cute_mt < M && cute_epi_n0 + cute_nt + 97 < N);
+        const float dv_50 = cute_epi_visit(acc[0][50], cute_epi_m0 + cute_mt + 8 < M && cute_epi_n0 + cute_nt + 96 < N);
+        const float dv_51 = cute_epi_visit(acc[0][51], cute_epi_m0 + cute_mt + 8 < M && cute_epi_n0 + cute_nt + 97 < N);
+        const float dv_52 = cute_epi_visit(acc[0][52], cute_epi_m0 + cute_mt < M && cute_epi_n0 + cute_nt + 104 < N);
+        const float dv_53 = cute_epi_visit(acc[0][53], cute_epi_m0 + cute_mt < M && cute_epi_n0 + cute_nt + 105 < N);
+        const float dv_54 = cute_epi_visit(acc[0][54], cute_epi_m0 + cute_mt + 8 < M && cute_epi_n0 + cute_nt + 104 < N);
+        const float dv_55 = cute_epi_visit(acc[0][55], cute_epi_m0 + cute_mt + 8 < M && cute_epi_n0 + cute_nt + 105 < N);
+        const float dv_56 = cute_epi_visit(acc[0][56], cute_epi_m0 + cute_mt < M && cute_epi_n0 + cute_nt + 112 < N);
+        const float dv_57 = cute_epi_visit(acc[0][57], cute_epi_m0 + cute_mt < M && cute_epi_n0 + cute_nt + 113 < N);
+        const float dv_58 = cute_epi_visit(acc[0][58], cute_epi_m0 + cute_mt + 8 < M && cute_epi_n0 + cute_nt + 112 < N);
+        const float dv_59 = cute_epi_visit(acc[0][59], cute_epi_m0 + cute_mt + 8 < M && cute_epi_n0 + cute_nt + 113 < N);
+        const float dv_60 = cute_epi_visit(acc[0][60], cute_epi_m0 + cute_mt < M && cute_epi_n0 + cute_nt + 120 < N);
+        const float dv_61 = cute_epi_visit(acc[0][61], cute_epi_m0 + cute_mt < M && cute_epi_n0 + cute_nt + 121 < N);
+        const float dv_62 = cute_epi_visit(acc[0][62], cute_epi_m0 + cute_mt + 8 < M && cute_epi_n0 + cute_nt + 120 < N);
+        const float dv_63 = cute_epi_visit(acc[0][63], cute_epi_m0 + cute_mt + 8 < M && cute_epi_n0 + cute_nt + 121 < N);
+        if (tid == 0) {
+          bulk_wait_group_read<1>();
+        }
         named_barrier_sync(1, 256);
-        { const int wm_ = cute_lm - (cute_lane >> 2), wn_ = cute_ln - 2 * (cute_lane & 3), q_ = cute_lane >> 3;
-          stmatrix_x4(((cute_epi_smem + 0u + (cute_epi_d_idx) * 8192u) + cute_epi_swz<64>(wm_ + (q_ == 0 ? 0 : q_ == 1 ? 8 : q_ == 2 ? 0 : 8) + (cute_lane & 7), (wn_ + (q_ == 0 ? 96 : q_ == 1 ? 96 : q_ == 2 ? 104 : 104)) * 2)), pack_f16x2(dv_48, dv_49), pack_f16x2(dv_50, dv_51), pack_f16x2(dv_52, dv_53), pack_f16x2(dv_54, dv_55));
-          stmatrix_x4(((cute_epi_smem + 0u + (cute_epi_d_idx) * 8192u) + cute_epi_swz<64>(wm_ + (q_ == 0 ? 0 : q_ == 1 ? 8 : q_ == 2 ? 0 : 8) + (cute_lane & 7), (wn_ + (q_ == 0 ? 112 : q_ == 1 ? 112 : q_ == 2 ? 120 : 120)) * 2)), pack_f16x2(dv_56, dv_57), pack_f16x2(dv_58, dv_59), pack_f16x2(dv_60, dv_61), pack_f16x2(dv_62, dv_63));
+        {
+          const int q__3 = cute_lane >> 3;
+          stmatrix_x4(cute_epi_smem + cute_epi_d_idx * 8192 + ((((tid >> 5) * 16 + (q__3 == 0 ? 0 : (q__3 == 1 ? 8 : (q__3 == 2 ? 0 : 8))) + (tid & 7)) * 64 + (q__3 == 0 ? 0 : (q__3 == 1 ? 0 : 8)) * 2) ^ (((((tid >> 5) * 16 + (q__3 == 0 ? 0 : (q__3 == 1 ? 8 : (q__3 == 2 ? 0 : 8))) + (tid & 7)) * 64 + (q__3 == 0 ? 0 : (q__3 == 1 ? 0 : 8)) * 2) & 384) >> 3)), pack_f16x2(dv_48, dv_49), pack_f16x2(dv_50, dv_51), pack_f16x2(dv_52, dv_53), pack_f16x2(dv_54, dv_55));
+          stmatrix_x4(cute_epi_smem + cute_epi_d_idx * 8192 + ((((tid >> 5) * 16 + (q__3 == 0 ? 0 : (q__3 == 1 ? 8 : (q__3 == 2 ? 0 : 8))) + (tid & 7)) * 64 + (q__3 == 0 ? 16 : (q__3 == 1 ? 16 : 24)) * 2) ^ (((((tid >> 5) * 16 + (q__3 == 0 ? 0 : (q__3 == 1 ? 8 : (q__3 == 2 ? 0 : 8))) + (tid & 7)) * 64 + (q__3 == 0 ? 16 : (q__3 == 1 ? 16 : 24)) * 2) & 384) >> 3)), pack_f16x2(dv_56, dv_57), pack_f16x2(dv_58, dv_59), pack_f16x2(dv_60, dv_61), pack_f16x2(dv_62, dv_63));
         }
         fence_proxy_async_shared();
         named_barrier_sync(1, 256);
         if (tid == 0) {
-          tma_store_2d(&tmap_D, (cute_epi_smem + 0u + (cute_epi_d_idx) * 8192u), cute_sn0, cute_sm0);
+          tma_store_2d(&tmap_D, cute_epi_smem + cute_epi_d_idx * 8192, cute_epi_n0 + 96, cute_epi_m0);
           bulk_commit_group();
         }
         if (++cute_epi_d_idx == 2) cute_epi_d_idx = 0;
       }
-      { // subtile (0, 4)
-        const int cute_sm0 = cute_epi_m0 + 0, cute_sn0 = cute_epi_n0 + 128;
-        const int cute_lm = cute_mt - 0, cute_ln = cute_nt - 128;
-        const float dv_64 = cute_epi_visit(acc[0][64], (cute_epi_m0 + cute_mt + 0 < M) && (cute_epi_n0 + cute_nt + 128 < N));
-        const float dv_65 = cute_epi_visit(acc[0][65], (cute_epi_m0 + cute_mt + 0 < M) && (cute_epi_n0 + cute_nt + 129 < N));
-        const float dv_66 = cute_epi_visit(acc[0][66], (cute_epi_m0 + cute_mt + 8 < M) && (cute_epi_n0 + cute_nt + 128 < N));
-        const float dv_67 = cute_epi_visit(acc[0][67], (cute_epi_m0 + cute_mt + 8 < M) && (cute_epi_n0 + cute_nt + 129 < N));
-        const float dv_68 = cute_epi_visit(acc[0][68], (cute_epi_m0 + cute_mt + 0 < M) && (cute_epi_n0 + cute_nt + 136 < N));
-        const float dv_69 = cute_epi_visit(acc[0][69], (cute_epi_m0 + cute_mt + 0 < M) && (cute_epi_n0 + cute_nt + 137 < N));
-        const float dv_70 = cute_epi_visit(acc[0][70], (cute_epi_m0 + cute_mt + 8 < M) && (cute_epi_n0 + cute_nt + 136 < N));
-        const float dv_71 = cute_epi_visit(acc[0][71], (cute_epi_m0 + cute_mt + 8 < M) && (cute_epi_n0 + cute_nt + 137 < N));
-        const float dv_72 = cute_epi_visit(acc[0][72], (cute_epi_m0 + cute_mt + 0 < M) && (cute_epi_n0 + cute_nt + 144 < N));
-        const float dv_73 = cute_epi_visit(acc[0][73], (cute_epi_m0 + cute_mt + 0 < M) && (cute_epi_n0 + cute_nt + 145 < N));
-        const float dv_74 = cute_epi_visit(acc[0][74], (cute_epi_m0 + cute_mt + 8 < M) && (cute_epi_n0 + cute_nt + 144 < N));
-        const float dv_75 = cute_epi_visit(acc[0][75], (cute_epi_m0 + cute_mt + 8 < M) && (cute_epi_n0 + cute_nt + 145 < N));
-        const float dv_76 = cute_epi_visit(acc[0][76], (cute_epi_m0 + cute_mt + 0 < M) && (cute_epi_n0 + cute_nt + 152 < N));
-        const float dv_77 = cute_epi_visit(acc[0][77], (cute_epi_m0 + cute_mt + 0 < M) && (cute_epi_n0 + cute_nt + 153 < N));
-        const float dv_78 = cute_epi_visit(acc[0][78], (cute_epi_m0 + cute_mt + 8 < M) && (cute_epi_n0 + cute_nt + 152 < N));
-        const float dv_79 = cute_epi_visit(acc[0][79], (cute_epi_m0 + cute_mt + 8 < M) && (cute_epi_n0 + cute_nt + 153 < N));
-        if (tid == 0) bulk_wait_group_read<1>();
+      {
+        // subtile (0, 4)
+        const float dv_64 = cute_epi_visit(acc[0][64], cute_epi_m0 + cute_mt < M && cute_epi_n0 + cute_nt + 128 < N);
+        const float dv_65 = cute_epi_visit(acc[0][65], cute_epi_m0 + cute_mt < M && cute_epi_n0 + cute_nt + 129 < N);
+        const float dv_66 = cute_epi_visit(acc[0][66], cute_epi_m0 + cute_mt + 8 < M && cute_epi_n0 + cute_nt + 128 < N);
+        const float dv_67 = cute_epi_visit(acc[0][67], cute_epi_m0 + cute_mt + 8 < M && cute_epi_n0 + cute_nt + 129 < N);
+        const float dv_68 = cute_epi_visit(acc[0][68], cute_epi_m0 + cute_mt < M && cute_epi_n0 + cute_nt + 136 < N);
+        const float dv_69 = cute_epi_visit(acc[0][69], cute_epi_m0 + cute_mt < M && cute_epi_n0 + cute_nt + 137 < N);
+        const float dv_70 = cute_epi_visit(acc[0][70], cute_epi_m0 + cute_mt + 8 < M && cute_epi_n0 + cute_nt + 136 < N);
+        const float dv_71 = cute_epi_visit(acc[0][71], cute_epi_m0 + cute_mt + 8 < M && cute_epi_n0 + cute_nt + 137 < N);
+        const float dv_72 = cute_epi_visit(acc[0][72], cute_epi_m0 + cute_mt < M && cute_epi_n0 + cute_nt + 144 < N);
+        const float dv_73 = cute_epi_visit(acc[0][73], cute_epi_m0 + cute_mt < M && cute_epi_n0 + cute_nt + 145 < N);
+        const float dv_74 = cute_epi_visit(acc[0][74], cute_epi_m0 + cute_mt + 8 < M && cute_epi_n0 + cute_nt + 144 < N);
+        const float dv_75 = cute_epi_visit(acc[0][75], cute_epi_m0 + cute_mt + 8 < M && cute_epi_n0 + cute_nt + 145 < N);
+        const float dv_76 = cute_epi_visit(acc[0][76], cute_epi_m0 + cute_mt < M && cute_epi_n0 + cute_nt + 152 < N);
+        const float dv_77 = cute_epi_visit(acc[0][77], cute_epi_m0 + cute_mt < M && cute_epi_n0 + cute_nt + 153 < N);
+        const float dv_78 = cute_epi_visit(acc[0][78], cute_epi_m0 + cute_mt + 8 < M && cute_epi_n0 + cute_nt + 152 < N);
+        const float dv_79 = cute_epi_visit(acc[0][79], cute_epi_m0 + cute_mt + 8 < M && cute_epi_n0 + cute_nt + 153 < N);
+        if (tid == 0) {
+          bulk_wait_group_read<1>();
+        }
         named_barrier_sync(1, 256);
-        { const int wm_ = cute_lm - (cute_lane >> 2), wn_ = cute_ln - 2 * (cute_lane & 3), q_ = cute_lane >> 3;
-          stmatrix_x4(((cute_epi_smem + 0u + (cute_epi_d_idx) * 8192u) + cute_epi_swz<64>(wm_ + (q_ == 0 ? 0 : q_ == 1 ? 8 : q_ == 2 ? 0 : 8) + (cute_lane & 7), (wn_ + (q_ == 0 ? 128 : q_ == 1 ? 128 : q_ == 2 ? 136 : 136)) * 2)), pack_f16x2(dv_64, dv_65), pack_f16x2(dv_66, dv_67), pack_f16x2(dv_68, dv_69), pack_f16x2(dv_70, dv_71));
-          stmatrix_x4(((cute_epi_smem + 0u + (cute_epi_d_idx) * 8192u) + cute_epi_swz<64>(wm_ + (q_ == 0 ? 0 : q_ == 1 ? 8 : q_ == 2 ? 0 : 8) + (cute_lane & 7), (wn_ + (q_ == 0 ? 144 : q_ == 1 ? 144 : q_ == 2 ? 152 : 152)) * 2)), pack_f16x2(dv_72, dv_73), pack_f16x2(dv_74, dv_75), pack_f16x2(dv_76, dv_77), pack_f16x2(dv_78, dv_79));
+        {
+          const int q__4 = cute_lane >> 3;
+          stmatrix_x4(cute_epi_smem + cute_epi_d_idx * 8192 + ((((tid >> 5) * 16 + (q__4 == 0 ? 0 : (q__4 == 1 ? 8 : (q__4 == 2 ? 0 : 8))) + (tid & 7)) * 64 + (q__4 == 0 ? 0 : (q__4 == 1 ? 0 : 8)) * 2) ^ (((((tid >> 5) * 16 + (q__4 == 0 ? 0 : (q__4 == 1 ? 8 : (q__4 == 2 ? 0 : 8))) + (tid & 7)) * 64 + (q__4 == 0 ? 0 : (q__4 == 1 ? 0 : 8)) * 2) & 384) >> 3)), pack_f16x2(dv_64, dv_65), pack_f16x2(dv_66, dv_67), pack_f16x2(dv_68, dv_69), pack_f16x2(dv_70, dv_71));
+          stmatrix_x4(cute_epi_smem + cute_epi_d_idx * 8192 + ((((tid >> 5) * 16 + (q__4 == 0 ? 0 : (q__4 == 1 ? 8 : (q__4 == 2 ? 0 : 8))) + (tid & 7)) * 64 + (q__4 == 0 ? 16 : (q__4 == 1 ? 16 : 24)) * 2) ^ (((((tid >> 5) * 16 + (q__4 == 0 ? 0 : (q__4 == 1 ? 8 : (q__4 == 2 ? 0 : 8))) + (tid & 7)) * 64 + (q__4 == 0 ? 16 : (q__4 == 1 ? 16 : 24)) * 2) & 384) >> 3)), pack_f16x2(dv_72, dv_73), pack_f16x2(dv_74, dv_75), pack_f16x2(dv_76, dv_77), pack_f16x2(dv_78, dv_79));
         }
         fence_proxy_async_shared();
         named_barrier_sync(1, 256);
         if (tid == 0) {
-          tma_store_2d(&tmap_D, (cute_epi_smem + 0u + (cute_epi_d_idx) * 8192u), cute_sn0, cute_sm0);
+          tma_store_2d(&tmap_D, cute_epi_smem + cute_epi_d_idx * 8192, cute_epi_n0 + 128, cute_epi_m0);
           bulk_commit_group();
         }
         if (++cute_epi_d_idx == 2) cute_epi_d_idx = 0;
       }
-      { // subtile (0, 5)
-        const int cute_sm0 = cute_epi_m0 + 0, cute_sn0 = cute_epi_n0 + 160;
-        const int cute_lm = cute_mt - 0, cute_ln = cute_nt - 160;
-        const float dv_80 = cute_epi_visit(acc[0][80], (cute_epi_m0 + cute_mt + 0 < M) && (cute_epi_n0 + cute_nt + 160 < N));
-        const float dv_81 = cute_epi_visit(acc[0][81], (cute_epi_m0 + cute_mt + 0 < M) && (cute_epi_n0 + cute_nt + 161 < N));
-        const float dv_82 = cute_epi_visit(acc[0][82], (cute_epi_m0 + cute_mt + 8 < M) && (cute_epi_n0 + cute_nt + 160 < N));
-        const float dv_83 = cute_epi_visit(acc[0][83], (cute_epi_m0 + cute_mt + 8 < M) && (cute_epi_n0 + cute_nt + 161 < N));
-        const float dv_84 = cute_epi_visit(acc[0][84], (cute_epi_m0 + cute_mt + 0 < M) && (cute_epi_n0 + cute_nt + 168 < N));
-        const float dv_85 = cute_epi_visit(acc[0][85], (cute_epi_m0 + cute_mt + 0 < M) && (cute_epi_n0 + cute_nt + 169 < N));
-        const float dv_86 = cute_epi_visit(acc[0][86], (cute_epi_m0 + cute_mt + 8 < M) && (cute_epi_n0 + cute_nt + 168 < N));
-        const float dv_87 = cute_epi_visit(acc[0][87], (cute_epi_m0 + cute_mt + 8 < M) && (cute_epi_n0 + cute_nt + 169 < N));
-        const float dv_88 = cute_epi_visit(acc[0][88], (cute_epi_m0 + cute_mt + 0 < M) && (cute_epi_n0 + cute_nt + 176 < N));
-        const float dv_89 = cute_epi_visit(acc[0][89], (cute_epi_m0 + cute_mt + 0 < M) && (cute_epi_n0 + cute_nt + 177 < N));
-        const float dv_90 = cute_epi_visit(acc[0][90], (cute_epi_m0 + cute_mt + 8 < M) && (cute_epi_n0 + cute_nt + 176 < N));
-        const float dv_91 = cute_epi_visit(acc[0][91], (cute_epi_m0 + cute_mt + 8 < M) && (cute_epi_n0 + cute_nt + 177 < N));
-        const float dv_92 = cute_epi_visit(acc[0][92], (cute_epi_m0 + cute_mt + 0 < M) && (cute_epi_n0 + cute_nt + 184 < N));
-        const float dv_93 = cute_epi_visit(acc[0][93], (cute_epi_m0 + cute_mt + 0 < M) && (cute_epi_n0 + cute_nt + 185 < N));
-        const float dv_94 = cute_epi_visit(acc[0][94], (cute_epi_m0 + cute_mt + 8 < M) && (cute_epi_n0 + cute_nt + 184 < N));
-        const float dv_95 = cute_epi_visit(acc[0][95], (cute_epi_m0 + cute_mt + 8 < M) && (cute_epi_n0 + cute_nt + 185 < N));
-        if (tid == 0) bulk_wait_group_read<1>();
+      {
+        // subtile (0, 5)
+        const float dv_80 = cute_epi_visit(acc[0][80], cute_epi_m0 + cute_mt < M && cute_epi_n0 + cute_nt + 160 < N);
+        const float dv_81 = cute_epi_visit(acc[0][81], cute_epi_m0 + cute_mt < M && cute_epi_n0 + cute_nt + 161 < N);
+        const float dv_82 = cute_epi_visit(acc[0][82], cute_epi_m0 + cute_mt + 8 < M && cute_epi_n0 + cute_nt + 160 < N);
+        const float dv_83 = cute_epi_visit(acc[0][83], cute_epi_m0 + cute_mt + 8 < M && cute_epi_n0 + cute_nt + 161 < N);
+        const float dv_84 = cute_epi_visit(acc[0][84], cute_epi_m0 + cute_mt < M && cute_epi_n0 + cute_nt + 168 < N);
+        const float dv_85 = cute_epi_visit(acc[0][85], cute_epi_m0 + cute_mt < M && cute_epi_n0 + cute_nt + 169 < N);
+        const float dv_86 = cute_epi_visit(acc[0][86], cute_epi_m0 + cute_mt + 8 < M && cute_epi_n0 + cute_nt + 168 < N);
+        const float dv_87 = cute_epi_visit(acc[0][87], cute_epi_m0 + cute_mt + 8 < M && cute_epi_n0 + cute_nt + 169 < N);
+        const float dv_88 = cute_epi_visit(acc[0][88], cute_epi_m0 + cute_mt < M && cute_epi_n0 + cute_nt + 176 < N);
+        const float dv_89 = cute_epi_visit(acc[0][89], cute_epi_m0 + cute_mt < M && cute_epi_n0 + cute_nt + 177 < N);
+        const float dv_90 = cute_epi_visit(acc[0][90], cute_epi_m0 + cute_mt + 8 < M && cute_epi_n0 + cute_nt + 176 < N);
+        const float dv_91 = cute_epi_visit(acc[0][91], cute_epi_m0 + cute_mt + 8 < M && cute_epi_n0 + cute_nt + 177 < N);
+        const float dv_92 = cute_epi_visit(acc[0][92], cute_epi_m0 + cute_mt < M && cute_epi_n0 + cute_nt + 184 < N);
+        const float dv_93 = cute_epi_visit(acc[0][93], cute_epi_m0 + cute_mt < M && cute_epi_n0 + cute_nt + 185 < N);
+        const float dv_94 = cute_epi_visit(acc[0][94], cute_epi_m0 + cute_mt + 8 < M && cute_epi_n0 + cute_nt + 184 < N);
+        const float dv_95 = cute_epi_visit(acc[0][95], cute_epi_m0 + cute_mt + 8 < M && cute_epi_n0 + cute_nt + 185 < N);
+        if (tid == 0) {
+          bulk_wait_group_read<1>();
+        }
         named_barrier_sync(1, 256);
-        { const int wm_ = cute_lm - (cute_lane >> 2), wn_ = cute_ln - 2 * (cute_lane & 3), q_ = cute_lane >> 3;
-          stmatrix_x4(((cute_epi_smem + 0u + (cute_epi_d_idx) * 8192u) + cute_epi_swz<64>(wm_ + (q_ == 0 ? 0 : q_ == 1 ? 8 : q_ == 2 ? 0 : 8) + (cute_lane & 7), (wn_ + (q_ == 0 ? 160 : q_ == 1 ? 160 : q_ == 2 ? 168 : 168)) * 2)), pack_f16x2(dv_80, dv_81), pack_f16x2(dv_82, dv_83), pack_f16x2(dv_84, dv_85), pack_f16x2(dv_86, dv_87));
-          stmatrix_x4(((cute_epi_smem + 0u + (cute_epi_d_idx) * 8192u) + cute_epi_swz<64>(wm_ + (q_ == 0 ? 0 : q_ == 1 ? 8 : q_ == 2 ? 0 : 8) + (cute_lane & 7), (wn_ + (q_ == 0 ? 176 : q_ == 1 ? 176 : q_ == 2 ? 184 : 184)) * 2)), pack_f16x2(dv_88, dv_89), pack_f16x2(dv_90, dv_91), pack_f16x2(dv_92, dv_93), pack_f16x2(dv_94, dv_95));
+        {
+          const int q__5 = cute_lane >> 3;
+          stmatrix_x4(cute_epi_smem + cute_epi_d_idx * 8192 + ((((tid >> 5) * 16 + (q__5 == 0 ? 0 : (q__5 == 1 ? 8 : (q__5 == 2 ? 0 : 8))) + (tid & 7)) * 64 + (q__5 == 0 ? 0 : (q__5 == 1 ? 0 : 8)) * 2) ^ (((((tid >> 5) * 16 + (q__5 == 0 ? 0 : (q__5 == 1 ? 8 : (q__5 == 2 ? 0 : 8))) + (tid & 7)) * 64 + (q__5 == 0 ? 0 : (q__5 == 1 ? 0 : 8)) * 2) & 384) >> 3)), pack_f16x2(dv_80, dv_81), pack_f16x2(dv_82, dv_83), pack_f16x2(dv_84, dv_85), pack_f16x2(dv_86, dv_87));
+          stmatrix_x4(cute_epi_smem + cute_epi_d_idx * 8192 + ((((tid >> 5) * 16 + (q__5 == 0 ? 0 : (q__5 == 1 ? 8 : (q__5 == 2 ? 0 : 8))) + (tid & 7)) * 64 + (q__5 == 0 ? 16 : (q__5 == 1 ? 16 : 24)) * 2) ^ (((((tid >> 5) * 16 + (q__5 == 0 ? 0 : (q__5 == 1 ? 8 : (q__5 == 2 ? 0 : 8))) + (tid & 7)) * 64 + (q__5 == 0 ? 16 : (q__5 == 1 ? 16 : 24)) * 2) & 384) >> 3)), pack_f16x2(dv_88, dv_89), pack_f16x2(dv_90, dv_91), pack_f16x2(dv_92, dv_93), pack_f16x2(dv_94, dv_95));
         }
         fence_proxy_async_shared();
         named_barrier_sync(1, 256);
         if (tid == 0) {
-          tma_store_2d(&tmap_D, (cute_epi_smem + 0u + (cute_epi_d_idx) * 8192u), cute_sn0, cute_sm0);
+          tma_store_2d(&tmap_D, cute_epi_smem + cute_epi_d_idx * 8192, cute_epi_n0 + 160, cute_epi_m0);
           bulk_commit_group();
         }
         if (++cute_epi_d_idx == 2) cute_epi_d_idx = 0;
       }
-      { // subtile (0, 6)
-        const int cute_sm0 = cute_epi_m0 + 0, cute_sn0 = cute_epi_n0 + 192;
-        const int cute_lm = cute_mt - 0, cute_ln = cute_nt - 192;
-        const float dv_96 = cute_epi_visit(acc[0][96], (cute_epi_m0 + cute_mt + 0 < M) && (cute_epi_n0 + cute_nt + 192 < N));
-        const float dv_97 = cute_epi_visit(acc[0][97], (cute_epi_m0 + cute_mt + 0 < M) && (cute_epi_n0 + cute_nt + 193 < N));
-        const float dv_98 = cute_epi_visit(acc[0][98], (cute_epi_m0 + cute_mt + 8 < M) && (cute_epi_n0 + cute_nt + 192 < N));
-        const float dv_99 = cute_epi_visit(acc[0][99], (cute_epi_m0 + cute_mt + 8 < M) && (cute_epi_n0 + cute_nt + 193 < N));
-        const float dv_100 = cute_epi_visit(acc[0][100], (cute_epi_m0 + cute_mt + 0 < M) && (cute_epi_n0 + cute_nt + 200 < N));
-        const float dv_101 = cute_epi_visit(acc[0][101], (cute_epi_m0 + cute_mt + 0 < M) && (cute_epi_n0 + cute_nt + 201 < N));
-        const float dv_102 = cute_epi_visit(acc[0][102], (cute_epi_m0 + cute_mt + 8 < M) && (cute_epi_n0 + cute_nt + 200 < N));
-        const float dv_103 = cute_epi_visit(acc[0][103], (cute_epi_m0 + cute_mt + 8 < M) && (cute_epi_n0 + cute_nt + 201 < N));
-        const float dv_104 = cute_epi_visit(acc[0][104], (cute_epi_m0 + cute_mt + 0 < M) && (cute_epi_n0 + cute_nt + 208 < N));
-        const float dv_105 = cute_epi_visit(acc[0][105], (cute_epi_m0 + cute_mt + 0 < M) && (cute_epi_n0 + cute_nt + 209 < N));
-        const float dv_106 = cute_epi_visit(acc[0][106], (cute_epi_m0 + cute_mt + 8 < M) && (cute_epi_n0 + cute_nt + 208 < N));
-        const float dv_107 = cute_epi_visit(acc[0][107], (cute_epi_m0 + cute_mt + 8 < M) && (cute_epi_n0 + cute_nt + 209 < N));
-        const float dv_108 = cute_epi_visit(acc[0][108], (cute_epi_m0 + cute_mt + 0 < M) && (cute_epi_n0 + cute_nt + 216 < N));
-        const float dv_109 = cute_epi_visit(acc[0][109], (cute_epi_m0 + cute_mt + 0 < M) && (cute_epi_n0 + cute_nt + 217 < N));
-        const float dv_110 = cute_epi_visit(acc[0][110], (cute_epi_m0 + cute_mt + 8 < M) && (cute_epi_n0 + cute_nt + 216 < N));
-        const float dv_111 = cute_epi_visit(acc[0][111], (cute_epi_m0 + cute_mt + 8 < M) && (cute_epi_n0 + cute_nt + 217 < N));
-        if (tid == 0) bulk_wait_group_read<1>();
+      {
+        // subtile (0, 6)
+        const float dv_96 = cute_epi_visit(acc[0][96], cute_epi_m0 + cute_mt < M && cute_epi_n0 + cute_nt + 192 < N);
+        const float dv_97 = cute_epi_visit(acc[0][97], cute_epi_m0 + cute_mt < M && cute_epi_n0 + cute_nt + 193 < N);
+        const float dv_98 = cute_epi_visit(acc[0][98], cute_epi_m0 + cute_mt + 8 < M && cute_epi_n0 + cute_nt + 192 < N);
+        const float dv_99 = cute_epi_visit(acc[0][99], cute_epi_m0 + cute_mt + 8 < M && cute_epi_n0 + cute_nt + 193 < N);
+        const float dv_100 = cute_epi_visit(acc[0][100], cute_epi_m0 + cute_mt < M && cute_epi_n0 + cute_nt + 200 < N);
+        const float dv_101 = cute_epi_visit(acc[0][101], cute_epi_m0 + cute_mt < M && cute_epi_n0 + cute_nt + 201 < N);
+        const float dv_102 = cute_epi_visit(acc[0][102], cute_epi_m0 + cute_mt + 8 < M && cute_epi_n0 + cute_nt + 200 < N);
+        const float dv_103 = cute_epi_visit(acc[0][103], cute_epi_m0 + cute_mt + 8 < M && cute_epi_n0 + cute_nt + 201 < N);
+        const float dv_104 = cute_epi_visit(acc[0][104], cute_epi_m0 + cute_mt < M && cute_epi_n0 + cute_nt + 208 < N);
+        const float dv_105 = cute_epi_visit(acc[0][105], cute_epi_m0 + cute_mt < M && cute_epi_n0 + cute_nt + 209 < N);
+        const float dv_106 = cute_epi_visit(acc[0][106], cute_epi_m0 + cute_mt + 8 < M && cute_epi_n0 + cute_nt + 208 < N);
+        const float dv_107 = cute_epi_visit(acc[0][107], cute_epi_m0 + cute_mt + 8 < M && cute_epi_n0 + cute_nt + 209 < N);
+        const float dv_108 = cute_epi_visit(acc[0][108], cute_epi_m0 + cute_mt < M && cute_epi_n0 + cute_nt + 216 < N);
+        const float dv_109 = cute_epi_visit(acc[0][109], cute_epi_m0 + cute_mt < M && cute_epi_n0 + cute_nt + 217 < N);
+        const float dv_110 = cute_epi_visit(acc[0][110], cute_epi_m0 + cute_mt + 8 < M && cute_epi_n0 + cute_nt + 216 < N);
+        const float dv_111 = cute_epi_visit(acc[0][111], cute_epi_m0 + cute_mt + 8 < M && cute_epi_n0 + cute_nt + 217 < N);
+        if (tid == 0) {
+          bulk_wait_group_read<1>();
+        }
         named_barrier_sync(1, 256);
-        { const int wm_ = cute_lm - (cute_lane >> 2), wn_ = cute_ln - 2 * (cute_lane & 3), q_ = cute_lane >> 3;
-          stmatrix_x4(((cute_epi_smem + 0u + (cute_epi_d_idx) * 8192u) + cute_epi_swz<64>(wm_ + (q_ == 0 ? 0 : q_ == 1 ? 8 : q_ == 2 ? 0 : 8) + (cute_lane & 7), (wn_ + (q_ == 0 ? 192 : q_ == 1 ? 192 : q_ == 2 ? 200 : 200)) * 2)), pack_f16x2(dv_96, dv_97), pack_f16x2(dv_98, dv_99), pack_f16x2(dv_100, dv_101), pack_f16x2(dv_102, dv_103));
-          stmatrix_x4(((cute_epi_smem + 0u + (cute_epi_d_idx) * 8192u) + cute_epi_swz<64>(wm_ + (q_ == 0 ? 0 : q_ == 1 ? 8 : q_ == 2 ? 0 : 8) + (cute_lane & 7), (wn_ + (q_ == 0 ? 208 : q_ == 1 ? 208 : q_ == 2 ? 216 : 216)) * 2)), pack_f16x2(dv_104, dv_105), pack_f16x2(dv_106, dv_107), pack_f16x2(dv_108, dv_109), pack_f16x2(dv_110, dv_111));
+        {
+          const int q__6 = cute_lane >> 3;
+          stmatrix_x4(cute_epi_smem + cute_epi_d_idx * 8192 + ((((tid >> 5) * 16 + (q__6 == 0 ? 0 : (q__6 == 1 ? 8 : (q__6 == 2 ? 0 : 8))) + (tid & 7)) * 64 + (q__6 == 0 ? 0 : (q__6 == 1 ? 0 : 8)) * 2) ^ (((((tid >> 5) * 16 + (q__6 == 0 ? 0 : (q__6 == 1 ? 8 : (q__6 == 2 ? 0 : 8))) + (tid & 7)) * 64 + (q__6 == 0 ? 0 : (q__6 == 1 ? 0 : 8)) * 2) & 384) >> 3)), pack_f16x2(dv_96, dv_97), pack_f16x2(dv_98, dv_99), pack_f16x2(dv_100, dv_101), pack_f16x2(dv_102, dv_103));
+          stmatrix_x4(cute_epi_smem + cute_epi_d_idx * 8192 + ((((tid >> 5) * 16 + (q__6 == 0 ? 0 : (q__6 == 1 ? 8 : (q__6 == 2 ? 0 : 8))) + (tid & 7)) * 64 + (q__6 == 0 ? 16 : (q__6 == 1 ? 16 : 24)) * 2) ^ (((((tid >> 5) * 16 + (q__6 == 0 ? 0 : (q__6 == 1 ? 8 : (q__6 == 2 ? 0 : 8))) + (tid & 7)) * 64 + (q__6 == 0 ? 16 : (q__6 == 1 ? 16 : 24)) * 2) & 384) >> 3)), pack_f16x2(dv_104, dv_105), pack_f16x2(dv_106, dv_107), pack_f16x2(dv_108, dv_109), pack_f16x2(dv_110, dv_111));
         }
         fence_proxy_async_shared();
         named_barrier_sync(1, 256);
         if (tid == 0) {
-          tma_store_2d(&tmap_D, (cute_epi_smem + 0u + (cute_epi_d_idx) * 8192u), cute_sn0, cute_sm0);
+          tma_store_2d(&tmap_D, cute_epi_smem + cute_epi_d_idx * 8192, cute_epi_n0 + 192, cute_epi_m0);
           bulk_commit_group();
         }
         if (++cute_epi_d_idx == 2) cute_epi_d_idx = 0;
       }
-      { // subtile (0, 7)
-        const int cute_sm0 = cute_epi_m0 + 0, cute_sn0 = cute_epi_n0 + 224;
-        const int cute_lm = cute_mt - 0, cute_ln = cute_nt - 224;
-        const float dv_112 = cute_epi_visit(acc[0][112], (cute_epi_m0 + cute_mt + 0 < M) && (cute_epi_n0 + cute_nt + 224 < N));
-        const float dv_113 = cute_epi_visit(acc[0][113], (cute_epi_m0 + cute_mt + 0 < M) && (cute_epi_n0 + cute_nt + 225 < N));
-        const float dv_114 = cute_epi_visit(acc[0][114], (cute_epi_m0 + cute_mt + 8 < M) && (cute_epi_n0 + cute_nt + 224 < N));
-        const float dv_115 = cute_epi_visit(acc[0][115], (cute_epi_m0 + cute_mt + 8 < M) && (cute_epi_n0 + cute_nt + 225 < N));
-        const float dv_116 = cute_epi_visit(acc[0][116], (cute_epi_m0 + cute_mt + 0 < M) && (cute_epi_n0 + cute_nt + 232 < N));
-        const float dv_117 = cute_epi_visit(acc[0][117], (cute_epi_m0 + cute_mt + 0 < M) && (cute_epi_n0 + cute_nt + 233 < N));
-        const float dv_118 = cute_epi_visit(acc[0][118], (cute_epi_m0 + cute_mt + 8 < M) && (cute_epi_n0 + cute_nt + 232 < N));
-        const float dv_119 = cute_epi_visit(acc[0][119], (cute_epi_m0 + cute_mt + 8 < M) && (cute_epi_n0 + cute_nt + 233 < N));
-        const float dv_120 = cute_epi_visit(acc[0][120], (cute_epi_m0 + cute_mt + 0 < M) && (cute_epi_n0 + cute_nt + 240 < N));
-        const float dv_121 = cute_epi_visit(acc[0][121], (cute_epi_m0 + cute_mt + 0 < M) && (cute_epi_n0 + cute_nt + 241 < N));
-        const float dv_122 = cute_epi_visit(acc[0][122], (cute_epi_m0 + cute_mt + 8 < M) && (cute_epi_n0 + cute_nt + 240 < N));
-        const float dv_123 = cute_epi_visit(acc[0][123], (cute_epi_m0 + cute_mt + 8 < M) && (cute_epi_n0 + cute_nt + 241 < N));
-        const float dv_124 = cute_epi_visit(acc[0][124], (cute_epi_m0 + cute_mt + 0 < M) && (cute_epi_n0 + cute_nt + 248 < N));
-        const float dv_125 = cute_epi_visit(acc[0][125], (cute_epi_m0 + cute_mt + 0 < M) && (cute_epi_n0 + cute_nt + 249 < N));
-        const float dv_126 = cute_epi_visit(acc[0][126], (cute_epi_m0 + cute_mt + 8 < M) && (cute_epi_n0 + cute_nt + 248 < N));
-        const float dv_127 = cute_epi_visit(acc[0][127], (cute_epi_m0 + cute_mt + 8 < M) && (cute_epi_n0 + cute_nt + 249 < N));
-        if (tid == 0) bulk_wait_group_read<1>();
+      {
+        // subtile (0, 7)
+        const float dv_112 = cute_epi_visit(acc[0][112], cute_epi_m0 + cute_mt < M && cute_epi_n0 + cute_nt + 224 < N);
+        const float dv_113 = cute_epi_visit(acc[0][113], cute_epi_m0 + cute_mt < M && cute_epi_n0 + cute_nt + 225 < N);
+        const float dv_114 = cute_epi_visit(acc[0][114], cute_epi_m0 + cute_mt + 8 < M && cute_epi_n0 + cute_nt + 224 < N);
+        const float dv_115 = cute_epi_visit(acc[0][115], cute_epi_m0 + cute_mt + 8 < M && cute_epi_n0 + cute_nt + 225 < N);
+        const float dv_116 = cute_epi_visit(acc[0][116], cute_epi_m0 + cute_mt < M && cute_epi_n0 + cute_nt + 232 < N);
+        const float dv_117 = cute_epi_visit(acc[0][117], cute_epi_m0 + cute_mt < M && cute_epi_n0 + cute_nt + 233 < N);
+        const float dv_118 = cute_epi_visit(acc[0][118], cute_epi_m0 + cute_mt + 8 < M && cute_epi_n0 + cute_nt + 232 < N);
+        const float dv_119 = cute_epi_visit(acc[0][119], cute_epi_m0 + cute_mt + 8 < M && cute_epi_n0 + cute_nt + 233 < N);
+        const float dv_120 = cute_epi_visit(acc[0][120], cute_epi_m0 + cute_mt < M && cute_epi_n0 + cute_nt + 240 < N);
+        const float dv_121 = cute_epi_visit(acc[0][121], cute_epi_m0 + cute_mt < M && cute_epi_n0 + cute_nt + 241 < N);
+        const float dv_122 = cute_epi_visit(acc[0][122], cute_epi_m0 + cute_mt + 8 < M && cute_epi_n0 + cute_nt + 240 < N);
+        const float dv_123 = cute_epi_visit(acc[0][123], cute_epi_m0 + cute_mt + 8 < M && cute_epi_n0 + cute_nt + 241 < N);
+        const float dv_124 = cute_epi_visit(acc[0][124], cute_epi_m0 + cute_mt < M && cute_epi_n0 + cute_nt + 248 < N);
+        const float dv_125 = cute_epi_visit(acc[0][125], cute_epi_m0 + cute_mt < M && cute_epi_n0 + cute_nt + 249 < N);
+        const float dv_126 = cute_epi_visit(acc[0][126], cute_epi_m0 + cute_mt + 8 < M && cute_epi_n0 + cute_nt + 248 < N);
+        const float dv_127 = cute_epi_visit(acc[0][127], cute_epi_m0 + cute_mt + 8 < M && cute_epi_n0 + cute_nt + 249 < N);
+        if (tid == 0) {
+          bulk_wait_group_read<1>();
+        }
         named_barrier_sync(1, 256);
-        { const int wm_ = cute_lm - (cute_lane >> 2), wn_ = cute_ln - 2 * (cute_lane & 3), q_ = cute_lane >> 3;
-          stmatrix_x4(((cute_epi_smem + 0u + (cute_epi_d_idx) * 8192u) + cute_epi_swz<64>(wm_ + (q_ == 0 ? 0 : q_ == 1 ? 8 : q_ == 2 ? 0 : 8) + (cute_lane & 7), (wn_ + (q_ == 0 ? 224 : q_ == 1 ? 224 : q_ == 2 ? 232 : 232)) * 2)), pack_f16x2(dv_112, dv_113), pack_f16x2(dv_114, dv_115), pack_f16x2(dv_116, dv_117), pack_f16x2(dv_118, dv_119));
-          stmatrix_x4(((cute_epi_smem + 0u + (cute_epi_d_idx) * 8192u) + cute_epi_swz<64>(wm_ + (q_ == 0 ? 0 : q_ == 1 ? 8 : q_ == 2 ? 0 : 8) + (cute_lane & 7), (wn_ + (q_ == 0 ? 240 : q_ == 1 ? 240 : q_ == 2 ? 248 : 248)) * 2)), pack_f16x2(dv_120, dv_121), pack_f16x2(dv_122, dv_123), pack_f16x2(dv_124, dv_125), pack_f16x2(dv_126, dv_127));
+        {
+          const int q__7 = cute_lane >> 3;
+          stmatrix_x4(cute_epi_smem + cute_epi_d_idx * 8192 + ((((tid >> 5) * 16 + (q__7 == 0 ? 0 : (q__7 == 1 ? 8 : (q__7 == 2 ? 0 : 8))) + (tid & 7)) * 64 + (q__7 == 0 ? 0 : (q__7 == 1 ? 0 : 8)) * 2) ^ (((((tid >> 5) * 16 + (q__7 == 0 ? 0 : (q__7 == 1 ? 8 : (q__7 == 2 ? 0 : 8))) + (tid & 7)) * 64 + (q__7 == 0 ? 0 : (q__7 == 1 ? 0 : 8)) * 2) & 384) >> 3)), pack_f16x2(dv_112, dv_113), pack_f16x2(dv_114, dv_115), pack_f16x2(dv_116, dv_117), pack_f16x2(dv_118, dv_119));
+          stmatrix_x4(cute_epi_smem + cute_epi_d_idx * 8192 + ((((tid >> 5) * 16 + (q__7 == 0 ? 0 : (q__7 == 1 ? 8 : (q__7 == 2 ? 0 : 8))) + (tid & 7)) * 64 + (q__7 == 0 ? 16 : (q__7 == 1 ? 16 : 24)) * 2) ^ (((((tid >> 5) * 16 + (q__7 == 0 ? 0 : (q__7 == 1 ? 8 : (q__7 == 2 ? 0 : 8))) + (tid & 7)) * 64 + (q__7 == 0 ? 16 : (q__7 == 1 ? 16 : 24)) * 2) & 384) >> 3)), pack_f16x2(dv_120, dv_121), pack_f16x2(dv_122, dv_123), pack_f16x2(dv_124, dv_125), pack_f16x2(dv_126, dv_127));
         }
         fence_proxy_async_shared();
         named_barrier_sync(1, 256);
         if (tid == 0) {
-          tma_store_2d(&tmap_D, (cute_epi_smem + 0u + (cute_epi_d_idx) * 8192u), cute_sn0, cute_sm0);
+          tma_store_2d(&tmap_D, cute_epi_smem + cute_epi_d_idx * 8192, cute_epi_n0 + 224, cute_epi_m0);
           bulk_commit_group();
         }
         if (++cute_epi_d_idx == 2) cute_epi_d_idx = 0;
       }
       }
     }
-    if (tid == 0) bulk_wait_group<0>();
+    if (tid == 0) {
+  bulk_wait_group<0>();
+}
   }
 #endif
 }

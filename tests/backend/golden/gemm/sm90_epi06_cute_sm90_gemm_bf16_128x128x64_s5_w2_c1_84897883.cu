@@ -26,12 +26,6 @@ __device__ __forceinline__ float cute_epi_visit(
   return v0;
 }
 
-template <int RB> __device__ __forceinline__ u32 cute_epi_swz(int row, int colb) {
-  // TMA swizzle Swizzle<log2(RB/16), 4, 3> on the byte offset of a row-major subtile
-  const u32 off = static_cast<u32>(row * RB + colb);
-  return off ^ (((off >> 7) & (RB / 16 - 1)) << 4);
-}
-
 
 extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_bf16_128x128x64_s5_w2_c1_84897883(
     const __grid_constant__ TmaDescriptor tmA, const __grid_constant__ TmaDescriptor tmB,
@@ -48,8 +42,8 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_bf16_128x128
   const u32 bar_empty = bar_full + 40u;
   unsigned char* cute_epi_smem_base = smem_raw_ + (smem0_ - cvta_to_shared_u32(smem_raw_)) + 163840;
   const u32 cute_epi_smem = static_cast<u32>(__cvta_generic_to_shared(cute_epi_smem_base));
-  const u32 cute_epi_full = cute_epi_smem + 16384u;
-  const u32 cute_epi_empty = cute_epi_full + 16u;
+  const u32 cute_epi_full = cute_epi_smem + 16384;
+  const u32 cute_epi_empty = cute_epi_full + 16;
   const int wg = __shfl_sync(0xffffffffu, (int)(threadIdx.x / 128), 0);
   if (threadIdx.x == 0) {
     for (int s_ = 0; s_ < 5; ++s_) { mbarrier_init((bar_full + 8u * (u32)(s_)), 1u); mbarrier_init((bar_empty + 8u * (u32)(s_)), 8u); } fence_mbarrier_init();
@@ -147,143 +141,153 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_bf16_128x128
       }
       // ---------------- epilogue ----------------
       { const int cute_lane = tid & 31;
-      const int cute_mt = ((tid >> 7) * 64 + ((tid & 127) >> 5) * 16 + ((tid & 31) >> 2));
-      const int cute_nt = ((tid & 3) * 2);
-      { // subtile (0, 0)
-        const int cute_sm0 = cute_epi_m0 + 0, cute_sn0 = cute_epi_n0 + 0;
-        const int cute_lm = cute_mt - 0, cute_ln = cute_nt - 0;
-        const float dv_0 = cute_epi_visit(acc[0][0], (cute_epi_m0 + cute_mt + 0 < M) && (cute_epi_n0 + cute_nt + 0 < N));
-        const float dv_1 = cute_epi_visit(acc[0][1], (cute_epi_m0 + cute_mt + 0 < M) && (cute_epi_n0 + cute_nt + 1 < N));
-        const float dv_2 = cute_epi_visit(acc[0][2], (cute_epi_m0 + cute_mt + 8 < M) && (cute_epi_n0 + cute_nt + 0 < N));
-        const float dv_3 = cute_epi_visit(acc[0][3], (cute_epi_m0 + cute_mt + 8 < M) && (cute_epi_n0 + cute_nt + 1 < N));
-        const float dv_4 = cute_epi_visit(acc[0][4], (cute_epi_m0 + cute_mt + 0 < M) && (cute_epi_n0 + cute_nt + 8 < N));
-        const float dv_5 = cute_epi_visit(acc[0][5], (cute_epi_m0 + cute_mt + 0 < M) && (cute_epi_n0 + cute_nt + 9 < N));
-        const float dv_6 = cute_epi_visit(acc[0][6], (cute_epi_m0 + cute_mt + 8 < M) && (cute_epi_n0 + cute_nt + 8 < N));
-        const float dv_7 = cute_epi_visit(acc[0][7], (cute_epi_m0 + cute_mt + 8 < M) && (cute_epi_n0 + cute_nt + 9 < N));
-        const float dv_8 = cute_epi_visit(acc[0][8], (cute_epi_m0 + cute_mt + 0 < M) && (cute_epi_n0 + cute_nt + 16 < N));
-        const float dv_9 = cute_epi_visit(acc[0][9], (cute_epi_m0 + cute_mt + 0 < M) && (cute_epi_n0 + cute_nt + 17 < N));
-        const float dv_10 = cute_epi_visit(acc[0][10], (cute_epi_m0 + cute_mt + 8 < M) && (cute_epi_n0 + cute_nt + 16 < N));
-        const float dv_11 = cute_epi_visit(acc[0][11], (cute_epi_m0 + cute_mt + 8 < M) && (cute_epi_n0 + cute_nt + 17 < N));
-        const float dv_12 = cute_epi_visit(acc[0][12], (cute_epi_m0 + cute_mt + 0 < M) && (cute_epi_n0 + cute_nt + 24 < N));
-        const float dv_13 = cute_epi_visit(acc[0][13], (cute_epi_m0 + cute_mt + 0 < M) && (cute_epi_n0 + cute_nt + 25 < N));
-        const float dv_14 = cute_epi_visit(acc[0][14], (cute_epi_m0 + cute_mt + 8 < M) && (cute_epi_n0 + cute_nt + 24 < N));
-        const float dv_15 = cute_epi_visit(acc[0][15], (cute_epi_m0 + cute_mt + 8 < M) && (cute_epi_n0 + cute_nt + 25 < N));
-        if (tid == 0) bulk_wait_group_read<1>();
+      const int cute_mt = ((tid >> 2) & 7) + (tid >> 5) * 16;
+      const int cute_nt = (tid & 3) * 2;
+      {
+        // subtile (0, 0)
+        const float dv_0 = cute_epi_visit(acc[0][0], cute_epi_m0 + cute_mt < M && cute_epi_n0 + cute_nt < N);
+        const float dv_1 = cute_epi_visit(acc[0][1], cute_epi_m0 + cute_mt < M && cute_epi_n0 + cute_nt + 1 < N);
+        const float dv_2 = cute_epi_visit(acc[0][2], cute_epi_m0 + cute_mt + 8 < M && cute_epi_n0 + cute_nt < N);
+        const float dv_3 = cute_epi_visit(acc[0][3], cute_epi_m0 + cute_mt + 8 < M && cute_epi_n0 + cute_nt + 1 < N);
+        const float dv_4 = cute_epi_visit(acc[0][4], cute_epi_m0 + cute_mt < M && cute_epi_n0 + cute_nt + 8 < N);
+        const float dv_5 = cute_epi_visit(acc[0][5], cute_epi_m0 + cute_mt < M && cute_epi_n0 + cute_nt + 9 < N);
+        const float dv_6 = cute_epi_visit(acc[0][6], cute_epi_m0 + cute_mt + 8 < M && cute_epi_n0 + cute_nt + 8 < N);
+        const float dv_7 = cute_epi_visit(acc[0][7], cute_epi_m0 + cute_mt + 8 < M && cute_epi_n0 + cute_nt + 9 < N);
+        const float dv_8 = cute_epi_visit(acc[0][8], cute_epi_m0 + cute_mt < M && cute_epi_n0 + cute_nt + 16 < N);
+        const float dv_9 = cute_epi_visit(acc[0][9], cute_epi_m0 + cute_mt < M && cute_epi_n0 + cute_nt + 17 < N);
+        const float dv_10 = cute_epi_visit(acc[0][10], cute_epi_m0 + cute_mt + 8 < M && cute_epi_n0 + cute_nt + 16 < N);
+        const float dv_11 = cute_epi_visit(acc[0][11], cute_epi_m0 + cute_mt + 8 < M && cute_epi_n0 + cute_nt + 17 < N);
+        const float dv_12 = cute_epi_visit(acc[0][12], cute_epi_m0 + cute_mt < M && cute_epi_n0 + cute_nt + 24 < N);
+        const float dv_13 = cute_epi_visit(acc[0][13], cute_epi_m0 + cute_mt < M && cute_epi_n0 + cute_nt + 25 < N);
+        const float dv_14 = cute_epi_visit(acc[0][14], cute_epi_m0 + cute_mt + 8 < M && cute_epi_n0 + cute_nt + 24 < N);
+        const float dv_15 = cute_epi_visit(acc[0][15], cute_epi_m0 + cute_mt + 8 < M && cute_epi_n0 + cute_nt + 25 < N);
+        if (tid == 0) {
+          bulk_wait_group_read<1>();
+        }
         named_barrier_sync(1, 256);
-        { const int wm_ = cute_lm - (cute_lane >> 2), wn_ = cute_ln - 2 * (cute_lane & 3), q_ = cute_lane >> 3;
-          stmatrix_x4(((cute_epi_smem + 0u + (cute_epi_d_idx) * 8192u) + cute_epi_swz<64>(wm_ + (q_ == 0 ? 0 : q_ == 1 ? 8 : q_ == 2 ? 0 : 8) + (cute_lane & 7), (wn_ + (q_ == 0 ? 0 : q_ == 1 ? 0 : q_ == 2 ? 8 : 8)) * 2)), pack_bf16x2(dv_0, dv_1), pack_bf16x2(dv_2, dv_3), pack_bf16x2(dv_4, dv_5), pack_bf16x2(dv_6, dv_7));
-          stmatrix_x4(((cute_epi_smem + 0u + (cute_epi_d_idx) * 8192u) + cute_epi_swz<64>(wm_ + (q_ == 0 ? 0 : q_ == 1 ? 8 : q_ == 2 ? 0 : 8) + (cute_lane & 7), (wn_ + (q_ == 0 ? 16 : q_ == 1 ? 16 : q_ == 2 ? 24 : 24)) * 2)), pack_bf16x2(dv_8, dv_9), pack_bf16x2(dv_10, dv_11), pack_bf16x2(dv_12, dv_13), pack_bf16x2(dv_14, dv_15));
+        {
+          const int q_ = cute_lane >> 3;
+          stmatrix_x4(cute_epi_smem + cute_epi_d_idx * 8192 + ((((tid >> 5) * 16 + (q_ == 0 ? 0 : (q_ == 1 ? 8 : (q_ == 2 ? 0 : 8))) + (tid & 7)) * 64 + (q_ == 0 ? 0 : (q_ == 1 ? 0 : 8)) * 2) ^ (((((tid >> 5) * 16 + (q_ == 0 ? 0 : (q_ == 1 ? 8 : (q_ == 2 ? 0 : 8))) + (tid & 7)) * 64 + (q_ == 0 ? 0 : (q_ == 1 ? 0 : 8)) * 2) & 384) >> 3)), pack_bf16x2(dv_0, dv_1), pack_bf16x2(dv_2, dv_3), pack_bf16x2(dv_4, dv_5), pack_bf16x2(dv_6, dv_7));
+          stmatrix_x4(cute_epi_smem + cute_epi_d_idx * 8192 + ((((tid >> 5) * 16 + (q_ == 0 ? 0 : (q_ == 1 ? 8 : (q_ == 2 ? 0 : 8))) + (tid & 7)) * 64 + (q_ == 0 ? 16 : (q_ == 1 ? 16 : 24)) * 2) ^ (((((tid >> 5) * 16 + (q_ == 0 ? 0 : (q_ == 1 ? 8 : (q_ == 2 ? 0 : 8))) + (tid & 7)) * 64 + (q_ == 0 ? 16 : (q_ == 1 ? 16 : 24)) * 2) & 384) >> 3)), pack_bf16x2(dv_8, dv_9), pack_bf16x2(dv_10, dv_11), pack_bf16x2(dv_12, dv_13), pack_bf16x2(dv_14, dv_15));
         }
         fence_proxy_async_shared();
         named_barrier_sync(1, 256);
         if (tid == 0) {
-          tma_store_2d(&tmap_D, (cute_epi_smem + 0u + (cute_epi_d_idx) * 8192u), cute_sn0, cute_sm0);
+          tma_store_2d(&tmap_D, cute_epi_smem + cute_epi_d_idx * 8192, cute_epi_n0, cute_epi_m0);
           bulk_commit_group();
         }
         if (++cute_epi_d_idx == 2) cute_epi_d_idx = 0;
       }
-      { // subtile (0, 1)
-        const int cute_sm0 = cute_epi_m0 + 0, cute_sn0 = cute_epi_n0 + 32;
-        const int cute_lm = cute_mt - 0, cute_ln = cute_nt - 32;
-        const float dv_16 = cute_epi_visit(acc[0][16], (cute_epi_m0 + cute_mt + 0 < M) && (cute_epi_n0 + cute_nt + 32 < N));
-        const float dv_17 = cute_epi_visit(acc[0][17], (cute_epi_m0 + cute_mt + 0 < M) && (cute_epi_n0 + cute_nt + 33 < N));
-        const float dv_18 = cute_epi_visit(acc[0][18], (cute_epi_m0 + cute_mt + 8 < M) && (cute_epi_n0 + cute_nt + 32 < N));
-        const float dv_19 = cute_epi_visit(acc[0][19], (cute_epi_m0 + cute_mt + 8 < M) && (cute_epi_n0 + cute_nt + 33 < N));
-        const float dv_20 = cute_epi_visit(acc[0][20], (cute_epi_m0 + cute_mt + 0 < M) && (cute_epi_n0 + cute_nt + 40 < N));
-        const float dv_21 = cute_epi_visit(acc[0][21], (cute_epi_m0 + cute_mt + 0 < M) && (cute_epi_n0 + cute_nt + 41 < N));
-        const float dv_22 = cute_epi_visit(acc[0][22], (cute_epi_m0 + cute_mt + 8 < M) && (cute_epi_n0 + cute_nt + 40 < N));
-        const float dv_23 = cute_epi_visit(acc[0][23], (cute_epi_m0 + cute_mt + 8 < M) && (cute_epi_n0 + cute_nt + 41 < N));
-        const float dv_24 = cute_epi_visit(acc[0][24], (cute_epi_m0 + cute_mt + 0 < M) && (cute_epi_n0 + cute_nt + 48 < N));
-        const float dv_25 = cute_epi_visit(acc[0][25], (cute_epi_m0 + cute_mt + 0 < M) && (cute_epi_n0 + cute_nt + 49 < N));
-        const float dv_26 = cute_epi_visit(acc[0][26], (cute_epi_m0 + cute_mt + 8 < M) && (cute_epi_n0 + cute_nt + 48 < N));
-        const float dv_27 = cute_epi_visit(acc[0][27], (cute_epi_m0 + cute_mt + 8 < M) && (cute_epi_n0 + cute_nt + 49 < N));
-        const float dv_28 = cute_epi_visit(acc[0][28], (cute_epi_m0 + cute_mt + 0 < M) && (cute_epi_n0 + cute_nt + 56 < N));
-        const float dv_29 = cute_epi_visit(acc[0][29], (cute_epi_m0 + cute_mt + 0 < M) && (cute_epi_n0 + cute_nt + 57 < N));
-        const float dv_30 = cute_epi_visit(acc[0][30], (cute_epi_m0 + cute_mt + 8 < M) && (cute_epi_n0 + cute_nt + 56 < N));
-        const float dv_31 = cute_epi_visit(acc[0][31], (cute_epi_m0 + cute_mt + 8 < M) && (cute_epi_n0 + cute_nt + 57 < N));
-        if (tid == 0) bulk_wait_group_read<1>();
+      {
+        // subtile (0, 1)
+        const float dv_16 = cute_epi_visit(acc[0][16], cute_epi_m0 + cute_mt < M && cute_epi_n0 + cute_nt + 32 < N);
+        const float dv_17 = cute_epi_visit(acc[0][17], cute_epi_m0 + cute_mt < M && cute_epi_n0 + cute_nt + 33 < N);
+        const float dv_18 = cute_epi_visit(acc[0][18], cute_epi_m0 + cute_mt + 8 < M && cute_epi_n0 + cute_nt + 32 < N);
+        const float dv_19 = cute_epi_visit(acc[0][19], cute_epi_m0 + cute_mt + 8 < M && cute_epi_n0 + cute_nt + 33 < N);
+        const float dv_20 = cute_epi_visit(acc[0][20], cute_epi_m0 + cute_mt < M && cute_epi_n0 + cute_nt + 40 < N);
+        const float dv_21 = cute_epi_visit(acc[0][21], cute_epi_m0 + cute_mt < M && cute_epi_n0 + cute_nt + 41 < N);
+        const float dv_22 = cute_epi_visit(acc[0][22], cute_epi_m0 + cute_mt + 8 < M && cute_epi_n0 + cute_nt + 40 < N);
+        const float dv_23 = cute_epi_visit(acc[0][23], cute_epi_m0 + cute_mt + 8 < M && cute_epi_n0 + cute_nt + 41 < N);
+        const float dv_24 = cute_epi_visit(acc[0][24], cute_epi_m0 + cute_mt < M && cute_epi_n0 + cute_nt + 48 < N);
+        const float dv_25 = cute_epi_visit(acc[0][25], cute_epi_m0 + cute_mt < M && cute_epi_n0 + cute_nt + 49 < N);
+        const float dv_26 = cute_epi_visit(acc[0][26], cute_epi_m0 + cute_mt + 8 < M && cute_epi_n0 + cute_nt + 48 < N);
+        const float dv_27 = cute_epi_visit(acc[0][27], cute_epi_m0 + cute_mt + 8 < M && cute_epi_n0 + cute_nt + 49 < N);
+        const float dv_28 = cute_epi_visit(acc[0][28], cute_epi_m0 + cute_mt < M && cute_epi_n0 + cute_nt + 56 < N);
+        const float dv_29 = cute_epi_visit(acc[0][29], cute_epi_m0 + cute_mt < M && cute_epi_n0 + cute_nt + 57 < N);
+        const float dv_30 = cute_epi_visit(acc[0][30], cute_epi_m0 + cute_mt + 8 < M && cute_epi_n0 + cute_nt + 56 < N);
+        const float dv_31 = cute_epi_visit(acc[0][31], cute_epi_m0 + cute_mt + 8 < M && cute_epi_n0 + cute_nt + 57 < N);
+        if (tid == 0) {
+          bulk_wait_group_read<1>();
+        }
         named_barrier_sync(1, 256);
-        { const int wm_ = cute_lm - (cute_lane >> 2), wn_ = cute_ln - 2 * (cute_lane & 3), q_ = cute_lane >> 3;
-          stmatrix_x4(((cute_epi_smem + 0u + (cute_epi_d_idx) * 8192u) + cute_epi_swz<64>(wm_ + (q_ == 0 ? 0 : q_ == 1 ? 8 : q_ == 2 ? 0 : 8) + (cute_lane & 7), (wn_ + (q_ == 0 ? 32 : q_ == 1 ? 32 : q_ == 2 ? 40 : 40)) * 2)), pack_bf16x2(dv_16, dv_17), pack_bf16x2(dv_18, dv_19), pack_bf16x2(dv_20, dv_21), pack_bf16x2(dv_22, dv_23));
-          stmatrix_x4(((cute_epi_smem + 0u + (cute_epi_d_idx) * 8192u) + cute_epi_swz<64>(wm_ + (q_ == 0 ? 0 : q_ == 1 ? 8 : q_ == 2 ? 0 : 8) + (cute_lane & 7), (wn_ + (q_ == 0 ? 48 : q_ == 1 ? 48 : q_ == 2 ? 56 : 56)) * 2)), pack_bf16x2(dv_24, dv_25), pack_bf16x2(dv_26, dv_27), pack_bf16x2(dv_28, dv_29), pack_bf16x2(dv_30, dv_31));
+        {
+          const int q__1 = cute_lane >> 3;
+          stmatrix_x4(cute_epi_smem + cute_epi_d_idx * 8192 + ((((tid >> 5) * 16 + (q__1 == 0 ? 0 : (q__1 == 1 ? 8 : (q__1 == 2 ? 0 : 8))) + (tid & 7)) * 64 + (q__1 == 0 ? 0 : (q__1 == 1 ? 0 : 8)) * 2) ^ (((((tid >> 5) * 16 + (q__1 == 0 ? 0 : (q__1 == 1 ? 8 : (q__1 == 2 ? 0 : 8))) + (tid & 7)) * 64 + (q__1 == 0 ? 0 : (q__1 == 1 ? 0 : 8)) * 2) & 384) >> 3)), pack_bf16x2(dv_16, dv_17), pack_bf16x2(dv_18, dv_19), pack_bf16x2(dv_20, dv_21), pack_bf16x2(dv_22, dv_23));
+          stmatrix_x4(cute_epi_smem + cute_epi_d_idx * 8192 + ((((tid >> 5) * 16 + (q__1 == 0 ? 0 : (q__1 == 1 ? 8 : (q__1 == 2 ? 0 : 8))) + (tid & 7)) * 64 + (q__1 == 0 ? 16 : (q__1 == 1 ? 16 : 24)) * 2) ^ (((((tid >> 5) * 16 + (q__1 == 0 ? 0 : (q__1 == 1 ? 8 : (q__1 == 2 ? 0 : 8))) + (tid & 7)) * 64 + (q__1 == 0 ? 16 : (q__1 == 1 ? 16 : 24)) * 2) & 384) >> 3)), pack_bf16x2(dv_24, dv_25), pack_bf16x2(dv_26, dv_27), pack_bf16x2(dv_28, dv_29), pack_bf16x2(dv_30, dv_31));
         }
         fence_proxy_async_shared();
         named_barrier_sync(1, 256);
         if (tid == 0) {
-          tma_store_2d(&tmap_D, (cute_epi_smem + 0u + (cute_epi_d_idx) * 8192u), cute_sn0, cute_sm0);
+          tma_store_2d(&tmap_D, cute_epi_smem + cute_epi_d_idx * 8192, cute_epi_n0 + 32, cute_epi_m0);
           bulk_commit_group();
         }
         if (++cute_epi_d_idx == 2) cute_epi_d_idx = 0;
       }
-      { // subtile (0, 2)
-        const int cute_sm0 = cute_epi_m0 + 0, cute_sn0 = cute_epi_n0 + 64;
-        const int cute_lm = cute_mt - 0, cute_ln = cute_nt - 64;
-        const float dv_32 = cute_epi_visit(acc[0][32], (cute_epi_m0 + cute_mt + 0 < M) && (cute_epi_n0 + cute_nt + 64 < N));
-        const float dv_33 = cute_epi_visit(acc[0][33], (cute_epi_m0 + cute_mt + 0 < M) && (cute_epi_n0 + cute_nt + 65 < N));
-        const float dv_34 = cute_epi_visit(acc[0][34], (cute_epi_m0 + cute_mt + 8 < M) && (cute_epi_n0 + cute_nt + 64 < N));
-        const float dv_35 = cute_epi_visit(acc[0][35], (cute_epi_m0 + cute_mt + 8 < M) && (cute_epi_n0 + cute_nt + 65 < N));
-        const float dv_36 = cute_epi_visit(acc[0][36], (cute_epi_m0 + cute_mt + 0 < M) && (cute_epi_n0 + cute_nt + 72 < N));
-        const float dv_37 = cute_epi_visit(acc[0][37], (cute_epi_m0 + cute_mt + 0 < M) && (cute_epi_n0 + cute_nt + 73 < N));
-        const float dv_38 = cute_epi_visit(acc[0][38], (cute_epi_m0 + cute_mt + 8 < M) && (cute_epi_n0 + cute_nt + 72 < N));
-        const float dv_39 = cute_epi_visit(acc[0][39], (cute_epi_m0 + cute_mt + 8 < M) && (cute_epi_n0 + cute_nt + 73 < N));
-        const float dv_40 = cute_epi_visit(acc[0][40], (cute_epi_m0 + cute_mt + 0 < M) && (cute_epi_n0 + cute_nt + 80 < N));
-        const float dv_41 = cute_epi_visit(acc[0][41], (cute_epi_m0 + cute_mt + 0 < M) && (cute_epi_n0 + cute_nt + 81 < N));
-        const float dv_42 = cute_epi_visit(acc[0][42], (cute_epi_m0 + cute_mt + 8 < M) && (cute_epi_n0 + cute_nt + 80 < N));
-        const float dv_43 = cute_epi_visit(acc[0][43], (cute_epi_m0 + cute_mt + 8 < M) && (cute_epi_n0 + cute_nt + 81 < N));
-        const float dv_44 = cute_epi_visit(acc[0][44], (cute_epi_m0 + cute_mt + 0 < M) && (cute_epi_n0 + cute_nt + 88 < N));
-        const float dv_45 = cute_epi_visit(acc[0][45], (cute_epi_m0 + cute_mt + 0 < M) && (cute_epi_n0 + cute_nt + 89 < N));
-        const float dv_46 = cute_epi_visit(acc[0][46], (cute_epi_m0 + cute_mt + 8 < M) && (cute_epi_n0 + cute_nt + 88 < N));
-        const float dv_47 = cute_epi_visit(acc[0][47], (cute_epi_m0 + cute_mt + 8 < M) && (cute_epi_n0 + cute_nt + 89 < N));
-        if (tid == 0) bulk_wait_group_read<1>();
+      {
+        // subtile (0, 2)
+        const float dv_32 = cute_epi_visit(acc[0][32], cute_epi_m0 + cute_mt < M && cute_epi_n0 + cute_nt + 64 < N);
+        const float dv_33 = cute_epi_visit(acc[0][33], cute_epi_m0 + cute_mt < M && cute_epi_n0 + cute_nt + 65 < N);
+        const float dv_34 = cute_epi_visit(acc[0][34], cute_epi_m0 + cute_mt + 8 < M && cute_epi_n0 + cute_nt + 64 < N);
+        const float dv_35 = cute_epi_visit(acc[0][35], cute_epi_m0 + cute_mt + 8 < M && cute_epi_n0 + cute_nt + 65 < N);
+        const float dv_36 = cute_epi_visit(acc[0][36], cute_epi_m0 + cute_mt < M && cute_epi_n0 + cute_nt + 72 < N);
+        const float dv_37 = cute_epi_visit(acc[0][37], cute_epi_m0 + cute_mt < M && cute_epi_n0 + cute_nt + 73 < N);
+        const float dv_38 = cute_epi_visit(acc[0][38], cute_epi_m0 + cute_mt + 8 < M && cute_epi_n0 + cute_nt + 72 < N);
+        const float dv_39 = cute_epi_visit(acc[0][39], cute_epi_m0 + cute_mt + 8 < M && cute_epi_n0 + cute_nt + 73 < N);
+        const float dv_40 = cute_epi_visit(acc[0][40], cute_epi_m0 + cute_mt < M && cute_epi_n0 + cute_nt + 80 < N);
+        const float dv_41 = cute_epi_visit(acc[0][41], cute_epi_m0 + cute_mt < M && cute_epi_n0 + cute_nt + 81 < N);
+        const float dv_42 = cute_epi_visit(acc[0][42], cute_epi_m0 + cute_mt + 8 < M && cute_epi_n0 + cute_nt + 80 < N);
+        const float dv_43 = cute_epi_visit(acc[0][43], cute_epi_m0 + cute_mt + 8 < M && cute_epi_n0 + cute_nt + 81 < N);
+        const float dv_44 = cute_epi_visit(acc[0][44], cute_epi_m0 + cute_mt < M && cute_epi_n0 + cute_nt + 88 < N);
+        const float dv_45 = cute_epi_visit(acc[0][45], cute_epi_m0 + cute_mt < M && cute_epi_n0 + cute_nt + 89 < N);
+        const float dv_46 = cute_epi_visit(acc[0][46], cute_epi_m0 + cute_mt + 8 < M && cute_epi_n0 + cute_nt + 88 < N);
+        const float dv_47 = cute_epi_visit(acc[0][47], cute_epi_m0 + cute_mt + 8 < M && cute_epi_n0 + cute_nt + 89 < N);
+        if (tid == 0) {
+          bulk_wait_group_read<1>();
+        }
         named_barrier_sync(1, 256);
-        { const int wm_ = cute_lm - (cute_lane >> 2), wn_ = cute_ln - 2 * (cute_lane & 3), q_ = cute_lane >> 3;
-          stmatrix_x4(((cute_epi_smem + 0u + (cute_epi_d_idx) * 8192u) + cute_epi_swz<64>(wm_ + (q_ == 0 ? 0 : q_ == 1 ? 8 : q_ == 2 ? 0 : 8) + (cute_lane & 7), (wn_ + (q_ == 0 ? 64 : q_ == 1 ? 64 : q_ == 2 ? 72 : 72)) * 2)), pack_bf16x2(dv_32, dv_33), pack_bf16x2(dv_34, dv_35), pack_bf16x2(dv_36, dv_37), pack_bf16x2(dv_38, dv_39));
-          stmatrix_x4(((cute_epi_smem + 0u + (cute_epi_d_idx) * 8192u) + cute_epi_swz<64>(wm_ + (q_ == 0 ? 0 : q_ == 1 ? 8 : q_ == 2 ? 0 : 8) + (cute_lane & 7), (wn_ + (q_ == 0 ? 80 : q_ == 1 ? 80 : q_ == 2 ? 88 : 88)) * 2)), pack_bf16x2(dv_40, dv_41), pack_bf16x2(dv_42, dv_43), pack_bf16x2(dv_44, dv_45), pack_bf16x2(dv_46, dv_47));
+        {
+          const int q__2 = cute_lane >> 3;
+          stmatrix_x4(cute_epi_smem + cute_epi_d_idx * 8192 + ((((tid >> 5) * 16 + (q__2 == 0 ? 0 : (q__2 == 1 ? 8 : (q__2 == 2 ? 0 : 8))) + (tid & 7)) * 64 + (q__2 == 0 ? 0 : (q__2 == 1 ? 0 : 8)) * 2) ^ (((((tid >> 5) * 16 + (q__2 == 0 ? 0 : (q__2 == 1 ? 8 : (q__2 == 2 ? 0 : 8))) + (tid & 7)) * 64 + (q__2 == 0 ? 0 : (q__2 == 1 ? 0 : 8)) * 2) & 384) >> 3)), pack_bf16x2(dv_32, dv_33), pack_bf16x2(dv_34, dv_35), pack_bf16x2(dv_36, dv_37), pack_bf16x2(dv_38, dv_39));
+          stmatrix_x4(cute_epi_smem + cute_epi_d_idx * 8192 + ((((tid >> 5) * 16 + (q__2 == 0 ? 0 : (q__2 == 1 ? 8 : (q__2 == 2 ? 0 : 8))) + (tid & 7)) * 64 + (q__2 == 0 ? 16 : (q__2 == 1 ? 16 : 24)) * 2) ^ (((((tid >> 5) * 16 + (q__2 == 0 ? 0 : (q__2 == 1 ? 8 : (q__2 == 2 ? 0 : 8))) + (tid & 7)) * 64 + (q__2 == 0 ? 16 : (q__2 == 1 ? 16 : 24)) * 2) & 384) >> 3)), pack_bf16x2(dv_40, dv_41), pack_bf16x2(dv_42, dv_43), pack_bf16x2(dv_44, dv_45), pack_bf16x2(dv_46, dv_47));
         }
         fence_proxy_async_shared();
         named_barrier_sync(1, 256);
         if (tid == 0) {
-          tma_store_2d(&tmap_D, (cute_epi_smem + 0u + (cute_epi_d_idx) * 8192u), cute_sn0, cute_sm0);
+          tma_store_2d(&tmap_D, cute_epi_smem + cute_epi_d_idx * 8192, cute_epi_n0 + 64, cute_epi_m0);
           bulk_commit_group();
         }
         if (++cute_epi_d_idx == 2) cute_epi_d_idx = 0;
       }
-      { // subtile (0, 3)
-        const int cute_sm0 = cute_epi_m0 + 0, cute_sn0 = cute_epi_n0 + 96;
-        const int cute_lm = cute_mt - 0, cute_ln = cute_nt - 96;
-        const float dv_48 = cute_epi_visit(acc[0][48], (cute_epi_m0 + cute_mt + 0 < M) && (cute_epi_n0 + cute_nt + 96 < N));
-        const float dv_49 = cute_epi_visit(acc[0][49], (cute_epi_m0 + cute_mt + 0 < M) && (cute_epi_n0 + cute_nt + 97 < N));
-        const float dv_50 = cute_epi_visit(acc[0][50], (cute_epi_m0 + cute_mt + 8 < M) && (cute_epi_n0 + cute_nt + 96 < N));
-        const float dv_51 = cute_epi_visit(acc[0][51], (cute_epi_m0 + cute_mt + 8 < M) && (cute_epi_n0 + cute_nt + 97 < N));
-        const float dv_52 = cute_epi_visit(acc[0][52], (cute_epi_m0 + cute_mt + 0 < M) && (cute_epi_n0 + cute_nt + 104 < N));
-        const float dv_53 = cute_epi_visit(acc[0][53], (cute_epi_m0 + cute_mt + 0 < M) && (cute_epi_n0 + cute_nt + 105 < N));
-        const float dv_54 = cute_epi_visit(acc[0][54], (cute_epi_m0 + cute_mt + 8 < M) && (cute_epi_n0 + cute_nt + 104 < N));
-        const float dv_55 = cute_epi_visit(acc[0][55], (cute_epi_m0 + cute_mt + 8 < M) && (cute_epi_n0 + cute_nt + 105 < N));
-        const float dv_56 = cute_epi_visit(acc[0][56], (cute_epi_m0 + cute_mt + 0 < M) && (cute_epi_n0 + cute_nt + 112 < N));
-        const float dv_57 = cute_epi_visit(acc[0][57], (cute_epi_m0 + cute_mt + 0 < M) && (cute_epi_n0 + cute_nt + 113 < N));
-        const float dv_58 = cute_epi_visit(acc[0][58], (cute_epi_m0 + cute_mt + 8 < M) && (cute_epi_n0 + cute_nt + 112 < N));
-        const float dv_59 = cute_epi_visit(acc[0][59], (cute_epi_m0 + cute_mt + 8 < M) && (cute_epi_n0 + cute_nt + 113 < N));
-        const float dv_60 = cute_epi_visit(acc[0][60], (cute_epi_m0 + cute_mt + 0 < M) && (cute_epi_n0 + cute_nt + 120 < N));
-        const float dv_61 = cute_epi_visit(acc[0][61], (cute_epi_m0 + cute_mt + 0 < M) && (cute_epi_n0 + cute_nt + 121 < N));
-        const float dv_62 = cute_epi_visit(acc[0][62], (cute_epi_m0 + cute_mt + 8 < M) && (cute_epi_n0 + cute_nt + 120 < N));
-        const float dv_63 = cute_epi_visit(acc[0][63], (cute_epi_m0 + cute_mt + 8 < M) && (cute_epi_n0 + cute_nt + 121 < N));
-        if (tid == 0) bulk_wait_group_read<1>();
+      {
+        // subtile (0, 3)
+        const float dv_48 = cute_epi_visit(acc[0][48], cute_epi_m0 + cute_mt < M && cute_epi_n0 + cute_nt + 96 < N);
+        const float dv_49 = cute_epi_visit(acc[0][49], cute_epi_m0 + cute_mt < M && cute_epi_n0 + cute_nt + 97 < N);
+        const float dv_50 = cute_epi_visit(acc[0][50], cute_epi_m0 + cute_mt + 8 < M && cute_epi_n0 + cute_nt + 96 < N);
+        const float dv_51 = cute_epi_visit(acc[0][51], cute_epi_m0 + cute_mt + 8 < M && cute_epi_n0 + cute_nt + 97 < N);
+        const float dv_52 = cute_epi_visit(acc[0][52], cute_epi_m0 + cute_mt < M && cute_epi_n0 + cute_nt + 104 < N);
+        const float dv_53 = cute_epi_visit(acc[0][53], cute_epi_m0 + cute_mt < M && cute_epi_n0 + cute_nt + 105 < N);
+        const float dv_54 = cute_epi_visit(acc[0][54], cute_epi_m0 + cute_mt + 8 < M && cute_epi_n0 + cute_nt + 104 < N);
+        const float dv_55 = cute_epi_visit(acc[0][55], cute_epi_m0 + cute_mt + 8 < M && cute_epi_n0 + cute_nt + 105 < N);
+        const float dv_56 = cute_epi_visit(acc[0][56], cute_epi_m0 + cute_mt < M && cute_epi_n0 + cute_nt + 112 < N);
+        const float dv_57 = cute_epi_visit(acc[0][57], cute_epi_m0 + cute_mt < M && cute_epi_n0 + cute_nt + 113 < N);
+        const float dv_58 = cute_epi_visit(acc[0][58], cute_epi_m0 + cute_mt + 8 < M && cute_epi_n0 + cute_nt + 112 < N);
+        const float dv_59 = cute_epi_visit(acc[0][59], cute_epi_m0 + cute_mt + 8 < M && cute_epi_n0 + cute_nt + 113 < N);
+        const float dv_60 = cute_epi_visit(acc[0][60], cute_epi_m0 + cute_mt < M && cute_epi_n0 + cute_nt + 120 < N);
+        const float dv_61 = cute_epi_visit(acc[0][61], cute_epi_m0 + cute_mt < M && cute_epi_n0 + cute_nt + 121 < N);
+        const float dv_62 = cute_epi_visit(acc[0][62], cute_epi_m0 + cute_mt + 8 < M && cute_epi_n0 + cute_nt + 120 < N);
+        const float dv_63 = cute_epi_visit(acc[0][63], cute_epi_m0 + cute_mt + 8 < M && cute_epi_n0 + cute_nt + 121 < N);
+        if (tid == 0) {
+          bulk_wait_group_read<1>();
+        }
         named_barrier_sync(1, 256);
-        { const int wm_ = cute_lm - (cute_lane >> 2), wn_ = cute_ln - 2 * (cute_lane & 3), q_ = cute_lane >> 3;
-          stmatrix_x4(((cute_epi_smem + 0u + (cute_epi_d_idx) * 8192u) + cute_epi_swz<64>(wm_ + (q_ == 0 ? 0 : q_ == 1 ? 8 : q_ == 2 ? 0 : 8) + (cute_lane & 7), (wn_ + (q_ == 0 ? 96 : q_ == 1 ? 96 : q_ == 2 ? 104 : 104)) * 2)), pack_bf16x2(dv_48, dv_49), pack_bf16x2(dv_50, dv_51), pack_bf16x2(dv_52, dv_53), pack_bf16x2(dv_54, dv_55));
-          stmatrix_x4(((cute_epi_smem + 0u + (cute_epi_d_idx) * 8192u) + cute_epi_swz<64>(wm_ + (q_ == 0 ? 0 : q_ == 1 ? 8 : q_ == 2 ? 0 : 8) + (cute_lane & 7), (wn_ + (q_ == 0 ? 112 : q_ == 1 ? 112 : q_ == 2 ? 120 : 120)) * 2)), pack_bf16x2(dv_56, dv_57), pack_bf16x2(dv_58, dv_59), pack_bf16x2(dv_60, dv_61), pack_bf16x2(dv_62, dv_63));
+        {
+          const int q__3 = cute_lane >> 3;
+          stmatrix_x4(cute_epi_smem + cute_epi_d_idx * 8192 + ((((tid >> 5) * 16 + (q__3 == 0 ? 0 : (q__3 == 1 ? 8 : (q__3 == 2 ? 0 : 8))) + (tid & 7)) * 64 + (q__3 == 0 ? 0 : (q__3 == 1 ? 0 : 8)) * 2) ^ (((((tid >> 5) * 16 + (q__3 == 0 ? 0 : (q__3 == 1 ? 8 : (q__3 == 2 ? 0 : 8))) + (tid & 7)) * 64 + (q__3 == 0 ? 0 : (q__3 == 1 ? 0 : 8)) * 2) & 384) >> 3)), pack_bf16x2(dv_48, dv_49), pack_bf16x2(dv_50, dv_51), pack_bf16x2(dv_52, dv_53), pack_bf16x2(dv_54, dv_55));
+          stmatrix_x4(cute_epi_smem + cute_epi_d_idx * 8192 + ((((tid >> 5) * 16 + (q__3 == 0 ? 0 : (q__3 == 1 ? 8 : (q__3 == 2 ? 0 : 8))) + (tid & 7)) * 64 + (q__3 == 0 ? 16 : (q__3 == 1 ? 16 : 24)) * 2) ^ (((((tid >> 5) * 16 + (q__3 == 0 ? 0 : (q__3 == 1 ? 8 : (q__3 == 2 ? 0 : 8))) + (tid & 7)) * 64 + (q__3 == 0 ? 16 : (q__3 == 1 ? 16 : 24)) * 2) & 384) >> 3)), pack_bf16x2(dv_56, dv_57), pack_bf16x2(dv_58, dv_59), pack_bf16x2(dv_60, dv_61), pack_bf16x2(dv_62, dv_63));
         }
         fence_proxy_async_shared();
         named_barrier_sync(1, 256);
         if (tid == 0) {
-          tma_store_2d(&tmap_D, (cute_epi_smem + 0u + (cute_epi_d_idx) * 8192u), cute_sn0, cute_sm0);
+          tma_store_2d(&tmap_D, cute_epi_smem + cute_epi_d_idx * 8192, cute_epi_n0 + 96, cute_epi_m0);
           bulk_commit_group();
         }
         if (++cute_epi_d_idx == 2) cute_epi_d_idx = 0;
       }
       }
     }
-    if (tid == 0) bulk_wait_group<0>();
+    if (tid == 0) {
+  bulk_wait_group<0>();
+}
   }
 #endif
 }
