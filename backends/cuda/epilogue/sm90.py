@@ -157,15 +157,21 @@ def valid_option_combinations(has_c: bool, c_bytes: int, d_bytes: int, has_aux_s
 
 
 class Sm90Epilogue:
-    """The code pieces of one epilogue configuration, for a kernel to paste together.
+    """One epilogue configuration as an epilogue collective
+    (:class:`~backends.cuda.arch.common.epilogue.EpilogueCollective`): its ``emit_*`` methods
+    emit into the kernel's :class:`~backends.cuda.builder.KernelBuilder`.
 
-    A kernel using it: declares ``params()`` in its signature; calls ``init_code()`` from one
-    thread then syncs the CTA; declares ``producer_state_decls()`` / ``consumer_state_decls()``
-    once; per output tile runs ``producer_code()`` in one producer thread and
-    ``consumer_code(acc)`` in every consumer thread (``tid`` = consumer thread index,
-    ``cute_epi_m0``/``cute_epi_n0`` = tile origin, ``M``/``N`` = problem size); ends with
-    ``consumer_tail_code()``.  Named barrier 1 (``consumer_code``'s ``bar_id``) is used among
-    the consumer threads.
+    A kernel using it: ``emit_params`` after its own parameters; ``emit_init`` (all threads,
+    thread 0 initialises the barriers) then syncs the CTA; ``emit_producer_state`` /
+    ``emit_consumer_state`` once; per output tile ``emit_producer`` in one producer thread and
+    ``emit_prefetch`` + ``emit_consumer(kb, acc)`` in every consumer thread (``tid`` = consumer
+    thread index, ``cute_epi_m0``/``cute_epi_n0`` = tile origin, ``M``/``N`` = problem size);
+    ends with ``emit_consumer_tail``.  Named barrier ``bar_id`` (1 by default) is used among
+    the consumer threads.  Every address is IR lowered from the algebra objects of
+    :mod:`backends.cuda.arch.sm90.epilogue_maps`.
+
+    The text methods (``prelude``, ``init_code``, ``consumer_code``, ...) render the same
+    statements as C text for kernels that still paste text.
     """
 
     def __init__(self, cfg: EpilogueConfig):
@@ -456,9 +462,9 @@ class Sm90Epilogue:
                         f"cute_dqn_{name}_{m}", f"cute_dv_{name}",
                         *[f"cq_{name}_{v}" for v in run], *self._pol_args, template=str(n))
             for v in rest:
-                n, rem = fr.n_val[v], f"cute_drn_{name}_{fr.m_val[v]}"
+                n, rem = fr.n_val[v], ir.var(f"cute_drn_{name}_{fr.m_val[v]}", -_I32, _I32)
                 if v in singles:          # in bounds iff rem > n
-                    rem = f"min({rem}, {n + 1})"
+                    rem = ir.select(ir.lt(rem, n + 1), rem, n + 1)
                 kb.assign(f"cq_{name}_{v}", kb.call_expr(
                     fn, f"cute_dr_{name}_{fr.m_val[v]}", rem, *self._pol_args,
                     template=str(n)))
@@ -967,8 +973,12 @@ def build_test_kernel_source(epi: Sm90Epilogue) -> tuple[str, str]:
             "& ~static_cast<size_t>(1023))", hint=False)
     epi.emit_init(kb, "cute_epi_smem_base")
     kb.sync_threads()
-    kb.stmt(f"const int cute_epi_m0 = blockIdx.y * {cfg.tile_m}, "
-            f"cute_epi_n0 = blockIdx.x * {cfg.tile_n};")
+    kb.decl("const int", "bid_y", "blockIdx.y", hint=False)
+    kb.decl("const int", "bid", "blockIdx.x", hint=False)
+    kb.decl("const int", "cute_epi_m0", ir.mul(ir.block_idx((1 << 30) // cfg.tile_m, "y"),
+                                               cfg.tile_m), hint=False)
+    kb.decl("const int", "cute_epi_n0", ir.mul(ir.block_idx((1 << 30) // cfg.tile_n),
+                                               cfg.tile_n), hint=False)
     with kb.if_(f"threadIdx.x >= {nc}"):
         epi.emit_producer_state(kb)
         with kb.if_("(threadIdx.x & 31) == 0"):

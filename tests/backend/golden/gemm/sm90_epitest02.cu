@@ -38,7 +38,10 @@ extern "C" __global__ void __launch_bounds__(288, 1) cute_epi_sm90_test_5a67e38f
   const u32 cute_epi_full = cute_epi_smem + 16384;
   const u32 cute_epi_empty = cute_epi_full + 16;
   __syncthreads();
-  const int cute_epi_m0 = blockIdx.y * 128, cute_epi_n0 = blockIdx.x * 256;
+  const int bid_y = blockIdx.y;
+  const int bid = blockIdx.x;
+  const int cute_epi_m0 = bid_y * 128;
+  const int cute_epi_n0 = bid * 256;
   if (threadIdx.x >= 256) {
     int cute_epi_p_idx = 0;
     u32 cute_epi_p_phase = 1;
