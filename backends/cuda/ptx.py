@@ -29,7 +29,10 @@ What counts as one instruction (the rule :func:`instructions` implements):
    between integer types) are how a wrapper adapts its instruction to C (a predicate from an
    int, a bool from a predicate, a spin loop, a 64 -> 32-bit address); they count only in a
    wrapper that has nothing else;
-5. directives (``.reg``), labels and ``//`` comments are not instructions, nor is an empty
+5. a guarded statement (``@p ld.global.b32 ...``) is a different form than the unguarded one,
+   written ``@p mnemonic``: the predicate is part of what the wrapper does (a load that may not
+   happen), not glue;
+6. directives (``.reg``), labels and ``//`` comments are not instructions, nor is an empty
    ``asm volatile("" : "+f"(r))`` (a compiler fence on a register).
 
 Law: a wrapper's instructions are the same whether the header is read whole or the wrapper's
@@ -196,6 +199,7 @@ def _instruction(stmt: str):
     while stmt.endswith("}") and stmt.count("{") < stmt.count("}"):
         stmt = stmt[:-1].strip()
     stmt = re.sub(r"^(\w+:\s*)+", "", stmt)                # labels
+    guarded = re.match(r"^@!?%{0,2}\w+\s+", stmt) is not None
     stmt = re.sub(r"^@!?%{0,2}\w+\s+", "", stmt)           # predicate guard
     if not stmt or stmt.startswith((".", "//")) or not stmt[0].isalpha():
         return None
@@ -210,6 +214,8 @@ def _instruction(stmt: str):
         root == "cvt" and all(_INT_TYPES.match(t) for t in mn.split(".")[1:] if t))
     if any(o.startswith("{") for o in ops):
         mn += " " + ",".join("{}" if o.startswith("{") else "_" for o in ops)
+    if guarded and not glue:
+        mn = "@p " + mn
     return mn, glue
 
 
