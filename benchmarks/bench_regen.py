@@ -7,7 +7,7 @@ generator as it is now, and from its golden source at a git revision
 in interleaved rounds with CUDA events.  Prints the new/old time ratio per configuration (< 1 is
 faster) and its geometric mean.
 
-    python benchmarks/bench_regen.py --rev REV [--size 4096] [--rounds 7] [--only sm90|sm80]
+    python benchmarks/bench_regen.py --rev REV | --old-dir DIR [--size 4096] [--rounds 7] [--only sm90|sm80]
 """
 
 from __future__ import annotations
@@ -24,7 +24,10 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
 
-def _golden(rev: str, name: str) -> str | None:
+def _golden(rev: str, name: str, old_dir: str | None = None) -> str | None:
+    if old_dir:
+        path = os.path.join(old_dir, f"{name}.cu")
+        return open(path).read() if os.path.isfile(path) else None
     try:
         return subprocess.run(["git", "-C", ROOT, "show", f"{rev}:tests/backend/golden/gemm/{name}.cu"],
                               check=True, capture_output=True, text=True).stdout
@@ -168,24 +171,27 @@ def _time(fns, rounds, calls, sync, events):
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--rev", required=True)
+    ap.add_argument("--rev", help="git revision whose golden sources are the old kernels")
+    ap.add_argument("--old-dir", help="a folder of old golden sources (instead of --rev)")
     ap.add_argument("--size", type=int, default=4096)
     ap.add_argument("--rounds", type=int, default=7)
     ap.add_argument("--calls", type=int, default=20)
     ap.add_argument("--only", choices=("sm90", "sm80"))
     a = ap.parse_args(argv)
+    if not (a.rev or a.old_dir):
+        ap.error("give --rev or --old-dir")
     import torch
     M = N = K = a.size
     ratios = {"sm90": [], "sm80": []}
-    print(f"old = golden sources at {a.rev}; {M}x{N}x{K}, N(0,1) data; median of {a.rounds} "
+    print(f"old = golden sources at {a.rev or a.old_dir}; {M}x{N}x{K}, N(0,1) data; median of {a.rounds} "
           f"interleaved rounds x {a.calls} calls (CUDA events)")
     print(f"{'configuration':<92} {'old us':>8} {'new us':>8} {'new/old':>8}  same D")
     for fam, name, cfg in _cases():
         if a.only and fam != a.only:
             continue
-        src = _golden(a.rev, name)
+        src = _golden(a.rev, name, a.old_dir)
         if src is None:
-            print(f"{name:<92} (no golden source at {a.rev})")
+            print(f"{name:<92} (no old golden source)")
             continue
         try:
             if fam == "sm90":
