@@ -10,8 +10,8 @@ transform) issued in serpentine order (vertical visit: n outer, m snakes).
 
 Structure of one CTA (``T = 32 * WARPS_M * WARPS_N`` threads, tile ``BM x BN x BK``)::
 
-    gmem --(CopyMap, cp.async or ld/st.shared, zero-filled residues)--> smem[stage]
-    smem --(ldmatrix[.trans] at SmemLayout offsets, XOR/ADD strength-reduced)--> fa/fb[2]
+    gmem --(TiledCopy partition, cp.async or ld/st.shared, zero-filled residues)--> smem[stage]
+    smem --(make_tiled_copy_A/B ldmatrix[.trans] o Swizzle layout, XOR/ADD reduced)--> fa/fb[2]
     fa, fb --(mma.sync, serpentine)--> acc[MI][NI][4]
     acc --(alpha, beta*C, convert, 2-wide stores)--> D
 
@@ -27,8 +27,13 @@ from functools import lru_cache
 
 from cute_py.errors import LaunchError, AtomError
 
-from .gemm_sm80_maps import (DTYPES, SmemLayout, CopyMap, ldmatrix_coord, decompose_xor_add,
-                             log2i, accumulator_c_exprs)
+from .. import ir
+
+from ..arch.sm80 import copy as sm80_copy
+from ..arch.sm80 import ldmatrix as sm80_ldmatrix
+from ..arch.sm80 import mma as sm80_mma
+from ..arch.sm80 import smem as sm80_smem
+from .gemm_sm80_maps import DTYPES, decompose_xor_add, log2i
 
 __all__ = ["GemmSm80Config", "GemmSm80", "generate_source", "gemm_sm80", "MAINLOOPS",
            "kernel_name", "alignment_of", "plan_only", "precompile", "get_kernel",
@@ -36,8 +41,7 @@ __all__ = ["GemmSm80Config", "GemmSm80", "generate_source", "gemm_sm80", "MAINLO
 
 MAINLOOPS = ("singlestage", "pipelined", "multistage")
 _OUT_TYPES = {"f16": ("unsigned short", 2), "bf16": ("unsigned short", 2), "f32": ("float", 4)}
-_MMA = {"f16": "mma_m16n8k16_f16f32", "bf16": "mma_m16n8k16_bf16f32",
-        "tf32": "mma_m16n8k8_tf32f32"}
+_MMA = sm80_mma.WRAPPERS
 
 
 @dataclass(frozen=True)
@@ -102,17 +106,46 @@ class GemmSm80Config:
         WM, WN = self.warp_tile
         return (WM // 16, WN // 8, self.tile[2] // self.mma_k)
 
-    def smem_layout(self, operand: str) -> SmemLayout:
-        if operand == "A":
-            return SmemLayout(self.tile[0], self.tile[2], "K" if self.a_major == "K" else "MN",
-                              self.elem_bytes)
-        return SmemLayout(self.tile[1], self.tile[2], "K" if self.b_major == "K" else "MN",
-                          self.elem_bytes)
+    # ------------------------------------------------------------------ algebra objects
+    def major(self, operand: str) -> str:
+        """``"K"`` or ``"MN"``: the operand's contiguous mode."""
+        return "K" if (self.a_major if operand == "A" else self.b_major) == "K" else "MN"
 
-    def copy_map(self, operand: str) -> CopyMap:
-        lay = self.smem_layout(operand)
-        vec = self.vec_a if operand == "A" else self.vec_b
-        return CopyMap(lay.R, lay.BK, lay.major, vec, self.threads)
+    def rows(self, operand: str) -> int:
+        """R of the operand tile ``(R, BK)``: BM for A, BN for B."""
+        return self.tile[0] if operand == "A" else self.tile[1]
+
+    def vec(self, operand: str) -> int:
+        return self.vec_a if operand == "A" else self.vec_b
+
+    def smem_layout(self, operand: str):
+        """One stage of the operand in smem: ``Swizzle o tile_to_shape(atom, (R, BK))``."""
+        return _smem_layout(self.rows(operand), self.tile[2], self.major(operand),
+                            self.elem_bytes)
+
+    def gmem_copy(self, operand: str):
+        """The gmem->smem TiledCopy of the operand (``cp.async`` in the multistage mainloop)."""
+        return _gmem_copy(self.rows(operand), self.tile[2], self.major(operand),
+                          self.vec(operand), self.threads, self.elem_bytes,
+                          self.mainloop == "multistage")
+
+    def copy_ok(self, operand: str) -> bool:
+        """Whether the generator's row-major tiled copy of ``vec`` values splits the tile."""
+        R, BK = self.rows(operand), self.tile[2]
+        contiguous = BK if self.major(operand) == "K" else R
+        v = self.vec(operand)
+        return (contiguous % v == 0 and self.threads % (contiguous // v) == 0
+                and (R * BK) % (self.threads * v) == 0)
+
+    @property
+    def tiled_mma(self):
+        """The TiledMMA: the atom over ``warps``, each warp a contiguous warp tile."""
+        return _tiled_mma(self.dtype, self.warps, self.tile[:2])
+
+    def smem_read_copy(self, operand: str):
+        """The smem->register TiledCopy (``make_tiled_copy_A/B`` of ldmatrix or 32-bit loads)."""
+        return _smem_read_copy(self.dtype, self.warps, self.tile[:2], operand,
+                               self.major(operand), self.elem_bytes)
 
     @property
     def smem_bytes(self) -> int:
@@ -162,7 +195,7 @@ class GemmSm80Config:
                 raise AtomError(op, name, "must be a power of two of at most 16 bytes",
                                 actual=vec)
         for operand in "AB":
-            if not self.copy_map(operand).valid():
+            if not self.copy_ok(operand):
                 raise AtomError(op, "tile", f"operand {operand}'s tile does not split evenly "
                                 "over the threads", actual=(self.tile, self.threads))
         if self.vec_c not in (1, 2):
@@ -186,6 +219,26 @@ class GemmSm80Config:
 
     def with_alignment(self, vec_a: int, vec_b: int, vec_c: int) -> "GemmSm80Config":
         return replace(self, vec_a=vec_a, vec_b=vec_b, vec_c=vec_c)
+
+
+@lru_cache(maxsize=None)
+def _smem_layout(R, BK, major, eb):
+    return sm80_smem.smem_layout(R, BK, major, eb)
+
+
+@lru_cache(maxsize=None)
+def _gmem_copy(R, BK, major, vec, threads, eb, asynchronous):
+    return sm80_copy.gmem_tiled_copy(R, BK, major, vec, threads, eb, asynchronous)
+
+
+@lru_cache(maxsize=None)
+def _tiled_mma(dtype, warps, tile_mn):
+    return sm80_mma.tiled_mma(dtype, tuple(warps), tuple(tile_mn))
+
+
+@lru_cache(maxsize=None)
+def _smem_read_copy(dtype, warps, tile_mn, operand, major, eb):
+    return sm80_ldmatrix.ldmatrix_copy(_tiled_mma(dtype, warps, tile_mn), operand, major, eb)
 
 
 def kernel_name(cfg: GemmSm80Config) -> str:
@@ -311,59 +364,37 @@ class _Emitter:
 def _fragment_plan(cfg: GemmSm80Config, operand: str, scalar: bool):
     """Strength-reduced fragment addresses: {item: (x, a)} in elements, or None.
 
-    ldmatrix (``scalar=False``): item ``(kb, i)``, the i-th x4 load (16 rows of A, or 16 n of B)
-    of k block kb; the lane's row address is ``ldmatrix_coord``.  Scalar 32-bit loads
-    (``scalar=True``, tf32 with an MN-major operand): item ``(kb, i, j)``, register j of m-tile
-    (A) or n-tile (B) i; the lane's element is ``fragment_coord``.  Each item's offset equals
-    ``(base ^ x) + a`` for every lane and warp, with base the item-(0, 0[, 0]) offset.
+    The addresses are the smem read copy's (``cfg.smem_read_copy``: ``make_tiled_copy_A/B`` of
+    the TiledMMA) row coordinates composed with the smem layout, lowered to IR and evaluated
+    for every thread (:func:`arch.sm80.ldmatrix.row_offsets`).  ldmatrix (``scalar=False``):
+    item ``(kb, i)``, load i of k block kb; scalar 32-bit loads (tf32 MN-major): item
+    ``(kb, i, j)``, register j of m-tile (A) or n-tile (B) i.  Each item's offset equals
+    ``(base ^ x) + a`` for every thread, base = the item-(0, 0[, 0]) offset.
     """
-    lay = cfg.smem_layout(operand)
-    eb, mk = cfg.elem_bytes, cfg.mma_k
-    major = "K" if lay.major == "K" else "MN"
-    MI, NI, KB = cfg.mma_iters
-    WM, WN = cfg.warp_tile
-    nwarps = cfg.warps[0] if operand == "A" else cfg.warps[1]
-    wext = WM if operand == "A" else WN
-    items = {}
-    if not scalar:
-        count = MI if operand == "A" else (NI + 1) // 2
-        lane_fn = lambda l: ldmatrix_coord(operand, major, eb, l)  # noqa: E731
-        for kb in range(KB):
-            for i in range(count):
-                items[(kb, i)] = (i * 16, kb * mk)
-    else:
-        lane_fn = lambda l: (l // 4, l % 4)  # noqa: E731
-        for kb in range(KB):
-            for i in range(MI if operand == "A" else NI):
-                for j in range(4 if operand == "A" else 2):
-                    if operand == "A":
-                        items[(kb, i, j)] = (i * 16 + 8 * (j % 2), kb * 8 + 4 * (j // 2))
-                    else:
-                        items[(kb, i, j)] = (i * 8, kb * 8 + 4 * j)
-    keys = [(w, l) for w in range(nwarps) for l in range(32)]
+    R, BK = cfg.rows(operand), cfg.tile[2]
+    L = cfg.smem_layout(operand)
+    tc = cfg.smem_read_copy(operand)
+    offs = sm80_ldmatrix.row_offsets(tc, L, R, BK)
+    T, n, KB = offs.shape
+    B, M, _ = sm80_smem.swizzle_of(L)
+    split = B + M if B else log2i(max(1, 16 // cfg.elem_bytes))
+    regs = (4 if operand == "A" else 2) if scalar else 1
+    base = offs[:, 0, 0]
     plan = {}
-    for item, (dr, dk) in items.items():
-        def f(key, dr=dr, dk=dk):
-            w, lane = key
-            r, k = lane_fn(lane)
-            return lay(w * wext + dr + r, dk + k), lay(w * wext + r, k)
-        res = decompose_xor_add(f, keys, log2i(lay.W))
-        if res is None:
-            return None
-        plan[item] = res
+    for kb in range(KB):
+        for load in range(n):
+            item = (kb, load // regs, load % regs) if scalar else (kb, load)
+            col = offs[:, load, kb]
+            res = decompose_xor_add(lambda t: (int(col[t]), int(base[t])), range(T), split)
+            if res is None:
+                return None
+            plan[item] = res
     return plan
 
 
-def _lane_coord_c(operand: str, major: str, eb: int) -> tuple[str, str]:
-    """C expressions (in ``lane``) of ldmatrix_coord -- kept beside it, tested against it."""
-    ch = 16 // eb
-    if operand == "A":
-        if major == "K":
-            return ("(lane & 15)", f"((lane >> 4) * {ch})")
-        return ("(((lane >> 3) & 1) * 8)", "((lane & 7) + (lane >> 4) * 8)")
-    if major == "K":
-        return ("((lane & 7) + (lane >> 4) * 8)", f"(((lane >> 3) & 1) * {ch})")
-    return ("((lane >> 4) * 8)", "((lane & 7) + ((lane >> 3) & 1) * 8)")
+def _render(node) -> str:
+    from ..render import render_expr
+    return render_expr(node)
 
 
 def generate_source(cfg: GemmSm80Config) -> str:
@@ -384,8 +415,8 @@ def generate_source(cfg: GemmSm80Config) -> str:
     EA = "unsigned short" if eb == 2 else "unsigned int"
     EC, ebc = _OUT_TYPES[cfg.out_dtype]
     layA, layB = cfg.smem_layout("A"), cfg.smem_layout("B")
-    cmA, cmB = cfg.copy_map("A"), cfg.copy_map("B")
-    a_stage, b_stage = layA.size * eb, layB.size * eb
+    cmA, cmB = _CopyPlan.of(cfg, "A"), _CopyPlan.of(cfg, "B")
+    a_stage, b_stage = BM * BK * eb, BN * BK * eb
     tf32 = cfg.dtype == "tf32"
     scalarA = tf32 and cfg.a_major == "M"
     scalarB = tf32 and cfg.b_major == "N"
@@ -400,8 +431,8 @@ def generate_source(cfg: GemmSm80Config) -> str:
       f"// {name}\n"
       f"// tile {BM}x{BN}x{BK}, warps {cfg.warps[0]}x{cfg.warps[1]} (warp tile {WM}x{WN}, "
       f"{MI}x{NI} mma tiles, {KB} k blocks), {S} stage(s), mainloop {cfg.mainloop}\n"
-      f"// smem A: {layA.shape_stride} o Sw{layA.swizzle} [{layA.major}-major]\n"
-      f"// smem B: {layB.shape_stride} o Sw{layB.swizzle} [{layB.major}-major]\n"
+      f"// smem A: {layA} [{cfg.major('A')}-major]\n"
+      f"// smem B: {layB} [{cfg.major('B')}-major]\n"
       f"// copies: A {cmA.iterations}x{cmA.vec} elems/thread, "
       f"B {cmB.iterations}x{cmB.vec} elems/thread")
     e('#include "cute_py/ptx_sm80.cuh"')
@@ -411,8 +442,8 @@ def generate_source(cfg: GemmSm80Config) -> str:
         e(epi.prelude())
     e("using namespace cute_py::sm80;")
     e(f"typedef {EA} EA;   // operand storage\ntypedef {EC} EC;   // C / D storage")
-    e(layA.c_function("smem_off_A"))
-    e(layB.c_function("smem_off_B"))
+    e(sm80_smem.offset_function(layA, "smem_off_A"))
+    e(sm80_smem.offset_function(layB, "smem_off_B"))
     _emit_chunk_helpers(e, eb)
 
     e(f'extern "C" __global__ void __launch_bounds__({T}, {cfg.min_blocks}) {name}(')
@@ -448,18 +479,18 @@ def generate_source(cfg: GemmSm80Config) -> str:
     for op, cm, lay, ext, mn0, ld in (("A", cmA, layA, "M", "m0", "lda"),
                                       ("B", cmB, layB, "N", "n0", "ldb")):
         x = op.lower()
-        aff = _copy_affine(cm, lay)
+        aff = _copy_affine(cm)
         if aff is None:
             raise AtomError("generate_source", "tile", f"operand {op}'s copy map is not affine "
                             "in the iteration", actual=(cfg.tile, cm))
         DR, DS = aff
         affine[op] = aff
-        r, k = cm.c_coord("tid", 0)
+        r, k = cm.c_coord(0)
         e(f"// {op}: gmem->smem thread map, {cm.iterations} iterations of {cm.vec} elements, "
           f"{DR} lines apart (+{'?' if DS is None else DS * eb} smem bytes)")
         e(f"const int {x}c_r = {r}, {x}c_k = {k};")
         e(f"const u32 {x}c_s = smem_off_{op}({x}c_r, {x}c_k) * {eb};")
-        if lay.major == "K":
+        if cm.major == "K":
             e(f"const EA* {x}c_g = {op} + (long long)({mn0} + {x}c_r) * {ld} + {x}c_k;")
         else:
             e(f"const int {x}c_n = max(0, min({cm.vec}, {ext} - {mn0} - {x}c_r));")
@@ -474,16 +505,12 @@ def generate_source(cfg: GemmSm80Config) -> str:
       f"    for (int v = 0; v < 4; ++v) acc[i][j][v] = 0.f;")
     for op, plan, lay, major in (("A", planA, layA, cfg.a_major), ("B", planB, layB,
                                                                     cfg.b_major)):
-        scalar = scalarA if op == "A" else scalarB
-        if scalar:
-            rl, kl = "g", "t4"
-        else:
-            rl, kl = _lane_coord_c(op, "K" if major == "K" else "MN", eb)
-        if True:
-            wv = "warp_m" if op == "A" else "warp_n"
-            wext = WM if op == "A" else WN
-            e(f"const u32 {op.lower()}_lm = smem_off_{op}({wv} * {wext} + {rl}, {kl}) * {eb};"
-              f"  // ldmatrix row address of this lane")
+        # the row (or element) this thread addresses in load 0 of k block 0, from the smem
+        # read copy's partition (make_tiled_copy_A/B of the TiledMMA)
+        rl, kl = (_render(x) for x in sm80_ldmatrix.row_coord(
+            cfg.smem_read_copy(op), cfg.rows(op), BK, ir.var("tid", 0, T - 1), 0, 0))
+        e(f"const u32 {op.lower()}_lm = smem_off_{op}({rl}, {kl}) * {eb};"
+          f"  // ldmatrix row address of this lane")
 
     # helper lambdas (emitted as macros-free inline code blocks via Python functions)
     def _smem_at(op: str, i: int) -> str:
@@ -501,14 +528,13 @@ def generate_source(cfg: GemmSm80Config) -> str:
                    reg: str | None = None):
         x = op.lower()
         cm = cmA if op == "A" else cmB
-        lay = layA if op == "A" else layB
         ld = "lda" if op == "A" else "ldb"
         ext, mn0 = ("M", "m0") if op == "A" else ("N", "n0")
         DR, DS = affine[op]
         vb = cm.vec * eb
         sbase = "sA" if op == "A" else "sB"
         st = a_stage if op == "A" else b_stage
-        if lay.major == "K":
+        if cm.major == "K":
             n = (f"(({mn0} + {x}c_r + {i * DR} < {ext}) ? "
                  f"max(0, min({cm.vec}, K - ({kbase}) - {x}c_k)) : 0)")
             src = f"{x}c_g + {i} * {x}c_step + ({kbase})"
@@ -692,26 +718,59 @@ def generate_source(cfg: GemmSm80Config) -> str:
     return e.text()
 
 
-def _copy_affine(cm: CopyMap, lay: SmemLayout):
-    """(DR, DS): iteration i of every thread's copy is DR lines and DS smem elements after
-    iteration 0, or None when the map is not affine in i."""
-    DR = cm.threads // cm.cpl if cm.threads % cm.cpl == 0 else None
-    if DR is None:
+@dataclass(frozen=True)
+class _CopyPlan:
+    """One operand's gmem->smem tiled copy as the generator uses it: the TiledCopy, the smem
+    layout, and each thread's tile coordinates lowered from the copy's partition."""
+
+    tc: object
+    L: object
+    R: int
+    BK: int
+    major: str
+    threads: int
+
+    @staticmethod
+    def of(cfg, operand):
+        return _CopyPlan(cfg.gmem_copy(operand), cfg.smem_layout(operand), cfg.rows(operand),
+                         cfg.tile[2], cfg.major(operand), cfg.threads)
+
+    @property
+    def vec(self) -> int:
+        return sm80_copy.vector(self.tc)
+
+    @property
+    def iterations(self) -> int:
+        return sm80_copy.iterations(self.tc, self.R, self.BK)
+
+    def coord_ir(self, i):
+        return sm80_copy.tile_coord(self.tc, self.R, self.BK, ir.var("tid", 0, self.threads - 1),
+                                    i)
+
+    def c_coord(self, i) -> tuple[str, str]:
+        """C expressions (in ``tid``) of the (r, k) of copy ``i``'s first value."""
+        return tuple(f"({_render(x)})" for x in self.coord_ir(i))
+
+
+def _copy_affine(cm: _CopyPlan):
+    """(DR, DS): copy i of every thread is DR lines (of the strided mode) and DS smem elements
+    after copy 0 -- evaluated from the lowered partition and smem layout over all threads --
+    or None when the map is not affine in i."""
+    import numpy as np
+    r, k = sm80_copy.coords(cm.tc, cm.R, cm.BK)
+    r, k = r[:, :, 0], k[:, :, 0]
+    n = r.shape[1]
+    strided, other = (r, k) if cm.major == "K" else (k, r)
+    DR = int(strided[0, 1] - strided[0, 0]) if n > 1 else cm.threads * cm.vec // (
+        cm.BK if cm.major == "K" else cm.R)
+    idx = np.arange(n)
+    if not (np.all(strided == strided[:, :1] + DR * idx) and np.all(other == other[:, :1])):
         return None
-    DS = None
-    for t in range(cm.threads):
-        r0, k0 = cm.coord(t, 0)
-        for i in range(cm.iterations):
-            r, k = cm.coord(t, i)
-            want = (r0 + i * DR, k0) if cm.major == "K" else (r0, k0 + i * DR)
-            if (r, k) != want:
-                return None
-            d = lay(r, k) - lay(r0, k0)
-            if i == 1 and DS is None and t == 0:
-                DS = d
-            if i >= 1 and DS is not None and d != i * DS:
-                DS = False
-    return DR, (None if DS is False else (DS or 0))
+    off = ir.evaluate(sm80_smem.offset(cm.L, ir.var("r", 0, cm.R - 1), ir.var("k", 0, cm.BK - 1)),
+                      {"r": r, "k": k})
+    d = off - off[:, :1]
+    DS = int(d[0, 1]) if n > 1 else 0
+    return DR, (DS if np.all(d == DS * idx) else None)
 
 
 def _emit_chunk_helpers(e: _Emitter, eb: int) -> None:
@@ -767,7 +826,7 @@ def _emit_epilogue(e: _Emitter, cfg: GemmSm80Config, WM: int, WN: int, MI: int, 
         load2 = (f"const u32 c2 = *reinterpret_cast<const u32*>(C + o); "
                  f"c0 = {cv}(static_cast<u16>(c2 & 0xffffu)); c1 = {cv}(static_cast<u16>(c2 >> 16));")
         store2 = f"*reinterpret_cast<u32*>(D + o) = {pk}(v0, v1);"
-    (m0e, n0e), (m1e, n1e) = accumulator_c_exprs(cfg.dtype)
+    (m0e, n0e), (m1e, n1e) = sm80_mma.accumulator_c_exprs(cfg.dtype)
     e("// accumulator (m, n) of c{2h}, c{2h+1}: lowered from the MMA atom's layout_C")
     e(f"const int cm0 = {m0e}, cn0 = {n0e}, cm1 = {m1e}, cn1 = {n1e};")
     e("const bool use_c = beta != 0.f;")
@@ -1151,8 +1210,8 @@ def precompile(configs, arch: str | None = None, processes: int | None = None):
 
 def _fit_vectors(cfg: GemmSm80Config) -> GemmSm80Config:
     """Shrink vec_a / vec_b until each copy map splits evenly (tiny tiles, wide vectors)."""
-    while not cfg.copy_map("A").valid() and cfg.vec_a > 1:
+    while not cfg.copy_ok("A") and cfg.vec_a > 1:
         cfg = replace(cfg, vec_a=cfg.vec_a // 2)
-    while not cfg.copy_map("B").valid() and cfg.vec_b > 1:
+    while not cfg.copy_ok("B") and cfg.vec_b > 1:
         cfg = replace(cfg, vec_b=cfg.vec_b // 2)
     return cfg

@@ -24,7 +24,6 @@ from dataclasses import replace
 from cute_py.errors import AtomError
 
 from .gemm_sm80 import GemmSm80Config
-from .gemm_sm80_maps import SmemLayout
 
 __all__ = ["make_gemm_sm80", "describe"]
 
@@ -41,9 +40,9 @@ def _atom_dtype(tiled_mma) -> str:
                     "not emit", expected=sorted(_ATOMS), actual=name)
 
 
-def _same_function(L, lay: SmemLayout) -> bool:
+def _same_function(L, want, R: int, BK: int) -> bool:
     try:
-        return all(L((r, k)) == lay(r, k) for r in range(lay.R) for k in range(lay.BK))
+        return all(L((r, k)) == want((r, k)) for r in range(R) for k in range(BK))
     except Exception:
         return False
 
@@ -74,9 +73,10 @@ def make_gemm_sm80(tiled_mma, tile, *, stages: int = 3, mainloop: str = "multist
                          vec_a=16 // eb, vec_b=16 // eb, vec_c=2, raster=raster)
     for name, given, operand in (("smem_layout_A", smem_layout_A, "A"),
                                  ("smem_layout_B", smem_layout_B, "B")):
-        if given is not None and not _same_function(given, cfg.smem_layout(operand)):
+        if given is not None and not _same_function(given, cfg.smem_layout(operand),
+                                                    cfg.rows(operand), cfg.tile[2]):
             raise AtomError(op, name, "is not the SM80 swizzled layout the generator emits",
-                            expected=str(cfg.smem_layout(operand).cute()), actual=str(given))
+                            expected=str(cfg.smem_layout(operand)), actual=str(given))
     for name, given, operand in (("copy_A", copy_A, "A"), ("copy_B", copy_B, "B")):
         if given is None:
             continue
@@ -101,26 +101,9 @@ def describe(cfg: GemmSm80Config) -> dict:
     """The algebra objects of ``cfg``: ``tiled_mma``, ``smem_layout_A/B``, ``copy_A/B``
     (gmem->smem), ``ldmatrix_A/B`` (``make_tiled_copy_A/B`` of the ldmatrix atom, 16-bit
     K-major/MN-major operands)."""
-    from cute_py.atom import mma_traits_sm80 as t
-    from cute_py.atom.copy_atom import make_copy_atom
-    from cute_py.atom.copy_traits import SM80_CP_ASYNC_CACHEGLOBAL_ZFILL, UniversalCopy
-    from cute_py.atom.tiled_copy import make_tiled_copy
-    from cute_py.atom.tiled_mma import make_tiled_mma
-    from cute_py.layout import make_layout
-    atom = {"f16": t.SM80_16x8x16_F32F16F16F32_TN, "bf16": t.SM80_16x8x16_F32BF16BF16F32_TN,
-            "tf32": t.SM80_16x8x8_F32TF32TF32F32_TN}[cfg.dtype]()
-    out = {"tiled_mma": make_tiled_mma(atom, (cfg.warps[0], cfg.warps[1], 1))}
-    vt = {"f16": "float16", "bf16": "bfloat16", "tf32": "float32"}[cfg.dtype]
+    out = {"tiled_mma": cfg.tiled_mma}
     for operand in "AB":
-        lay = cfg.smem_layout(operand)
-        out[f"smem_layout_{operand}"] = lay.cute()
-        cm = cfg.copy_map(operand)
-        bits = cm.vec * cfg.elem_bytes * 8
-        cp_op = (SM80_CP_ASYNC_CACHEGLOBAL_ZFILL(128) if bits == 128 else None)
-        if cfg.mainloop != "multistage" or cp_op is None:
-            cp_op = UniversalCopy(bits)
-        lines = cm.threads // cm.cpl
-        out[f"copy_{operand}"] = make_tiled_copy(make_copy_atom(cp_op, vt),
-                                                 make_layout((lines, cm.cpl), (cm.cpl, 1)),
-                                                 make_layout((1, cm.vec)))
+        out[f"smem_layout_{operand}"] = cfg.smem_layout(operand)
+        out[f"copy_{operand}"] = cfg.gmem_copy(operand)
+        out[f"ldmatrix_{operand}"] = cfg.smem_read_copy(operand)
     return out
