@@ -23,7 +23,7 @@ from dataclasses import replace
 
 from cute_py.errors import AtomError
 
-from .gemm_sm80 import GemmSm80Config
+from .gemm_sm80_config import GemmSm80Config
 
 __all__ = ["make_gemm_sm80", "describe"]
 
