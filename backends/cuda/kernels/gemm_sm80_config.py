@@ -65,6 +65,10 @@ class GemmSm80Config:
     raster: int = 8
     epi: object = None
     min_blocks: int = 1
+    swizzle_a: object = "default"
+    swizzle_b: object = "default"
+    copy_a: object = None
+    copy_b: object = None
 
     # ------------------------------------------------------------------ derived sizes
     @property
@@ -104,10 +108,22 @@ class GemmSm80Config:
     def smem_layout(self, operand: str):
         """One stage of the operand in smem: ``Swizzle o tile_to_shape(atom, (R, BK))``."""
         return _smem_layout(self.rows(operand), self.tile[2], self.major(operand),
-                            self.elem_bytes)
+                            self.elem_bytes, self.swizzle(operand))
+
+    def swizzle(self, operand: str):
+        """``"default"`` (the SM80 swizzle), ``None`` (none) or ``(B, M, S)``."""
+        return self.swizzle_a if operand == "A" else self.swizzle_b
+
+    def copy_layouts(self, operand: str):
+        """``None`` (the row-major thread layout) or ``((thr_shape, thr_stride), (val_shape,
+        val_stride))`` of the gmem->smem tiled copy over ``(r, k)``."""
+        return self.copy_a if operand == "A" else self.copy_b
 
     def gmem_copy(self, operand: str):
         """The gmem->smem TiledCopy of the operand (``cp.async`` in the multistage mainloop)."""
+        if self.copy_layouts(operand) is not None:
+            return _custom_copy(self.copy_layouts(operand), self.elem_bytes,
+                                self.mainloop == "multistage")
         return _gmem_copy(self.rows(operand), self.tile[2], self.major(operand),
                           self.vec(operand), self.threads, self.elem_bytes,
                           self.mainloop == "multistage")
@@ -115,6 +131,9 @@ class GemmSm80Config:
     def copy_ok(self, operand: str) -> bool:
         """Whether the generator's row-major tiled copy of ``vec`` values splits the tile."""
         R, BK = self.rows(operand), self.tile[2]
+        if self.copy_layouts(operand) is not None:
+            tc = self.gmem_copy(operand)
+            return tc.num_threads == self.threads and (R * BK) % (self.threads * self.vec(operand)) == 0
         contiguous = BK if self.major(operand) == "K" else R
         v = self.vec(operand)
         return (contiguous % v == 0 and self.threads % (contiguous // v) == 0
@@ -190,6 +209,9 @@ class GemmSm80Config:
             raise AtomError(op, "min_blocks", "must be 1..4", actual=self.min_blocks)
         if self.epi is not None:
             _check_epi(self)
+        if (self.swizzle_a, self.swizzle_b, self.copy_a, self.copy_b) != ("default", "default",
+                                                                          None, None):
+            _check_composition(self)
         return self
 
     @property
@@ -205,8 +227,22 @@ class GemmSm80Config:
 
 
 @lru_cache(maxsize=None)
-def _smem_layout(R, BK, major, eb):
-    return sm80_smem.smem_layout(R, BK, major, eb)
+def _smem_layout(R, BK, major, eb, swizzle="default"):
+    return sm80_smem.smem_layout(R, BK, major, eb, swizzle)
+
+
+@lru_cache(maxsize=None)
+def _custom_copy(layouts, eb, asynchronous):
+    """A TiledCopy from stored ``((thr_shape, thr_stride), (val_shape, val_stride))``."""
+    from cute_py.atom.copy_atom import make_copy_atom
+    from cute_py.atom.tiled_copy import make_tiled_copy
+    from cute_py.layout import make_layout, size
+    (ts, td), (vs, vd) = layouts
+    val = make_layout(vs, vd)
+    vb = size(val) * eb
+    op = sm80_copy.copy_op(vb, asynchronous and vb >= 4)
+    return make_tiled_copy(make_copy_atom(op, {2: "float16", 4: "float32"}[eb]),
+                           make_layout(ts, td), val)
 
 
 @lru_cache(maxsize=None)
@@ -224,10 +260,41 @@ def _smem_read_copy(dtype, warps, tile_mn, operand, major, eb):
     return sm80_ldmatrix.ldmatrix_copy(_tiled_mma(dtype, warps, tile_mn), operand, major, eb)
 
 
+def _check_composition(cfg) -> None:
+    """The hardware rules of a non-default composition (custom swizzles / copies)."""
+    from ..arch.sm80 import copy as c
+    for op in "AB":
+        R, BK = cfg.rows(op), cfg.tile[2]
+        L = cfg.smem_layout(op)
+        name = f"copy_{op}"
+        if cfg.vec(op) != cfg.gmem_copy(op).num_values:
+            raise AtomError("GemmSm80Config", f"vec_{op.lower()}", "must be the copy's vector",
+                            expected=cfg.gmem_copy(op).num_values, actual=cfg.vec(op))
+        c.check_copy(cfg.gmem_copy(op), L, R, BK, cfg.major(op), cfg.elem_bytes, name,
+                     asynchronous=cfg.mainloop == "multistage"
+                     and cfg.vec(op) * cfg.elem_bytes >= 4)
+        sm80_ldmatrix.check_rows(cfg.smem_read_copy(op), L, R, BK, cfg.elem_bytes,
+                                 f"smem_layout_{op}")
+
+
+def _composition_key(cfg) -> str:
+    """Kernel-name suffix of a non-default composition ('' for the generator's own)."""
+    import hashlib
+    out = ""
+    for op, sw in (("a", cfg.swizzle_a), ("b", cfg.swizzle_b)):
+        if sw != "default":
+            out += f"_sw{op}" + ("0" if sw is None else "".join(str(x) for x in sw))
+    for op, cp in (("a", cfg.copy_a), ("b", cfg.copy_b)):
+        if cp is not None:
+            out += f"_cp{op}" + hashlib.sha1(repr(cp).encode()).hexdigest()[:8]
+    return out
+
+
 def kernel_name(cfg: GemmSm80Config) -> str:
     BM, BN, BK = cfg.tile
     epi = "" if cfg.epi is None else f"_epi{epilogue_of(cfg).key()}"
     epi += "" if cfg.min_blocks == 1 else f"_b{cfg.min_blocks}"
+    epi += _composition_key(cfg)
     return (f"gemm_sm80_{cfg.mainloop}_{cfg.dtype}_{cfg.out_dtype}_{cfg.a_major}{cfg.b_major}_"
             f"{BM}x{BN}x{BK}_w{cfg.warps[0]}x{cfg.warps[1]}_s{cfg.stages}_"
             f"v{cfg.vec_a}{cfg.vec_b}{cfg.vec_c}_r{cfg.raster}{epi}")
