@@ -127,8 +127,11 @@ def test_make_gemm_sm80_rejects_what_it_cannot_generate():
         make_gemm_sm80(make_tiled_mma(SM80_16x8x8_F32F16F16F32_TN(), (2, 2, 1)), (128, 128, 32))
     cfg = default_config(8192, 8192, 8192)
     d = describe(cfg)
-    with pytest.raises(AtomError, match="smem_layout_A"):
-        make_gemm_sm80(d["tiled_mma"], cfg.tile, smem_layout_A=make_layout((128, 32), (32, 1)))
+    with pytest.raises(AtomError, match="smem_layout_A"):   # k not contiguous: no ldmatrix
+        make_gemm_sm80(d["tiled_mma"], cfg.tile, smem_layout_A=make_layout((128, 32), (1, 128)))
+    # the plain (unswizzled) K-major layout is the atom tiling without a swizzle: accepted
+    plain_cfg = make_gemm_sm80(d["tiled_mma"], cfg.tile, smem_layout_A=make_layout((128, 32), (32, 1)))
+    assert plain_cfg.swizzle_a is None
     plain = make_tiled_copy(make_copy_atom(UniversalCopy(128), "float16"),
                             make_layout((64, 4), (4, 1)), make_layout((1, 8)))
     with pytest.raises(AtomError, match="copy_A"):

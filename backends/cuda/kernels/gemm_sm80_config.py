@@ -115,8 +115,8 @@ class GemmSm80Config:
         return self.swizzle_a if operand == "A" else self.swizzle_b
 
     def copy_layouts(self, operand: str):
-        """``None`` (the row-major thread layout) or ``((thr_shape, thr_stride), (val_shape,
-        val_stride))`` of the gmem->smem tiled copy over ``(r, k)``."""
+        """``None`` (the row-major thread layout) or ``(layout_tv shape, layout_tv stride,
+        tile)`` of the gmem->smem tiled copy over ``(r, k)``."""
         return self.copy_a if operand == "A" else self.copy_b
 
     def gmem_copy(self, operand: str):
@@ -232,17 +232,18 @@ def _smem_layout(R, BK, major, eb, swizzle="default"):
 
 
 @lru_cache(maxsize=None)
-def _custom_copy(layouts, eb, asynchronous):
-    """A TiledCopy from stored ``((thr_shape, thr_stride), (val_shape, val_stride))``."""
+def _custom_copy(key, eb, asynchronous):
+    """A TiledCopy from its stored TV form ``(layout_tv shape, layout_tv stride, tile)``
+    (C++ ``make_tiled_copy_impl``), with the copy atom of its vector."""
     from cute_py.atom.copy_atom import make_copy_atom
-    from cute_py.atom.tiled_copy import make_tiled_copy
+    from cute_py.atom.tiled_copy import make_tiled_copy_impl
     from cute_py.layout import make_layout, size
-    (ts, td), (vs, vd) = layouts
-    val = make_layout(vs, vd)
-    vb = size(val) * eb
+    shape, stride, tile = key
+    tv = make_layout(shape, stride)
+    vb = size(tv, 1) * eb
     op = sm80_copy.copy_op(vb, asynchronous and vb >= 4)
-    return make_tiled_copy(make_copy_atom(op, {2: "float16", 4: "float32"}[eb]),
-                           make_layout(ts, td), val)
+    return make_tiled_copy_impl(make_copy_atom(op, {2: "float16", 4: "float32"}[eb]), tv,
+                                tuple(make_layout(x) for x in tile))
 
 
 @lru_cache(maxsize=None)
