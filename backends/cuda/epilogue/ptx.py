@@ -3,10 +3,11 @@
 mbarrier (init / arrive / arrive.expect_tx / try_wait.parity spin), TMA 2-D load and store,
 bulk async-group commit / wait, ``fence.proxy.async``, named barriers, ``stmatrix``, predicated
 global pair loads and 16-byte quad loads with their in-quad shuffle transpose (the direct C / aux
-path), and ``cp.async`` for the SM80 variant.
+path).  The SM80 epilogue's ``cp.async`` / shared loads are the wrappers of
+``cute_py/ptx_sm80.cuh`` and ``cute_py/ptx_common.cuh``.
 """
 
-__all__ = ["PRELUDE_COMMON", "PRELUDE_SM90", "PRELUDE_SM80"]
+__all__ = ["PRELUDE_COMMON", "PRELUDE_SM90"]
 
 PRELUDE_COMMON = r"""
 #ifndef INFINITY
@@ -224,25 +225,5 @@ __device__ __forceinline__ void cute_epi_stmatrix_x4(cute_u32 a, cute_u32 r0, cu
                                                      cute_u32 r2, cute_u32 r3) {
   asm volatile("stmatrix.sync.aligned.x4.m8n8.shared.b16 [%0], {%1, %2, %3, %4};"
                :: "r"(a), "r"(r0), "r"(r1), "r"(r2), "r"(r3) : "memory");
-}
-"""
-
-PRELUDE_SM80 = r"""
-__device__ __forceinline__ void cute_epi_cp_async16(cute_u32 dst, const void* src, bool pred) {
-  int n = pred ? 16 : 0;
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;"
-               :: "r"(dst), "l"(src), "r"(n) : "memory");
-}
-__device__ __forceinline__ void cute_epi_cp_async_commit() {
-  asm volatile("cp.async.commit_group;" ::: "memory");
-}
-template <int N> __device__ __forceinline__ void cute_epi_cp_async_wait() {
-  asm volatile("cp.async.wait_group %0;" :: "n"(N) : "memory");
-}
-__device__ __forceinline__ uint4 cute_epi_lds128(cute_u32 a) {
-  uint4 v;
-  asm volatile("ld.shared.v4.b32 {%0, %1, %2, %3}, [%4];"
-               : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "r"(a) : "memory");
-  return v;
 }
 """

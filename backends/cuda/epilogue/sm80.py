@@ -52,7 +52,7 @@ from cute_py.numeric import BYTES, C_STORAGE
 from .fragment import AccFragment, bank_wavefronts
 from .lower import (MATH_PRELUDE, LoweredTree, atomic_reduce, lower_tree, reduce_combine,
                     reduce_identity_literal)
-from .ptx import PRELUDE_COMMON, PRELUDE_SM80
+from .ptx import PRELUDE_COMMON
 from .sm90 import EpilogueConfig, ParamSpec
 
 __all__ = ["Sm80EpilogueConfig", "Sm80Epilogue", "SmemSwizzle", "fragment_period",
@@ -400,7 +400,7 @@ class Sm80Epilogue:
 
     # -- code pieces --------------------------------------------------------------------------
     def prelude(self) -> str:
-        return PRELUDE_COMMON + PRELUDE_SM80 + PRELUDE_SM80_EPI + MATH_PRELUDE + "\n" + \
+        return '#include "cute_py/ptx_sm80.cuh"\n' + PRELUDE_COMMON + PRELUDE_SM80_EPI + MATH_PRELUDE + "\n" + \
             self.lt.source
 
     def init_code(self, smem_ptr: str = "cute_epi_smem_base") -> str:
@@ -457,7 +457,7 @@ class Sm80Epilogue:
             def body(dt, vec, name):
                 if self.cfg.vectorized:
                     return ["const bool ok_ = row_ok_ && gn_ < N;",
-                            f"cute_epi_cp_async16(sa_, p_{name} + (ok_ ? go_ : 0), ok_);"]
+                            f"cute_py::sm80::cp_async_pred_zfill<16>(sa_, p_{name} + (ok_ ? go_ : 0), ok_);"]
                 return [f"cute_epi_ld_chunk_scalar(sa_, p_{name} + go_, "
                         f"row_ok_ ? max(0, min({vec}, N - gn_)) : 0);"]
             L += self._chunk_loop(("load", name), i, j, s % self.cfg.stages_c, body)
@@ -466,9 +466,9 @@ class Sm80Epilogue:
     def _store_chunks(self, key, i, j, stage):
         def body(dt, vec, name):
             if self.cfg.vectorized:
-                return ["const uint4 v_ = cute_epi_lds128(sa_);",
+                return ["const uint4 v_ = cute_py::ld_shared_128(sa_);",
                         f"if (row_ok_ && gn_ < N) cute_epi_stg128(p_{name} + go_, v_);"]
-            return ["const uint4 v_ = cute_epi_lds128(sa_);",
+            return ["const uint4 v_ = cute_py::ld_shared_128(sa_);",
                     f"if (row_ok_) cute_epi_st_chunk_scalar(p_{name} + go_, v_, "
                     f"max(0, min({vec}, N - gn_)));"]
         return self._chunk_loop(key, i, j, stage, body)
@@ -583,7 +583,7 @@ class Sm80Epilogue:
             for p in range(sc - 1):
                 if p < nsub:
                     L += self._issue_loads(p)
-                L.append("cute_epi_cp_async_commit();")
+                L.append("cute_py::sm80::cp_async_commit();")
         for s, (i, j) in enumerate(self.subtiles):
             vals = self.values[(i, j)]
             pairs, singles = _value_pairs(fr, vals)
@@ -593,8 +593,8 @@ class Sm80Epilogue:
                 # the stage refilled here was last read in subtile s-1, before its D barrier
                 if s + sc - 1 < nsub:
                     B += self._issue_loads(s + sc - 1)
-                B += ["cute_epi_cp_async_commit();",
-                      f"cute_epi_cp_async_wait<{sc - 1}>();", bar]
+                B += ["cute_py::sm80::cp_async_commit();",
+                      f"cute_py::sm80::cp_async_wait<{sc - 1}>();", bar]
                 for name, _ in lt.loads:
                     lb = self._buf_expr(("load", name), s % sc)
                     B.append(f"const cute_u32 lb_{name} = {lb};")
@@ -659,7 +659,7 @@ class Sm80Epilogue:
     def consumer_tail_code(self) -> str:
         """After the last tile: no cp.async group is left in flight (the stores are
         synchronous ``st.global``); a kernel that reuses the smem afterwards syncs the CTA."""
-        return "cute_epi_cp_async_wait<0>();"
+        return "cute_py::sm80::cp_async_wait<0>();"
 
     def key(self) -> str:
         c = self.cfg

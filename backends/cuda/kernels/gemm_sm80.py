@@ -338,7 +338,7 @@ def generate_source(cfg: GemmSm80Config) -> str:
         else:  # tf32, M-major: scalar loads of the fragment elements
             for mi in range(MI):
                 for j in range(4):
-                    e(f"fa[{buf}][{mi}][{j}] = lds32({frag_addr('A', planA[(kb, mi, j)], stage)});")
+                    e(f"fa[{buf}][{mi}][{j}] = ld_shared_32({frag_addr('A', planA[(kb, mi, j)], stage)});")
         if not scalarB:
             for i in range((NI + 1) // 2):
                 addr = frag_addr("B", planB[(kb, i)], stage)
@@ -351,7 +351,7 @@ def generate_source(cfg: GemmSm80Config) -> str:
         else:
             for ni in range(NI):
                 for j in range(2):
-                    e(f"fb[{buf}][{ni}][{j}] = lds32({frag_addr('B', planB[(kb, ni, j)], stage)});")
+                    e(f"fb[{buf}][{ni}][{j}] = ld_shared_32({frag_addr('B', planB[(kb, ni, j)], stage)});")
         if tf32:
             e(f"#pragma unroll\nfor (int i = 0; i < {MI}; ++i)\n  #pragma unroll\n"
               f"  for (int j = 0; j < 4; ++j) fa[{buf}][i][j] = cvt_tf32(fa[{buf}][i][j]);")
@@ -584,9 +584,9 @@ template <int VEC> CUTE_PY_DEVICE void ld_chunk(u32* v, const unsigned int* p, i
   }
 }""")
     e("""template <int BYTES> CUTE_PY_DEVICE void st_chunk(u32 addr, const u32* v) {
-  if (BYTES == 16) sts128(addr, v[0], v[1], v[2], v[3]);
+  if (BYTES == 16) st_shared_128(addr, make_uint4(v[0], v[1], v[2], v[3]));
   else if (BYTES == 8) sts64(addr, v[0], v[1]);
-  else if (BYTES == 4) sts32(addr, v[0]);
+  else if (BYTES == 4) st_shared_32(addr, v[0]);
   else sts16(addr, static_cast<u16>(v[0]));
 }""")
 
@@ -599,9 +599,9 @@ def _emit_epilogue(e: _Emitter, cfg: GemmSm80Config, WM: int, WN: int, MI: int, 
         load2 = "const float2 c2 = *reinterpret_cast<const float2*>(C + o); c0 = c2.x; c1 = c2.y;"
         store2 = "*reinterpret_cast<float2*>(D + o) = make_float2(v0, v1);"
     else:
-        cv = "f16_to_f32" if out == "f16" else "bf16_to_f32"
+        cv = "f16_bits_to_f32" if out == "f16" else "bf16_bits_to_f32"
         pk = "pack_f16x2" if out == "f16" else "pack_bf16x2"
-        to = "f32_to_f16" if out == "f16" else "f32_to_bf16"
+        to = "f32_to_f16_bits" if out == "f16" else "f32_to_bf16_bits"
         load1, store1 = f"{cv}(C[o])", f"D[o] = {to}({{v}});"
         load2 = (f"const u32 c2 = *reinterpret_cast<const u32*>(C + o); "
                  f"c0 = {cv}(static_cast<u16>(c2 & 0xffffu)); c1 = {cv}(static_cast<u16>(c2 >> 16));")

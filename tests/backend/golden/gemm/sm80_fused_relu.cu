@@ -6,6 +6,7 @@
 // copies: A 2x8 elems/thread, B 4x8 elems/thread
 #include "cute_py/ptx_sm80.cuh"
 // fused epilogue (backends/cuda/epilogue/sm80.py): relu(add(multiply_add(beta, C, multiply(alpha, acc)), bias[n]))
+#include "cute_py/ptx_sm80.cuh"
 
 #ifndef INFINITY
 #define INFINITY __int_as_float(0x7f800000)
@@ -68,24 +69,6 @@ __device__ __forceinline__ float2 cute_epi_unpack_half2(cute_u32 w) {
 }
 __device__ __forceinline__ float2 cute_epi_unpack_bf162(cute_u32 w) {
   return make_float2(__uint_as_float(w << 16), __uint_as_float(w & 0xffff0000u));
-}
-
-__device__ __forceinline__ void cute_epi_cp_async16(cute_u32 dst, const void* src, bool pred) {
-  int n = pred ? 16 : 0;
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;"
-               :: "r"(dst), "l"(src), "r"(n) : "memory");
-}
-__device__ __forceinline__ void cute_epi_cp_async_commit() {
-  asm volatile("cp.async.commit_group;" ::: "memory");
-}
-template <int N> __device__ __forceinline__ void cute_epi_cp_async_wait() {
-  asm volatile("cp.async.wait_group %0;" :: "n"(N) : "memory");
-}
-__device__ __forceinline__ uint4 cute_epi_lds128(cute_u32 a) {
-  uint4 v;
-  asm volatile("ld.shared.v4.b32 {%0, %1, %2, %3}, [%4];"
-               : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "r"(a) : "memory");
-  return v;
 }
 
 template <int S, unsigned MASK> __device__ __forceinline__ cute_u32 cute_epi_swz80(int off) {
@@ -198,9 +181,9 @@ template <int VEC> CUTE_PY_DEVICE void ld_chunk(u32* v, const unsigned short* p,
   }
 }
 template <int BYTES> CUTE_PY_DEVICE void st_chunk(u32 addr, const u32* v) {
-  if (BYTES == 16) sts128(addr, v[0], v[1], v[2], v[3]);
+  if (BYTES == 16) st_shared_128(addr, make_uint4(v[0], v[1], v[2], v[3]));
   else if (BYTES == 8) sts64(addr, v[0], v[1]);
-  else if (BYTES == 4) sts32(addr, v[0]);
+  else if (BYTES == 4) st_shared_32(addr, v[0]);
   else sts16(addr, static_cast<u16>(v[0]));
 }
 extern "C" __global__ void __launch_bounds__(256, 1) gemm_sm80_multistage_f16_f16_KK_128x256x32_w2x4_s3_v882_r8_epi0b63bb1ea7f7(
@@ -358,9 +341,9 @@ extern "C" __global__ void __launch_bounds__(256, 1) gemm_sm80_multistage_f16_f1
     const bool row_ok_ = gm_ < M;
     const long long go_ = row_ok_ ? (long long)gm_ * ld_C + gn_ : 0;
     const bool ok_ = row_ok_ && gn_ < N;
-    cute_epi_cp_async16(sa_, p_C + (ok_ ? go_ : 0), ok_);
+    cute_py::sm80::cp_async_pred_zfill<16>(sa_, p_C + (ok_ ? go_ : 0), ok_);
   }
-  cute_epi_cp_async_commit();
+  cute_py::sm80::cp_async_commit();
   { // subtile (0, 0)
     #pragma unroll 1
     for (int it_ = 0; it_ < 4; ++it_) {
@@ -372,10 +355,10 @@ extern "C" __global__ void __launch_bounds__(256, 1) gemm_sm80_multistage_f16_f1
       const bool row_ok_ = gm_ < M;
       const long long go_ = row_ok_ ? (long long)gm_ * ld_C + gn_ : 0;
       const bool ok_ = row_ok_ && gn_ < N;
-      cute_epi_cp_async16(sa_, p_C + (ok_ ? go_ : 0), ok_);
+      cute_py::sm80::cp_async_pred_zfill<16>(sa_, p_C + (ok_ ? go_ : 0), ok_);
     }
-    cute_epi_cp_async_commit();
-    cute_epi_cp_async_wait<1>();
+    cute_py::sm80::cp_async_commit();
+    cute_py::sm80::cp_async_wait<1>();
     cute_epi_named_bar(1, 256);
     const cute_u32 lb_C = (cute_epi_smem + 0u);
     const float row_bias_0 = cute_epi_lds32f(cute_epi_smem + 49152u + 4u * (cute_nt + 0));
@@ -472,7 +455,7 @@ extern "C" __global__ void __launch_bounds__(256, 1) gemm_sm80_multistage_f16_f1
       const cute_u32 sa_ = (cute_epi_smem + 32768u) + cute_epi_swz80<3, 112u>(br_ * 128 + cc_ * 16);
       const bool row_ok_ = gm_ < M;
       const long long go_ = row_ok_ ? (long long)gm_ * ld_D + gn_ : 0;
-      const uint4 v_ = cute_epi_lds128(sa_);
+      const uint4 v_ = cute_py::ld_shared_128(sa_);
       if (row_ok_ && gn_ < N) cute_epi_stg128(p_D + go_, v_);
     }
   }
@@ -487,10 +470,10 @@ extern "C" __global__ void __launch_bounds__(256, 1) gemm_sm80_multistage_f16_f1
       const bool row_ok_ = gm_ < M;
       const long long go_ = row_ok_ ? (long long)gm_ * ld_C + gn_ : 0;
       const bool ok_ = row_ok_ && gn_ < N;
-      cute_epi_cp_async16(sa_, p_C + (ok_ ? go_ : 0), ok_);
+      cute_py::sm80::cp_async_pred_zfill<16>(sa_, p_C + (ok_ ? go_ : 0), ok_);
     }
-    cute_epi_cp_async_commit();
-    cute_epi_cp_async_wait<1>();
+    cute_py::sm80::cp_async_commit();
+    cute_py::sm80::cp_async_wait<1>();
     cute_epi_named_bar(1, 256);
     const cute_u32 lb_C = (cute_epi_smem + 16384u);
     const float row_bias_16 = cute_epi_lds32f(cute_epi_smem + 49152u + 4u * (cute_nt + 16));
@@ -587,7 +570,7 @@ extern "C" __global__ void __launch_bounds__(256, 1) gemm_sm80_multistage_f16_f1
       const cute_u32 sa_ = (cute_epi_smem + 32768u) + cute_epi_swz80<3, 112u>(br_ * 128 + cc_ * 16);
       const bool row_ok_ = gm_ < M;
       const long long go_ = row_ok_ ? (long long)gm_ * ld_D + gn_ : 0;
-      const uint4 v_ = cute_epi_lds128(sa_);
+      const uint4 v_ = cute_py::ld_shared_128(sa_);
       if (row_ok_ && gn_ < N) cute_epi_stg128(p_D + go_, v_);
     }
   }
@@ -602,10 +585,10 @@ extern "C" __global__ void __launch_bounds__(256, 1) gemm_sm80_multistage_f16_f1
       const bool row_ok_ = gm_ < M;
       const long long go_ = row_ok_ ? (long long)gm_ * ld_C + gn_ : 0;
       const bool ok_ = row_ok_ && gn_ < N;
-      cute_epi_cp_async16(sa_, p_C + (ok_ ? go_ : 0), ok_);
+      cute_py::sm80::cp_async_pred_zfill<16>(sa_, p_C + (ok_ ? go_ : 0), ok_);
     }
-    cute_epi_cp_async_commit();
-    cute_epi_cp_async_wait<1>();
+    cute_py::sm80::cp_async_commit();
+    cute_py::sm80::cp_async_wait<1>();
     cute_epi_named_bar(1, 256);
     const cute_u32 lb_C = (cute_epi_smem + 0u);
     const float row_bias_32 = cute_epi_lds32f(cute_epi_smem + 49152u + 4u * (cute_nt + 32));
@@ -702,13 +685,13 @@ extern "C" __global__ void __launch_bounds__(256, 1) gemm_sm80_multistage_f16_f1
       const cute_u32 sa_ = (cute_epi_smem + 32768u) + cute_epi_swz80<3, 112u>(br_ * 128 + cc_ * 16);
       const bool row_ok_ = gm_ < M;
       const long long go_ = row_ok_ ? (long long)gm_ * ld_D + gn_ : 0;
-      const uint4 v_ = cute_epi_lds128(sa_);
+      const uint4 v_ = cute_py::ld_shared_128(sa_);
       if (row_ok_ && gn_ < N) cute_epi_stg128(p_D + go_, v_);
     }
   }
   { // subtile (0, 3)
-    cute_epi_cp_async_commit();
-    cute_epi_cp_async_wait<1>();
+    cute_py::sm80::cp_async_commit();
+    cute_py::sm80::cp_async_wait<1>();
     cute_epi_named_bar(1, 256);
     const cute_u32 lb_C = (cute_epi_smem + 16384u);
     const float row_bias_48 = cute_epi_lds32f(cute_epi_smem + 49152u + 4u * (cute_nt + 48));
@@ -805,10 +788,10 @@ extern "C" __global__ void __launch_bounds__(256, 1) gemm_sm80_multistage_f16_f1
       const cute_u32 sa_ = (cute_epi_smem + 32768u) + cute_epi_swz80<3, 112u>(br_ * 128 + cc_ * 16);
       const bool row_ok_ = gm_ < M;
       const long long go_ = row_ok_ ? (long long)gm_ * ld_D + gn_ : 0;
-      const uint4 v_ = cute_epi_lds128(sa_);
+      const uint4 v_ = cute_py::ld_shared_128(sa_);
       if (row_ok_ && gn_ < N) cute_epi_stg128(p_D + go_, v_);
     }
   }
   }
-  cute_epi_cp_async_wait<0>();
+  cute_py::sm80::cp_async_wait<0>();
 }

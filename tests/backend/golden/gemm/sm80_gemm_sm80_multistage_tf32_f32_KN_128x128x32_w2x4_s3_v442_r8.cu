@@ -30,9 +30,9 @@ template <int VEC> CUTE_PY_DEVICE void ld_chunk(u32* v, const unsigned int* p, i
   }
 }
 template <int BYTES> CUTE_PY_DEVICE void st_chunk(u32 addr, const u32* v) {
-  if (BYTES == 16) sts128(addr, v[0], v[1], v[2], v[3]);
+  if (BYTES == 16) st_shared_128(addr, make_uint4(v[0], v[1], v[2], v[3]));
   else if (BYTES == 8) sts64(addr, v[0], v[1]);
-  else if (BYTES == 4) sts32(addr, v[0]);
+  else if (BYTES == 4) st_shared_32(addr, v[0]);
   else sts16(addr, static_cast<u16>(v[0]));
 }
 extern "C" __global__ void __launch_bounds__(256, 1) gemm_sm80_multistage_tf32_f32_KN_128x128x32_w2x4_s3_v442_r8(
@@ -103,14 +103,14 @@ extern "C" __global__ void __launch_bounds__(256, 1) gemm_sm80_multistage_tf32_f
   ldmatrix_x4(fa[0][1][0], fa[0][1][1], fa[0][1][2], fa[0][1][3], sA + (read_stage) * 16384 + ((a_lm ^ 0u) + 2048u));
   ldmatrix_x4(fa[0][2][0], fa[0][2][1], fa[0][2][2], fa[0][2][3], sA + (read_stage) * 16384 + ((a_lm ^ 0u) + 4096u));
   ldmatrix_x4(fa[0][3][0], fa[0][3][1], fa[0][3][2], fa[0][3][3], sA + (read_stage) * 16384 + ((a_lm ^ 0u) + 6144u));
-  fb[0][0][0] = lds32(sB + (read_stage) * 16384 + ((b_lm ^ 0u) + 0u));
-  fb[0][0][1] = lds32(sB + (read_stage) * 16384 + ((b_lm ^ 64u) + 512u));
-  fb[0][1][0] = lds32(sB + (read_stage) * 16384 + ((b_lm ^ 32u) + 0u));
-  fb[0][1][1] = lds32(sB + (read_stage) * 16384 + ((b_lm ^ 96u) + 512u));
-  fb[0][2][0] = lds32(sB + (read_stage) * 16384 + ((b_lm ^ 64u) + 0u));
-  fb[0][2][1] = lds32(sB + (read_stage) * 16384 + ((b_lm ^ 0u) + 512u));
-  fb[0][3][0] = lds32(sB + (read_stage) * 16384 + ((b_lm ^ 96u) + 0u));
-  fb[0][3][1] = lds32(sB + (read_stage) * 16384 + ((b_lm ^ 32u) + 512u));
+  fb[0][0][0] = ld_shared_32(sB + (read_stage) * 16384 + ((b_lm ^ 0u) + 0u));
+  fb[0][0][1] = ld_shared_32(sB + (read_stage) * 16384 + ((b_lm ^ 64u) + 512u));
+  fb[0][1][0] = ld_shared_32(sB + (read_stage) * 16384 + ((b_lm ^ 32u) + 0u));
+  fb[0][1][1] = ld_shared_32(sB + (read_stage) * 16384 + ((b_lm ^ 96u) + 512u));
+  fb[0][2][0] = ld_shared_32(sB + (read_stage) * 16384 + ((b_lm ^ 64u) + 0u));
+  fb[0][2][1] = ld_shared_32(sB + (read_stage) * 16384 + ((b_lm ^ 0u) + 512u));
+  fb[0][3][0] = ld_shared_32(sB + (read_stage) * 16384 + ((b_lm ^ 96u) + 0u));
+  fb[0][3][1] = ld_shared_32(sB + (read_stage) * 16384 + ((b_lm ^ 32u) + 512u));
   #pragma unroll
   for (int i = 0; i < 4; ++i)
     #pragma unroll
@@ -125,14 +125,14 @@ extern "C" __global__ void __launch_bounds__(256, 1) gemm_sm80_multistage_tf32_f
     ldmatrix_x4(fa[1][1][0], fa[1][1][1], fa[1][1][2], fa[1][1][3], sA + (read_stage) * 16384 + ((a_lm ^ 32u) + 2048u));
     ldmatrix_x4(fa[1][2][0], fa[1][2][1], fa[1][2][2], fa[1][2][3], sA + (read_stage) * 16384 + ((a_lm ^ 32u) + 4096u));
     ldmatrix_x4(fa[1][3][0], fa[1][3][1], fa[1][3][2], fa[1][3][3], sA + (read_stage) * 16384 + ((a_lm ^ 32u) + 6144u));
-    fb[1][0][0] = lds32(sB + (read_stage) * 16384 + ((b_lm ^ 0u) + 4096u));
-    fb[1][0][1] = lds32(sB + (read_stage) * 16384 + ((b_lm ^ 64u) + 4608u));
-    fb[1][1][0] = lds32(sB + (read_stage) * 16384 + ((b_lm ^ 32u) + 4096u));
-    fb[1][1][1] = lds32(sB + (read_stage) * 16384 + ((b_lm ^ 96u) + 4608u));
-    fb[1][2][0] = lds32(sB + (read_stage) * 16384 + ((b_lm ^ 64u) + 4096u));
-    fb[1][2][1] = lds32(sB + (read_stage) * 16384 + ((b_lm ^ 0u) + 4608u));
-    fb[1][3][0] = lds32(sB + (read_stage) * 16384 + ((b_lm ^ 96u) + 4096u));
-    fb[1][3][1] = lds32(sB + (read_stage) * 16384 + ((b_lm ^ 32u) + 4608u));
+    fb[1][0][0] = ld_shared_32(sB + (read_stage) * 16384 + ((b_lm ^ 0u) + 4096u));
+    fb[1][0][1] = ld_shared_32(sB + (read_stage) * 16384 + ((b_lm ^ 64u) + 4608u));
+    fb[1][1][0] = ld_shared_32(sB + (read_stage) * 16384 + ((b_lm ^ 32u) + 4096u));
+    fb[1][1][1] = ld_shared_32(sB + (read_stage) * 16384 + ((b_lm ^ 96u) + 4608u));
+    fb[1][2][0] = ld_shared_32(sB + (read_stage) * 16384 + ((b_lm ^ 64u) + 4096u));
+    fb[1][2][1] = ld_shared_32(sB + (read_stage) * 16384 + ((b_lm ^ 0u) + 4608u));
+    fb[1][3][0] = ld_shared_32(sB + (read_stage) * 16384 + ((b_lm ^ 96u) + 4096u));
+    fb[1][3][1] = ld_shared_32(sB + (read_stage) * 16384 + ((b_lm ^ 32u) + 4608u));
     #pragma unroll
     for (int i = 0; i < 4; ++i)
       #pragma unroll
@@ -161,14 +161,14 @@ extern "C" __global__ void __launch_bounds__(256, 1) gemm_sm80_multistage_tf32_f
     ldmatrix_x4(fa[0][1][0], fa[0][1][1], fa[0][1][2], fa[0][1][3], sA + (read_stage) * 16384 + ((a_lm ^ 64u) + 2048u));
     ldmatrix_x4(fa[0][2][0], fa[0][2][1], fa[0][2][2], fa[0][2][3], sA + (read_stage) * 16384 + ((a_lm ^ 64u) + 4096u));
     ldmatrix_x4(fa[0][3][0], fa[0][3][1], fa[0][3][2], fa[0][3][3], sA + (read_stage) * 16384 + ((a_lm ^ 64u) + 6144u));
-    fb[0][0][0] = lds32(sB + (read_stage) * 16384 + ((b_lm ^ 0u) + 8192u));
-    fb[0][0][1] = lds32(sB + (read_stage) * 16384 + ((b_lm ^ 64u) + 8704u));
-    fb[0][1][0] = lds32(sB + (read_stage) * 16384 + ((b_lm ^ 32u) + 8192u));
-    fb[0][1][1] = lds32(sB + (read_stage) * 16384 + ((b_lm ^ 96u) + 8704u));
-    fb[0][2][0] = lds32(sB + (read_stage) * 16384 + ((b_lm ^ 64u) + 8192u));
-    fb[0][2][1] = lds32(sB + (read_stage) * 16384 + ((b_lm ^ 0u) + 8704u));
-    fb[0][3][0] = lds32(sB + (read_stage) * 16384 + ((b_lm ^ 96u) + 8192u));
-    fb[0][3][1] = lds32(sB + (read_stage) * 16384 + ((b_lm ^ 32u) + 8704u));
+    fb[0][0][0] = ld_shared_32(sB + (read_stage) * 16384 + ((b_lm ^ 0u) + 8192u));
+    fb[0][0][1] = ld_shared_32(sB + (read_stage) * 16384 + ((b_lm ^ 64u) + 8704u));
+    fb[0][1][0] = ld_shared_32(sB + (read_stage) * 16384 + ((b_lm ^ 32u) + 8192u));
+    fb[0][1][1] = ld_shared_32(sB + (read_stage) * 16384 + ((b_lm ^ 96u) + 8704u));
+    fb[0][2][0] = ld_shared_32(sB + (read_stage) * 16384 + ((b_lm ^ 64u) + 8192u));
+    fb[0][2][1] = ld_shared_32(sB + (read_stage) * 16384 + ((b_lm ^ 0u) + 8704u));
+    fb[0][3][0] = ld_shared_32(sB + (read_stage) * 16384 + ((b_lm ^ 96u) + 8192u));
+    fb[0][3][1] = ld_shared_32(sB + (read_stage) * 16384 + ((b_lm ^ 32u) + 8704u));
     #pragma unroll
     for (int i = 0; i < 4; ++i)
       #pragma unroll
@@ -197,14 +197,14 @@ extern "C" __global__ void __launch_bounds__(256, 1) gemm_sm80_multistage_tf32_f
     ldmatrix_x4(fa[1][1][0], fa[1][1][1], fa[1][1][2], fa[1][1][3], sA + (read_stage) * 16384 + ((a_lm ^ 96u) + 2048u));
     ldmatrix_x4(fa[1][2][0], fa[1][2][1], fa[1][2][2], fa[1][2][3], sA + (read_stage) * 16384 + ((a_lm ^ 96u) + 4096u));
     ldmatrix_x4(fa[1][3][0], fa[1][3][1], fa[1][3][2], fa[1][3][3], sA + (read_stage) * 16384 + ((a_lm ^ 96u) + 6144u));
-    fb[1][0][0] = lds32(sB + (read_stage) * 16384 + ((b_lm ^ 0u) + 12288u));
-    fb[1][0][1] = lds32(sB + (read_stage) * 16384 + ((b_lm ^ 64u) + 12800u));
-    fb[1][1][0] = lds32(sB + (read_stage) * 16384 + ((b_lm ^ 32u) + 12288u));
-    fb[1][1][1] = lds32(sB + (read_stage) * 16384 + ((b_lm ^ 96u) + 12800u));
-    fb[1][2][0] = lds32(sB + (read_stage) * 16384 + ((b_lm ^ 64u) + 12288u));
-    fb[1][2][1] = lds32(sB + (read_stage) * 16384 + ((b_lm ^ 0u) + 12800u));
-    fb[1][3][0] = lds32(sB + (read_stage) * 16384 + ((b_lm ^ 96u) + 12288u));
-    fb[1][3][1] = lds32(sB + (read_stage) * 16384 + ((b_lm ^ 32u) + 12800u));
+    fb[1][0][0] = ld_shared_32(sB + (read_stage) * 16384 + ((b_lm ^ 0u) + 12288u));
+    fb[1][0][1] = ld_shared_32(sB + (read_stage) * 16384 + ((b_lm ^ 64u) + 12800u));
+    fb[1][1][0] = ld_shared_32(sB + (read_stage) * 16384 + ((b_lm ^ 32u) + 12288u));
+    fb[1][1][1] = ld_shared_32(sB + (read_stage) * 16384 + ((b_lm ^ 96u) + 12800u));
+    fb[1][2][0] = ld_shared_32(sB + (read_stage) * 16384 + ((b_lm ^ 64u) + 12288u));
+    fb[1][2][1] = ld_shared_32(sB + (read_stage) * 16384 + ((b_lm ^ 0u) + 12800u));
+    fb[1][3][0] = ld_shared_32(sB + (read_stage) * 16384 + ((b_lm ^ 96u) + 12288u));
+    fb[1][3][1] = ld_shared_32(sB + (read_stage) * 16384 + ((b_lm ^ 32u) + 12800u));
     #pragma unroll
     for (int i = 0; i < 4; ++i)
       #pragma unroll
@@ -238,14 +238,14 @@ extern "C" __global__ void __launch_bounds__(256, 1) gemm_sm80_multistage_tf32_f
     ldmatrix_x4(fa[0][1][0], fa[0][1][1], fa[0][1][2], fa[0][1][3], sA + (read_stage) * 16384 + ((a_lm ^ 0u) + 2048u));
     ldmatrix_x4(fa[0][2][0], fa[0][2][1], fa[0][2][2], fa[0][2][3], sA + (read_stage) * 16384 + ((a_lm ^ 0u) + 4096u));
     ldmatrix_x4(fa[0][3][0], fa[0][3][1], fa[0][3][2], fa[0][3][3], sA + (read_stage) * 16384 + ((a_lm ^ 0u) + 6144u));
-    fb[0][0][0] = lds32(sB + (read_stage) * 16384 + ((b_lm ^ 0u) + 0u));
-    fb[0][0][1] = lds32(sB + (read_stage) * 16384 + ((b_lm ^ 64u) + 512u));
-    fb[0][1][0] = lds32(sB + (read_stage) * 16384 + ((b_lm ^ 32u) + 0u));
-    fb[0][1][1] = lds32(sB + (read_stage) * 16384 + ((b_lm ^ 96u) + 512u));
-    fb[0][2][0] = lds32(sB + (read_stage) * 16384 + ((b_lm ^ 64u) + 0u));
-    fb[0][2][1] = lds32(sB + (read_stage) * 16384 + ((b_lm ^ 0u) + 512u));
-    fb[0][3][0] = lds32(sB + (read_stage) * 16384 + ((b_lm ^ 96u) + 0u));
-    fb[0][3][1] = lds32(sB + (read_stage) * 16384 + ((b_lm ^ 32u) + 512u));
+    fb[0][0][0] = ld_shared_32(sB + (read_stage) * 16384 + ((b_lm ^ 0u) + 0u));
+    fb[0][0][1] = ld_shared_32(sB + (read_stage) * 16384 + ((b_lm ^ 64u) + 512u));
+    fb[0][1][0] = ld_shared_32(sB + (read_stage) * 16384 + ((b_lm ^ 32u) + 0u));
+    fb[0][1][1] = ld_shared_32(sB + (read_stage) * 16384 + ((b_lm ^ 96u) + 512u));
+    fb[0][2][0] = ld_shared_32(sB + (read_stage) * 16384 + ((b_lm ^ 64u) + 0u));
+    fb[0][2][1] = ld_shared_32(sB + (read_stage) * 16384 + ((b_lm ^ 0u) + 512u));
+    fb[0][3][0] = ld_shared_32(sB + (read_stage) * 16384 + ((b_lm ^ 96u) + 0u));
+    fb[0][3][1] = ld_shared_32(sB + (read_stage) * 16384 + ((b_lm ^ 32u) + 512u));
     #pragma unroll
     for (int i = 0; i < 4; ++i)
       #pragma unroll

@@ -30,9 +30,9 @@ template <int VEC> CUTE_PY_DEVICE void ld_chunk(u32* v, const unsigned int* p, i
   }
 }
 template <int BYTES> CUTE_PY_DEVICE void st_chunk(u32 addr, const u32* v) {
-  if (BYTES == 16) sts128(addr, v[0], v[1], v[2], v[3]);
+  if (BYTES == 16) st_shared_128(addr, make_uint4(v[0], v[1], v[2], v[3]));
   else if (BYTES == 8) sts64(addr, v[0], v[1]);
-  else if (BYTES == 4) sts32(addr, v[0]);
+  else if (BYTES == 4) st_shared_32(addr, v[0]);
   else sts16(addr, static_cast<u16>(v[0]));
 }
 extern "C" __global__ void __launch_bounds__(256, 1) gemm_sm80_multistage_tf32_f32_MK_128x128x32_w2x4_s3_v442_r8(
@@ -99,22 +99,22 @@ extern "C" __global__ void __launch_bounds__(256, 1) gemm_sm80_multistage_tf32_f
   cp_async_wait<1>();
   __syncthreads();
   int read_stage = 0, write_stage = 2, fetch = 2;
-  fa[0][0][0] = lds32(sA + (read_stage) * 16384 + ((a_lm ^ 0u) + 0u));
-  fa[0][0][1] = lds32(sA + (read_stage) * 16384 + ((a_lm ^ 32u) + 0u));
-  fa[0][0][2] = lds32(sA + (read_stage) * 16384 + ((a_lm ^ 64u) + 512u));
-  fa[0][0][3] = lds32(sA + (read_stage) * 16384 + ((a_lm ^ 96u) + 512u));
-  fa[0][1][0] = lds32(sA + (read_stage) * 16384 + ((a_lm ^ 64u) + 0u));
-  fa[0][1][1] = lds32(sA + (read_stage) * 16384 + ((a_lm ^ 96u) + 0u));
-  fa[0][1][2] = lds32(sA + (read_stage) * 16384 + ((a_lm ^ 0u) + 512u));
-  fa[0][1][3] = lds32(sA + (read_stage) * 16384 + ((a_lm ^ 32u) + 512u));
-  fa[0][2][0] = lds32(sA + (read_stage) * 16384 + ((a_lm ^ 0u) + 1024u));
-  fa[0][2][1] = lds32(sA + (read_stage) * 16384 + ((a_lm ^ 32u) + 1024u));
-  fa[0][2][2] = lds32(sA + (read_stage) * 16384 + ((a_lm ^ 64u) + 1536u));
-  fa[0][2][3] = lds32(sA + (read_stage) * 16384 + ((a_lm ^ 96u) + 1536u));
-  fa[0][3][0] = lds32(sA + (read_stage) * 16384 + ((a_lm ^ 64u) + 1024u));
-  fa[0][3][1] = lds32(sA + (read_stage) * 16384 + ((a_lm ^ 96u) + 1024u));
-  fa[0][3][2] = lds32(sA + (read_stage) * 16384 + ((a_lm ^ 0u) + 1536u));
-  fa[0][3][3] = lds32(sA + (read_stage) * 16384 + ((a_lm ^ 32u) + 1536u));
+  fa[0][0][0] = ld_shared_32(sA + (read_stage) * 16384 + ((a_lm ^ 0u) + 0u));
+  fa[0][0][1] = ld_shared_32(sA + (read_stage) * 16384 + ((a_lm ^ 32u) + 0u));
+  fa[0][0][2] = ld_shared_32(sA + (read_stage) * 16384 + ((a_lm ^ 64u) + 512u));
+  fa[0][0][3] = ld_shared_32(sA + (read_stage) * 16384 + ((a_lm ^ 96u) + 512u));
+  fa[0][1][0] = ld_shared_32(sA + (read_stage) * 16384 + ((a_lm ^ 64u) + 0u));
+  fa[0][1][1] = ld_shared_32(sA + (read_stage) * 16384 + ((a_lm ^ 96u) + 0u));
+  fa[0][1][2] = ld_shared_32(sA + (read_stage) * 16384 + ((a_lm ^ 0u) + 512u));
+  fa[0][1][3] = ld_shared_32(sA + (read_stage) * 16384 + ((a_lm ^ 32u) + 512u));
+  fa[0][2][0] = ld_shared_32(sA + (read_stage) * 16384 + ((a_lm ^ 0u) + 1024u));
+  fa[0][2][1] = ld_shared_32(sA + (read_stage) * 16384 + ((a_lm ^ 32u) + 1024u));
+  fa[0][2][2] = ld_shared_32(sA + (read_stage) * 16384 + ((a_lm ^ 64u) + 1536u));
+  fa[0][2][3] = ld_shared_32(sA + (read_stage) * 16384 + ((a_lm ^ 96u) + 1536u));
+  fa[0][3][0] = ld_shared_32(sA + (read_stage) * 16384 + ((a_lm ^ 64u) + 1024u));
+  fa[0][3][1] = ld_shared_32(sA + (read_stage) * 16384 + ((a_lm ^ 96u) + 1024u));
+  fa[0][3][2] = ld_shared_32(sA + (read_stage) * 16384 + ((a_lm ^ 0u) + 1536u));
+  fa[0][3][3] = ld_shared_32(sA + (read_stage) * 16384 + ((a_lm ^ 32u) + 1536u));
   ldmatrix_x4(fb[0][0][0], fb[0][0][1], fb[0][1][0], fb[0][1][1], sB + (read_stage) * 16384 + ((b_lm ^ 0u) + 0u));
   ldmatrix_x4(fb[0][2][0], fb[0][2][1], fb[0][3][0], fb[0][3][1], sB + (read_stage) * 16384 + ((b_lm ^ 0u) + 2048u));
   #pragma unroll
@@ -127,22 +127,22 @@ extern "C" __global__ void __launch_bounds__(256, 1) gemm_sm80_multistage_tf32_f
     for (int j = 0; j < 2; ++j) fb[0][i][j] = cvt_tf32(fb[0][i][j]);
   for (int kt = 0; kt < k_tiles; ++kt) {
     // k block 0
-    fa[1][0][0] = lds32(sA + (read_stage) * 16384 + ((a_lm ^ 0u) + 4096u));
-    fa[1][0][1] = lds32(sA + (read_stage) * 16384 + ((a_lm ^ 32u) + 4096u));
-    fa[1][0][2] = lds32(sA + (read_stage) * 16384 + ((a_lm ^ 64u) + 4608u));
-    fa[1][0][3] = lds32(sA + (read_stage) * 16384 + ((a_lm ^ 96u) + 4608u));
-    fa[1][1][0] = lds32(sA + (read_stage) * 16384 + ((a_lm ^ 64u) + 4096u));
-    fa[1][1][1] = lds32(sA + (read_stage) * 16384 + ((a_lm ^ 96u) + 4096u));
-    fa[1][1][2] = lds32(sA + (read_stage) * 16384 + ((a_lm ^ 0u) + 4608u));
-    fa[1][1][3] = lds32(sA + (read_stage) * 16384 + ((a_lm ^ 32u) + 4608u));
-    fa[1][2][0] = lds32(sA + (read_stage) * 16384 + ((a_lm ^ 0u) + 5120u));
-    fa[1][2][1] = lds32(sA + (read_stage) * 16384 + ((a_lm ^ 32u) + 5120u));
-    fa[1][2][2] = lds32(sA + (read_stage) * 16384 + ((a_lm ^ 64u) + 5632u));
-    fa[1][2][3] = lds32(sA + (read_stage) * 16384 + ((a_lm ^ 96u) + 5632u));
-    fa[1][3][0] = lds32(sA + (read_stage) * 16384 + ((a_lm ^ 64u) + 5120u));
-    fa[1][3][1] = lds32(sA + (read_stage) * 16384 + ((a_lm ^ 96u) + 5120u));
-    fa[1][3][2] = lds32(sA + (read_stage) * 16384 + ((a_lm ^ 0u) + 5632u));
-    fa[1][3][3] = lds32(sA + (read_stage) * 16384 + ((a_lm ^ 32u) + 5632u));
+    fa[1][0][0] = ld_shared_32(sA + (read_stage) * 16384 + ((a_lm ^ 0u) + 4096u));
+    fa[1][0][1] = ld_shared_32(sA + (read_stage) * 16384 + ((a_lm ^ 32u) + 4096u));
+    fa[1][0][2] = ld_shared_32(sA + (read_stage) * 16384 + ((a_lm ^ 64u) + 4608u));
+    fa[1][0][3] = ld_shared_32(sA + (read_stage) * 16384 + ((a_lm ^ 96u) + 4608u));
+    fa[1][1][0] = ld_shared_32(sA + (read_stage) * 16384 + ((a_lm ^ 64u) + 4096u));
+    fa[1][1][1] = ld_shared_32(sA + (read_stage) * 16384 + ((a_lm ^ 96u) + 4096u));
+    fa[1][1][2] = ld_shared_32(sA + (read_stage) * 16384 + ((a_lm ^ 0u) + 4608u));
+    fa[1][1][3] = ld_shared_32(sA + (read_stage) * 16384 + ((a_lm ^ 32u) + 4608u));
+    fa[1][2][0] = ld_shared_32(sA + (read_stage) * 16384 + ((a_lm ^ 0u) + 5120u));
+    fa[1][2][1] = ld_shared_32(sA + (read_stage) * 16384 + ((a_lm ^ 32u) + 5120u));
+    fa[1][2][2] = ld_shared_32(sA + (read_stage) * 16384 + ((a_lm ^ 64u) + 5632u));
+    fa[1][2][3] = ld_shared_32(sA + (read_stage) * 16384 + ((a_lm ^ 96u) + 5632u));
+    fa[1][3][0] = ld_shared_32(sA + (read_stage) * 16384 + ((a_lm ^ 64u) + 5120u));
+    fa[1][3][1] = ld_shared_32(sA + (read_stage) * 16384 + ((a_lm ^ 96u) + 5120u));
+    fa[1][3][2] = ld_shared_32(sA + (read_stage) * 16384 + ((a_lm ^ 0u) + 5632u));
+    fa[1][3][3] = ld_shared_32(sA + (read_stage) * 16384 + ((a_lm ^ 32u) + 5632u));
     ldmatrix_x4(fb[1][0][0], fb[1][0][1], fb[1][1][0], fb[1][1][1], sB + (read_stage) * 16384 + ((b_lm ^ 32u) + 0u));
     ldmatrix_x4(fb[1][2][0], fb[1][2][1], fb[1][3][0], fb[1][3][1], sB + (read_stage) * 16384 + ((b_lm ^ 32u) + 2048u));
     #pragma unroll
@@ -169,22 +169,22 @@ extern "C" __global__ void __launch_bounds__(256, 1) gemm_sm80_multistage_tf32_f
       }
     }
     // k block 1
-    fa[0][0][0] = lds32(sA + (read_stage) * 16384 + ((a_lm ^ 0u) + 8192u));
-    fa[0][0][1] = lds32(sA + (read_stage) * 16384 + ((a_lm ^ 32u) + 8192u));
-    fa[0][0][2] = lds32(sA + (read_stage) * 16384 + ((a_lm ^ 64u) + 8704u));
-    fa[0][0][3] = lds32(sA + (read_stage) * 16384 + ((a_lm ^ 96u) + 8704u));
-    fa[0][1][0] = lds32(sA + (read_stage) * 16384 + ((a_lm ^ 64u) + 8192u));
-    fa[0][1][1] = lds32(sA + (read_stage) * 16384 + ((a_lm ^ 96u) + 8192u));
-    fa[0][1][2] = lds32(sA + (read_stage) * 16384 + ((a_lm ^ 0u) + 8704u));
-    fa[0][1][3] = lds32(sA + (read_stage) * 16384 + ((a_lm ^ 32u) + 8704u));
-    fa[0][2][0] = lds32(sA + (read_stage) * 16384 + ((a_lm ^ 0u) + 9216u));
-    fa[0][2][1] = lds32(sA + (read_stage) * 16384 + ((a_lm ^ 32u) + 9216u));
-    fa[0][2][2] = lds32(sA + (read_stage) * 16384 + ((a_lm ^ 64u) + 9728u));
-    fa[0][2][3] = lds32(sA + (read_stage) * 16384 + ((a_lm ^ 96u) + 9728u));
-    fa[0][3][0] = lds32(sA + (read_stage) * 16384 + ((a_lm ^ 64u) + 9216u));
-    fa[0][3][1] = lds32(sA + (read_stage) * 16384 + ((a_lm ^ 96u) + 9216u));
-    fa[0][3][2] = lds32(sA + (read_stage) * 16384 + ((a_lm ^ 0u) + 9728u));
-    fa[0][3][3] = lds32(sA + (read_stage) * 16384 + ((a_lm ^ 32u) + 9728u));
+    fa[0][0][0] = ld_shared_32(sA + (read_stage) * 16384 + ((a_lm ^ 0u) + 8192u));
+    fa[0][0][1] = ld_shared_32(sA + (read_stage) * 16384 + ((a_lm ^ 32u) + 8192u));
+    fa[0][0][2] = ld_shared_32(sA + (read_stage) * 16384 + ((a_lm ^ 64u) + 8704u));
+    fa[0][0][3] = ld_shared_32(sA + (read_stage) * 16384 + ((a_lm ^ 96u) + 8704u));
+    fa[0][1][0] = ld_shared_32(sA + (read_stage) * 16384 + ((a_lm ^ 64u) + 8192u));
+    fa[0][1][1] = ld_shared_32(sA + (read_stage) * 16384 + ((a_lm ^ 96u) + 8192u));
+    fa[0][1][2] = ld_shared_32(sA + (read_stage) * 16384 + ((a_lm ^ 0u) + 8704u));
+    fa[0][1][3] = ld_shared_32(sA + (read_stage) * 16384 + ((a_lm ^ 32u) + 8704u));
+    fa[0][2][0] = ld_shared_32(sA + (read_stage) * 16384 + ((a_lm ^ 0u) + 9216u));
+    fa[0][2][1] = ld_shared_32(sA + (read_stage) * 16384 + ((a_lm ^ 32u) + 9216u));
+    fa[0][2][2] = ld_shared_32(sA + (read_stage) * 16384 + ((a_lm ^ 64u) + 9728u));
+    fa[0][2][3] = ld_shared_32(sA + (read_stage) * 16384 + ((a_lm ^ 96u) + 9728u));
+    fa[0][3][0] = ld_shared_32(sA + (read_stage) * 16384 + ((a_lm ^ 64u) + 9216u));
+    fa[0][3][1] = ld_shared_32(sA + (read_stage) * 16384 + ((a_lm ^ 96u) + 9216u));
+    fa[0][3][2] = ld_shared_32(sA + (read_stage) * 16384 + ((a_lm ^ 0u) + 9728u));
+    fa[0][3][3] = ld_shared_32(sA + (read_stage) * 16384 + ((a_lm ^ 32u) + 9728u));
     ldmatrix_x4(fb[0][0][0], fb[0][0][1], fb[0][1][0], fb[0][1][1], sB + (read_stage) * 16384 + ((b_lm ^ 64u) + 0u));
     ldmatrix_x4(fb[0][2][0], fb[0][2][1], fb[0][3][0], fb[0][3][1], sB + (read_stage) * 16384 + ((b_lm ^ 64u) + 2048u));
     #pragma unroll
@@ -211,22 +211,22 @@ extern "C" __global__ void __launch_bounds__(256, 1) gemm_sm80_multistage_tf32_f
       }
     }
     // k block 2
-    fa[1][0][0] = lds32(sA + (read_stage) * 16384 + ((a_lm ^ 0u) + 12288u));
-    fa[1][0][1] = lds32(sA + (read_stage) * 16384 + ((a_lm ^ 32u) + 12288u));
-    fa[1][0][2] = lds32(sA + (read_stage) * 16384 + ((a_lm ^ 64u) + 12800u));
-    fa[1][0][3] = lds32(sA + (read_stage) * 16384 + ((a_lm ^ 96u) + 12800u));
-    fa[1][1][0] = lds32(sA + (read_stage) * 16384 + ((a_lm ^ 64u) + 12288u));
-    fa[1][1][1] = lds32(sA + (read_stage) * 16384 + ((a_lm ^ 96u) + 12288u));
-    fa[1][1][2] = lds32(sA + (read_stage) * 16384 + ((a_lm ^ 0u) + 12800u));
-    fa[1][1][3] = lds32(sA + (read_stage) * 16384 + ((a_lm ^ 32u) + 12800u));
-    fa[1][2][0] = lds32(sA + (read_stage) * 16384 + ((a_lm ^ 0u) + 13312u));
-    fa[1][2][1] = lds32(sA + (read_stage) * 16384 + ((a_lm ^ 32u) + 13312u));
-    fa[1][2][2] = lds32(sA + (read_stage) * 16384 + ((a_lm ^ 64u) + 13824u));
-    fa[1][2][3] = lds32(sA + (read_stage) * 16384 + ((a_lm ^ 96u) + 13824u));
-    fa[1][3][0] = lds32(sA + (read_stage) * 16384 + ((a_lm ^ 64u) + 13312u));
-    fa[1][3][1] = lds32(sA + (read_stage) * 16384 + ((a_lm ^ 96u) + 13312u));
-    fa[1][3][2] = lds32(sA + (read_stage) * 16384 + ((a_lm ^ 0u) + 13824u));
-    fa[1][3][3] = lds32(sA + (read_stage) * 16384 + ((a_lm ^ 32u) + 13824u));
+    fa[1][0][0] = ld_shared_32(sA + (read_stage) * 16384 + ((a_lm ^ 0u) + 12288u));
+    fa[1][0][1] = ld_shared_32(sA + (read_stage) * 16384 + ((a_lm ^ 32u) + 12288u));
+    fa[1][0][2] = ld_shared_32(sA + (read_stage) * 16384 + ((a_lm ^ 64u) + 12800u));
+    fa[1][0][3] = ld_shared_32(sA + (read_stage) * 16384 + ((a_lm ^ 96u) + 12800u));
+    fa[1][1][0] = ld_shared_32(sA + (read_stage) * 16384 + ((a_lm ^ 64u) + 12288u));
+    fa[1][1][1] = ld_shared_32(sA + (read_stage) * 16384 + ((a_lm ^ 96u) + 12288u));
+    fa[1][1][2] = ld_shared_32(sA + (read_stage) * 16384 + ((a_lm ^ 0u) + 12800u));
+    fa[1][1][3] = ld_shared_32(sA + (read_stage) * 16384 + ((a_lm ^ 32u) + 12800u));
+    fa[1][2][0] = ld_shared_32(sA + (read_stage) * 16384 + ((a_lm ^ 0u) + 13312u));
+    fa[1][2][1] = ld_shared_32(sA + (read_stage) * 16384 + ((a_lm ^ 32u) + 13312u));
+    fa[1][2][2] = ld_shared_32(sA + (read_stage) * 16384 + ((a_lm ^ 64u) + 13824u));
+    fa[1][2][3] = ld_shared_32(sA + (read_stage) * 16384 + ((a_lm ^ 96u) + 13824u));
+    fa[1][3][0] = ld_shared_32(sA + (read_stage) * 16384 + ((a_lm ^ 64u) + 13312u));
+    fa[1][3][1] = ld_shared_32(sA + (read_stage) * 16384 + ((a_lm ^ 96u) + 13312u));
+    fa[1][3][2] = ld_shared_32(sA + (read_stage) * 16384 + ((a_lm ^ 0u) + 13824u));
+    fa[1][3][3] = ld_shared_32(sA + (read_stage) * 16384 + ((a_lm ^ 32u) + 13824u));
     ldmatrix_x4(fb[1][0][0], fb[1][0][1], fb[1][1][0], fb[1][1][1], sB + (read_stage) * 16384 + ((b_lm ^ 96u) + 0u));
     ldmatrix_x4(fb[1][2][0], fb[1][2][1], fb[1][3][0], fb[1][3][1], sB + (read_stage) * 16384 + ((b_lm ^ 96u) + 2048u));
     #pragma unroll
@@ -258,22 +258,22 @@ extern "C" __global__ void __launch_bounds__(256, 1) gemm_sm80_multistage_tf32_f
     cp_async_wait<1>();
     __syncthreads();
     read_stage = (read_stage + 1 == 3) ? 0 : read_stage + 1;
-    fa[0][0][0] = lds32(sA + (read_stage) * 16384 + ((a_lm ^ 0u) + 0u));
-    fa[0][0][1] = lds32(sA + (read_stage) * 16384 + ((a_lm ^ 32u) + 0u));
-    fa[0][0][2] = lds32(sA + (read_stage) * 16384 + ((a_lm ^ 64u) + 512u));
-    fa[0][0][3] = lds32(sA + (read_stage) * 16384 + ((a_lm ^ 96u) + 512u));
-    fa[0][1][0] = lds32(sA + (read_stage) * 16384 + ((a_lm ^ 64u) + 0u));
-    fa[0][1][1] = lds32(sA + (read_stage) * 16384 + ((a_lm ^ 96u) + 0u));
-    fa[0][1][2] = lds32(sA + (read_stage) * 16384 + ((a_lm ^ 0u) + 512u));
-    fa[0][1][3] = lds32(sA + (read_stage) * 16384 + ((a_lm ^ 32u) + 512u));
-    fa[0][2][0] = lds32(sA + (read_stage) * 16384 + ((a_lm ^ 0u) + 1024u));
-    fa[0][2][1] = lds32(sA + (read_stage) * 16384 + ((a_lm ^ 32u) + 1024u));
-    fa[0][2][2] = lds32(sA + (read_stage) * 16384 + ((a_lm ^ 64u) + 1536u));
-    fa[0][2][3] = lds32(sA + (read_stage) * 16384 + ((a_lm ^ 96u) + 1536u));
-    fa[0][3][0] = lds32(sA + (read_stage) * 16384 + ((a_lm ^ 64u) + 1024u));
-    fa[0][3][1] = lds32(sA + (read_stage) * 16384 + ((a_lm ^ 96u) + 1024u));
-    fa[0][3][2] = lds32(sA + (read_stage) * 16384 + ((a_lm ^ 0u) + 1536u));
-    fa[0][3][3] = lds32(sA + (read_stage) * 16384 + ((a_lm ^ 32u) + 1536u));
+    fa[0][0][0] = ld_shared_32(sA + (read_stage) * 16384 + ((a_lm ^ 0u) + 0u));
+    fa[0][0][1] = ld_shared_32(sA + (read_stage) * 16384 + ((a_lm ^ 32u) + 0u));
+    fa[0][0][2] = ld_shared_32(sA + (read_stage) * 16384 + ((a_lm ^ 64u) + 512u));
+    fa[0][0][3] = ld_shared_32(sA + (read_stage) * 16384 + ((a_lm ^ 96u) + 512u));
+    fa[0][1][0] = ld_shared_32(sA + (read_stage) * 16384 + ((a_lm ^ 64u) + 0u));
+    fa[0][1][1] = ld_shared_32(sA + (read_stage) * 16384 + ((a_lm ^ 96u) + 0u));
+    fa[0][1][2] = ld_shared_32(sA + (read_stage) * 16384 + ((a_lm ^ 0u) + 512u));
+    fa[0][1][3] = ld_shared_32(sA + (read_stage) * 16384 + ((a_lm ^ 32u) + 512u));
+    fa[0][2][0] = ld_shared_32(sA + (read_stage) * 16384 + ((a_lm ^ 0u) + 1024u));
+    fa[0][2][1] = ld_shared_32(sA + (read_stage) * 16384 + ((a_lm ^ 32u) + 1024u));
+    fa[0][2][2] = ld_shared_32(sA + (read_stage) * 16384 + ((a_lm ^ 64u) + 1536u));
+    fa[0][2][3] = ld_shared_32(sA + (read_stage) * 16384 + ((a_lm ^ 96u) + 1536u));
+    fa[0][3][0] = ld_shared_32(sA + (read_stage) * 16384 + ((a_lm ^ 64u) + 1024u));
+    fa[0][3][1] = ld_shared_32(sA + (read_stage) * 16384 + ((a_lm ^ 96u) + 1024u));
+    fa[0][3][2] = ld_shared_32(sA + (read_stage) * 16384 + ((a_lm ^ 0u) + 1536u));
+    fa[0][3][3] = ld_shared_32(sA + (read_stage) * 16384 + ((a_lm ^ 32u) + 1536u));
     ldmatrix_x4(fb[0][0][0], fb[0][0][1], fb[0][1][0], fb[0][1][1], sB + (read_stage) * 16384 + ((b_lm ^ 0u) + 0u));
     ldmatrix_x4(fb[0][2][0], fb[0][2][1], fb[0][3][0], fb[0][3][1], sB + (read_stage) * 16384 + ((b_lm ^ 0u) + 2048u));
     #pragma unroll

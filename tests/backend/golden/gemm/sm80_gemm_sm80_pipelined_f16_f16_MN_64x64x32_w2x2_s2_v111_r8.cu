@@ -35,9 +35,9 @@ template <int VEC> CUTE_PY_DEVICE void ld_chunk(u32* v, const unsigned short* p,
   }
 }
 template <int BYTES> CUTE_PY_DEVICE void st_chunk(u32 addr, const u32* v) {
-  if (BYTES == 16) sts128(addr, v[0], v[1], v[2], v[3]);
+  if (BYTES == 16) st_shared_128(addr, make_uint4(v[0], v[1], v[2], v[3]));
   else if (BYTES == 8) sts64(addr, v[0], v[1]);
-  else if (BYTES == 4) sts32(addr, v[0]);
+  else if (BYTES == 4) st_shared_32(addr, v[0]);
   else sts16(addr, static_cast<u16>(v[0]));
 }
 extern "C" __global__ void __launch_bounds__(128, 1) gemm_sm80_pipelined_f16_f16_MN_64x64x32_w2x2_s2_v111_r8(
@@ -276,11 +276,11 @@ extern "C" __global__ void __launch_bounds__(128, 1) gemm_sm80_pipelined_f16_f16
         const long long oc = (long long)m * ldc + n, o = (long long)m * ldd + n;
         float v0 = alpha * acc[mi][ni][2 * h], v1 = alpha * acc[mi][ni][2 * h + 1];
         if (n < N) {
-          if (use_c) { const long long o = oc; v0 += beta * f16_to_f32(C[o]); }
-          D[o] = f32_to_f16(v0);
+          if (use_c) { const long long o = oc; v0 += beta * f16_bits_to_f32(C[o]); }
+          D[o] = f32_to_f16_bits(v0);
           if (n + 1 < N) {
-            if (use_c) { const long long o = oc + 1; v1 += beta * f16_to_f32(C[o]); }
-            { const long long o2 = o + 1; { const long long o = o2; D[o] = f32_to_f16(v1); } }
+            if (use_c) { const long long o = oc + 1; v1 += beta * f16_bits_to_f32(C[o]); }
+            { const long long o2 = o + 1; { const long long o = o2; D[o] = f32_to_f16_bits(v1); } }
           }
         }
       }

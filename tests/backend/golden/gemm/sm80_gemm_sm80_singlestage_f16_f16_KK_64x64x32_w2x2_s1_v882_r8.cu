@@ -35,9 +35,9 @@ template <int VEC> CUTE_PY_DEVICE void ld_chunk(u32* v, const unsigned short* p,
   }
 }
 template <int BYTES> CUTE_PY_DEVICE void st_chunk(u32 addr, const u32* v) {
-  if (BYTES == 16) sts128(addr, v[0], v[1], v[2], v[3]);
+  if (BYTES == 16) st_shared_128(addr, make_uint4(v[0], v[1], v[2], v[3]));
   else if (BYTES == 8) sts64(addr, v[0], v[1]);
-  else if (BYTES == 4) sts32(addr, v[0]);
+  else if (BYTES == 4) st_shared_32(addr, v[0]);
   else sts16(addr, static_cast<u16>(v[0]));
 }
 extern "C" __global__ void __launch_bounds__(128, 1) gemm_sm80_singlestage_f16_f16_KK_64x64x32_w2x2_s1_v882_r8(
@@ -147,11 +147,11 @@ extern "C" __global__ void __launch_bounds__(128, 1) gemm_sm80_singlestage_f16_f
         const long long oc = (long long)m * ldc + n, o = (long long)m * ldd + n;
         float v0 = alpha * acc[mi][ni][2 * h], v1 = alpha * acc[mi][ni][2 * h + 1];
         if (n + 1 < N) {
-          if (use_c) { float c0, c1; { const long long o = oc; const u32 c2 = *reinterpret_cast<const u32*>(C + o); c0 = f16_to_f32(static_cast<u16>(c2 & 0xffffu)); c1 = f16_to_f32(static_cast<u16>(c2 >> 16)); } v0 += beta * c0; v1 += beta * c1; }
+          if (use_c) { float c0, c1; { const long long o = oc; const u32 c2 = *reinterpret_cast<const u32*>(C + o); c0 = f16_bits_to_f32(static_cast<u16>(c2 & 0xffffu)); c1 = f16_bits_to_f32(static_cast<u16>(c2 >> 16)); } v0 += beta * c0; v1 += beta * c1; }
           *reinterpret_cast<u32*>(D + o) = pack_f16x2(v0, v1);
         } else if (n < N) {
-          if (use_c) { const long long o = oc; v0 += beta * f16_to_f32(C[o]); }
-          D[o] = f32_to_f16(v0);
+          if (use_c) { const long long o = oc; v0 += beta * f16_bits_to_f32(C[o]); }
+          D[o] = f32_to_f16_bits(v0);
         }
       }
     }

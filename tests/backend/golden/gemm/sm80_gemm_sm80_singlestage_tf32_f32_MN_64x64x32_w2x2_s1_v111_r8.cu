@@ -30,9 +30,9 @@ template <int VEC> CUTE_PY_DEVICE void ld_chunk(u32* v, const unsigned int* p, i
   }
 }
 template <int BYTES> CUTE_PY_DEVICE void st_chunk(u32 addr, const u32* v) {
-  if (BYTES == 16) sts128(addr, v[0], v[1], v[2], v[3]);
+  if (BYTES == 16) st_shared_128(addr, make_uint4(v[0], v[1], v[2], v[3]));
   else if (BYTES == 8) sts64(addr, v[0], v[1]);
-  else if (BYTES == 4) sts32(addr, v[0]);
+  else if (BYTES == 4) st_shared_32(addr, v[0]);
   else sts16(addr, static_cast<u16>(v[0]));
 }
 extern "C" __global__ void __launch_bounds__(128, 1) gemm_sm80_singlestage_tf32_f32_MN_64x64x32_w2x2_s1_v111_r8(
@@ -150,22 +150,22 @@ extern "C" __global__ void __launch_bounds__(128, 1) gemm_sm80_singlestage_tf32_
     st_chunk<4>(sB + (0) * 8192 + smem_off_B(bc_r, bc_k + 28) * 4, rb[14]);
     st_chunk<4>(sB + (0) * 8192 + smem_off_B(bc_r, bc_k + 30) * 4, rb[15]);
     __syncthreads();
-    fa[0][0][0] = lds32(sA + (0) * 8192 + ((a_lm ^ 0u) + 0u));
-    fa[0][0][1] = lds32(sA + (0) * 8192 + ((a_lm ^ 32u) + 0u));
-    fa[0][0][2] = lds32(sA + (0) * 8192 + ((a_lm ^ 64u) + 512u));
-    fa[0][0][3] = lds32(sA + (0) * 8192 + ((a_lm ^ 96u) + 512u));
-    fa[0][1][0] = lds32(sA + (0) * 8192 + ((a_lm ^ 64u) + 0u));
-    fa[0][1][1] = lds32(sA + (0) * 8192 + ((a_lm ^ 96u) + 0u));
-    fa[0][1][2] = lds32(sA + (0) * 8192 + ((a_lm ^ 0u) + 512u));
-    fa[0][1][3] = lds32(sA + (0) * 8192 + ((a_lm ^ 32u) + 512u));
-    fb[0][0][0] = lds32(sB + (0) * 8192 + ((b_lm ^ 0u) + 0u));
-    fb[0][0][1] = lds32(sB + (0) * 8192 + ((b_lm ^ 64u) + 512u));
-    fb[0][1][0] = lds32(sB + (0) * 8192 + ((b_lm ^ 32u) + 0u));
-    fb[0][1][1] = lds32(sB + (0) * 8192 + ((b_lm ^ 96u) + 512u));
-    fb[0][2][0] = lds32(sB + (0) * 8192 + ((b_lm ^ 64u) + 0u));
-    fb[0][2][1] = lds32(sB + (0) * 8192 + ((b_lm ^ 0u) + 512u));
-    fb[0][3][0] = lds32(sB + (0) * 8192 + ((b_lm ^ 96u) + 0u));
-    fb[0][3][1] = lds32(sB + (0) * 8192 + ((b_lm ^ 32u) + 512u));
+    fa[0][0][0] = ld_shared_32(sA + (0) * 8192 + ((a_lm ^ 0u) + 0u));
+    fa[0][0][1] = ld_shared_32(sA + (0) * 8192 + ((a_lm ^ 32u) + 0u));
+    fa[0][0][2] = ld_shared_32(sA + (0) * 8192 + ((a_lm ^ 64u) + 512u));
+    fa[0][0][3] = ld_shared_32(sA + (0) * 8192 + ((a_lm ^ 96u) + 512u));
+    fa[0][1][0] = ld_shared_32(sA + (0) * 8192 + ((a_lm ^ 64u) + 0u));
+    fa[0][1][1] = ld_shared_32(sA + (0) * 8192 + ((a_lm ^ 96u) + 0u));
+    fa[0][1][2] = ld_shared_32(sA + (0) * 8192 + ((a_lm ^ 0u) + 512u));
+    fa[0][1][3] = ld_shared_32(sA + (0) * 8192 + ((a_lm ^ 32u) + 512u));
+    fb[0][0][0] = ld_shared_32(sB + (0) * 8192 + ((b_lm ^ 0u) + 0u));
+    fb[0][0][1] = ld_shared_32(sB + (0) * 8192 + ((b_lm ^ 64u) + 512u));
+    fb[0][1][0] = ld_shared_32(sB + (0) * 8192 + ((b_lm ^ 32u) + 0u));
+    fb[0][1][1] = ld_shared_32(sB + (0) * 8192 + ((b_lm ^ 96u) + 512u));
+    fb[0][2][0] = ld_shared_32(sB + (0) * 8192 + ((b_lm ^ 64u) + 0u));
+    fb[0][2][1] = ld_shared_32(sB + (0) * 8192 + ((b_lm ^ 0u) + 512u));
+    fb[0][3][0] = ld_shared_32(sB + (0) * 8192 + ((b_lm ^ 96u) + 0u));
+    fb[0][3][1] = ld_shared_32(sB + (0) * 8192 + ((b_lm ^ 32u) + 512u));
     #pragma unroll
     for (int i = 0; i < 2; ++i)
       #pragma unroll
@@ -183,22 +183,22 @@ extern "C" __global__ void __launch_bounds__(128, 1) gemm_sm80_singlestage_tf32_
         mma_m16n8k8_tf32f32(acc[mi][ni], fa[0][mi], fb[0][ni]);
       }
     }
-    fa[0][0][0] = lds32(sA + (0) * 8192 + ((a_lm ^ 0u) + 2048u));
-    fa[0][0][1] = lds32(sA + (0) * 8192 + ((a_lm ^ 32u) + 2048u));
-    fa[0][0][2] = lds32(sA + (0) * 8192 + ((a_lm ^ 64u) + 2560u));
-    fa[0][0][3] = lds32(sA + (0) * 8192 + ((a_lm ^ 96u) + 2560u));
-    fa[0][1][0] = lds32(sA + (0) * 8192 + ((a_lm ^ 64u) + 2048u));
-    fa[0][1][1] = lds32(sA + (0) * 8192 + ((a_lm ^ 96u) + 2048u));
-    fa[0][1][2] = lds32(sA + (0) * 8192 + ((a_lm ^ 0u) + 2560u));
-    fa[0][1][3] = lds32(sA + (0) * 8192 + ((a_lm ^ 32u) + 2560u));
-    fb[0][0][0] = lds32(sB + (0) * 8192 + ((b_lm ^ 0u) + 2048u));
-    fb[0][0][1] = lds32(sB + (0) * 8192 + ((b_lm ^ 64u) + 2560u));
-    fb[0][1][0] = lds32(sB + (0) * 8192 + ((b_lm ^ 32u) + 2048u));
-    fb[0][1][1] = lds32(sB + (0) * 8192 + ((b_lm ^ 96u) + 2560u));
-    fb[0][2][0] = lds32(sB + (0) * 8192 + ((b_lm ^ 64u) + 2048u));
-    fb[0][2][1] = lds32(sB + (0) * 8192 + ((b_lm ^ 0u) + 2560u));
-    fb[0][3][0] = lds32(sB + (0) * 8192 + ((b_lm ^ 96u) + 2048u));
-    fb[0][3][1] = lds32(sB + (0) * 8192 + ((b_lm ^ 32u) + 2560u));
+    fa[0][0][0] = ld_shared_32(sA + (0) * 8192 + ((a_lm ^ 0u) + 2048u));
+    fa[0][0][1] = ld_shared_32(sA + (0) * 8192 + ((a_lm ^ 32u) + 2048u));
+    fa[0][0][2] = ld_shared_32(sA + (0) * 8192 + ((a_lm ^ 64u) + 2560u));
+    fa[0][0][3] = ld_shared_32(sA + (0) * 8192 + ((a_lm ^ 96u) + 2560u));
+    fa[0][1][0] = ld_shared_32(sA + (0) * 8192 + ((a_lm ^ 64u) + 2048u));
+    fa[0][1][1] = ld_shared_32(sA + (0) * 8192 + ((a_lm ^ 96u) + 2048u));
+    fa[0][1][2] = ld_shared_32(sA + (0) * 8192 + ((a_lm ^ 0u) + 2560u));
+    fa[0][1][3] = ld_shared_32(sA + (0) * 8192 + ((a_lm ^ 32u) + 2560u));
+    fb[0][0][0] = ld_shared_32(sB + (0) * 8192 + ((b_lm ^ 0u) + 2048u));
+    fb[0][0][1] = ld_shared_32(sB + (0) * 8192 + ((b_lm ^ 64u) + 2560u));
+    fb[0][1][0] = ld_shared_32(sB + (0) * 8192 + ((b_lm ^ 32u) + 2048u));
+    fb[0][1][1] = ld_shared_32(sB + (0) * 8192 + ((b_lm ^ 96u) + 2560u));
+    fb[0][2][0] = ld_shared_32(sB + (0) * 8192 + ((b_lm ^ 64u) + 2048u));
+    fb[0][2][1] = ld_shared_32(sB + (0) * 8192 + ((b_lm ^ 0u) + 2560u));
+    fb[0][3][0] = ld_shared_32(sB + (0) * 8192 + ((b_lm ^ 96u) + 2048u));
+    fb[0][3][1] = ld_shared_32(sB + (0) * 8192 + ((b_lm ^ 32u) + 2560u));
     #pragma unroll
     for (int i = 0; i < 2; ++i)
       #pragma unroll
@@ -216,22 +216,22 @@ extern "C" __global__ void __launch_bounds__(128, 1) gemm_sm80_singlestage_tf32_
         mma_m16n8k8_tf32f32(acc[mi][ni], fa[0][mi], fb[0][ni]);
       }
     }
-    fa[0][0][0] = lds32(sA + (0) * 8192 + ((a_lm ^ 0u) + 4096u));
-    fa[0][0][1] = lds32(sA + (0) * 8192 + ((a_lm ^ 32u) + 4096u));
-    fa[0][0][2] = lds32(sA + (0) * 8192 + ((a_lm ^ 64u) + 4608u));
-    fa[0][0][3] = lds32(sA + (0) * 8192 + ((a_lm ^ 96u) + 4608u));
-    fa[0][1][0] = lds32(sA + (0) * 8192 + ((a_lm ^ 64u) + 4096u));
-    fa[0][1][1] = lds32(sA + (0) * 8192 + ((a_lm ^ 96u) + 4096u));
-    fa[0][1][2] = lds32(sA + (0) * 8192 + ((a_lm ^ 0u) + 4608u));
-    fa[0][1][3] = lds32(sA + (0) * 8192 + ((a_lm ^ 32u) + 4608u));
-    fb[0][0][0] = lds32(sB + (0) * 8192 + ((b_lm ^ 0u) + 4096u));
-    fb[0][0][1] = lds32(sB + (0) * 8192 + ((b_lm ^ 64u) + 4608u));
-    fb[0][1][0] = lds32(sB + (0) * 8192 + ((b_lm ^ 32u) + 4096u));
-    fb[0][1][1] = lds32(sB + (0) * 8192 + ((b_lm ^ 96u) + 4608u));
-    fb[0][2][0] = lds32(sB + (0) * 8192 + ((b_lm ^ 64u) + 4096u));
-    fb[0][2][1] = lds32(sB + (0) * 8192 + ((b_lm ^ 0u) + 4608u));
-    fb[0][3][0] = lds32(sB + (0) * 8192 + ((b_lm ^ 96u) + 4096u));
-    fb[0][3][1] = lds32(sB + (0) * 8192 + ((b_lm ^ 32u) + 4608u));
+    fa[0][0][0] = ld_shared_32(sA + (0) * 8192 + ((a_lm ^ 0u) + 4096u));
+    fa[0][0][1] = ld_shared_32(sA + (0) * 8192 + ((a_lm ^ 32u) + 4096u));
+    fa[0][0][2] = ld_shared_32(sA + (0) * 8192 + ((a_lm ^ 64u) + 4608u));
+    fa[0][0][3] = ld_shared_32(sA + (0) * 8192 + ((a_lm ^ 96u) + 4608u));
+    fa[0][1][0] = ld_shared_32(sA + (0) * 8192 + ((a_lm ^ 64u) + 4096u));
+    fa[0][1][1] = ld_shared_32(sA + (0) * 8192 + ((a_lm ^ 96u) + 4096u));
+    fa[0][1][2] = ld_shared_32(sA + (0) * 8192 + ((a_lm ^ 0u) + 4608u));
+    fa[0][1][3] = ld_shared_32(sA + (0) * 8192 + ((a_lm ^ 32u) + 4608u));
+    fb[0][0][0] = ld_shared_32(sB + (0) * 8192 + ((b_lm ^ 0u) + 4096u));
+    fb[0][0][1] = ld_shared_32(sB + (0) * 8192 + ((b_lm ^ 64u) + 4608u));
+    fb[0][1][0] = ld_shared_32(sB + (0) * 8192 + ((b_lm ^ 32u) + 4096u));
+    fb[0][1][1] = ld_shared_32(sB + (0) * 8192 + ((b_lm ^ 96u) + 4608u));
+    fb[0][2][0] = ld_shared_32(sB + (0) * 8192 + ((b_lm ^ 64u) + 4096u));
+    fb[0][2][1] = ld_shared_32(sB + (0) * 8192 + ((b_lm ^ 0u) + 4608u));
+    fb[0][3][0] = ld_shared_32(sB + (0) * 8192 + ((b_lm ^ 96u) + 4096u));
+    fb[0][3][1] = ld_shared_32(sB + (0) * 8192 + ((b_lm ^ 32u) + 4608u));
     #pragma unroll
     for (int i = 0; i < 2; ++i)
       #pragma unroll
@@ -249,22 +249,22 @@ extern "C" __global__ void __launch_bounds__(128, 1) gemm_sm80_singlestage_tf32_
         mma_m16n8k8_tf32f32(acc[mi][ni], fa[0][mi], fb[0][ni]);
       }
     }
-    fa[0][0][0] = lds32(sA + (0) * 8192 + ((a_lm ^ 0u) + 6144u));
-    fa[0][0][1] = lds32(sA + (0) * 8192 + ((a_lm ^ 32u) + 6144u));
-    fa[0][0][2] = lds32(sA + (0) * 8192 + ((a_lm ^ 64u) + 6656u));
-    fa[0][0][3] = lds32(sA + (0) * 8192 + ((a_lm ^ 96u) + 6656u));
-    fa[0][1][0] = lds32(sA + (0) * 8192 + ((a_lm ^ 64u) + 6144u));
-    fa[0][1][1] = lds32(sA + (0) * 8192 + ((a_lm ^ 96u) + 6144u));
-    fa[0][1][2] = lds32(sA + (0) * 8192 + ((a_lm ^ 0u) + 6656u));
-    fa[0][1][3] = lds32(sA + (0) * 8192 + ((a_lm ^ 32u) + 6656u));
-    fb[0][0][0] = lds32(sB + (0) * 8192 + ((b_lm ^ 0u) + 6144u));
-    fb[0][0][1] = lds32(sB + (0) * 8192 + ((b_lm ^ 64u) + 6656u));
-    fb[0][1][0] = lds32(sB + (0) * 8192 + ((b_lm ^ 32u) + 6144u));
-    fb[0][1][1] = lds32(sB + (0) * 8192 + ((b_lm ^ 96u) + 6656u));
-    fb[0][2][0] = lds32(sB + (0) * 8192 + ((b_lm ^ 64u) + 6144u));
-    fb[0][2][1] = lds32(sB + (0) * 8192 + ((b_lm ^ 0u) + 6656u));
-    fb[0][3][0] = lds32(sB + (0) * 8192 + ((b_lm ^ 96u) + 6144u));
-    fb[0][3][1] = lds32(sB + (0) * 8192 + ((b_lm ^ 32u) + 6656u));
+    fa[0][0][0] = ld_shared_32(sA + (0) * 8192 + ((a_lm ^ 0u) + 6144u));
+    fa[0][0][1] = ld_shared_32(sA + (0) * 8192 + ((a_lm ^ 32u) + 6144u));
+    fa[0][0][2] = ld_shared_32(sA + (0) * 8192 + ((a_lm ^ 64u) + 6656u));
+    fa[0][0][3] = ld_shared_32(sA + (0) * 8192 + ((a_lm ^ 96u) + 6656u));
+    fa[0][1][0] = ld_shared_32(sA + (0) * 8192 + ((a_lm ^ 64u) + 6144u));
+    fa[0][1][1] = ld_shared_32(sA + (0) * 8192 + ((a_lm ^ 96u) + 6144u));
+    fa[0][1][2] = ld_shared_32(sA + (0) * 8192 + ((a_lm ^ 0u) + 6656u));
+    fa[0][1][3] = ld_shared_32(sA + (0) * 8192 + ((a_lm ^ 32u) + 6656u));
+    fb[0][0][0] = ld_shared_32(sB + (0) * 8192 + ((b_lm ^ 0u) + 6144u));
+    fb[0][0][1] = ld_shared_32(sB + (0) * 8192 + ((b_lm ^ 64u) + 6656u));
+    fb[0][1][0] = ld_shared_32(sB + (0) * 8192 + ((b_lm ^ 32u) + 6144u));
+    fb[0][1][1] = ld_shared_32(sB + (0) * 8192 + ((b_lm ^ 96u) + 6656u));
+    fb[0][2][0] = ld_shared_32(sB + (0) * 8192 + ((b_lm ^ 64u) + 6144u));
+    fb[0][2][1] = ld_shared_32(sB + (0) * 8192 + ((b_lm ^ 0u) + 6656u));
+    fb[0][3][0] = ld_shared_32(sB + (0) * 8192 + ((b_lm ^ 96u) + 6144u));
+    fb[0][3][1] = ld_shared_32(sB + (0) * 8192 + ((b_lm ^ 32u) + 6656u));
     #pragma unroll
     for (int i = 0; i < 2; ++i)
       #pragma unroll
