@@ -661,6 +661,44 @@ class Sm80Epilogue:
         synchronous ``st.global``); a kernel that reuses the smem afterwards syncs the CTA."""
         return "cute_py::sm80::cp_async_wait<0>();"
 
+    # -- the collective protocol (backends/cuda/arch/common/epilogue.py) ------------------------
+    # The kernel calls these with its KernelBuilder; the string methods above remain as thin
+    # sources of the text (kept for the standalone test kernel and older callers).
+    has_producer = False
+
+    def emit_helpers(self, kb) -> None:
+        kb.helper(f"// fused epilogue (backends/cuda/epilogue/sm80.py): {self.cfg.tree}\n"
+                  + self.prelude())
+
+    def emit_params(self, kb) -> None:
+        for p in self.params():
+            kb.param(p.ctype, p.name)
+
+    def emit_init(self, kb, base: str) -> None:
+        kb.decl("const cute_u32", "cute_epi_smem", f"cute_epi_smem_u32({base})", hint=False)
+
+    def emit_region(self, kb, base: str) -> None:
+        """One consumer (the whole CTA): the regions are the ones ``emit_init`` declared."""
+
+    def emit_producer_state(self, kb) -> None:
+        """No producer warp: the consumer threads issue the C / aux loads (cp.async)."""
+
+    def emit_producer(self, kb) -> None:
+        """No producer warp (see :meth:`emit_producer_state`)."""
+
+    def emit_consumer_state(self, kb) -> None:
+        """No state lives across tiles (one tile per CTA)."""
+
+    def emit_prefetch(self, kb) -> None:
+        """The loads are issued inside :meth:`emit_consumer`, after the mainloop drains."""
+
+    def emit_consumer(self, kb, acc, bar_id=1, prefetched: bool = False) -> None:
+        from ..arch.common.epilogue import emit_text
+        emit_text(kb, self.consumer_code(acc))
+
+    def emit_consumer_tail(self, kb) -> None:
+        kb.call("cp_async_wait", template="0")
+
     def key(self) -> str:
         c = self.cfg
         return hashlib.sha256(repr((c.tree, c.fragment, c.tile_m, c.tile_n, c.element_d,

@@ -201,8 +201,7 @@ def generate_source(cfg: GemmSm80Config) -> str:
              f"// copies: A {cmA.iterations}x{cmA.vec} elems/thread, "
              f"B {cmB.iterations}x{cmB.vec} elems/thread")
     if epi is not None:
-        b.helper(f"// fused epilogue (backends/cuda/epilogue/sm80.py): {epi.cfg.tree}\n"
-                 + epi.prelude())
+        epi.emit_helpers(b)
     b.helper("using namespace cute_py::sm80;")
     b.helper(f"typedef {EA} EA;   // operand storage\ntypedef {EC} EC;   // C / D storage")
     b.helper(sm80_smem.offset_function(layA, "smem_off_A"))
@@ -222,8 +221,7 @@ def generate_source(cfg: GemmSm80Config) -> str:
     b.param("float", "alpha")
     b.param("float", "beta")
     if epi is not None:
-        for p in epi.params():
-            b.param(p.ctype, p.name)
+        epi.emit_params(b)
     e = _Emitter(b)
     e("extern __shared__ __align__(1024) unsigned char smem[];")
     e("const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;")
@@ -519,10 +517,10 @@ def generate_source(cfg: GemmSm80Config) -> str:
         b.sync_threads()
         e("(void)alpha; (void)beta; (void)C; (void)D; (void)ldc; (void)ldd;")
         e("unsigned char* cute_epi_smem_base = smem;")
-        e(epi.init_code("cute_epi_smem_base"))
+        epi.emit_init(b, "cute_epi_smem_base")
         e("const int cute_epi_m0 = m0, cute_epi_n0 = n0;")
-        e(epi.consumer_code(gemm_sm80_acc("acc", WM)))
-        e(epi.consumer_tail_code())
+        epi.emit_consumer(b, gemm_sm80_acc("acc", WM))
+        epi.emit_consumer_tail(b)
     return b.source()
 
 

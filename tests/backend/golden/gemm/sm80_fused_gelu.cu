@@ -387,7 +387,7 @@ extern "C" __global__ void __launch_bounds__(256, 1) gemm_sm80_multistage_f16_f1
     const float dv_31 = cute_epi_visit(acc[3][1][3], row_bias_9, (cute_epi_m0 + cute_mt + 56 < M) && (cute_epi_n0 + cute_nt + 9 < N));
     cute_epi_sts32(((cute_epi_smem + 0u) + cute_epi_swz80<3, 112u>((cute_bm + 56) * 128 + (cute_bn + 8) * 2)), cute_epi_pack_half2(dv_30, dv_31));
     cute_epi_named_bar(1, 256);
-    #pragma unroll 1
+#pragma unroll 1
     for (int it_ = 0; it_ < 4; ++it_) {
       const int c_ = tid + it_ * 256;
       const int br_ = c_ / 8, cc_ = c_ % 8;
@@ -455,7 +455,7 @@ extern "C" __global__ void __launch_bounds__(256, 1) gemm_sm80_multistage_f16_f1
     const float dv_63 = cute_epi_visit(acc[3][3][3], row_bias_25, (cute_epi_m0 + cute_mt + 56 < M) && (cute_epi_n0 + cute_nt + 25 < N));
     cute_epi_sts32(((cute_epi_smem + 0u) + cute_epi_swz80<3, 112u>((cute_bm + 56) * 128 + (cute_bn + 8) * 2)), cute_epi_pack_half2(dv_62, dv_63));
     cute_epi_named_bar(1, 256);
-    #pragma unroll 1
+#pragma unroll 1
     for (int it_ = 0; it_ < 4; ++it_) {
       const int c_ = tid + it_ * 256;
       const int br_ = c_ / 8, cc_ = c_ % 8;
@@ -523,7 +523,7 @@ extern "C" __global__ void __launch_bounds__(256, 1) gemm_sm80_multistage_f16_f1
     const float dv_95 = cute_epi_visit(acc[3][5][3], row_bias_41, (cute_epi_m0 + cute_mt + 56 < M) && (cute_epi_n0 + cute_nt + 41 < N));
     cute_epi_sts32(((cute_epi_smem + 0u) + cute_epi_swz80<3, 112u>((cute_bm + 56) * 128 + (cute_bn + 8) * 2)), cute_epi_pack_half2(dv_94, dv_95));
     cute_epi_named_bar(1, 256);
-    #pragma unroll 1
+#pragma unroll 1
     for (int it_ = 0; it_ < 4; ++it_) {
       const int c_ = tid + it_ * 256;
       const int br_ = c_ / 8, cc_ = c_ % 8;
@@ -591,7 +591,7 @@ extern "C" __global__ void __launch_bounds__(256, 1) gemm_sm80_multistage_f16_f1
     const float dv_127 = cute_epi_visit(acc[3][7][3], row_bias_57, (cute_epi_m0 + cute_mt + 56 < M) && (cute_epi_n0 + cute_nt + 57 < N));
     cute_epi_sts32(((cute_epi_smem + 0u) + cute_epi_swz80<3, 112u>((cute_bm + 56) * 128 + (cute_bn + 8) * 2)), cute_epi_pack_half2(dv_126, dv_127));
     cute_epi_named_bar(1, 256);
-    #pragma unroll 1
+#pragma unroll 1
     for (int it_ = 0; it_ < 4; ++it_) {
       const int c_ = tid + it_ * 256;
       const int br_ = c_ / 8, cc_ = c_ % 8;
@@ -605,6 +605,6 @@ extern "C" __global__ void __launch_bounds__(256, 1) gemm_sm80_multistage_f16_f1
     }
   }
   }
-  cute_py::sm80::cp_async_wait<0>();
+  cp_async_wait<0>();
 #endif
 }

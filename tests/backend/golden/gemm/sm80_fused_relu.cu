@@ -344,7 +344,7 @@ extern "C" __global__ void __launch_bounds__(256, 1) gemm_sm80_multistage_f16_f1
   const int cute_bn = (cute_nt / 64) * 16 + cute_nt % 64;
   (void)cute_lane; (void)cute_bm; (void)cute_bn;
   for (int i_ = tid; i_ < 256; i_ += 256) cute_epi_sts32f(cute_epi_smem + 49152u + 4u * i_, ((cute_epi_n0 + i_) < N ? cute_epi_unpack_half(__ldg(p_bias + (cute_epi_n0 + i_))) : 0.0f));
-  #pragma unroll 1
+#pragma unroll 1
   for (int it_ = 0; it_ < 4; ++it_) {
     const int c_ = tid + it_ * 256;
     const int br_ = c_ / 8, cc_ = c_ % 8;
@@ -358,7 +358,7 @@ extern "C" __global__ void __launch_bounds__(256, 1) gemm_sm80_multistage_f16_f1
   }
   cute_py::sm80::cp_async_commit();
   { // subtile (0, 0)
-    #pragma unroll 1
+#pragma unroll 1
     for (int it_ = 0; it_ < 4; ++it_) {
       const int c_ = tid + it_ * 256;
       const int br_ = c_ / 8, cc_ = c_ % 8;
@@ -459,7 +459,7 @@ extern "C" __global__ void __launch_bounds__(256, 1) gemm_sm80_multistage_f16_f1
     const float dv_31 = cute_epi_visit(acc[3][1][3], ld_C_31, row_bias_9, (cute_epi_m0 + cute_mt + 56 < M) && (cute_epi_n0 + cute_nt + 9 < N), s_beta, s_alpha);
     cute_epi_sts32(((cute_epi_smem + 32768u) + cute_epi_swz80<3, 112u>((cute_bm + 56) * 128 + (cute_bn + 8) * 2)), cute_epi_pack_half2(dv_30, dv_31));
     cute_epi_named_bar(1, 256);
-    #pragma unroll 1
+#pragma unroll 1
     for (int it_ = 0; it_ < 4; ++it_) {
       const int c_ = tid + it_ * 256;
       const int br_ = c_ / 8, cc_ = c_ % 8;
@@ -473,7 +473,7 @@ extern "C" __global__ void __launch_bounds__(256, 1) gemm_sm80_multistage_f16_f1
     }
   }
   { // subtile (0, 1)
-    #pragma unroll 1
+#pragma unroll 1
     for (int it_ = 0; it_ < 4; ++it_) {
       const int c_ = tid + it_ * 256;
       const int br_ = c_ / 8, cc_ = c_ % 8;
@@ -574,7 +574,7 @@ extern "C" __global__ void __launch_bounds__(256, 1) gemm_sm80_multistage_f16_f1
     const float dv_63 = cute_epi_visit(acc[3][3][3], ld_C_63, row_bias_25, (cute_epi_m0 + cute_mt + 56 < M) && (cute_epi_n0 + cute_nt + 25 < N), s_beta, s_alpha);
     cute_epi_sts32(((cute_epi_smem + 32768u) + cute_epi_swz80<3, 112u>((cute_bm + 56) * 128 + (cute_bn + 8) * 2)), cute_epi_pack_half2(dv_62, dv_63));
     cute_epi_named_bar(1, 256);
-    #pragma unroll 1
+#pragma unroll 1
     for (int it_ = 0; it_ < 4; ++it_) {
       const int c_ = tid + it_ * 256;
       const int br_ = c_ / 8, cc_ = c_ % 8;
@@ -588,7 +588,7 @@ extern "C" __global__ void __launch_bounds__(256, 1) gemm_sm80_multistage_f16_f1
     }
   }
   { // subtile (0, 2)
-    #pragma unroll 1
+#pragma unroll 1
     for (int it_ = 0; it_ < 4; ++it_) {
       const int c_ = tid + it_ * 256;
       const int br_ = c_ / 8, cc_ = c_ % 8;
@@ -689,7 +689,7 @@ extern "C" __global__ void __launch_bounds__(256, 1) gemm_sm80_multistage_f16_f1
     const float dv_95 = cute_epi_visit(acc[3][5][3], ld_C_95, row_bias_41, (cute_epi_m0 + cute_mt + 56 < M) && (cute_epi_n0 + cute_nt + 41 < N), s_beta, s_alpha);
     cute_epi_sts32(((cute_epi_smem + 32768u) + cute_epi_swz80<3, 112u>((cute_bm + 56) * 128 + (cute_bn + 8) * 2)), cute_epi_pack_half2(dv_94, dv_95));
     cute_epi_named_bar(1, 256);
-    #pragma unroll 1
+#pragma unroll 1
     for (int it_ = 0; it_ < 4; ++it_) {
       const int c_ = tid + it_ * 256;
       const int br_ = c_ / 8, cc_ = c_ % 8;
@@ -792,7 +792,7 @@ extern "C" __global__ void __launch_bounds__(256, 1) gemm_sm80_multistage_f16_f1
     const float dv_127 = cute_epi_visit(acc[3][7][3], ld_C_127, row_bias_57, (cute_epi_m0 + cute_mt + 56 < M) && (cute_epi_n0 + cute_nt + 57 < N), s_beta, s_alpha);
     cute_epi_sts32(((cute_epi_smem + 32768u) + cute_epi_swz80<3, 112u>((cute_bm + 56) * 128 + (cute_bn + 8) * 2)), cute_epi_pack_half2(dv_126, dv_127));
     cute_epi_named_bar(1, 256);
-    #pragma unroll 1
+#pragma unroll 1
     for (int it_ = 0; it_ < 4; ++it_) {
       const int c_ = tid + it_ * 256;
       const int br_ = c_ / 8, cc_ = c_ % 8;
@@ -806,6 +806,6 @@ extern "C" __global__ void __launch_bounds__(256, 1) gemm_sm80_multistage_f16_f1
     }
   }
   }
-  cute_py::sm80::cp_async_wait<0>();
+  cp_async_wait<0>();
 #endif
 }

@@ -328,7 +328,7 @@ extern "C" __global__ void __launch_bounds__(128, 1) gemm_sm80_multistage_f16_f1
   const int cute_bn = (cute_nt / 32) * 32 + cute_nt % 32;
   (void)cute_lane; (void)cute_bm; (void)cute_bn;
   for (int i_ = tid; i_ < 64; i_ += 128) cute_epi_sts32f(cute_epi_smem + 24576u + 4u * i_, ((cute_epi_n0 + i_) < N ? cute_epi_unpack_half(__ldg(p_bias + (cute_epi_n0 + i_))) : 0.0f));
-  #pragma unroll 1
+#pragma unroll 1
   for (int it_ = 0; it_ < 4; ++it_) {
     const int c_ = tid + it_ * 128;
     const int br_ = c_ / 8, cc_ = c_ % 8;
@@ -434,7 +434,7 @@ extern "C" __global__ void __launch_bounds__(128, 1) gemm_sm80_multistage_f16_f1
     const float dv_31 = cute_epi_visit(acc[1][3][3], ld_C_31, row_bias_25, (cute_epi_m0 + cute_mt + 24 < M) && (cute_epi_n0 + cute_nt + 25 < N), s_beta, s_alpha);
     cute_epi_sts32(((cute_epi_smem + 16384u) + cute_epi_swz80<3, 112u>((cute_bm + 24) * 128 + (cute_bn + 24) * 2)), cute_epi_pack_half2(dv_30, dv_31));
     cute_epi_named_bar(1, 128);
-    #pragma unroll 1
+#pragma unroll 1
     for (int it_ = 0; it_ < 4; ++it_) {
       const int c_ = tid + it_ * 128;
       const int br_ = c_ / 8, cc_ = c_ % 8;
@@ -448,6 +448,6 @@ extern "C" __global__ void __launch_bounds__(128, 1) gemm_sm80_multistage_f16_f1
     }
   }
   }
-  cute_py::sm80::cp_async_wait<0>();
+  cp_async_wait<0>();
 #endif
 }
