@@ -214,3 +214,24 @@ def test_tf32_mn_major_scalar_loads_conflicts_are_bounded(cfg):
     for (kb, i, j), (x, a) in plan.items():
         addrs = [((int(base[l]) ^ x) + a) * 4 for l in range(32)]
         assert _wavefronts(addrs, 4) <= 2
+
+
+@pytest.mark.parametrize("raster", [1, 3, 8])
+def test_raster_statements_map_blocks_onto_tiles_once(raster):
+    """Evaluate the emitted raster statements: bid -> (tile_m, tile_n) is a bijection."""
+    import re
+    from cute_py.backends.cuda.arch.sm80 import raster as sm80_raster
+    code = sm80_raster.statements(128, 64, raster)
+    for M, N in ((128, 64), (1000, 700), (4096, 64), (130, 9000)):
+        tm, tn = -(-M // 128), -(-N // 64)
+        seen = set()
+        for bid in range(tm * tn):
+            env = {"M": M, "N": N, "min": min, "blockIdx_x": bid}
+            for st in code:
+                py = st.replace("const int ", "").rstrip(";").replace("blockIdx.x", "blockIdx_x")
+                py = re.sub(r"(?<![/])/(?!/)", "//", py)
+                for part in re.split(r", (?=\w+ = )", py):
+                    k, v = part.split(" = ", 1)
+                    env[k] = eval(v, env)
+            seen.add((env["tile_m"], env["tile_n"]))
+        assert seen == {(i, j) for i in range(tm) for j in range(tn)}

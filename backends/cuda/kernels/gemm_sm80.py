@@ -33,6 +33,7 @@ from ..arch.sm80 import copy as sm80_copy
 from ..arch.sm80 import ldmatrix as sm80_ldmatrix
 from ..arch.sm80 import mma as sm80_mma
 from ..arch.sm80 import pipeline as sm80_pipeline
+from ..arch.sm80 import raster as sm80_raster
 from ..arch.sm80 import smem as sm80_smem
 from .gemm_sm80_maps import decompose_xor_add, log2i
 
@@ -228,14 +229,7 @@ def generate_source(cfg: GemmSm80Config) -> str:
     e(f"const int warp_m = warp % {cfg.warps[0]}, warp_n = warp / {cfg.warps[0]};")
     e("const int g = lane >> 2, t4 = lane & 3;")
     e("(void)g; (void)t4;")
-    e(f"// CTA rasterization: groups of {cfg.raster} tile-rows walk N together (L2 reuse)")
-    e(f"const int tiles_m = (M + {BM - 1}) / {BM}, tiles_n = (N + {BN - 1}) / {BN};")
-    e(f"const int group_sz = {cfg.raster} * tiles_n, bid = blockIdx.x;")
-    e(f"const int first_m = (bid / group_sz) * {cfg.raster};")
-    e(f"const int rows_in_group = min(tiles_m - first_m, {cfg.raster});")
-    e("const int tile_m = first_m + (bid % group_sz) % rows_in_group;")
-    e("const int tile_n = (bid % group_sz) / rows_in_group;")
-    e(f"const int m0 = tile_m * {BM}, n0 = tile_n * {BN};")
+    sm80_raster.emit(b, BM, BN, cfg.raster)
     e("const long long bz = blockIdx.z;")
     e("A += bz * batch_a; B += bz * batch_b; D += bz * batch_d; C += bz * batch_c;")
     e(f"const u32 sA = smem_u32(smem), sB = sA + {S * a_stage};")
