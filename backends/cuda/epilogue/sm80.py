@@ -467,7 +467,7 @@ class Sm80Epilogue:
         def body(dt, vec, name):
             if self.cfg.vectorized:
                 return ["const uint4 v_ = cute_py::ld_shared_128(sa_);",
-                        f"if (row_ok_ && gn_ < N) cute_epi_stg128(p_{name} + go_, v_);"]
+                        f"if (row_ok_ && gn_ < N) cute_py::st_global_128(p_{name} + go_, v_);"]
             return ["const uint4 v_ = cute_py::ld_shared_128(sa_);",
                     f"if (row_ok_) cute_epi_st_chunk_scalar(p_{name} + go_, v_, "
                     f"max(0, min({vec}, N - gn_)));"]
@@ -712,14 +712,6 @@ template <int S, unsigned MASK> __device__ __forceinline__ cute_u32 cute_epi_swz
   const cute_u32 o = static_cast<cute_u32>(off);
   return o ^ ((o >> S) & MASK);
 }
-__device__ __forceinline__ void cute_epi_sts128(cute_u32 a, uint4 v) {
-  asm volatile("st.shared.v4.b32 [%0], {%1, %2, %3, %4};"
-               :: "r"(a), "r"(v.x), "r"(v.y), "r"(v.z), "r"(v.w) : "memory");
-}
-template <class T> __device__ __forceinline__ void cute_epi_stg128(T* p, uint4 v) {
-  asm volatile("st.global.v4.b32 [%0], {%1, %2, %3, %4};"
-               :: "l"(p), "r"(v.x), "r"(v.y), "r"(v.z), "r"(v.w) : "memory");
-}
 // element-wise fallbacks (any alignment): ``valid`` leading elements of a 16-byte chunk
 __device__ __forceinline__ void cute_epi_ld_chunk_scalar(cute_u32 sa, const unsigned short* p,
                                                          int valid) {
@@ -729,13 +721,13 @@ __device__ __forceinline__ void cute_epi_ld_chunk_scalar(cute_u32 sa, const unsi
     const cute_u32 lo = 2 * q < valid ? p[2 * q] : 0u, hi = 2 * q + 1 < valid ? p[2 * q + 1] : 0u;
     w[q] = lo | (hi << 16);
   }
-  cute_epi_sts128(sa, make_uint4(w[0], w[1], w[2], w[3]));
+  cute_py::st_shared_128(sa, make_uint4(w[0], w[1], w[2], w[3]));
 }
 __device__ __forceinline__ void cute_epi_ld_chunk_scalar(cute_u32 sa, const float* p, int valid) {
   float w[4];
 #pragma unroll
   for (int q = 0; q < 4; ++q) w[q] = q < valid ? p[q] : 0.0f;
-  cute_epi_sts128(sa, make_uint4(__float_as_uint(w[0]), __float_as_uint(w[1]),
+  cute_py::st_shared_128(sa, make_uint4(__float_as_uint(w[0]), __float_as_uint(w[1]),
                                  __float_as_uint(w[2]), __float_as_uint(w[3])));
 }
 __device__ __forceinline__ void cute_epi_st_chunk_scalar(unsigned short* p, uint4 v, int valid) {

@@ -76,14 +76,6 @@ template <int S, unsigned MASK> __device__ __forceinline__ cute_u32 cute_epi_swz
   const cute_u32 o = static_cast<cute_u32>(off);
   return o ^ ((o >> S) & MASK);
 }
-__device__ __forceinline__ void cute_epi_sts128(cute_u32 a, uint4 v) {
-  asm volatile("st.shared.v4.b32 [%0], {%1, %2, %3, %4};"
-               :: "r"(a), "r"(v.x), "r"(v.y), "r"(v.z), "r"(v.w) : "memory");
-}
-template <class T> __device__ __forceinline__ void cute_epi_stg128(T* p, uint4 v) {
-  asm volatile("st.global.v4.b32 [%0], {%1, %2, %3, %4};"
-               :: "l"(p), "r"(v.x), "r"(v.y), "r"(v.z), "r"(v.w) : "memory");
-}
 // element-wise fallbacks (any alignment): ``valid`` leading elements of a 16-byte chunk
 __device__ __forceinline__ void cute_epi_ld_chunk_scalar(cute_u32 sa, const unsigned short* p,
                                                          int valid) {
@@ -93,13 +85,13 @@ __device__ __forceinline__ void cute_epi_ld_chunk_scalar(cute_u32 sa, const unsi
     const cute_u32 lo = 2 * q < valid ? p[2 * q] : 0u, hi = 2 * q + 1 < valid ? p[2 * q + 1] : 0u;
     w[q] = lo | (hi << 16);
   }
-  cute_epi_sts128(sa, make_uint4(w[0], w[1], w[2], w[3]));
+  cute_py::st_shared_128(sa, make_uint4(w[0], w[1], w[2], w[3]));
 }
 __device__ __forceinline__ void cute_epi_ld_chunk_scalar(cute_u32 sa, const float* p, int valid) {
   float w[4];
 #pragma unroll
   for (int q = 0; q < 4; ++q) w[q] = q < valid ? p[q] : 0.0f;
-  cute_epi_sts128(sa, make_uint4(__float_as_uint(w[0]), __float_as_uint(w[1]),
+  cute_py::st_shared_128(sa, make_uint4(__float_as_uint(w[0]), __float_as_uint(w[1]),
                                  __float_as_uint(w[2]), __float_as_uint(w[3])));
 }
 __device__ __forceinline__ void cute_epi_st_chunk_scalar(unsigned short* p, uint4 v, int valid) {
@@ -469,7 +461,7 @@ extern "C" __global__ void __launch_bounds__(256, 1) gemm_sm80_multistage_f16_f1
       const bool row_ok_ = gm_ < M;
       const long long go_ = row_ok_ ? (long long)gm_ * ld_D + gn_ : 0;
       const uint4 v_ = cute_py::ld_shared_128(sa_);
-      if (row_ok_ && gn_ < N) cute_epi_stg128(p_D + go_, v_);
+      if (row_ok_ && gn_ < N) cute_py::st_global_128(p_D + go_, v_);
     }
   }
   { // subtile (0, 1)
@@ -584,7 +576,7 @@ extern "C" __global__ void __launch_bounds__(256, 1) gemm_sm80_multistage_f16_f1
       const bool row_ok_ = gm_ < M;
       const long long go_ = row_ok_ ? (long long)gm_ * ld_D + gn_ : 0;
       const uint4 v_ = cute_py::ld_shared_128(sa_);
-      if (row_ok_ && gn_ < N) cute_epi_stg128(p_D + go_, v_);
+      if (row_ok_ && gn_ < N) cute_py::st_global_128(p_D + go_, v_);
     }
   }
   { // subtile (0, 2)
@@ -699,7 +691,7 @@ extern "C" __global__ void __launch_bounds__(256, 1) gemm_sm80_multistage_f16_f1
       const bool row_ok_ = gm_ < M;
       const long long go_ = row_ok_ ? (long long)gm_ * ld_D + gn_ : 0;
       const uint4 v_ = cute_py::ld_shared_128(sa_);
-      if (row_ok_ && gn_ < N) cute_epi_stg128(p_D + go_, v_);
+      if (row_ok_ && gn_ < N) cute_py::st_global_128(p_D + go_, v_);
     }
   }
   { // subtile (0, 3)
@@ -802,7 +794,7 @@ extern "C" __global__ void __launch_bounds__(256, 1) gemm_sm80_multistage_f16_f1
       const bool row_ok_ = gm_ < M;
       const long long go_ = row_ok_ ? (long long)gm_ * ld_D + gn_ : 0;
       const uint4 v_ = cute_py::ld_shared_128(sa_);
-      if (row_ok_ && gn_ < N) cute_epi_stg128(p_D + go_, v_);
+      if (row_ok_ && gn_ < N) cute_py::st_global_128(p_D + go_, v_);
     }
   }
   }
