@@ -160,27 +160,6 @@ def _warp_tid(cfg: GemmSm80Config):
     return ir.add(lane, ir.mul(ir.add(wm, ir.mul(wn, cfg.warps[0])), 32))
 
 
-def _lane_row(cfg: GemmSm80Config, op: str) -> tuple[str, str]:
-    """C expressions of the row coordinate a thread addresses in load 0 of k block 0 of the
-    smem read copy: the lowered lane part plus the warp's block (``warp_m * WM`` for A,
-    ``warp_n * WN`` for B), checked against the lowered map over every thread."""
-    import numpy as np
-    tc, R, BK = cfg.smem_read_copy(op), cfg.rows(op), cfg.tile[2]
-    T = cfg.threads
-    r_t, k_t = sm80_ldmatrix.row_coord(tc, R, BK, ir.var("tid", 0, T - 1), 0, 0)
-    r_l, k_l = sm80_ldmatrix.row_coord(tc, R, BK, ir.var("lane", 0, 31), 0, 0)
-    tid = np.arange(T)
-    wm, wn = (tid // 32) % cfg.warps[0], (tid // 32) // cfg.warps[0]
-    wv, wext, w = (("warp_m", cfg.warp_tile[0], wm) if op == "A"
-                   else ("warp_n", cfg.warp_tile[1], wn))
-    env_t, env_l = {"tid": tid}, {"lane": tid % 32}
-    if (np.array_equal(ir.evaluate(r_t, env_t), ir.evaluate(r_l, env_l) + wext * w)
-            and np.array_equal(np.broadcast_to(ir.evaluate(k_t, env_t), (T,)),
-                               np.broadcast_to(ir.evaluate(k_l, env_l), (T,)))):
-        return f"{wv} * {wext} + ({_render(r_l)})", f"({_render(k_l)})"
-    return tuple(_render(x) for x in sm80_ldmatrix.row_coord(tc, R, BK, _warp_tid(cfg), 0, 0))
-
-
 def _render(node) -> str:
     from ..render import render_expr
     return render_expr(node)
@@ -303,7 +282,8 @@ def generate_source(cfg: GemmSm80Config) -> str:
                                                                     cfg.b_major)):
         # the row (or element) this thread addresses in load 0 of k block 0, from the smem
         # read copy's partition (make_tiled_copy_A/B of the TiledMMA)
-        rl, kl = _lane_row(cfg, op)
+        rl, kl = (_render(x) for x in sm80_ldmatrix.row_coord(
+            cfg.smem_read_copy(op), cfg.rows(op), BK, ir.var("tid", 0, T - 1), 0, 0))
         e(f"const u32 {op.lower()}_lm = smem_off_{op}({rl}, {kl}) * {eb};"
           f"  // ldmatrix row address of this lane")
 
