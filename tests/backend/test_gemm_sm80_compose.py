@@ -73,6 +73,11 @@ COMPOSITIONS = {
     "copy_rest_along_k": lambda: dict(
         tiled_mma=make_tiled_mma(F16(), (2, 2, 1)), tile=(64, 64, 32),
         copy_A=_cp(128, "float16", make_layout((64, 2), (2, 1)), make_layout((1, 8)))),
+    "copy_rest_along_k_singlestage_universal": lambda: dict(
+        tiled_mma=make_tiled_mma(F16(), (2, 2, 1)), tile=(64, 64, 32), stages=1,
+        mainloop="singlestage",
+        copy_B=make_tiled_copy(make_copy_atom(UniversalCopy(128), "float16"),
+                               make_layout((64, 2), (2, 1)), make_layout((1, 8)))),
     "MN_major_threads_strided_first": lambda: dict(
         tiled_mma=make_tiled_mma(F16(), (2, 2, 1)), tile=(64, 64, 32), a_major="M",
         copy_A=_cp(128, "float16", make_layout((8, 16), (16, 1)), make_layout((8, 1)))),

@@ -1,8 +1,10 @@
 """SM80-style GEMM: single-stage, pipelined (2-stage) and multistage (cp.async) mainloops.
 
 ``D[l] = alpha * A[l] @ B[l] + beta * C[l]`` with A ``(M, K)``, B ``(K, N)``, C/D ``(M, N)``
-(N contiguous), generated as CUDA C from a :class:`GemmSm80Config` and the index maps in
-:mod:`.gemm_sm80_maps`.  The three mainloops follow CUTLASS' ``MmaSingleStage``,
+(N contiguous), generated as CUDA C through the :class:`~..builder.KernelBuilder` from a
+:class:`GemmSm80Config` whose algebra objects (smem layouts, gmem->smem TiledCopies, the
+TiledMMA and its ``make_tiled_copy_A/B`` ldmatrix copies; components in ``arch/sm80``) give
+every address, lowered through ``lower.py``.  The three mainloops follow CUTLASS' ``MmaSingleStage``,
 ``MmaPipelined`` and ``MmaMultistage`` (the seed documents 000 and 002); the warp level follows
 ``MmaTensorOp`` (seed 001): fragments loaded with ``ldmatrix`` from swizzled shared memory,
 ``mma.sync.m16n8k16`` (f16, bf16) or ``m16n8k8`` (tf32, with the ``cvt.rna.tf32`` operand
@@ -344,9 +346,7 @@ def generate_source(cfg: GemmSm80Config) -> str:
             e(f"{{ const int n = {n}; ld_chunk<{cm.vec}>({reg}, n ? {src} : {op}, n); }}")
 
     def reg_store(op: str, i: int, stage: str, reg: str):
-        x = op.lower()
         cm = cmA if op == "A" else cmB
-        DR, DS = affine[op]
         sbase = "sA" if op == "A" else "sB"
         st = a_stage if op == "A" else b_stage
         e(f"st_chunk<{cm.vec * eb}>({sbase} + ({stage}) * {st} + {_smem_at(op, i)}, {reg});")
