@@ -290,66 +290,16 @@ def generate_source(cfg: GemmSm80Config) -> str:
           f"  // ldmatrix row address of this lane")
 
     # helper lambdas (emitted as macros-free inline code blocks via Python functions)
-    def _smem_at(op: str, i: int) -> str:
-        """Byte offset in the stage of thread's copy iteration i."""
-        x = op.lower()
-        cm = cmA if op == "A" else cmB
-        if affine[op] is None:
-            dr, dk, ds = steps[op][i]
-            if ds is not None:
-                return f"{x}c_s + {ds * eb}"
-            return f"smem_off_{op}({x}c_r + {dr}, {x}c_k + {dk}) * {eb}"
-        DR, DS = affine[op]
-        if DS is not None:
-            return f"{x}c_s + {i * DS * eb}"
-        if cm.major == "K":
-            return f"smem_off_{op}({x}c_r + {i * DR}, {x}c_k) * {eb}"
-        return f"smem_off_{op}({x}c_r, {x}c_k + {i * DR}) * {eb}"
+    issue = {op: sm80_copy.CopyIssue(op, cm.major, cm.vec, eb, st, affine[op],
+                                     tuple(steps[op]))
+             for op, cm, st in (("A", cmA, a_stage), ("B", cmB, b_stage))}
 
     def copy_issue(op: str, i: int, stage: str, kbase: str, asynchronous: bool,
                    reg: str | None = None):
-        x = op.lower()
-        cm = cmA if op == "A" else cmB
-        ld = "lda" if op == "A" else "ldb"
-        ext, mn0 = ("M", "m0") if op == "A" else ("N", "n0")
-        vb = cm.vec * eb
-        sbase = "sA" if op == "A" else "sB"
-        st = a_stage if op == "A" else b_stage
-        if affine[op] is None:
-            dr, dk, _ = steps[op][i]
-            if cm.major == "K":
-                n = (f"(({mn0} + {x}c_r + {dr} < {ext}) ? "
-                     f"max(0, min({cm.vec}, K - ({kbase}) - {x}c_k - {dk})) : 0)")
-                src = f"{x}c_g + ((long long){dr} * {ld} + {dk}) + ({kbase})"
-            else:
-                n = (f"((({kbase}) + {x}c_k + {dk} < K) ? "
-                     f"max(0, min({cm.vec}, {ext} - {mn0} - {x}c_r - {dr})) : 0)")
-                src = f"{x}c_g + ({dr} + (long long){dk} * {ld}) + (long long)({kbase}) * {ld}"
-        elif cm.major == "K":
-            DR, DS = affine[op]
-            n = (f"(({mn0} + {x}c_r + {i * DR} < {ext}) ? "
-                 f"max(0, min({cm.vec}, K - ({kbase}) - {x}c_k)) : 0)")
-            src = f"{x}c_g + {i} * {x}c_step + ({kbase})"
-        else:
-            DR, DS = affine[op]
-            n = f"((({kbase}) + {x}c_k + {i * DR} < K) ? {x}c_n : 0)"
-            src = f"{x}c_g + {i} * {x}c_step + (long long)({kbase}) * {ld}"
-        dst = f"{sbase} + ({stage}) * {st} + {_smem_at(op, i)}"
-        if asynchronous and vb >= 4:
-            cp = b.call_expr("cp_async_zfill", dst, f"n ? {src} : {op}", f"n * {eb}",
-                             template=str(vb))
-            e(f"{{ const int n = {n}; {cp}; }}")
-        elif asynchronous:  # narrower than cp.async's 4 bytes: synchronous element copy
-            e(f"{{ const int n = {n}; u32 v[1]; ld_chunk<{cm.vec}>(v, n ? {src} : {op}, n); "
-              f"st_chunk<{vb}>({dst}, v); }}")
-        else:  # register-staged: load into reg
-            e(f"{{ const int n = {n}; ld_chunk<{cm.vec}>({reg}, n ? {src} : {op}, n); }}")
+        issue[op].emit(b, i, stage, kbase, asynchronous, reg)
 
     def reg_store(op: str, i: int, stage: str, reg: str):
-        cm = cmA if op == "A" else cmB
-        sbase = "sA" if op == "A" else "sB"
-        st = a_stage if op == "A" else b_stage
-        e(f"st_chunk<{cm.vec * eb}>({sbase} + ({stage}) * {st} + {_smem_at(op, i)}, {reg});")
+        issue[op].emit_store(b, i, stage, reg)
 
     def frag_addr(op: str, item, stage: str) -> str:
         """smem address of one fragment load: ``(base ^ x) + a`` from the plan, or the smem

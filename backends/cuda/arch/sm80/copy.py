@@ -16,6 +16,8 @@ gives for ``(v, i)``; over all ``(t, i, v)`` the tile is covered exactly once.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
 from cute_py.errors import AtomError
@@ -24,7 +26,7 @@ from ... import ir, lower
 from . import smem as _smem
 
 __all__ = ["CP_ASYNC_BYTES", "gmem_tiled_copy", "partition", "iterations", "vector",
-           "tile_coord", "coords", "check_copy", "copy_op"]
+           "tile_coord", "coords", "check_copy", "copy_op", "CopyIssue"]
 
 #: vector sizes ``cp.async`` moves (bytes)
 CP_ASYNC_BYTES = (4, 8, 16)
@@ -138,3 +140,109 @@ def check_copy(tc, L, R: int, BK: int, major: str, elem_bytes: int, name: str = 
         raise AtomError(op, name, "a vector is not aligned to its size in shared memory",
                         expected=f"{vb}-byte aligned", actual=str(L))
     return tc
+
+
+# ------------------------------------------------------------------------------ emission
+
+
+@dataclass(frozen=True)
+class CopyIssue:
+    """The statements one operand's gmem->smem copies emit (residue predicates included).
+
+    The kernel keeps, per operand (prefix ``x`` = ``a``/``b``), the thread's tile coordinate
+    of copy 0 (``xc_r``, ``xc_k``, lowered from the partition), its smem byte offset
+    ``xc_s``, a gmem pointer ``xc_g`` and, for an affine copy, ``xc_step`` / ``xc_n``.
+    ``affine``: ``(DR, DS)`` (copy i is ``i*DR`` lines and ``i*DS`` smem elements on) or None;
+    ``steps``: per copy ``(dr, dk, ds)`` (used when not affine).
+
+    Ragged M / N / K: copy ``i`` reads ``n`` of its ``vec`` elements -- 0 when its line is past
+    the extent of the strided mode, else what is left of the contiguous mode (at most ``vec``);
+    ``cp.async`` zero-fills the rest (``src-size``), the register path fills zeros.
+    """
+
+    op: str
+    major: str
+    vec: int
+    elem_bytes: int
+    stage_bytes: int
+    affine: object
+    steps: tuple
+
+    @property
+    def x(self) -> str:
+        return self.op.lower()
+
+    @property
+    def ld(self) -> str:
+        return "lda" if self.op == "A" else "ldb"
+
+    @property
+    def ext(self) -> tuple[str, str]:
+        return ("M", "m0") if self.op == "A" else ("N", "n0")
+
+    @property
+    def sbase(self) -> str:
+        return "sA" if self.op == "A" else "sB"
+
+    def smem_at(self, i: int) -> str:
+        """Byte offset in the stage of the thread's copy ``i``."""
+        x, eb, op = self.x, self.elem_bytes, self.op
+        if self.affine is None:
+            dr, dk, ds = self.steps[i]
+            if ds is not None:
+                return f"{x}c_s + {ds * eb}"
+            return f"smem_off_{op}({x}c_r + {dr}, {x}c_k + {dk}) * {eb}"
+        DR, DS = self.affine
+        if DS is not None:
+            return f"{x}c_s + {i * DS * eb}"
+        if self.major == "K":
+            return f"smem_off_{op}({x}c_r + {i * DR}, {x}c_k) * {eb}"
+        return f"smem_off_{op}({x}c_r, {x}c_k + {i * DR}) * {eb}"
+
+    def count_and_source(self, i: int, kbase: str) -> tuple[str, str]:
+        """``(n, src)``: the elements copy ``i`` reads at k-tile origin ``kbase`` and from
+        where."""
+        x, ld, vec = self.x, self.ld, self.vec
+        ext, mn0 = self.ext
+        if self.affine is None:
+            dr, dk, _ = self.steps[i]
+            if self.major == "K":
+                n = (f"(({mn0} + {x}c_r + {dr} < {ext}) ? "
+                     f"max(0, min({vec}, K - ({kbase}) - {x}c_k - {dk})) : 0)")
+                src = f"{x}c_g + ((long long){dr} * {ld} + {dk}) + ({kbase})"
+            else:
+                n = (f"((({kbase}) + {x}c_k + {dk} < K) ? "
+                     f"max(0, min({vec}, {ext} - {mn0} - {x}c_r - {dr})) : 0)")
+                src = f"{x}c_g + ({dr} + (long long){dk} * {ld}) + (long long)({kbase}) * {ld}"
+        elif self.major == "K":
+            DR, _ = self.affine
+            n = (f"(({mn0} + {x}c_r + {i * DR} < {ext}) ? "
+                 f"max(0, min({vec}, K - ({kbase}) - {x}c_k)) : 0)")
+            src = f"{x}c_g + {i} * {x}c_step + ({kbase})"
+        else:
+            DR, _ = self.affine
+            n = f"((({kbase}) + {x}c_k + {i * DR} < K) ? {x}c_n : 0)"
+            src = f"{x}c_g + {i} * {x}c_step + (long long)({kbase}) * {ld}"
+        return n, src
+
+    def emit(self, b, i: int, stage: str, kbase: str, asynchronous: bool,
+             reg: str | None = None) -> None:
+        """Copy ``i`` of k-tile ``kbase``: ``cp.async`` with zero-fill into ``stage``
+        (``asynchronous``; element copies below 4 bytes), or a load into registers ``reg``."""
+        eb, vb, op = self.elem_bytes, self.vec * self.elem_bytes, self.op
+        n, src = self.count_and_source(i, kbase)
+        dst = f"{self.sbase} + ({stage}) * {self.stage_bytes} + {self.smem_at(i)}"
+        if asynchronous and vb >= 4:
+            cp = b.call_expr("cp_async_zfill", dst, f"n ? {src} : {op}", f"n * {eb}",
+                             template=str(vb))
+            b.line(f"{{ const int n = {n}; {cp}; }}")
+        elif asynchronous:  # narrower than cp.async's 4 bytes: synchronous element copy
+            b.line(f"{{ const int n = {n}; u32 v[1]; ld_chunk<{self.vec}>(v, n ? {src} : {op}, "
+                   f"n); st_chunk<{vb}>({dst}, v); }}")
+        else:  # register-staged: load into reg
+            b.line(f"{{ const int n = {n}; ld_chunk<{self.vec}>({reg}, n ? {src} : {op}, n); }}")
+
+    def emit_store(self, b, i: int, stage: str, reg: str) -> None:
+        """Registers ``reg`` (copy ``i``) into ``stage`` of shared memory."""
+        b.line(f"st_chunk<{self.vec * self.elem_bytes}>({self.sbase} + ({stage}) * "
+               f"{self.stage_bytes} + {self.smem_at(i)}, {reg});")
