@@ -7,7 +7,7 @@ counterpart there (``cute_epi_lds32`` -> ``ld_shared_32``, ``cute_epi_pack_half2
 when ``epilogue/sm80.py`` moves to them.
 """
 
-__all__ = ["PRELUDE_COMMON", "PRELUDE_SM80"]
+__all__ = ["PRELUDE_COMMON"]
 
 PRELUDE_COMMON = r"""
 #ifndef INFINITY
@@ -71,25 +71,5 @@ __device__ __forceinline__ float2 cute_epi_unpack_half2(cute_u32 w) {
 }
 __device__ __forceinline__ float2 cute_epi_unpack_bf162(cute_u32 w) {
   return make_float2(__uint_as_float(w << 16), __uint_as_float(w & 0xffff0000u));
-}
-"""
-
-PRELUDE_SM80 = r"""
-__device__ __forceinline__ void cute_epi_cp_async16(cute_u32 dst, const void* src, bool pred) {
-  int n = pred ? 16 : 0;
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;"
-               :: "r"(dst), "l"(src), "r"(n) : "memory");
-}
-__device__ __forceinline__ void cute_epi_cp_async_commit() {
-  asm volatile("cp.async.commit_group;" ::: "memory");
-}
-template <int N> __device__ __forceinline__ void cute_epi_cp_async_wait() {
-  asm volatile("cp.async.wait_group %0;" :: "n"(N) : "memory");
-}
-__device__ __forceinline__ uint4 cute_epi_lds128(cute_u32 a) {
-  uint4 v;
-  asm volatile("ld.shared.v4.b32 {%0, %1, %2, %3}, [%4];"
-               : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "r"(a) : "memory");
-  return v;
 }
 """

@@ -52,7 +52,7 @@ from cute_py.numeric import BYTES, C_STORAGE
 from .fragment import AccFragment, bank_wavefronts
 from .lower import (MATH_PRELUDE, LoweredTree, atomic_reduce, lower_tree, reduce_combine,
                     reduce_identity_literal)
-from .ptx import PRELUDE_COMMON, PRELUDE_SM80
+from .ptx import PRELUDE_COMMON
 from .sm90 import EpilogueConfig, ParamSpec
 
 __all__ = ["Sm80EpilogueConfig", "Sm80Epilogue", "SmemSwizzle", "fragment_period",
@@ -400,7 +400,7 @@ class Sm80Epilogue:
 
     # -- code pieces --------------------------------------------------------------------------
     def prelude(self) -> str:
-        return PRELUDE_COMMON + PRELUDE_SM80 + PRELUDE_SM80_EPI + MATH_PRELUDE + "\n" + \
+        return '#include "cute_py/ptx_sm80.cuh"\n' + PRELUDE_COMMON + PRELUDE_SM80_EPI + MATH_PRELUDE + "\n" + \
             self.lt.source
 
     def init_code(self, smem_ptr: str = "cute_epi_smem_base") -> str:
@@ -457,7 +457,7 @@ class Sm80Epilogue:
             def body(dt, vec, name):
                 if self.cfg.vectorized:
                     return ["const bool ok_ = row_ok_ && gn_ < N;",
-                            f"cute_epi_cp_async16(sa_, p_{name} + (ok_ ? go_ : 0), ok_);"]
+                            f"cute_py::sm80::cp_async_pred_zfill<16>(sa_, p_{name} + (ok_ ? go_ : 0), ok_);"]
                 return [f"cute_epi_ld_chunk_scalar(sa_, p_{name} + go_, "
                         f"row_ok_ ? max(0, min({vec}, N - gn_)) : 0);"]
             L += self._chunk_loop(("load", name), i, j, s % self.cfg.stages_c, body)
@@ -466,9 +466,9 @@ class Sm80Epilogue:
     def _store_chunks(self, key, i, j, stage):
         def body(dt, vec, name):
             if self.cfg.vectorized:
-                return ["const uint4 v_ = cute_epi_lds128(sa_);",
-                        f"if (row_ok_ && gn_ < N) cute_epi_stg128(p_{name} + go_, v_);"]
-            return ["const uint4 v_ = cute_epi_lds128(sa_);",
+                return ["const uint4 v_ = cute_py::ld_shared_128(sa_);",
+                        f"if (row_ok_ && gn_ < N) cute_py::st_global_128(p_{name} + go_, v_);"]
+            return ["const uint4 v_ = cute_py::ld_shared_128(sa_);",
                     f"if (row_ok_) cute_epi_st_chunk_scalar(p_{name} + go_, v_, "
                     f"max(0, min({vec}, N - gn_)));"]
         return self._chunk_loop(key, i, j, stage, body)
@@ -583,7 +583,7 @@ class Sm80Epilogue:
             for p in range(sc - 1):
                 if p < nsub:
                     L += self._issue_loads(p)
-                L.append("cute_epi_cp_async_commit();")
+                L.append("cute_py::sm80::cp_async_commit();")
         for s, (i, j) in enumerate(self.subtiles):
             vals = self.values[(i, j)]
             pairs, singles = _value_pairs(fr, vals)
@@ -593,8 +593,8 @@ class Sm80Epilogue:
                 # the stage refilled here was last read in subtile s-1, before its D barrier
                 if s + sc - 1 < nsub:
                     B += self._issue_loads(s + sc - 1)
-                B += ["cute_epi_cp_async_commit();",
-                      f"cute_epi_cp_async_wait<{sc - 1}>();", bar]
+                B += ["cute_py::sm80::cp_async_commit();",
+                      f"cute_py::sm80::cp_async_wait<{sc - 1}>();", bar]
                 for name, _ in lt.loads:
                     lb = self._buf_expr(("load", name), s % sc)
                     B.append(f"const cute_u32 lb_{name} = {lb};")
@@ -659,7 +659,45 @@ class Sm80Epilogue:
     def consumer_tail_code(self) -> str:
         """After the last tile: no cp.async group is left in flight (the stores are
         synchronous ``st.global``); a kernel that reuses the smem afterwards syncs the CTA."""
-        return "cute_epi_cp_async_wait<0>();"
+        return "cute_py::sm80::cp_async_wait<0>();"
+
+    # -- the collective protocol (backends/cuda/arch/common/epilogue.py) ------------------------
+    # The kernel calls these with its KernelBuilder; the string methods above remain as thin
+    # sources of the text (kept for the standalone test kernel and older callers).
+    has_producer = False
+
+    def emit_helpers(self, kb) -> None:
+        kb.helper(f"// fused epilogue (backends/cuda/epilogue/sm80.py): {self.cfg.tree}\n"
+                  + self.prelude())
+
+    def emit_params(self, kb) -> None:
+        for p in self.params():
+            kb.param(p.ctype, p.name)
+
+    def emit_init(self, kb, base: str) -> None:
+        kb.decl("const cute_u32", "cute_epi_smem", f"cute_epi_smem_u32({base})", hint=False)
+
+    def emit_region(self, kb, base: str) -> None:
+        """One consumer (the whole CTA): the regions are the ones ``emit_init`` declared."""
+
+    def emit_producer_state(self, kb) -> None:
+        """No producer warp: the consumer threads issue the C / aux loads (cp.async)."""
+
+    def emit_producer(self, kb) -> None:
+        """No producer warp (see :meth:`emit_producer_state`)."""
+
+    def emit_consumer_state(self, kb) -> None:
+        """No state lives across tiles (one tile per CTA)."""
+
+    def emit_prefetch(self, kb) -> None:
+        """The loads are issued inside :meth:`emit_consumer`, after the mainloop drains."""
+
+    def emit_consumer(self, kb, acc, bar_id=1, prefetched: bool = False) -> None:
+        from ..arch.common.epilogue import emit_text
+        emit_text(kb, self.consumer_code(acc))
+
+    def emit_consumer_tail(self, kb) -> None:
+        kb.call("cp_async_wait", template="0")
 
     def key(self) -> str:
         c = self.cfg
@@ -674,14 +712,6 @@ template <int S, unsigned MASK> __device__ __forceinline__ cute_u32 cute_epi_swz
   const cute_u32 o = static_cast<cute_u32>(off);
   return o ^ ((o >> S) & MASK);
 }
-__device__ __forceinline__ void cute_epi_sts128(cute_u32 a, uint4 v) {
-  asm volatile("st.shared.v4.b32 [%0], {%1, %2, %3, %4};"
-               :: "r"(a), "r"(v.x), "r"(v.y), "r"(v.z), "r"(v.w) : "memory");
-}
-template <class T> __device__ __forceinline__ void cute_epi_stg128(T* p, uint4 v) {
-  asm volatile("st.global.v4.b32 [%0], {%1, %2, %3, %4};"
-               :: "l"(p), "r"(v.x), "r"(v.y), "r"(v.z), "r"(v.w) : "memory");
-}
 // element-wise fallbacks (any alignment): ``valid`` leading elements of a 16-byte chunk
 __device__ __forceinline__ void cute_epi_ld_chunk_scalar(cute_u32 sa, const unsigned short* p,
                                                          int valid) {
@@ -691,13 +721,13 @@ __device__ __forceinline__ void cute_epi_ld_chunk_scalar(cute_u32 sa, const unsi
     const cute_u32 lo = 2 * q < valid ? p[2 * q] : 0u, hi = 2 * q + 1 < valid ? p[2 * q + 1] : 0u;
     w[q] = lo | (hi << 16);
   }
-  cute_epi_sts128(sa, make_uint4(w[0], w[1], w[2], w[3]));
+  cute_py::st_shared_128(sa, make_uint4(w[0], w[1], w[2], w[3]));
 }
 __device__ __forceinline__ void cute_epi_ld_chunk_scalar(cute_u32 sa, const float* p, int valid) {
   float w[4];
 #pragma unroll
   for (int q = 0; q < 4; ++q) w[q] = q < valid ? p[q] : 0.0f;
-  cute_epi_sts128(sa, make_uint4(__float_as_uint(w[0]), __float_as_uint(w[1]),
+  cute_py::st_shared_128(sa, make_uint4(__float_as_uint(w[0]), __float_as_uint(w[1]),
                                  __float_as_uint(w[2]), __float_as_uint(w[3])));
 }
 __device__ __forceinline__ void cute_epi_st_chunk_scalar(unsigned short* p, uint4 v, int valid) {
