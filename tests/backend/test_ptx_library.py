@@ -23,45 +23,16 @@ from backends.cuda.builder import KernelBuilder
 
 GOLDEN = Path(__file__).parent / "golden"
 
-#: instruction -> the wrappers allowed to share it today (being removed: the SM80 header's
-#: conversions and shared-memory accesses duplicate ptx_common.cuh's; the mbarrier spin loop
-#: repeats the one-try wait). May only shrink.
+#: instruction -> the wrappers allowed to share it today (the mbarrier spin loop repeats the
+#: one-try wait). May only shrink.
 KNOWN_DUPLICATES = {
-    "cvt.f32.f16": {"f16_bits_to_f32", "f16_to_f32"},
-    "cvt.rn.bf16.f32": {"f32_to_bf16", "f32_to_bf16_bits"},
-    "cvt.rn.f16.f32": {"f32_to_f16", "f32_to_f16_bits"},
-    "ld.shared.b32": {"ld_shared_32", "lds32"},
-    "st.shared.b32": {"st_shared_32", "sts32"},
-    "st.shared.v4.b32 _,{}": {"st_shared_128", "sts128"},
     "mbarrier.try_wait.parity.shared::cta.b64": {"mbarrier_try_wait_parity",
                                                  "mbarrier_wait_parity"},
 }
 
-#: golden sources (relative to tests/backend/golden) that still hold inline asm: the epilogue
-#: preludes of backends/cuda/epilogue/ptx.py (cute_epi_* wrappers in Python strings). May only
-#: shrink.
-KNOWN_ASM_GOLDENS = {
-    "gemm/sm80_fused_gelu.cu",
-    "gemm/sm80_fused_relu.cu",
-    "gemm/sm80_fused_relu_elementwise.cu",
-    "gemm/sm90_epi00_cute_sm90_gemm_f16_128x256x64_s4_w2_c1_a8adf697.cu",
-    "gemm/sm90_epi01_cute_sm90_gemm_f16_128x256x64_s4_w2_c1_f1647048.cu",
-    "gemm/sm90_epi02_cute_sm90_gemm_bf16_128x256x64_s4_w2_c1_e7197d9a.cu",
-    "gemm/sm90_epi03_cute_sm90_gemm_bf16_128x256x64_s4_w2_c1_a475ed27.cu",
-    "gemm/sm90_epi04_cute_sm90_gemm_f16_128x256x64_s4_w2_c2_0af800e1.cu",
-    "gemm/sm90_epi05_cute_sm90_gemm_f16_128x128x64_s5_w2_c1_20b969d8.cu",
-    "gemm/sm90_epi06_cute_sm90_gemm_bf16_128x128x64_s5_w2_c1_84897883.cu",
-    "gemm/sm90_epi07_cute_sm90_gemm_f16_128x256x64_s4_w2_c2_53154b7d.cu",
-    "gemm/sm90_epi08_cute_sm90_gemm_f16_64x256x64_s4_w2_pp_c1_f41b35f0.cu",
-    "gemm/sm90_epi09_cute_sm90_gemm_f16_64x256x64_s4_w2_pp_c1_976e6397.cu",
-    "gemm/sm90_epi10_cute_sm90_gemm_bf16_128x128x64_s5_w2_pp_c2_f3d337d8.cu",
-    "gemm/sm90_epi11_cute_sm90_gemm_f16_256x128x64_s3_w2_c2_8e070cb0.cu",
-    "gemm/sm90_epi12_cute_sm90_gemm_f16_64x256x64_s5_w2_pp_c1_81a80f18.cu",
-    "gemm/sm90_epi13_cute_sm90_gemm_bf16_128x256x64_s4_w2_c1_95af2f28.cu",
-    "gemm/sm90_epi14_cute_sm90_gemm_f16_64x256x64_s5_w2_pp_c1_2375a873.cu",
-    "gemm/sm90_epi15_cute_sm90_gemm_bf16_64x256x64_s5_w2_pp_c1_abc671ee.cu",
-    *(f"gemm/sm90_epitest{i:02d}.cu" for i in range(16)),
-}
+#: golden sources (relative to tests/backend/golden) that still hold inline asm. May only shrink
+#: (none left: every generated kernel calls the PTX library).
+KNOWN_ASM_GOLDENS: set = set()
 
 _ASM_TEXT = re.compile(r"\basm\s*(?:volatile\s*|__volatile__\s*)?\(")
 

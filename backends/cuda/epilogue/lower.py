@@ -30,25 +30,22 @@ __all__ = ["CTYPE", "CONV", "MATH_HELPERS", "to_float", "from_float", "LoweredTr
 CTYPE = {t: C_STORAGE[t] for t in evt.DTYPES}    # the epilogue's types; cute_py.numeric's table
 
 
-#: the conversion functions a lowered tree calls: ``"headers"``, the PTX library's wrappers
-#: (``cute_py/ptx_common.cuh``, a source with ``using namespace cute_py``); ``"legacy"``, the
-#: ``cute_epi_*`` prelude of :mod:`.ptx` the SM80 epilogue still pastes.
+#: the conversion functions a lowered tree calls: the PTX library's wrappers
+#: (``cute_py/ptx_common.cuh``, a source with ``using namespace cute_py``).
 CONV = {
     "headers": {"to": {"float16": "f16_bits_to_f32", "bfloat16": "bf16_bits_to_f32"},
                 "from": {"float16": "f32_to_f16_bits", "bfloat16": "f32_to_bf16_bits"}},
-    "legacy": {"to": {"float16": "cute_epi_unpack_half", "bfloat16": "cute_epi_unpack_bf16"},
-               "from": {"float16": "cute_epi_pack_half", "bfloat16": "cute_epi_pack_bf16"}},
 }
 
 
-def to_float(expr: str, dtype: str, conv: str = "legacy") -> str:
+def to_float(expr: str, dtype: str, conv: str = "headers") -> str:
     """C++ converting a value of ``dtype`` (16-bit types as raw bits) to float."""
     if dtype == "float32":
         return f"({expr})"
     return f"{CONV[conv]['to'][dtype]}({expr})"
 
 
-def from_float(expr: str, dtype: str, conv: str = "legacy") -> str:
+def from_float(expr: str, dtype: str, conv: str = "headers") -> str:
     """C++ converting a float to ``dtype`` (round to nearest even; 16-bit types as raw bits)."""
     if dtype == "float32":
         return f"({expr})"
@@ -85,25 +82,7 @@ _OP_CODE = {
     "clamp": "fminf(fmaxf({0}, {p0}), {p1})",
 }
 
-MATH_PRELUDE = r"""
-__device__ __forceinline__ float cute_epi_tanh_approx(float x) {
-  float y; asm("tanh.approx.f32 %0, %1;" : "=f"(y) : "f"(x)); return y;
-}
-__device__ __forceinline__ float cute_epi_gelu_tanh(float x) {
-  // 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))
-  float u = 0.7978845608028654f * fmaf(0.044715f * x, x * x, x);
-  return 0.5f * x * (1.0f + cute_epi_tanh_approx(u));
-}
-__device__ __forceinline__ float cute_epi_gelu_erf(float x) {
-  return 0.5f * x * (1.0f + erff(x * 0.7071067811865476f));
-}
-__device__ __forceinline__ float cute_epi_sigmoid(float x) {
-  return __fdividef(1.0f, 1.0f + __expf(-x));
-}
-__device__ __forceinline__ float cute_epi_silu(float x) { return x * cute_epi_sigmoid(x); }
-"""
-
-#: :data:`MATH_PRELUDE` on the PTX library: ``tanh.approx`` is the header's ``tanh_approx_f32``
+#: The activations' device functions; ``tanh.approx`` is the header's ``tanh_approx_f32``
 #: (no inline asm in generated text); the rest is plain CUDA math.
 MATH_HELPERS = r"""
 #ifndef INFINITY
@@ -190,7 +169,7 @@ class LoweredTree:
         return ps
 
 
-def lower_tree(tree: Node, conv: str = "legacy") -> LoweredTree:
+def lower_tree(tree: Node, conv: str = "headers") -> LoweredTree:
     """Lower ``tree`` to a :class:`LoweredTree` (deterministic: equal trees give equal source);
     ``conv``: the 16-bit conversion functions it calls (a key of :data:`CONV`)."""
     order = evt.nodes(tree)

@@ -574,7 +574,7 @@ template <int VEC> CUTE_PY_DEVICE void ld_chunk(u32* v, const unsigned int* p, i
   if (BYTES == 16) st_shared_128(addr, make_uint4(v[0], v[1], v[2], v[3]));
   else if (BYTES == 8) sts64(addr, v[0], v[1]);
   else if (BYTES == 4) st_shared_32(addr, v[0]);
-  else sts16(addr, static_cast<u16>(v[0]));
+  else st_shared_16(addr, static_cast<u16>(v[0]));
 }""")
 
 

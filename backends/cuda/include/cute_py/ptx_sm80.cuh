@@ -27,6 +27,7 @@ using cute_py::u128;
 using cute_py::ld_shared_32;
 using cute_py::ld_shared_128;
 using cute_py::st_shared_32;
+using cute_py::st_shared_16;
 using cute_py::st_shared_128;
 using cute_py::f16_bits_to_f32;
 using cute_py::bf16_bits_to_f32;
@@ -99,9 +100,6 @@ CUTE_PY_DEVICE void ldmatrix_x4_trans(u32& r0, u32& r1, u32& r2, u32& r3, u32 ad
 
 // Shared stores by 32-bit address of the widths ptx_common.cuh does not wrap (register-staged
 // copies).
-CUTE_PY_DEVICE void sts16(u32 addr, u16 v) {
-  asm volatile("st.shared.b16 [%0], %1;\n" :: "r"(addr), "h"(v) : "memory");
-}
 CUTE_PY_DEVICE void sts64(u32 addr, u32 a, u32 b) {
   asm volatile("st.shared.v2.b32 [%0], {%1, %2};\n" :: "r"(addr), "r"(a), "r"(b) : "memory");
 }

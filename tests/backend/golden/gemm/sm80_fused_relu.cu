@@ -8,86 +8,23 @@ using namespace cute_py;
 // fused epilogue (backends/cuda/epilogue/sm80.py): relu(add(multiply_add(beta, C, multiply(alpha, acc)), bias[n]))
 #include "cute_py/ptx_sm80.cuh"
 
-#ifndef INFINITY
-#define INFINITY __int_as_float(0x7f800000)
-#endif
-typedef unsigned int cute_u32;
-typedef unsigned long long cute_u64;
-
-__device__ __forceinline__ cute_u32 cute_epi_smem_u32(const void* p) {
-  return static_cast<cute_u32>(__cvta_generic_to_shared(p));
-}
-__device__ __forceinline__ void cute_epi_named_bar(int id, int nthreads) {
-  asm volatile("bar.sync %0, %1;" :: "r"(id), "r"(nthreads) : "memory");
-}
-__device__ __forceinline__ cute_u32 cute_epi_lds32(cute_u32 a) {
-  cute_u32 v; asm volatile("ld.shared.b32 %0, [%1];" : "=r"(v) : "r"(a) : "memory"); return v;
-}
-__device__ __forceinline__ unsigned short cute_epi_lds16(cute_u32 a) {
-  unsigned short v; asm volatile("ld.shared.b16 %0, [%1];" : "=h"(v) : "r"(a) : "memory"); return v;
-}
-__device__ __forceinline__ float2 cute_epi_lds64f(cute_u32 a) {
-  float2 v; asm volatile("ld.shared.v2.f32 {%0, %1}, [%2];" : "=f"(v.x), "=f"(v.y) : "r"(a) : "memory");
-  return v;
-}
-__device__ __forceinline__ float cute_epi_lds32f(cute_u32 a) {
-  float v; asm volatile("ld.shared.f32 %0, [%1];" : "=f"(v) : "r"(a) : "memory"); return v;
-}
-__device__ __forceinline__ void cute_epi_sts32(cute_u32 a, cute_u32 v) {
-  asm volatile("st.shared.b32 [%0], %1;" :: "r"(a), "r"(v) : "memory");
-}
-__device__ __forceinline__ void cute_epi_sts16(cute_u32 a, unsigned short v) {
-  asm volatile("st.shared.b16 [%0], %1;" :: "r"(a), "h"(v) : "memory");
-}
-__device__ __forceinline__ void cute_epi_sts64f(cute_u32 a, float x, float y) {
-  asm volatile("st.shared.v2.f32 [%0], {%1, %2};" :: "r"(a), "f"(x), "f"(y) : "memory");
-}
-__device__ __forceinline__ void cute_epi_sts32f(cute_u32 a, float x) {
-  asm volatile("st.shared.f32 [%0], %1;" :: "r"(a), "f"(x) : "memory");
-}
-__device__ __forceinline__ cute_u32 cute_epi_pack_half2(float lo, float hi) {
-  cute_u32 r; asm("cvt.rn.f16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo)); return r;
-}
-__device__ __forceinline__ cute_u32 cute_epi_pack_bf162(float lo, float hi) {
-  cute_u32 r; asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo)); return r;
-}
-__device__ __forceinline__ unsigned short cute_epi_pack_half(float a) {
-  unsigned short h; asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(a)); return h;
-}
-__device__ __forceinline__ unsigned short cute_epi_pack_bf16(float a) {
-  unsigned short h; asm("cvt.rn.bf16.f32 %0, %1;" : "=h"(h) : "f"(a)); return h;
-}
-__device__ __forceinline__ float cute_epi_unpack_half(unsigned short h) {
-  float f; asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(h)); return f;
-}
-__device__ __forceinline__ float cute_epi_unpack_bf16(unsigned short h) {
-  return __uint_as_float(static_cast<cute_u32>(h) << 16);
-}
-__device__ __forceinline__ float2 cute_epi_unpack_half2(cute_u32 w) {
-  return make_float2(cute_epi_unpack_half(static_cast<unsigned short>(w & 0xffffu)),
-                     cute_epi_unpack_half(static_cast<unsigned short>(w >> 16)));
-}
-__device__ __forceinline__ float2 cute_epi_unpack_bf162(cute_u32 w) {
-  return make_float2(__uint_as_float(w << 16), __uint_as_float(w & 0xffff0000u));
-}
-
-template <int S, unsigned MASK> __device__ __forceinline__ cute_u32 cute_epi_swz80(int off) {
+template <int S, unsigned MASK> __device__ __forceinline__ u32 cute_epi_swz80(int off) {
   // CuTe Swizzle<B,M,S> on a byte offset: MASK = ((1 << B) - 1) << M
-  const cute_u32 o = static_cast<cute_u32>(off);
+  const u32 o = static_cast<u32>(off);
   return o ^ ((o >> S) & MASK);
 }
 // element-wise fallbacks (any alignment): ``valid`` leading elements of a 16-byte chunk
-__device__ __forceinline__ void cute_epi_ld_chunk_scalar(cute_u32 sa, const unsigned short* p,
+__device__ __forceinline__ void cute_epi_ld_chunk_scalar(u32 sa, const unsigned short* p,
                                                          int valid) {
-  cute_u32 w[4];
+  u32 w[4];
 #pragma unroll
   for (int q = 0; q < 4; ++q) {
-    const cute_u32 lo = 2 * q < valid ? p[2 * q] : 0u, hi = 2 * q + 1 < valid ? p[2 * q + 1] : 0u;
+    const u32 lo = 2 * q < valid ? p[2 * q] : 0u, hi = 2 * q + 1 < valid ? p[2 * q + 1] : 0u;
     w[q] = lo | (hi << 16);
   }
   cute_py::st_shared_128(sa, make_uint4(w[0], w[1], w[2], w[3]));
 }
-__device__ __forceinline__ void cute_epi_ld_chunk_scalar(cute_u32 sa, const float* p, int valid) {
+__device__ __forceinline__ void cute_epi_ld_chunk_scalar(u32 sa, const float* p, int valid) {
   float w[4];
 #pragma unroll
   for (int q = 0; q < 4; ++q) w[q] = q < valid ? p[q] : 0.0f;
@@ -95,25 +32,25 @@ __device__ __forceinline__ void cute_epi_ld_chunk_scalar(cute_u32 sa, const floa
                                  __float_as_uint(w[2]), __float_as_uint(w[3])));
 }
 __device__ __forceinline__ void cute_epi_st_chunk_scalar(unsigned short* p, uint4 v, int valid) {
-  const cute_u32 w[4] = {v.x, v.y, v.z, v.w};
+  const u32 w[4] = {v.x, v.y, v.z, v.w};
 #pragma unroll
   for (int e = 0; e < 8; ++e)
     if (e < valid) p[e] = static_cast<unsigned short>(w[e >> 1] >> (16 * (e & 1)));
 }
 __device__ __forceinline__ void cute_epi_st_chunk_scalar(float* p, uint4 v, int valid) {
-  const cute_u32 w[4] = {v.x, v.y, v.z, v.w};
+  const u32 w[4] = {v.x, v.y, v.z, v.w};
 #pragma unroll
   for (int e = 0; e < 4; ++e)
     if (e < valid) p[e] = __uint_as_float(w[e]);
 }
 
-__device__ __forceinline__ float cute_epi_tanh_approx(float x) {
-  float y; asm("tanh.approx.f32 %0, %1;" : "=f"(y) : "f"(x)); return y;
-}
+#ifndef INFINITY
+#define INFINITY __int_as_float(0x7f800000)
+#endif
 __device__ __forceinline__ float cute_epi_gelu_tanh(float x) {
   // 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))
   float u = 0.7978845608028654f * fmaf(0.044715f * x, x * x, x);
-  return 0.5f * x * (1.0f + cute_epi_tanh_approx(u));
+  return 0.5f * x * (1.0f + tanh_approx_f32(u));
 }
 __device__ __forceinline__ float cute_epi_gelu_erf(float x) {
   return 0.5f * x * (1.0f + erff(x * 0.7071067811865476f));
@@ -173,7 +110,7 @@ template <int BYTES> CUTE_PY_DEVICE void st_chunk(u32 addr, const u32* v) {
   if (BYTES == 16) st_shared_128(addr, make_uint4(v[0], v[1], v[2], v[3]));
   else if (BYTES == 8) sts64(addr, v[0], v[1]);
   else if (BYTES == 4) st_shared_32(addr, v[0]);
-  else sts16(addr, static_cast<u16>(v[0]));
+  else st_shared_16(addr, static_cast<u16>(v[0]));
 }
 extern "C" __global__ void __launch_bounds__(256, 1) gemm_sm80_multistage_f16_f16_KK_128x256x32_w2x4_s3_v882_r8_epi0b63bb1ea7f7(
     const EA* __restrict__ A,
@@ -326,7 +263,7 @@ extern "C" __global__ void __launch_bounds__(256, 1) gemm_sm80_multistage_f16_f1
   __syncthreads();
   (void)alpha; (void)beta; (void)C; (void)D; (void)ldc; (void)ldd;
   unsigned char* cute_epi_smem_base = smem;
-  const cute_u32 cute_epi_smem = cute_epi_smem_u32(cute_epi_smem_base);
+  const u32 cute_epi_smem = (u32)__cvta_generic_to_shared(cute_epi_smem_base);
   const int cute_epi_m0 = m0, cute_epi_n0 = n0;
   { // SM80 epilogue: relu(add(multiply_add(beta, C, multiply(alpha, acc)), bias[n]))
   const int cute_lane = tid & 31;
@@ -335,14 +272,14 @@ extern "C" __global__ void __launch_bounds__(256, 1) gemm_sm80_multistage_f16_f1
   const int cute_bm = (cute_mt / 64) * 64 + cute_mt % 64;
   const int cute_bn = (cute_nt / 64) * 16 + cute_nt % 64;
   (void)cute_lane; (void)cute_bm; (void)cute_bn;
-  for (int i_ = tid; i_ < 256; i_ += 256) cute_epi_sts32f(cute_epi_smem + 49152u + 4u * i_, ((cute_epi_n0 + i_) < N ? cute_epi_unpack_half(__ldg(p_bias + (cute_epi_n0 + i_))) : 0.0f));
+  for (int i_ = tid; i_ < 256; i_ += 256) st_shared_f32(cute_epi_smem + 49152u + 4u * i_, ((cute_epi_n0 + i_) < N ? f16_bits_to_f32(__ldg(p_bias + (cute_epi_n0 + i_))) : 0.0f));
 #pragma unroll 1
   for (int it_ = 0; it_ < 4; ++it_) {
     const int c_ = tid + it_ * 256;
     const int br_ = c_ / 8, cc_ = c_ % 8;
     const int gm_ = cute_epi_m0 + (br_ / 64) * 64 + 0 + br_ % 64;
     const int gn_ = cute_epi_n0 + (cc_ / 2) * 64 + 0 + (cc_ % 2) * 8;
-    const cute_u32 sa_ = (cute_epi_smem + 0u) + cute_epi_swz80<3, 112u>(br_ * 128 + cc_ * 16);
+    const u32 sa_ = (cute_epi_smem + 0u) + cute_epi_swz80<3, 112u>(br_ * 128 + cc_ * 16);
     const bool row_ok_ = gm_ < M;
     const long long go_ = row_ok_ ? (long long)gm_ * ld_C + gn_ : 0;
     const bool ok_ = row_ok_ && gn_ < N;
@@ -356,7 +293,7 @@ extern "C" __global__ void __launch_bounds__(256, 1) gemm_sm80_multistage_f16_f1
       const int br_ = c_ / 8, cc_ = c_ % 8;
       const int gm_ = cute_epi_m0 + (br_ / 64) * 64 + 0 + br_ % 64;
       const int gn_ = cute_epi_n0 + (cc_ / 2) * 64 + 16 + (cc_ % 2) * 8;
-      const cute_u32 sa_ = (cute_epi_smem + 16384u) + cute_epi_swz80<3, 112u>(br_ * 128 + cc_ * 16);
+      const u32 sa_ = (cute_epi_smem + 16384u) + cute_epi_swz80<3, 112u>(br_ * 128 + cc_ * 16);
       const bool row_ok_ = gm_ < M;
       const long long go_ = row_ok_ ? (long long)gm_ * ld_C + gn_ : 0;
       const bool ok_ = row_ok_ && gn_ < N;
@@ -364,100 +301,100 @@ extern "C" __global__ void __launch_bounds__(256, 1) gemm_sm80_multistage_f16_f1
     }
     cute_py::sm80::cp_async_commit();
     cute_py::sm80::cp_async_wait<1>();
-    cute_epi_named_bar(1, 256);
-    const cute_u32 lb_C = (cute_epi_smem + 0u);
-    const float row_bias_0 = cute_epi_lds32f(cute_epi_smem + 49152u + 4u * (cute_nt + 0));
-    const float row_bias_1 = cute_epi_lds32f(cute_epi_smem + 49152u + 4u * (cute_nt + 1));
-    const float row_bias_8 = cute_epi_lds32f(cute_epi_smem + 49152u + 4u * (cute_nt + 8));
-    const float row_bias_9 = cute_epi_lds32f(cute_epi_smem + 49152u + 4u * (cute_nt + 9));
-    const float2 lp_C_0 = cute_epi_unpack_half2(cute_epi_lds32((lb_C + cute_epi_swz80<3, 112u>((cute_bm + 0) * 128 + (cute_bn + 0) * 2))));
+    named_barrier_sync(1, 256);
+    const u32 lb_C = (cute_epi_smem + 0u);
+    const float row_bias_0 = ld_shared_f32(cute_epi_smem + 49152u + 4u * (cute_nt + 0));
+    const float row_bias_1 = ld_shared_f32(cute_epi_smem + 49152u + 4u * (cute_nt + 1));
+    const float row_bias_8 = ld_shared_f32(cute_epi_smem + 49152u + 4u * (cute_nt + 8));
+    const float row_bias_9 = ld_shared_f32(cute_epi_smem + 49152u + 4u * (cute_nt + 9));
+    const float2 lp_C_0 = f16x2_bits_to_f32x2(ld_shared_32((lb_C + cute_epi_swz80<3, 112u>((cute_bm + 0) * 128 + (cute_bn + 0) * 2))));
     const float ld_C_0 = lp_C_0.x, ld_C_1 = lp_C_0.y;
     const float dv_0 = cute_epi_visit(acc[0][0][0], ld_C_0, row_bias_0, (cute_epi_m0 + cute_mt + 0 < M) && (cute_epi_n0 + cute_nt + 0 < N), s_beta, s_alpha);
     const float dv_1 = cute_epi_visit(acc[0][0][1], ld_C_1, row_bias_1, (cute_epi_m0 + cute_mt + 0 < M) && (cute_epi_n0 + cute_nt + 1 < N), s_beta, s_alpha);
-    cute_epi_sts32(((cute_epi_smem + 32768u) + cute_epi_swz80<3, 112u>((cute_bm + 0) * 128 + (cute_bn + 0) * 2)), cute_epi_pack_half2(dv_0, dv_1));
-    const float2 lp_C_2 = cute_epi_unpack_half2(cute_epi_lds32((lb_C + cute_epi_swz80<3, 112u>((cute_bm + 8) * 128 + (cute_bn + 0) * 2))));
+    st_shared_32(((cute_epi_smem + 32768u) + cute_epi_swz80<3, 112u>((cute_bm + 0) * 128 + (cute_bn + 0) * 2)), pack_f16x2(dv_0, dv_1));
+    const float2 lp_C_2 = f16x2_bits_to_f32x2(ld_shared_32((lb_C + cute_epi_swz80<3, 112u>((cute_bm + 8) * 128 + (cute_bn + 0) * 2))));
     const float ld_C_2 = lp_C_2.x, ld_C_3 = lp_C_2.y;
     const float dv_2 = cute_epi_visit(acc[0][0][2], ld_C_2, row_bias_0, (cute_epi_m0 + cute_mt + 8 < M) && (cute_epi_n0 + cute_nt + 0 < N), s_beta, s_alpha);
     const float dv_3 = cute_epi_visit(acc[0][0][3], ld_C_3, row_bias_1, (cute_epi_m0 + cute_mt + 8 < M) && (cute_epi_n0 + cute_nt + 1 < N), s_beta, s_alpha);
-    cute_epi_sts32(((cute_epi_smem + 32768u) + cute_epi_swz80<3, 112u>((cute_bm + 8) * 128 + (cute_bn + 0) * 2)), cute_epi_pack_half2(dv_2, dv_3));
-    const float2 lp_C_4 = cute_epi_unpack_half2(cute_epi_lds32((lb_C + cute_epi_swz80<3, 112u>((cute_bm + 16) * 128 + (cute_bn + 0) * 2))));
+    st_shared_32(((cute_epi_smem + 32768u) + cute_epi_swz80<3, 112u>((cute_bm + 8) * 128 + (cute_bn + 0) * 2)), pack_f16x2(dv_2, dv_3));
+    const float2 lp_C_4 = f16x2_bits_to_f32x2(ld_shared_32((lb_C + cute_epi_swz80<3, 112u>((cute_bm + 16) * 128 + (cute_bn + 0) * 2))));
     const float ld_C_4 = lp_C_4.x, ld_C_5 = lp_C_4.y;
     const float dv_4 = cute_epi_visit(acc[1][0][0], ld_C_4, row_bias_0, (cute_epi_m0 + cute_mt + 16 < M) && (cute_epi_n0 + cute_nt + 0 < N), s_beta, s_alpha);
     const float dv_5 = cute_epi_visit(acc[1][0][1], ld_C_5, row_bias_1, (cute_epi_m0 + cute_mt + 16 < M) && (cute_epi_n0 + cute_nt + 1 < N), s_beta, s_alpha);
-    cute_epi_sts32(((cute_epi_smem + 32768u) + cute_epi_swz80<3, 112u>((cute_bm + 16) * 128 + (cute_bn + 0) * 2)), cute_epi_pack_half2(dv_4, dv_5));
-    const float2 lp_C_6 = cute_epi_unpack_half2(cute_epi_lds32((lb_C + cute_epi_swz80<3, 112u>((cute_bm + 24) * 128 + (cute_bn + 0) * 2))));
+    st_shared_32(((cute_epi_smem + 32768u) + cute_epi_swz80<3, 112u>((cute_bm + 16) * 128 + (cute_bn + 0) * 2)), pack_f16x2(dv_4, dv_5));
+    const float2 lp_C_6 = f16x2_bits_to_f32x2(ld_shared_32((lb_C + cute_epi_swz80<3, 112u>((cute_bm + 24) * 128 + (cute_bn + 0) * 2))));
     const float ld_C_6 = lp_C_6.x, ld_C_7 = lp_C_6.y;
     const float dv_6 = cute_epi_visit(acc[1][0][2], ld_C_6, row_bias_0, (cute_epi_m0 + cute_mt + 24 < M) && (cute_epi_n0 + cute_nt + 0 < N), s_beta, s_alpha);
     const float dv_7 = cute_epi_visit(acc[1][0][3], ld_C_7, row_bias_1, (cute_epi_m0 + cute_mt + 24 < M) && (cute_epi_n0 + cute_nt + 1 < N), s_beta, s_alpha);
-    cute_epi_sts32(((cute_epi_smem + 32768u) + cute_epi_swz80<3, 112u>((cute_bm + 24) * 128 + (cute_bn + 0) * 2)), cute_epi_pack_half2(dv_6, dv_7));
-    const float2 lp_C_8 = cute_epi_unpack_half2(cute_epi_lds32((lb_C + cute_epi_swz80<3, 112u>((cute_bm + 32) * 128 + (cute_bn + 0) * 2))));
+    st_shared_32(((cute_epi_smem + 32768u) + cute_epi_swz80<3, 112u>((cute_bm + 24) * 128 + (cute_bn + 0) * 2)), pack_f16x2(dv_6, dv_7));
+    const float2 lp_C_8 = f16x2_bits_to_f32x2(ld_shared_32((lb_C + cute_epi_swz80<3, 112u>((cute_bm + 32) * 128 + (cute_bn + 0) * 2))));
     const float ld_C_8 = lp_C_8.x, ld_C_9 = lp_C_8.y;
     const float dv_8 = cute_epi_visit(acc[2][0][0], ld_C_8, row_bias_0, (cute_epi_m0 + cute_mt + 32 < M) && (cute_epi_n0 + cute_nt + 0 < N), s_beta, s_alpha);
     const float dv_9 = cute_epi_visit(acc[2][0][1], ld_C_9, row_bias_1, (cute_epi_m0 + cute_mt + 32 < M) && (cute_epi_n0 + cute_nt + 1 < N), s_beta, s_alpha);
-    cute_epi_sts32(((cute_epi_smem + 32768u) + cute_epi_swz80<3, 112u>((cute_bm + 32) * 128 + (cute_bn + 0) * 2)), cute_epi_pack_half2(dv_8, dv_9));
-    const float2 lp_C_10 = cute_epi_unpack_half2(cute_epi_lds32((lb_C + cute_epi_swz80<3, 112u>((cute_bm + 40) * 128 + (cute_bn + 0) * 2))));
+    st_shared_32(((cute_epi_smem + 32768u) + cute_epi_swz80<3, 112u>((cute_bm + 32) * 128 + (cute_bn + 0) * 2)), pack_f16x2(dv_8, dv_9));
+    const float2 lp_C_10 = f16x2_bits_to_f32x2(ld_shared_32((lb_C + cute_epi_swz80<3, 112u>((cute_bm + 40) * 128 + (cute_bn + 0) * 2))));
     const float ld_C_10 = lp_C_10.x, ld_C_11 = lp_C_10.y;
     const float dv_10 = cute_epi_visit(acc[2][0][2], ld_C_10, row_bias_0, (cute_epi_m0 + cute_mt + 40 < M) && (cute_epi_n0 + cute_nt + 0 < N), s_beta, s_alpha);
     const float dv_11 = cute_epi_visit(acc[2][0][3], ld_C_11, row_bias_1, (cute_epi_m0 + cute_mt + 40 < M) && (cute_epi_n0 + cute_nt + 1 < N), s_beta, s_alpha);
-    cute_epi_sts32(((cute_epi_smem + 32768u) + cute_epi_swz80<3, 112u>((cute_bm + 40) * 128 + (cute_bn + 0) * 2)), cute_epi_pack_half2(dv_10, dv_11));
-    const float2 lp_C_12 = cute_epi_unpack_half2(cute_epi_lds32((lb_C + cute_epi_swz80<3, 112u>((cute_bm + 48) * 128 + (cute_bn + 0) * 2))));
+    st_shared_32(((cute_epi_smem + 32768u) + cute_epi_swz80<3, 112u>((cute_bm + 40) * 128 + (cute_bn + 0) * 2)), pack_f16x2(dv_10, dv_11));
+    const float2 lp_C_12 = f16x2_bits_to_f32x2(ld_shared_32((lb_C + cute_epi_swz80<3, 112u>((cute_bm + 48) * 128 + (cute_bn + 0) * 2))));
     const float ld_C_12 = lp_C_12.x, ld_C_13 = lp_C_12.y;
     const float dv_12 = cute_epi_visit(acc[3][0][0], ld_C_12, row_bias_0, (cute_epi_m0 + cute_mt + 48 < M) && (cute_epi_n0 + cute_nt + 0 < N), s_beta, s_alpha);
     const float dv_13 = cute_epi_visit(acc[3][0][1], ld_C_13, row_bias_1, (cute_epi_m0 + cute_mt + 48 < M) && (cute_epi_n0 + cute_nt + 1 < N), s_beta, s_alpha);
-    cute_epi_sts32(((cute_epi_smem + 32768u) + cute_epi_swz80<3, 112u>((cute_bm + 48) * 128 + (cute_bn + 0) * 2)), cute_epi_pack_half2(dv_12, dv_13));
-    const float2 lp_C_14 = cute_epi_unpack_half2(cute_epi_lds32((lb_C + cute_epi_swz80<3, 112u>((cute_bm + 56) * 128 + (cute_bn + 0) * 2))));
+    st_shared_32(((cute_epi_smem + 32768u) + cute_epi_swz80<3, 112u>((cute_bm + 48) * 128 + (cute_bn + 0) * 2)), pack_f16x2(dv_12, dv_13));
+    const float2 lp_C_14 = f16x2_bits_to_f32x2(ld_shared_32((lb_C + cute_epi_swz80<3, 112u>((cute_bm + 56) * 128 + (cute_bn + 0) * 2))));
     const float ld_C_14 = lp_C_14.x, ld_C_15 = lp_C_14.y;
     const float dv_14 = cute_epi_visit(acc[3][0][2], ld_C_14, row_bias_0, (cute_epi_m0 + cute_mt + 56 < M) && (cute_epi_n0 + cute_nt + 0 < N), s_beta, s_alpha);
     const float dv_15 = cute_epi_visit(acc[3][0][3], ld_C_15, row_bias_1, (cute_epi_m0 + cute_mt + 56 < M) && (cute_epi_n0 + cute_nt + 1 < N), s_beta, s_alpha);
-    cute_epi_sts32(((cute_epi_smem + 32768u) + cute_epi_swz80<3, 112u>((cute_bm + 56) * 128 + (cute_bn + 0) * 2)), cute_epi_pack_half2(dv_14, dv_15));
-    const float2 lp_C_16 = cute_epi_unpack_half2(cute_epi_lds32((lb_C + cute_epi_swz80<3, 112u>((cute_bm + 0) * 128 + (cute_bn + 8) * 2))));
+    st_shared_32(((cute_epi_smem + 32768u) + cute_epi_swz80<3, 112u>((cute_bm + 56) * 128 + (cute_bn + 0) * 2)), pack_f16x2(dv_14, dv_15));
+    const float2 lp_C_16 = f16x2_bits_to_f32x2(ld_shared_32((lb_C + cute_epi_swz80<3, 112u>((cute_bm + 0) * 128 + (cute_bn + 8) * 2))));
     const float ld_C_16 = lp_C_16.x, ld_C_17 = lp_C_16.y;
     const float dv_16 = cute_epi_visit(acc[0][1][0], ld_C_16, row_bias_8, (cute_epi_m0 + cute_mt + 0 < M) && (cute_epi_n0 + cute_nt + 8 < N), s_beta, s_alpha);
     const float dv_17 = cute_epi_visit(acc[0][1][1], ld_C_17, row_bias_9, (cute_epi_m0 + cute_mt + 0 < M) && (cute_epi_n0 + cute_nt + 9 < N), s_beta, s_alpha);
-    cute_epi_sts32(((cute_epi_smem + 32768u) + cute_epi_swz80<3, 112u>((cute_bm + 0) * 128 + (cute_bn + 8) * 2)), cute_epi_pack_half2(dv_16, dv_17));
-    const float2 lp_C_18 = cute_epi_unpack_half2(cute_epi_lds32((lb_C + cute_epi_swz80<3, 112u>((cute_bm + 8) * 128 + (cute_bn + 8) * 2))));
+    st_shared_32(((cute_epi_smem + 32768u) + cute_epi_swz80<3, 112u>((cute_bm + 0) * 128 + (cute_bn + 8) * 2)), pack_f16x2(dv_16, dv_17));
+    const float2 lp_C_18 = f16x2_bits_to_f32x2(ld_shared_32((lb_C + cute_epi_swz80<3, 112u>((cute_bm + 8) * 128 + (cute_bn + 8) * 2))));
     const float ld_C_18 = lp_C_18.x, ld_C_19 = lp_C_18.y;
     const float dv_18 = cute_epi_visit(acc[0][1][2], ld_C_18, row_bias_8, (cute_epi_m0 + cute_mt + 8 < M) && (cute_epi_n0 + cute_nt + 8 < N), s_beta, s_alpha);
     const float dv_19 = cute_epi_visit(acc[0][1][3], ld_C_19, row_bias_9, (cute_epi_m0 + cute_mt + 8 < M) && (cute_epi_n0 + cute_nt + 9 < N), s_beta, s_alpha);
-    cute_epi_sts32(((cute_epi_smem + 32768u) + cute_epi_swz80<3, 112u>((cute_bm + 8) * 128 + (cute_bn + 8) * 2)), cute_epi_pack_half2(dv_18, dv_19));
-    const float2 lp_C_20 = cute_epi_unpack_half2(cute_epi_lds32((lb_C + cute_epi_swz80<3, 112u>((cute_bm + 16) * 128 + (cute_bn + 8) * 2))));
+    st_shared_32(((cute_epi_smem + 32768u) + cute_epi_swz80<3, 112u>((cute_bm + 8) * 128 + (cute_bn + 8) * 2)), pack_f16x2(dv_18, dv_19));
+    const float2 lp_C_20 = f16x2_bits_to_f32x2(ld_shared_32((lb_C + cute_epi_swz80<3, 112u>((cute_bm + 16) * 128 + (cute_bn + 8) * 2))));
     const float ld_C_20 = lp_C_20.x, ld_C_21 = lp_C_20.y;
     const float dv_20 = cute_epi_visit(acc[1][1][0], ld_C_20, row_bias_8, (cute_epi_m0 + cute_mt + 16 < M) && (cute_epi_n0 + cute_nt + 8 < N), s_beta, s_alpha);
     const float dv_21 = cute_epi_visit(acc[1][1][1], ld_C_21, row_bias_9, (cute_epi_m0 + cute_mt + 16 < M) && (cute_epi_n0 + cute_nt + 9 < N), s_beta, s_alpha);
-    cute_epi_sts32(((cute_epi_smem + 32768u) + cute_epi_swz80<3, 112u>((cute_bm + 16) * 128 + (cute_bn + 8) * 2)), cute_epi_pack_half2(dv_20, dv_21));
-    const float2 lp_C_22 = cute_epi_unpack_half2(cute_epi_lds32((lb_C + cute_epi_swz80<3, 112u>((cute_bm + 24) * 128 + (cute_bn + 8) * 2))));
+    st_shared_32(((cute_epi_smem + 32768u) + cute_epi_swz80<3, 112u>((cute_bm + 16) * 128 + (cute_bn + 8) * 2)), pack_f16x2(dv_20, dv_21));
+    const float2 lp_C_22 = f16x2_bits_to_f32x2(ld_shared_32((lb_C + cute_epi_swz80<3, 112u>((cute_bm + 24) * 128 + (cute_bn + 8) * 2))));
     const float ld_C_22 = lp_C_22.x, ld_C_23 = lp_C_22.y;
     const float dv_22 = cute_epi_visit(acc[1][1][2], ld_C_22, row_bias_8, (cute_epi_m0 + cute_mt + 24 < M) && (cute_epi_n0 + cute_nt + 8 < N), s_beta, s_alpha);
     const float dv_23 = cute_epi_visit(acc[1][1][3], ld_C_23, row_bias_9, (cute_epi_m0 + cute_mt + 24 < M) && (cute_epi_n0 + cute_nt + 9 < N), s_beta, s_alpha);
-    cute_epi_sts32(((cute_epi_smem + 32768u) + cute_epi_swz80<3, 112u>((cute_bm + 24) * 128 + (cute_bn + 8) * 2)), cute_epi_pack_half2(dv_22, dv_23));
-    const float2 lp_C_24 = cute_epi_unpack_half2(cute_epi_lds32((lb_C + cute_epi_swz80<3, 112u>((cute_bm + 32) * 128 + (cute_bn + 8) * 2))));
+    st_shared_32(((cute_epi_smem + 32768u) + cute_epi_swz80<3, 112u>((cute_bm + 24) * 128 + (cute_bn + 8) * 2)), pack_f16x2(dv_22, dv_23));
+    const float2 lp_C_24 = f16x2_bits_to_f32x2(ld_shared_32((lb_C + cute_epi_swz80<3, 112u>((cute_bm + 32) * 128 + (cute_bn + 8) * 2))));
     const float ld_C_24 = lp_C_24.x, ld_C_25 = lp_C_24.y;
     const float dv_24 = cute_epi_visit(acc[2][1][0], ld_C_24, row_bias_8, (cute_epi_m0 + cute_mt + 32 < M) && (cute_epi_n0 + cute_nt + 8 < N), s_beta, s_alpha);
     const float dv_25 = cute_epi_visit(acc[2][1][1], ld_C_25, row_bias_9, (cute_epi_m0 + cute_mt + 32 < M) && (cute_epi_n0 + cute_nt + 9 < N), s_beta, s_alpha);
-    cute_epi_sts32(((cute_epi_smem + 32768u) + cute_epi_swz80<3, 112u>((cute_bm + 32) * 128 + (cute_bn + 8) * 2)), cute_epi_pack_half2(dv_24, dv_25));
-    const float2 lp_C_26 = cute_epi_unpack_half2(cute_epi_lds32((lb_C + cute_epi_swz80<3, 112u>((cute_bm + 40) * 128 + (cute_bn + 8) * 2))));
+    st_shared_32(((cute_epi_smem + 32768u) + cute_epi_swz80<3, 112u>((cute_bm + 32) * 128 + (cute_bn + 8) * 2)), pack_f16x2(dv_24, dv_25));
+    const float2 lp_C_26 = f16x2_bits_to_f32x2(ld_shared_32((lb_C + cute_epi_swz80<3, 112u>((cute_bm + 40) * 128 + (cute_bn + 8) * 2))));
     const float ld_C_26 = lp_C_26.x, ld_C_27 = lp_C_26.y;
     const float dv_26 = cute_epi_visit(acc[2][1][2], ld_C_26, row_bias_8, (cute_epi_m0 + cute_mt + 40 < M) && (cute_epi_n0 + cute_nt + 8 < N), s_beta, s_alpha);
     const float dv_27 = cute_epi_visit(acc[2][1][3], ld_C_27, row_bias_9, (cute_epi_m0 + cute_mt + 40 < M) && (cute_epi_n0 + cute_nt + 9 < N), s_beta, s_alpha);
-    cute_epi_sts32(((cute_epi_smem + 32768u) + cute_epi_swz80<3, 112u>((cute_bm + 40) * 128 + (cute_bn + 8) * 2)), cute_epi_pack_half2(dv_26, dv_27));
-    const float2 lp_C_28 = cute_epi_unpack_half2(cute_epi_lds32((lb_C + cute_epi_swz80<3, 112u>((cute_bm + 48) * 128 + (cute_bn + 8) * 2))));
+    st_shared_32(((cute_epi_smem + 32768u) + cute_epi_swz80<3, 112u>((cute_bm + 40) * 128 + (cute_bn + 8) * 2)), pack_f16x2(dv_26, dv_27));
+    const float2 lp_C_28 = f16x2_bits_to_f32x2(ld_shared_32((lb_C + cute_epi_swz80<3, 112u>((cute_bm + 48) * 128 + (cute_bn + 8) * 2))));
     const float ld_C_28 = lp_C_28.x, ld_C_29 = lp_C_28.y;
     const float dv_28 = cute_epi_visit(acc[3][1][0], ld_C_28, row_bias_8, (cute_epi_m0 + cute_mt + 48 < M) && (cute_epi_n0 + cute_nt + 8 < N), s_beta, s_alpha);
     const float dv_29 = cute_epi_visit(acc[3][1][1], ld_C_29, row_bias_9, (cute_epi_m0 + cute_mt + 48 < M) && (cute_epi_n0 + cute_nt + 9 < N), s_beta, s_alpha);
-    cute_epi_sts32(((cute_epi_smem + 32768u) + cute_epi_swz80<3, 112u>((cute_bm + 48) * 128 + (cute_bn + 8) * 2)), cute_epi_pack_half2(dv_28, dv_29));
-    const float2 lp_C_30 = cute_epi_unpack_half2(cute_epi_lds32((lb_C + cute_epi_swz80<3, 112u>((cute_bm + 56) * 128 + (cute_bn + 8) * 2))));
+    st_shared_32(((cute_epi_smem + 32768u) + cute_epi_swz80<3, 112u>((cute_bm + 48) * 128 + (cute_bn + 8) * 2)), pack_f16x2(dv_28, dv_29));
+    const float2 lp_C_30 = f16x2_bits_to_f32x2(ld_shared_32((lb_C + cute_epi_swz80<3, 112u>((cute_bm + 56) * 128 + (cute_bn + 8) * 2))));
     const float ld_C_30 = lp_C_30.x, ld_C_31 = lp_C_30.y;
     const float dv_30 = cute_epi_visit(acc[3][1][2], ld_C_30, row_bias_8, (cute_epi_m0 + cute_mt + 56 < M) && (cute_epi_n0 + cute_nt + 8 < N), s_beta, s_alpha);
     const float dv_31 = cute_epi_visit(acc[3][1][3], ld_C_31, row_bias_9, (cute_epi_m0 + cute_mt + 56 < M) && (cute_epi_n0 + cute_nt + 9 < N), s_beta, s_alpha);
-    cute_epi_sts32(((cute_epi_smem + 32768u) + cute_epi_swz80<3, 112u>((cute_bm + 56) * 128 + (cute_bn + 8) * 2)), cute_epi_pack_half2(dv_30, dv_31));
-    cute_epi_named_bar(1, 256);
+    st_shared_32(((cute_epi_smem + 32768u) + cute_epi_swz80<3, 112u>((cute_bm + 56) * 128 + (cute_bn + 8) * 2)), pack_f16x2(dv_30, dv_31));
+    named_barrier_sync(1, 256);
 #pragma unroll 1
     for (int it_ = 0; it_ < 4; ++it_) {
       const int c_ = tid + it_ * 256;
       const int br_ = c_ / 8, cc_ = c_ % 8;
       const int gm_ = cute_epi_m0 + (br_ / 64) * 64 + 0 + br_ % 64;
       const int gn_ = cute_epi_n0 + (cc_ / 2) * 64 + 0 + (cc_ % 2) * 8;
-      const cute_u32 sa_ = (cute_epi_smem + 32768u) + cute_epi_swz80<3, 112u>(br_ * 128 + cc_ * 16);
+      const u32 sa_ = (cute_epi_smem + 32768u) + cute_epi_swz80<3, 112u>(br_ * 128 + cc_ * 16);
       const bool row_ok_ = gm_ < M;
       const long long go_ = row_ok_ ? (long long)gm_ * ld_D + gn_ : 0;
       const uint4 v_ = cute_py::ld_shared_128(sa_);
@@ -471,7 +408,7 @@ extern "C" __global__ void __launch_bounds__(256, 1) gemm_sm80_multistage_f16_f1
       const int br_ = c_ / 8, cc_ = c_ % 8;
       const int gm_ = cute_epi_m0 + (br_ / 64) * 64 + 0 + br_ % 64;
       const int gn_ = cute_epi_n0 + (cc_ / 2) * 64 + 32 + (cc_ % 2) * 8;
-      const cute_u32 sa_ = (cute_epi_smem + 0u) + cute_epi_swz80<3, 112u>(br_ * 128 + cc_ * 16);
+      const u32 sa_ = (cute_epi_smem + 0u) + cute_epi_swz80<3, 112u>(br_ * 128 + cc_ * 16);
       const bool row_ok_ = gm_ < M;
       const long long go_ = row_ok_ ? (long long)gm_ * ld_C + gn_ : 0;
       const bool ok_ = row_ok_ && gn_ < N;
@@ -479,100 +416,100 @@ extern "C" __global__ void __launch_bounds__(256, 1) gemm_sm80_multistage_f16_f1
     }
     cute_py::sm80::cp_async_commit();
     cute_py::sm80::cp_async_wait<1>();
-    cute_epi_named_bar(1, 256);
-    const cute_u32 lb_C = (cute_epi_smem + 16384u);
-    const float row_bias_16 = cute_epi_lds32f(cute_epi_smem + 49152u + 4u * (cute_nt + 16));
-    const float row_bias_17 = cute_epi_lds32f(cute_epi_smem + 49152u + 4u * (cute_nt + 17));
-    const float row_bias_24 = cute_epi_lds32f(cute_epi_smem + 49152u + 4u * (cute_nt + 24));
-    const float row_bias_25 = cute_epi_lds32f(cute_epi_smem + 49152u + 4u * (cute_nt + 25));
-    const float2 lp_C_32 = cute_epi_unpack_half2(cute_epi_lds32((lb_C + cute_epi_swz80<3, 112u>((cute_bm + 0) * 128 + (cute_bn + 0) * 2))));
+    named_barrier_sync(1, 256);
+    const u32 lb_C = (cute_epi_smem + 16384u);
+    const float row_bias_16 = ld_shared_f32(cute_epi_smem + 49152u + 4u * (cute_nt + 16));
+    const float row_bias_17 = ld_shared_f32(cute_epi_smem + 49152u + 4u * (cute_nt + 17));
+    const float row_bias_24 = ld_shared_f32(cute_epi_smem + 49152u + 4u * (cute_nt + 24));
+    const float row_bias_25 = ld_shared_f32(cute_epi_smem + 49152u + 4u * (cute_nt + 25));
+    const float2 lp_C_32 = f16x2_bits_to_f32x2(ld_shared_32((lb_C + cute_epi_swz80<3, 112u>((cute_bm + 0) * 128 + (cute_bn + 0) * 2))));
     const float ld_C_32 = lp_C_32.x, ld_C_33 = lp_C_32.y;
     const float dv_32 = cute_epi_visit(acc[0][2][0], ld_C_32, row_bias_16, (cute_epi_m0 + cute_mt + 0 < M) && (cute_epi_n0 + cute_nt + 16 < N), s_beta, s_alpha);
     const float dv_33 = cute_epi_visit(acc[0][2][1], ld_C_33, row_bias_17, (cute_epi_m0 + cute_mt + 0 < M) && (cute_epi_n0 + cute_nt + 17 < N), s_beta, s_alpha);
-    cute_epi_sts32(((cute_epi_smem + 32768u) + cute_epi_swz80<3, 112u>((cute_bm + 0) * 128 + (cute_bn + 0) * 2)), cute_epi_pack_half2(dv_32, dv_33));
-    const float2 lp_C_34 = cute_epi_unpack_half2(cute_epi_lds32((lb_C + cute_epi_swz80<3, 112u>((cute_bm + 8) * 128 + (cute_bn + 0) * 2))));
+    st_shared_32(((cute_epi_smem + 32768u) + cute_epi_swz80<3, 112u>((cute_bm + 0) * 128 + (cute_bn + 0) * 2)), pack_f16x2(dv_32, dv_33));
+    const float2 lp_C_34 = f16x2_bits_to_f32x2(ld_shared_32((lb_C + cute_epi_swz80<3, 112u>((cute_bm + 8) * 128 + (cute_bn + 0) * 2))));
     const float ld_C_34 = lp_C_34.x, ld_C_35 = lp_C_34.y;
     const float dv_34 = cute_epi_visit(acc[0][2][2], ld_C_34, row_bias_16, (cute_epi_m0 + cute_mt + 8 < M) && (cute_epi_n0 + cute_nt + 16 < N), s_beta, s_alpha);
     const float dv_35 = cute_epi_visit(acc[0][2][3], ld_C_35, row_bias_17, (cute_epi_m0 + cute_mt + 8 < M) && (cute_epi_n0 + cute_nt + 17 < N), s_beta, s_alpha);
-    cute_epi_sts32(((cute_epi_smem + 32768u) + cute_epi_swz80<3, 112u>((cute_bm + 8) * 128 + (cute_bn + 0) * 2)), cute_epi_pack_half2(dv_34, dv_35));
-    const float2 lp_C_36 = cute_epi_unpack_half2(cute_epi_lds32((lb_C + cute_epi_swz80<3, 112u>((cute_bm + 16) * 128 + (cute_bn + 0) * 2))));
+    st_shared_32(((cute_epi_smem + 32768u) + cute_epi_swz80<3, 112u>((cute_bm + 8) * 128 + (cute_bn + 0) * 2)), pack_f16x2(dv_34, dv_35));
+    const float2 lp_C_36 = f16x2_bits_to_f32x2(ld_shared_32((lb_C + cute_epi_swz80<3, 112u>((cute_bm + 16) * 128 + (cute_bn + 0) * 2))));
     const float ld_C_36 = lp_C_36.x, ld_C_37 = lp_C_36.y;
     const float dv_36 = cute_epi_visit(acc[1][2][0], ld_C_36, row_bias_16, (cute_epi_m0 + cute_mt + 16 < M) && (cute_epi_n0 + cute_nt + 16 < N), s_beta, s_alpha);
     const float dv_37 = cute_epi_visit(acc[1][2][1], ld_C_37, row_bias_17, (cute_epi_m0 + cute_mt + 16 < M) && (cute_epi_n0 + cute_nt + 17 < N), s_beta, s_alpha);
-    cute_epi_sts32(((cute_epi_smem + 32768u) + cute_epi_swz80<3, 112u>((cute_bm + 16) * 128 + (cute_bn + 0) * 2)), cute_epi_pack_half2(dv_36, dv_37));
-    const float2 lp_C_38 = cute_epi_unpack_half2(cute_epi_lds32((lb_C + cute_epi_swz80<3, 112u>((cute_bm + 24) * 128 + (cute_bn + 0) * 2))));
+    st_shared_32(((cute_epi_smem + 32768u) + cute_epi_swz80<3, 112u>((cute_bm + 16) * 128 + (cute_bn + 0) * 2)), pack_f16x2(dv_36, dv_37));
+    const float2 lp_C_38 = f16x2_bits_to_f32x2(ld_shared_32((lb_C + cute_epi_swz80<3, 112u>((cute_bm + 24) * 128 + (cute_bn + 0) * 2))));
     const float ld_C_38 = lp_C_38.x, ld_C_39 = lp_C_38.y;
     const float dv_38 = cute_epi_visit(acc[1][2][2], ld_C_38, row_bias_16, (cute_epi_m0 + cute_mt + 24 < M) && (cute_epi_n0 + cute_nt + 16 < N), s_beta, s_alpha);
     const float dv_39 = cute_epi_visit(acc[1][2][3], ld_C_39, row_bias_17, (cute_epi_m0 + cute_mt + 24 < M) && (cute_epi_n0 + cute_nt + 17 < N), s_beta, s_alpha);
-    cute_epi_sts32(((cute_epi_smem + 32768u) + cute_epi_swz80<3, 112u>((cute_bm + 24) * 128 + (cute_bn + 0) * 2)), cute_epi_pack_half2(dv_38, dv_39));
-    const float2 lp_C_40 = cute_epi_unpack_half2(cute_epi_lds32((lb_C + cute_epi_swz80<3, 112u>((cute_bm + 32) * 128 + (cute_bn + 0) * 2))));
+    st_shared_32(((cute_epi_smem + 32768u) + cute_epi_swz80<3, 112u>((cute_bm + 24) * 128 + (cute_bn + 0) * 2)), pack_f16x2(dv_38, dv_39));
+    const float2 lp_C_40 = f16x2_bits_to_f32x2(ld_shared_32((lb_C + cute_epi_swz80<3, 112u>((cute_bm + 32) * 128 + (cute_bn + 0) * 2))));
     const float ld_C_40 = lp_C_40.x, ld_C_41 = lp_C_40.y;
     const float dv_40 = cute_epi_visit(acc[2][2][0], ld_C_40, row_bias_16, (cute_epi_m0 + cute_mt + 32 < M) && (cute_epi_n0 + cute_nt + 16 < N), s_beta, s_alpha);
     const float dv_41 = cute_epi_visit(acc[2][2][1], ld_C_41, row_bias_17, (cute_epi_m0 + cute_mt + 32 < M) && (cute_epi_n0 + cute_nt + 17 < N), s_beta, s_alpha);
-    cute_epi_sts32(((cute_epi_smem + 32768u) + cute_epi_swz80<3, 112u>((cute_bm + 32) * 128 + (cute_bn + 0) * 2)), cute_epi_pack_half2(dv_40, dv_41));
-    const float2 lp_C_42 = cute_epi_unpack_half2(cute_epi_lds32((lb_C + cute_epi_swz80<3, 112u>((cute_bm + 40) * 128 + (cute_bn + 0) * 2))));
+    st_shared_32(((cute_epi_smem + 32768u) + cute_epi_swz80<3, 112u>((cute_bm + 32) * 128 + (cute_bn + 0) * 2)), pack_f16x2(dv_40, dv_41));
+    const float2 lp_C_42 = f16x2_bits_to_f32x2(ld_shared_32((lb_C + cute_epi_swz80<3, 112u>((cute_bm + 40) * 128 + (cute_bn + 0) * 2))));
     const float ld_C_42 = lp_C_42.x, ld_C_43 = lp_C_42.y;
     const float dv_42 = cute_epi_visit(acc[2][2][2], ld_C_42, row_bias_16, (cute_epi_m0 + cute_mt + 40 < M) && (cute_epi_n0 + cute_nt + 16 < N), s_beta, s_alpha);
     const float dv_43 = cute_epi_visit(acc[2][2][3], ld_C_43, row_bias_17, (cute_epi_m0 + cute_mt + 40 < M) && (cute_epi_n0 + cute_nt + 17 < N), s_beta, s_alpha);
-    cute_epi_sts32(((cute_epi_smem + 32768u) + cute_epi_swz80<3, 112u>((cute_bm + 40) * 128 + (cute_bn + 0) * 2)), cute_epi_pack_half2(dv_42, dv_43));
-    const float2 lp_C_44 = cute_epi_unpack_half2(cute_epi_lds32((lb_C + cute_epi_swz80<3, 112u>((cute_bm + 48) * 128 + (cute_bn + 0) * 2))));
+    st_shared_32(((cute_epi_smem + 32768u) + cute_epi_swz80<3, 112u>((cute_bm + 40) * 128 + (cute_bn + 0) * 2)), pack_f16x2(dv_42, dv_43));
+    const float2 lp_C_44 = f16x2_bits_to_f32x2(ld_shared_32((lb_C + cute_epi_swz80<3, 112u>((cute_bm + 48) * 128 + (cute_bn + 0) * 2))));
     const float ld_C_44 = lp_C_44.x, ld_C_45 = lp_C_44.y;
     const float dv_44 = cute_epi_visit(acc[3][2][0], ld_C_44, row_bias_16, (cute_epi_m0 + cute_mt + 48 < M) && (cute_epi_n0 + cute_nt + 16 < N), s_beta, s_alpha);
     const float dv_45 = cute_epi_visit(acc[3][2][1], ld_C_45, row_bias_17, (cute_epi_m0 + cute_mt + 48 < M) && (cute_epi_n0 + cute_nt + 17 < N), s_beta, s_alpha);
-    cute_epi_sts32(((cute_epi_smem + 32768u) + cute_epi_swz80<3, 112u>((cute_bm + 48) * 128 + (cute_bn + 0) * 2)), cute_epi_pack_half2(dv_44, dv_45));
-    const float2 lp_C_46 = cute_epi_unpack_half2(cute_epi_lds32((lb_C + cute_epi_swz80<3, 112u>((cute_bm + 56) * 128 + (cute_bn + 0) * 2))));
+    st_shared_32(((cute_epi_smem + 32768u) + cute_epi_swz80<3, 112u>((cute_bm + 48) * 128 + (cute_bn + 0) * 2)), pack_f16x2(dv_44, dv_45));
+    const float2 lp_C_46 = f16x2_bits_to_f32x2(ld_shared_32((lb_C + cute_epi_swz80<3, 112u>((cute_bm + 56) * 128 + (cute_bn + 0) * 2))));
     const float ld_C_46 = lp_C_46.x, ld_C_47 = lp_C_46.y;
     const float dv_46 = cute_epi_visit(acc[3][2][2], ld_C_46, row_bias_16, (cute_epi_m0 + cute_mt + 56 < M) && (cute_epi_n0 + cute_nt + 16 < N), s_beta, s_alpha);
     const float dv_47 = cute_epi_visit(acc[3][2][3], ld_C_47, row_bias_17, (cute_epi_m0 + cute_mt + 56 < M) && (cute_epi_n0 + cute_nt + 17 < N), s_beta, s_alpha);
-    cute_epi_sts32(((cute_epi_smem + 32768u) + cute_epi_swz80<3, 112u>((cute_bm + 56) * 128 + (cute_bn + 0) * 2)), cute_epi_pack_half2(dv_46, dv_47));
-    const float2 lp_C_48 = cute_epi_unpack_half2(cute_epi_lds32((lb_C + cute_epi_swz80<3, 112u>((cute_bm + 0) * 128 + (cute_bn + 8) * 2))));
+    st_shared_32(((cute_epi_smem + 32768u) + cute_epi_swz80<3, 112u>((cute_bm + 56) * 128 + (cute_bn + 0) * 2)), pack_f16x2(dv_46, dv_47));
+    const float2 lp_C_48 = f16x2_bits_to_f32x2(ld_shared_32((lb_C + cute_epi_swz80<3, 112u>((cute_bm + 0) * 128 + (cute_bn + 8) * 2))));
     const float ld_C_48 = lp_C_48.x, ld_C_49 = lp_C_48.y;
     const float dv_48 = cute_epi_visit(acc[0][3][0], ld_C_48, row_bias_24, (cute_epi_m0 + cute_mt + 0 < M) && (cute_epi_n0 + cute_nt + 24 < N), s_beta, s_alpha);
     const float dv_49 = cute_epi_visit(acc[0][3][1], ld_C_49, row_bias_25, (cute_epi_m0 + cute_mt + 0 < M) && (cute_epi_n0 + cute_nt + 25 < N), s_beta, s_alpha);
-    cute_epi_sts32(((cute_epi_smem + 32768u) + cute_epi_swz80<3, 112u>((cute_bm + 0) * 128 + (cute_bn + 8) * 2)), cute_epi_pack_half2(dv_48, dv_49));
-    const float2 lp_C_50 = cute_epi_unpack_half2(cute_epi_lds32((lb_C + cute_epi_swz80<3, 112u>((cute_bm + 8) * 128 + (cute_bn + 8) * 2))));
+    st_shared_32(((cute_epi_smem + 32768u) + cute_epi_swz80<3, 112u>((cute_bm + 0) * 128 + (cute_bn + 8) * 2)), pack_f16x2(dv_48, dv_49));
+    const float2 lp_C_50 = f16x2_bits_to_f32x2(ld_shared_32((lb_C + cute_epi_swz80<3, 112u>((cute_bm + 8) * 128 + (cute_bn + 8) * 2))));
     const float ld_C_50 = lp_C_50.x, ld_C_51 = lp_C_50.y;
     const float dv_50 = cute_epi_visit(acc[0][3][2], ld_C_50, row_bias_24, (cute_epi_m0 + cute_mt + 8 < M) && (cute_epi_n0 + cute_nt + 24 < N), s_beta, s_alpha);
     const float dv_51 = cute_epi_visit(acc[0][3][3], ld_C_51, row_bias_25, (cute_epi_m0 + cute_mt + 8 < M) && (cute_epi_n0 + cute_nt + 25 < N), s_beta, s_alpha);
-    cute_epi_sts32(((cute_epi_smem + 32768u) + cute_epi_swz80<3, 112u>((cute_bm + 8) * 128 + (cute_bn + 8) * 2)), cute_epi_pack_half2(dv_50, dv_51));
-    const float2 lp_C_52 = cute_epi_unpack_half2(cute_epi_lds32((lb_C + cute_epi_swz80<3, 112u>((cute_bm + 16) * 128 + (cute_bn + 8) * 2))));
+    st_shared_32(((cute_epi_smem + 32768u) + cute_epi_swz80<3, 112u>((cute_bm + 8) * 128 + (cute_bn + 8) * 2)), pack_f16x2(dv_50, dv_51));
+    const float2 lp_C_52 = f16x2_bits_to_f32x2(ld_shared_32((lb_C + cute_epi_swz80<3, 112u>((cute_bm + 16) * 128 + (cute_bn + 8) * 2))));
     const float ld_C_52 = lp_C_52.x, ld_C_53 = lp_C_52.y;
     const float dv_52 = cute_epi_visit(acc[1][3][0], ld_C_52, row_bias_24, (cute_epi_m0 + cute_mt + 16 < M) && (cute_epi_n0 + cute_nt + 24 < N), s_beta, s_alpha);
     const float dv_53 = cute_epi_visit(acc[1][3][1], ld_C_53, row_bias_25, (cute_epi_m0 + cute_mt + 16 < M) && (cute_epi_n0 + cute_nt + 25 < N), s_beta, s_alpha);
-    cute_epi_sts32(((cute_epi_smem + 32768u) + cute_epi_swz80<3, 112u>((cute_bm + 16) * 128 + (cute_bn + 8) * 2)), cute_epi_pack_half2(dv_52, dv_53));
-    const float2 lp_C_54 = cute_epi_unpack_half2(cute_epi_lds32((lb_C + cute_epi_swz80<3, 112u>((cute_bm + 24) * 128 + (cute_bn + 8) * 2))));
+    st_shared_32(((cute_epi_smem + 32768u) + cute_epi_swz80<3, 112u>((cute_bm + 16) * 128 + (cute_bn + 8) * 2)), pack_f16x2(dv_52, dv_53));
+    const float2 lp_C_54 = f16x2_bits_to_f32x2(ld_shared_32((lb_C + cute_epi_swz80<3, 112u>((cute_bm + 24) * 128 + (cute_bn + 8) * 2))));
     const float ld_C_54 = lp_C_54.x, ld_C_55 = lp_C_54.y;
     const float dv_54 = cute_epi_visit(acc[1][3][2], ld_C_54, row_bias_24, (cute_epi_m0 + cute_mt + 24 < M) && (cute_epi_n0 + cute_nt + 24 < N), s_beta, s_alpha);
     const float dv_55 = cute_epi_visit(acc[1][3][3], ld_C_55, row_bias_25, (cute_epi_m0 + cute_mt + 24 < M) && (cute_epi_n0 + cute_nt + 25 < N), s_beta, s_alpha);
-    cute_epi_sts32(((cute_epi_smem + 32768u) + cute_epi_swz80<3, 112u>((cute_bm + 24) * 128 + (cute_bn + 8) * 2)), cute_epi_pack_half2(dv_54, dv_55));
-    const float2 lp_C_56 = cute_epi_unpack_half2(cute_epi_lds32((lb_C + cute_epi_swz80<3, 112u>((cute_bm + 32) * 128 + (cute_bn + 8) * 2))));
+    st_shared_32(((cute_epi_smem + 32768u) + cute_epi_swz80<3, 112u>((cute_bm + 24) * 128 + (cute_bn + 8) * 2)), pack_f16x2(dv_54, dv_55));
+    const float2 lp_C_56 = f16x2_bits_to_f32x2(ld_shared_32((lb_C + cute_epi_swz80<3, 112u>((cute_bm + 32) * 128 + (cute_bn + 8) * 2))));
     const float ld_C_56 = lp_C_56.x, ld_C_57 = lp_C_56.y;
     const float dv_56 = cute_epi_visit(acc[2][3][0], ld_C_56, row_bias_24, (cute_epi_m0 + cute_mt + 32 < M) && (cute_epi_n0 + cute_nt + 24 < N), s_beta, s_alpha);
     const float dv_57 = cute_epi_visit(acc[2][3][1], ld_C_57, row_bias_25, (cute_epi_m0 + cute_mt + 32 < M) && (cute_epi_n0 + cute_nt + 25 < N), s_beta, s_alpha);
-    cute_epi_sts32(((cute_epi_smem + 32768u) + cute_epi_swz80<3, 112u>((cute_bm + 32) * 128 + (cute_bn + 8) * 2)), cute_epi_pack_half2(dv_56, dv_57));
-    const float2 lp_C_58 = cute_epi_unpack_half2(cute_epi_lds32((lb_C + cute_epi_swz80<3, 112u>((cute_bm + 40) * 128 + (cute_bn + 8) * 2))));
+    st_shared_32(((cute_epi_smem + 32768u) + cute_epi_swz80<3, 112u>((cute_bm + 32) * 128 + (cute_bn + 8) * 2)), pack_f16x2(dv_56, dv_57));
+    const float2 lp_C_58 = f16x2_bits_to_f32x2(ld_shared_32((lb_C + cute_epi_swz80<3, 112u>((cute_bm + 40) * 128 + (cute_bn + 8) * 2))));
     const float ld_C_58 = lp_C_58.x, ld_C_59 = lp_C_58.y;
     const float dv_58 = cute_epi_visit(acc[2][3][2], ld_C_58, row_bias_24, (cute_epi_m0 + cute_mt + 40 < M) && (cute_epi_n0 + cute_nt + 24 < N), s_beta, s_alpha);
     const float dv_59 = cute_epi_visit(acc[2][3][3], ld_C_59, row_bias_25, (cute_epi_m0 + cute_mt + 40 < M) && (cute_epi_n0 + cute_nt + 25 < N), s_beta, s_alpha);
-    cute_epi_sts32(((cute_epi_smem + 32768u) + cute_epi_swz80<3, 112u>((cute_bm + 40) * 128 + (cute_bn + 8) * 2)), cute_epi_pack_half2(dv_58, dv_59));
-    const float2 lp_C_60 = cute_epi_unpack_half2(cute_epi_lds32((lb_C + cute_epi_swz80<3, 112u>((cute_bm + 48) * 128 + (cute_bn + 8) * 2))));
+    st_shared_32(((cute_epi_smem + 32768u) + cute_epi_swz80<3, 112u>((cute_bm + 40) * 128 + (cute_bn + 8) * 2)), pack_f16x2(dv_58, dv_59));
+    const float2 lp_C_60 = f16x2_bits_to_f32x2(ld_shared_32((lb_C + cute_epi_swz80<3, 112u>((cute_bm + 48) * 128 + (cute_bn + 8) * 2))));
     const float ld_C_60 = lp_C_60.x, ld_C_61 = lp_C_60.y;
     const float dv_60 = cute_epi_visit(acc[3][3][0], ld_C_60, row_bias_24, (cute_epi_m0 + cute_mt + 48 < M) && (cute_epi_n0 + cute_nt + 24 < N), s_beta, s_alpha);
     const float dv_61 = cute_epi_visit(acc[3][3][1], ld_C_61, row_bias_25, (cute_epi_m0 + cute_mt + 48 < M) && (cute_epi_n0 + cute_nt + 25 < N), s_beta, s_alpha);
-    cute_epi_sts32(((cute_epi_smem + 32768u) + cute_epi_swz80<3, 112u>((cute_bm + 48) * 128 + (cute_bn + 8) * 2)), cute_epi_pack_half2(dv_60, dv_61));
-    const float2 lp_C_62 = cute_epi_unpack_half2(cute_epi_lds32((lb_C + cute_epi_swz80<3, 112u>((cute_bm + 56) * 128 + (cute_bn + 8) * 2))));
+    st_shared_32(((cute_epi_smem + 32768u) + cute_epi_swz80<3, 112u>((cute_bm + 48) * 128 + (cute_bn + 8) * 2)), pack_f16x2(dv_60, dv_61));
+    const float2 lp_C_62 = f16x2_bits_to_f32x2(ld_shared_32((lb_C + cute_epi_swz80<3, 112u>((cute_bm + 56) * 128 + (cute_bn + 8) * 2))));
     const float ld_C_62 = lp_C_62.x, ld_C_63 = lp_C_62.y;
     const float dv_62 = cute_epi_visit(acc[3][3][2], ld_C_62, row_bias_24, (cute_epi_m0 + cute_mt + 56 < M) && (cute_epi_n0 + cute_nt + 24 < N), s_beta, s_alpha);
     const float dv_63 = cute_epi_visit(acc[3][3][3], ld_C_63, row_bias_25, (cute_epi_m0 + cute_mt + 56 < M) && (cute_epi_n0 + cute_nt + 25 < N), s_beta, s_alpha);
-    cute_epi_sts32(((cute_epi_smem + 32768u) + cute_epi_swz80<3, 112u>((cute_bm + 56) * 128 + (cute_bn + 8) * 2)), cute_epi_pack_half2(dv_62, dv_63));
-    cute_epi_named_bar(1, 256);
+    st_shared_32(((cute_epi_smem + 32768u) + cute_epi_swz80<3, 112u>((cute_bm + 56) * 128 + (cute_bn + 8) * 2)), pack_f16x2(dv_62, dv_63));
+    named_barrier_sync(1, 256);
 #pragma unroll 1
     for (int it_ = 0; it_ < 4; ++it_) {
       const int c_ = tid + it_ * 256;
       const int br_ = c_ / 8, cc_ = c_ % 8;
       const int gm_ = cute_epi_m0 + (br_ / 64) * 64 + 0 + br_ % 64;
       const int gn_ = cute_epi_n0 + (cc_ / 2) * 64 + 16 + (cc_ % 2) * 8;
-      const cute_u32 sa_ = (cute_epi_smem + 32768u) + cute_epi_swz80<3, 112u>(br_ * 128 + cc_ * 16);
+      const u32 sa_ = (cute_epi_smem + 32768u) + cute_epi_swz80<3, 112u>(br_ * 128 + cc_ * 16);
       const bool row_ok_ = gm_ < M;
       const long long go_ = row_ok_ ? (long long)gm_ * ld_D + gn_ : 0;
       const uint4 v_ = cute_py::ld_shared_128(sa_);
@@ -586,7 +523,7 @@ extern "C" __global__ void __launch_bounds__(256, 1) gemm_sm80_multistage_f16_f1
       const int br_ = c_ / 8, cc_ = c_ % 8;
       const int gm_ = cute_epi_m0 + (br_ / 64) * 64 + 0 + br_ % 64;
       const int gn_ = cute_epi_n0 + (cc_ / 2) * 64 + 48 + (cc_ % 2) * 8;
-      const cute_u32 sa_ = (cute_epi_smem + 16384u) + cute_epi_swz80<3, 112u>(br_ * 128 + cc_ * 16);
+      const u32 sa_ = (cute_epi_smem + 16384u) + cute_epi_swz80<3, 112u>(br_ * 128 + cc_ * 16);
       const bool row_ok_ = gm_ < M;
       const long long go_ = row_ok_ ? (long long)gm_ * ld_C + gn_ : 0;
       const bool ok_ = row_ok_ && gn_ < N;
@@ -594,100 +531,100 @@ extern "C" __global__ void __launch_bounds__(256, 1) gemm_sm80_multistage_f16_f1
     }
     cute_py::sm80::cp_async_commit();
     cute_py::sm80::cp_async_wait<1>();
-    cute_epi_named_bar(1, 256);
-    const cute_u32 lb_C = (cute_epi_smem + 0u);
-    const float row_bias_32 = cute_epi_lds32f(cute_epi_smem + 49152u + 4u * (cute_nt + 32));
-    const float row_bias_33 = cute_epi_lds32f(cute_epi_smem + 49152u + 4u * (cute_nt + 33));
-    const float row_bias_40 = cute_epi_lds32f(cute_epi_smem + 49152u + 4u * (cute_nt + 40));
-    const float row_bias_41 = cute_epi_lds32f(cute_epi_smem + 49152u + 4u * (cute_nt + 41));
-    const float2 lp_C_64 = cute_epi_unpack_half2(cute_epi_lds32((lb_C + cute_epi_swz80<3, 112u>((cute_bm + 0) * 128 + (cute_bn + 0) * 2))));
+    named_barrier_sync(1, 256);
+    const u32 lb_C = (cute_epi_smem + 0u);
+    const float row_bias_32 = ld_shared_f32(cute_epi_smem + 49152u + 4u * (cute_nt + 32));
+    const float row_bias_33 = ld_shared_f32(cute_epi_smem + 49152u + 4u * (cute_nt + 33));
+    const float row_bias_40 = ld_shared_f32(cute_epi_smem + 49152u + 4u * (cute_nt + 40));
+    const float row_bias_41 = ld_shared_f32(cute_epi_smem + 49152u + 4u * (cute_nt + 41));
+    const float2 lp_C_64 = f16x2_bits_to_f32x2(ld_shared_32((lb_C + cute_epi_swz80<3, 112u>((cute_bm + 0) * 128 + (cute_bn + 0) * 2))));
     const float ld_C_64 = lp_C_64.x, ld_C_65 = lp_C_64.y;
     const float dv_64 = cute_epi_visit(acc[0][4][0], ld_C_64, row_bias_32, (cute_epi_m0 + cute_mt + 0 < M) && (cute_epi_n0 + cute_nt + 32 < N), s_beta, s_alpha);
     const float dv_65 = cute_epi_visit(acc[0][4][1], ld_C_65, row_bias_33, (cute_epi_m0 + cute_mt + 0 < M) && (cute_epi_n0 + cute_nt + 33 < N), s_beta, s_alpha);
-    cute_epi_sts32(((cute_epi_smem + 32768u) + cute_epi_swz80<3, 112u>((cute_bm + 0) * 128 + (cute_bn + 0) * 2)), cute_epi_pack_half2(dv_64, dv_65));
-    const float2 lp_C_66 = cute_epi_unpack_half2(cute_epi_lds32((lb_C + cute_epi_swz80<3, 112u>((cute_bm + 8) * 128 + (cute_bn + 0) * 2))));
+    st_shared_32(((cute_epi_smem + 32768u) + cute_epi_swz80<3, 112u>((cute_bm + 0) * 128 + (cute_bn + 0) * 2)), pack_f16x2(dv_64, dv_65));
+    const float2 lp_C_66 = f16x2_bits_to_f32x2(ld_shared_32((lb_C + cute_epi_swz80<3, 112u>((cute_bm + 8) * 128 + (cute_bn + 0) * 2))));
     const float ld_C_66 = lp_C_66.x, ld_C_67 = lp_C_66.y;
     const float dv_66 = cute_epi_visit(acc[0][4][2], ld_C_66, row_bias_32, (cute_epi_m0 + cute_mt + 8 < M) && (cute_epi_n0 + cute_nt + 32 < N), s_beta, s_alpha);
     const float dv_67 = cute_epi_visit(acc[0][4][3], ld_C_67, row_bias_33, (cute_epi_m0 + cute_mt + 8 < M) && (cute_epi_n0 + cute_nt + 33 < N), s_beta, s_alpha);
-    cute_epi_sts32(((cute_epi_smem + 32768u) + cute_epi_swz80<3, 112u>((cute_bm + 8) * 128 + (cute_bn + 0) * 2)), cute_epi_pack_half2(dv_66, dv_67));
-    const float2 lp_C_68 = cute_epi_unpack_half2(cute_epi_lds32((lb_C + cute_epi_swz80<3, 112u>((cute_bm + 16) * 128 + (cute_bn + 0) * 2))));
+    st_shared_32(((cute_epi_smem + 32768u) + cute_epi_swz80<3, 112u>((cute_bm + 8) * 128 + (cute_bn + 0) * 2)), pack_f16x2(dv_66, dv_67));
+    const float2 lp_C_68 = f16x2_bits_to_f32x2(ld_shared_32((lb_C + cute_epi_swz80<3, 112u>((cute_bm + 16) * 128 + (cute_bn + 0) * 2))));
     const float ld_C_68 = lp_C_68.x, ld_C_69 = lp_C_68.y;
     const float dv_68 = cute_epi_visit(acc[1][4][0], ld_C_68, row_bias_32, (cute_epi_m0 + cute_mt + 16 < M) && (cute_epi_n0 + cute_nt + 32 < N), s_beta, s_alpha);
     const float dv_69 = cute_epi_visit(acc[1][4][1], ld_C_69, row_bias_33, (cute_epi_m0 + cute_mt + 16 < M) && (cute_epi_n0 + cute_nt + 33 < N), s_beta, s_alpha);
-    cute_epi_sts32(((cute_epi_smem + 32768u) + cute_epi_swz80<3, 112u>((cute_bm + 16) * 128 + (cute_bn + 0) * 2)), cute_epi_pack_half2(dv_68, dv_69));
-    const float2 lp_C_70 = cute_epi_unpack_half2(cute_epi_lds32((lb_C + cute_epi_swz80<3, 112u>((cute_bm + 24) * 128 + (cute_bn + 0) * 2))));
+    st_shared_32(((cute_epi_smem + 32768u) + cute_epi_swz80<3, 112u>((cute_bm + 16) * 128 + (cute_bn + 0) * 2)), pack_f16x2(dv_68, dv_69));
+    const float2 lp_C_70 = f16x2_bits_to_f32x2(ld_shared_32((lb_C + cute_epi_swz80<3, 112u>((cute_bm + 24) * 128 + (cute_bn + 0) * 2))));
     const float ld_C_70 = lp_C_70.x, ld_C_71 = lp_C_70.y;
     const float dv_70 = cute_epi_visit(acc[1][4][2], ld_C_70, row_bias_32, (cute_epi_m0 + cute_mt + 24 < M) && (cute_epi_n0 + cute_nt + 32 < N), s_beta, s_alpha);
     const float dv_71 = cute_epi_visit(acc[1][4][3], ld_C_71, row_bias_33, (cute_epi_m0 + cute_mt + 24 < M) && (cute_epi_n0 + cute_nt + 33 < N), s_beta, s_alpha);
-    cute_epi_sts32(((cute_epi_smem + 32768u) + cute_epi_swz80<3, 112u>((cute_bm + 24) * 128 + (cute_bn + 0) * 2)), cute_epi_pack_half2(dv_70, dv_71));
-    const float2 lp_C_72 = cute_epi_unpack_half2(cute_epi_lds32((lb_C + cute_epi_swz80<3, 112u>((cute_bm + 32) * 128 + (cute_bn + 0) * 2))));
+    st_shared_32(((cute_epi_smem + 32768u) + cute_epi_swz80<3, 112u>((cute_bm + 24) * 128 + (cute_bn + 0) * 2)), pack_f16x2(dv_70, dv_71));
+    const float2 lp_C_72 = f16x2_bits_to_f32x2(ld_shared_32((lb_C + cute_epi_swz80<3, 112u>((cute_bm + 32) * 128 + (cute_bn + 0) * 2))));
     const float ld_C_72 = lp_C_72.x, ld_C_73 = lp_C_72.y;
     const float dv_72 = cute_epi_visit(acc[2][4][0], ld_C_72, row_bias_32, (cute_epi_m0 + cute_mt + 32 < M) && (cute_epi_n0 + cute_nt + 32 < N), s_beta, s_alpha);
     const float dv_73 = cute_epi_visit(acc[2][4][1], ld_C_73, row_bias_33, (cute_epi_m0 + cute_mt + 32 < M) && (cute_epi_n0 + cute_nt + 33 < N), s_beta, s_alpha);
-    cute_epi_sts32(((cute_epi_smem + 32768u) + cute_epi_swz80<3, 112u>((cute_bm + 32) * 128 + (cute_bn + 0) * 2)), cute_epi_pack_half2(dv_72, dv_73));
-    const float2 lp_C_74 = cute_epi_unpack_half2(cute_epi_lds32((lb_C + cute_epi_swz80<3, 112u>((cute_bm + 40) * 128 + (cute_bn + 0) * 2))));
+    st_shared_32(((cute_epi_smem + 32768u) + cute_epi_swz80<3, 112u>((cute_bm + 32) * 128 + (cute_bn + 0) * 2)), pack_f16x2(dv_72, dv_73));
+    const float2 lp_C_74 = f16x2_bits_to_f32x2(ld_shared_32((lb_C + cute_epi_swz80<3, 112u>((cute_bm + 40) * 128 + (cute_bn + 0) * 2))));
     const float ld_C_74 = lp_C_74.x, ld_C_75 = lp_C_74.y;
     const float dv_74 = cute_epi_visit(acc[2][4][2], ld_C_74, row_bias_32, (cute_epi_m0 + cute_mt + 40 < M) && (cute_epi_n0 + cute_nt + 32 < N), s_beta, s_alpha);
     const float dv_75 = cute_epi_visit(acc[2][4][3], ld_C_75, row_bias_33, (cute_epi_m0 + cute_mt + 40 < M) && (cute_epi_n0 + cute_nt + 33 < N), s_beta, s_alpha);
-    cute_epi_sts32(((cute_epi_smem + 32768u) + cute_epi_swz80<3, 112u>((cute_bm + 40) * 128 + (cute_bn + 0) * 2)), cute_epi_pack_half2(dv_74, dv_75));
-    const float2 lp_C_76 = cute_epi_unpack_half2(cute_epi_lds32((lb_C + cute_epi_swz80<3, 112u>((cute_bm + 48) * 128 + (cute_bn + 0) * 2))));
+    st_shared_32(((cute_epi_smem + 32768u) + cute_epi_swz80<3, 112u>((cute_bm + 40) * 128 + (cute_bn + 0) * 2)), pack_f16x2(dv_74, dv_75));
+    const float2 lp_C_76 = f16x2_bits_to_f32x2(ld_shared_32((lb_C + cute_epi_swz80<3, 112u>((cute_bm + 48) * 128 + (cute_bn + 0) * 2))));
     const float ld_C_76 = lp_C_76.x, ld_C_77 = lp_C_76.y;
     const float dv_76 = cute_epi_visit(acc[3][4][0], ld_C_76, row_bias_32, (cute_epi_m0 + cute_mt + 48 < M) && (cute_epi_n0 + cute_nt + 32 < N), s_beta, s_alpha);
     const float dv_77 = cute_epi_visit(acc[3][4][1], ld_C_77, row_bias_33, (cute_epi_m0 + cute_mt + 48 < M) && (cute_epi_n0 + cute_nt + 33 < N), s_beta, s_alpha);
-    cute_epi_sts32(((cute_epi_smem + 32768u) + cute_epi_swz80<3, 112u>((cute_bm + 48) * 128 + (cute_bn + 0) * 2)), cute_epi_pack_half2(dv_76, dv_77));
-    const float2 lp_C_78 = cute_epi_unpack_half2(cute_epi_lds32((lb_C + cute_epi_swz80<3, 112u>((cute_bm + 56) * 128 + (cute_bn + 0) * 2))));
+    st_shared_32(((cute_epi_smem + 32768u) + cute_epi_swz80<3, 112u>((cute_bm + 48) * 128 + (cute_bn + 0) * 2)), pack_f16x2(dv_76, dv_77));
+    const float2 lp_C_78 = f16x2_bits_to_f32x2(ld_shared_32((lb_C + cute_epi_swz80<3, 112u>((cute_bm + 56) * 128 + (cute_bn + 0) * 2))));
     const float ld_C_78 = lp_C_78.x, ld_C_79 = lp_C_78.y;
     const float dv_78 = cute_epi_visit(acc[3][4][2], ld_C_78, row_bias_32, (cute_epi_m0 + cute_mt + 56 < M) && (cute_epi_n0 + cute_nt + 32 < N), s_beta, s_alpha);
     const float dv_79 = cute_epi_visit(acc[3][4][3], ld_C_79, row_bias_33, (cute_epi_m0 + cute_mt + 56 < M) && (cute_epi_n0 + cute_nt + 33 < N), s_beta, s_alpha);
-    cute_epi_sts32(((cute_epi_smem + 32768u) + cute_epi_swz80<3, 112u>((cute_bm + 56) * 128 + (cute_bn + 0) * 2)), cute_epi_pack_half2(dv_78, dv_79));
-    const float2 lp_C_80 = cute_epi_unpack_half2(cute_epi_lds32((lb_C + cute_epi_swz80<3, 112u>((cute_bm + 0) * 128 + (cute_bn + 8) * 2))));
+    st_shared_32(((cute_epi_smem + 32768u) + cute_epi_swz80<3, 112u>((cute_bm + 56) * 128 + (cute_bn + 0) * 2)), pack_f16x2(dv_78, dv_79));
+    const float2 lp_C_80 = f16x2_bits_to_f32x2(ld_shared_32((lb_C + cute_epi_swz80<3, 112u>((cute_bm + 0) * 128 + (cute_bn + 8) * 2))));
     const float ld_C_80 = lp_C_80.x, ld_C_81 = lp_C_80.y;
     const float dv_80 = cute_epi_visit(acc[0][5][0], ld_C_80, row_bias_40, (cute_epi_m0 + cute_mt + 0 < M) && (cute_epi_n0 + cute_nt + 40 < N), s_beta, s_alpha);
     const float dv_81 = cute_epi_visit(acc[0][5][1], ld_C_81, row_bias_41, (cute_epi_m0 + cute_mt + 0 < M) && (cute_epi_n0 + cute_nt + 41 < N), s_beta, s_alpha);
-    cute_epi_sts32(((cute_epi_smem + 32768u) + cute_epi_swz80<3, 112u>((cute_bm + 0) * 128 + (cute_bn + 8) * 2)), cute_epi_pack_half2(dv_80, dv_81));
-    const float2 lp_C_82 = cute_epi_unpack_half2(cute_epi_lds32((lb_C + cute_epi_swz80<3, 112u>((cute_bm + 8) * 128 + (cute_bn + 8) * 2))));
+    st_shared_32(((cute_epi_smem + 32768u) + cute_epi_swz80<3, 112u>((cute_bm + 0) * 128 + (cute_bn + 8) * 2)), pack_f16x2(dv_80, dv_81));
+    const float2 lp_C_82 = f16x2_bits_to_f32x2(ld_shared_32((lb_C + cute_epi_swz80<3, 112u>((cute_bm + 8) * 128 + (cute_bn + 8) * 2))));
     const float ld_C_82 = lp_C_82.x, ld_C_83 = lp_C_82.y;
     const float dv_82 = cute_epi_visit(acc[0][5][2], ld_C_82, row_bias_40, (cute_epi_m0 + cute_mt + 8 < M) && (cute_epi_n0 + cute_nt + 40 < N), s_beta, s_alpha);
     const float dv_83 = cute_epi_visit(acc[0][5][3], ld_C_83, row_bias_41, (cute_epi_m0 + cute_mt + 8 < M) && (cute_epi_n0 + cute_nt + 41 < N), s_beta, s_alpha);
-    cute_epi_sts32(((cute_epi_smem + 32768u) + cute_epi_swz80<3, 112u>((cute_bm + 8) * 128 + (cute_bn + 8) * 2)), cute_epi_pack_half2(dv_82, dv_83));
-    const float2 lp_C_84 = cute_epi_unpack_half2(cute_epi_lds32((lb_C + cute_epi_swz80<3, 112u>((cute_bm + 16) * 128 + (cute_bn + 8) * 2))));
+    st_shared_32(((cute_epi_smem + 32768u) + cute_epi_swz80<3, 112u>((cute_bm + 8) * 128 + (cute_bn + 8) * 2)), pack_f16x2(dv_82, dv_83));
+    const float2 lp_C_84 = f16x2_bits_to_f32x2(ld_shared_32((lb_C + cute_epi_swz80<3, 112u>((cute_bm + 16) * 128 + (cute_bn + 8) * 2))));
     const float ld_C_84 = lp_C_84.x, ld_C_85 = lp_C_84.y;
     const float dv_84 = cute_epi_visit(acc[1][5][0], ld_C_84, row_bias_40, (cute_epi_m0 + cute_mt + 16 < M) && (cute_epi_n0 + cute_nt + 40 < N), s_beta, s_alpha);
     const float dv_85 = cute_epi_visit(acc[1][5][1], ld_C_85, row_bias_41, (cute_epi_m0 + cute_mt + 16 < M) && (cute_epi_n0 + cute_nt + 41 < N), s_beta, s_alpha);
-    cute_epi_sts32(((cute_epi_smem + 32768u) + cute_epi_swz80<3, 112u>((cute_bm + 16) * 128 + (cute_bn + 8) * 2)), cute_epi_pack_half2(dv_84, dv_85));
-    const float2 lp_C_86 = cute_epi_unpack_half2(cute_epi_lds32((lb_C + cute_epi_swz80<3, 112u>((cute_bm + 24) * 128 + (cute_bn + 8) * 2))));
+    st_shared_32(((cute_epi_smem + 32768u) + cute_epi_swz80<3, 112u>((cute_bm + 16) * 128 + (cute_bn + 8) * 2)), pack_f16x2(dv_84, dv_85));
+    const float2 lp_C_86 = f16x2_bits_to_f32x2(ld_shared_32((lb_C + cute_epi_swz80<3, 112u>((cute_bm + 24) * 128 + (cute_bn + 8) * 2))));
     const float ld_C_86 = lp_C_86.x, ld_C_87 = lp_C_86.y;
     const float dv_86 = cute_epi_visit(acc[1][5][2], ld_C_86, row_bias_40, (cute_epi_m0 + cute_mt + 24 < M) && (cute_epi_n0 + cute_nt + 40 < N), s_beta, s_alpha);
     const float dv_87 = cute_epi_visit(acc[1][5][3], ld_C_87, row_bias_41, (cute_epi_m0 + cute_mt + 24 < M) && (cute_epi_n0 + cute_nt + 41 < N), s_beta, s_alpha);
-    cute_epi_sts32(((cute_epi_smem + 32768u) + cute_epi_swz80<3, 112u>((cute_bm + 24) * 128 + (cute_bn + 8) * 2)), cute_epi_pack_half2(dv_86, dv_87));
-    const float2 lp_C_88 = cute_epi_unpack_half2(cute_epi_lds32((lb_C + cute_epi_swz80<3, 112u>((cute_bm + 32) * 128 + (cute_bn + 8) * 2))));
+    st_shared_32(((cute_epi_smem + 32768u) + cute_epi_swz80<3, 112u>((cute_bm + 24) * 128 + (cute_bn + 8) * 2)), pack_f16x2(dv_86, dv_87));
+    const float2 lp_C_88 = f16x2_bits_to_f32x2(ld_shared_32((lb_C + cute_epi_swz80<3, 112u>((cute_bm + 32) * 128 + (cute_bn + 8) * 2))));
     const float ld_C_88 = lp_C_88.x, ld_C_89 = lp_C_88.y;
     const float dv_88 = cute_epi_visit(acc[2][5][0], ld_C_88, row_bias_40, (cute_epi_m0 + cute_mt + 32 < M) && (cute_epi_n0 + cute_nt + 40 < N), s_beta, s_alpha);
     const float dv_89 = cute_epi_visit(acc[2][5][1], ld_C_89, row_bias_41, (cute_epi_m0 + cute_mt + 32 < M) && (cute_epi_n0 + cute_nt + 41 < N), s_beta, s_alpha);
-    cute_epi_sts32(((cute_epi_smem + 32768u) + cute_epi_swz80<3, 112u>((cute_bm + 32) * 128 + (cute_bn + 8) * 2)), cute_epi_pack_half2(dv_88, dv_89));
-    const float2 lp_C_90 = cute_epi_unpack_half2(cute_epi_lds32((lb_C + cute_epi_swz80<3, 112u>((cute_bm + 40) * 128 + (cute_bn + 8) * 2))));
+    st_shared_32(((cute_epi_smem + 32768u) + cute_epi_swz80<3, 112u>((cute_bm + 32) * 128 + (cute_bn + 8) * 2)), pack_f16x2(dv_88, dv_89));
+    const float2 lp_C_90 = f16x2_bits_to_f32x2(ld_shared_32((lb_C + cute_epi_swz80<3, 112u>((cute_bm + 40) * 128 + (cute_bn + 8) * 2))));
     const float ld_C_90 = lp_C_90.x, ld_C_91 = lp_C_90.y;
     const float dv_90 = cute_epi_visit(acc[2][5][2], ld_C_90, row_bias_40, (cute_epi_m0 + cute_mt + 40 < M) && (cute_epi_n0 + cute_nt + 40 < N), s_beta, s_alpha);
     const float dv_91 = cute_epi_visit(acc[2][5][3], ld_C_91, row_bias_41, (cute_epi_m0 + cute_mt + 40 < M) && (cute_epi_n0 + cute_nt + 41 < N), s_beta, s_alpha);
-    cute_epi_sts32(((cute_epi_smem + 32768u) + cute_epi_swz80<3, 112u>((cute_bm + 40) * 128 + (cute_bn + 8) * 2)), cute_epi_pack_half2(dv_90, dv_91));
-    const float2 lp_C_92 = cute_epi_unpack_half2(cute_epi_lds32((lb_C + cute_epi_swz80<3, 112u>((cute_bm + 48) * 128 + (cute_bn + 8) * 2))));
+    st_shared_32(((cute_epi_smem + 32768u) + cute_epi_swz80<3, 112u>((cute_bm + 40) * 128 + (cute_bn + 8) * 2)), pack_f16x2(dv_90, dv_91));
+    const float2 lp_C_92 = f16x2_bits_to_f32x2(ld_shared_32((lb_C + cute_epi_swz80<3, 112u>((cute_bm + 48) * 128 + (cute_bn + 8) * 2))));
     const float ld_C_92 = lp_C_92.x, ld_C_93 = lp_C_92.y;
     const float dv_92 = cute_epi_visit(acc[3][5][0], ld_C_92, row_bias_40, (cute_epi_m0 + cute_mt + 48 < M) && (cute_epi_n0 + cute_nt + 40 < N), s_beta, s_alpha);
     const float dv_93 = cute_epi_visit(acc[3][5][1], ld_C_93, row_bias_41, (cute_epi_m0 + cute_mt + 48 < M) && (cute_epi_n0 + cute_nt + 41 < N), s_beta, s_alpha);
-    cute_epi_sts32(((cute_epi_smem + 32768u) + cute_epi_swz80<3, 112u>((cute_bm + 48) * 128 + (cute_bn + 8) * 2)), cute_epi_pack_half2(dv_92, dv_93));
-    const float2 lp_C_94 = cute_epi_unpack_half2(cute_epi_lds32((lb_C + cute_epi_swz80<3, 112u>((cute_bm + 56) * 128 + (cute_bn + 8) * 2))));
+    st_shared_32(((cute_epi_smem + 32768u) + cute_epi_swz80<3, 112u>((cute_bm + 48) * 128 + (cute_bn + 8) * 2)), pack_f16x2(dv_92, dv_93));
+    const float2 lp_C_94 = f16x2_bits_to_f32x2(ld_shared_32((lb_C + cute_epi_swz80<3, 112u>((cute_bm + 56) * 128 + (cute_bn + 8) * 2))));
     const float ld_C_94 = lp_C_94.x, ld_C_95 = lp_C_94.y;
     const float dv_94 = cute_epi_visit(acc[3][5][2], ld_C_94, row_bias_40, (cute_epi_m0 + cute_mt + 56 < M) && (cute_epi_n0 + cute_nt + 40 < N), s_beta, s_alpha);
     const float dv_95 = cute_epi_visit(acc[3][5][3], ld_C_95, row_bias_41, (cute_epi_m0 + cute_mt + 56 < M) && (cute_epi_n0 + cute_nt + 41 < N), s_beta, s_alpha);
-    cute_epi_sts32(((cute_epi_smem + 32768u) + cute_epi_swz80<3, 112u>((cute_bm + 56) * 128 + (cute_bn + 8) * 2)), cute_epi_pack_half2(dv_94, dv_95));
-    cute_epi_named_bar(1, 256);
+    st_shared_32(((cute_epi_smem + 32768u) + cute_epi_swz80<3, 112u>((cute_bm + 56) * 128 + (cute_bn + 8) * 2)), pack_f16x2(dv_94, dv_95));
+    named_barrier_sync(1, 256);
 #pragma unroll 1
     for (int it_ = 0; it_ < 4; ++it_) {
       const int c_ = tid + it_ * 256;
       const int br_ = c_ / 8, cc_ = c_ % 8;
       const int gm_ = cute_epi_m0 + (br_ / 64) * 64 + 0 + br_ % 64;
       const int gn_ = cute_epi_n0 + (cc_ / 2) * 64 + 32 + (cc_ % 2) * 8;
-      const cute_u32 sa_ = (cute_epi_smem + 32768u) + cute_epi_swz80<3, 112u>(br_ * 128 + cc_ * 16);
+      const u32 sa_ = (cute_epi_smem + 32768u) + cute_epi_swz80<3, 112u>(br_ * 128 + cc_ * 16);
       const bool row_ok_ = gm_ < M;
       const long long go_ = row_ok_ ? (long long)gm_ * ld_D + gn_ : 0;
       const uint4 v_ = cute_py::ld_shared_128(sa_);
@@ -697,100 +634,100 @@ extern "C" __global__ void __launch_bounds__(256, 1) gemm_sm80_multistage_f16_f1
   { // subtile (0, 3)
     cute_py::sm80::cp_async_commit();
     cute_py::sm80::cp_async_wait<1>();
-    cute_epi_named_bar(1, 256);
-    const cute_u32 lb_C = (cute_epi_smem + 16384u);
-    const float row_bias_48 = cute_epi_lds32f(cute_epi_smem + 49152u + 4u * (cute_nt + 48));
-    const float row_bias_49 = cute_epi_lds32f(cute_epi_smem + 49152u + 4u * (cute_nt + 49));
-    const float row_bias_56 = cute_epi_lds32f(cute_epi_smem + 49152u + 4u * (cute_nt + 56));
-    const float row_bias_57 = cute_epi_lds32f(cute_epi_smem + 49152u + 4u * (cute_nt + 57));
-    const float2 lp_C_96 = cute_epi_unpack_half2(cute_epi_lds32((lb_C + cute_epi_swz80<3, 112u>((cute_bm + 0) * 128 + (cute_bn + 0) * 2))));
+    named_barrier_sync(1, 256);
+    const u32 lb_C = (cute_epi_smem + 16384u);
+    const float row_bias_48 = ld_shared_f32(cute_epi_smem + 49152u + 4u * (cute_nt + 48));
+    const float row_bias_49 = ld_shared_f32(cute_epi_smem + 49152u + 4u * (cute_nt + 49));
+    const float row_bias_56 = ld_shared_f32(cute_epi_smem + 49152u + 4u * (cute_nt + 56));
+    const float row_bias_57 = ld_shared_f32(cute_epi_smem + 49152u + 4u * (cute_nt + 57));
+    const float2 lp_C_96 = f16x2_bits_to_f32x2(ld_shared_32((lb_C + cute_epi_swz80<3, 112u>((cute_bm + 0) * 128 + (cute_bn + 0) * 2))));
     const float ld_C_96 = lp_C_96.x, ld_C_97 = lp_C_96.y;
     const float dv_96 = cute_epi_visit(acc[0][6][0], ld_C_96, row_bias_48, (cute_epi_m0 + cute_mt + 0 < M) && (cute_epi_n0 + cute_nt + 48 < N), s_beta, s_alpha);
     const float dv_97 = cute_epi_visit(acc[0][6][1], ld_C_97, row_bias_49, (cute_epi_m0 + cute_mt + 0 < M) && (cute_epi_n0 + cute_nt + 49 < N), s_beta, s_alpha);
-    cute_epi_sts32(((cute_epi_smem + 32768u) + cute_epi_swz80<3, 112u>((cute_bm + 0) * 128 + (cute_bn + 0) * 2)), cute_epi_pack_half2(dv_96, dv_97));
-    const float2 lp_C_98 = cute_epi_unpack_half2(cute_epi_lds32((lb_C + cute_epi_swz80<3, 112u>((cute_bm + 8) * 128 + (cute_bn + 0) * 2))));
+    st_shared_32(((cute_epi_smem + 32768u) + cute_epi_swz80<3, 112u>((cute_bm + 0) * 128 + (cute_bn + 0) * 2)), pack_f16x2(dv_96, dv_97));
+    const float2 lp_C_98 = f16x2_bits_to_f32x2(ld_shared_32((lb_C + cute_epi_swz80<3, 112u>((cute_bm + 8) * 128 + (cute_bn + 0) * 2))));
     const float ld_C_98 = lp_C_98.x, ld_C_99 = lp_C_98.y;
     const float dv_98 = cute_epi_visit(acc[0][6][2], ld_C_98, row_bias_48, (cute_epi_m0 + cute_mt + 8 < M) && (cute_epi_n0 + cute_nt + 48 < N), s_beta, s_alpha);
     const float dv_99 = cute_epi_visit(acc[0][6][3], ld_C_99, row_bias_49, (cute_epi_m0 + cute_mt + 8 < M) && (cute_epi_n0 + cute_nt + 49 < N), s_beta, s_alpha);
-    cute_epi_sts32(((cute_epi_smem + 32768u) + cute_epi_swz80<3, 112u>((cute_bm + 8) * 128 + (cute_bn + 0) * 2)), cute_epi_pack_half2(dv_98, dv_99));
-    const float2 lp_C_100 = cute_epi_unpack_half2(cute_epi_lds32((lb_C + cute_epi_swz80<3, 112u>((cute_bm + 16) * 128 + (cute_bn + 0) * 2))));
+    st_shared_32(((cute_epi_smem + 32768u) + cute_epi_swz80<3, 112u>((cute_bm + 8) * 128 + (cute_bn + 0) * 2)), pack_f16x2(dv_98, dv_99));
+    const float2 lp_C_100 = f16x2_bits_to_f32x2(ld_shared_32((lb_C + cute_epi_swz80<3, 112u>((cute_bm + 16) * 128 + (cute_bn + 0) * 2))));
     const float ld_C_100 = lp_C_100.x, ld_C_101 = lp_C_100.y;
     const float dv_100 = cute_epi_visit(acc[1][6][0], ld_C_100, row_bias_48, (cute_epi_m0 + cute_mt + 16 < M) && (cute_epi_n0 + cute_nt + 48 < N), s_beta, s_alpha);
     const float dv_101 = cute_epi_visit(acc[1][6][1], ld_C_101, row_bias_49, (cute_epi_m0 + cute_mt + 16 < M) && (cute_epi_n0 + cute_nt + 49 < N), s_beta, s_alpha);
-    cute_epi_sts32(((cute_epi_smem + 32768u) + cute_epi_swz80<3, 112u>((cute_bm + 16) * 128 + (cute_bn + 0) * 2)), cute_epi_pack_half2(dv_100, dv_101));
-    const float2 lp_C_102 = cute_epi_unpack_half2(cute_epi_lds32((lb_C + cute_epi_swz80<3, 112u>((cute_bm + 24) * 128 + (cute_bn + 0) * 2))));
+    st_shared_32(((cute_epi_smem + 32768u) + cute_epi_swz80<3, 112u>((cute_bm + 16) * 128 + (cute_bn + 0) * 2)), pack_f16x2(dv_100, dv_101));
+    const float2 lp_C_102 = f16x2_bits_to_f32x2(ld_shared_32((lb_C + cute_epi_swz80<3, 112u>((cute_bm + 24) * 128 + (cute_bn + 0) * 2))));
     const float ld_C_102 = lp_C_102.x, ld_C_103 = lp_C_102.y;
     const float dv_102 = cute_epi_visit(acc[1][6][2], ld_C_102, row_bias_48, (cute_epi_m0 + cute_mt + 24 < M) && (cute_epi_n0 + cute_nt + 48 < N), s_beta, s_alpha);
     const float dv_103 = cute_epi_visit(acc[1][6][3], ld_C_103, row_bias_49, (cute_epi_m0 + cute_mt + 24 < M) && (cute_epi_n0 + cute_nt + 49 < N), s_beta, s_alpha);
-    cute_epi_sts32(((cute_epi_smem + 32768u) + cute_epi_swz80<3, 112u>((cute_bm + 24) * 128 + (cute_bn + 0) * 2)), cute_epi_pack_half2(dv_102, dv_103));
-    const float2 lp_C_104 = cute_epi_unpack_half2(cute_epi_lds32((lb_C + cute_epi_swz80<3, 112u>((cute_bm + 32) * 128 + (cute_bn + 0) * 2))));
+    st_shared_32(((cute_epi_smem + 32768u) + cute_epi_swz80<3, 112u>((cute_bm + 24) * 128 + (cute_bn + 0) * 2)), pack_f16x2(dv_102, dv_103));
+    const float2 lp_C_104 = f16x2_bits_to_f32x2(ld_shared_32((lb_C + cute_epi_swz80<3, 112u>((cute_bm + 32) * 128 + (cute_bn + 0) * 2))));
     const float ld_C_104 = lp_C_104.x, ld_C_105 = lp_C_104.y;
     const float dv_104 = cute_epi_visit(acc[2][6][0], ld_C_104, row_bias_48, (cute_epi_m0 + cute_mt + 32 < M) && (cute_epi_n0 + cute_nt + 48 < N), s_beta, s_alpha);
     const float dv_105 = cute_epi_visit(acc[2][6][1], ld_C_105, row_bias_49, (cute_epi_m0 + cute_mt + 32 < M) && (cute_epi_n0 + cute_nt + 49 < N), s_beta, s_alpha);
-    cute_epi_sts32(((cute_epi_smem + 32768u) + cute_epi_swz80<3, 112u>((cute_bm + 32) * 128 + (cute_bn + 0) * 2)), cute_epi_pack_half2(dv_104, dv_105));
-    const float2 lp_C_106 = cute_epi_unpack_half2(cute_epi_lds32((lb_C + cute_epi_swz80<3, 112u>((cute_bm + 40) * 128 + (cute_bn + 0) * 2))));
+    st_shared_32(((cute_epi_smem + 32768u) + cute_epi_swz80<3, 112u>((cute_bm + 32) * 128 + (cute_bn + 0) * 2)), pack_f16x2(dv_104, dv_105));
+    const float2 lp_C_106 = f16x2_bits_to_f32x2(ld_shared_32((lb_C + cute_epi_swz80<3, 112u>((cute_bm + 40) * 128 + (cute_bn + 0) * 2))));
     const float ld_C_106 = lp_C_106.x, ld_C_107 = lp_C_106.y;
     const float dv_106 = cute_epi_visit(acc[2][6][2], ld_C_106, row_bias_48, (cute_epi_m0 + cute_mt + 40 < M) && (cute_epi_n0 + cute_nt + 48 < N), s_beta, s_alpha);
     const float dv_107 = cute_epi_visit(acc[2][6][3], ld_C_107, row_bias_49, (cute_epi_m0 + cute_mt + 40 < M) && (cute_epi_n0 + cute_nt + 49 < N), s_beta, s_alpha);
-    cute_epi_sts32(((cute_epi_smem + 32768u) + cute_epi_swz80<3, 112u>((cute_bm + 40) * 128 + (cute_bn + 0) * 2)), cute_epi_pack_half2(dv_106, dv_107));
-    const float2 lp_C_108 = cute_epi_unpack_half2(cute_epi_lds32((lb_C + cute_epi_swz80<3, 112u>((cute_bm + 48) * 128 + (cute_bn + 0) * 2))));
+    st_shared_32(((cute_epi_smem + 32768u) + cute_epi_swz80<3, 112u>((cute_bm + 40) * 128 + (cute_bn + 0) * 2)), pack_f16x2(dv_106, dv_107));
+    const float2 lp_C_108 = f16x2_bits_to_f32x2(ld_shared_32((lb_C + cute_epi_swz80<3, 112u>((cute_bm + 48) * 128 + (cute_bn + 0) * 2))));
     const float ld_C_108 = lp_C_108.x, ld_C_109 = lp_C_108.y;
     const float dv_108 = cute_epi_visit(acc[3][6][0], ld_C_108, row_bias_48, (cute_epi_m0 + cute_mt + 48 < M) && (cute_epi_n0 + cute_nt + 48 < N), s_beta, s_alpha);
     const float dv_109 = cute_epi_visit(acc[3][6][1], ld_C_109, row_bias_49, (cute_epi_m0 + cute_mt + 48 < M) && (cute_epi_n0 + cute_nt + 49 < N), s_beta, s_alpha);
-    cute_epi_sts32(((cute_epi_smem + 32768u) + cute_epi_swz80<3, 112u>((cute_bm + 48) * 128 + (cute_bn + 0) * 2)), cute_epi_pack_half2(dv_108, dv_109));
-    const float2 lp_C_110 = cute_epi_unpack_half2(cute_epi_lds32((lb_C + cute_epi_swz80<3, 112u>((cute_bm + 56) * 128 + (cute_bn + 0) * 2))));
+    st_shared_32(((cute_epi_smem + 32768u) + cute_epi_swz80<3, 112u>((cute_bm + 48) * 128 + (cute_bn + 0) * 2)), pack_f16x2(dv_108, dv_109));
+    const float2 lp_C_110 = f16x2_bits_to_f32x2(ld_shared_32((lb_C + cute_epi_swz80<3, 112u>((cute_bm + 56) * 128 + (cute_bn + 0) * 2))));
     const float ld_C_110 = lp_C_110.x, ld_C_111 = lp_C_110.y;
     const float dv_110 = cute_epi_visit(acc[3][6][2], ld_C_110, row_bias_48, (cute_epi_m0 + cute_mt + 56 < M) && (cute_epi_n0 + cute_nt + 48 < N), s_beta, s_alpha);
     const float dv_111 = cute_epi_visit(acc[3][6][3], ld_C_111, row_bias_49, (cute_epi_m0 + cute_mt + 56 < M) && (cute_epi_n0 + cute_nt + 49 < N), s_beta, s_alpha);
-    cute_epi_sts32(((cute_epi_smem + 32768u) + cute_epi_swz80<3, 112u>((cute_bm + 56) * 128 + (cute_bn + 0) * 2)), cute_epi_pack_half2(dv_110, dv_111));
-    const float2 lp_C_112 = cute_epi_unpack_half2(cute_epi_lds32((lb_C + cute_epi_swz80<3, 112u>((cute_bm + 0) * 128 + (cute_bn + 8) * 2))));
+    st_shared_32(((cute_epi_smem + 32768u) + cute_epi_swz80<3, 112u>((cute_bm + 56) * 128 + (cute_bn + 0) * 2)), pack_f16x2(dv_110, dv_111));
+    const float2 lp_C_112 = f16x2_bits_to_f32x2(ld_shared_32((lb_C + cute_epi_swz80<3, 112u>((cute_bm + 0) * 128 + (cute_bn + 8) * 2))));
     const float ld_C_112 = lp_C_112.x, ld_C_113 = lp_C_112.y;
     const float dv_112 = cute_epi_visit(acc[0][7][0], ld_C_112, row_bias_56, (cute_epi_m0 + cute_mt + 0 < M) && (cute_epi_n0 + cute_nt + 56 < N), s_beta, s_alpha);
     const float dv_113 = cute_epi_visit(acc[0][7][1], ld_C_113, row_bias_57, (cute_epi_m0 + cute_mt + 0 < M) && (cute_epi_n0 + cute_nt + 57 < N), s_beta, s_alpha);
-    cute_epi_sts32(((cute_epi_smem + 32768u) + cute_epi_swz80<3, 112u>((cute_bm + 0) * 128 + (cute_bn + 8) * 2)), cute_epi_pack_half2(dv_112, dv_113));
-    const float2 lp_C_114 = cute_epi_unpack_half2(cute_epi_lds32((lb_C + cute_epi_swz80<3, 112u>((cute_bm + 8) * 128 + (cute_bn + 8) * 2))));
+    st_shared_32(((cute_epi_smem + 32768u) + cute_epi_swz80<3, 112u>((cute_bm + 0) * 128 + (cute_bn + 8) * 2)), pack_f16x2(dv_112, dv_113));
+    const float2 lp_C_114 = f16x2_bits_to_f32x2(ld_shared_32((lb_C + cute_epi_swz80<3, 112u>((cute_bm + 8) * 128 + (cute_bn + 8) * 2))));
     const float ld_C_114 = lp_C_114.x, ld_C_115 = lp_C_114.y;
     const float dv_114 = cute_epi_visit(acc[0][7][2], ld_C_114, row_bias_56, (cute_epi_m0 + cute_mt + 8 < M) && (cute_epi_n0 + cute_nt + 56 < N), s_beta, s_alpha);
     const float dv_115 = cute_epi_visit(acc[0][7][3], ld_C_115, row_bias_57, (cute_epi_m0 + cute_mt + 8 < M) && (cute_epi_n0 + cute_nt + 57 < N), s_beta, s_alpha);
-    cute_epi_sts32(((cute_epi_smem + 32768u) + cute_epi_swz80<3, 112u>((cute_bm + 8) * 128 + (cute_bn + 8) * 2)), cute_epi_pack_half2(dv_114, dv_115));
-    const float2 lp_C_116 = cute_epi_unpack_half2(cute_epi_lds32((lb_C + cute_epi_swz80<3, 112u>((cute_bm + 16) * 128 + (cute_bn + 8) * 2))));
+    st_shared_32(((cute_epi_smem + 32768u) + cute_epi_swz80<3, 112u>((cute_bm + 8) * 128 + (cute_bn + 8) * 2)), pack_f16x2(dv_114, dv_115));
+    const float2 lp_C_116 = f16x2_bits_to_f32x2(ld_shared_32((lb_C + cute_epi_swz80<3, 112u>((cute_bm + 16) * 128 + (cute_bn + 8) * 2))));
     const float ld_C_116 = lp_C_116.x, ld_C_117 = lp_C_116.y;
     const float dv_116 = cute_epi_visit(acc[1][7][0], ld_C_116, row_bias_56, (cute_epi_m0 + cute_mt + 16 < M) && (cute_epi_n0 + cute_nt + 56 < N), s_beta, s_alpha);
     const float dv_117 = cute_epi_visit(acc[1][7][1], ld_C_117, row_bias_57, (cute_epi_m0 + cute_mt + 16 < M) && (cute_epi_n0 + cute_nt + 57 < N), s_beta, s_alpha);
-    cute_epi_sts32(((cute_epi_smem + 32768u) + cute_epi_swz80<3, 112u>((cute_bm + 16) * 128 + (cute_bn + 8) * 2)), cute_epi_pack_half2(dv_116, dv_117));
-    const float2 lp_C_118 = cute_epi_unpack_half2(cute_epi_lds32((lb_C + cute_epi_swz80<3, 112u>((cute_bm + 24) * 128 + (cute_bn + 8) * 2))));
+    st_shared_32(((cute_epi_smem + 32768u) + cute_epi_swz80<3, 112u>((cute_bm + 16) * 128 + (cute_bn + 8) * 2)), pack_f16x2(dv_116, dv_117));
+    const float2 lp_C_118 = f16x2_bits_to_f32x2(ld_shared_32((lb_C + cute_epi_swz80<3, 112u>((cute_bm + 24) * 128 + (cute_bn + 8) * 2))));
     const float ld_C_118 = lp_C_118.x, ld_C_119 = lp_C_118.y;
     const float dv_118 = cute_epi_visit(acc[1][7][2], ld_C_118, row_bias_56, (cute_epi_m0 + cute_mt + 24 < M) && (cute_epi_n0 + cute_nt + 56 < N), s_beta, s_alpha);
     const float dv_119 = cute_epi_visit(acc[1][7][3], ld_C_119, row_bias_57, (cute_epi_m0 + cute_mt + 24 < M) && (cute_epi_n0 + cute_nt + 57 < N), s_beta, s_alpha);
-    cute_epi_sts32(((cute_epi_smem + 32768u) + cute_epi_swz80<3, 112u>((cute_bm + 24) * 128 + (cute_bn + 8) * 2)), cute_epi_pack_half2(dv_118, dv_119));
-    const float2 lp_C_120 = cute_epi_unpack_half2(cute_epi_lds32((lb_C + cute_epi_swz80<3, 112u>((cute_bm + 32) * 128 + (cute_bn + 8) * 2))));
+    st_shared_32(((cute_epi_smem + 32768u) + cute_epi_swz80<3, 112u>((cute_bm + 24) * 128 + (cute_bn + 8) * 2)), pack_f16x2(dv_118, dv_119));
+    const float2 lp_C_120 = f16x2_bits_to_f32x2(ld_shared_32((lb_C + cute_epi_swz80<3, 112u>((cute_bm + 32) * 128 + (cute_bn + 8) * 2))));
     const float ld_C_120 = lp_C_120.x, ld_C_121 = lp_C_120.y;
     const float dv_120 = cute_epi_visit(acc[2][7][0], ld_C_120, row_bias_56, (cute_epi_m0 + cute_mt + 32 < M) && (cute_epi_n0 + cute_nt + 56 < N), s_beta, s_alpha);
     const float dv_121 = cute_epi_visit(acc[2][7][1], ld_C_121, row_bias_57, (cute_epi_m0 + cute_mt + 32 < M) && (cute_epi_n0 + cute_nt + 57 < N), s_beta, s_alpha);
-    cute_epi_sts32(((cute_epi_smem + 32768u) + cute_epi_swz80<3, 112u>((cute_bm + 32) * 128 + (cute_bn + 8) * 2)), cute_epi_pack_half2(dv_120, dv_121));
-    const float2 lp_C_122 = cute_epi_unpack_half2(cute_epi_lds32((lb_C + cute_epi_swz80<3, 112u>((cute_bm + 40) * 128 + (cute_bn + 8) * 2))));
+    st_shared_32(((cute_epi_smem + 32768u) + cute_epi_swz80<3, 112u>((cute_bm + 32) * 128 + (cute_bn + 8) * 2)), pack_f16x2(dv_120, dv_121));
+    const float2 lp_C_122 = f16x2_bits_to_f32x2(ld_shared_32((lb_C + cute_epi_swz80<3, 112u>((cute_bm + 40) * 128 + (cute_bn + 8) * 2))));
     const float ld_C_122 = lp_C_122.x, ld_C_123 = lp_C_122.y;
     const float dv_122 = cute_epi_visit(acc[2][7][2], ld_C_122, row_bias_56, (cute_epi_m0 + cute_mt + 40 < M) && (cute_epi_n0 + cute_nt + 56 < N), s_beta, s_alpha);
     const float dv_123 = cute_epi_visit(acc[2][7][3], ld_C_123, row_bias_57, (cute_epi_m0 + cute_mt + 40 < M) && (cute_epi_n0 + cute_nt + 57 < N), s_beta, s_alpha);
-    cute_epi_sts32(((cute_epi_smem + 32768u) + cute_epi_swz80<3, 112u>((cute_bm + 40) * 128 + (cute_bn + 8) * 2)), cute_epi_pack_half2(dv_122, dv_123));
-    const float2 lp_C_124 = cute_epi_unpack_half2(cute_epi_lds32((lb_C + cute_epi_swz80<3, 112u>((cute_bm + 48) * 128 + (cute_bn + 8) * 2))));
+    st_shared_32(((cute_epi_smem + 32768u) + cute_epi_swz80<3, 112u>((cute_bm + 40) * 128 + (cute_bn + 8) * 2)), pack_f16x2(dv_122, dv_123));
+    const float2 lp_C_124 = f16x2_bits_to_f32x2(ld_shared_32((lb_C + cute_epi_swz80<3, 112u>((cute_bm + 48) * 128 + (cute_bn + 8) * 2))));
     const float ld_C_124 = lp_C_124.x, ld_C_125 = lp_C_124.y;
     const float dv_124 = cute_epi_visit(acc[3][7][0], ld_C_124, row_bias_56, (cute_epi_m0 + cute_mt + 48 < M) && (cute_epi_n0 + cute_nt + 56 < N), s_beta, s_alpha);
     const float dv_125 = cute_epi_visit(acc[3][7][1], ld_C_125, row_bias_57, (cute_epi_m0 + cute_mt + 48 < M) && (cute_epi_n0 + cute_nt + 57 < N), s_beta, s_alpha);
-    cute_epi_sts32(((cute_epi_smem + 32768u) + cute_epi_swz80<3, 112u>((cute_bm + 48) * 128 + (cute_bn + 8) * 2)), cute_epi_pack_half2(dv_124, dv_125));
-    const float2 lp_C_126 = cute_epi_unpack_half2(cute_epi_lds32((lb_C + cute_epi_swz80<3, 112u>((cute_bm + 56) * 128 + (cute_bn + 8) * 2))));
+    st_shared_32(((cute_epi_smem + 32768u) + cute_epi_swz80<3, 112u>((cute_bm + 48) * 128 + (cute_bn + 8) * 2)), pack_f16x2(dv_124, dv_125));
+    const float2 lp_C_126 = f16x2_bits_to_f32x2(ld_shared_32((lb_C + cute_epi_swz80<3, 112u>((cute_bm + 56) * 128 + (cute_bn + 8) * 2))));
     const float ld_C_126 = lp_C_126.x, ld_C_127 = lp_C_126.y;
     const float dv_126 = cute_epi_visit(acc[3][7][2], ld_C_126, row_bias_56, (cute_epi_m0 + cute_mt + 56 < M) && (cute_epi_n0 + cute_nt + 56 < N), s_beta, s_alpha);
     const float dv_127 = cute_epi_visit(acc[3][7][3], ld_C_127, row_bias_57, (cute_epi_m0 + cute_mt + 56 < M) && (cute_epi_n0 + cute_nt + 57 < N), s_beta, s_alpha);
-    cute_epi_sts32(((cute_epi_smem + 32768u) + cute_epi_swz80<3, 112u>((cute_bm + 56) * 128 + (cute_bn + 8) * 2)), cute_epi_pack_half2(dv_126, dv_127));
-    cute_epi_named_bar(1, 256);
+    st_shared_32(((cute_epi_smem + 32768u) + cute_epi_swz80<3, 112u>((cute_bm + 56) * 128 + (cute_bn + 8) * 2)), pack_f16x2(dv_126, dv_127));
+    named_barrier_sync(1, 256);
 #pragma unroll 1
     for (int it_ = 0; it_ < 4; ++it_) {
       const int c_ = tid + it_ * 256;
       const int br_ = c_ / 8, cc_ = c_ % 8;
       const int gm_ = cute_epi_m0 + (br_ / 64) * 64 + 0 + br_ % 64;
       const int gn_ = cute_epi_n0 + (cc_ / 2) * 64 + 48 + (cc_ % 2) * 8;
-      const cute_u32 sa_ = (cute_epi_smem + 32768u) + cute_epi_swz80<3, 112u>(br_ * 128 + cc_ * 16);
+      const u32 sa_ = (cute_epi_smem + 32768u) + cute_epi_swz80<3, 112u>(br_ * 128 + cc_ * 16);
       const bool row_ok_ = gm_ < M;
       const long long go_ = row_ok_ ? (long long)gm_ * ld_D + gn_ : 0;
       const uint4 v_ = cute_py::ld_shared_128(sa_);

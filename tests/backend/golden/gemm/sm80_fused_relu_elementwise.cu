@@ -8,86 +8,23 @@ using namespace cute_py;
 // fused epilogue (backends/cuda/epilogue/sm80.py): relu(add(multiply_add(beta, C, multiply(alpha, acc)), bias[n]))
 #include "cute_py/ptx_sm80.cuh"
 
-#ifndef INFINITY
-#define INFINITY __int_as_float(0x7f800000)
-#endif
-typedef unsigned int cute_u32;
-typedef unsigned long long cute_u64;
-
-__device__ __forceinline__ cute_u32 cute_epi_smem_u32(const void* p) {
-  return static_cast<cute_u32>(__cvta_generic_to_shared(p));
-}
-__device__ __forceinline__ void cute_epi_named_bar(int id, int nthreads) {
-  asm volatile("bar.sync %0, %1;" :: "r"(id), "r"(nthreads) : "memory");
-}
-__device__ __forceinline__ cute_u32 cute_epi_lds32(cute_u32 a) {
-  cute_u32 v; asm volatile("ld.shared.b32 %0, [%1];" : "=r"(v) : "r"(a) : "memory"); return v;
-}
-__device__ __forceinline__ unsigned short cute_epi_lds16(cute_u32 a) {
-  unsigned short v; asm volatile("ld.shared.b16 %0, [%1];" : "=h"(v) : "r"(a) : "memory"); return v;
-}
-__device__ __forceinline__ float2 cute_epi_lds64f(cute_u32 a) {
-  float2 v; asm volatile("ld.shared.v2.f32 {%0, %1}, [%2];" : "=f"(v.x), "=f"(v.y) : "r"(a) : "memory");
-  return v;
-}
-__device__ __forceinline__ float cute_epi_lds32f(cute_u32 a) {
-  float v; asm volatile("ld.shared.f32 %0, [%1];" : "=f"(v) : "r"(a) : "memory"); return v;
-}
-__device__ __forceinline__ void cute_epi_sts32(cute_u32 a, cute_u32 v) {
-  asm volatile("st.shared.b32 [%0], %1;" :: "r"(a), "r"(v) : "memory");
-}
-__device__ __forceinline__ void cute_epi_sts16(cute_u32 a, unsigned short v) {
-  asm volatile("st.shared.b16 [%0], %1;" :: "r"(a), "h"(v) : "memory");
-}
-__device__ __forceinline__ void cute_epi_sts64f(cute_u32 a, float x, float y) {
-  asm volatile("st.shared.v2.f32 [%0], {%1, %2};" :: "r"(a), "f"(x), "f"(y) : "memory");
-}
-__device__ __forceinline__ void cute_epi_sts32f(cute_u32 a, float x) {
-  asm volatile("st.shared.f32 [%0], %1;" :: "r"(a), "f"(x) : "memory");
-}
-__device__ __forceinline__ cute_u32 cute_epi_pack_half2(float lo, float hi) {
-  cute_u32 r; asm("cvt.rn.f16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo)); return r;
-}
-__device__ __forceinline__ cute_u32 cute_epi_pack_bf162(float lo, float hi) {
-  cute_u32 r; asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo)); return r;
-}
-__device__ __forceinline__ unsigned short cute_epi_pack_half(float a) {
-  unsigned short h; asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(a)); return h;
-}
-__device__ __forceinline__ unsigned short cute_epi_pack_bf16(float a) {
-  unsigned short h; asm("cvt.rn.bf16.f32 %0, %1;" : "=h"(h) : "f"(a)); return h;
-}
-__device__ __forceinline__ float cute_epi_unpack_half(unsigned short h) {
-  float f; asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(h)); return f;
-}
-__device__ __forceinline__ float cute_epi_unpack_bf16(unsigned short h) {
-  return __uint_as_float(static_cast<cute_u32>(h) << 16);
-}
-__device__ __forceinline__ float2 cute_epi_unpack_half2(cute_u32 w) {
-  return make_float2(cute_epi_unpack_half(static_cast<unsigned short>(w & 0xffffu)),
-                     cute_epi_unpack_half(static_cast<unsigned short>(w >> 16)));
-}
-__device__ __forceinline__ float2 cute_epi_unpack_bf162(cute_u32 w) {
-  return make_float2(__uint_as_float(w << 16), __uint_as_float(w & 0xffff0000u));
-}
-
-template <int S, unsigned MASK> __device__ __forceinline__ cute_u32 cute_epi_swz80(int off) {
+template <int S, unsigned MASK> __device__ __forceinline__ u32 cute_epi_swz80(int off) {
   // CuTe Swizzle<B,M,S> on a byte offset: MASK = ((1 << B) - 1) << M
-  const cute_u32 o = static_cast<cute_u32>(off);
+  const u32 o = static_cast<u32>(off);
   return o ^ ((o >> S) & MASK);
 }
 // element-wise fallbacks (any alignment): ``valid`` leading elements of a 16-byte chunk
-__device__ __forceinline__ void cute_epi_ld_chunk_scalar(cute_u32 sa, const unsigned short* p,
+__device__ __forceinline__ void cute_epi_ld_chunk_scalar(u32 sa, const unsigned short* p,
                                                          int valid) {
-  cute_u32 w[4];
+  u32 w[4];
 #pragma unroll
   for (int q = 0; q < 4; ++q) {
-    const cute_u32 lo = 2 * q < valid ? p[2 * q] : 0u, hi = 2 * q + 1 < valid ? p[2 * q + 1] : 0u;
+    const u32 lo = 2 * q < valid ? p[2 * q] : 0u, hi = 2 * q + 1 < valid ? p[2 * q + 1] : 0u;
     w[q] = lo | (hi << 16);
   }
   cute_py::st_shared_128(sa, make_uint4(w[0], w[1], w[2], w[3]));
 }
-__device__ __forceinline__ void cute_epi_ld_chunk_scalar(cute_u32 sa, const float* p, int valid) {
+__device__ __forceinline__ void cute_epi_ld_chunk_scalar(u32 sa, const float* p, int valid) {
   float w[4];
 #pragma unroll
   for (int q = 0; q < 4; ++q) w[q] = q < valid ? p[q] : 0.0f;
@@ -95,25 +32,25 @@ __device__ __forceinline__ void cute_epi_ld_chunk_scalar(cute_u32 sa, const floa
                                  __float_as_uint(w[2]), __float_as_uint(w[3])));
 }
 __device__ __forceinline__ void cute_epi_st_chunk_scalar(unsigned short* p, uint4 v, int valid) {
-  const cute_u32 w[4] = {v.x, v.y, v.z, v.w};
+  const u32 w[4] = {v.x, v.y, v.z, v.w};
 #pragma unroll
   for (int e = 0; e < 8; ++e)
     if (e < valid) p[e] = static_cast<unsigned short>(w[e >> 1] >> (16 * (e & 1)));
 }
 __device__ __forceinline__ void cute_epi_st_chunk_scalar(float* p, uint4 v, int valid) {
-  const cute_u32 w[4] = {v.x, v.y, v.z, v.w};
+  const u32 w[4] = {v.x, v.y, v.z, v.w};
 #pragma unroll
   for (int e = 0; e < 4; ++e)
     if (e < valid) p[e] = __uint_as_float(w[e]);
 }
 
-__device__ __forceinline__ float cute_epi_tanh_approx(float x) {
-  float y; asm("tanh.approx.f32 %0, %1;" : "=f"(y) : "f"(x)); return y;
-}
+#ifndef INFINITY
+#define INFINITY __int_as_float(0x7f800000)
+#endif
 __device__ __forceinline__ float cute_epi_gelu_tanh(float x) {
   // 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))
   float u = 0.7978845608028654f * fmaf(0.044715f * x, x * x, x);
-  return 0.5f * x * (1.0f + cute_epi_tanh_approx(u));
+  return 0.5f * x * (1.0f + tanh_approx_f32(u));
 }
 __device__ __forceinline__ float cute_epi_gelu_erf(float x) {
   return 0.5f * x * (1.0f + erff(x * 0.7071067811865476f));
@@ -173,7 +110,7 @@ template <int BYTES> CUTE_PY_DEVICE void st_chunk(u32 addr, const u32* v) {
   if (BYTES == 16) st_shared_128(addr, make_uint4(v[0], v[1], v[2], v[3]));
   else if (BYTES == 8) sts64(addr, v[0], v[1]);
   else if (BYTES == 4) st_shared_32(addr, v[0]);
-  else sts16(addr, static_cast<u16>(v[0]));
+  else st_shared_16(addr, static_cast<u16>(v[0]));
 }
 extern "C" __global__ void __launch_bounds__(128, 1) gemm_sm80_multistage_f16_f16_KK_64x64x32_w2x2_s3_v882_r8_epi93aceefb0a73(
     const EA* __restrict__ A,
@@ -310,7 +247,7 @@ extern "C" __global__ void __launch_bounds__(128, 1) gemm_sm80_multistage_f16_f1
   __syncthreads();
   (void)alpha; (void)beta; (void)C; (void)D; (void)ldc; (void)ldd;
   unsigned char* cute_epi_smem_base = smem;
-  const cute_u32 cute_epi_smem = cute_epi_smem_u32(cute_epi_smem_base);
+  const u32 cute_epi_smem = (u32)__cvta_generic_to_shared(cute_epi_smem_base);
   const int cute_epi_m0 = m0, cute_epi_n0 = n0;
   { // SM80 epilogue: relu(add(multiply_add(beta, C, multiply(alpha, acc)), bias[n]))
   const int cute_lane = tid & 31;
@@ -319,14 +256,14 @@ extern "C" __global__ void __launch_bounds__(128, 1) gemm_sm80_multistage_f16_f1
   const int cute_bm = (cute_mt / 32) * 32 + cute_mt % 32;
   const int cute_bn = (cute_nt / 32) * 32 + cute_nt % 32;
   (void)cute_lane; (void)cute_bm; (void)cute_bn;
-  for (int i_ = tid; i_ < 64; i_ += 128) cute_epi_sts32f(cute_epi_smem + 24576u + 4u * i_, ((cute_epi_n0 + i_) < N ? cute_epi_unpack_half(__ldg(p_bias + (cute_epi_n0 + i_))) : 0.0f));
+  for (int i_ = tid; i_ < 64; i_ += 128) st_shared_f32(cute_epi_smem + 24576u + 4u * i_, ((cute_epi_n0 + i_) < N ? f16_bits_to_f32(__ldg(p_bias + (cute_epi_n0 + i_))) : 0.0f));
 #pragma unroll 1
   for (int it_ = 0; it_ < 4; ++it_) {
     const int c_ = tid + it_ * 128;
     const int br_ = c_ / 8, cc_ = c_ % 8;
     const int gm_ = cute_epi_m0 + (br_ / 32) * 32 + 0 + br_ % 32;
     const int gn_ = cute_epi_n0 + (cc_ / 4) * 32 + 0 + (cc_ % 4) * 8;
-    const cute_u32 sa_ = (cute_epi_smem + 0u) + cute_epi_swz80<3, 112u>(br_ * 128 + cc_ * 16);
+    const u32 sa_ = (cute_epi_smem + 0u) + cute_epi_swz80<3, 112u>(br_ * 128 + cc_ * 16);
     const bool row_ok_ = gm_ < M;
     const long long go_ = row_ok_ ? (long long)gm_ * ld_C + gn_ : 0;
     cute_epi_ld_chunk_scalar(sa_, p_C + go_, row_ok_ ? max(0, min(8, N - gn_)) : 0);
@@ -335,104 +272,104 @@ extern "C" __global__ void __launch_bounds__(128, 1) gemm_sm80_multistage_f16_f1
   { // subtile (0, 0)
     cute_py::sm80::cp_async_commit();
     cute_py::sm80::cp_async_wait<1>();
-    cute_epi_named_bar(1, 128);
-    const cute_u32 lb_C = (cute_epi_smem + 0u);
-    const float row_bias_0 = cute_epi_lds32f(cute_epi_smem + 24576u + 4u * (cute_nt + 0));
-    const float row_bias_1 = cute_epi_lds32f(cute_epi_smem + 24576u + 4u * (cute_nt + 1));
-    const float row_bias_8 = cute_epi_lds32f(cute_epi_smem + 24576u + 4u * (cute_nt + 8));
-    const float row_bias_9 = cute_epi_lds32f(cute_epi_smem + 24576u + 4u * (cute_nt + 9));
-    const float row_bias_16 = cute_epi_lds32f(cute_epi_smem + 24576u + 4u * (cute_nt + 16));
-    const float row_bias_17 = cute_epi_lds32f(cute_epi_smem + 24576u + 4u * (cute_nt + 17));
-    const float row_bias_24 = cute_epi_lds32f(cute_epi_smem + 24576u + 4u * (cute_nt + 24));
-    const float row_bias_25 = cute_epi_lds32f(cute_epi_smem + 24576u + 4u * (cute_nt + 25));
-    const float2 lp_C_0 = cute_epi_unpack_half2(cute_epi_lds32((lb_C + cute_epi_swz80<3, 112u>((cute_bm + 0) * 128 + (cute_bn + 0) * 2))));
+    named_barrier_sync(1, 128);
+    const u32 lb_C = (cute_epi_smem + 0u);
+    const float row_bias_0 = ld_shared_f32(cute_epi_smem + 24576u + 4u * (cute_nt + 0));
+    const float row_bias_1 = ld_shared_f32(cute_epi_smem + 24576u + 4u * (cute_nt + 1));
+    const float row_bias_8 = ld_shared_f32(cute_epi_smem + 24576u + 4u * (cute_nt + 8));
+    const float row_bias_9 = ld_shared_f32(cute_epi_smem + 24576u + 4u * (cute_nt + 9));
+    const float row_bias_16 = ld_shared_f32(cute_epi_smem + 24576u + 4u * (cute_nt + 16));
+    const float row_bias_17 = ld_shared_f32(cute_epi_smem + 24576u + 4u * (cute_nt + 17));
+    const float row_bias_24 = ld_shared_f32(cute_epi_smem + 24576u + 4u * (cute_nt + 24));
+    const float row_bias_25 = ld_shared_f32(cute_epi_smem + 24576u + 4u * (cute_nt + 25));
+    const float2 lp_C_0 = f16x2_bits_to_f32x2(ld_shared_32((lb_C + cute_epi_swz80<3, 112u>((cute_bm + 0) * 128 + (cute_bn + 0) * 2))));
     const float ld_C_0 = lp_C_0.x, ld_C_1 = lp_C_0.y;
     const float dv_0 = cute_epi_visit(acc[0][0][0], ld_C_0, row_bias_0, (cute_epi_m0 + cute_mt + 0 < M) && (cute_epi_n0 + cute_nt + 0 < N), s_beta, s_alpha);
     const float dv_1 = cute_epi_visit(acc[0][0][1], ld_C_1, row_bias_1, (cute_epi_m0 + cute_mt + 0 < M) && (cute_epi_n0 + cute_nt + 1 < N), s_beta, s_alpha);
-    cute_epi_sts32(((cute_epi_smem + 16384u) + cute_epi_swz80<3, 112u>((cute_bm + 0) * 128 + (cute_bn + 0) * 2)), cute_epi_pack_half2(dv_0, dv_1));
-    const float2 lp_C_2 = cute_epi_unpack_half2(cute_epi_lds32((lb_C + cute_epi_swz80<3, 112u>((cute_bm + 8) * 128 + (cute_bn + 0) * 2))));
+    st_shared_32(((cute_epi_smem + 16384u) + cute_epi_swz80<3, 112u>((cute_bm + 0) * 128 + (cute_bn + 0) * 2)), pack_f16x2(dv_0, dv_1));
+    const float2 lp_C_2 = f16x2_bits_to_f32x2(ld_shared_32((lb_C + cute_epi_swz80<3, 112u>((cute_bm + 8) * 128 + (cute_bn + 0) * 2))));
     const float ld_C_2 = lp_C_2.x, ld_C_3 = lp_C_2.y;
     const float dv_2 = cute_epi_visit(acc[0][0][2], ld_C_2, row_bias_0, (cute_epi_m0 + cute_mt + 8 < M) && (cute_epi_n0 + cute_nt + 0 < N), s_beta, s_alpha);
     const float dv_3 = cute_epi_visit(acc[0][0][3], ld_C_3, row_bias_1, (cute_epi_m0 + cute_mt + 8 < M) && (cute_epi_n0 + cute_nt + 1 < N), s_beta, s_alpha);
-    cute_epi_sts32(((cute_epi_smem + 16384u) + cute_epi_swz80<3, 112u>((cute_bm + 8) * 128 + (cute_bn + 0) * 2)), cute_epi_pack_half2(dv_2, dv_3));
-    const float2 lp_C_4 = cute_epi_unpack_half2(cute_epi_lds32((lb_C + cute_epi_swz80<3, 112u>((cute_bm + 16) * 128 + (cute_bn + 0) * 2))));
+    st_shared_32(((cute_epi_smem + 16384u) + cute_epi_swz80<3, 112u>((cute_bm + 8) * 128 + (cute_bn + 0) * 2)), pack_f16x2(dv_2, dv_3));
+    const float2 lp_C_4 = f16x2_bits_to_f32x2(ld_shared_32((lb_C + cute_epi_swz80<3, 112u>((cute_bm + 16) * 128 + (cute_bn + 0) * 2))));
     const float ld_C_4 = lp_C_4.x, ld_C_5 = lp_C_4.y;
     const float dv_4 = cute_epi_visit(acc[1][0][0], ld_C_4, row_bias_0, (cute_epi_m0 + cute_mt + 16 < M) && (cute_epi_n0 + cute_nt + 0 < N), s_beta, s_alpha);
     const float dv_5 = cute_epi_visit(acc[1][0][1], ld_C_5, row_bias_1, (cute_epi_m0 + cute_mt + 16 < M) && (cute_epi_n0 + cute_nt + 1 < N), s_beta, s_alpha);
-    cute_epi_sts32(((cute_epi_smem + 16384u) + cute_epi_swz80<3, 112u>((cute_bm + 16) * 128 + (cute_bn + 0) * 2)), cute_epi_pack_half2(dv_4, dv_5));
-    const float2 lp_C_6 = cute_epi_unpack_half2(cute_epi_lds32((lb_C + cute_epi_swz80<3, 112u>((cute_bm + 24) * 128 + (cute_bn + 0) * 2))));
+    st_shared_32(((cute_epi_smem + 16384u) + cute_epi_swz80<3, 112u>((cute_bm + 16) * 128 + (cute_bn + 0) * 2)), pack_f16x2(dv_4, dv_5));
+    const float2 lp_C_6 = f16x2_bits_to_f32x2(ld_shared_32((lb_C + cute_epi_swz80<3, 112u>((cute_bm + 24) * 128 + (cute_bn + 0) * 2))));
     const float ld_C_6 = lp_C_6.x, ld_C_7 = lp_C_6.y;
     const float dv_6 = cute_epi_visit(acc[1][0][2], ld_C_6, row_bias_0, (cute_epi_m0 + cute_mt + 24 < M) && (cute_epi_n0 + cute_nt + 0 < N), s_beta, s_alpha);
     const float dv_7 = cute_epi_visit(acc[1][0][3], ld_C_7, row_bias_1, (cute_epi_m0 + cute_mt + 24 < M) && (cute_epi_n0 + cute_nt + 1 < N), s_beta, s_alpha);
-    cute_epi_sts32(((cute_epi_smem + 16384u) + cute_epi_swz80<3, 112u>((cute_bm + 24) * 128 + (cute_bn + 0) * 2)), cute_epi_pack_half2(dv_6, dv_7));
-    const float2 lp_C_8 = cute_epi_unpack_half2(cute_epi_lds32((lb_C + cute_epi_swz80<3, 112u>((cute_bm + 0) * 128 + (cute_bn + 8) * 2))));
+    st_shared_32(((cute_epi_smem + 16384u) + cute_epi_swz80<3, 112u>((cute_bm + 24) * 128 + (cute_bn + 0) * 2)), pack_f16x2(dv_6, dv_7));
+    const float2 lp_C_8 = f16x2_bits_to_f32x2(ld_shared_32((lb_C + cute_epi_swz80<3, 112u>((cute_bm + 0) * 128 + (cute_bn + 8) * 2))));
     const float ld_C_8 = lp_C_8.x, ld_C_9 = lp_C_8.y;
     const float dv_8 = cute_epi_visit(acc[0][1][0], ld_C_8, row_bias_8, (cute_epi_m0 + cute_mt + 0 < M) && (cute_epi_n0 + cute_nt + 8 < N), s_beta, s_alpha);
     const float dv_9 = cute_epi_visit(acc[0][1][1], ld_C_9, row_bias_9, (cute_epi_m0 + cute_mt + 0 < M) && (cute_epi_n0 + cute_nt + 9 < N), s_beta, s_alpha);
-    cute_epi_sts32(((cute_epi_smem + 16384u) + cute_epi_swz80<3, 112u>((cute_bm + 0) * 128 + (cute_bn + 8) * 2)), cute_epi_pack_half2(dv_8, dv_9));
-    const float2 lp_C_10 = cute_epi_unpack_half2(cute_epi_lds32((lb_C + cute_epi_swz80<3, 112u>((cute_bm + 8) * 128 + (cute_bn + 8) * 2))));
+    st_shared_32(((cute_epi_smem + 16384u) + cute_epi_swz80<3, 112u>((cute_bm + 0) * 128 + (cute_bn + 8) * 2)), pack_f16x2(dv_8, dv_9));
+    const float2 lp_C_10 = f16x2_bits_to_f32x2(ld_shared_32((lb_C + cute_epi_swz80<3, 112u>((cute_bm + 8) * 128 + (cute_bn + 8) * 2))));
     const float ld_C_10 = lp_C_10.x, ld_C_11 = lp_C_10.y;
     const float dv_10 = cute_epi_visit(acc[0][1][2], ld_C_10, row_bias_8, (cute_epi_m0 + cute_mt + 8 < M) && (cute_epi_n0 + cute_nt + 8 < N), s_beta, s_alpha);
     const float dv_11 = cute_epi_visit(acc[0][1][3], ld_C_11, row_bias_9, (cute_epi_m0 + cute_mt + 8 < M) && (cute_epi_n0 + cute_nt + 9 < N), s_beta, s_alpha);
-    cute_epi_sts32(((cute_epi_smem + 16384u) + cute_epi_swz80<3, 112u>((cute_bm + 8) * 128 + (cute_bn + 8) * 2)), cute_epi_pack_half2(dv_10, dv_11));
-    const float2 lp_C_12 = cute_epi_unpack_half2(cute_epi_lds32((lb_C + cute_epi_swz80<3, 112u>((cute_bm + 16) * 128 + (cute_bn + 8) * 2))));
+    st_shared_32(((cute_epi_smem + 16384u) + cute_epi_swz80<3, 112u>((cute_bm + 8) * 128 + (cute_bn + 8) * 2)), pack_f16x2(dv_10, dv_11));
+    const float2 lp_C_12 = f16x2_bits_to_f32x2(ld_shared_32((lb_C + cute_epi_swz80<3, 112u>((cute_bm + 16) * 128 + (cute_bn + 8) * 2))));
     const float ld_C_12 = lp_C_12.x, ld_C_13 = lp_C_12.y;
     const float dv_12 = cute_epi_visit(acc[1][1][0], ld_C_12, row_bias_8, (cute_epi_m0 + cute_mt + 16 < M) && (cute_epi_n0 + cute_nt + 8 < N), s_beta, s_alpha);
     const float dv_13 = cute_epi_visit(acc[1][1][1], ld_C_13, row_bias_9, (cute_epi_m0 + cute_mt + 16 < M) && (cute_epi_n0 + cute_nt + 9 < N), s_beta, s_alpha);
-    cute_epi_sts32(((cute_epi_smem + 16384u) + cute_epi_swz80<3, 112u>((cute_bm + 16) * 128 + (cute_bn + 8) * 2)), cute_epi_pack_half2(dv_12, dv_13));
-    const float2 lp_C_14 = cute_epi_unpack_half2(cute_epi_lds32((lb_C + cute_epi_swz80<3, 112u>((cute_bm + 24) * 128 + (cute_bn + 8) * 2))));
+    st_shared_32(((cute_epi_smem + 16384u) + cute_epi_swz80<3, 112u>((cute_bm + 16) * 128 + (cute_bn + 8) * 2)), pack_f16x2(dv_12, dv_13));
+    const float2 lp_C_14 = f16x2_bits_to_f32x2(ld_shared_32((lb_C + cute_epi_swz80<3, 112u>((cute_bm + 24) * 128 + (cute_bn + 8) * 2))));
     const float ld_C_14 = lp_C_14.x, ld_C_15 = lp_C_14.y;
     const float dv_14 = cute_epi_visit(acc[1][1][2], ld_C_14, row_bias_8, (cute_epi_m0 + cute_mt + 24 < M) && (cute_epi_n0 + cute_nt + 8 < N), s_beta, s_alpha);
     const float dv_15 = cute_epi_visit(acc[1][1][3], ld_C_15, row_bias_9, (cute_epi_m0 + cute_mt + 24 < M) && (cute_epi_n0 + cute_nt + 9 < N), s_beta, s_alpha);
-    cute_epi_sts32(((cute_epi_smem + 16384u) + cute_epi_swz80<3, 112u>((cute_bm + 24) * 128 + (cute_bn + 8) * 2)), cute_epi_pack_half2(dv_14, dv_15));
-    const float2 lp_C_16 = cute_epi_unpack_half2(cute_epi_lds32((lb_C + cute_epi_swz80<3, 112u>((cute_bm + 0) * 128 + (cute_bn + 16) * 2))));
+    st_shared_32(((cute_epi_smem + 16384u) + cute_epi_swz80<3, 112u>((cute_bm + 24) * 128 + (cute_bn + 8) * 2)), pack_f16x2(dv_14, dv_15));
+    const float2 lp_C_16 = f16x2_bits_to_f32x2(ld_shared_32((lb_C + cute_epi_swz80<3, 112u>((cute_bm + 0) * 128 + (cute_bn + 16) * 2))));
     const float ld_C_16 = lp_C_16.x, ld_C_17 = lp_C_16.y;
     const float dv_16 = cute_epi_visit(acc[0][2][0], ld_C_16, row_bias_16, (cute_epi_m0 + cute_mt + 0 < M) && (cute_epi_n0 + cute_nt + 16 < N), s_beta, s_alpha);
     const float dv_17 = cute_epi_visit(acc[0][2][1], ld_C_17, row_bias_17, (cute_epi_m0 + cute_mt + 0 < M) && (cute_epi_n0 + cute_nt + 17 < N), s_beta, s_alpha);
-    cute_epi_sts32(((cute_epi_smem + 16384u) + cute_epi_swz80<3, 112u>((cute_bm + 0) * 128 + (cute_bn + 16) * 2)), cute_epi_pack_half2(dv_16, dv_17));
-    const float2 lp_C_18 = cute_epi_unpack_half2(cute_epi_lds32((lb_C + cute_epi_swz80<3, 112u>((cute_bm + 8) * 128 + (cute_bn + 16) * 2))));
+    st_shared_32(((cute_epi_smem + 16384u) + cute_epi_swz80<3, 112u>((cute_bm + 0) * 128 + (cute_bn + 16) * 2)), pack_f16x2(dv_16, dv_17));
+    const float2 lp_C_18 = f16x2_bits_to_f32x2(ld_shared_32((lb_C + cute_epi_swz80<3, 112u>((cute_bm + 8) * 128 + (cute_bn + 16) * 2))));
     const float ld_C_18 = lp_C_18.x, ld_C_19 = lp_C_18.y;
     const float dv_18 = cute_epi_visit(acc[0][2][2], ld_C_18, row_bias_16, (cute_epi_m0 + cute_mt + 8 < M) && (cute_epi_n0 + cute_nt + 16 < N), s_beta, s_alpha);
     const float dv_19 = cute_epi_visit(acc[0][2][3], ld_C_19, row_bias_17, (cute_epi_m0 + cute_mt + 8 < M) && (cute_epi_n0 + cute_nt + 17 < N), s_beta, s_alpha);
-    cute_epi_sts32(((cute_epi_smem + 16384u) + cute_epi_swz80<3, 112u>((cute_bm + 8) * 128 + (cute_bn + 16) * 2)), cute_epi_pack_half2(dv_18, dv_19));
-    const float2 lp_C_20 = cute_epi_unpack_half2(cute_epi_lds32((lb_C + cute_epi_swz80<3, 112u>((cute_bm + 16) * 128 + (cute_bn + 16) * 2))));
+    st_shared_32(((cute_epi_smem + 16384u) + cute_epi_swz80<3, 112u>((cute_bm + 8) * 128 + (cute_bn + 16) * 2)), pack_f16x2(dv_18, dv_19));
+    const float2 lp_C_20 = f16x2_bits_to_f32x2(ld_shared_32((lb_C + cute_epi_swz80<3, 112u>((cute_bm + 16) * 128 + (cute_bn + 16) * 2))));
     const float ld_C_20 = lp_C_20.x, ld_C_21 = lp_C_20.y;
     const float dv_20 = cute_epi_visit(acc[1][2][0], ld_C_20, row_bias_16, (cute_epi_m0 + cute_mt + 16 < M) && (cute_epi_n0 + cute_nt + 16 < N), s_beta, s_alpha);
     const float dv_21 = cute_epi_visit(acc[1][2][1], ld_C_21, row_bias_17, (cute_epi_m0 + cute_mt + 16 < M) && (cute_epi_n0 + cute_nt + 17 < N), s_beta, s_alpha);
-    cute_epi_sts32(((cute_epi_smem + 16384u) + cute_epi_swz80<3, 112u>((cute_bm + 16) * 128 + (cute_bn + 16) * 2)), cute_epi_pack_half2(dv_20, dv_21));
-    const float2 lp_C_22 = cute_epi_unpack_half2(cute_epi_lds32((lb_C + cute_epi_swz80<3, 112u>((cute_bm + 24) * 128 + (cute_bn + 16) * 2))));
+    st_shared_32(((cute_epi_smem + 16384u) + cute_epi_swz80<3, 112u>((cute_bm + 16) * 128 + (cute_bn + 16) * 2)), pack_f16x2(dv_20, dv_21));
+    const float2 lp_C_22 = f16x2_bits_to_f32x2(ld_shared_32((lb_C + cute_epi_swz80<3, 112u>((cute_bm + 24) * 128 + (cute_bn + 16) * 2))));
     const float ld_C_22 = lp_C_22.x, ld_C_23 = lp_C_22.y;
     const float dv_22 = cute_epi_visit(acc[1][2][2], ld_C_22, row_bias_16, (cute_epi_m0 + cute_mt + 24 < M) && (cute_epi_n0 + cute_nt + 16 < N), s_beta, s_alpha);
     const float dv_23 = cute_epi_visit(acc[1][2][3], ld_C_23, row_bias_17, (cute_epi_m0 + cute_mt + 24 < M) && (cute_epi_n0 + cute_nt + 17 < N), s_beta, s_alpha);
-    cute_epi_sts32(((cute_epi_smem + 16384u) + cute_epi_swz80<3, 112u>((cute_bm + 24) * 128 + (cute_bn + 16) * 2)), cute_epi_pack_half2(dv_22, dv_23));
-    const float2 lp_C_24 = cute_epi_unpack_half2(cute_epi_lds32((lb_C + cute_epi_swz80<3, 112u>((cute_bm + 0) * 128 + (cute_bn + 24) * 2))));
+    st_shared_32(((cute_epi_smem + 16384u) + cute_epi_swz80<3, 112u>((cute_bm + 24) * 128 + (cute_bn + 16) * 2)), pack_f16x2(dv_22, dv_23));
+    const float2 lp_C_24 = f16x2_bits_to_f32x2(ld_shared_32((lb_C + cute_epi_swz80<3, 112u>((cute_bm + 0) * 128 + (cute_bn + 24) * 2))));
     const float ld_C_24 = lp_C_24.x, ld_C_25 = lp_C_24.y;
     const float dv_24 = cute_epi_visit(acc[0][3][0], ld_C_24, row_bias_24, (cute_epi_m0 + cute_mt + 0 < M) && (cute_epi_n0 + cute_nt + 24 < N), s_beta, s_alpha);
     const float dv_25 = cute_epi_visit(acc[0][3][1], ld_C_25, row_bias_25, (cute_epi_m0 + cute_mt + 0 < M) && (cute_epi_n0 + cute_nt + 25 < N), s_beta, s_alpha);
-    cute_epi_sts32(((cute_epi_smem + 16384u) + cute_epi_swz80<3, 112u>((cute_bm + 0) * 128 + (cute_bn + 24) * 2)), cute_epi_pack_half2(dv_24, dv_25));
-    const float2 lp_C_26 = cute_epi_unpack_half2(cute_epi_lds32((lb_C + cute_epi_swz80<3, 112u>((cute_bm + 8) * 128 + (cute_bn + 24) * 2))));
+    st_shared_32(((cute_epi_smem + 16384u) + cute_epi_swz80<3, 112u>((cute_bm + 0) * 128 + (cute_bn + 24) * 2)), pack_f16x2(dv_24, dv_25));
+    const float2 lp_C_26 = f16x2_bits_to_f32x2(ld_shared_32((lb_C + cute_epi_swz80<3, 112u>((cute_bm + 8) * 128 + (cute_bn + 24) * 2))));
     const float ld_C_26 = lp_C_26.x, ld_C_27 = lp_C_26.y;
     const float dv_26 = cute_epi_visit(acc[0][3][2], ld_C_26, row_bias_24, (cute_epi_m0 + cute_mt + 8 < M) && (cute_epi_n0 + cute_nt + 24 < N), s_beta, s_alpha);
     const float dv_27 = cute_epi_visit(acc[0][3][3], ld_C_27, row_bias_25, (cute_epi_m0 + cute_mt + 8 < M) && (cute_epi_n0 + cute_nt + 25 < N), s_beta, s_alpha);
-    cute_epi_sts32(((cute_epi_smem + 16384u) + cute_epi_swz80<3, 112u>((cute_bm + 8) * 128 + (cute_bn + 24) * 2)), cute_epi_pack_half2(dv_26, dv_27));
-    const float2 lp_C_28 = cute_epi_unpack_half2(cute_epi_lds32((lb_C + cute_epi_swz80<3, 112u>((cute_bm + 16) * 128 + (cute_bn + 24) * 2))));
+    st_shared_32(((cute_epi_smem + 16384u) + cute_epi_swz80<3, 112u>((cute_bm + 8) * 128 + (cute_bn + 24) * 2)), pack_f16x2(dv_26, dv_27));
+    const float2 lp_C_28 = f16x2_bits_to_f32x2(ld_shared_32((lb_C + cute_epi_swz80<3, 112u>((cute_bm + 16) * 128 + (cute_bn + 24) * 2))));
     const float ld_C_28 = lp_C_28.x, ld_C_29 = lp_C_28.y;
     const float dv_28 = cute_epi_visit(acc[1][3][0], ld_C_28, row_bias_24, (cute_epi_m0 + cute_mt + 16 < M) && (cute_epi_n0 + cute_nt + 24 < N), s_beta, s_alpha);
     const float dv_29 = cute_epi_visit(acc[1][3][1], ld_C_29, row_bias_25, (cute_epi_m0 + cute_mt + 16 < M) && (cute_epi_n0 + cute_nt + 25 < N), s_beta, s_alpha);
-    cute_epi_sts32(((cute_epi_smem + 16384u) + cute_epi_swz80<3, 112u>((cute_bm + 16) * 128 + (cute_bn + 24) * 2)), cute_epi_pack_half2(dv_28, dv_29));
-    const float2 lp_C_30 = cute_epi_unpack_half2(cute_epi_lds32((lb_C + cute_epi_swz80<3, 112u>((cute_bm + 24) * 128 + (cute_bn + 24) * 2))));
+    st_shared_32(((cute_epi_smem + 16384u) + cute_epi_swz80<3, 112u>((cute_bm + 16) * 128 + (cute_bn + 24) * 2)), pack_f16x2(dv_28, dv_29));
+    const float2 lp_C_30 = f16x2_bits_to_f32x2(ld_shared_32((lb_C + cute_epi_swz80<3, 112u>((cute_bm + 24) * 128 + (cute_bn + 24) * 2))));
     const float ld_C_30 = lp_C_30.x, ld_C_31 = lp_C_30.y;
     const float dv_30 = cute_epi_visit(acc[1][3][2], ld_C_30, row_bias_24, (cute_epi_m0 + cute_mt + 24 < M) && (cute_epi_n0 + cute_nt + 24 < N), s_beta, s_alpha);
     const float dv_31 = cute_epi_visit(acc[1][3][3], ld_C_31, row_bias_25, (cute_epi_m0 + cute_mt + 24 < M) && (cute_epi_n0 + cute_nt + 25 < N), s_beta, s_alpha);
-    cute_epi_sts32(((cute_epi_smem + 16384u) + cute_epi_swz80<3, 112u>((cute_bm + 24) * 128 + (cute_bn + 24) * 2)), cute_epi_pack_half2(dv_30, dv_31));
-    cute_epi_named_bar(1, 128);
+    st_shared_32(((cute_epi_smem + 16384u) + cute_epi_swz80<3, 112u>((cute_bm + 24) * 128 + (cute_bn + 24) * 2)), pack_f16x2(dv_30, dv_31));
+    named_barrier_sync(1, 128);
 #pragma unroll 1
     for (int it_ = 0; it_ < 4; ++it_) {
       const int c_ = tid + it_ * 128;
       const int br_ = c_ / 8, cc_ = c_ % 8;
       const int gm_ = cute_epi_m0 + (br_ / 32) * 32 + 0 + br_ % 32;
       const int gn_ = cute_epi_n0 + (cc_ / 4) * 32 + 0 + (cc_ % 4) * 8;
-      const cute_u32 sa_ = (cute_epi_smem + 16384u) + cute_epi_swz80<3, 112u>(br_ * 128 + cc_ * 16);
+      const u32 sa_ = (cute_epi_smem + 16384u) + cute_epi_swz80<3, 112u>(br_ * 128 + cc_ * 16);
       const bool row_ok_ = gm_ < M;
       const long long go_ = row_ok_ ? (long long)gm_ * ld_D + gn_ : 0;
       const uint4 v_ = cute_py::ld_shared_128(sa_);

@@ -31,7 +31,7 @@ template <int BYTES> CUTE_PY_DEVICE void st_chunk(u32 addr, const u32* v) {
   if (BYTES == 16) st_shared_128(addr, make_uint4(v[0], v[1], v[2], v[3]));
   else if (BYTES == 8) sts64(addr, v[0], v[1]);
   else if (BYTES == 4) st_shared_32(addr, v[0]);
-  else sts16(addr, static_cast<u16>(v[0]));
+  else st_shared_16(addr, static_cast<u16>(v[0]));
 }
 extern "C" __global__ void __launch_bounds__(256, 1) gemm_sm80_pipelined_tf32_f32_KK_128x128x32_w2x4_s2_v442_r8(
     const EA* __restrict__ A,
