@@ -38,7 +38,8 @@ def gemm(A, B, C=None, alpha=1.0, beta=0.0, *, out=None, stream=None, explain=Fa
       (docs/epilogue.md, "Fused GEMMs from one call").
     - ``backend``: ``"auto"`` (the Hopper kernel on sm_90 for 16-bit operands with a row-major
       out / C, else SM80), ``"sm80"`` or ``"sm90"`` (raises when the Hopper kernel cannot run
-      the case); ``mainloop`` / ``config`` force the SM80 kernel's choice.
+      the case); ``mainloop`` forces an SM80 mainloop, ``config`` a kernel configuration of
+      either family (``make_gemm(...).config``, docs/compose_gemm.md).
     - ``explain``: also return a :class:`~cute_py.backends.cuda.gemm_api.GemmChoice` saying
       which kernel ran and why.
 

@@ -516,10 +516,16 @@ def _gemm_general(A, B, C, alpha, beta, *, out, stream, explain, backend, mainlo
         if res is not NotImplemented:
             return res
     hopper = _hopper(Am.device) and Am.dtype in ("float16", "bfloat16")
-    sm90_ok = hopper and mainloop is None and config is None and backend != "sm80" and \
-        (Dm is None or Dm.strides[-1] == 1) and (Cm is None or Cm.strides[-1] == 1)
-    if backend == "sm90" and not sm90_ok:
-        raise LaunchError(_OP, "backend", "sm90 needs an sm_90 device, 16-bit A and B, a "
+    cfg90 = config if _is_sm90_config(config) else None
+    if cfg90 is not None and backend == "sm80":
+        raise LaunchError(_OP, "config", "is a Hopper configuration; backend='sm80' asked for "
+                          "the SM80 kernel", actual=getattr(cfg90, "name", cfg90))
+    sm90_ok = hopper and mainloop is None and (config is None or cfg90 is not None) and \
+        backend != "sm80" and (Dm is None or Dm.strides[-1] == 1) and \
+        (Cm is None or Cm.strides[-1] == 1)
+    if (backend == "sm90" or cfg90 is not None) and not sm90_ok:
+        raise LaunchError(_OP, "backend" if cfg90 is None else "config",
+                          "the Hopper kernel needs an sm_90 device, 16-bit A and B, a "
                           "row-major out / C, and no SM80 mainloop / config",
                           actual=(Am.dtype, hopper))
     user_out = out
@@ -528,8 +534,8 @@ def _gemm_general(A, B, C, alpha, beta, *, out, stream, explain, backend, mainlo
         Dm = meta_of(out, "out", _OP)
     if sm90_ok:
         Bnk = Bm.swap_last()
-        call = _sm90_call(Am, Bnk, Dm, Cm, alpha)
-        if Am.framework == "torch" and not explain:
+        call = _sm90_call(Am, Bnk, Dm, Cm, alpha, cfg90)
+        if Am.framework == "torch" and not explain and cfg90 is None:
             # the torch fast path finds this call by its own key from now on
             _remember(_fast_key(A, B, C, user_out, alpha, use_c, Am.ptr, Bm.ptr,
                                 Cm.ptr if use_c else 0, user_out.data_ptr() if user_out is not None
@@ -540,6 +546,13 @@ def _gemm_general(A, B, C, alpha, beta, *, out, stream, explain, backend, mainlo
     choice = _run_sm80(A, B, C if use_c else None, out, alpha, beta, Am, h, mainloop, config,
                        explain)
     return (out, choice) if explain else out
+
+
+def _is_sm90_config(config) -> bool:
+    if config is None:
+        return False
+    from .kernels.gemm_sm90 import Sm90GemmConfig
+    return isinstance(config, Sm90GemmConfig)
 
 
 def _spans(Am, Bm, Cm, Dm):

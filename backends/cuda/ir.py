@@ -46,9 +46,8 @@ class Node:
         self.hi = hi
 
     # identity equality + default hash: correct because nodes are interned
-    def __repr__(self):
-        from .render import render_expr
-        return f"<{render_expr(self)}>"
+    def __repr__(self):  # structural and fully parenthesised; C text comes from render.py
+        return f"<{_text(self)}>"
 
     @property
     def is_const(self) -> bool:
@@ -93,6 +92,23 @@ def _mk(op, args, lo, hi) -> Node:
         n = Node(op, args, lo, hi)
         _table[key] = n
     return n
+
+
+#: op -> infix symbol, for ``repr`` only (C rendering, with precedence, is render.py's job)
+_SYMBOLS = {"add": "+", "mul": "*", "floordiv": "//", "mod": "%", "shl": "<<", "shr": ">>",
+            "lt": "<", "le": "<=", "eq": "==", "and": "&", "xor": "^", "or": "|", "land": "&&"}
+
+
+def _text(n: Node) -> str:
+    if n.op == "const":
+        return str(n.args[0])
+    if n.op == "var":
+        return n.args[0]
+    parts = [_text(a) if isinstance(a, Node) else repr(a) for a in n.args]
+    if n.op == "select":
+        return f"({parts[0]} ? {parts[1]} : {parts[2]})"
+    sym = _SYMBOLS.get(n.op)
+    return f"({f' {sym} '.join(parts)})" if sym else f"{n.op}({', '.join(parts)})"
 
 
 def const(v: int) -> Node:

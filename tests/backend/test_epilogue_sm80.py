@@ -157,7 +157,7 @@ def test_source_is_deterministic_and_keyed():
     k = {_epi(CUSTOM, stages_c=s, vectorized=v).key() for s in (1, 2) for v in (True, False)}
     assert len(k) == 4
     src = _epi(CUSTOM).consumer_code("acc")
-    assert "cute_epi_cp_async16" in src and "cute_epi_stg128" in src
+    assert "cute_py::sm80::cp_async_pred_zfill<16>" in src and "cute_py::st_global_128" in src
     assert "cute_epi_ld_chunk_scalar" in _epi(CUSTOM, vectorized=False).consumer_code("acc")
 
 

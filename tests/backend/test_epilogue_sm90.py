@@ -157,21 +157,21 @@ def test_direct_load_path_structure(vector):
                                     direct_vector=vector))
     assert tma.has_producer and not d.has_producer
     assert d.smem_bytes < tma.smem_bytes and ("load", "C") not in d.buf
-    assert "cute_epi_tma_load_2d" not in d.producer_code()
+    assert "tma_load_2d" not in d.producer_code()
     assert [p.kind for p in d.params()][:2] == ["mat", "ld"]
     pre, body = d.prefetch_code(), d.consumer_code(prefetched=True)
     pairs = sum(len(d._pairs(d.values[s])[0]) for s in d.subtiles)
-    load, per = ("cute_epi_ldg_quad16<", 4) if vector else ("cute_epi_ldg_pair16<", 1)
-    other = "cute_epi_ldg_pair16<" if vector else "cute_epi_ldg_quad16<"
+    load, per = ("ld_global_quad16<", 4) if vector else ("ld_global_pair16<", 1)
+    other = "ld_global_pair16<" if vector else "ld_global_quad16<"
     assert pre.count(load) * per == 3 * pairs // len(d.subtiles)
     assert (pre.count(load) + body.count(load)) * per == pairs
     assert other not in pre + body
-    assert body.count("cute_epi_quad_transpose(") == (pairs // 4 if vector else 0)
+    assert body.count("quad_transpose_u32(") == (pairs // 4 if vector else 0)
     assert ("cute_dv_C" in pre) == vector
-    assert "cute_epi_mbar_wait" not in body
+    assert "mbarrier_wait_parity" not in body
     # without a kernel-side prefetch the consumer code issues the first loads itself
     assert d.consumer_code().count(load) * per == pairs
-    assert "cq_C" not in tma.prefetch_code() and "cute_epi_ldg" not in tma.prefetch_code()
+    assert "cq_C" not in tma.prefetch_code() and "ld_global_" not in tma.prefetch_code()
     # the quads: four heads of one fragment row at columns n, n+8, n+16, n+24
     fr = d.cfg.fragment
     for s in d.subtiles:
@@ -195,7 +195,8 @@ def test_prefetch_code_loads_vectors_and_scalar_pointers_before_the_mainloop():
             assert all(f"const float cb_{name}_{i} = " in pre for i in range(regs))
             assert body.count(f"cb_{name}_") == regs and f"p_{name}" not in body
             if length % e.nc:          # the last register covers part of the slice
-                assert f"if (tid + {(regs - 1) * e.nc} < {length})" in body
+                off = f"tid + {(regs - 1) * e.nc}" if regs > 1 else "tid"
+                assert f"if ({off} < {length})" in body
         assert "const float s_s = " in pre and "p_s" not in body
         assert pre in e.consumer_code()
 
@@ -426,3 +427,90 @@ def test_gpu_one_warpgroup_wide_tile():
     errs = run_case(NODE_TREES["reductions"], 200, 520, fragment=wgmma_fragment(1, 256),
                     tile_m=64, tile_n=256)
     assert all(e < 2e-3 for e in errs.values()), errs
+
+
+# -- index maps: algebra objects lowered to IR (arch/sm90/epilogue_maps.py) ----------------------
+
+def _old_swizzle_offset(row, col_byte, row_bytes):
+    """The hand-written formula the staging layout replaced (reference for the law below)."""
+    off = row * row_bytes + col_byte
+    return off ^ (((off >> 7) & (row_bytes // 16 - 1)) << 4)
+
+
+@pytest.mark.parametrize("elem_bytes", [2, 4])
+@pytest.mark.parametrize("row_bytes", [32, 64, 128])
+def test_staging_layout_lowered_matches_the_tma_swizzle(row_bytes, elem_bytes):
+    """The lowered staging layout (IR, evaluated with NumPy over every (row, col) of a subtile)
+    equals the ComposedLayout's own evaluation and the TMA swizzle formula it replaced."""
+    import numpy as np
+    from cute_py.backends.cuda import ir
+    from cute_py.backends.cuda.arch.sm90.epilogue_maps import composed_apply, staging_layout
+    rows, cols = 128, row_bytes // elem_bytes
+    L = staging_layout(rows, cols, elem_bytes)
+    r, c = np.meshgrid(np.arange(rows), np.arange(cols), indexing="ij")
+    node = composed_apply(L, (ir.var("r", 0, rows - 1), ir.var("c", 0, cols - 1)))
+    got = ir.evaluate(node, {"r": r.ravel(), "c": c.ravel()})
+    old = np.array([_old_swizzle_offset(a, b * elem_bytes, row_bytes)
+                    for a, b in zip(r.ravel(), c.ravel())])
+    alg = np.array([L((int(a), int(b))) for a, b in zip(r.ravel(), c.ravel())])
+    assert (got == old).all() and (alg == old).all()
+    assert all(swizzle_offset(a, b, row_bytes) == _old_swizzle_offset(a, b, row_bytes)
+               for a in range(16) for b in range(0, row_bytes, 2))
+
+
+@pytest.mark.parametrize("frag", [FR, wgmma_fragment(1, 64), wgmma_fragment(2, 128, 128)])
+def test_thread_layouts_and_subtiles_from_the_algebra(frag):
+    """The fragment's thread offsets, lowered from the fitted thread layouts, equal its tables
+    on every thread; subtile origins come from flat_divide (n-outer, m-inner)."""
+    import numpy as np
+    from cute_py.backends.cuda import ir
+    from cute_py.backends.cuda.arch.sm90.epilogue_maps import (subtile_origin_ir,
+                                                               subtile_origins, thread_offsets)
+    t = np.arange(frag.num_threads)
+    m, n = thread_offsets(frag, ir.var("tid", 0, frag.num_threads - 1))
+    assert (ir.evaluate(m, {"tid": t}) == np.array(frag.m_thr)).all()
+    assert (ir.evaluate(n, {"tid": t}) == np.array(frag.n_thr)).all()
+    subs = subtile_origins(128, 256, 64, 32)
+    assert subs == [((i, j), (64 * i, 32 * j)) for j in range(8) for i in range(2)]
+    mo, no = subtile_origin_ir(128, 256, 64, 32, ir.var("s", 0, 15))
+    s = np.arange(16)
+    assert (ir.evaluate(mo, {"s": s}) == 64 * (s % 2)).all()
+    assert (ir.evaluate(no, {"s": s}) == 32 * (s // 2)).all()
+
+
+def test_collective_protocol_is_native():
+    """Sm90Epilogue implements the collective protocol itself (no text adapter), and its text
+    methods render the same statements."""
+    from cute_py.backends.cuda.arch.common.epilogue import EpilogueCollective, as_collective
+    from cute_py.backends.cuda.builder import KernelBuilder
+    e = Sm90Epilogue(EpilogueConfig(NODE_TREES["aux_store"], FR, 128, 256))
+    assert as_collective(e) is e and isinstance(e, EpilogueCollective)
+    kb = KernelBuilder("k", threads=288)
+    kb.level = 0
+    e.emit_consumer(kb, "acc", 1, False)
+    assert "\n".join(kb.lines) == e.consumer_code()
+    assert "asm" not in e.consumer_code() + e.prelude() + e.producer_code()
+
+
+def test_text_adapter_still_wraps_text_collectives():
+    """A collective that renders C text goes through TextEpilogue; key() is a method on both."""
+    from cute_py.backends.cuda.arch.common.epilogue import TextEpilogue, as_collective
+    from cute_py.backends.cuda.builder import KernelBuilder
+
+    class Txt:
+        has_producer = False
+
+        def key(self):
+            return "k1"
+
+        def params(self):
+            return []
+
+        def consumer_code(self, acc, bar_id=1, prefetched=False):
+            return f"{acc}[0] = 0.0f;"
+
+    a = as_collective(Txt())
+    assert isinstance(a, TextEpilogue) and a.key() == "k1"
+    kb = KernelBuilder("k", threads=32)
+    a.emit_consumer(kb, "acc")
+    assert kb.lines[-1].strip() == "acc[0] = 0.0f;"

@@ -1,18 +1,20 @@
-"""The SM80 GEMM's index maps agree with the layout algebra's objects (CPU only).
+"""The SM80 GEMM's lowered index maps agree with the layout algebra's objects (CPU only).
 
-* smem: ``SmemLayout(R, BK, major, eb)`` == ``composition(Swizzle<B,M,S>, tile_to_shape(atom,
-  (R, BK)))`` with CuTe's SM80 atoms, at every coordinate (and so does its CUDA function);
-* mma fragments: ``fragment_coord`` / ``accumulator_coord`` == the MMA atoms' TV layouts
-  (``SM80_16x8x16_F32F16F16F32_TN``, ``SM80_16x8x8_F32TF32TF32F32_TN``);
-* gmem->smem copy: ``CopyMap`` == ``make_tiled_copy(Copy_Atom<SM80_CP_ASYNC_CACHEGLOBAL_ZFILL>,
-  thr_layout (T/cpl, cpl):(cpl, 1), val_layout (1, vec))`` (K-major; transposed for MN-major),
-  repeated over the tile.
+* smem: the configuration's layout is ``composition(Swizzle<B,M,S>, tile_to_shape(atom,
+  (R, BK)))`` with CuTe's SM80 atoms, and its lowered IR evaluates to it at every coordinate;
+* mma fragments: the coordinates lowered from the MMA atoms' TV layouts
+  (``SM80_16x8x16_F32F16F16F32_TN``, ``SM80_16x8x8_F32TF32TF32F32_TN``) are the PTX ISA's
+  fragment tables;
+* gmem->smem copy: the configuration's copy is ``make_tiled_copy(Copy_Atom<cp.async>,
+  thr_layout, val_layout)`` with the generator's row-major thread layout.
 """
 
+import numpy as np
 import pytest
 
-from cute_py.backends.cuda.kernels.gemm_sm80_maps import (SmemLayout, fragment_coord,
-                                                          accumulator_coord)
+from cute_py.backends.cuda import ir
+from cute_py.backends.cuda.arch.sm80 import mma as sm80_mma
+from cute_py.backends.cuda.arch.sm80 import smem as sm80_smem
 from cute_py.backends.cuda.kernels.gemm_sm80_configs import shipped_configs
 
 algebra = pytest.importorskip("cute_py.algebra")
@@ -20,86 +22,82 @@ from cute_py.layout import make_layout  # noqa: E402
 from cute_py.swizzle import Swizzle  # noqa: E402
 
 
-def cute_smem_layout(lay: SmemLayout):
-    B, M, S = lay.swizzle
-    W = lay.W
-    atom = make_layout((8, W), (W, 1)) if lay.major == "K" else make_layout((W, 8), (1, W))
-    L = algebra.composition(Swizzle(B, M, S), algebra.tile_to_shape(atom, (lay.R, lay.BK)))
-    assert L == lay.cute()
-    return L
-
-
 def _layouts():
     seen = set()
     for c in shipped_configs():
         for op in "AB":
-            lay = c.smem_layout(op)
-            if lay not in seen:
-                seen.add(lay)
-                yield lay
+            key = (c.rows(op), c.tile[2], c.major(op), c.elem_bytes)
+            if key not in seen:
+                seen.add(key)
+                yield key
 
 
-@pytest.mark.parametrize("lay", list(_layouts()), ids=str)
-def test_smem_layout_equals_algebra(lay):
-    from cute_py.backends.cuda.ir import evaluate
-    L = cute_smem_layout(lay)
-    node = lay.lowered()  # what the kernel's smem_off_A/B functions are rendered from
-    assert node is not None
-    for r in range(lay.R):
-        for k in range(lay.BK):
-            want = L((r, k))
-            assert lay(r, k) == want
-            if (r * 7 + k) % 5 == 0:
-                assert evaluate(node, {"r": r, "k": k}) == want
+@pytest.mark.parametrize("key", list(_layouts()), ids=str)
+def test_smem_layout_equals_algebra(key):
+    R, BK, major, eb = key
+    L = sm80_smem.smem_layout(R, BK, major, eb)
+    W = min(BK if major == "K" else R, 128 // eb)
+    atom = make_layout((8, W), (W, 1)) if major == "K" else make_layout((W, 8), (1, W))
+    B = (W * eb // 16).bit_length() - 1
+    M = (16 // eb).bit_length() - 1
+    want = algebra.composition(Swizzle(B, M, 3), algebra.tile_to_shape(atom, (R, BK)))
+    node = sm80_smem.offset(L, ir.var("r", 0, R - 1), ir.var("k", 0, BK - 1))
+    got = ir.evaluate(node, {"r": np.arange(R).reshape(R, 1), "k": np.arange(BK).reshape(1, BK)})
+    for r in range(R):
+        for k in range(BK):
+            assert got[r, k] == want((r, k)) == L((r, k))
 
 
-def _tv_coord(layout, thr, val, rows):
-    idx = layout((thr, val))
-    return idx % rows, idx // rows
+def _ptx_a(mk, lane, reg, half):
+    g, t = lane // 4, lane % 4
+    if mk == 16:
+        return (g + 8 * (reg % 2), 2 * t + half + 8 * (reg // 2))
+    return (g + 8 * (reg % 2), t + 4 * (reg // 2))
 
 
-@pytest.mark.parametrize("kind", ["f16", "tf32"])
-def test_fragments_equal_mma_atom_tv_layouts(kind):
-    from cute_py.atom import mma_traits_sm80 as t
-    atom = (t.SM80_16x8x16_F32F16F16F32_TN() if kind == "f16"
-            else t.SM80_16x8x8_F32TF32TF32F32_TN())
-    mk = 16 if kind == "f16" else 8
-    per = 2 if kind == "f16" else 1  # elements per 32-bit register
+def _ptx_b(mk, lane, reg, half):
+    g, t = lane // 4, lane % 4
+    return (g, 2 * t + half + 8 * reg) if mk == 16 else (g, t + 4 * reg)
+
+
+@pytest.mark.parametrize("kind", ["f16", "bf16", "tf32"])
+def test_lowered_fragments_are_the_ptx_tables(kind):
+    """The PTX ISA's mma.sync fragment tables (m16n8k16 / m16n8k8) == the lowered TV layouts."""
+    mk = 16 if kind != "tf32" else 8
+    per = 2 if kind != "tf32" else 1
+    ev = lambda xs: tuple(int(ir.evaluate(x, {})) for x in xs)  # noqa: E731
     for lane in range(32):
         for v in range(4 * per):
-            reg, half = v // per, v % per
-            assert _tv_coord(atom.layout_A, lane, v, 16) == fragment_coord("A", mk, lane, reg,
-                                                                           half)
+            assert ev(sm80_mma.fragment_coord(kind, "A", lane, v)) == _ptx_a(mk, lane, v // per,
+                                                                             v % per)
         for v in range(2 * per):
-            reg, half = v // per, v % per
-            n, k = fragment_coord("B", mk, lane, reg, half)
-            assert _tv_coord(atom.layout_B, lane, v, 8) == (n, k)
+            assert ev(sm80_mma.fragment_coord(kind, "B", lane, v)) == _ptx_b(mk, lane, v // per,
+                                                                             v % per)
         for v in range(4):
-            assert _tv_coord(atom.layout_C, lane, v, 16) == accumulator_coord(lane, v)
+            g, t = lane // 4, lane % 4
+            assert ev(sm80_mma.accumulator_coord(kind, lane, v)) == (g + 8 * (v // 2),
+                                                                       2 * t + v % 2)
 
 
 @pytest.mark.parametrize("cfg", [c for c in shipped_configs() if c.vec_a > 1][:8],
                          ids=lambda c: f"{c.dtype}-{c.a_major}{c.b_major}-{c.tile}")
-def test_copy_map_equals_tiled_copy(cfg):
-    from cute_py.atom.copy_traits import SM80_CP_ASYNC_CACHEGLOBAL_ZFILL
+def test_copy_is_the_row_major_tiled_copy(cfg):
     from cute_py.atom.copy_atom import make_copy_atom
     from cute_py.atom.tiled_copy import make_tiled_copy
+    from cute_py.backends.cuda.arch.sm80.copy import copy_op
     vt = "float16" if cfg.elem_bytes == 2 else "float32"
     for op in "AB":
-        cm = cfg.copy_map(op)
-        lines = cm.threads // cm.cpl
-        tc = make_tiled_copy(make_copy_atom(SM80_CP_ASYNC_CACHEGLOBAL_ZFILL(128), vt),
-                             make_layout((lines, cm.cpl), (cm.cpl, 1)),
-                             make_layout((1, cm.vec)))
-        for t in range(cm.threads):
-            for i in range(cm.iterations):
-                for v in range(cm.vec):
-                    s, c = _tv_coord(tc.layout_tv, t, v, lines)  # (strided, contiguous) in tile
-                    s += i * lines  # the tiled copy repeats down the strided mode
-                    want = (s, c) if cm.major == "K" else (c, s)
-                    r, k = cm.coord(t, i)
-                    got = (r, k + v) if cm.major == "K" else (r + v, k)
-                    assert got == want
+        R, BK, vec = cfg.rows(op), cfg.tile[2], cfg.vec(op)
+        contiguous = BK if cfg.major(op) == "K" else R
+        cpl = contiguous // vec
+        lines = cfg.threads // cpl
+        atom = make_copy_atom(copy_op(vec * cfg.elem_bytes, cfg.mainloop == "multistage"), vt)
+        if cfg.major(op) == "K":
+            want = make_tiled_copy(atom, make_layout((lines, cpl), (cpl, 1)), make_layout((1, vec)))
+        else:
+            want = make_tiled_copy(atom, make_layout((cpl, lines), (1, cpl)), make_layout((vec, 1)))
+        got = cfg.gmem_copy(op)
+        assert got.layout_tv == want.layout_tv and got.tile_shape == want.tile_shape
 
 
 # ------------------------------------------------------------------------ composing from objects
@@ -129,8 +127,11 @@ def test_make_gemm_sm80_rejects_what_it_cannot_generate():
         make_gemm_sm80(make_tiled_mma(SM80_16x8x8_F32F16F16F32_TN(), (2, 2, 1)), (128, 128, 32))
     cfg = default_config(8192, 8192, 8192)
     d = describe(cfg)
-    with pytest.raises(AtomError, match="smem_layout_A"):
-        make_gemm_sm80(d["tiled_mma"], cfg.tile, smem_layout_A=make_layout((128, 32), (32, 1)))
+    with pytest.raises(AtomError, match="smem_layout_A"):   # k not contiguous: no ldmatrix
+        make_gemm_sm80(d["tiled_mma"], cfg.tile, smem_layout_A=make_layout((128, 32), (1, 128)))
+    # the plain (unswizzled) K-major layout is the atom tiling without a swizzle: accepted
+    plain_cfg = make_gemm_sm80(d["tiled_mma"], cfg.tile, smem_layout_A=make_layout((128, 32), (32, 1)))
+    assert plain_cfg.swizzle_a is None
     plain = make_tiled_copy(make_copy_atom(UniversalCopy(128), "float16"),
                             make_layout((64, 4), (4, 1)), make_layout((1, 8)))
     with pytest.raises(AtomError, match="copy_A"):
@@ -141,9 +142,8 @@ def test_make_gemm_sm80_rejects_what_it_cannot_generate():
 
 @pytest.mark.parametrize("dtype", ["f16", "tf32"])
 def test_epilogue_coordinates_lowered_from_layout_C(dtype):
-    from cute_py.backends.cuda.kernels.gemm_sm80_maps import accumulator_c_exprs
-    exprs = accumulator_c_exprs(dtype)
+    exprs = sm80_mma.accumulator_c_exprs(dtype)
     for lane in range(32):
         for h, (me, ne) in enumerate(exprs):
             assert (eval(me, {"lane": lane}), eval(ne, {"lane": lane})) == \
-                accumulator_coord(lane, 2 * h)
+                (lane // 4 + 8 * h, 2 * (lane % 4))

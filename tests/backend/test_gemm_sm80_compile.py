@@ -53,11 +53,11 @@ extern "C" __global__ void ptx_sm80_probe(const float* g, float* out) {
   float d[4] = {0.f, 0.f, 0.f, 0.f};
   mma_m16n8k16_f16f32(d, r, b);
   mma_m16n8k16_bf16f32(d, r, b);
-  r[0] = cvt_tf32(r[0]); b[0] = cvt_tf32(lds32(a));
+  r[0] = cvt_tf32(r[0]); b[0] = cvt_tf32(ld_shared_32(a));
   mma_m16n8k8_tf32f32(d, r, b);
-  sts16(a, f32_to_f16(d[0])); sts32(a, pack_f16x2(d[0], d[1]));
-  sts64(a, pack_bf16x2(d[2], d[3]), 0u); sts128(a, 0u, 1u, 2u, 3u);
-  out[threadIdx.x] = d[0] + d[1] + d[2] + d[3] + f16_to_f32(f32_to_bf16(d[0])) + bf16_to_f32(1);
+  st_shared_16(a, f32_to_f16_bits(d[0])); st_shared_32(a, pack_f16x2(d[0], d[1]));
+  sts64(a, pack_bf16x2(d[2], d[3]), 0u); st_shared_128(a, make_uint4(0u, 1u, 2u, 3u));
+  out[threadIdx.x] = d[0] + d[1] + d[2] + d[3] + f16_bits_to_f32(f32_to_bf16_bits(d[0])) + bf16_bits_to_f32(1);
 }
 '''
 

@@ -1,24 +1,32 @@
-"""CPU checks of the SM80 GEMM's index maps (no GPU, no compiler).
+"""CPU checks of the SM80 GEMM's index maps: lowered IR vs the algebra objects (no GPU).
 
-A numpy shadow of the warp-level data flow: fill shared memory through the copy map and the
-swizzled layout, emulate ``ldmatrix`` (and the scalar tf32 loads) at the strength-reduced
-addresses the generator emits, and check every fragment register holds the element the PTX
-fragment tables say it must.  Also: layouts are bijections, copy maps cover each tile once,
-ldmatrix rows of one 8x8 matrix fall in distinct bank groups (conflict-free), and the C lane
-expressions equal their Python twins.
+Every map the kernel uses is lowered from an algebra object (``arch/sm80``); here the lowered
+IR is evaluated with NumPy over all threads / values and compared with the object's own
+evaluation, and a NumPy model of one CTA (``sm80_cta_model``) -- copy into smem, ``ldmatrix``
+back at the generator's strength-reduced addresses, multiply per the MMA atom -- computes
+``A @ B.T`` exactly.  Also: ldmatrix rows of one 8x8 matrix fall in distinct bank groups,
+copy stores are conflict-free, config errors name the field.
 """
 
 import itertools
+import os
+import sys
 
+import numpy as np
 import pytest
 
+from cute_py.backends.cuda import ir
+from cute_py.backends.cuda.arch.sm80 import copy as sm80_copy
+from cute_py.backends.cuda.arch.sm80 import ldmatrix as sm80_ld
+from cute_py.backends.cuda.arch.sm80 import smem as sm80_smem
 from cute_py.backends.cuda.kernels.gemm_sm80 import (GemmSm80Config, _fragment_plan,
-                                                     _lane_coord_c, generate_source,
-                                                     _copy_affine)
-from cute_py.backends.cuda.kernels.gemm_sm80_maps import (SmemLayout, CopyMap, ldmatrix_coord,
-                                                          fragment_coord, log2i)
+                                                     generate_source, _copy_affine, _CopyPlan)
+from cute_py.backends.cuda.kernels.gemm_sm80_maps import log2i, smem_layout
 from cute_py.backends.cuda.kernels.gemm_sm80_configs import shipped_configs, default_config
 from cute_py.errors import AtomError
+
+sys.path.insert(0, os.path.dirname(__file__))
+from sm80_cta_model import simulate_cta  # noqa: E402
 
 
 def _configs():
@@ -32,163 +40,106 @@ def _configs():
 
 
 CONFIGS = _configs()
+_ID = (lambda c: f"{c.dtype}-{c.a_major}{c.b_major}-{c.tile[0]}x{c.tile[1]}x{c.tile[2]}-"
+       f"w{c.warps[0]}x{c.warps[1]}")
+
+
+def _lowered_offsets(L, R, BK):
+    r = np.arange(R).reshape(R, 1)
+    k = np.arange(BK).reshape(1, BK)
+    node = sm80_smem.offset(L, ir.var("r", 0, R - 1), ir.var("k", 0, BK - 1))
+    return np.broadcast_to(ir.evaluate(node, {"r": r, "k": k}), (R, BK))
 
 
 @pytest.mark.parametrize("R,BK,major,eb", [(128, 32, "K", 2), (64, 64, "K", 2), (128, 32, "MN", 2),
                                            (256, 32, "MN", 2), (128, 32, "K", 4),
                                            (128, 64, "K", 4), (64, 32, "MN", 4), (32, 16, "K", 2)])
-def test_smem_layout_is_bijection(R, BK, major, eb):
-    lay = SmemLayout(R, BK, major, eb)
-    offs = {lay(r, k) for r in range(R) for k in range(BK)}
-    assert offs == set(range(R * BK))
+def test_smem_layout_lowered_equals_object_and_is_bijection(R, BK, major, eb):
+    L = smem_layout(R, BK, major, eb)
+    got = _lowered_offsets(L, R, BK)
+    want = np.array([[L((r, k)) for k in range(BK)] for r in range(R)])
+    assert np.array_equal(got, want)
+    assert sorted(got.reshape(-1).tolist()) == list(range(R * BK))
 
 
 def _c_body_eval(src, r, k):
-    """Evaluate the C function's body in Python (its operators mean the same on ints >= 0)."""
     body = src.split("{")[1].split("}")[0]
-    env = {"r": r, "k": k}
-    for stmt in body.strip().split(";"):
-        stmt = stmt.strip()
-        if stmt.startswith("const int o = "):
-            env["o"] = eval(stmt[len("const int o = "):], dict(env))
-        elif stmt.startswith("return "):
-            return eval(stmt[len("return "):], dict(env))
-    raise AssertionError("no return")
+    stmt = body.strip().rstrip(";")
+    assert stmt.startswith("return ")
+    return eval(stmt[len("return "):], {"r": r, "k": k})
 
 
-@pytest.mark.parametrize("lowered", [True, False])
 @pytest.mark.parametrize("R,BK,major,eb", [(128, 32, "K", 2), (128, 64, "K", 2), (128, 32, "MN", 2),
                                            (128, 32, "K", 4), (64, 32, "MN", 4)])
-def test_smem_layout_matches_c_function(R, BK, major, eb, lowered, monkeypatch):
-    lay = SmemLayout(R, BK, major, eb)
-    if not lowered:  # the hand-written fallback used when the algebra is unavailable
-        monkeypatch.setattr(SmemLayout, "lowered", lambda self: None)
-    src = lay.c_function("f")
-    assert ("lowered from cute_py.algebra" in src) == lowered
+def test_smem_offset_function_renders_the_layout(R, BK, major, eb):
+    L = smem_layout(R, BK, major, eb)
+    src = sm80_smem.offset_function(L, "f")
+    assert "lowered from cute_py.algebra" in src
     for r, k in itertools.product(range(0, R, 3), range(BK)):
-        assert _c_body_eval(src, r, k) == lay(r, k)
+        assert _c_body_eval(src, r, k) == L((r, k))
 
 
-@pytest.mark.parametrize("cfg", CONFIGS, ids=lambda c: f"{c.dtype}-{c.a_major}{c.b_major}-"
-                         f"{c.tile[0]}x{c.tile[1]}x{c.tile[2]}-w{c.warps[0]}x{c.warps[1]}")
-def test_copy_map_covers_tile_once(cfg):
+@pytest.mark.parametrize("cfg", CONFIGS, ids=_ID)
+def test_copy_lowered_equals_tiled_copy_partition(cfg):
+    """Lowered (r, k) of every (thread, copy, value) == the TiledCopy's ThrCopy partition of the
+    tile; the copy covers the tile once; vectors are contiguous and aligned in smem."""
+    from cute_py.layout import make_layout
     for op in "AB":
-        cm, lay = cfg.copy_map(op), cfg.smem_layout(op)
-        seen = []
-        for t in range(cm.threads):
-            for i in range(cm.iterations):
-                r, k = cm.coord(t, i)
-                for v in range(cm.vec):
-                    seen.append((r, k + v) if cm.major == "K" else (r + v, k))
-        assert sorted(seen) == sorted(itertools.product(range(lay.R), range(lay.BK)))
-        assert _copy_affine(cm, lay) is not None
-        # each 16-byte chunk lands contiguous and aligned in smem (one vector store)
-        for t in range(0, cm.threads, 7):
-            r, k = cm.coord(t, 0)
-            o = lay(r, k)
-            assert (o * lay.elem_bytes) % (cm.vec * lay.elem_bytes) == 0
-            for v in range(cm.vec):
-                rv, kv = (r, k + v) if cm.major == "K" else (r + v, k)
-                assert lay(rv, kv) == o + v
+        R, BK = cfg.rows(op), cfg.tile[2]
+        tc, L = cfg.gmem_copy(op), cfg.smem_layout(op)
+        r, k = sm80_copy.coords(tc, R, BK)
+        n, V = r.shape[1], r.shape[2]
+        for t in range(0, tc.num_threads, 5):
+            P, off = tc.get_slice(t).partition_layout(make_layout((R, BK)), "S")
+            for i in range(n):
+                for v in range(V):
+                    idx = off + P(v + V * i)  # (CPY, CPY_M, CPY_K), colexicographic
+                    assert (r[t, i, v], k[t, i, v]) == (idx % R, idx // R), (op, t, i, v)
+        sm80_copy.check_copy(tc, L, R, BK, cfg.major(op), cfg.elem_bytes,
+                             asynchronous=cfg.mainloop == "multistage")
+        assert _copy_affine(_CopyPlan.of(cfg, op)) is not None
 
 
-def _ldmatrix(smem_vals, addrs, eb, trans):
-    """Emulate ldmatrix .x4 on a flat element array: addrs[lane] = element offset of row."""
-    per_row = 16 // eb
-    out = {}
-    for lane in range(32):
-        regs = []
-        for j in range(4):
-            rows = [addrs[8 * j + i] for i in range(8)]
-            g, t = lane // 4, lane % 4
-            if eb == 2:
-                if not trans:
-                    regs.append((smem_vals[rows[g] + 2 * t], smem_vals[rows[g] + 2 * t + 1]))
-                else:
-                    regs.append((smem_vals[rows[2 * t] + g], smem_vals[rows[2 * t + 1] + g]))
-            else:
-                assert not trans
-                regs.append((smem_vals[rows[g] + t],))
-        out[lane] = regs
-    assert per_row in (4, 8)
-    return out
-
-
-@pytest.mark.parametrize("cfg", CONFIGS, ids=lambda c: f"{c.dtype}-{c.a_major}{c.b_major}-"
-                         f"{c.tile[0]}x{c.tile[1]}x{c.tile[2]}-w{c.warps[0]}x{c.warps[1]}")
-def test_fragments_hold_the_right_elements(cfg):
-    """Shadow of load_frag: each register element equals fragment_coord's (mn, k)."""
-    eb, mk = cfg.elem_bytes, cfg.mma_k
-    MI, NI, KB = cfg.mma_iters
-    WM, WN = cfg.warp_tile
+@pytest.mark.parametrize("cfg", CONFIGS, ids=_ID)
+def test_ldmatrix_rows_equal_mma_partition(cfg):
+    """Lowered row coordinates of make_tiled_copy_A/B == the copy's own evaluation; each row is
+    16 contiguous, aligned bytes of the smem layout."""
     for op in "AB":
-        lay = cfg.smem_layout(op)
-        smem = [None] * lay.size
-        for r in range(lay.R):
-            for k in range(lay.BK):
-                smem[lay(r, k)] = (r, k)
-        major = "K" if lay.major == "K" else "MN"
-        scalar = cfg.dtype == "tf32" and major == "MN"
-        plan = _fragment_plan(cfg, op, scalar)
-        assert plan is not None
-        nw = cfg.warps[0] if op == "A" else cfg.warps[1]
-        wext = WM if op == "A" else WN
-        for w in range(nw):
-            if scalar:
-                base = {l: lay(w * wext + l // 4, l % 4) for l in range(32)}
-            else:
-                rl, kl = _lane_coord_c(op, major, eb)
-                base = {}
-                for l in range(32):
-                    r, k = eval(rl, {"lane": l}), eval(kl, {"lane": l})
-                    assert (r, k) == ldmatrix_coord(op, major, eb, l)
-                    base[l] = lay(w * wext + r, k)
-            for kb in range(KB):
-                if scalar:
-                    for i in range(MI if op == "A" else NI):
-                        for j in range(4 if op == "A" else 2):
-                            x, a = plan[(kb, i, j)]
-                            for l in range(32):
-                                got = smem[(base[l] ^ x) + a]
-                                mn, k = fragment_coord(op, mk, l, j, 0)
-                                step = 16 if op == "A" else 8
-                                assert got == (w * wext + i * step + mn, kb * mk + k)
-                    continue
-                count = MI if op == "A" else (NI + 1) // 2
-                for i in range(count):
-                    x, a = plan[(kb, i)]
-                    addrs = [(base[l] ^ x) + a for l in range(32)]
-                    regs = _ldmatrix(smem, addrs, eb, trans=(major == "MN"))
-                    for l in range(32):
-                        for j in range(4):
-                            if op == "A":
-                                tile, reg = i, j
-                                mn_off = 16 * i
-                            else:
-                                tile, reg = 2 * i + j // 2, j % 2
-                                if tile >= NI:
-                                    continue
-                                mn_off = 8 * tile
-                            for h, got in enumerate(regs[l][j]):
-                                mn, k = fragment_coord(op, mk, l, reg, h)
-                                assert got == (w * wext + mn_off + mn, kb * mk + k), \
-                                    (op, w, kb, i, l, j, h)
+        R, BK = cfg.rows(op), cfg.tile[2]
+        tc, L = cfg.smem_read_copy(op), cfg.smem_layout(op)
+        F = sm80_ld.partition(tc, R, BK)
+        offs = sm80_ld.row_offsets(tc, L, R, BK)
+        T, n, KB = offs.shape
+        for t in range(0, T, 3):
+            for i in range(n):
+                for kb in range(KB):
+                    idx = F((t, i * tc.atom_num_val, kb))
+                    assert offs[t, i, kb] == L((idx % R, idx // R))
+        sm80_ld.check_rows(tc, L, R, BK, cfg.elem_bytes)
 
 
-@pytest.mark.parametrize("cfg", [c for c in CONFIGS if c.dtype != "tf32"][:6],
-                         ids=lambda c: f"{c.dtype}-{c.a_major}{c.b_major}-{c.tile}")
+@pytest.mark.parametrize("cfg", CONFIGS, ids=_ID)
+def test_one_cta_computes_the_product(cfg):
+    """The NumPy CTA model over the lowered maps computes A @ B.T exactly."""
+    rng = np.random.default_rng(1)
+    BM, BN, BK = cfg.tile
+    A = rng.integers(-4, 5, (BM, BK)).astype(float)
+    B = rng.integers(-4, 5, (BN, BK)).astype(float)
+    assert np.array_equal(simulate_cta(cfg, A, B), A @ B.T)
+
+
+@pytest.mark.parametrize("cfg", [c for c in CONFIGS if c.dtype != "tf32"][:6], ids=_ID)
 def test_ldmatrix_is_bank_conflict_free(cfg):
     """The 8 row addresses of every 8x8 matrix hit 8 distinct 16-byte bank groups."""
     eb = cfg.elem_bytes
     for op in "AB":
-        lay = cfg.smem_layout(op)
-        major = "K" if lay.major == "K" else "MN"
+        L = cfg.smem_layout(op)
+        offs = sm80_ld.row_offsets(cfg.smem_read_copy(op), L, cfg.rows(op), cfg.tile[2])
         plan = _fragment_plan(cfg, op, False)
-        base = [lay(ldmatrix_coord(op, major, eb, l)[0], ldmatrix_coord(op, major, eb, l)[1])
-                for l in range(32)]
+        base = offs[:32, 0, 0]
         for (kb, i), (x, a) in plan.items():
             for j in range(4):
-                groups = {(((base[8 * j + r] ^ x) + a) * eb // 16) % 8 for r in range(8)}
+                groups = {(((int(base[8 * j + r]) ^ x) + a) * eb // 16) % 8 for r in range(8)}
                 assert len(groups) == 8
 
 
@@ -225,7 +176,7 @@ def test_default_config_picks_by_size():
 
 def _wavefronts(byte_addrs, access_bytes):
     """Shared-memory wavefronts of one warp access (phases of 128 bytes of requests; distinct
-    words in one bank serialise) -- the same rule as the epilogue's bank_wavefronts."""
+    words in one bank serialise)."""
     per = max(1, 128 // access_bytes)
     total = 0
     for p in range(0, len(byte_addrs), per):
@@ -237,27 +188,50 @@ def _wavefronts(byte_addrs, access_bytes):
     return total
 
 
-@pytest.mark.parametrize("cfg", [c for c in CONFIGS if c.vec_a * c.elem_bytes == 16],
-                         ids=lambda c: f"{c.dtype}-{c.a_major}{c.b_major}-{c.tile}")
+@pytest.mark.parametrize("cfg", [c for c in CONFIGS if c.vec_a * c.elem_bytes == 16], ids=_ID)
 def test_copy_stores_are_bank_conflict_free(cfg):
     """Every warp's 16-byte smem writes (cp.async / st.shared.v4) need the minimum 4 wavefronts."""
     eb = cfg.elem_bytes
     for op in "AB":
-        cm, lay = cfg.copy_map(op), cfg.smem_layout(op)
+        R, BK = cfg.rows(op), cfg.tile[2]
+        r, k = sm80_copy.coords(cfg.gmem_copy(op), R, BK)
+        L = cfg.smem_layout(op)
+        off = _lowered_offsets(L, R, BK)[r[:, :, 0], k[:, :, 0]]
         for warp in range(cfg.threads // 32):
-            for i in range(cm.iterations):
-                addrs = [lay(*cm.coord(warp * 32 + l, i)) * eb for l in range(32)]
+            for i in range(off.shape[1]):
+                addrs = [int(off[warp * 32 + l, i]) * eb for l in range(32)]
                 assert _wavefronts(addrs, 16) == 4, (op, warp, i)
 
 
 @pytest.mark.parametrize("cfg", [c for c in CONFIGS if c.dtype == "tf32" and c.a_major == "M"][:2],
-                         ids=lambda c: f"{c.a_major}{c.b_major}-{c.tile}")
+                         ids=_ID)
 def test_tf32_mn_major_scalar_loads_conflicts_are_bounded(cfg):
-    """The tf32 MN-major fragment path (32-bit ld.shared, no ldmatrix for 32-bit transposes)
-    costs at most 2 wavefronts per load (documented 2-way conflict)."""
-    lay = cfg.smem_layout("A")
+    """The tf32 MN-major fragment path (32-bit ld.shared) costs at most 2 wavefronts per load."""
+    L = cfg.smem_layout("A")
+    offs = sm80_ld.row_offsets(cfg.smem_read_copy("A"), L, cfg.rows("A"), cfg.tile[2])
     plan = _fragment_plan(cfg, "A", True)
-    base = [lay(l // 4, l % 4) for l in range(32)]
+    base = offs[:32, 0, 0]
     for (kb, i, j), (x, a) in plan.items():
-        addrs = [((base[l] ^ x) + a) * 4 for l in range(32)]
+        addrs = [((int(base[l]) ^ x) + a) * 4 for l in range(32)]
         assert _wavefronts(addrs, 4) <= 2
+
+
+@pytest.mark.parametrize("raster", [1, 3, 8])
+def test_raster_statements_map_blocks_onto_tiles_once(raster):
+    """Evaluate the emitted raster statements: bid -> (tile_m, tile_n) is a bijection."""
+    import re
+    from cute_py.backends.cuda.arch.sm80 import raster as sm80_raster
+    code = sm80_raster.statements(128, 64, raster)
+    for M, N in ((128, 64), (1000, 700), (4096, 64), (130, 9000)):
+        tm, tn = -(-M // 128), -(-N // 64)
+        seen = set()
+        for bid in range(tm * tn):
+            env = {"M": M, "N": N, "min": min, "blockIdx_x": bid}
+            for st in code:
+                py = st.replace("const int ", "").rstrip(";").replace("blockIdx.x", "blockIdx_x")
+                py = re.sub(r"(?<![/])/(?!/)", "//", py)
+                for part in re.split(r", (?=\w+ = )", py):
+                    k, v = part.split(" = ", 1)
+                    env[k] = eval(v, env)
+            seen.add((env["tile_m"], env["tile_n"]))
+        assert seen == {(i, j) for i in range(tm) for j in range(tn)}

@@ -70,7 +70,7 @@ def test_pingpong_source_structure():
             "256u);") in src
     assert ("if (tile + tile_step < num_tiles) {\n        named_barrier_arrive(3u + (u32)(cw), "
             "256u);") in src
-    assert "cute_epi_named_bar((1 + cw), 128);" in src
+    assert "named_barrier_sync((1 + cw), 128);" in src
     R = cfg.epilogue_region_bytes()
     assert R % 1024 == 0 and cfg.epilogue_smem_bytes() == 2 * R
     assert f"cute_epi_smem_base + {R} * cw" in src
@@ -78,7 +78,7 @@ def test_pingpong_source_structure():
     assert cfg.order().groups == 2
     assert derive_maps(cfg).frag.num_threads == 128
     coop = G.Sm90GemmConfig(epi=G.make_epilogue_config(evt.linear_combination()))
-    assert "named_barrier_sync" not in G.generate_source(coop)
+    assert "named_barrier_sync(3u" not in G.generate_source(coop)   # no ping-pong order barrier
 
 
 def test_compiles_for_sm80_as_empty_kernel():
@@ -694,8 +694,8 @@ def test_l2_evict_first_hints_compile():
     cfg = G.Sm90GemmConfig(epi=G.make_epilogue_config(
         evt.lin_comb_bias_elt_act("relu", bias="col"), l2_evict_first=True))
     src = G.generate_source(cfg)
-    assert "cute_epi_tma_load_2d_ef(&tmap_C" in src and "cute_epi_tma_store_2d_ef(&tmap_D" in src
-    assert "cute_epi_tma_load_2d(&" not in src and "cute_epi_tma_store_2d(&" not in src
+    assert "tma_load_2d_hint(" in src and "tma_store_2d_hint(&tmap_D" in src
+    assert "tma_load_2d((cute_epi_smem" not in src and "tma_store_2d(&tmap" not in src
     for arch in ("sm_90a", "sm_80"):
         res = compile_module(src, arch=arch).resources_for(cfg.name)
         assert res.spills == 0, res

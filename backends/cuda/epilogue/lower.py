@@ -24,22 +24,32 @@ from cute_py.epilogue.evt import (
     RowReduction, ScalarBroadcast, ScalarReduction, SrcFetch,
 )
 
-__all__ = ["CTYPE", "to_float", "from_float", "LoweredTree", "lower_tree", "float_literal",
+__all__ = ["CTYPE", "CONV", "MATH_HELPERS", "to_float", "from_float", "LoweredTree", "lower_tree", "float_literal",
            "reduce_combine", "reduce_identity_literal", "atomic_reduce"]
 
 CTYPE = {t: C_STORAGE[t] for t in evt.DTYPES}    # the epilogue's types; cute_py.numeric's table
 
 
-def to_float(expr: str, dtype: str) -> str:
+#: the conversion functions a lowered tree calls: the PTX library's wrappers
+#: (``cute_py/ptx_common.cuh``, a source with ``using namespace cute_py``).
+CONV = {
+    "headers": {"to": {"float16": "f16_bits_to_f32", "bfloat16": "bf16_bits_to_f32"},
+                "from": {"float16": "f32_to_f16_bits", "bfloat16": "f32_to_bf16_bits"}},
+}
+
+
+def to_float(expr: str, dtype: str, conv: str = "headers") -> str:
     """C++ converting a value of ``dtype`` (16-bit types as raw bits) to float."""
-    return {"float16": f"cute_epi_unpack_half({expr})",
-            "bfloat16": f"cute_epi_unpack_bf16({expr})", "float32": f"({expr})"}[dtype]
+    if dtype == "float32":
+        return f"({expr})"
+    return f"{CONV[conv]['to'][dtype]}({expr})"
 
 
-def from_float(expr: str, dtype: str) -> str:
+def from_float(expr: str, dtype: str, conv: str = "headers") -> str:
     """C++ converting a float to ``dtype`` (round to nearest even; 16-bit types as raw bits)."""
-    return {"float16": f"cute_epi_pack_half({expr})", "bfloat16": f"cute_epi_pack_bf16({expr})",
-            "float32": f"({expr})"}[dtype]
+    if dtype == "float32":
+        return f"({expr})"
+    return f"{CONV[conv]['from'][dtype]}({expr})"
 
 
 def float_literal(x: float) -> str:
@@ -72,14 +82,16 @@ _OP_CODE = {
     "clamp": "fminf(fmaxf({0}, {p0}), {p1})",
 }
 
-MATH_PRELUDE = r"""
-__device__ __forceinline__ float cute_epi_tanh_approx(float x) {
-  float y; asm("tanh.approx.f32 %0, %1;" : "=f"(y) : "f"(x)); return y;
-}
+#: The activations' device functions; ``tanh.approx`` is the header's ``tanh_approx_f32``
+#: (no inline asm in generated text); the rest is plain CUDA math.
+MATH_HELPERS = r"""
+#ifndef INFINITY
+#define INFINITY __int_as_float(0x7f800000)
+#endif
 __device__ __forceinline__ float cute_epi_gelu_tanh(float x) {
   // 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))
   float u = 0.7978845608028654f * fmaf(0.044715f * x, x * x, x);
-  return 0.5f * x * (1.0f + cute_epi_tanh_approx(u));
+  return 0.5f * x * (1.0f + tanh_approx_f32(u));
 }
 __device__ __forceinline__ float cute_epi_gelu_erf(float x) {
   return 0.5f * x * (1.0f + erff(x * 0.7071067811865476f));
@@ -157,8 +169,9 @@ class LoweredTree:
         return ps
 
 
-def lower_tree(tree: Node) -> LoweredTree:
-    """Lower ``tree`` to a :class:`LoweredTree` (deterministic: equal trees give equal source)."""
+def lower_tree(tree: Node, conv: str = "headers") -> LoweredTree:
+    """Lower ``tree`` to a :class:`LoweredTree` (deterministic: equal trees give equal source);
+    ``conv``: the 16-bit conversion functions it calls (a key of :data:`CONV`)."""
     order = evt.nodes(tree)
     ids = {n: i for i, n in enumerate(order)}
     loads, stores, rows, cols, scalars, sptrs, reds = [], [], [], [], [], [], []
@@ -200,7 +213,7 @@ def lower_tree(tree: Node) -> LoweredTree:
             kw = {f"p{i}": float_literal(p) for i, p in enumerate(n.params)}
             e = _OP_CODE[n.op].format(*args, **kw)
             if n.dtype != "float32":   # round through the node's output type
-                e = to_float(from_float(e, n.dtype), n.dtype)
+                e = to_float(from_float(e, n.dtype, conv), n.dtype, conv)
         elif t is AuxStore:
             stores.append((n.name, n.store_dtype))
             body.append(f"  st_{n.name} = v{ids[n.child]};")

@@ -50,9 +50,8 @@ from cute_py.errors import LaunchError, LayoutError
 from cute_py.numeric import BYTES, C_STORAGE
 
 from .fragment import AccFragment, bank_wavefronts
-from .lower import (MATH_PRELUDE, LoweredTree, atomic_reduce, lower_tree, reduce_combine,
+from .lower import (MATH_HELPERS, LoweredTree, atomic_reduce, lower_tree, reduce_combine,
                     reduce_identity_literal)
-from .ptx import PRELUDE_COMMON, PRELUDE_SM80
 from .sm90 import EpilogueConfig, ParamSpec
 
 __all__ = ["Sm80EpilogueConfig", "Sm80Epilogue", "SmemSwizzle", "fragment_period",
@@ -81,7 +80,7 @@ class SmemSwizzle:
 
     def c_call(self, off_expr: str) -> str:
         if self.bits == 0:
-            return f"static_cast<cute_u32>({off_expr})"
+            return f"static_cast<u32>({off_expr})"
         return (f"cute_epi_swz80<{self.shift}, {((1 << self.bits) - 1) << self.base}u>"
                 f"({off_expr})")
 
@@ -215,7 +214,7 @@ class Sm80Epilogue:
             raise LaunchError("Sm80Epilogue", "cfg", "must be an Sm80EpilogueConfig or an "
                               "EpilogueConfig", actual=type(cfg).__name__)
         self.cfg = cfg
-        self.lt: LoweredTree = lower_tree(cfg.tree)
+        self.lt: LoweredTree = lower_tree(cfg.tree, conv="headers")
         fr = cfg.fragment
         self.nc = fr.num_threads
         self._check_basic()
@@ -400,12 +399,12 @@ class Sm80Epilogue:
 
     # -- code pieces --------------------------------------------------------------------------
     def prelude(self) -> str:
-        return PRELUDE_COMMON + PRELUDE_SM80 + PRELUDE_SM80_EPI + MATH_PRELUDE + "\n" + \
+        return "#include \"cute_py/ptx_sm80.cuh\"\nusing namespace cute_py;\n" + PRELUDE_SM80_EPI + MATH_HELPERS + "\n" + \
             self.lt.source
 
     def init_code(self, smem_ptr: str = "cute_epi_smem_base") -> str:
         """Declares ``cute_epi_smem`` (u32 shared address of ``smem_ptr``)."""
-        return f"const cute_u32 cute_epi_smem = cute_epi_smem_u32({smem_ptr});"
+        return f"const u32 cute_epi_smem = (u32)__cvta_generic_to_shared({smem_ptr});"
 
     def producer_code(self) -> str:
         return "/* SM80 epilogue: loads are issued by the consumer threads (cp.async) */"
@@ -440,7 +439,7 @@ class Sm80Epilogue:
                     f"{i * self.epi_m} + br_ % {self.epi_m};",
               ind + f"const int gn_ = cute_epi_n0 + (cc_ / {cps}) * {self.pn} + "
                     f"{j * self.epi_n} + (cc_ % {cps}) * {vec};",
-              ind + f"const cute_u32 sa_ = {base} + {sw.c_call(f'br_ * {rb} + cc_ * 16')};",
+              ind + f"const u32 sa_ = {base} + {sw.c_call(f'br_ * {rb} + cc_ * 16')};",
               ind + "const bool row_ok_ = gm_ < M;",
               ind + f"const long long go_ = row_ok_ ? (long long)gm_ * ld_{name} + gn_ : 0;"]
         L += [ind + x for x in body(dt, vec, name)]
@@ -457,7 +456,7 @@ class Sm80Epilogue:
             def body(dt, vec, name):
                 if self.cfg.vectorized:
                     return ["const bool ok_ = row_ok_ && gn_ < N;",
-                            f"cute_epi_cp_async16(sa_, p_{name} + (ok_ ? go_ : 0), ok_);"]
+                            f"cute_py::sm80::cp_async_pred_zfill<16>(sa_, p_{name} + (ok_ ? go_ : 0), ok_);"]
                 return [f"cute_epi_ld_chunk_scalar(sa_, p_{name} + go_, "
                         f"row_ok_ ? max(0, min({vec}, N - gn_)) : 0);"]
             L += self._chunk_loop(("load", name), i, j, s % self.cfg.stages_c, body)
@@ -466,9 +465,9 @@ class Sm80Epilogue:
     def _store_chunks(self, key, i, j, stage):
         def body(dt, vec, name):
             if self.cfg.vectorized:
-                return ["const uint4 v_ = cute_epi_lds128(sa_);",
-                        f"if (row_ok_ && gn_ < N) cute_epi_stg128(p_{name} + go_, v_);"]
-            return ["const uint4 v_ = cute_epi_lds128(sa_);",
+                return ["const uint4 v_ = cute_py::ld_shared_128(sa_);",
+                        f"if (row_ok_ && gn_ < N) cute_py::st_global_128(p_{name} + go_, v_);"]
+            return ["const uint4 v_ = cute_py::ld_shared_128(sa_);",
                     f"if (row_ok_) cute_epi_st_chunk_scalar(p_{name} + go_, v_, "
                     f"max(0, min({vec}, N - gn_)));"]
         return self._chunk_loop(key, i, j, stage, body)
@@ -477,14 +476,14 @@ class Sm80Epilogue:
         """Registers -> smem: one value or an n-adjacent pair ``grp`` (2-wide store)."""
         _, _, _, dt, sw = self.buf[key]
         a = self._faddr(self._buf_expr(key, stage), dt, sw, i, j, grp[0])
-        k = "half" if dt == "float16" else "bf16"
+        k = "f16" if dt == "float16" else "bf16"
         if len(grp) == 2:
             if dt == "float32":
-                return [f"cute_epi_sts64f({a}, {src(grp[0])}, {src(grp[1])});"]
-            return [f"cute_epi_sts32({a}, cute_epi_pack_{k}2({src(grp[0])}, {src(grp[1])}));"]
+                return [f"st_shared_f32x2({a}, {src(grp[0])}, {src(grp[1])});"]
+            return [f"st_shared_32({a}, pack_{k}x2({src(grp[0])}, {src(grp[1])}));"]
         if dt == "float32":
-            return [f"cute_epi_sts32f({a}, {src(grp[0])});"]
-        return [f"cute_epi_sts16({a}, cute_epi_pack_{k}({src(grp[0])}));"]
+            return [f"st_shared_f32({a}, {src(grp[0])});"]
+        return [f"st_shared_16({a}, f32_to_{k}_bits({src(grp[0])}));"]
 
     def _load_values(self, grp, i, j):
         """smem -> registers of every loaded matrix (C, aux) for ``grp`` (``ld_<name>_<v>``)."""
@@ -496,18 +495,18 @@ class Sm80Epilogue:
             if len(grp) == 2:
                 w = grp[1]
                 if dt == "float32":
-                    B.append(f"const float2 lp_{name}_{v} = cute_epi_lds64f({a});")
+                    B.append(f"const float2 lp_{name}_{v} = ld_shared_f32x2({a});")
                 else:
-                    k = "half2" if dt == "float16" else "bf162"
+                    k = "f16x2" if dt == "float16" else "bf16x2"
                     B.append(f"const float2 lp_{name}_{v} = "
-                             f"cute_epi_unpack_{k}(cute_epi_lds32({a}));")
+                             f"{k}_bits_to_f32x2(ld_shared_32({a}));")
                 B.append(f"const float ld_{name}_{v} = lp_{name}_{v}.x, "
                          f"ld_{name}_{w} = lp_{name}_{v}.y;")
             elif dt == "float32":
-                B.append(f"const float ld_{name}_{v} = cute_epi_lds32f({a});")
+                B.append(f"const float ld_{name}_{v} = ld_shared_f32({a});")
             else:
-                k = "half" if dt == "float16" else "bf16"
-                B.append(f"const float ld_{name}_{v} = cute_epi_unpack_{k}(cute_epi_lds16({a}));")
+                k = "f16" if dt == "float16" else "bf16"
+                B.append(f"const float ld_{name}_{v} = {k}_bits_to_f32(ld_shared_16({a}));")
         return B
 
     def _visit_values(self, grp, accx, reds):
@@ -535,7 +534,7 @@ class Sm80Epilogue:
     def _gload(self, name, dt, idx, bound):
         v = f"__ldg(p_{name} + ({idx}))"
         if dt != "float32":
-            v = f"cute_epi_unpack_{'half' if dt == 'float16' else 'bf16'}({v})"
+            v = f"{'f16' if dt == 'float16' else 'bf16'}_bits_to_f32({v})"
         return f"(({idx}) < {bound} ? {v} : 0.0f)"
 
     def consumer_code(self, acc="acc") -> str:
@@ -545,7 +544,7 @@ class Sm80Epilogue:
         accx = acc if callable(acc) else (lambda v, a=acc: f"{a}[{v}]")
         cfg, fr, lt = self.cfg, self.cfg.fragment, self.lt
         sc, sd, nc = cfg.stages_c, cfg.stages_d, self.nc
-        bar = f"cute_epi_named_bar(1, {nc});"
+        bar = f"named_barrier_sync(1, {nc});"
         L = ["{ // SM80 epilogue: " + str(cfg.tree),
              "const int cute_lane = tid & 31;",
              f"const int cute_mt = {fr.m_thr_expr};",
@@ -557,7 +556,7 @@ class Sm80Epilogue:
             x = f"p_{name}[0]"
             L.append(f"const float s_{name} = "
                      + (x if dt == "float32" else
-                        f"cute_epi_unpack_{'half' if dt == 'float16' else 'bf16'}({x})") + ";")
+                        f"{'f16' if dt == 'float16' else 'bf16'}_bits_to_f32({x})") + ";")
         reds = {n: (k, o) for n, k, o in lt.reductions}
         col_m = sorted({fr.m_val[v] for v in range(fr.num_values)})
         for name, (kind, op) in reds.items():
@@ -569,12 +568,12 @@ class Sm80Epilogue:
         for name, dt in lt.rows:
             o = self.buf[("row", name)][0]
             L.append(f"for (int i_ = tid; i_ < {cfg.tile_n}; i_ += {nc}) "
-                     f"cute_epi_sts32f(cute_epi_smem + {o}u + 4u * i_, "
+                     f"st_shared_f32(cute_epi_smem + {o}u + 4u * i_, "
                      f"{self._gload(name, dt, 'cute_epi_n0 + i_', 'N')});")
         for name, dt in lt.cols:
             o = self.buf[("col", name)][0]
             L.append(f"for (int i_ = tid; i_ < {cfg.tile_m}; i_ += {nc}) "
-                     f"cute_epi_sts32f(cute_epi_smem + {o}u + 4u * i_, "
+                     f"st_shared_f32(cute_epi_smem + {o}u + 4u * i_, "
                      f"{self._gload(name, dt, 'cute_epi_m0 + i_', 'M')});")
         if (lt.rows or lt.cols) and not lt.loads:
             L.append(bar)    # with loads, the first C-stage barrier orders these writes
@@ -583,7 +582,7 @@ class Sm80Epilogue:
             for p in range(sc - 1):
                 if p < nsub:
                     L += self._issue_loads(p)
-                L.append("cute_epi_cp_async_commit();")
+                L.append("cute_py::sm80::cp_async_commit();")
         for s, (i, j) in enumerate(self.subtiles):
             vals = self.values[(i, j)]
             pairs, singles = _value_pairs(fr, vals)
@@ -593,20 +592,20 @@ class Sm80Epilogue:
                 # the stage refilled here was last read in subtile s-1, before its D barrier
                 if s + sc - 1 < nsub:
                     B += self._issue_loads(s + sc - 1)
-                B += ["cute_epi_cp_async_commit();",
-                      f"cute_epi_cp_async_wait<{sc - 1}>();", bar]
+                B += ["cute_py::sm80::cp_async_commit();",
+                      f"cute_py::sm80::cp_async_wait<{sc - 1}>();", bar]
                 for name, _ in lt.loads:
                     lb = self._buf_expr(("load", name), s % sc)
-                    B.append(f"const cute_u32 lb_{name} = {lb};")
+                    B.append(f"const u32 lb_{name} = {lb};")
             ns = sorted({fr.n_val[v] for v in vals})
             ms = sorted({fr.m_val[v] for v in vals})
             for name, _ in lt.rows:
                 o = self.buf[("row", name)][0]
-                B += [f"const float row_{name}_{n} = cute_epi_lds32f(cute_epi_smem + {o}u + "
+                B += [f"const float row_{name}_{n} = ld_shared_f32(cute_epi_smem + {o}u + "
                       f"4u * (cute_nt + {n}));" for n in ns]
             for name, _ in lt.cols:
                 o = self.buf[("col", name)][0]
-                B += [f"const float col_{name}_{m} = cute_epi_lds32f(cute_epi_smem + {o}u + "
+                B += [f"const float col_{name}_{m} = ld_shared_f32(cute_epi_smem + {o}u + "
                       f"4u * (cute_mt + {m}));" for m in ms]
             for name, (kind, op) in reds.items():
                 if kind == "row":
@@ -659,7 +658,45 @@ class Sm80Epilogue:
     def consumer_tail_code(self) -> str:
         """After the last tile: no cp.async group is left in flight (the stores are
         synchronous ``st.global``); a kernel that reuses the smem afterwards syncs the CTA."""
-        return "cute_epi_cp_async_wait<0>();"
+        return "cute_py::sm80::cp_async_wait<0>();"
+
+    # -- the collective protocol (backends/cuda/arch/common/epilogue.py) ------------------------
+    # The kernel calls these with its KernelBuilder; the string methods above remain as thin
+    # sources of the text (kept for the standalone test kernel and older callers).
+    has_producer = False
+
+    def emit_helpers(self, kb) -> None:
+        kb.helper(f"// fused epilogue (backends/cuda/epilogue/sm80.py): {self.cfg.tree}\n"
+                  + self.prelude())
+
+    def emit_params(self, kb) -> None:
+        for p in self.params():
+            kb.param(p.ctype, p.name)
+
+    def emit_init(self, kb, base: str) -> None:
+        kb.decl("const u32", "cute_epi_smem", f"(u32)__cvta_generic_to_shared({base})", hint=False)
+
+    def emit_region(self, kb, base: str) -> None:
+        """One consumer (the whole CTA): the regions are the ones ``emit_init`` declared."""
+
+    def emit_producer_state(self, kb) -> None:
+        """No producer warp: the consumer threads issue the C / aux loads (cp.async)."""
+
+    def emit_producer(self, kb) -> None:
+        """No producer warp (see :meth:`emit_producer_state`)."""
+
+    def emit_consumer_state(self, kb) -> None:
+        """No state lives across tiles (one tile per CTA)."""
+
+    def emit_prefetch(self, kb) -> None:
+        """The loads are issued inside :meth:`emit_consumer`, after the mainloop drains."""
+
+    def emit_consumer(self, kb, acc, bar_id=1, prefetched: bool = False) -> None:
+        from ..arch.common.epilogue import emit_text
+        emit_text(kb, self.consumer_code(acc))
+
+    def emit_consumer_tail(self, kb) -> None:
+        kb.call("cp_async_wait", template="0")
 
     def key(self) -> str:
         c = self.cfg
@@ -669,45 +706,37 @@ class Sm80Epilogue:
 
 
 PRELUDE_SM80_EPI = r"""
-template <int S, unsigned MASK> __device__ __forceinline__ cute_u32 cute_epi_swz80(int off) {
+template <int S, unsigned MASK> __device__ __forceinline__ u32 cute_epi_swz80(int off) {
   // CuTe Swizzle<B,M,S> on a byte offset: MASK = ((1 << B) - 1) << M
-  const cute_u32 o = static_cast<cute_u32>(off);
+  const u32 o = static_cast<u32>(off);
   return o ^ ((o >> S) & MASK);
 }
-__device__ __forceinline__ void cute_epi_sts128(cute_u32 a, uint4 v) {
-  asm volatile("st.shared.v4.b32 [%0], {%1, %2, %3, %4};"
-               :: "r"(a), "r"(v.x), "r"(v.y), "r"(v.z), "r"(v.w) : "memory");
-}
-template <class T> __device__ __forceinline__ void cute_epi_stg128(T* p, uint4 v) {
-  asm volatile("st.global.v4.b32 [%0], {%1, %2, %3, %4};"
-               :: "l"(p), "r"(v.x), "r"(v.y), "r"(v.z), "r"(v.w) : "memory");
-}
 // element-wise fallbacks (any alignment): ``valid`` leading elements of a 16-byte chunk
-__device__ __forceinline__ void cute_epi_ld_chunk_scalar(cute_u32 sa, const unsigned short* p,
+__device__ __forceinline__ void cute_epi_ld_chunk_scalar(u32 sa, const unsigned short* p,
                                                          int valid) {
-  cute_u32 w[4];
+  u32 w[4];
 #pragma unroll
   for (int q = 0; q < 4; ++q) {
-    const cute_u32 lo = 2 * q < valid ? p[2 * q] : 0u, hi = 2 * q + 1 < valid ? p[2 * q + 1] : 0u;
+    const u32 lo = 2 * q < valid ? p[2 * q] : 0u, hi = 2 * q + 1 < valid ? p[2 * q + 1] : 0u;
     w[q] = lo | (hi << 16);
   }
-  cute_epi_sts128(sa, make_uint4(w[0], w[1], w[2], w[3]));
+  cute_py::st_shared_128(sa, make_uint4(w[0], w[1], w[2], w[3]));
 }
-__device__ __forceinline__ void cute_epi_ld_chunk_scalar(cute_u32 sa, const float* p, int valid) {
+__device__ __forceinline__ void cute_epi_ld_chunk_scalar(u32 sa, const float* p, int valid) {
   float w[4];
 #pragma unroll
   for (int q = 0; q < 4; ++q) w[q] = q < valid ? p[q] : 0.0f;
-  cute_epi_sts128(sa, make_uint4(__float_as_uint(w[0]), __float_as_uint(w[1]),
+  cute_py::st_shared_128(sa, make_uint4(__float_as_uint(w[0]), __float_as_uint(w[1]),
                                  __float_as_uint(w[2]), __float_as_uint(w[3])));
 }
 __device__ __forceinline__ void cute_epi_st_chunk_scalar(unsigned short* p, uint4 v, int valid) {
-  const cute_u32 w[4] = {v.x, v.y, v.z, v.w};
+  const u32 w[4] = {v.x, v.y, v.z, v.w};
 #pragma unroll
   for (int e = 0; e < 8; ++e)
     if (e < valid) p[e] = static_cast<unsigned short>(w[e >> 1] >> (16 * (e & 1)));
 }
 __device__ __forceinline__ void cute_epi_st_chunk_scalar(float* p, uint4 v, int valid) {
-  const cute_u32 w[4] = {v.x, v.y, v.z, v.w};
+  const u32 w[4] = {v.x, v.y, v.z, v.w};
 #pragma unroll
   for (int e = 0; e < 4; ++e)
     if (e < valid) p[e] = __uint_as_float(w[e]);

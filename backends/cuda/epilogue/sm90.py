@@ -34,10 +34,14 @@ from cute_py.epilogue import evt
 from cute_py.errors import LaunchError
 from cute_py.numeric import BYTES
 
+from .. import ir
+from ..arch.sm90.epilogue_maps import (composed_apply, staging_layout, subtile_origin_ir,
+                                       subtile_origins, thread_offsets)
+from ..builder import KernelBuilder
+from ..ir import Node
 from .fragment import AccFragment, bank_wavefronts
-from .lower import (CTYPE, MATH_PRELUDE, LoweredTree, atomic_reduce, lower_tree, reduce_combine,
+from .lower import (CTYPE, MATH_HELPERS, LoweredTree, atomic_reduce, lower_tree, reduce_combine,
                     reduce_identity_literal)
-from .ptx import PRELUDE_COMMON, PRELUDE_SM90
 
 __all__ = ["EpilogueConfig", "Sm90Epilogue", "ParamSpec", "swizzle_offset", "dtype_bytes",
            "valid_option_combinations", "build_test_kernel_source"]
@@ -51,15 +55,28 @@ def dtype_bytes(dtype: str) -> int:
     return _BYTES[dtype]
 
 
+_I32 = (1 << 31) - 1
+_SMEM_HI = 1 << 18
+# the names the kernel provides to the collective (arch/common/epilogue.py): the region's shared
+# addresses, the tile origin and the problem size, as IR variables
+SMEM = ir.var("cute_epi_smem", 0, _SMEM_HI)
+FULL = ir.var("cute_epi_full", 0, _SMEM_HI)
+EMPTY = ir.var("cute_epi_empty", 0, _SMEM_HI)
+M0 = ir.var("cute_epi_m0", 0, 1 << 30)
+N0 = ir.var("cute_epi_n0", 0, 1 << 30)
+MM = ir.var("M", 0, _I32)
+NN = ir.var("N", 0, _I32)
+
+
 def swizzle_offset(row: int, col_byte: int, row_bytes: int) -> int:
     """Byte offset of (row, col_byte) in a row-major subtile with the TMA swizzle for
-    ``row_bytes``-byte rows: ``Swizzle<B,4,3>`` with ``B = log2(row_bytes / 16)``.
+    ``row_bytes``-byte rows: the staging layout
+    (:func:`~backends.cuda.arch.sm90.epilogue_maps.staging_layout`, ``Swizzle<B,4,3>`` with
+    ``B = log2(row_bytes / 16)``) of one-byte elements, evaluated.
 
     Law: for fixed ``row`` the map permutes 16-byte chunks within the 128-byte line, so it is a
     bijection on ``[0, rows * row_bytes)`` that keeps 16-byte vectors contiguous."""
-    off = row * row_bytes + col_byte
-    mask = row_bytes // 16 - 1
-    return off ^ (((off >> 7) & mask) << 4)
+    return staging_layout(row + 1, row_bytes, 1)((row, col_byte))
 
 
 @dataclass(frozen=True)
@@ -140,26 +157,35 @@ def valid_option_combinations(has_c: bool, c_bytes: int, d_bytes: int, has_aux_s
 
 
 class Sm90Epilogue:
-    """The code pieces of one epilogue configuration, for a kernel to paste together.
+    """One epilogue configuration as an epilogue collective
+    (:class:`~backends.cuda.arch.common.epilogue.EpilogueCollective`): its ``emit_*`` methods
+    emit into the kernel's :class:`~backends.cuda.builder.KernelBuilder`.
 
-    A kernel using it: declares ``params()`` in its signature; calls ``init_code()`` from one
-    thread then syncs the CTA; declares ``producer_state_decls()`` / ``consumer_state_decls()``
-    once; per output tile runs ``producer_code()`` in one producer thread and
-    ``consumer_code(acc)`` in every consumer thread (``tid`` = consumer thread index,
-    ``cute_epi_m0``/``cute_epi_n0`` = tile origin, ``M``/``N`` = problem size); ends with
-    ``consumer_tail_code()``.  Named barrier 1 (``consumer_code``'s ``bar_id``) is used among
-    the consumer threads.
+    A kernel using it: ``emit_params`` after its own parameters; ``emit_init`` (all threads,
+    thread 0 initialises the barriers) then syncs the CTA; ``emit_producer_state`` /
+    ``emit_consumer_state`` once; per output tile ``emit_producer`` in one producer thread and
+    ``emit_prefetch`` + ``emit_consumer(kb, acc)`` in every consumer thread (``tid`` = consumer
+    thread index, ``cute_epi_m0``/``cute_epi_n0`` = tile origin, ``M``/``N`` = problem size);
+    ends with ``emit_consumer_tail``.  Named barrier ``bar_id`` (1 by default) is used among
+    the consumer threads.  Every address is IR lowered from the algebra objects of
+    :mod:`backends.cuda.arch.sm90.epilogue_maps`.
+
+    The text methods (``prelude``, ``init_code``, ``consumer_code``, ...) render the same
+    statements as C text for kernels that still paste text.
     """
 
     def __init__(self, cfg: EpilogueConfig):
         self.cfg = cfg
-        self.lt: LoweredTree = lower_tree(cfg.tree)
+        self.lt: LoweredTree = lower_tree(cfg.tree, conv="headers")
         self.direct = cfg.load_path == "direct"
         self._check()
         em, en = cfg.epilogue_tile
         self.epi_m, self.epi_n = em, en
         self.nc = cfg.fragment.num_threads
-        self.subtiles = [(m, n) for n in range(cfg.tile_n // en) for m in range(cfg.tile_m // em)]
+        # the subtiles (n-outer, m-inner) and their origins: flat_divide(tile, epilogue tile)
+        div = subtile_origins(cfg.tile_m, cfg.tile_n, em, en)
+        self.subtiles = [ij for ij, _ in div]
+        self.origins = [o for _, o in div]
         self.values = {s: cfg.fragment.values_in(s[0] * em, (s[0] + 1) * em, s[1] * en,
                                                  (s[1] + 1) * en) for s in self.subtiles}
         # per subtile: (pairs of adjacent values, single values)
@@ -259,12 +285,35 @@ class Sm90Epilogue:
 
     @property
     def _ef(self) -> str:
-        """Suffix of the TMA load / store helpers: ``_ef`` = with an L2 evict_first hint."""
-        return "_ef" if self.cfg.l2_evict_first else ""
+        """Suffix of the TMA / direct load and TMA store wrappers: ``_hint`` = with an L2
+        cache-policy operand (``l2_evict_first``), passed as :attr:`_pol_args`."""
+        return "_hint" if self.cfg.l2_evict_first else ""
 
-    def _buf_expr(self, key, stage_expr):
+
+    # -- index maps (algebra -> IR) ----------------------------------------------------------
+    def _buf(self, key, stage) -> Node:
+        """Shared address (IR) of stage ``stage`` (IR or int) of buffer ``key``."""
         o, nb, _, _ = self.buf[key]
-        return f"(cute_epi_smem + {o}u + ({stage_expr}) * {nb}u)"
+        return ir.add(ir.add(SMEM, o), ir.mul(stage, nb))
+
+    def _staging(self, dtype):
+        """The swizzled byte layout of one subtile of a ``dtype`` buffer (a ComposedLayout)."""
+        return staging_layout(self.epi_m, self.epi_n, _BYTES[dtype])
+
+    def _addr(self, buf: Node, m_local, n_local, dtype) -> Node:
+        """``buf + staging(m_local, n_local)``: element (m_local, n_local) of a subtile buffer."""
+        return ir.add(buf, composed_apply(self._staging(dtype), (m_local, n_local)))
+
+    def _tid(self) -> Node:
+        return ir.var("tid", 0, self.nc - 1)
+
+    def _thread(self, kb) -> tuple:
+        """``(mt, nt)``: the thread's offsets in the CTA tile (IR from the fragment's thread
+        layouts), bound to ``cute_mt`` / ``cute_nt`` in ``kb``."""
+        mt, nt = thread_offsets(self.cfg.fragment, self._tid())
+        kb.let(mt, "cute_mt")
+        kb.let(nt, "cute_nt")
+        return mt, nt
 
     # -- parameters --------------------------------------------------------------------------
     def params(self) -> list[ParamSpec]:
@@ -276,11 +325,11 @@ class Sm90Epilogue:
                 ps.append(ParamSpec("ld", f"ld_{name}", "int", name, dt))
             else:
                 ps.append(ParamSpec("tmap", f"tmap_{name}",
-                                    "const __grid_constant__ CuteTmaDesc", name, dt))
-        ps.append(ParamSpec("tmap", "tmap_D", "const __grid_constant__ CuteTmaDesc", "D",
+                                    "const __grid_constant__ TmaDescriptor", name, dt))
+        ps.append(ParamSpec("tmap", "tmap_D", "const __grid_constant__ TmaDescriptor", "D",
                             self.cfg.element_d))
         for name, dt in self.lt.stores:
-            ps.append(ParamSpec("tmap", f"tmap_{name}", "const __grid_constant__ CuteTmaDesc",
+            ps.append(ParamSpec("tmap", f"tmap_{name}", "const __grid_constant__ TmaDescriptor",
                                 name, dt))
         for name, dt in list(self.lt.rows) + list(self.lt.cols) + list(self.lt.scalar_ptrs):
             ct = "float" if dt == "float32" else "unsigned short"
@@ -291,79 +340,507 @@ class Sm90Epilogue:
             ps.append(ParamSpec("ptr", f"p_{name}", "float* __restrict__", name, "float32"))
         return ps
 
-    def param_decls(self) -> str:
-        return ",\n    ".join(f"{p.ctype} {p.name}" for p in self.params())
+    # -- the collective protocol (backends/cuda/arch/common/epilogue.py) -----------------------
+    def emit_helpers(self, kb) -> None:
+        kb.helper(MATH_HELPERS + "\n" + self.lt.source)
 
-    # -- code pieces --------------------------------------------------------------------------
-    def prelude(self) -> str:
-        return PRELUDE_COMMON + PRELUDE_SM90 + MATH_PRELUDE + "\n" + self.lt.source
+    def emit_params(self, kb) -> None:
+        for p in self.params():
+            kb.param(p.ctype, p.name)
 
-    def region_decls(self, smem_ptr: str = "cute_epi_smem_base") -> str:
+    def emit_region(self, kb, base: str = "cute_epi_smem_base") -> None:
         """Declares ``cute_epi_smem`` (u32 shared address of this epilogue's region) and its C
         barrier arrays ``cute_epi_full`` / ``cute_epi_empty``.  A kernel running several
         instances (one per ping-pong warpgroup) declares each in its own scope."""
-        return "\n".join([f"const cute_u32 cute_epi_smem = cute_epi_smem_u32({smem_ptr});",
-                          f"const cute_u32 cute_epi_full = cute_epi_smem + {self.bar_offset}u;",
-                          f"const cute_u32 cute_epi_empty = cute_epi_full + "
-                          f"{8 * self.cfg.stages_c}u;"])
+        kb.decl("const u32", "cute_epi_smem",
+                f"static_cast<u32>(__cvta_generic_to_shared({base}))", hint=False)
+        kb.decl("const u32", "cute_epi_full", ir.add(SMEM, self.bar_offset), hint=False)
+        kb.decl("const u32", "cute_epi_empty", ir.add(FULL, 8 * self.cfg.stages_c), hint=False)
 
-    def init_code(self, smem_ptr: str = "cute_epi_smem_base") -> str:
-        """:meth:`region_decls`, then thread 0 initialises the barriers.  The caller syncs the
-        CTA afterwards.  ``smem_ptr`` is a 1024-aligned ``char*``."""
+    def emit_init(self, kb, base: str = "cute_epi_smem_base") -> None:
+        """:meth:`emit_region`, then thread 0 initialises the barriers.  The caller syncs the
+        CTA afterwards.  ``base`` is a 1024-aligned ``char*``."""
         cfg = self.cfg
         empty_count = 1 if cfg.reuse_smem_c else self.nc // 32
-        lines = [self.region_decls(smem_ptr)]
+        self.emit_region(kb, base)
         if self.tma_loads:
-            lines.append("if (threadIdx.x == 0) {")
-            for s in range(cfg.stages_c):
-                lines.append(f"  cute_epi_mbar_init(cute_epi_full + {8 * s}u, 1);")
-                lines.append(f"  cute_epi_mbar_init(cute_epi_empty + {8 * s}u, {empty_count});")
-            lines.append("  cute_epi_fence_mbar_init();")
-            lines.append("}")
-        return "\n".join(lines)
+            with kb.if_("threadIdx.x == 0"):
+                for s in range(cfg.stages_c):
+                    kb.call("mbarrier_init", ir.add(FULL, 8 * s), 1)
+                    kb.call("mbarrier_init", ir.add(EMPTY, 8 * s), empty_count)
+                kb.call("fence_mbarrier_init")
 
-    def producer_state_decls(self) -> str:
-        return "int cute_epi_p_idx = 0; cute_u32 cute_epi_p_phase = 1;"
+    def emit_producer_state(self, kb) -> None:
+        kb.decl("int", "cute_epi_p_idx", 0, hint=False)
+        kb.decl("u32", "cute_epi_p_phase", 1, hint=False)
 
-    def consumer_state_decls(self) -> str:
-        return ("int cute_epi_c_idx = 0; cute_u32 cute_epi_c_phase = 0; "
-                "int cute_epi_d_idx = 0;")
+    def emit_consumer_state(self, kb) -> None:
+        kb.decl("int", "cute_epi_c_idx", 0, hint=False)
+        kb.decl("u32", "cute_epi_c_phase", 0, hint=False)
+        kb.decl("int", "cute_epi_d_idx", 0, hint=False)
 
-    def producer_code(self) -> str:
+    def _subtile_coords(self, s) -> tuple:
+        """Global (x = column, y = row) of subtile ``s`` (IR) of the tile at (cute_epi_m0,
+        cute_epi_n0), from the flat_divide of the tile by the epilogue tile."""
+        mo, no = subtile_origin_ir(self.cfg.tile_m, self.cfg.tile_n, self.epi_m, self.epi_n, s)
+        return ir.add(N0, no), ir.add(M0, mo)
+
+    def emit_producer(self, kb) -> None:
         """One thread: TMA-loads every subtile of C / aux of tile (cute_epi_m0, cute_epi_n0)."""
         if not self.tma_loads:
-            return ("/* epilogue: the consumers load C / aux directly */" if self.lt.loads else
-                    "/* epilogue: nothing to load */")
-        cfg, em, en = self.cfg, self.epi_m, self.epi_n
-        lines = []
-        if cfg.prefetch_l2 and len(self.subtiles) > cfg.stages_c:
+            kb.comment("epilogue: the consumers load C / aux directly" if self.lt.loads else
+                       "epilogue: nothing to load")
+            return
+        cfg = self.cfg
+        nsub = len(self.subtiles)
+        if cfg.prefetch_l2 and nsub > cfg.stages_c:
             # The producer reaches a tile right after the previous tile's epilogue freed the
             # C stages, i.e. while the consumers start this tile's mainloop: ask TMA to bring
             # the subtiles that cannot be staged yet into L2 now, so their loads during the
             # epilogue hit L2 instead of waiting on HBM (cp.async.bulk.prefetch.tensor).
-            lines += [f"for (int cute_s = {cfg.stages_c}; cute_s < {len(self.subtiles)}; "
-                      "++cute_s) {",
-                      f"  const int cute_em = cute_s % {cfg.tile_m // em}, "
-                      f"cute_en = cute_s / {cfg.tile_m // em};"]
+            with kb.for_("cute_s", cfg.stages_c, nsub) as s:
+                x, y = self._subtile_coords(s)
+                for name, _ in self.lt.loads:
+                    kb.call("tma_prefetch_l2_2d", f"&tmap_{name}", x, y)
+        p_idx = ir.var("cute_epi_p_idx", 0, cfg.stages_c - 1)
+        with kb.for_("cute_s", 0, nsub) as s:
+            x, y = self._subtile_coords(s)
+            full = kb.let(ir.add(FULL, ir.mul(p_idx, 8)), "full_")
+            kb.call("mbarrier_wait_parity", ir.add(EMPTY, ir.mul(p_idx, 8)), "cute_epi_p_phase")
+            kb.call("mbarrier_arrive_expect_tx", full, f"{self.load_bytes}u")
             for name, _ in self.lt.loads:
-                lines.append(f"  cute_epi_tma_prefetch_l2_2d(&tmap_{name}, "
-                             f"cute_epi_n0 + cute_en * {en}, cute_epi_m0 + cute_em * {em});")
-            lines.append("}")
-        lines += [f"for (int cute_s = 0; cute_s < {len(self.subtiles)}; ++cute_s) {{",
-                 f"  const int cute_em = cute_s % {cfg.tile_m // em}, "
-                 f"cute_en = cute_s / {cfg.tile_m // em};",
-                 "  const cute_u32 full_ = cute_epi_full + 8u * cute_epi_p_idx;",
-                 "  cute_epi_mbar_wait(cute_epi_empty + 8u * cute_epi_p_idx, cute_epi_p_phase);",
-                 f"  cute_epi_mbar_arrive_expect_tx(full_, {self.load_bytes}u);"]
-        for name, _ in self.lt.loads:
-            lines.append(f"  cute_epi_tma_load_2d{self._ef}(&tmap_{name}, "
-                         f"{self._buf_expr(('load', name), 'cute_epi_p_idx')}, full_, "
-                         f"cute_epi_n0 + cute_en * {en}, cute_epi_m0 + cute_em * {em});")
-        lines += [f"  if (++cute_epi_p_idx == {cfg.stages_c}) "
-                  "{ cute_epi_p_idx = 0; cute_epi_p_phase ^= 1u; }", "}"]
-        return "\n".join(lines)
+                kb.call(f"tma_load_2d{self._ef}", self._buf(("load", name), p_idx),
+                        f"&tmap_{name}", full, x, y, *self._pol_args)
+            kb.stmt(f"if (++cute_epi_p_idx == {cfg.stages_c}) "
+                    "{ cute_epi_p_idx = 0; cute_epi_p_phase ^= 1u; }")
+
+    @property
+    def _pol_args(self) -> tuple:
+        """The trailing policy argument of a ``_hint`` wrapper call (none without a hint)."""
+        return ("l2_policy_evict_first()",) if self.cfg.l2_evict_first else ()
 
     # -- direct C / aux loads -------------------------------------------------------------------
+    def _emit_direct_bases(self, kb, mt, nt) -> None:
+        """Per tensor and distinct row offset of the fragment: the thread's row pointer
+        (``cute_dr_<name>_<m>``, at the thread's first column) and the columns left in that row
+        (``cute_drn_<name>_<m>``, 0 when the row is outside the problem); for quad loads the
+        same at the first column of the lane's 8-column group (``cute_dq_`` / ``cute_dqn_``)
+        and whether the matrix allows 16-byte loads (``cute_dv_<name>``).  Every load is then a
+        row pointer plus an immediate column offset."""
+        fr = self.cfg.fragment
+        qn = ir.add(nt, ir.mul(ir.and_(self._tid(), 3), 6))   # lane q of a quad: column 8q
+        for name, dt in self.lt.loads:
+            ct = "float" if dt == "float32" else "unsigned short"
+            ld = ir.var(f"ld_{name}", 0, _I32)
+            groups = [self._load_groups(s, dt) for s in self.subtiles]
+            q_rows = {m for quads, _ in groups for m, _, _ in quads}
+            p_rows = {fr.m_val[v] for _, heads in groups for v in heads}
+            if q_rows:   # 16-byte loads need a 16-byte aligned matrix with 16-byte rows
+                kb.decl("const bool", f"cute_dv_{name}",
+                        f"((reinterpret_cast<size_t>(p_{name}) | ((size_t)ld_{name} * 2u)) "
+                        f"& 15u) == 0", hint=False)
+            for m in sorted(q_rows | p_rows):
+                r = ir.add(ir.add(M0, mt), m)
+                for tag, col in (("r", nt), ("q", qn)):
+                    if m in (p_rows if tag == "r" else q_rows):
+                        c = ir.add(N0, col)
+                        kb.decl(f"const {ct}* const", f"cute_d{tag}_{name}_{m}",
+                                f"p_{name} + {kb.expr(ir.add(ir.mul(r, ld), c))}", hint=False)
+                        kb.decl("const int", f"cute_d{tag}n_{name}_{m}",
+                                ir.select(ir.lt(r, MM), ir.sub(NN, c), 0), hint=False)
+
+    def _emit_direct_loads(self, kb, s: int) -> None:
+        """Loads of subtile ``s``'s C / aux values into their registers (``cq_<name>_<v>``, one
+        per pair of adjacent values or per single value)."""
+        fr, sub = self.cfg.fragment, self.subtiles[s]
+        singles = self.groups[sub][1]
+        for name, dt in self.lt.loads:
+            fn = f"ld_global_pair{'32' if dt == 'float32' else '16'}{self._ef}"
+            quads, rest = self._load_groups(sub, dt)
+            for m, n, run in quads:
+                kb.call(f"ld_global_quad16{self._ef}", f"cute_dq_{name}_{m}",
+                        f"cute_dqn_{name}_{m}", f"cute_dv_{name}",
+                        *[f"cq_{name}_{v}" for v in run], *self._pol_args, template=str(n))
+            for v in rest:
+                n, rem = fr.n_val[v], ir.var(f"cute_drn_{name}_{fr.m_val[v]}", -_I32, _I32)
+                if v in singles:          # in bounds iff rem > n
+                    rem = ir.select(ir.lt(rem, n + 1), rem, n + 1)
+                kb.assign(f"cq_{name}_{v}", kb.call_expr(
+                    fn, f"cute_dr_{name}_{fr.m_val[v]}", rem, *self._pol_args,
+                    template=str(n)))
+
+    def _gload(self, kb, name, dt, idx: Node, bound: Node) -> str:
+        """A broadcast vector's element ``idx`` as float (0 past ``bound``)."""
+        i = kb.expr(idx)
+        v = f"__ldg(p_{name} + ({i}))"
+        if dt != "float32":
+            v = kb.call_expr("f16_bits_to_f32" if dt == "float16" else "bf16_bits_to_f32", v)
+        return f"({kb.expr(ir.lt(idx, bound))} ? {v} : 0.0f)"
+
+    def emit_prefetch(self, kb) -> None:
+        """Loads a tile's epilogue inputs that do not depend on the accumulators: the tile's
+        slices of the bias-like broadcast vectors (``cb_<name>_<i>``, element ``tid + i *
+        threads``), the device-pointer scalars (``s_<name>``) and, on the direct path, C / aux:
+        declares their registers and row pointers and issues the loads of the first
+        ``direct_ahead`` subtiles.  A kernel emits it into every consumer thread after
+        ``cute_epi_m0`` / ``cute_epi_n0`` are known and before the tile's mainloop, and then
+        calls ``emit_consumer(..., prefetched=True)``: the loads are in flight while the
+        accumulators are computed instead of starting the epilogue with a memory round trip
+        (docs/performance.md, "Epilogue", v3).  Otherwise ``emit_consumer`` issues it itself."""
+        tid = self._tid()
+        for kind, name, dt, _, length, bound, origin in self._vector_slices():
+            for i in range(-(-length // self.nc)):
+                idx = ir.add(ir.add(origin, tid), i * self.nc)
+                kb.decl("const float", f"cb_{name}_{i}", self._gload(kb, name, dt, idx, bound),
+                        hint=False)
+        for name, dt in self.lt.scalar_ptrs:
+            v = f"p_{name}[0]"
+            if dt != "float32":
+                v = kb.call_expr("f16_bits_to_f32" if dt == "float16" else "bf16_bits_to_f32", v)
+            kb.decl("const float", f"s_{name}", v, hint=False)
+        if not (self.direct and self.lt.loads):
+            return
+        for name, dt in self.lt.loads:
+            ty = "float2" if dt == "float32" else "u32"
+            regs = [f"cq_{name}_{v}" for sub in self.subtiles for v in self._direct_heads(sub)]
+            kb.stmt(f"{ty} {', '.join(regs)};")
+        mt, nt = self._thread(kb)
+        self._emit_direct_bases(kb, mt, nt)
+        for s in range(min(self.cfg.direct_ahead, len(self.subtiles))):
+            self._emit_direct_loads(kb, s)
+
+    # -- consumer ------------------------------------------------------------------------------
+    def emit_consumer(self, kb, acc="acc", bar_id=1, prefetched: bool = False) -> None:
+        """Every consumer thread (``tid`` in [0, num_threads)): the store loop of one tile.
+
+        ``acc``: the accumulator array's name (value ``v`` is ``acc[v]``) or a function giving
+        the C expression of value ``v`` (e.g. for a ``[slabs][n]`` array).  ``bar_id``: the
+        named barrier the consumer threads synchronise on (int or C text).  ``prefetched``: the
+        kernel already ran :meth:`emit_prefetch` for this tile."""
+        cfg, fr, lt = self.cfg, self.cfg.fragment, self.lt
+        acc_of = acc if callable(acc) else (lambda v, a=acc: f"{a}[{v}]")
+        em, en = self.epi_m, self.epi_n
+        tid = self._tid()
+        if not prefetched:
+            self.emit_prefetch(kb)
+        lane = ir.and_(tid, 31)
+        kb.let(lane, "cute_lane")
+        mt, nt = self._thread(kb)
+        reds = {n: (k, o) for n, k, o in lt.reductions}
+        col_m = sorted({fr.m_val[v] for v in range(fr.num_values)})
+        for name, (kind, op) in reds.items():
+            ident = reduce_identity_literal(op)
+            if kind == "scalar":
+                kb.decl("float", f"red_{name}", ident, hint=False)
+            elif kind == "col":
+                for m in col_m:
+                    kb.decl("float", f"cr_{name}_{m}", ident, hint=False)
+        if lt.rows or lt.cols:   # stage the tile's slice of every broadcast vector in smem
+            for kind, name, dt, o, length, bound, origin in self._vector_slices():
+                for i in range(-(-length // self.nc)):
+                    j = ir.add(tid, i * self.nc)
+                    a = ir.add(ir.add(SMEM, o), ir.mul(j, 4))
+                    if (i + 1) * self.nc <= length:
+                        kb.call("st_shared_f32", a, f"cb_{name}_{i}")
+                    else:
+                        with kb.if_(ir.lt(j, length)):
+                            kb.call("st_shared_f32", a, f"cb_{name}_{i}")
+            kb.call("named_barrier_sync", bar_id, self.nc)
+        reuse_lag = min(1, cfg.stages_c - 1)
+        if cfg.reuse_smem_c:
+            kb.decl("int", "cute_epi_prev_c", -1, hint=False)
+        if cfg.delay_tma_store:
+            kb.stmt("int cute_epi_pend_d = -1, cute_epi_pend_x = 0, cute_epi_pend_y = 0;")
+        c_idx = ir.var("cute_epi_c_idx", 0, cfg.stages_c - 1)
+        for s, (sm, sn) in enumerate(self.subtiles):
+            vals = self.values[(sm, sn)]
+            m_org, n_org = self.origins[s]
+            with kb.scope():
+                kb.comment(f"subtile ({sm}, {sn})")
+                x, y = ir.add(N0, n_org), ir.add(M0, m_org)
+                pairs, singles = self.groups[(sm, sn)]
+                # -- direct C / aux: issue subtile s + ahead's loads, unpack subtile s's registers
+                if lt.loads and self.direct:
+                    if s + cfg.direct_ahead < len(self.subtiles):
+                        self._emit_direct_loads(kb, s + cfg.direct_ahead)
+                    for name, dt in lt.loads:
+                        for _, _, run in self._load_groups((sm, sn), dt)[0]:
+                            kb.call("quad_transpose_u32", *[f"cq_{name}_{v}" for v in run],
+                                    ir.and_(tid, 3))
+
+                        def word(v, pair, name=name, dt=dt):
+                            r = f"cq_{name}_{v}"
+                            return r if pair else f"{r}.x" if dt == "float32" else \
+                                f"(unsigned short)({r} & 0xffffu)"
+                        self._emit_values(kb, name, dt, pairs, singles, word)
+                # -- C / aux loads: wait, smem -> registers, release
+                elif lt.loads:
+                    kb.call("mbarrier_wait_parity", ir.add(FULL, ir.mul(c_idx, 8)),
+                            "cute_epi_c_phase")
+                    for name, dt in lt.loads:
+                        lb = kb.let(self._buf(("load", name), c_idx), f"lb_{name}")
+                        lbv = ir.var(lb, 0, _SMEM_HI)
+
+                        def word(v, pair, name=name, dt=dt, lbv=lbv):
+                            a = self._addr(lbv, ir.add(mt, fr.m_val[v] - m_org),
+                                           ir.add(nt, fr.n_val[v] - n_org), dt)
+                            fn = {(True, True): "ld_shared_f32x2", (True, False): "ld_shared_32",
+                                  (False, True): "ld_shared_f32",
+                                  (False, False): "ld_shared_16"}[(pair, dt == "float32")]
+                            return kb.call_expr(fn, a)
+                        self._emit_values(kb, name, dt, pairs, singles, word)
+                    if cfg.reuse_smem_c:
+                        kb.decl("const int", "cute_epi_this_c", "cute_epi_c_idx", hint=False)
+                    else:
+                        kb.stmt("__syncwarp();")
+                        with kb.if_(ir.eq(lane, 0)):
+                            kb.call("mbarrier_arrive", ir.add(EMPTY, ir.mul(c_idx, 8)))
+                    kb.stmt(f"if (++cute_epi_c_idx == {cfg.stages_c}) "
+                            "{ cute_epi_c_idx = 0; cute_epi_c_phase ^= 1u; }")
+                # -- broadcasts
+                ns = sorted({fr.n_val[v] for v in vals})
+                ms = sorted({fr.m_val[v] for v in vals})
+                for name, dt in lt.rows:
+                    o = self.buf[("row", name)][0]
+                    for n in ns:
+                        kb.decl("const float", f"row_{name}_{n}", kb.call_expr(
+                            "ld_shared_f32", ir.add(ir.add(SMEM, o), ir.mul(ir.add(nt, n), 4))),
+                            hint=False)
+                for name, dt in lt.cols:
+                    o = self.buf[("col", name)][0]
+                    for m in ms:
+                        kb.decl("const float", f"col_{name}_{m}", kb.call_expr(
+                            "ld_shared_f32", ir.add(ir.add(SMEM, o), ir.mul(ir.add(mt, m), 4))),
+                            hint=False)
+                for name, (kind, op) in reds.items():
+                    if kind == "row":
+                        for n in ns:
+                            kb.decl("float", f"rr_{name}_{n}", reduce_identity_literal(op),
+                                    hint=False)
+                # -- visit
+                for v in vals:
+                    args = [acc_of(v)]
+                    args += [f"ld_{name}_{v}" for name, _ in lt.loads]
+                    args += [f"row_{name}_{fr.n_val[v]}" for name, _ in lt.rows]
+                    args += [f"col_{name}_{fr.m_val[v]}" for name, _ in lt.cols]
+                    args.append(kb.expr(ir.land(
+                        ir.lt(ir.add(ir.add(M0, mt), fr.m_val[v]), MM),
+                        ir.lt(ir.add(ir.add(N0, nt), fr.n_val[v]), NN))))
+                    args += [f"s_{name}" for name in lt.scalars]
+                    args += [f"s_{name}" for name, _ in lt.scalar_ptrs]
+                    for name, _ in lt.stores:
+                        kb.stmt(f"float st_{name}_{v};")
+                        args.append(f"st_{name}_{v}")
+                    for name, (kind, op) in reds.items():
+                        args.append({"scalar": f"red_{name}", "col": f"cr_{name}_{fr.m_val[v]}",
+                                     "row": f"rr_{name}_{fr.n_val[v]}"}[kind])
+                    kb.stmt(f"const float dv_{v} = cute_epi_visit({', '.join(args)});")
+                # -- row reductions: shuffle over the lanes of one column, atomics
+                for name, (kind, op) in reds.items():
+                    if kind != "row":
+                        continue
+                    masks = fr.shuffle_masks("n")
+                    for n in ns:
+                        xr = f"rr_{name}_{n}"
+                        for mk in masks:
+                            kb.stmt(f"{xr} = {reduce_combine(op, xr, f'__shfl_xor_sync(0xffffffffu, {xr}, {mk})')};")
+                        col = ir.add(ir.add(N0, nt), n)
+                        with kb.if_(ir.land(ir.eq(ir.and_(lane, sum(masks)), 0), ir.lt(col, NN))):
+                            kb.stmt(atomic_reduce(op, f"p_{name} + {kb.expr(col)}", xr))
+                # -- registers -> smem -> TMA store
+                self._emit_store_phase(kb, s, pairs, singles, bar_id, x, y)
+        self._emit_tile_end(kb, reds, col_m, reuse_lag)
+
+    def _emit_values(self, kb, name, dt, pairs, singles, word) -> None:
+        """``ld_<name>_<v>`` (float) for the subtile's values from the expressions of their raw
+        words: ``word(v, True)`` of a pair (a float2 for float32, else packed 16-bit halves in
+        a u32) and ``word(v, False)`` of a single value (a float, else an unsigned short)."""
+        k = {"float16": "f16", "bfloat16": "bf16"}.get(dt)
+        for v, w in pairs:
+            x = word(v, True)
+            kb.decl("const float2", f"lp_{name}_{v}",
+                    x if dt == "float32" else kb.call_expr(f"{k}x2_bits_to_f32x2", x), hint=False)
+            kb.stmt(f"const float ld_{name}_{v} = lp_{name}_{v}.x, "
+                    f"ld_{name}_{w} = lp_{name}_{v}.y;")
+        for v in singles:
+            x = word(v, False)
+            kb.decl("const float", f"ld_{name}_{v}",
+                    x if dt == "float32" else kb.call_expr(f"{k}_bits_to_f32", x), hint=False)
+
+    def _emit_write_values(self, kb, buf: Node, dtype, src, pairs, singles, s) -> None:
+        """Registers -> one smem subtile buffer (subtile ``s``). ``src(v)`` is the float
+        expression of v.  ``stmatrix``: lane ``8q + r`` addresses row ``r`` of the ``q``-th
+        8x8 block of the group, at the warp's origin (the thread layouts at the warp's first
+        lane) plus the block's value offsets."""
+        fr = self.cfg.fragment
+        m_org, n_org = self.origins[s]
+        k = "f16" if dtype == "float16" else "bf16"
+        tid = self._tid()
+        if self._use_stmatrix(dtype, pairs):
+            with kb.scope():
+                wm, wn = thread_offsets(fr, ir.mul(ir.shr(tid, 5), 32))
+                lane = ir.and_(tid, 31)
+                q = ir.var(kb.let(ir.shr(lane, 3), "q_"), 0, 3)
+                row = ir.and_(tid, 7)
+                for g in range(0, len(pairs), 4):
+                    grp = pairs[g:g + 4]
+                    mv = [fr.m_val[p[0]] - m_org for p in grp]
+                    nv = [fr.n_val[p[0]] - n_org for p in grp]
+                    sel_m = ir.select(ir.eq(q, 0), mv[0], ir.select(
+                        ir.eq(q, 1), mv[1], ir.select(ir.eq(q, 2), mv[2], mv[3])))
+                    sel_n = ir.select(ir.eq(q, 0), nv[0], ir.select(
+                        ir.eq(q, 1), nv[1], ir.select(ir.eq(q, 2), nv[2], nv[3])))
+                    a = self._addr(buf, ir.add(ir.add(wm, sel_m), row), ir.add(wn, sel_n), dtype)
+                    kb.call("stmatrix_x4", a, *[kb.call_expr(f"pack_{k}x2", src(v), src(w))
+                                                for v, w in grp])
+            return
+        mt, nt = self._thread(kb)
+        for v, w in pairs:
+            a = self._addr(buf, ir.add(mt, fr.m_val[v] - m_org), ir.add(nt, fr.n_val[v] - n_org),
+                           dtype)
+            if _BYTES[dtype] == 4:
+                kb.call("st_shared_f32x2", a, src(v), src(w))
+            else:
+                kb.call("st_shared_32", a, kb.call_expr(f"pack_{k}x2", src(v), src(w)))
+        for v in singles:
+            a = self._addr(buf, ir.add(mt, fr.m_val[v] - m_org), ir.add(nt, fr.n_val[v] - n_org),
+                           dtype)
+            if _BYTES[dtype] == 4:
+                kb.call("st_shared_f32", a, src(v))
+            else:
+                kb.call("st_shared_16", a, kb.call_expr(f"f32_to_{k}_bits", src(v)))
+
+    def _emit_issue_stores(self, kb, stage, x, y, d_from_c=False) -> None:
+        dbuf = self._buf(("load", "C") if d_from_c else ("store", "D"), stage)
+        kb.call(f"tma_store_2d{self._ef}", "&tmap_D", dbuf, x, y, *self._pol_args)
+        for name, _ in self.lt.stores:
+            kb.call(f"tma_store_2d{self._ef}", f"&tmap_{name}", self._buf(("store", name), stage),
+                    x, y, *self._pol_args)
+        kb.call("bulk_commit_group")
+
+    def _emit_store_phase(self, kb, s, pairs, singles, bar_id, x, y) -> None:
+        cfg, nc = self.cfg, self.nc
+        tid0 = ir.eq(self._tid(), 0)
+        if cfg.reuse_smem_c:
+            lag = min(1, cfg.stages_c - 1)
+            this_c = ir.var("cute_epi_this_c", 0, cfg.stages_c - 1)
+            prev_c = ir.var("cute_epi_prev_c", -1, cfg.stages_c - 1)
+            kb.call("named_barrier_sync", bar_id, nc)   # all reads of this C stage are done
+            self._emit_write_values(kb, self._buf(("load", "C"), this_c), cfg.element_d,
+                                    lambda v: f"dv_{v}", pairs, singles, s)
+            kb.call("fence_proxy_async_shared")
+            kb.call("named_barrier_sync", bar_id, nc)
+            with kb.if_(tid0):
+                self._emit_issue_stores(kb, this_c, x, y, d_from_c=True)
+                if lag == 0:
+                    kb.call("bulk_wait_group_read", template="0")
+                    kb.call("mbarrier_arrive", ir.add(EMPTY, ir.mul(this_c, 8)))
+                else:
+                    kb.call("bulk_wait_group_read", template="1")
+                    with kb.if_(ir.le(0, prev_c)):
+                        kb.call("mbarrier_arrive", ir.add(EMPTY, ir.mul(prev_c, 8)))
+            if lag:
+                kb.assign("cute_epi_prev_c", "cute_epi_this_c")
+            return
+        d_idx = ir.var("cute_epi_d_idx", 0, cfg.stages_d - 1)
+        if cfg.delay_tma_store:
+            self._emit_pending_store(kb)
+        with kb.if_(tid0):
+            kb.call("bulk_wait_group_read", template=str(cfg.stages_d - 1))
+        kb.call("named_barrier_sync", bar_id, nc)
+        self._emit_write_values(kb, self._buf(("store", "D"), d_idx), cfg.element_d,
+                                lambda v: f"dv_{v}", pairs, singles, s)
+        for name, dt in self.lt.stores:
+            self._emit_write_values(kb, self._buf(("store", name), d_idx), dt,
+                                    lambda v, name=name: f"st_{name}_{v}", pairs, singles, s)
+        kb.call("fence_proxy_async_shared")
+        kb.call("named_barrier_sync", bar_id, nc)
+        if cfg.delay_tma_store:
+            kb.stmt(f"cute_epi_pend_d = cute_epi_d_idx; cute_epi_pend_x = {kb.expr(x)}; "
+                    f"cute_epi_pend_y = {kb.expr(y)};")
+        else:
+            with kb.if_(tid0):
+                self._emit_issue_stores(kb, d_idx, x, y)
+        kb.stmt(f"if (++cute_epi_d_idx == {cfg.stages_d}) cute_epi_d_idx = 0;")
+
+    def _emit_pending_store(self, kb) -> None:
+        """DelayTmaStore: issue the TMA store of the previous subtile (if any)."""
+        pend = ir.var("cute_epi_pend_d", -1, self.cfg.stages_d - 1)
+        with kb.if_(ir.land(ir.eq(self._tid(), 0), ir.le(0, pend))):
+            self._emit_issue_stores(kb, pend, "cute_epi_pend_x", "cute_epi_pend_y")
+
+    def _emit_tile_end(self, kb, reds, col_m, reuse_lag) -> None:
+        cfg, fr = self.cfg, self.cfg.fragment
+        tid = self._tid()
+        lane = ir.and_(tid, 31)
+        if cfg.delay_tma_store:
+            self._emit_pending_store(kb)
+        if cfg.reuse_smem_c and reuse_lag:
+            prev_c = ir.var("cute_epi_prev_c", -1, cfg.stages_c - 1)
+            with kb.if_(ir.land(ir.eq(tid, 0), ir.le(0, prev_c))):
+                kb.call("bulk_wait_group_read", template="0")
+                kb.call("mbarrier_arrive", ir.add(EMPTY, ir.mul(prev_c, 8)))
+        mt, _ = thread_offsets(fr, tid)
+        for name, (kind, op) in reds.items():
+            if kind == "col":
+                masks = fr.shuffle_masks("m")
+                for m in col_m:
+                    xr = f"cr_{name}_{m}"
+                    for mk in masks:
+                        kb.stmt(f"{xr} = {reduce_combine(op, xr, f'__shfl_xor_sync(0xffffffffu, {xr}, {mk})')};")
+                    row = ir.add(ir.add(M0, mt), m)
+                    with kb.if_(ir.land(ir.eq(ir.and_(lane, sum(masks)), 0), ir.lt(row, MM))):
+                        kb.stmt(atomic_reduce(op, f"p_{name} + {kb.expr(row)}", xr))
+            elif kind == "scalar":
+                xr = f"red_{name}"
+                for mk in (1, 2, 4, 8, 16):
+                    kb.stmt(f"{xr} = {reduce_combine(op, xr, f'__shfl_xor_sync(0xffffffffu, {xr}, {mk})')};")
+                with kb.if_(ir.eq(lane, 0)):
+                    kb.stmt(atomic_reduce(op, f"p_{name}", xr))
+
+    def emit_consumer_tail(self, kb) -> None:
+        """After the last tile: wait until every TMA store has finished (``store_tail``)."""
+        with kb.if_(ir.eq(self._tid(), 0)):
+            kb.call("bulk_wait_group", template="0")
+
+    # -- the same pieces as C text (kernels that paste text; kept during the transition) --------
+    def _text(self, emit, *args, **kw) -> str:
+        kb = KernelBuilder("cute_epi_text", threads=1)
+        kb.level = 0
+        emit(kb, *args, **kw)
+        return "\n".join(kb.lines)
+
+    def prelude(self) -> str:
+        return MATH_HELPERS + "\n" + self.lt.source
+
+    def param_decls(self) -> str:
+        return ",\n    ".join(f"{p.ctype} {p.name}" for p in self.params())
+
+    def region_decls(self, smem_ptr: str = "cute_epi_smem_base") -> str:
+        return self._text(self.emit_region, smem_ptr)
+
+    def init_code(self, smem_ptr: str = "cute_epi_smem_base") -> str:
+        return self._text(self.emit_init, smem_ptr)
+
+    def producer_state_decls(self) -> str:
+        return self._text(self.emit_producer_state).replace("\n", " ")
+
+    def consumer_state_decls(self) -> str:
+        return self._text(self.emit_consumer_state).replace("\n", " ")
+
+    def producer_code(self) -> str:
+        return self._text(self.emit_producer)
+
+    def prefetch_code(self) -> str:
+        return self._text(self.emit_prefetch)
+
+    def consumer_code(self, acc="acc", bar_id=1, prefetched: bool = False) -> str:
+        return self._text(self.emit_consumer, acc, bar_id, prefetched)
+
+    def consumer_tail_code(self) -> str:
+        return self._text(self.emit_consumer_tail)
+
+
     def _quads(self, sub):
         """``([(m, n, (v0, v1, v2, v3))], rest)``: the subtile's pairs that 16-byte quad loads
         cover — in one fragment row ``m``, heads at columns n, n+8, n+16, n+24 (n a multiple of
@@ -398,115 +875,17 @@ class Sm90Epilogue:
         pairs, singles = self.groups[sub]
         return [p[0] for p in pairs] + singles
 
-    def _direct_base_lines(self, mt: str, nt: str) -> list[str]:
-        """Per tensor and distinct row offset of the fragment: the thread's row pointer
-        (``cute_dr_<name>_<m>``, at the thread's first column) and the columns left in that row
-        (``cute_drn_<name>_<m>``, 0 when the row is outside the problem); for quad loads the
-        same at the first column of the lane's 8-column group (``cute_dq_`` / ``cute_dqn_``)
-        and whether the matrix allows 16-byte loads (``cute_dv_<name>``).  Every load is then a
-        row pointer plus an immediate column offset."""
-        fr, out = self.cfg.fragment, []
-        for name, dt in self.lt.loads:
-            ct = "float" if dt == "float32" else "unsigned short"
-            groups = [self._load_groups(s, dt) for s in self.subtiles]
-            q_rows = {m for quads, _ in groups for m, _, _ in quads}
-            p_rows = {fr.m_val[v] for _, heads in groups for v in heads}
-            if q_rows:   # 16-byte loads need a 16-byte aligned matrix with 16-byte rows
-                out.append(f"const bool cute_dv_{name} = ((reinterpret_cast<size_t>(p_{name}) | "
-                           f"((size_t)ld_{name} * 2u)) & 15u) == 0;")
-            qn = f"{nt} + 6 * (tid & 3)"     # lane q of a quad: group q's first column
-            for m in sorted(q_rows | p_rows):
-                r = f"cute_epi_m0 + {mt} + {m}"
-                for tag, col in (("r", nt), ("q", qn)):
-                    if m in (p_rows if tag == "r" else q_rows):
-                        out.append(f"const {ct}* const cute_d{tag}_{name}_{m} = p_{name} + "
-                                   f"(size_t)({r}) * ld_{name} + (cute_epi_n0 + {col});")
-                        out.append(f"const int cute_d{tag}n_{name}_{m} = ({r}) < M ? N - "
-                                   f"(cute_epi_n0 + {col}) : 0;")
-        return out
-
-    def _direct_load_lines(self, s: int) -> list[str]:
-        """Loads of subtile ``s``'s C / aux values into their registers (``cq_<name>_<v>``, one
-        per pair of adjacent values or per single value)."""
-        fr, sub = self.cfg.fragment, self.subtiles[s]
-        singles = self.groups[sub][1]
-        out = []
-        for name, dt in self.lt.loads:
-            fn = f"cute_epi_ldg_pair{'32' if dt == 'float32' else '16'}{self._ef}"
-            quads, rest = self._load_groups(sub, dt)
-            for m, n, run in quads:
-                regs = ", ".join(f"cq_{name}_{v}" for v in run)
-                out.append(f"cute_epi_ldg_quad16{self._ef}<{n}>(cute_dq_{name}_{m}, "
-                           f"cute_dqn_{name}_{m}, cute_dv_{name}, {regs});")
-            for v in rest:
-                n, rem = fr.n_val[v], f"cute_drn_{name}_{fr.m_val[v]}"
-                if v in singles:          # in bounds iff rem > n
-                    rem = f"min({rem}, {n + 1})"
-                out.append(f"cq_{name}_{v} = {fn}<{n}>(cute_dr_{name}_{fr.m_val[v]}, {rem});")
-        return out
-
     def _vector_slices(self):
         """``(kind, name, dtype, smem offset, length, bound, origin)`` of every broadcast vector:
         the tile's slice of it is staged in smem (as float) by the consumers."""
         out = []
         for kind, vecs, length, bound, origin in (
-                ("row", self.lt.rows, self.cfg.tile_n, "N", "cute_epi_n0"),
-                ("col", self.lt.cols, self.cfg.tile_m, "M", "cute_epi_m0")):
+                ("row", self.lt.rows, self.cfg.tile_n, NN, N0),
+                ("col", self.lt.cols, self.cfg.tile_m, MM, M0)):
             for name, dt in vecs:
                 out.append((kind, name, dt, self.buf[(kind, name)][0], length, bound, origin))
         return out
 
-    def prefetch_code(self) -> str:
-        """Loads a tile's epilogue inputs that do not depend on the accumulators: the tile's
-        slices of the bias-like broadcast vectors (``cb_<name>_<i>``, element ``tid + i *
-        threads``), the device-pointer scalars (``s_<name>``) and, on the direct path, C / aux:
-        declares their registers and row pointers and issues the loads of the first
-        ``direct_ahead`` subtiles.  A kernel pastes it into every consumer thread after
-        ``cute_epi_m0`` / ``cute_epi_n0`` are known and before the tile's mainloop, and then
-        calls ``consumer_code(..., prefetched=True)``: the loads are in flight while the
-        accumulators are computed instead of starting the epilogue with a memory round trip
-        (docs/performance.md, "Epilogue", v3).  Otherwise ``consumer_code`` issues it itself."""
-        L = []
-        for kind, name, dt, _, length, bound, origin in self._vector_slices():
-            for i in range(-(-length // self.nc)):
-                idx = f"{origin} + tid + {i * self.nc}"
-                L.append(f"const float cb_{name}_{i} = {self._gload(name, dt, idx, bound)};")
-        for name, dt in self.lt.scalar_ptrs:
-            L.append(f"const float s_{name} = "
-                     + ("p_{0}[0]".format(name) if dt == "float32" else
-                        f"cute_epi_unpack_{'half' if dt == 'float16' else 'bf16'}(p_{name}[0])")
-                     + ";")
-        if not (self.direct and self.lt.loads):
-            return "\n".join(L)
-        fr = self.cfg.fragment
-        for name, dt in self.lt.loads:
-            ty = "float2" if dt == "float32" else "cute_u32"
-            regs = [f"cq_{name}_{v}" for sub in self.subtiles for v in self._direct_heads(sub)]
-            L.append(f"{ty} {', '.join(regs)};")
-        L += self._direct_base_lines(f"({fr.m_thr_expr})", f"({fr.n_thr_expr})")
-        for s in range(min(self.cfg.direct_ahead, len(self.subtiles))):
-            L += self._direct_load_lines(s)
-        return "\n".join(L)
-
-    def _value_lines(self, name, dt, pairs, singles, word) -> list[str]:
-        """``ld_<name>_<v>`` (float) for the subtile's values from the expressions of their raw
-        words: ``word(v, True)`` of a pair (a float2 for float32, else packed 16-bit halves in
-        a u32) and ``word(v, False)`` of a single value (a float, else an unsigned short)."""
-        out = []
-        k = {"float16": "half", "bfloat16": "bf16"}.get(dt)
-        for v, w in pairs:
-            x = word(v, True)
-            out.append(f"const float2 lp_{name}_{v} = "
-                       + (x if dt == "float32" else f"cute_epi_unpack_{k}2({x})") + ";")
-            out.append(f"const float ld_{name}_{v} = lp_{name}_{v}.x, "
-                       f"ld_{name}_{w} = lp_{name}_{v}.y;")
-        for v in singles:
-            x = word(v, False)
-            out.append(f"const float ld_{name}_{v} = "
-                       + (x if dt == "float32" else f"cute_epi_unpack_{k}({x})") + ";")
-        return out
-
-    # value grouping within a subtile
     def _pairs(self, vals):
         fr = self.cfg.fragment
         thr_even = all(n % 2 == 0 for n in fr.n_thr)
@@ -529,297 +908,32 @@ class Sm90Epilogue:
         return (_BYTES[dtype] == 2 and fr.mma_warp_pattern() and len(pairs) % 4 == 0
                 and all(fr.n_val[p[0]] % 8 == 0 for p in pairs))
 
-    def _addr(self, buf, m_local, n_local, dtype):
-        rb = self.epi_n * _BYTES[dtype]
-        return (f"({buf} + cute_epi_swz<{rb}>({m_local}, ({n_local}) * {_BYTES[dtype]}))")
-
-    def consumer_code(self, acc="acc", bar_id: int = 1, prefetched: bool = False) -> str:
-        """Every consumer thread (``tid`` in [0, num_threads)): the store loop of one tile.
-
-        ``acc``: the accumulator array's name (value ``v`` is ``acc[v]``) or a function giving
-        the C expression of value ``v`` (e.g. for a ``[slabs][n]`` array).  ``bar_id``: the
-        named barrier the consumer threads synchronise on.  ``prefetched``: the kernel already
-        ran :meth:`prefetch_code` for this tile."""
-        cfg, fr, lt = self.cfg, self.cfg.fragment, self.lt
-        acc_of = acc if callable(acc) else (lambda v, a=acc: f"{a}[{v}]")
-        em, en = self.epi_m, self.epi_n
-        L = [] if prefetched else [x for x in self.prefetch_code().split("\n") if x]
-        L += [f"const int cute_lane = tid & 31;",
-             f"const int cute_mt = {fr.m_thr_expr};",
-             f"const int cute_nt = {fr.n_thr_expr};"]
-        reds = {n: (k, o) for n, k, o in lt.reductions}
-        col_m = sorted({fr.m_val[v] for v in range(fr.num_values)})
-        for name, (kind, op) in reds.items():
-            ident = reduce_identity_literal(op)
-            if kind == "scalar":
-                L.append(f"float red_{name} = {ident};")
-            elif kind == "col":
-                L += [f"float cr_{name}_{m} = {ident};" for m in col_m]
-        if lt.rows or lt.cols:   # stage the tile's slice of every broadcast vector in smem
-            for kind, name, dt, o, length, bound, origin in self._vector_slices():
-                for i in range(-(-length // self.nc)):
-                    st = (f"cute_epi_sts32f(cute_epi_smem + {o}u + 4u * (tid + {i * self.nc}), "
-                          f"cb_{name}_{i});")
-                    L.append(st if (i + 1) * self.nc <= length else
-                             f"if (tid + {i * self.nc} < {length}) {st}")
-            L.append(f"cute_epi_named_bar({bar_id}, {self.nc});")
-        reuse_lag = min(1, cfg.stages_c - 1)
-        if cfg.reuse_smem_c:
-            L.append("int cute_epi_prev_c = -1;")
-        if cfg.delay_tma_store:
-            L.append("int cute_epi_pend_d = -1, cute_epi_pend_x = 0, cute_epi_pend_y = 0;")
-        for s, (sm, sn) in enumerate(self.subtiles):
-            vals = self.values[(sm, sn)]
-            L.append(f"{{ // subtile ({sm}, {sn})")
-            B = []
-            B.append(f"const int cute_sm0 = cute_epi_m0 + {sm * em}, "
-                     f"cute_sn0 = cute_epi_n0 + {sn * en};")
-            B.append(f"const int cute_lm = cute_mt - {sm * em}, cute_ln = cute_nt - {sn * en};")
-            pairs, singles = self.groups[(sm, sn)]
-            # -- direct C / aux: issue subtile s + ahead's loads, unpack subtile s's registers
-            if lt.loads and self.direct:
-                if s + cfg.direct_ahead < len(self.subtiles):
-                    B += self._direct_load_lines(s + cfg.direct_ahead)
-                for name, dt in lt.loads:
-                    for _, _, run in self._load_groups((sm, sn), dt)[0]:
-                        B.append("cute_epi_quad_transpose("
-                                 + ", ".join(f"cq_{name}_{v}" for v in run) + ", cute_lane & 3);")
-                    def word(v, pair, name=name, dt=dt):
-                        r = f"cq_{name}_{v}"
-                        return r if pair else f"{r}.x" if dt == "float32" else \
-                            f"(unsigned short)({r} & 0xffffu)"
-                    B += self._value_lines(name, dt, pairs, singles, word)
-            # -- C / aux loads: wait, smem -> registers, release
-            elif lt.loads:
-                B.append("cute_epi_mbar_wait(cute_epi_full + 8u * cute_epi_c_idx, "
-                         "cute_epi_c_phase);")
-                for name, dt in lt.loads:
-                    buf = self._buf_expr(("load", name), "cute_epi_c_idx")
-                    B.append(f"const cute_u32 lb_{name} = {buf};")
-                    def word(v, pair, name=name, dt=dt):
-                        a = self._addr(f"lb_{name}", f"cute_lm + {fr.m_val[v]}",
-                                       f"cute_ln + {fr.n_val[v]}", dt)
-                        ld = {(True, True): "64f", (True, False): "32", (False, True): "32f",
-                              (False, False): "16"}[(pair, dt == "float32")]
-                        return f"cute_epi_lds{ld}({a})"
-                    B += self._value_lines(name, dt, pairs, singles, word)
-                if cfg.reuse_smem_c:
-                    B.append("const int cute_epi_this_c = cute_epi_c_idx;")
-                else:
-                    B.append("__syncwarp();")
-                    B.append("if (cute_lane == 0) cute_epi_mbar_arrive(cute_epi_empty + 8u * "
-                             "cute_epi_c_idx);")
-                B.append(f"if (++cute_epi_c_idx == {cfg.stages_c}) "
-                         "{ cute_epi_c_idx = 0; cute_epi_c_phase ^= 1u; }")
-            # -- broadcasts
-            ns = sorted({fr.n_val[v] for v in vals})
-            ms = sorted({fr.m_val[v] for v in vals})
-            for name, dt in lt.rows:
-                o = self.buf[("row", name)][0]
-                for n in ns:
-                    B.append(f"const float row_{name}_{n} = "
-                             f"cute_epi_lds32f(cute_epi_smem + {o}u + 4u * (cute_nt + {n}));")
-            for name, dt in lt.cols:
-                o = self.buf[("col", name)][0]
-                for m in ms:
-                    B.append(f"const float col_{name}_{m} = "
-                             f"cute_epi_lds32f(cute_epi_smem + {o}u + 4u * (cute_mt + {m}));")
-            for name, (kind, op) in reds.items():
-                if kind == "row":
-                    B += [f"float rr_{name}_{n} = {reduce_identity_literal(op)};" for n in ns]
-            # -- visit
-            for v in vals:
-                args = [acc_of(v)]
-                args += [f"ld_{name}_{v}" for name, _ in lt.loads]
-                args += [f"row_{name}_{fr.n_val[v]}" for name, _ in lt.rows]
-                args += [f"col_{name}_{fr.m_val[v]}" for name, _ in lt.cols]
-                args.append(f"(cute_epi_m0 + cute_mt + {fr.m_val[v]} < M) && "
-                            f"(cute_epi_n0 + cute_nt + {fr.n_val[v]} < N)")
-                args += [f"s_{name}" for name in lt.scalars]
-                args += [f"s_{name}" for name, _ in lt.scalar_ptrs]
-                for name, _ in lt.stores:
-                    B.append(f"float st_{name}_{v};")
-                    args.append(f"st_{name}_{v}")
-                for name, (kind, op) in reds.items():
-                    args.append({"scalar": f"red_{name}", "col": f"cr_{name}_{fr.m_val[v]}",
-                                 "row": f"rr_{name}_{fr.n_val[v]}"}[kind])
-                B.append(f"const float dv_{v} = cute_epi_visit({', '.join(args)});")
-            # -- row reductions: shuffle over the lanes of one column, atomics
-            for name, (kind, op) in reds.items():
-                if kind != "row":
-                    continue
-                masks = fr.shuffle_masks("n")
-                for n in ns:
-                    x = f"rr_{name}_{n}"
-                    for mk in masks:
-                        B.append(f"{x} = {reduce_combine(op, x, f'__shfl_xor_sync(0xffffffffu, {x}, {mk})')};")
-                    cond = f"(cute_lane & {sum(masks)}) == 0 && cute_epi_n0 + cute_nt + {n} < N"
-                    B.append(f"if ({cond}) {atomic_reduce(op, f'p_{name} + cute_epi_n0 + cute_nt + {n}', x)}")
-            # -- registers -> smem -> TMA store
-            B += self._store_phase(s, pairs, singles, bar_id)
-            L += ["  " + b for b in B]
-            L.append("}")
-        L += self._tile_end(reds, col_m, reuse_lag)
-        return "\n".join(L)
-
-    def _gload(self, name, dt, idx, bound):
-        if dt == "float32":
-            v = f"__ldg(p_{name} + ({idx}))"
-        else:
-            k = "half" if dt == "float16" else "bf16"
-            v = f"cute_epi_unpack_{k}(__ldg(p_{name} + ({idx})))"
-        return f"(({idx}) < {bound} ? {v} : 0.0f)"
-
-    def _write_values(self, buf, dtype, src, pairs, singles):
-        """Registers -> one smem subtile buffer. ``src(v)`` is the float expression of v."""
-        fr = self.cfg.fragment
-        B = []
-        bytes_ = _BYTES[dtype]
-        if bytes_ == 2:
-            k = "half" if dtype == "float16" else "bf16"
-        if self._use_stmatrix(dtype, pairs):
-            B.append("{ const int wm_ = cute_lm - (cute_lane >> 2), "
-                     "wn_ = cute_ln - 2 * (cute_lane & 3), q_ = cute_lane >> 3;")
-            for g in range(0, len(pairs), 4):
-                grp = pairs[g:g + 4]
-                mv = [fr.m_val[p[0]] for p in grp]
-                nv = [fr.n_val[p[0]] for p in grp]
-                sel_m = f"(q_ == 0 ? {mv[0]} : q_ == 1 ? {mv[1]} : q_ == 2 ? {mv[2]} : {mv[3]})"
-                sel_n = f"(q_ == 0 ? {nv[0]} : q_ == 1 ? {nv[1]} : q_ == 2 ? {nv[2]} : {nv[3]})"
-                a = self._addr(buf, f"wm_ + {sel_m} + (cute_lane & 7)", f"wn_ + {sel_n}", dtype)
-                regs = ", ".join(f"cute_epi_pack_{k}2({src(v)}, {src(w)})" for v, w in grp)
-                B.append(f"  cute_epi_stmatrix_x4({a}, {regs});")
-            B.append("}")
-            return B
-        for v, w in pairs:
-            a = self._addr(buf, f"cute_lm + {fr.m_val[v]}", f"cute_ln + {fr.n_val[v]}", dtype)
-            if bytes_ == 4:
-                B.append(f"cute_epi_sts64f({a}, {src(v)}, {src(w)});")
-            else:
-                B.append(f"cute_epi_sts32({a}, cute_epi_pack_{k}2({src(v)}, {src(w)}));")
-        for v in singles:
-            a = self._addr(buf, f"cute_lm + {fr.m_val[v]}", f"cute_ln + {fr.n_val[v]}", dtype)
-            if bytes_ == 4:
-                B.append(f"cute_epi_sts32f({a}, {src(v)});")
-            else:
-                B.append(f"cute_epi_sts16({a}, cute_epi_pack_{k}({src(v)}));")
-        return B
-
-    def _issue_stores(self, stage_expr, x, y, d_from_c=False):
-        lines = []
-        dbuf = (self._buf_expr(("load", "C"), stage_expr) if d_from_c
-                else self._buf_expr(("store", "D"), stage_expr))
-        lines.append(f"cute_epi_tma_store_2d{self._ef}(&tmap_D, {dbuf}, {x}, {y});")
-        for name, _ in self.lt.stores:
-            lines.append(f"cute_epi_tma_store_2d{self._ef}(&tmap_{name}, "
-                         f"{self._buf_expr(('store', name), stage_expr)}, {x}, {y});")
-        lines.append("cute_epi_bulk_commit();")
-        return lines
-
-    def _store_phase(self, s, pairs, singles, bar_id=1):
-        cfg, nc = self.cfg, self.nc
-        B = []
-        bar = f"cute_epi_named_bar({bar_id}, {nc});"
-        if cfg.reuse_smem_c:
-            lag = min(1, cfg.stages_c - 1)
-            B.append(bar)   # all reads of this C stage are done
-            buf = self._buf_expr(("load", "C"), "cute_epi_this_c")
-            B += self._write_values(buf, cfg.element_d, lambda v: f"dv_{v}", pairs, singles)
-            B += ["cute_epi_fence_proxy_async();", bar, "if (tid == 0) {"]
-            B += ["  " + x for x in self._issue_stores("cute_epi_this_c", "cute_sn0", "cute_sm0",
-                                                        d_from_c=True)]
-            if lag == 0:
-                B += ["  cute_epi_bulk_wait_read<0>();",
-                      "  cute_epi_mbar_arrive(cute_epi_empty + 8u * cute_epi_this_c);"]
-            else:
-                B += ["  cute_epi_bulk_wait_read<1>();",
-                      "  if (cute_epi_prev_c >= 0) "
-                      "cute_epi_mbar_arrive(cute_epi_empty + 8u * cute_epi_prev_c);"]
-            B.append("}")
-            if lag:
-                B.append("cute_epi_prev_c = cute_epi_this_c;")
-            return B
-        if cfg.delay_tma_store:
-            B += ["if (tid == 0 && cute_epi_pend_d >= 0) {"]
-            B += ["  " + x for x in self._issue_stores("cute_epi_pend_d", "cute_epi_pend_x",
-                                                        "cute_epi_pend_y")]
-            B.append("}")
-        B.append(f"if (tid == 0) cute_epi_bulk_wait_read<{cfg.stages_d - 1}>();")
-        B.append(bar)
-        B += self._write_values(self._buf_expr(("store", "D"), "cute_epi_d_idx"), cfg.element_d,
-                                lambda v: f"dv_{v}", pairs, singles)
-        for name, dt in self.lt.stores:
-            B += self._write_values(self._buf_expr(("store", name), "cute_epi_d_idx"), dt,
-                                    lambda v, name=name: f"st_{name}_{v}", pairs, singles)
-        B += ["cute_epi_fence_proxy_async();", bar]
-        if cfg.delay_tma_store:
-            B.append("cute_epi_pend_d = cute_epi_d_idx; cute_epi_pend_x = cute_sn0; "
-                     "cute_epi_pend_y = cute_sm0;")
-        else:
-            B.append("if (tid == 0) {")
-            B += ["  " + x for x in self._issue_stores("cute_epi_d_idx", "cute_sn0", "cute_sm0")]
-            B.append("}")
-        B.append(f"if (++cute_epi_d_idx == {cfg.stages_d}) cute_epi_d_idx = 0;")
-        return B
-
-    def _tile_end(self, reds, col_m, reuse_lag):
-        cfg, fr = self.cfg, self.cfg.fragment
-        L = []
-        if cfg.delay_tma_store:
-            L.append("if (tid == 0 && cute_epi_pend_d >= 0) {")
-            L += ["  " + x for x in self._issue_stores("cute_epi_pend_d", "cute_epi_pend_x",
-                                                        "cute_epi_pend_y")]
-            L.append("}")
-        if cfg.reuse_smem_c and reuse_lag:
-            L += ["if (tid == 0 && cute_epi_prev_c >= 0) {", "  cute_epi_bulk_wait_read<0>();",
-                  "  cute_epi_mbar_arrive(cute_epi_empty + 8u * cute_epi_prev_c);", "}"]
-        for name, (kind, op) in reds.items():
-            if kind == "col":
-                masks = fr.shuffle_masks("m")
-                for m in col_m:
-                    x = f"cr_{name}_{m}"
-                    for mk in masks:
-                        L.append(f"{x} = {reduce_combine(op, x, f'__shfl_xor_sync(0xffffffffu, {x}, {mk})')};")
-                    cond = f"(cute_lane & {sum(masks)}) == 0 && cute_epi_m0 + cute_mt + {m} < M"
-                    L.append(f"if ({cond}) {atomic_reduce(op, f'p_{name} + cute_epi_m0 + cute_mt + {m}', x)}")
-            elif kind == "scalar":
-                x = f"red_{name}"
-                for mk in (1, 2, 4, 8, 16):
-                    L.append(f"{x} = {reduce_combine(op, x, f'__shfl_xor_sync(0xffffffffu, {x}, {mk})')};")
-                L.append(f"if (cute_lane == 0) {atomic_reduce(op, f'p_{name}', x)}")
-        return L
-
-    def consumer_tail_code(self) -> str:
-        """After the last tile: wait until every TMA store has finished (``store_tail``)."""
-        return "if (tid == 0) cute_epi_bulk_wait<0>();"
-
     # -- analysis ----------------------------------------------------------------------------
     def r2s_wavefronts(self, dtype=None) -> dict:
         """Bank-conflict analysis of the register->smem writes of D for warp 0 of subtile 0:
         ``{"wavefronts": n, "ideal": n}`` summed over the instructions (per the smem model of
-        :func:`bank_wavefronts`)."""
+        :func:`bank_wavefronts`), with the byte offsets of the staging layout."""
         dtype = dtype or self.cfg.element_d
         fr = self.cfg.fragment
         s0 = self.subtiles[0]
+        m_org, n_org = self.origins[0]
         pairs, singles = self.groups[s0]
-        rb = self.epi_n * _BYTES[dtype]
+        stage = self._staging(dtype)
         total = ideal = 0
         lanes = range(32)
         if self._use_stmatrix(dtype, pairs):
             for g in range(0, len(pairs), 4):
                 grp = pairs[g:g + 4]
                 for q, (v, _) in enumerate(grp):   # one 8x8 matrix = 8 rows of 16 bytes
-                    addrs = [swizzle_offset(fr.m_thr[r * 4] + fr.m_val[v] - s0[0] * self.epi_m,
-                                            (fr.n_thr[0] + fr.n_val[v] - s0[1] * self.epi_n)
-                                            * _BYTES[dtype], rb) for r in range(8)]
+                    addrs = [stage((fr.m_thr[r * 4] + fr.m_val[v] - m_org,
+                                    fr.n_thr[0] + fr.n_val[v] - n_org)) for r in range(8)]
                     total += bank_wavefronts(addrs, 16)
                     ideal += 1
             return {"wavefronts": total, "ideal": ideal, "instr": "stmatrix.x4"}
         width = 2 * _BYTES[dtype]
         for v, _ in pairs:
-            addrs = [swizzle_offset(fr.m_thr[t] + fr.m_val[v] - s0[0] * self.epi_m,
-                                    (fr.n_thr[t] + fr.n_val[v] - s0[1] * self.epi_n)
-                                    * _BYTES[dtype], rb) for t in lanes]
+            addrs = [stage((fr.m_thr[t] + fr.m_val[v] - m_org, fr.n_thr[t] + fr.n_val[v] - n_org))
+                     for t in lanes]
             total += bank_wavefronts(addrs, width)
             ideal += max(1, 32 * width // 128)
         return {"wavefronts": total, "ideal": ideal, "instr": f"st.shared.{8 * width}"}
@@ -833,14 +947,9 @@ class Sm90Epilogue:
                                     self.cfg.direct_ahead, self.cfg.direct_vector)
                                    ).encode()).hexdigest()[:12]
 
-
-SWZ_HELPER = r"""
-template <int RB> __device__ __forceinline__ cute_u32 cute_epi_swz(int row, int colb) {
-  // TMA swizzle Swizzle<log2(RB/16), 4, 3> on the byte offset of a row-major subtile
-  const cute_u32 off = static_cast<cute_u32>(row * RB + colb);
-  return off ^ (((off >> 7) & (RB / 16 - 1)) << 4);
-}
-"""
+#: no longer needed: the staging swizzle is lowered into every address (kept, empty, for
+#: kernels that still paste ``prelude() + SWZ_HELPER``)
+SWZ_HELPER = ""
 
 
 def build_test_kernel_source(epi: Sm90Epilogue) -> tuple[str, str]:
@@ -850,39 +959,42 @@ def build_test_kernel_source(epi: Sm90Epilogue) -> tuple[str, str]:
     cfg, fr = epi.cfg, epi.cfg.fragment
     name = f"cute_epi_sm90_test_{epi.key()}"
     nc = fr.num_threads
-    acc_lines = []
-    for v in range(fr.num_values):
-        acc_lines.append(
-            f"  {{ const int gm = cute_epi_m0 + cute_mt0 + {fr.m_val[v]}, "
-            f"gn = cute_epi_n0 + cute_nt0 + {fr.n_val[v]}; "
-            f"acc[{v}] = (gm < M && gn < N) ? acc_g[(size_t)gm * N + gn] : 0.0f; }}")
-    src = f"""// generated by cute_py.backends.cuda.epilogue.sm90 (standalone epilogue test kernel)
-{epi.prelude()}
-{SWZ_HELPER}
-extern "C" __global__ void __launch_bounds__({nc + 32}, 1) {name}(
-    const float* __restrict__ acc_g, int M, int N,
-    {epi.param_decls()})
-{{
-  extern __shared__ unsigned char cute_smem_raw[];
-  unsigned char* cute_epi_smem_base = reinterpret_cast<unsigned char*>(
-      (reinterpret_cast<size_t>(cute_smem_raw) + 1023) & ~static_cast<size_t>(1023));
-  {epi.init_code().replace(chr(10), chr(10) + '  ')}
-  __syncthreads();
-  const int cute_epi_m0 = blockIdx.y * {cfg.tile_m}, cute_epi_n0 = blockIdx.x * {cfg.tile_n};
-  if (threadIdx.x >= {nc}) {{
-    {epi.producer_state_decls()}
-    if ((threadIdx.x & 31) == 0) {{
-      {epi.producer_code().replace(chr(10), chr(10) + '      ')}
-    }}
-  }} else {{
-    const int tid = threadIdx.x;
-    {epi.consumer_state_decls()}
-    const int cute_mt0 = {fr.m_thr_expr}, cute_nt0 = {fr.n_thr_expr};
-    float acc[{fr.num_values}];
-{chr(10).join(acc_lines)}
-    {epi.consumer_code().replace(chr(10), chr(10) + '    ')}
-    {epi.consumer_tail_code()}
-  }}
-}}
-"""
-    return src, name
+    kb = KernelBuilder(name, threads=nc + 32, min_blocks=1, arch="sm90a",
+                       origin="cute_py.backends.cuda.epilogue.sm90",
+                       description="standalone epilogue test kernel")
+    kb.param("const float* __restrict__", "acc_g")
+    kb.param("int", "M")
+    kb.param("int", "N")
+    epi.emit_params(kb)
+    epi.emit_helpers(kb)
+    kb.stmt("extern __shared__ unsigned char cute_smem_raw[];")
+    kb.decl("unsigned char*", "cute_epi_smem_base",
+            "reinterpret_cast<unsigned char*>((reinterpret_cast<size_t>(cute_smem_raw) + 1023) "
+            "& ~static_cast<size_t>(1023))", hint=False)
+    epi.emit_init(kb, "cute_epi_smem_base")
+    kb.sync_threads()
+    kb.decl("const int", "bid_y", "blockIdx.y", hint=False)
+    kb.decl("const int", "bid", "blockIdx.x", hint=False)
+    kb.decl("const int", "cute_epi_m0", ir.mul(ir.block_idx((1 << 30) // cfg.tile_m, "y"),
+                                               cfg.tile_m), hint=False)
+    kb.decl("const int", "cute_epi_n0", ir.mul(ir.block_idx((1 << 30) // cfg.tile_n),
+                                               cfg.tile_n), hint=False)
+    with kb.if_(f"threadIdx.x >= {nc}"):
+        epi.emit_producer_state(kb)
+        with kb.if_("(threadIdx.x & 31) == 0"):
+            epi.emit_producer(kb)
+    with kb.else_():
+        kb.decl("const int", "tid", "threadIdx.x", hint=False)
+        epi.emit_consumer_state(kb)
+        mt, nt = thread_offsets(fr, ir.var("tid", 0, nc - 1))
+        kb.let(mt, "cute_mt0")
+        kb.let(nt, "cute_nt0")
+        kb.stmt(f"float acc[{fr.num_values}];")
+        for v in range(fr.num_values):
+            gm = ir.add(ir.add(M0, mt), fr.m_val[v])
+            gn = ir.add(ir.add(N0, nt), fr.n_val[v])
+            kb.stmt(f"acc[{v}] = ({kb.expr(ir.land(ir.lt(gm, MM), ir.lt(gn, NN)))}) ? "
+                    f"acc_g[{kb.expr(ir.add(ir.mul(gm, NN), gn))}] : 0.0f;")
+        epi.emit_consumer(kb)
+        epi.emit_consumer_tail(kb)
+    return kb.source(), name

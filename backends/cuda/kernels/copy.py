@@ -33,13 +33,12 @@ import numpy as np
 from cute_py.errors import AtomError, LaunchError, LayoutError
 
 from .. import ir, lower
-from ..render import CodeBuilder, ctype_of
+from ..builder import KernelBuilder
+from .vector_access import ETYPE, VTYPE, guarded, load, pack, store
 
 __all__ = ["CopyPlan", "CopyConfig", "plan_copy", "copy_source", "CopyKernel", "build_copy",
            "copy", "transpose", "simulate", "common_modes", "max_common_vector", "SHIPPED_CONFIGS"]
 
-_ETYPE = {1: "u8", 2: "u16", 4: "u32", 8: "u64"}
-_VTYPE = {1: "u8", 2: "u16", 4: "u32", 8: "u64", 16: "u128"}
 
 
 @dataclass(frozen=True)
@@ -216,7 +215,7 @@ def plan_copy(src_layout, dst_layout, elem_bytes: int, *, src_align: int = 16,
               dst_align: int = 16, config: CopyConfig | None = None) -> CopyPlan:
     """Decide the kernel for ``dst_layout(c) <- src_layout(c)`` on ``elem_bytes``-wide elements
     whose base pointers are ``src_align``/``dst_align``-byte aligned."""
-    if elem_bytes not in _ETYPE:
+    if elem_bytes not in ETYPE:
         raise LayoutError("copy", "elem_bytes", "must be 1, 2, 4 or 8", actual=elem_bytes)
     cfg = config or CopyConfig()
     modes = common_modes(src_layout, dst_layout)
@@ -255,30 +254,24 @@ def plan_copy(src_layout, dst_layout, elem_bytes: int, *, src_align: int = 16,
 # code generation
 
 
-def _header(plan: CopyPlan, what: str) -> list[str]:
+def _builder(plan: CopyPlan, what: str) -> KernelBuilder:
+    """The kernel's builder: ``(src, dst)`` parameters, the plan as a comment, tid/bid."""
+    et = ETYPE[plan.elem_bytes]
+    kb = KernelBuilder(plan.name, threads=plan.threads, origin="cute_py.backends.cuda.kernels.copy",
+                       description=what)
+    kb.param(f"const {et}* __restrict__", "src")
+    kb.param(f"{et}* __restrict__", "dst")
     shape = tuple(m[0] for m in plan.modes)
-    return [
-        f"// cute_py generated kernel: {what}",
-        f"// common modes (size, src stride, dst stride): {plan.modes}",
-        f"//   src layout {shape}:{tuple(m[1] for m in plan.modes)}",
-        f"//   dst layout {shape}:{tuple(m[2] for m in plan.modes)}",
-        f"// plan: {plan}",
-        '#include "cute_py/prelude.cuh"',
-        "using namespace cute_py;",
-        "",
-    ]
+    kb.comment(f"common modes (size, src stride, dst stride): {plan.modes}\n"
+               f"  src layout {shape}:{tuple(m[1] for m in plan.modes)}\n"
+               f"  dst layout {shape}:{tuple(m[2] for m in plan.modes)}\n"
+               f"plan: {plan}")
+    return kb
 
 
-def _load(vbytes, ptr, off):
-    if vbytes == 16:
-        return f"ld_global_128({ptr} + {off})"
-    return f"*reinterpret_cast<const {_VTYPE[vbytes]}*>({ptr} + {off})"
-
-
-def _store(vbytes, ptr, off, val):
-    if vbytes == 16:
-        return f"st_global_128({ptr} + {off}, {val});"
-    return f"*reinterpret_cast<{_VTYPE[vbytes]}*>({ptr} + {off}) = {val};"
+def _thread_ids(kb: KernelBuilder) -> None:
+    kb.decl("const int", "tid", "threadIdx.x", hint=False)
+    kb.decl("const int", "bid", "blockIdx.x", hint=False)
 
 
 def _register_ir(plan: CopyPlan):
@@ -300,55 +293,22 @@ def _register_ir(plan: CopyPlan):
 
 
 def _register_source(plan: CopyPlan) -> str:
-    E, V, U, T = plan.elem_bytes, plan.vec, plan.vecs_per_thread, plan.threads
-    et, vbytes = _ETYPE[E], V * E
+    E, V, U = plan.elem_bytes, plan.vec, plan.vecs_per_thread
+    vbytes = V * E
     items = _register_ir(plan)
-    cb = CodeBuilder()
-    cb.reserve("src", "dst", "tid", "bid")
-    cb.cse([x for it in items for x in it], hint="t")
-    lines = _header(plan, f"tiled copy through registers, {U} x {vbytes}-byte vectors per thread")
-    lines.append(f'extern "C" __global__ void __launch_bounds__({T}) {plan.name}(')
-    lines.append(f"    const {et}* __restrict__ src, {et}* __restrict__ dst) {{")
-    body = CodeBuilder()
-    body.names, body._used = cb.names, cb._used
-    body.line("const int tid = threadIdx.x;")
-    body.line("const int bid = blockIdx.x;")
-    body.lines += cb.lines
-    vt = _VTYPE[vbytes]
+    kb = _builder(plan, f"tiled copy through registers, {U} x {vbytes}-byte vectors per thread")
+    _thread_ids(kb)
+    kb.cse([x for it in items for x in it], hint="t")
+    vt = VTYPE[vbytes]
+    for u in range(len(items)):
+        kb.decl(vt, f"v{u}", hint=False)
     for u, (so, do, p) in enumerate(items):
-        body.line(f"{vt} v{u};")
+        with guarded(kb, p):
+            kb.assign(f"v{u}", load(kb, vbytes, "src", so))
     for u, (so, do, p) in enumerate(items):
-        stmt = f"v{u} = {_load(vbytes, 'src', body.expr(so))};"
-        body.line(stmt if (p.is_const and p.value) else f"if ({body.expr(p)}) {stmt}")
-    for u, (so, do, p) in enumerate(items):
-        stmt = _store(vbytes, "dst", body.expr(do), f"v{u}")
-        body.line(stmt if (p.is_const and p.value) else f"if ({body.expr(p)}) {stmt}")
-    return "\n".join(lines) + "\n" + body.text() + "}\n"
-
-
-def _pack(E, vb, names):
-    """C expression packing ``vb`` scalars of E bytes (names) into one vector of vb*E bytes
-    (u8/u16/u32/u64/u128, element 0 in the lowest bytes)."""
-    nbytes = vb * E
-    if vb == 1:
-        return names[0]
-    if nbytes == 2:  # two bytes
-        return f"(u16)((u32){names[0]} | ((u32){names[1]} << 8))"
-    words = []  # 32-bit words, lowest first
-    if E >= 4:
-        for n in names:
-            words += [n] if E == 4 else [f"(u32){n}", f"(u32)({n} >> 32)"]
-    else:
-        per = 4 // E
-        for w in range(nbytes // 4):
-            parts = [f"(u32){names[w * per]}"] + [
-                f"((u32){names[w * per + i]} << {8 * E * i})" for i in range(1, per)]
-            words.append(" | ".join(parts))
-    if nbytes == 4:
-        return words[0]
-    if nbytes == 8:
-        return f"((u64)({words[1]}) << 32) | (u64)({words[0]})"
-    return f"make_uint4({', '.join(words)})"
+        with guarded(kb, p):
+            store(kb, vbytes, "dst", do, f"v{u}")
+    return kb.source()
 
 
 def _transpose_ir(plan: CopyPlan):
@@ -356,7 +316,7 @@ def _transpose_ir(plan: CopyPlan):
     stores (dst offset, [smem offset per gathered row], predicate) per step."""
     E, T, NT = plan.elem_bytes, plan.tile, plan.threads
     va, vb = plan.vec_a, plan.vec_b
-    et = _ETYPE[E]
+    et = ETYPE[E]
     a, b = plan.mode_a, plan.mode_b
     sa, dsa, dda = plan.modes[a]
     sbz, dsb, ddb = plan.modes[b]
@@ -401,47 +361,38 @@ def _transpose_ir(plan: CopyPlan):
 
 
 def _transpose_source(plan: CopyPlan) -> str:
-    E, T, NT = plan.elem_bytes, plan.tile, plan.threads
+    E, T = plan.elem_bytes, plan.tile
     va, vb = plan.vec_a, plan.vec_b
-    et = _ETYPE[E]
+    et = ETYPE[E]
     loads, stores, swz = _transpose_ir(plan)
-    cb = CodeBuilder()
-    cb.reserve("src", "dst", "tid", "bid", "tile")
+    kb = _builder(plan, f"transpose through a swizzled {T}x{T} shared-memory tile "
+                        f"(Swizzle<{swz[0]},{swz[1]},{swz[2]}>), {va * E}-byte loads, "
+                        f"{vb * E}-byte stores")
+    kb.stmt(f"__shared__ __align__(16) {et} tile[{T * T}]")
+    kb.reserve("tile")
+    _thread_ids(kb)
     roots = [x for s, m, p in loads for x in (s, m, p)]
     roots += [x for d, ms, p in stores for x in (d, p, *ms)]
-    cb.cse(roots, hint="t")
-    lines = _header(plan, f"transpose through a swizzled {T}x{T} shared-memory tile "
-                          f"(Swizzle<{swz[0]},{swz[1]},{swz[2]}>), {va * E}-byte loads, "
-                          f"{vb * E}-byte stores")
-    lines.append(f'extern "C" __global__ void __launch_bounds__({NT}) {plan.name}(')
-    lines.append(f"    const {et}* __restrict__ src, {et}* __restrict__ dst) {{")
-    body = CodeBuilder()
-    body.names, body._used = cb.names, cb._used
-    body.line(f"__shared__ __align__(16) {et} tile[{T * T}];")
-    body.line("const int tid = threadIdx.x;")
-    body.line("const int bid = blockIdx.x;")
-    body.lines += cb.lines
-    vta, vtb = _VTYPE[va * E], _VTYPE[vb * E]
-    body.line(f"// global -> shared: {va}-element vectors along the source's contiguous mode")
+    kb.cse(roots, hint="t")
+    vta = VTYPE[va * E]
+    kb.comment(f"global -> shared: {va}-element vectors along the source's contiguous mode")
+    for i in range(len(loads)):
+        kb.decl(vta, f"a{i}", hint=False)
     for i, (so, sm, p) in enumerate(loads):
-        body.line(f"{vta} a{i};")
+        with guarded(kb, p):
+            kb.assign(f"a{i}", load(kb, va * E, "src", so))
     for i, (so, sm, p) in enumerate(loads):
-        stmt = f"a{i} = {_load(va * E, 'src', body.expr(so))};"
-        body.line(stmt if (p.is_const and p.value) else f"if ({body.expr(p)}) {stmt}")
-    for i, (so, sm, p) in enumerate(loads):
-        stmt = f"*reinterpret_cast<{vta}*>(&tile[{body.expr(sm)}]) = a{i};"
-        body.line(stmt if (p.is_const and p.value) else f"if ({body.expr(p)}) {stmt}")
-    body.line("__syncthreads();")
-    body.line(f"// shared -> global: {vb} rows gathered per thread, stored along the "
-              f"destination's contiguous mode")
+        with guarded(kb, p):
+            kb.assign(f"*reinterpret_cast<{vta}*>(&tile[{kb.expr(sm)}])", f"a{i}")
+    kb.sync_threads()
+    kb.comment(f"shared -> global: {vb} rows gathered per thread, stored along the "
+               f"destination's contiguous mode")
     for i, (do, sms, p) in enumerate(stores):
-        names = []
-        for r, sm in enumerate(sms):
-            names.append(f"b{i}_{r}")
-            body.line(f"const {et} b{i}_{r} = tile[{body.expr(sm)}];")
-        stmt = _store(vb * E, "dst", body.expr(do), _pack(E, vb, names))
-        body.line(stmt if (p.is_const and p.value) else f"if ({body.expr(p)}) {stmt}")
-    return "\n".join(lines) + "\n" + body.text() + "}\n"
+        names = [kb.decl(f"const {et}", f"b{i}_{r}", f"tile[{kb.expr(sm)}]", hint=False)
+                 for r, sm in enumerate(sms)]
+        with guarded(kb, p):
+            store(kb, vb * E, "dst", do, pack(E, vb, names))
+    return kb.source()
 
 
 def simulate(plan: CopyPlan, src: np.ndarray, dst: np.ndarray) -> None:

@@ -1,8 +1,10 @@
 """SM80-style GEMM: single-stage, pipelined (2-stage) and multistage (cp.async) mainloops.
 
 ``D[l] = alpha * A[l] @ B[l] + beta * C[l]`` with A ``(M, K)``, B ``(K, N)``, C/D ``(M, N)``
-(N contiguous), generated as CUDA C from a :class:`GemmSm80Config` and the index maps in
-:mod:`.gemm_sm80_maps`.  The three mainloops follow CUTLASS' ``MmaSingleStage``,
+(N contiguous), generated as CUDA C through the :class:`~..builder.KernelBuilder` from a
+:class:`GemmSm80Config` whose algebra objects (smem layouts, gmem->smem TiledCopies, the
+TiledMMA and its ``make_tiled_copy_A/B`` ldmatrix copies; components in ``arch/sm80``) give
+every address, lowered through ``lower.py``.  The three mainloops follow CUTLASS' ``MmaSingleStage``,
 ``MmaPipelined`` and ``MmaMultistage`` (the seed documents 000 and 002); the warp level follows
 ``MmaTensorOp`` (seed 001): fragments loaded with ``ldmatrix`` from swizzled shared memory,
 ``mma.sync.m16n8k16`` (f16, bf16) or ``m16n8k8`` (tf32, with the ``cvt.rna.tf32`` operand
@@ -10,8 +12,8 @@ transform) issued in serpentine order (vertical visit: n outer, m snakes).
 
 Structure of one CTA (``T = 32 * WARPS_M * WARPS_N`` threads, tile ``BM x BN x BK``)::
 
-    gmem --(CopyMap, cp.async or ld/st.shared, zero-filled residues)--> smem[stage]
-    smem --(ldmatrix[.trans] at SmemLayout offsets, XOR/ADD strength-reduced)--> fa/fb[2]
+    gmem --(TiledCopy partition, cp.async or ld/st.shared, zero-filled residues)--> smem[stage]
+    smem --(make_tiled_copy_A/B ldmatrix[.trans] o Swizzle layout, XOR/ADD reduced)--> fa/fb[2]
     fa, fb --(mma.sync, serpentine)--> acc[MI][NI][4]
     acc --(alpha, beta*C, convert, 2-wide stores)--> D
 
@@ -23,266 +25,33 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, replace
-from functools import lru_cache
 
 from cute_py.errors import LaunchError, AtomError
 
-from .gemm_sm80_maps import (DTYPES, SmemLayout, CopyMap, ldmatrix_coord, decompose_xor_add,
-                             log2i, accumulator_c_exprs)
+from .. import ir
+from ..builder import KernelBuilder
+
+from ..arch.sm80 import copy as sm80_copy
+from ..arch.sm80 import ldmatrix as sm80_ldmatrix
+from ..arch.sm80 import mma as sm80_mma
+from ..arch.sm80 import pipeline as sm80_pipeline
+from ..arch.sm80 import raster as sm80_raster
+from ..arch.sm80 import smem as sm80_smem
+from .gemm_sm80_maps import decompose_xor_add, log2i
 
 __all__ = ["GemmSm80Config", "GemmSm80", "generate_source", "gemm_sm80", "MAINLOOPS",
            "kernel_name", "alignment_of", "plan_only", "precompile", "get_kernel",
            "with_epilogue", "epilogue_of"]
 
-MAINLOOPS = ("singlestage", "pipelined", "multistage")
-_OUT_TYPES = {"f16": ("unsigned short", 2), "bf16": ("unsigned short", 2), "f32": ("float", 4)}
-_MMA = {"f16": "mma_m16n8k16_f16f32", "bf16": "mma_m16n8k16_bf16f32",
-        "tf32": "mma_m16n8k8_tf32f32"}
-
-
-@dataclass(frozen=True)
-class GemmSm80Config:
-    """Everything that fixes one generated kernel (frozen, hashable: the kernel-cache key).
-
-    dtype       operand type: ``"f16"``, ``"bf16"`` or ``"tf32"`` (fp32 storage, tf32 math)
-    out_dtype   C and D: ``"f16"``, ``"bf16"`` or ``"f32"``
-    a_major     ``"K"`` (A row-major, k contiguous) or ``"M"`` (column-major)
-    b_major     ``"K"`` (B column-major, k contiguous) or ``"N"`` (row-major)
-    tile        threadblock tile ``(BM, BN, BK)``
-    warps       warp layout ``(WARPS_M, WARPS_N)``; warp tile ``(BM/WARPS_M, BN/WARPS_N)``
-    stages      shared-memory stages (1 single-stage, 2 pipelined, >= 3 multistage; multistage
-                also accepts 2)
-    mainloop    ``"singlestage"``, ``"pipelined"`` or ``"multistage"``
-    vec_a/vec_b elements per global access of A / B (16 bytes when aligned; 1 = scalar)
-    vec_c       elements per epilogue store (2 or 1)
-    raster      CTA rasterization: tile-rows per group (L2 reuse)
-    min_blocks  ``__launch_bounds__``' CTAs per SM (2 caps registers at 65536 / (2 * threads))
-    epi         optional fused epilogue: an ``Sm80EpilogueConfig`` (or an SM90
-                ``EpilogueConfig``) whose fragment is ``mma_sm80_fragment(*warps, *warp_tile)``
-                and whose tile is ``(BM, BN)`` (:func:`with_epilogue` builds one); the kernel
-                then runs its hooks (``backends/cuda/epilogue/sm80.py``) instead of the plain
-                ``alpha * acc + beta * C`` epilogue, in the mainloop's (drained) smem
-    """
-
-    dtype: str = "f16"
-    out_dtype: str = "f16"
-    a_major: str = "K"
-    b_major: str = "K"
-    tile: tuple = (128, 128, 32)
-    warps: tuple = (2, 2)
-    stages: int = 4
-    mainloop: str = "multistage"
-    vec_a: int = 8
-    vec_b: int = 8
-    vec_c: int = 2
-    raster: int = 8
-    epi: object = None
-    min_blocks: int = 1
-
-    # ------------------------------------------------------------------ derived sizes
-    @property
-    def elem_bytes(self) -> int:
-        return DTYPES[self.dtype][0]
-
-    @property
-    def mma_k(self) -> int:
-        return DTYPES[self.dtype][1]
-
-    @property
-    def threads(self) -> int:
-        return 32 * self.warps[0] * self.warps[1]
-
-    @property
-    def warp_tile(self) -> tuple[int, int]:
-        return (self.tile[0] // self.warps[0], self.tile[1] // self.warps[1])
-
-    @property
-    def mma_iters(self) -> tuple[int, int, int]:
-        """(MI, NI, KB): m16 tiles and n8 tiles per warp, k blocks per k-tile."""
-        WM, WN = self.warp_tile
-        return (WM // 16, WN // 8, self.tile[2] // self.mma_k)
-
-    def smem_layout(self, operand: str) -> SmemLayout:
-        if operand == "A":
-            return SmemLayout(self.tile[0], self.tile[2], "K" if self.a_major == "K" else "MN",
-                              self.elem_bytes)
-        return SmemLayout(self.tile[1], self.tile[2], "K" if self.b_major == "K" else "MN",
-                          self.elem_bytes)
-
-    def copy_map(self, operand: str) -> CopyMap:
-        lay = self.smem_layout(operand)
-        vec = self.vec_a if operand == "A" else self.vec_b
-        return CopyMap(lay.R, lay.BK, lay.major, vec, self.threads)
-
-    @property
-    def smem_bytes(self) -> int:
-        BM, BN, BK = self.tile
-        return self.stages * (BM + BN) * BK * self.elem_bytes
-
-    @property
-    def flops_per_cta_tile(self) -> int:
-        BM, BN, BK = self.tile
-        return 2 * BM * BN * BK
-
-    def check(self) -> "GemmSm80Config":
-        """Raise :class:`AtomError` naming the field when the configuration cannot be built."""
-        op = "GemmSm80Config"
-        if self.dtype not in DTYPES:
-            raise AtomError(op, "dtype", "is not supported", expected=sorted(DTYPES),
-                            actual=self.dtype)
-        if self.out_dtype not in _OUT_TYPES:
-            raise AtomError(op, "out_dtype", "is not supported", expected=sorted(_OUT_TYPES),
-                            actual=self.out_dtype)
-        if self.a_major not in ("K", "M"):
-            raise AtomError(op, "a_major", "must be 'K' or 'M'", actual=self.a_major)
-        if self.b_major not in ("K", "N"):
-            raise AtomError(op, "b_major", "must be 'K' or 'N'", actual=self.b_major)
-        if self.mainloop not in MAINLOOPS:
-            raise AtomError(op, "mainloop", "is not one of the mainloops",
-                            expected=MAINLOOPS, actual=self.mainloop)
-        BM, BN, BK = self.tile
-        WM, WN = self.warp_tile
-        if WM * self.warps[0] != BM or WN * self.warps[1] != BN or WM % 16 or WN % 16:
-            raise AtomError(op, "warps", "must split the tile into warp tiles of multiples of "
-                            "16x16", expected=f"divisors of {(BM, BN)}", actual=self.warps)
-        if BK % self.mma_k or BK < 2 * self.mma_k and self.mainloop == "pipelined":
-            raise AtomError(op, "tile", "BK must be a multiple of the mma k (and hold >= 2 k "
-                            "blocks for the pipelined mainloop)", actual=self.tile)
-        if any(x & (x - 1) for x in (BM, BN, BK)) or BK < 16 or BM < 16 or BN < 16:
-            raise AtomError(op, "tile", "extents must be powers of two >= 16", actual=self.tile)
-        want = {"singlestage": (1, 1), "pipelined": (2, 2), "multistage": (2, 8)}[self.mainloop]
-        if not want[0] <= self.stages <= want[1]:
-            raise AtomError(op, "stages", f"does not fit mainloop {self.mainloop!r}",
-                            expected=f"{want[0]}..{want[1]}", actual=self.stages)
-        if self.dtype == "tf32" and self.out_dtype != "f32":
-            raise AtomError(op, "out_dtype", "tf32 GEMMs write f32", actual=self.out_dtype)
-        eb = self.elem_bytes
-        for name, vec in (("vec_a", self.vec_a), ("vec_b", self.vec_b)):
-            if vec not in (1, 2, 4, 8) or vec * eb > 16:
-                raise AtomError(op, name, "must be a power of two of at most 16 bytes",
-                                actual=vec)
-        for operand in "AB":
-            if not self.copy_map(operand).valid():
-                raise AtomError(op, "tile", f"operand {operand}'s tile does not split evenly "
-                                "over the threads", actual=(self.tile, self.threads))
-        if self.vec_c not in (1, 2):
-            raise AtomError(op, "vec_c", "must be 1 or 2", actual=self.vec_c)
-        if self.smem_bytes > 227 * 1024:
-            raise AtomError(op, "stages", "need more shared memory than a block can have",
-                            expected="<= 232448 bytes", actual=self.smem_bytes)
-        if self.min_blocks not in (1, 2, 3, 4):
-            raise AtomError(op, "min_blocks", "must be 1..4", actual=self.min_blocks)
-        if self.epi is not None:
-            _check_epi(self)
-        return self
-
-    @property
-    def launch_smem_bytes(self) -> int:
-        """Dynamic smem of a launch: the mainloop's stages, or the fused epilogue's buffers
-        where they are larger (the epilogue reuses the drained mainloop smem)."""
-        if self.epi is None:
-            return self.smem_bytes
-        return max(self.smem_bytes, epilogue_of(self).smem_bytes)
-
-    def with_alignment(self, vec_a: int, vec_b: int, vec_c: int) -> "GemmSm80Config":
-        return replace(self, vec_a=vec_a, vec_b=vec_b, vec_c=vec_c)
-
-
-def kernel_name(cfg: GemmSm80Config) -> str:
-    BM, BN, BK = cfg.tile
-    epi = "" if cfg.epi is None else f"_epi{epilogue_of(cfg).key()}"
-    epi += "" if cfg.min_blocks == 1 else f"_b{cfg.min_blocks}"
-    return (f"gemm_sm80_{cfg.mainloop}_{cfg.dtype}_{cfg.out_dtype}_{cfg.a_major}{cfg.b_major}_"
-            f"{BM}x{BN}x{BK}_w{cfg.warps[0]}x{cfg.warps[1]}_s{cfg.stages}_"
-            f"v{cfg.vec_a}{cfg.vec_b}{cfg.vec_c}_r{cfg.raster}{epi}")
-
-
-# ====================================================================================== fused epilogue
-
-_EPI_CACHE: dict = {}
-
-
-def epilogue_of(cfg: GemmSm80Config):
-    """The :class:`~..epilogue.sm80.Sm80Epilogue` of ``cfg.epi`` (cached per epilogue config)."""
-    from ..epilogue.sm80 import Sm80Epilogue, Sm80EpilogueConfig
-    e = cfg.epi
-    if e is None:
-        return None
-    hit = _EPI_CACHE.get(e)
-    if hit is None:
-        if not isinstance(e, Sm80EpilogueConfig):
-            from ..epilogue.sm90 import EpilogueConfig
-            if not isinstance(e, EpilogueConfig):
-                raise AtomError("GemmSm80Config", "epi", "must be an Sm80EpilogueConfig or an "
-                                "EpilogueConfig", actual=type(e).__name__)
-        hit = _EPI_CACHE[e] = Sm80Epilogue(e)
-    return hit
-
-
-def _check_epi(cfg: GemmSm80Config) -> None:
-    from ..epilogue.fragment import mma_sm80_fragment
-    epi = epilogue_of(cfg)
-    c = epi.cfg
-    want = mma_sm80_fragment(cfg.warps[0], cfg.warps[1], *cfg.warp_tile)
-    if c.fragment != want or (c.tile_m, c.tile_n) != cfg.tile[:2]:
-        raise AtomError("GemmSm80Config", "epi", "fragment / tile must be the GEMM's "
-                        "(use with_epilogue)", expected=(cfg.tile[:2], cfg.warps),
-                        actual=(c.tile_m, c.tile_n))
-    want_d = {"f16": "float16", "bf16": "bfloat16", "f32": "float32"}[cfg.out_dtype]
-    if c.element_d != want_d:
-        raise AtomError("GemmSm80Config", "epi", "element_d must be the GEMM's out_dtype",
-                        expected=want_d, actual=c.element_d)
-
-
-def with_epilogue(cfg: GemmSm80Config, epi, *, vectorized: bool | None = None
-                  ) -> GemmSm80Config:
-    """See :func:`_with_epilogue`; memoised (building the SM80 fragment table takes ~20 ms and
-    ``gemm_sm80(..., epilogue=...)`` calls this on every launch)."""
-    try:
-        return _with_epilogue_cached(cfg, epi, vectorized)
-    except TypeError:            # an unhashable argument: build it (and let it raise) uncached
-        return _with_epilogue(cfg, epi, vectorized=vectorized)
-
-
-@lru_cache(maxsize=512)
-def _with_epilogue_cached(cfg, epi, vectorized):
-    return _with_epilogue(cfg, epi, vectorized=vectorized)
-
-
-def _with_epilogue(cfg: GemmSm80Config, epi, *, vectorized: bool | None = None
-                   ) -> GemmSm80Config:
-    """``cfg`` with a fused epilogue: ``epi`` is an EVT tree (``cute_py.epilogue.evt``), an
-    ``Sm80EpilogueConfig`` or an ``EpilogueConfig``; its fragment, tile and D type are set to
-    ``cfg``'s (other fields such as ``stages_c`` are kept).  ``epi=None`` removes it.
-
-    Law: ``with_epilogue(cfg, t).epi.fragment == mma_sm80_fragment(*cfg.warps,
-    *cfg.warp_tile)`` and the kernel computes ``D = evaluate(t, A @ B, ...)``."""
-    from cute_py.epilogue import evt
-    from ..epilogue.fragment import mma_sm80_fragment
-    from ..epilogue.sm80 import Sm80EpilogueConfig
-    from ..epilogue.sm90 import EpilogueConfig
-    if epi is None:
-        return replace(cfg, epi=None)
-    fr = mma_sm80_fragment(cfg.warps[0], cfg.warps[1], *cfg.warp_tile)
-    ed = {"f16": "float16", "bf16": "bfloat16", "f32": "float32"}[cfg.out_dtype]
-    if isinstance(epi, evt.Node):
-        e = Sm80EpilogueConfig(epi, fr, cfg.tile[0], cfg.tile[1], element_d=ed)
-    elif isinstance(epi, EpilogueConfig):
-        e = Sm80EpilogueConfig.from_sm90(epi, fragment=fr, tile_m=cfg.tile[0],
-                                         tile_n=cfg.tile[1], element_d=ed)
-    elif isinstance(epi, Sm80EpilogueConfig):
-        e = replace(epi, fragment=fr, tile_m=cfg.tile[0], tile_n=cfg.tile[1], element_d=ed)
-    else:
-        raise AtomError("with_epilogue", "epi", "must be an EVT tree, an Sm80EpilogueConfig "
-                        "or an EpilogueConfig", actual=type(epi).__name__)
-    if vectorized is not None:
-        e = replace(e, vectorized=vectorized)
-    return replace(cfg, epi=e)
+from .gemm_sm80_config import (MAINLOOPS, _OUT_TYPES, _MMA, GemmSm80Config, kernel_name,  # noqa: F401
+                               epilogue_of, with_epilogue)
 
 
 # ====================================================================================== codegen
 
-class _Emitter:
+class _Text:
+    """Lines of C text (helpers placed before the kernel)."""
+
     def __init__(self):
         self.lines: list[str] = []
         self.ind = 0
@@ -308,62 +77,94 @@ class _Emitter:
         return "\n".join(self.lines) + "\n"
 
 
+class _Emitter:
+    """Statements into the kernel's :class:`~..builder.KernelBuilder` (its indentation level
+    and scoped blocks); ``e(text)`` appends C statements, ``e.block(head)`` opens a block."""
+
+    def __init__(self, b):
+        self.b = b
+
+    def __call__(self, text: str = ""):
+        for line in text.split("\n"):
+            self.b.line(line)
+
+    @property
+    def ind(self) -> int:
+        return self.b.level
+
+    @ind.setter
+    def ind(self, v: int) -> None:
+        self.b.level = v
+
+    def block(self, head: str):
+        return self.b.block(head)
+
+    def call(self, fn: str, *args, template=None):
+        """A call into the PTX library (the name is checked against the headers)."""
+        self.b.call(fn, *args, template=template)
+
+
 def _fragment_plan(cfg: GemmSm80Config, operand: str, scalar: bool):
     """Strength-reduced fragment addresses: {item: (x, a)} in elements, or None.
 
-    ldmatrix (``scalar=False``): item ``(kb, i)``, the i-th x4 load (16 rows of A, or 16 n of B)
-    of k block kb; the lane's row address is ``ldmatrix_coord``.  Scalar 32-bit loads
-    (``scalar=True``, tf32 with an MN-major operand): item ``(kb, i, j)``, register j of m-tile
-    (A) or n-tile (B) i; the lane's element is ``fragment_coord``.  Each item's offset equals
-    ``(base ^ x) + a`` for every lane and warp, with base the item-(0, 0[, 0]) offset.
+    The addresses are the smem read copy's (``cfg.smem_read_copy``: ``make_tiled_copy_A/B`` of
+    the TiledMMA) row coordinates composed with the smem layout, lowered to IR and evaluated
+    for every thread (:func:`arch.sm80.ldmatrix.row_offsets`).  ldmatrix (``scalar=False``):
+    item ``(kb, i)``, load i of k block kb; scalar 32-bit loads (tf32 MN-major): item
+    ``(kb, i, j)``, register j of m-tile (A) or n-tile (B) i.  Each item's offset equals
+    ``(base ^ x) + a`` for every thread, base = the item-(0, 0[, 0]) offset.
     """
-    lay = cfg.smem_layout(operand)
-    eb, mk = cfg.elem_bytes, cfg.mma_k
-    major = "K" if lay.major == "K" else "MN"
-    MI, NI, KB = cfg.mma_iters
-    WM, WN = cfg.warp_tile
-    nwarps = cfg.warps[0] if operand == "A" else cfg.warps[1]
-    wext = WM if operand == "A" else WN
-    items = {}
-    if not scalar:
-        count = MI if operand == "A" else (NI + 1) // 2
-        lane_fn = lambda l: ldmatrix_coord(operand, major, eb, l)  # noqa: E731
-        for kb in range(KB):
-            for i in range(count):
-                items[(kb, i)] = (i * 16, kb * mk)
-    else:
-        lane_fn = lambda l: (l // 4, l % 4)  # noqa: E731
-        for kb in range(KB):
-            for i in range(MI if operand == "A" else NI):
-                for j in range(4 if operand == "A" else 2):
-                    if operand == "A":
-                        items[(kb, i, j)] = (i * 16 + 8 * (j % 2), kb * 8 + 4 * (j // 2))
-                    else:
-                        items[(kb, i, j)] = (i * 8, kb * 8 + 4 * j)
-    keys = [(w, l) for w in range(nwarps) for l in range(32)]
+    R, BK = cfg.rows(operand), cfg.tile[2]
+    L = cfg.smem_layout(operand)
+    tc = cfg.smem_read_copy(operand)
+    offs = sm80_ldmatrix.row_offsets(tc, L, R, BK)
+    T, n, KB = offs.shape
+    B, M, _ = sm80_smem.swizzle_of(L)
+    split = B + M if B else log2i(max(1, 16 // cfg.elem_bytes))
+    regs = (4 if operand == "A" else 2) if scalar else 1
+    base = offs[:, 0, 0]
     plan = {}
-    for item, (dr, dk) in items.items():
-        def f(key, dr=dr, dk=dk):
-            w, lane = key
-            r, k = lane_fn(lane)
-            return lay(w * wext + dr + r, dk + k), lay(w * wext + r, k)
-        res = decompose_xor_add(f, keys, log2i(lay.W))
-        if res is None:
-            return None
-        plan[item] = res
+    for kb in range(KB):
+        for load in range(n):
+            item = (kb, load // regs, load % regs) if scalar else (kb, load)
+            col = offs[:, load, kb]
+            res = decompose_xor_add(lambda t: (int(col[t]), int(base[t])), range(T), split)
+            if res is None:
+                return None
+            plan[item] = res
     return plan
 
 
-def _lane_coord_c(operand: str, major: str, eb: int) -> tuple[str, str]:
-    """C expressions (in ``lane``) of ldmatrix_coord -- kept beside it, tested against it."""
-    ch = 16 // eb
-    if operand == "A":
-        if major == "K":
-            return ("(lane & 15)", f"((lane >> 4) * {ch})")
-        return ("(((lane >> 3) & 1) * 8)", "((lane & 7) + (lane >> 4) * 8)")
-    if major == "K":
-        return ("((lane & 7) + (lane >> 4) * 8)", f"(((lane >> 3) & 1) * {ch})")
-    return ("((lane >> 4) * 8)", "((lane & 7) + ((lane >> 3) & 1) * 8)")
+def _fragment_exprs(cfg: GemmSm80Config, operand: str, scalar: bool):
+    """{item: (r, k)} C expressions (in ``tid``) of every fragment load's row coordinate,
+    lowered from the smem read copy (items as in :func:`_fragment_plan`); used when the
+    swizzle does not strength-reduce to one XOR and one add."""
+    R, BK = cfg.rows(operand), cfg.tile[2]
+    tc = cfg.smem_read_copy(operand)
+    n = sm80_ldmatrix.loads_per_kblock(tc)
+    KB = BK // tc.tile_shape[1]
+    regs = (4 if operand == "A" else 2) if scalar else 1
+    out = {}
+    for kb in range(KB):
+        for load in range(n):
+            item = (kb, load // regs, load % regs) if scalar else (kb, load)
+            out[item] = tuple(f"({_render(x)})" for x in
+                              sm80_ldmatrix.row_coord(tc, R, BK, _warp_tid(cfg), load, kb))
+    return out
+
+
+def _warp_tid(cfg: GemmSm80Config):
+    """``tid`` as ``lane + 32 * (warp_m + WARPS_M * warp_n)`` over the kernel's variables (so
+    lowered fragment addresses reuse ``lane``, ``warp_m`` and ``warp_n``)."""
+    lane = ir.var("lane", 0, 31)
+    wm = ir.var("warp_m", 0, cfg.warps[0] - 1)
+    wn = ir.var("warp_n", 0, cfg.warps[1] - 1)
+    return ir.add(lane, ir.mul(ir.add(wm, ir.mul(wn, cfg.warps[0])), 32))
+
+
+def _render(node) -> str:
+    from ..render import render_expr
+    return render_expr(node)
 
 
 def generate_source(cfg: GemmSm80Config) -> str:
@@ -384,57 +185,53 @@ def generate_source(cfg: GemmSm80Config) -> str:
     EA = "unsigned short" if eb == 2 else "unsigned int"
     EC, ebc = _OUT_TYPES[cfg.out_dtype]
     layA, layB = cfg.smem_layout("A"), cfg.smem_layout("B")
-    cmA, cmB = cfg.copy_map("A"), cfg.copy_map("B")
-    a_stage, b_stage = layA.size * eb, layB.size * eb
+    cmA, cmB = _CopyPlan.of(cfg, "A"), _CopyPlan.of(cfg, "B")
+    a_stage, b_stage = BM * BK * eb, BN * BK * eb
     tf32 = cfg.dtype == "tf32"
     scalarA = tf32 and cfg.a_major == "M"
     scalarB = tf32 and cfg.b_major == "N"
-    planA = _fragment_plan(cfg, "A", scalarA)
-    planB = _fragment_plan(cfg, "B", scalarB)
-    if planA is None or planB is None:
-        raise AtomError("generate_source", "tile", "fragment addresses do not strength-reduce "
-                        "for this tile / warp layout", actual=(cfg.tile, cfg.warps))
+    planA = _fragment_plan(cfg, "A", scalarA) or _fragment_exprs(cfg, "A", scalarA)
+    planB = _fragment_plan(cfg, "B", scalarB) or _fragment_exprs(cfg, "B", scalarB)
 
-    e = _Emitter()
-    e(f"// Generated by cute_py.backends.cuda.kernels.gemm_sm80 -- do not edit.\n"
-      f"// {name}\n"
-      f"// tile {BM}x{BN}x{BK}, warps {cfg.warps[0]}x{cfg.warps[1]} (warp tile {WM}x{WN}, "
-      f"{MI}x{NI} mma tiles, {KB} k blocks), {S} stage(s), mainloop {cfg.mainloop}\n"
-      f"// smem A: {layA.shape_stride} o Sw{layA.swizzle} [{layA.major}-major]\n"
-      f"// smem B: {layB.shape_stride} o Sw{layB.swizzle} [{layB.major}-major]\n"
-      f"// copies: A {cmA.iterations}x{cmA.vec} elems/thread, "
-      f"B {cmB.iterations}x{cmB.vec} elems/thread")
-    e('#include "cute_py/ptx_sm80.cuh"')
     epi = epilogue_of(cfg)
+    b = KernelBuilder(name, threads=T, min_blocks=cfg.min_blocks, arch="sm80",
+                      origin="cute_py.backends.cuda.kernels.gemm_sm80 (do not edit)",
+                      description=name, includes=("cute_py/ptx_sm80.cuh",))
+    b.helper(f"// tile {BM}x{BN}x{BK}, warps {cfg.warps[0]}x{cfg.warps[1]} (warp tile {WM}x{WN}, "
+             f"{MI}x{NI} mma tiles, {KB} k blocks), {S} stage(s), mainloop {cfg.mainloop}\n"
+             f"// smem A: {layA} [{cfg.major('A')}-major]\n"
+             f"// smem B: {layB} [{cfg.major('B')}-major]\n"
+             f"// copies: A {cmA.iterations}x{cmA.vec} elems/thread, "
+             f"B {cmB.iterations}x{cmB.vec} elems/thread")
     if epi is not None:
-        e(f"// fused epilogue (backends/cuda/epilogue/sm80.py): {epi.cfg.tree}")
-        e(epi.prelude())
-    e("using namespace cute_py::sm80;")
-    e(f"typedef {EA} EA;   // operand storage\ntypedef {EC} EC;   // C / D storage")
-    e(layA.c_function("smem_off_A"))
-    e(layB.c_function("smem_off_B"))
-    _emit_chunk_helpers(e, eb)
-
-    e(f'extern "C" __global__ void __launch_bounds__({T}, {cfg.min_blocks}) {name}(')
-    e("    const EA* __restrict__ A, const EA* __restrict__ B, const EC* C, EC* D,\n"
-      "    int M, int N, int K, long long lda, long long ldb, long long ldc, long long ldd,\n"
-      "    long long batch_a, long long batch_b, long long batch_c, long long batch_d,\n"
-      "    float alpha, float beta" + ("" if epi is None else ",\n    " + epi.param_decls())
-      + ") {")
-    e.ind += 1
+        epi.emit_helpers(b)
+    b.helper("using namespace cute_py::sm80;")
+    b.helper(f"typedef {EA} EA;   // operand storage\ntypedef {EC} EC;   // C / D storage")
+    b.helper(sm80_smem.offset_function(layA, "smem_off_A"))
+    b.helper(sm80_smem.offset_function(layB, "smem_off_B"))
+    chunk = _Text()
+    _emit_chunk_helpers(chunk, eb)
+    b.helper(chunk.text())
+    # parameters: the order and types the host plans pack by position
+    b.param("const EA* __restrict__", "A")
+    b.param("const EA* __restrict__", "B")
+    b.param("const EC *", "C")
+    b.param("EC *", "D")
+    for nm in ("M", "N", "K"):
+        b.param("int", nm, 1, (1 << 31) - 1)
+    for nm in ("lda", "ldb", "ldc", "ldd", "batch_a", "batch_b", "batch_c", "batch_d"):
+        b.param("long long", nm)
+    b.param("float", "alpha")
+    b.param("float", "beta")
+    if epi is not None:
+        epi.emit_params(b)
+    e = _Emitter(b)
     e("extern __shared__ __align__(1024) unsigned char smem[];")
     e("const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;")
     e(f"const int warp_m = warp % {cfg.warps[0]}, warp_n = warp / {cfg.warps[0]};")
     e("const int g = lane >> 2, t4 = lane & 3;")
     e("(void)g; (void)t4;")
-    e(f"// CTA rasterization: groups of {cfg.raster} tile-rows walk N together (L2 reuse)")
-    e(f"const int tiles_m = (M + {BM - 1}) / {BM}, tiles_n = (N + {BN - 1}) / {BN};")
-    e(f"const int group_sz = {cfg.raster} * tiles_n, bid = blockIdx.x;")
-    e(f"const int first_m = (bid / group_sz) * {cfg.raster};")
-    e(f"const int rows_in_group = min(tiles_m - first_m, {cfg.raster});")
-    e("const int tile_m = first_m + (bid % group_sz) % rows_in_group;")
-    e("const int tile_n = (bid % group_sz) / rows_in_group;")
-    e(f"const int m0 = tile_m * {BM}, n0 = tile_n * {BN};")
+    sm80_raster.emit(b, BM, BN, cfg.raster)
     e("const long long bz = blockIdx.z;")
     e("A += bz * batch_a; B += bz * batch_b; D += bz * batch_d; C += bz * batch_c;")
     e(f"const u32 sA = smem_u32(smem), sB = sA + {S * a_stage};")
@@ -444,23 +241,34 @@ def generate_source(cfg: GemmSm80Config) -> str:
     # Iteration i of a thread's copies sits DR lines after iteration 0 (the copy map is affine
     # in i when cpl divides T); its smem offset then differs by a compile-time DS (checked for
     # every thread), so each operand keeps one pointer, one step and one smem offset.
-    affine = {}
+    # (Any other tiled copy: copy i sits at compile-time (dr_i, dk_i) from copy 0 -- the Rest
+    # modes of the partition are translations -- with a compile-time smem delta when the
+    # swizzle allows, else the smem offset is recomputed.)
+    affine, steps = {}, {}
     for op, cm, lay, ext, mn0, ld in (("A", cmA, layA, "M", "m0", "lda"),
                                       ("B", cmB, layB, "N", "n0", "ldb")):
         x = op.lower()
-        aff = _copy_affine(cm, lay)
-        if aff is None:
-            raise AtomError("generate_source", "tile", f"operand {op}'s copy map is not affine "
-                            "in the iteration", actual=(cfg.tile, cm))
-        DR, DS = aff
+        steps[op] = _copy_steps(cm)
+        aff = _copy_affine(cm)
+        if steps[op] is None:
+            raise AtomError("generate_source", "tile", f"operand {op}'s copies are not "
+                            "translations of copy 0", actual=(cfg.tile, str(cm.tc.layout_tv)))
+        DR, DS = aff if aff is not None else (None, None)
         affine[op] = aff
-        r, k = cm.c_coord("tid", 0)
-        e(f"// {op}: gmem->smem thread map, {cm.iterations} iterations of {cm.vec} elements, "
-          f"{DR} lines apart (+{'?' if DS is None else DS * eb} smem bytes)")
+        r, k = cm.c_coord(0)
+        if aff is not None:
+            e(f"// {op}: gmem->smem thread map, {cm.iterations} iterations of {cm.vec} elements, "
+              f"{DR} lines apart (+{'?' if DS is None else DS * eb} smem bytes)")
+        else:
+            e(f"// {op}: gmem->smem thread map, {cm.iterations} iterations of {cm.vec} elements "
+              f"at (r, k) steps {[st[:2] for st in steps[op]]}")
+            DR = 0
         e(f"const int {x}c_r = {r}, {x}c_k = {k};")
         e(f"const u32 {x}c_s = smem_off_{op}({x}c_r, {x}c_k) * {eb};")
-        if lay.major == "K":
+        if cm.major == "K":
             e(f"const EA* {x}c_g = {op} + (long long)({mn0} + {x}c_r) * {ld} + {x}c_k;")
+        elif aff is None:
+            e(f"const EA* {x}c_g = {op} + ({mn0} + {x}c_r) + (long long){x}c_k * {ld};")
         else:
             e(f"const int {x}c_n = max(0, min({cm.vec}, {ext} - {mn0} - {x}c_r));")
             e(f"const EA* {x}c_g = {op} + ({mn0} + {x}c_r) + (long long){x}c_k * {ld};")
@@ -474,113 +282,79 @@ def generate_source(cfg: GemmSm80Config) -> str:
       f"    for (int v = 0; v < 4; ++v) acc[i][j][v] = 0.f;")
     for op, plan, lay, major in (("A", planA, layA, cfg.a_major), ("B", planB, layB,
                                                                     cfg.b_major)):
-        scalar = scalarA if op == "A" else scalarB
-        if scalar:
-            rl, kl = "g", "t4"
-        else:
-            rl, kl = _lane_coord_c(op, "K" if major == "K" else "MN", eb)
-        if True:
-            wv = "warp_m" if op == "A" else "warp_n"
-            wext = WM if op == "A" else WN
-            e(f"const u32 {op.lower()}_lm = smem_off_{op}({wv} * {wext} + {rl}, {kl}) * {eb};"
-              f"  // ldmatrix row address of this lane")
+        # the row (or element) this thread addresses in load 0 of k block 0, from the smem
+        # read copy's partition (make_tiled_copy_A/B of the TiledMMA)
+        rl, kl = (_render(x) for x in sm80_ldmatrix.row_coord(
+            cfg.smem_read_copy(op), cfg.rows(op), BK, ir.var("tid", 0, T - 1), 0, 0))
+        e(f"const u32 {op.lower()}_lm = smem_off_{op}({rl}, {kl}) * {eb};"
+          f"  // ldmatrix row address of this lane")
 
     # helper lambdas (emitted as macros-free inline code blocks via Python functions)
-    def _smem_at(op: str, i: int) -> str:
-        """Byte offset in the stage of thread's copy iteration i."""
-        x = op.lower()
-        cm = cmA if op == "A" else cmB
-        DR, DS = affine[op]
-        if DS is not None:
-            return f"{x}c_s + {i * DS * eb}"
-        if cm.major == "K":
-            return f"smem_off_{op}({x}c_r + {i * DR}, {x}c_k) * {eb}"
-        return f"smem_off_{op}({x}c_r, {x}c_k + {i * DR}) * {eb}"
+    issue = {op: sm80_copy.CopyIssue(op, cm.major, cm.vec, eb, st, affine[op],
+                                     tuple(steps[op]))
+             for op, cm, st in (("A", cmA, a_stage), ("B", cmB, b_stage))}
 
     def copy_issue(op: str, i: int, stage: str, kbase: str, asynchronous: bool,
                    reg: str | None = None):
-        x = op.lower()
-        cm = cmA if op == "A" else cmB
-        lay = layA if op == "A" else layB
-        ld = "lda" if op == "A" else "ldb"
-        ext, mn0 = ("M", "m0") if op == "A" else ("N", "n0")
-        DR, DS = affine[op]
-        vb = cm.vec * eb
-        sbase = "sA" if op == "A" else "sB"
-        st = a_stage if op == "A" else b_stage
-        if lay.major == "K":
-            n = (f"(({mn0} + {x}c_r + {i * DR} < {ext}) ? "
-                 f"max(0, min({cm.vec}, K - ({kbase}) - {x}c_k)) : 0)")
-            src = f"{x}c_g + {i} * {x}c_step + ({kbase})"
-        else:
-            n = f"((({kbase}) + {x}c_k + {i * DR} < K) ? {x}c_n : 0)"
-            src = f"{x}c_g + {i} * {x}c_step + (long long)({kbase}) * {ld}"
-        dst = f"{sbase} + ({stage}) * {st} + {_smem_at(op, i)}"
-        if asynchronous and vb >= 4:
-            e(f"{{ const int n = {n}; cp_async_zfill<{vb}>({dst}, n ? {src} : {op}, n * {eb}); }}")
-        elif asynchronous:  # narrower than cp.async's 4 bytes: synchronous element copy
-            e(f"{{ const int n = {n}; u32 v[1]; ld_chunk<{cm.vec}>(v, n ? {src} : {op}, n); "
-              f"st_chunk<{vb}>({dst}, v); }}")
-        else:  # register-staged: load into reg
-            e(f"{{ const int n = {n}; ld_chunk<{cm.vec}>({reg}, n ? {src} : {op}, n); }}")
+        issue[op].emit(b, i, stage, kbase, asynchronous, reg)
 
     def reg_store(op: str, i: int, stage: str, reg: str):
-        x = op.lower()
-        cm = cmA if op == "A" else cmB
-        DR, DS = affine[op]
-        sbase = "sA" if op == "A" else "sB"
-        st = a_stage if op == "A" else b_stage
-        e(f"st_chunk<{cm.vec * eb}>({sbase} + ({stage}) * {st} + {_smem_at(op, i)}, {reg});")
+        issue[op].emit_store(b, i, stage, reg)
+
+    def frag_addr(op: str, item, stage: str) -> str:
+        """smem address of one fragment load: ``(base ^ x) + a`` from the plan, or the smem
+        layout at the lowered row coordinate when the swizzle does not strength-reduce."""
+        sbase, st = ("sA", a_stage) if op == "A" else ("sB", b_stage)
+        if isinstance(item[0], str):
+            return f"{sbase} + ({stage}) * {st} + smem_off_{op}({item[0]}, {item[1]}) * {eb}"
+        xo, ad = item
+        return f"{sbase} + ({stage}) * {st} + (({op.lower()}_lm ^ {xo * eb}u) + {ad * eb}u)"
 
     def load_frag(stage: str, kb: int, buf: int):
         # A
         if not scalarA:
             for mi in range(MI):
-                xo, ad = planA[(kb, mi)]
-                addr = f"sA + ({stage}) * {a_stage} + ((a_lm ^ {xo * eb}u) + {ad * eb}u)"
+                addr = frag_addr("A", planA[(kb, mi)], stage)
                 fn = "ldmatrix_x4" if cfg.a_major == "K" else "ldmatrix_x4_trans"
-                regs = ", ".join(f"fa[{buf}][{mi}][{j}]" for j in range(4))
-                e(f"{fn}({regs}, {addr});")
+                e.call(fn, *(f"fa[{buf}][{mi}][{j}]" for j in range(4)), addr)
         else:  # tf32, M-major: scalar loads of the fragment elements
             for mi in range(MI):
                 for j in range(4):
-                    xo, ad = planA[(kb, mi, j)]
-                    e(f"fa[{buf}][{mi}][{j}] = lds32(sA + ({stage}) * {a_stage} + "
-                      f"((a_lm ^ {xo * eb}u) + {ad * eb}u));")
+                    b.assign(f"fa[{buf}][{mi}][{j}]", b.call_expr(
+                        "ld_shared_32", frag_addr("A", planA[(kb, mi, j)], stage)))
         if not scalarB:
             for i in range((NI + 1) // 2):
-                xo, ad = planB[(kb, i)]
-                addr = f"sB + ({stage}) * {b_stage} + ((b_lm ^ {xo * eb}u) + {ad * eb}u)"
+                addr = frag_addr("B", planB[(kb, i)], stage)
                 tr = "" if cfg.b_major == "K" else "_trans"
-                if 2 * i + 1 < NI:
-                    e(f"ldmatrix_x4{tr}(fb[{buf}][{2 * i}][0], fb[{buf}][{2 * i}][1], "
-                      f"fb[{buf}][{2 * i + 1}][0], fb[{buf}][{2 * i + 1}][1], {addr});")
-                else:
-                    e(f"ldmatrix_x2{tr}(fb[{buf}][{2 * i}][0], fb[{buf}][{2 * i}][1], {addr});")
+                tiles = [t for t in (2 * i, 2 * i + 1) if t < NI]
+                e.call(f"ldmatrix_x{2 * len(tiles)}{tr}",
+                       *(f"fb[{buf}][{t}][{j}]" for t in tiles for j in range(2)), addr)
         else:
             for ni in range(NI):
                 for j in range(2):
-                    xo, ad = planB[(kb, ni, j)]
-                    e(f"fb[{buf}][{ni}][{j}] = lds32(sB + ({stage}) * {b_stage} + "
-                      f"((b_lm ^ {xo * eb}u) + {ad * eb}u));")
-        if tf32:
-            e(f"#pragma unroll\nfor (int i = 0; i < {MI}; ++i)\n  #pragma unroll\n"
-              f"  for (int j = 0; j < 4; ++j) fa[{buf}][i][j] = cvt_tf32(fa[{buf}][i][j]);")
-            e(f"#pragma unroll\nfor (int i = 0; i < {NI}; ++i)\n  #pragma unroll\n"
-              f"  for (int j = 0; j < 2; ++j) fb[{buf}][i][j] = cvt_tf32(fb[{buf}][i][j]);")
+                    b.assign(f"fb[{buf}][{ni}][{j}]", b.call_expr(
+                        "ld_shared_32", frag_addr("B", planB[(kb, ni, j)], stage)))
+        if tf32:  # the tf32 operand transform, register by register
+            for frag, n, regs in (("fa", MI, 4), ("fb", NI, 2)):
+                with b.for_("i", 0, n, unroll=True) as i_:
+                    with b.for_("j", 0, regs, unroll=True) as j_:
+                        r = f"{frag}[{buf}][{b.expr(i_)}][{b.expr(j_)}]"
+                        b.assign(r, b.call_expr("cvt_tf32", r))
 
     def warp_mma(buf: int):
-        e(f"// warp MMA, serpentine (vertical visit): n outer, m reversed on odd n")
-        e(f"#pragma unroll\nfor (int ni = 0; ni < {NI}; ++ni) {{\n  #pragma unroll\n"
-          f"  for (int mm = 0; mm < {MI}; ++mm) {{\n"
-          f"    const int mi = (ni & 1) ? ({MI - 1} - mm) : mm;\n"
-          f"    {_MMA[cfg.dtype]}(acc[mi][ni], fa[{buf}][mi], fb[{buf}][ni]);\n  }}\n}}")
+        e("// warp MMA, serpentine (vertical visit): n outer, m reversed on odd n")
+        with b.for_("ni", 0, NI, unroll=True) as ni:
+            with b.for_("mm", 0, MI, unroll=True) as mm:
+                n_, m_ = b.expr(ni), b.expr(mm)
+                mi = b.decl("const int", "mi", f"({n_} & 1) ? ({MI - 1} - {m_}) : {m_}")
+                e.call(_MMA[cfg.dtype], f"acc[{mi}][{n_}]", f"fa[{buf}][{mi}]", f"fb[{buf}][{n_}]")
 
     nwA = max(1, cmA.vec * eb // 4)
     nwB = max(1, cmB.vec * eb // 4)
 
     # ---------------------------------------------------------------- mainloops
     if cfg.mainloop == "multistage":
+        pipe = sm80_pipeline.Pipeline(S)
         ops = [("A", i) for i in range(cmA.iterations)] + [("B", i) for i in range(cmB.iterations)]
         parts = max(KB - 1, 1)
         per = math.ceil(len(ops) / parts)
@@ -591,10 +365,11 @@ def generate_source(cfg: GemmSm80Config) -> str:
         with e.block("if (s < k_tiles)"):
             for op, i in ops:
                 copy_issue(op, i, "s", f"s * {BK}", True)
-        e("cp_async_commit();")
+        pipe.emit_commit(b)
         e.ind -= 1
         e("}")
-        e(f"cp_async_wait<{S - 2}>();\n__syncthreads();")
+        pipe.emit_wait(b)
+        b.sync_threads()
         e(f"int read_stage = 0, write_stage = {S - 1}, fetch = {S - 1};")
         load_frag("read_stage", 0, 0)
         with e.block("for (int kt = 0; kt < k_tiles; ++kt)"):
@@ -608,15 +383,17 @@ def generate_source(cfg: GemmSm80Config) -> str:
                         for op, i in groups[kb]:
                             copy_issue(op, i, "write_stage", f"fetch * {BK}", True)
                     if kb == parts - 1:
-                        e("cp_async_commit();")
+                        pipe.emit_commit(b)
                         e(f"write_stage = (write_stage + 1 == {S}) ? 0 : write_stage + 1;")
                         e("++fetch;")
                 if kb == KB - 1:
-                    e(f"cp_async_wait<{S - 2}>();\n__syncthreads();")
+                    pipe.emit_wait(b)
+                    b.sync_threads()
                     e(f"read_stage = (read_stage + 1 == {S}) ? 0 : read_stage + 1;")
                     load_frag("read_stage", 0, (kb + 1) % 2)
                 warp_mma(kb % 2)
-        e("cp_async_wait<0>();  // drain (only empty groups remain)")
+        e("// drain (only empty groups remain)")
+        pipe.emit_drain(b)
     elif cfg.mainloop == "pipelined":
         e(f"// Pipelined (MmaPipelined): 2 smem stages, gmem fragment in registers")
         e(f"u32 ra[{cmA.iterations}][{nwA}], rb[{cmB.iterations}][{nwB}];")
@@ -680,41 +457,90 @@ def generate_source(cfg: GemmSm80Config) -> str:
     else:
         from ..epilogue.sm80 import gemm_sm80_acc
         e("// Fused epilogue: its buffers reuse the mainloop's smem (cp.async drained above)")
-        e("cp_async_wait<0>();\n__syncthreads();")
+        e.call("cp_async_wait", template="0")
+        b.sync_threads()
         e("(void)alpha; (void)beta; (void)C; (void)D; (void)ldc; (void)ldd;")
         e("unsigned char* cute_epi_smem_base = smem;")
-        e(epi.init_code("cute_epi_smem_base"))
+        epi.emit_init(b, "cute_epi_smem_base")
         e("const int cute_epi_m0 = m0, cute_epi_n0 = n0;")
-        e(epi.consumer_code(gemm_sm80_acc("acc", WM)))
-        e(epi.consumer_tail_code())
-    e.ind -= 1
-    e("}")
-    return e.text()
+        epi.emit_consumer(b, gemm_sm80_acc("acc", WM))
+        epi.emit_consumer_tail(b)
+    return b.source()
 
 
-def _copy_affine(cm: CopyMap, lay: SmemLayout):
-    """(DR, DS): iteration i of every thread's copy is DR lines and DS smem elements after
-    iteration 0, or None when the map is not affine in i."""
-    DR = cm.threads // cm.cpl if cm.threads % cm.cpl == 0 else None
-    if DR is None:
+@dataclass(frozen=True)
+class _CopyPlan:
+    """One operand's gmem->smem tiled copy as the generator uses it: the TiledCopy, the smem
+    layout, and each thread's tile coordinates lowered from the copy's partition."""
+
+    tc: object
+    L: object
+    R: int
+    BK: int
+    major: str
+    threads: int
+
+    @staticmethod
+    def of(cfg, operand):
+        return _CopyPlan(cfg.gmem_copy(operand), cfg.smem_layout(operand), cfg.rows(operand),
+                         cfg.tile[2], cfg.major(operand), cfg.threads)
+
+    @property
+    def vec(self) -> int:
+        return sm80_copy.vector(self.tc)
+
+    @property
+    def iterations(self) -> int:
+        return sm80_copy.iterations(self.tc, self.R, self.BK)
+
+    def coord_ir(self, i):
+        return sm80_copy.tile_coord(self.tc, self.R, self.BK, ir.var("tid", 0, self.threads - 1),
+                                    i)
+
+    def c_coord(self, i) -> tuple[str, str]:
+        """C expressions (in ``tid``) of the (r, k) of copy ``i``'s first value."""
+        return tuple(f"({_render(x)})" for x in self.coord_ir(i))
+
+
+def _copy_steps(cm: _CopyPlan):
+    """[(dr_i, dk_i, ds_i)]: copy i of every thread is at tile coordinate (r + dr_i, k + dk_i)
+    of its copy 0 and ds_i smem elements after it (None when that differs between threads);
+    None when some copy is not a translation of copy 0 (evaluated from the lowered maps)."""
+    import numpy as np
+    r, k = sm80_copy.coords(cm.tc, cm.R, cm.BK)
+    r, k = r[:, :, 0], k[:, :, 0]
+    dr, dk = r - r[:, :1], k - k[:, :1]
+    if not (np.all(dr == dr[:1]) and np.all(dk == dk[:1])):
         return None
-    DS = None
-    for t in range(cm.threads):
-        r0, k0 = cm.coord(t, 0)
-        for i in range(cm.iterations):
-            r, k = cm.coord(t, i)
-            want = (r0 + i * DR, k0) if cm.major == "K" else (r0, k0 + i * DR)
-            if (r, k) != want:
-                return None
-            d = lay(r, k) - lay(r0, k0)
-            if i == 1 and DS is None and t == 0:
-                DS = d
-            if i >= 1 and DS is not None and d != i * DS:
-                DS = False
-    return DR, (None if DS is False else (DS or 0))
+    off = ir.evaluate(sm80_smem.offset(cm.L, ir.var("r", 0, cm.R - 1), ir.var("k", 0, cm.BK - 1)),
+                      {"r": r, "k": k})
+    ds = off - off[:, :1]
+    return [(int(dr[0, i]), int(dk[0, i]),
+             int(ds[0, i]) if np.all(ds[:, i] == ds[0, i]) else None) for i in range(r.shape[1])]
 
 
-def _emit_chunk_helpers(e: _Emitter, eb: int) -> None:
+def _copy_affine(cm: _CopyPlan):
+    """(DR, DS): copy i of every thread is DR lines (of the strided mode) and DS smem elements
+    after copy 0 -- evaluated from the lowered partition and smem layout over all threads --
+    or None when the map is not affine in i."""
+    import numpy as np
+    r, k = sm80_copy.coords(cm.tc, cm.R, cm.BK)
+    r, k = r[:, :, 0], k[:, :, 0]
+    n = r.shape[1]
+    strided, other = (r, k) if cm.major == "K" else (k, r)
+    DR = int(strided[0, 1] - strided[0, 0]) if n > 1 else cm.threads * cm.vec // (
+        cm.BK if cm.major == "K" else cm.R)
+    idx = np.arange(n)
+    if not (np.all(strided == strided[:, :1] + DR * idx) and np.all(other == other[:, :1])):
+        return None
+    off = ir.evaluate(sm80_smem.offset(cm.L, ir.var("r", 0, cm.R - 1), ir.var("k", 0, cm.BK - 1)),
+                      {"r": r, "k": k})
+    d = off - off[:, :1]
+    DS = int(d[0, 1]) if n > 1 else 0
+    return DR, (DS if np.all(d == DS * idx) else None)
+
+
+def _emit_chunk_helpers(e: _Text, eb: int) -> None:
     if eb == 2:
         e("""// gmem chunk of VEC 16-bit elements -> registers; n < VEC elements valid (rest zero)
 template <int VEC> CUTE_PY_DEVICE void ld_chunk(u32* v, const unsigned short* p, int n) {
@@ -745,10 +571,10 @@ template <int VEC> CUTE_PY_DEVICE void ld_chunk(u32* v, const unsigned int* p, i
   }
 }""")
     e("""template <int BYTES> CUTE_PY_DEVICE void st_chunk(u32 addr, const u32* v) {
-  if (BYTES == 16) sts128(addr, v[0], v[1], v[2], v[3]);
+  if (BYTES == 16) st_shared_128(addr, make_uint4(v[0], v[1], v[2], v[3]));
   else if (BYTES == 8) sts64(addr, v[0], v[1]);
-  else if (BYTES == 4) sts32(addr, v[0]);
-  else sts16(addr, static_cast<u16>(v[0]));
+  else if (BYTES == 4) st_shared_32(addr, v[0]);
+  else st_shared_16(addr, static_cast<u16>(v[0]));
 }""")
 
 
@@ -760,14 +586,14 @@ def _emit_epilogue(e: _Emitter, cfg: GemmSm80Config, WM: int, WN: int, MI: int, 
         load2 = "const float2 c2 = *reinterpret_cast<const float2*>(C + o); c0 = c2.x; c1 = c2.y;"
         store2 = "*reinterpret_cast<float2*>(D + o) = make_float2(v0, v1);"
     else:
-        cv = "f16_to_f32" if out == "f16" else "bf16_to_f32"
+        cv = "f16_bits_to_f32" if out == "f16" else "bf16_bits_to_f32"
         pk = "pack_f16x2" if out == "f16" else "pack_bf16x2"
-        to = "f32_to_f16" if out == "f16" else "f32_to_bf16"
+        to = "f32_to_f16_bits" if out == "f16" else "f32_to_bf16_bits"
         load1, store1 = f"{cv}(C[o])", f"D[o] = {to}({{v}});"
         load2 = (f"const u32 c2 = *reinterpret_cast<const u32*>(C + o); "
                  f"c0 = {cv}(static_cast<u16>(c2 & 0xffffu)); c1 = {cv}(static_cast<u16>(c2 >> 16));")
         store2 = f"*reinterpret_cast<u32*>(D + o) = {pk}(v0, v1);"
-    (m0e, n0e), (m1e, n1e) = accumulator_c_exprs(cfg.dtype)
+    (m0e, n0e), (m1e, n1e) = sm80_mma.accumulator_c_exprs(cfg.dtype)
     e("// accumulator (m, n) of c{2h}, c{2h+1}: lowered from the MMA atom's layout_C")
     e(f"const int cm0 = {m0e}, cn0 = {n0e}, cm1 = {m1e}, cn1 = {n1e};")
     e("const bool use_c = beta != 0.f;")
@@ -1151,8 +977,8 @@ def precompile(configs, arch: str | None = None, processes: int | None = None):
 
 def _fit_vectors(cfg: GemmSm80Config) -> GemmSm80Config:
     """Shrink vec_a / vec_b until each copy map splits evenly (tiny tiles, wide vectors)."""
-    while not cfg.copy_map("A").valid() and cfg.vec_a > 1:
+    while not cfg.copy_ok("A") and cfg.vec_a > 1:
         cfg = replace(cfg, vec_a=cfg.vec_a // 2)
-    while not cfg.copy_map("B").valid() and cfg.vec_b > 1:
+    while not cfg.copy_ok("B") and cfg.vec_b > 1:
         cfg = replace(cfg, vec_b=cfg.vec_b // 2)
     return cfg

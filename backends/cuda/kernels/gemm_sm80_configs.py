@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from .gemm_sm80 import GemmSm80Config
+from .gemm_sm80_config import GemmSm80Config
 
 __all__ = ["SHIPPED", "TILES", "default_config", "shipped_configs"]
 

@@ -774,12 +774,11 @@ def generate_source(cfg: Sm90GemmConfig) -> str:
         # the fused epilogue, only through the collective protocol (arch/common/epilogue.py)
         from ..arch.common.epilogue import as_collective
         from ..builder import KernelBuilder
-        from ..epilogue.sm90 import SWZ_HELPER
         col = as_collective(epi)
         R = cfg.epilogue_region_bytes()
         hk = KernelBuilder("epilogue", threads=1)
         col.emit_helpers(hk)
-        epi_prelude = "".join(hk.helpers) + SWZ_HELPER
+        epi_prelude = "".join(hk.helpers)
 
         def _init(kb):
             kb.stmt(f"unsigned char* cute_epi_smem_base = smem_raw_ + (smem0_ - "

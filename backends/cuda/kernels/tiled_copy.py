@@ -56,8 +56,8 @@ from cute_py.layout import Layout
 from cute_py.swizzle import Swizzle
 
 from .. import ir, lower
-from ..render import CodeBuilder
-from .copy import _ETYPE, _VTYPE, _load, _pack, _store
+from ..builder import KernelBuilder
+from .vector_access import ETYPE, VTYPE, guarded, load, pack, store, unpack
 
 __all__ = ["TiledCopyPlan", "plan_tiled_copy", "tiled_copy_source", "TiledCopyKernel",
            "build_tiled_copy", "copy_tiled", "simulate", "shipped_tiled_copies",
@@ -181,7 +181,7 @@ def _check_atom(tc, which, elem_bytes, kinds):
                         "arrays' element size", expected=f"{8 * elem_bytes}-bit values",
                         actual=f"{tc.atom.value_type} ({tc.atom.value_bits} bits)")
     vbytes = op.src_bits_per_thread // 8
-    if vbytes not in _VTYPE or op.src_bits_per_thread % 8:
+    if vbytes not in VTYPE or op.src_bits_per_thread % 8:
         raise AtomError(_OP, "tiled_copy", f"{which}: vector width not supported",
                         expected="8, 16, 32, 64 or 128 bits", actual=op.src_bits_per_thread)
     if not 1 <= tc.size() <= 1024:
@@ -346,7 +346,7 @@ def plan_tiled_copy(tiled_copy, src_layout, dst_layout, elem_bytes: int, *,
 
     ``src_layout``/``dst_layout``: ``cute_py.Layout`` or ``(shape, stride)`` in elements, of one
     shape mode by mode (top level).  Raises ``AtomError``/``LayoutError`` naming the argument."""
-    if elem_bytes not in _ETYPE:
+    if elem_bytes not in ETYPE:
         raise LayoutError(_OP, "elem_bytes", "must be 1, 2, 4 or 8", actual=elem_bytes)
     Ls = _as_domain_layout(src_layout, "src")
     Ld = _as_domain_layout(dst_layout, "dst")
@@ -476,109 +476,92 @@ def _ir(plan: TiledCopyPlan):
     return loads, stores
 
 
-def _unpack(E, V, name, i):
-    """C expression of element ``i`` (E bytes) of vector ``name`` (V elements)."""
-    et, nbytes = _ETYPE[E], V * E
-    if V == 1:
-        return name
-    if nbytes == 16:
-        comps = ["x", "y", "z", "w"]
-        if E == 8:
-            return f"(((u64){name}.{comps[2 * i + 1]} << 32) | (u64){name}.{comps[2 * i]})"
-        w, r = divmod(i * E, 4)
-        word = f"{name}.{comps[w]}"
-        return word if E == 4 else f"({et})({word} >> {8 * r})"
-    return f"({et})({name} >> {8 * E * i})"
-
-
-def _guarded(body, p, stmt):
-    body.line(stmt if (p.is_const and p.value) else f"if ({body.expr(p)}) {stmt}")
-
-
-def _header(plan: TiledCopyPlan, what):
-    return [
-        f"// cute_py generated kernel: {what}",
-        f"// {plan.what}",
-        f"// domain {plan.shape}, tile {plan.tile}, {plan.threads} threads, grid {plan.grid}",
-        f"//   src (Thr,Val,Rest) -> offset: {plan.src_tv}",
-        f"//   dst (Thr,Val,Rest) -> offset: {plan.dst_tv}",
-        *[f"//   load predicate: coord {k} < {ext}, coord = {C}" for k, ext, C in plan.crd_s],
-        *[f"//   store predicate: coord {k} < {ext}, coord = {C}" for k, ext, C in plan.crd_d
-          if plan.kind == "smem"],
-        *([f"//   smem written at {plan.smem_w}, read at {plan.smem_r}, swizzle "
-           f"{plan.swizzle}, offset {plan.smem_offset}"] if plan.kind == "smem" else []),
-        '#include "cute_py/prelude.cuh"',
-        "using namespace cute_py;",
-        "",
-    ]
+def _builder(plan: TiledCopyPlan, what: str) -> KernelBuilder:
+    """The kernel's builder: ``(src, dst)`` parameters, the plan as a comment."""
+    et = ETYPE[plan.elem_bytes]
+    kb = KernelBuilder(plan.name, threads=plan.threads,
+                       origin="cute_py.backends.cuda.kernels.tiled_copy", description=what)
+    kb.param(f"const {et}* __restrict__", "src")
+    kb.param(f"{et}* __restrict__", "dst")
+    notes = [plan.what,
+             f"domain {plan.shape}, tile {plan.tile}, {plan.threads} threads, grid {plan.grid}",
+             f"  src (Thr,Val,Rest) -> offset: {plan.src_tv}",
+             f"  dst (Thr,Val,Rest) -> offset: {plan.dst_tv}"]
+    notes += [f"  load predicate: coord {k} < {ext}, coord = {C}" for k, ext, C in plan.crd_s]
+    if plan.kind == "smem":
+        notes += [f"  store predicate: coord {k} < {ext}, coord = {C}"
+                  for k, ext, C in plan.crd_d]
+        notes.append(f"  smem written at {plan.smem_w}, read at {plan.smem_r}, swizzle "
+                     f"{plan.swizzle}, offset {plan.smem_offset}")
+    kb.comment("\n".join(notes))
+    return kb
 
 
 def _source(plan: TiledCopyPlan) -> str:
     E = plan.elem_bytes
-    et = _ETYPE[E]
+    et = ETYPE[E]
     loads, stores = _ir(plan)
-    cb = CodeBuilder()
-    cb.reserve("src", "dst", "tid", "bid", "tile")
-    roots = []
-    for g, sm, p in loads + stores:
-        roots += [g, p] + (sm or [])
-    cb.cse(roots, hint="t")
     vs, vd = plan.vec_s, plan.vec_d
     if plan.kind == "register":
         what = (f"TiledCopy through registers, {len(loads)} x {vs * E}-byte vectors per thread")
     else:
         what = (f"TiledCopy through a shared-memory tile ({'cp.async' if plan.cp_async else 'registers'}"
                 f" -> smem, {vs * E}-byte loads, {vd * E}-byte stores)")
-    lines = _header(plan, what)
-    lines.append(f'extern "C" __global__ void __launch_bounds__({plan.threads}) {plan.name}(')
-    lines.append(f"    const {et}* __restrict__ src, {et}* __restrict__ dst) {{")
-    body = CodeBuilder()
-    body.names, body._used = cb.names, cb._used
+    kb = _builder(plan, what)
     if plan.kind == "smem":
-        body.line(f"__shared__ __align__(16) {et} tile[{plan.smem_elems}];")
-    body.line("const int tid = threadIdx.x;")
-    body.line("const int bid = blockIdx.x;")
-    body.lines += cb.lines
-    vts, vtd = _VTYPE[vs * E], _VTYPE[vd * E]
+        kb.stmt(f"__shared__ __align__(16) {et} tile[{plan.smem_elems}]")
+    kb.reserve("tile")
+    kb.decl("const int", "tid", "threadIdx.x", hint=False)
+    kb.decl("const int", "bid", "blockIdx.x", hint=False)
+    roots = []
+    for g, sm, p in loads + stores:
+        roots += [g, p] + (sm or [])
+    kb.cse(roots, hint="t")
+    vts, vtd = VTYPE[vs * E], VTYPE[vd * E]
     if plan.kind == "register":
         for x in range(len(loads)):
-            body.line(f"{vts} v{x};")
+            kb.decl(vts, f"v{x}", hint=False)
         for x, (g, _sm, p) in enumerate(loads):
-            _guarded(body, p, f"v{x} = {_load(vs * E, 'src', body.expr(g))};")
+            with guarded(kb, p):
+                kb.assign(f"v{x}", load(kb, vs * E, "src", g))
         for x, (g, _sm, p) in enumerate(stores):
-            _guarded(body, p, _store(vd * E, "dst", body.expr(g), f"v{x}"))
-        return "\n".join(lines) + "\n" + body.text() + "}\n"
+            with guarded(kb, p):
+                store(kb, vd * E, "dst", g, f"v{x}")
+        return kb.source()
     # shared-memory stage
-    body.line("// global -> shared (the load copy's partitions of src and of the smem tile)")
+    kb.comment("global -> shared (the load copy's partitions of src and of the smem tile)")
     if plan.cp_async:
         nb = vs * E
         for g, sm, p in loads:
-            _guarded(body, p, f"sm80::cp_async_zfill<{nb}>(cvta_to_shared_u32(&tile["
-                              f"{body.expr(sm[0])}]), src + {body.expr(g)}, {nb});")
-        body.line("sm80::cp_async_commit();")
-        body.line("sm80::cp_async_wait_all();")
+            with guarded(kb, p):
+                kb.call("sm80::cp_async_zfill",
+                        kb.call_expr("cvta_to_shared_u32", f"&tile[{kb.expr(sm[0])}]"),
+                        f"src + {kb.expr(g)}", nb, template=str(nb))
+        kb.call("sm80::cp_async_commit")
+        kb.call("sm80::cp_async_wait_all")
     else:
         for x in range(len(loads)):
-            body.line(f"{vts} a{x};")
+            kb.decl(vts, f"a{x}", hint=False)
         for x, (g, _sm, p) in enumerate(loads):
-            _guarded(body, p, f"a{x} = {_load(vs * E, 'src', body.expr(g))};")
+            with guarded(kb, p):
+                kb.assign(f"a{x}", load(kb, vs * E, "src", g))
         for x, (g, sm, p) in enumerate(loads):
-            if plan.smem_vec_w:
-                stmt = f"*reinterpret_cast<{vts}*>(&tile[{body.expr(sm[0])}]) = a{x};"
-            else:
-                stmt = "{ " + " ".join(f"tile[{body.expr(s)}] = {_unpack(E, vs, f'a{x}', v)};"
-                                       for v, s in enumerate(sm)) + " }"
-            _guarded(body, p, stmt)
-    body.line("__syncthreads();")
-    body.line("// shared -> global (the store copy's partitions of the smem tile and of dst)")
+            with guarded(kb, p):
+                if plan.smem_vec_w:
+                    kb.assign(f"*reinterpret_cast<{vts}*>(&tile[{kb.expr(sm[0])}])", f"a{x}")
+                else:
+                    for v, s_ in enumerate(sm):
+                        kb.assign(f"tile[{kb.expr(s_)}]", unpack(E, vs, f"a{x}", v))
+    kb.sync_threads()
+    kb.comment("shared -> global (the store copy's partitions of the smem tile and of dst)")
     for x, (g, sm, p) in enumerate(stores):
         if plan.smem_vec_r:
-            val = f"*reinterpret_cast<const {vtd}*>(&tile[{body.expr(sm[0])}])"
-            _guarded(body, p, _store(vd * E, "dst", body.expr(g), val))
+            val = f"*reinterpret_cast<const {vtd}*>(&tile[{kb.expr(sm[0])}])"
         else:
-            names = [f"tile[{body.expr(s)}]" for s in sm]
-            _guarded(body, p, _store(vd * E, "dst", body.expr(g), _pack(E, vd, names)))
-    return "\n".join(lines) + "\n" + body.text() + "}\n"
+            val = pack(E, vd, [f"tile[{kb.expr(s_)}]" for s_ in sm])
+        with guarded(kb, p):
+            store(kb, vd * E, "dst", g, val)
+    return kb.source()
 
 
 @lru_cache(maxsize=256)

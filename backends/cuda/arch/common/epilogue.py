@@ -19,8 +19,13 @@ kernel calls the collective at fixed points, each call emitting into the kernel'
 =========================  ====================================================================
 
 The host side of the contract is ``params()`` (the :class:`ParamSpec` list, in the order
-``emit_params`` declares them), ``key`` (a stable identity for caches and kernel names) and
+``emit_params`` declares them), ``key()`` (a stable identity for caches and kernel names) and
 ``has_producer``.
+
+Names the kernel provides (C variables in scope where it calls the collective): ``tid`` (the
+consumer thread index, ``0 <= tid < fragment.num_threads``; the collective's index maps are
+lowered with these bounds), ``cute_epi_m0`` / ``cute_epi_n0`` (tile origin), ``M`` / ``N``
+(problem size).  ``emit_consumer``'s ``bar_id`` is an int or C text (``"(1 + cw)"``).
 
 :class:`TextEpilogue` adapts a collective that still renders C text (methods ``prelude``,
 ``param_decls``, ``init_code``, ``region_decls``, ``producer_state_decls``, ``producer_code``,
@@ -37,9 +42,9 @@ __all__ = ["EpilogueCollective", "TextEpilogue", "as_collective", "emit_text"]
 
 @runtime_checkable
 class EpilogueCollective(Protocol):
-    key: str
     has_producer: bool
 
+    def key(self) -> str: ...
     def params(self) -> list: ...
     def emit_helpers(self, kb) -> None: ...
     def emit_params(self, kb) -> None: ...
@@ -78,9 +83,9 @@ class TextEpilogue:
     def __getattr__(self, name):
         return getattr(self.epi, name)
 
-    @property
     def key(self) -> str:
-        return self.epi.key
+        k = self.epi.key
+        return k() if callable(k) else k
 
     @property
     def has_producer(self) -> bool:

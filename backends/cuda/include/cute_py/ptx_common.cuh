@@ -165,3 +165,75 @@ CUTE_PY_DEVICE void named_barrier_arrive(u32 id, u32 count) {
 }
 
 }  // namespace cute_py
+
+// ---- epilogue -----------------------------------------------------------------------------------
+// The EVT epilogues' shared-memory accesses of 2-, 4- and 8-byte values (16-bit halves as bits in
+// u16, floats), packed 16-bit pair conversions and the tanh approximation of GELU.  The 4-byte
+// integer accesses and the single conversions are the wrappers above (ld_shared_32,
+// st_shared_32, pack_f16x2, f32_to_f16_bits, ...).  The shared loads carry a "memory" clobber:
+// they read what other threads wrote before a named barrier.
+
+namespace cute_py {
+
+CUTE_PY_DEVICE u16 ld_shared_16(u32 saddr) {
+  u16 v;
+  asm volatile("ld.shared.b16 %0, [%1];" : "=h"(v) : "r"(saddr) : "memory");
+  return v;
+}
+
+CUTE_PY_DEVICE float ld_shared_f32(u32 saddr) {
+  float v;
+  asm volatile("ld.shared.f32 %0, [%1];" : "=f"(v) : "r"(saddr) : "memory");
+  return v;
+}
+
+CUTE_PY_DEVICE float2 ld_shared_f32x2(u32 saddr) {
+  float2 v;
+  asm volatile("ld.shared.v2.f32 {%0, %1}, [%2];" : "=f"(v.x), "=f"(v.y) : "r"(saddr) : "memory");
+  return v;
+}
+
+CUTE_PY_DEVICE void st_shared_16(u32 saddr, u16 v) {
+  asm volatile("st.shared.b16 [%0], %1;" :: "r"(saddr), "h"(v) : "memory");
+}
+
+CUTE_PY_DEVICE void st_shared_f32(u32 saddr, float x) {
+  asm volatile("st.shared.f32 [%0], %1;" :: "r"(saddr), "f"(x) : "memory");
+}
+
+CUTE_PY_DEVICE void st_shared_f32x2(u32 saddr, float x, float y) {
+  asm volatile("st.shared.v2.f32 [%0], {%1, %2};" :: "r"(saddr), "f"(x), "f"(y) : "memory");
+}
+
+// A packed f16x2 / bf16x2 word (lo in bits 0..15) -> two floats.
+CUTE_PY_DEVICE float2 f16x2_bits_to_f32x2(u32 w) {
+  return make_float2(f16_bits_to_f32((u16)(w & 0xffffu)), f16_bits_to_f32((u16)(w >> 16)));
+}
+
+CUTE_PY_DEVICE float2 bf16x2_bits_to_f32x2(u32 w) {
+  return make_float2(__uint_as_float(w << 16), __uint_as_float(w & 0xffff0000u));
+}
+
+// tanh.approx.f32 (sm_75+): GELU's tanh form.
+CUTE_PY_DEVICE float tanh_approx_f32(float x) {
+  float y;
+  asm("tanh.approx.f32 %0, %1;" : "=f"(y) : "f"(x));
+  return y;
+}
+
+// 4x4 transpose of 32-bit words across the lanes of a quad (lane bit k <-> word bit k, one
+// xor-shuffle round per bit): before, lane q's word j belongs to lane j; after, lane q's word
+// j is lane j's word q.  Every lane of the warp must call it.
+CUTE_PY_DEVICE void quad_transpose_u32(u32& w0, u32& w1, u32& w2, u32& w3, int q) {
+  const bool b0 = (q & 1) != 0, b1 = (q & 2) != 0;
+  u32 r = __shfl_xor_sync(0xffffffffu, b0 ? w0 : w1, 1);
+  if (b0) w0 = r; else w1 = r;
+  r = __shfl_xor_sync(0xffffffffu, b0 ? w2 : w3, 1);
+  if (b0) w2 = r; else w3 = r;
+  r = __shfl_xor_sync(0xffffffffu, b1 ? w0 : w2, 2);
+  if (b1) w0 = r; else w2 = r;
+  r = __shfl_xor_sync(0xffffffffu, b1 ? w1 : w3, 2);
+  if (b1) w1 = r; else w3 = r;
+}
+
+}  // namespace cute_py

@@ -3,24 +3,38 @@
 //   cp.async (4 / 8 / 16 bytes, .ca/.cg, zero-fill via src-size) + commit_group / wait_group
 //   ldmatrix.sync.aligned.m8n8 .x1 / .x2 / .x4 (and .trans)
 //   mma.sync.aligned.m16n8k16 f16 / bf16 -> f32,  m16n8k8 tf32 -> f32
-//   cvt.rna.tf32.f32 (the operand transform of the tf32 path), f32 -> f16x2 / bf16x2 packs
+//   cvt.rna.tf32.f32 (the operand transform of the tf32 path), 16/64-bit shared stores
+//   (32/128-bit shared loads and stores, conversions and packs: ptx_common.cuh)
 //
-// Self-contained: no CUDA headers, so it compiles under NVRTC without include paths.  Every
+// No CUDA headers, so it compiles under NVRTC with the shipped include folder.  Every
 // wrapper takes shared-memory addresses as 32-bit shared-window addresses (see smem_u32).
 // stmatrix and the SM90 instructions live in the Hopper engineer's header.
 #pragma once
 #ifndef CUTE_PY_PTX_SM80_CUH
 #define CUTE_PY_PTX_SM80_CUH
 
-#ifndef CUTE_PY_DEVICE
-#define CUTE_PY_DEVICE __device__ __forceinline__
-#endif
+#include "cute_py/ptx_common.cuh"
 
 namespace cute_py { namespace sm80 {
 
-typedef unsigned int u32;
-typedef unsigned short u16;
-typedef unsigned long long u64;
+// Types and the wrappers shared with every architecture (one wrapper per PTX instruction:
+// 32/128-bit shared loads and stores, fp16/bf16 conversions and f32x2 packs live in
+// ptx_common.cuh and are visible here under the same names).
+using cute_py::u32;
+using cute_py::u16;
+using cute_py::u64;
+using cute_py::u128;
+using cute_py::ld_shared_32;
+using cute_py::ld_shared_128;
+using cute_py::st_shared_32;
+using cute_py::st_shared_16;
+using cute_py::st_shared_128;
+using cute_py::f16_bits_to_f32;
+using cute_py::bf16_bits_to_f32;
+using cute_py::f32_to_f16_bits;
+using cute_py::f32_to_bf16_bits;
+using cute_py::pack_f16x2;
+using cute_py::pack_bf16x2;
 
 // Convert a generic pointer into shared memory to the 32-bit address the PTX expects.
 CUTE_PY_DEVICE u32 smem_u32(const void* ptr) {
@@ -84,23 +98,10 @@ CUTE_PY_DEVICE void ldmatrix_x4_trans(u32& r0, u32& r1, u32& r2, u32& r3, u32 ad
                : "=r"(r0), "=r"(r1), "=r"(r2), "=r"(r3) : "r"(addr));
 }
 
-// Plain shared loads/stores by 32-bit address (the tf32 MN-major fragment path, register-staged
+// Shared stores by 32-bit address of the widths ptx_common.cuh does not wrap (register-staged
 // copies).
-CUTE_PY_DEVICE u32 lds32(u32 addr) {
-  u32 v; asm volatile("ld.shared.b32 %0, [%1];\n" : "=r"(v) : "r"(addr)); return v;
-}
-CUTE_PY_DEVICE void sts16(u32 addr, u16 v) {
-  asm volatile("st.shared.b16 [%0], %1;\n" :: "r"(addr), "h"(v) : "memory");
-}
-CUTE_PY_DEVICE void sts32(u32 addr, u32 v) {
-  asm volatile("st.shared.b32 [%0], %1;\n" :: "r"(addr), "r"(v) : "memory");
-}
 CUTE_PY_DEVICE void sts64(u32 addr, u32 a, u32 b) {
   asm volatile("st.shared.v2.b32 [%0], {%1, %2};\n" :: "r"(addr), "r"(a), "r"(b) : "memory");
-}
-CUTE_PY_DEVICE void sts128(u32 addr, u32 a, u32 b, u32 c, u32 d) {
-  asm volatile("st.shared.v4.b32 [%0], {%1, %2, %3, %4};\n"
-               :: "r"(addr), "r"(a), "r"(b), "r"(c), "r"(d) : "memory");
 }
 
 // ---------------------------------------------------------------------------------- mma.sync
@@ -132,23 +133,6 @@ CUTE_PY_DEVICE void mma_m16n8k8_tf32f32(float* d, const u32* a, const u32* b) {
 // fp32 bit pattern -> tf32 (round to nearest, ties away), the operand transform of the tf32 path.
 CUTE_PY_DEVICE u32 cvt_tf32(u32 x) {
   u32 r; asm("cvt.rna.tf32.f32 %0, %1;\n" : "=r"(r) : "f"(__uint_as_float(x))); return r;
-}
-// Pack two floats into f16x2 / bf16x2 (lo in the low half), round to nearest even.
-CUTE_PY_DEVICE u32 pack_f16x2(float lo, float hi) {
-  u32 r; asm("cvt.rn.f16x2.f32 %0, %1, %2;\n" : "=r"(r) : "f"(hi), "f"(lo)); return r;
-}
-CUTE_PY_DEVICE u32 pack_bf16x2(float lo, float hi) {
-  u32 r; asm("cvt.rn.bf16x2.f32 %0, %1, %2;\n" : "=r"(r) : "f"(hi), "f"(lo)); return r;
-}
-CUTE_PY_DEVICE float f16_to_f32(u16 h) {
-  float f; asm("cvt.f32.f16 %0, %1;\n" : "=f"(f) : "h"(h)); return f;
-}
-CUTE_PY_DEVICE float bf16_to_f32(u16 h) { return __uint_as_float(static_cast<u32>(h) << 16); }
-CUTE_PY_DEVICE u16 f32_to_f16(float f) {
-  u16 h; asm("cvt.rn.f16.f32 %0, %1;\n" : "=h"(h) : "f"(f)); return h;
-}
-CUTE_PY_DEVICE u16 f32_to_bf16(float f) {
-  u16 h; asm("cvt.rn.bf16.f32 %0, %1;\n" : "=h"(h) : "f"(f)); return h;
 }
 
 }}  // namespace cute_py::sm80

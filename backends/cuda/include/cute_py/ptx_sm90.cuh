@@ -1856,3 +1856,144 @@ CUTE_PY_DEVICE void wgmma_m64n256k16_f32_bf16_rs(float (&d)[128], u32 a0, u32 a1
 #endif  // __CUDA_ARCH_FEAT_SM90_ALL
 
 }  // namespace cute_py
+
+// ---- epilogue -----------------------------------------------------------------------------------
+// The SM90 TMA epilogue (backends/cuda/epilogue/sm90.py) beyond the wrappers above (mbarrier,
+// tma_load_2d / tma_store_2d, bulk groups, fence_proxy_async_shared, prefetch_tma_descriptor):
+// an L2 evict_first policy and the TMA forms carrying it, L2 prefetch of a box, stmatrix, and
+// the direct C / aux loads (EpilogueConfig.load_path="direct").
+
+namespace cute_py {
+
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+
+// A pure value (not volatile): one policy register serves every hinted access.
+CUTE_PY_DEVICE u64 l2_policy_evict_first() {
+  u64 p;
+  asm("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(p));
+  return p;
+}
+
+// tma_load_2d with an L2 cache-policy hint (data streamed once).
+CUTE_PY_DEVICE void tma_load_2d_hint(u32 dst, const TmaDescriptor* desc, u32 bar, int c0, int c1,
+                                     u64 policy) {
+  asm volatile(
+      "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes.L2::cache_hint"
+      " [%0], [%1, {%3, %4}], [%2], %5;"
+      :: "r"(dst), "l"(reinterpret_cast<u64>(desc)), "r"(bar), "r"(c0), "r"(c1), "l"(policy)
+      : "memory");
+}
+
+// tma_store_2d with an L2 cache-policy hint.
+CUTE_PY_DEVICE void tma_store_2d_hint(const TmaDescriptor* desc, u32 src, int c0, int c1,
+                                      u64 policy) {
+  asm volatile(
+      "cp.async.bulk.tensor.2d.global.shared::cta.bulk_group.L2::cache_hint [%0, {%2, %3}], [%1], %4;"
+      :: "l"(reinterpret_cast<u64>(desc)), "r"(src), "r"(c0), "r"(c1), "l"(policy) : "memory");
+}
+
+// Bring the box at (c0, c1) into L2 (no shared memory, no barrier).
+CUTE_PY_DEVICE void tma_prefetch_l2_2d(const TmaDescriptor* desc, int c0, int c1) {
+  asm volatile("cp.async.bulk.prefetch.tensor.2d.L2.global [%0, {%1, %2}];"
+               :: "l"(reinterpret_cast<u64>(desc)), "r"(c0), "r"(c1) : "memory");
+}
+
+// stmatrix x4: four 8x8 b16 matrices, lane 8i + r giving row r of matrix i's address.
+CUTE_PY_DEVICE void stmatrix_x4(u32 saddr, u32 r0, u32 r1, u32 r2, u32 r3) {
+  asm volatile("stmatrix.sync.aligned.x4.m8n8.shared.b16 [%0], {%1, %2, %3, %4};"
+               :: "r"(saddr), "r"(r0), "r"(r1), "r"(r2), "r"(r3) : "memory");
+}
+
+// Direct C / aux loads: one predicated access per pair of adjacent values at element column
+// OFF of a row pointer; `rem` = columns left in the row from the pointer (0 for a row outside
+// the problem; a single value passes min(rem, OFF + 1)).  Values outside are zero, as TMA fills
+// them.  Volatile: issued where they are written (ahead of the subtile that reads them).
+template <int OFF>
+CUTE_PY_DEVICE u32 ld_global_pair16(const u16* row, int rem) {
+  u32 v;
+  asm volatile("{ .reg .pred p2, p1;\n"
+               "  setp.gt.s32 p2, %2, %3; setp.eq.s32 p1, %2, %3; mov.b32 %0, 0;\n"
+               "  @p2 ld.global.b32 %0, [%1+%4];\n"
+               "  @p1 ld.global.u16 %0, [%1+%4]; }"
+               : "=r"(v) : "l"(row), "r"(rem), "n"(OFF + 1), "n"(2 * OFF));
+  return v;
+}
+
+template <int OFF>
+CUTE_PY_DEVICE u32 ld_global_pair16_hint(const u16* row, int rem, u64 policy) {
+  u32 v;
+  asm volatile("{ .reg .pred p2, p1;\n"
+               "  setp.gt.s32 p2, %2, %3; setp.eq.s32 p1, %2, %3; mov.b32 %0, 0;\n"
+               "  @p2 ld.global.L2::cache_hint.b32 %0, [%1+%4], %5;\n"
+               "  @p1 ld.global.L2::cache_hint.u16 %0, [%1+%4], %5; }"
+               : "=r"(v) : "l"(row), "r"(rem), "n"(OFF + 1), "n"(2 * OFF), "l"(policy));
+  return v;
+}
+
+template <int OFF>
+CUTE_PY_DEVICE float2 ld_global_pair32(const float* row, int rem) {
+  float2 v;
+  asm volatile("{ .reg .pred p2, p1;\n"
+               "  setp.gt.s32 p2, %3, %4; setp.eq.s32 p1, %3, %4;\n"
+               "  mov.b32 %0, 0; mov.b32 %1, 0;\n"
+               "  @p2 ld.global.v2.f32 {%0, %1}, [%2+%5];\n"
+               "  @p1 ld.global.f32 %0, [%2+%5]; }"
+               : "=f"(v.x), "=f"(v.y) : "l"(row), "r"(rem), "n"(OFF + 1), "n"(4 * OFF));
+  return v;
+}
+
+template <int OFF>
+CUTE_PY_DEVICE float2 ld_global_pair32_hint(const float* row, int rem, u64 policy) {
+  float2 v;
+  asm volatile("{ .reg .pred p2, p1;\n"
+               "  setp.gt.s32 p2, %3, %4; setp.eq.s32 p1, %3, %4;\n"
+               "  mov.b32 %0, 0; mov.b32 %1, 0;\n"
+               "  @p2 ld.global.L2::cache_hint.v2.f32 {%0, %1}, [%2+%5], %6;\n"
+               "  @p1 ld.global.L2::cache_hint.f32 %0, [%2+%5], %6; }"
+               : "=f"(v.x), "=f"(v.y) : "l"(row), "r"(rem), "n"(OFF + 1), "n"(4 * OFF),
+                 "l"(policy));
+  return v;
+}
+
+// ld_global_128 with an L2 cache-policy hint.
+CUTE_PY_DEVICE u128 ld_global_128_hint(const void* ptr, u64 policy) {
+  u128 v;
+  asm volatile("ld.global.L2::cache_hint.v4.u32 {%0, %1, %2, %3}, [%4], %5;"
+               : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "l"(ptr), "l"(policy));
+  return v;
+}
+
+// Quad loads (16-bit C / aux with an MMA accumulator fragment): the four lanes of a quad hold
+// two columns of each of four 8-column groups of a row; lane q loads the 16 bytes of group q
+// instead (`row` = its own pointer, OFF = the quad's first column, `rem` = columns left from
+// `row`), and quad_transpose_u32 hands every lane its words.  Falls back to pair loads for a
+// group that crosses N or a matrix that is not 16-byte aligned (`vec` false).
+template <int OFF>
+CUTE_PY_DEVICE void ld_global_quad16(const u16* row, int rem, bool vec, u32& a, u32& b, u32& c,
+                                     u32& d) {
+  if (vec && rem >= OFF + 8) {
+    const u128 v = ld_global_128(row + OFF);
+    a = v.x; b = v.y; c = v.z; d = v.w;
+  } else {
+    a = ld_global_pair16<OFF>(row, rem); b = ld_global_pair16<OFF + 2>(row, rem);
+    c = ld_global_pair16<OFF + 4>(row, rem); d = ld_global_pair16<OFF + 6>(row, rem);
+  }
+}
+
+template <int OFF>
+CUTE_PY_DEVICE void ld_global_quad16_hint(const u16* row, int rem, bool vec, u32& a, u32& b,
+                                          u32& c, u32& d, u64 policy) {
+  if (vec && rem >= OFF + 8) {
+    const u128 v = ld_global_128_hint(row + OFF, policy);
+    a = v.x; b = v.y; c = v.z; d = v.w;
+  } else {
+    a = ld_global_pair16_hint<OFF>(row, rem, policy);
+    b = ld_global_pair16_hint<OFF + 2>(row, rem, policy);
+    c = ld_global_pair16_hint<OFF + 4>(row, rem, policy);
+    d = ld_global_pair16_hint<OFF + 6>(row, rem, policy);
+  }
+}
+
+#endif  // __CUDA_ARCH__ >= 900
+
+}  // namespace cute_py

@@ -5,225 +5,10 @@ using namespace cute_py;
 #ifndef INFINITY
 #define INFINITY __int_as_float(0x7f800000)
 #endif
-typedef unsigned int cute_u32;
-typedef unsigned long long cute_u64;
-
-__device__ __forceinline__ cute_u32 cute_epi_smem_u32(const void* p) {
-  return static_cast<cute_u32>(__cvta_generic_to_shared(p));
-}
-__device__ __forceinline__ void cute_epi_named_bar(int id, int nthreads) {
-  asm volatile("bar.sync %0, %1;" :: "r"(id), "r"(nthreads) : "memory");
-}
-__device__ __forceinline__ cute_u32 cute_epi_lds32(cute_u32 a) {
-  cute_u32 v; asm volatile("ld.shared.b32 %0, [%1];" : "=r"(v) : "r"(a) : "memory"); return v;
-}
-__device__ __forceinline__ unsigned short cute_epi_lds16(cute_u32 a) {
-  unsigned short v; asm volatile("ld.shared.b16 %0, [%1];" : "=h"(v) : "r"(a) : "memory"); return v;
-}
-__device__ __forceinline__ float2 cute_epi_lds64f(cute_u32 a) {
-  float2 v; asm volatile("ld.shared.v2.f32 {%0, %1}, [%2];" : "=f"(v.x), "=f"(v.y) : "r"(a) : "memory");
-  return v;
-}
-__device__ __forceinline__ float cute_epi_lds32f(cute_u32 a) {
-  float v; asm volatile("ld.shared.f32 %0, [%1];" : "=f"(v) : "r"(a) : "memory"); return v;
-}
-__device__ __forceinline__ void cute_epi_sts32(cute_u32 a, cute_u32 v) {
-  asm volatile("st.shared.b32 [%0], %1;" :: "r"(a), "r"(v) : "memory");
-}
-__device__ __forceinline__ void cute_epi_sts16(cute_u32 a, unsigned short v) {
-  asm volatile("st.shared.b16 [%0], %1;" :: "r"(a), "h"(v) : "memory");
-}
-__device__ __forceinline__ void cute_epi_sts64f(cute_u32 a, float x, float y) {
-  asm volatile("st.shared.v2.f32 [%0], {%1, %2};" :: "r"(a), "f"(x), "f"(y) : "memory");
-}
-__device__ __forceinline__ void cute_epi_sts32f(cute_u32 a, float x) {
-  asm volatile("st.shared.f32 [%0], %1;" :: "r"(a), "f"(x) : "memory");
-}
-__device__ __forceinline__ cute_u32 cute_epi_pack_half2(float lo, float hi) {
-  cute_u32 r; asm("cvt.rn.f16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo)); return r;
-}
-__device__ __forceinline__ cute_u32 cute_epi_pack_bf162(float lo, float hi) {
-  cute_u32 r; asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo)); return r;
-}
-__device__ __forceinline__ unsigned short cute_epi_pack_half(float a) {
-  unsigned short h; asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(a)); return h;
-}
-__device__ __forceinline__ unsigned short cute_epi_pack_bf16(float a) {
-  unsigned short h; asm("cvt.rn.bf16.f32 %0, %1;" : "=h"(h) : "f"(a)); return h;
-}
-__device__ __forceinline__ float cute_epi_unpack_half(unsigned short h) {
-  float f; asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(h)); return f;
-}
-__device__ __forceinline__ float cute_epi_unpack_bf16(unsigned short h) {
-  return __uint_as_float(static_cast<cute_u32>(h) << 16);
-}
-__device__ __forceinline__ float2 cute_epi_unpack_half2(cute_u32 w) {
-  return make_float2(cute_epi_unpack_half(static_cast<unsigned short>(w & 0xffffu)),
-                     cute_epi_unpack_half(static_cast<unsigned short>(w >> 16)));
-}
-__device__ __forceinline__ float2 cute_epi_unpack_bf162(cute_u32 w) {
-  return make_float2(__uint_as_float(w << 16), __uint_as_float(w & 0xffff0000u));
-}
-
-struct alignas(64) CuteTmaDesc { cute_u64 opaque[16]; };
-
-__device__ __forceinline__ void cute_epi_mbar_init(cute_u32 bar, int count) {
-  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" :: "r"(bar), "r"(count) : "memory");
-}
-__device__ __forceinline__ void cute_epi_fence_mbar_init() {
-  asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
-}
-__device__ __forceinline__ void cute_epi_mbar_wait(cute_u32 bar, cute_u32 phase) {
-  asm volatile(
-    "{\n .reg .pred P1;\n"
-    "LAB_WAIT:\n"
-    " mbarrier.try_wait.parity.shared::cta.b64 P1, [%0], %1, 0x989680;\n"
-    " @P1 bra DONE;\n bra LAB_WAIT;\n"
-    "DONE:\n}\n" :: "r"(bar), "r"(phase) : "memory");
-}
-__device__ __forceinline__ void cute_epi_mbar_arrive(cute_u32 bar) {
-  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" :: "r"(bar) : "memory");
-}
-__device__ __forceinline__ void cute_epi_mbar_arrive_expect_tx(cute_u32 bar, cute_u32 bytes) {
-  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;"
-               :: "r"(bar), "r"(bytes) : "memory");
-}
-__device__ __forceinline__ void cute_epi_tma_load_2d(const CuteTmaDesc* desc, cute_u32 dst,
-                                                     cute_u32 bar, int x, int y) {
-  asm volatile(
-    "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes"
-    " [%0], [%1, {%3, %4}], [%2];"
-    :: "r"(dst), "l"(reinterpret_cast<cute_u64>(desc)), "r"(bar), "r"(x), "r"(y) : "memory");
-}
-__device__ __forceinline__ cute_u64 cute_epi_l2_evict_first() {
-  // a pure value (not volatile): one policy register serves every hinted access
-  cute_u64 p; asm("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(p)); return p;
-}
-__device__ __forceinline__ void cute_epi_tma_load_2d_ef(const CuteTmaDesc* desc, cute_u32 dst,
-                                                        cute_u32 bar, int x, int y) {
-  // as cute_epi_tma_load_2d, with an L2 evict_first cache hint (streamed once)
-  asm volatile(
-    "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes.L2::cache_hint"
-    " [%0], [%1, {%3, %4}], [%2], %5;"
-    :: "r"(dst), "l"(reinterpret_cast<cute_u64>(desc)), "r"(bar), "r"(x), "r"(y),
-       "l"(cute_epi_l2_evict_first()) : "memory");
-}
-__device__ __forceinline__ void cute_epi_tma_store_2d_ef(const CuteTmaDesc* desc, cute_u32 src,
-                                                         int x, int y) {
-  asm volatile(
-    "cp.async.bulk.tensor.2d.global.shared::cta.bulk_group.L2::cache_hint [%0, {%2, %3}], [%1], %4;"
-    :: "l"(reinterpret_cast<cute_u64>(desc)), "r"(src), "r"(x), "r"(y),
-       "l"(cute_epi_l2_evict_first()) : "memory");
-}
-__device__ __forceinline__ void cute_epi_tma_prefetch_l2_2d(const CuteTmaDesc* desc, int x,
-                                                            int y) {
-  asm volatile("cp.async.bulk.prefetch.tensor.2d.L2.global [%0, {%1, %2}];"
-               :: "l"(reinterpret_cast<cute_u64>(desc)), "r"(x), "r"(y) : "memory");
-}
-// direct C / aux loads (EpilogueConfig.load_path="direct"): one predicated access per pair of
-// adjacent values at element column OFF of a row pointer; ``rem`` = columns left in the row
-// from the pointer (0 for a row outside the problem; a single value passes min(rem, OFF + 1)).
-// Values outside are zero, as TMA fills them.  Volatile: issued where they are written (ahead of the subtile that reads them).
-#define CUTE_EPI_LDG16(HINT, POL, ...)                                                         \
-  cute_u32 v;                                                                               \
-  asm volatile("{ .reg .pred p2, p1;\n"                                                      \
-               "  setp.gt.s32 p2, %2, %3; setp.eq.s32 p1, %2, %3; mov.b32 %0, 0;\n"          \
-               "  @p2 ld.global" HINT ".b32 %0, [%1+%4]" POL ";\n"                           \
-               "  @p1 ld.global" HINT ".u16 %0, [%1+%4]" POL "; }"                           \
-               : "=r"(v) : "l"(row), "r"(rem), "n"(OFF + 1), "n"(2 * OFF) __VA_ARGS__);      \
-  return v;
-#define CUTE_EPI_LDG32(HINT, POL, ...)                                                         \
-  float2 v;                                                                                 \
-  asm volatile("{ .reg .pred p2, p1;\n"                                                     \
-               "  setp.gt.s32 p2, %3, %4; setp.eq.s32 p1, %3, %4;\n"                        \
-               "  mov.b32 %0, 0; mov.b32 %1, 0;\n"                                          \
-               "  @p2 ld.global" HINT ".v2.f32 {%0, %1}, [%2+%5]" POL ";\n"                 \
-               "  @p1 ld.global" HINT ".f32 %0, [%2+%5]" POL "; }"                          \
-               : "=f"(v.x), "=f"(v.y) : "l"(row), "r"(rem), "n"(OFF + 1), "n"(4 * OFF)      \
-               __VA_ARGS__);                                                                \
-  return v;
-template <int OFF> __device__ __forceinline__ cute_u32
-cute_epi_ldg_pair16(const unsigned short* row, int rem) { CUTE_EPI_LDG16("", "") }
-template <int OFF> __device__ __forceinline__ cute_u32
-cute_epi_ldg_pair16_ef(const unsigned short* row, int rem) {
-  CUTE_EPI_LDG16(".L2::cache_hint", ", %5", , "l"(cute_epi_l2_evict_first())) }
-template <int OFF> __device__ __forceinline__ float2
-cute_epi_ldg_pair32(const float* row, int rem) { CUTE_EPI_LDG32("", "") }
-template <int OFF> __device__ __forceinline__ float2
-cute_epi_ldg_pair32_ef(const float* row, int rem) {
-  CUTE_EPI_LDG32(".L2::cache_hint", ", %6", , "l"(cute_epi_l2_evict_first())) }
-// quad loads (16-bit C / aux with an MMA accumulator fragment, EpilogueConfig.direct_vector):
-// the four lanes of a quad hold two columns of each of four 8-column groups of a row; lane q
-// loads the 16 bytes of group q instead (``row`` = its own pointer, OFF = the quad's first
-// column, ``rem`` = columns left from ``row``), and cute_epi_quad_transpose hands every lane
-// its words.  One request per 16 bytes instead of one per 4: the SM's miss tracking, not DRAM,
-// limited the 4-byte loads (docs/performance.md, "Epilogue", v3).  Falls back to pair loads for a
-// group that crosses N or a matrix that is not 16-byte aligned (``vec`` false).
-#define CUTE_EPI_LDQ16(HINT, POL, PAIR, ...)                                                   \
-  if (vec && rem >= OFF + 8) {                                                              \
-    asm volatile("ld.global" HINT ".v4.b32 {%0, %1, %2, %3}, [%4+%5]" POL ";"               \
-                 : "=r"(a), "=r"(b), "=r"(c), "=r"(d) : "l"(row), "n"(2 * OFF) __VA_ARGS__); \
-  } else {                                                                                  \
-    a = PAIR<OFF>(row, rem); b = PAIR<OFF + 2>(row, rem);                                   \
-    c = PAIR<OFF + 4>(row, rem); d = PAIR<OFF + 6>(row, rem);                               \
-  }
-template <int OFF> __device__ __forceinline__ void
-cute_epi_ldg_quad16(const unsigned short* row, int rem, bool vec, cute_u32& a, cute_u32& b,
-                    cute_u32& c, cute_u32& d) { CUTE_EPI_LDQ16("", "", cute_epi_ldg_pair16) }
-template <int OFF> __device__ __forceinline__ void
-cute_epi_ldg_quad16_ef(const unsigned short* row, int rem, bool vec, cute_u32& a, cute_u32& b,
-                       cute_u32& c, cute_u32& d) {
-  CUTE_EPI_LDQ16(".L2::cache_hint", ", %6", cute_epi_ldg_pair16_ef, ,
-                 "l"(cute_epi_l2_evict_first())) }
-// 4x4 transpose of 32-bit words across the lanes of a quad (lane bit k <-> word bit k, one
-// xor-shuffle round per bit): before, lane q's word j belongs to lane j; after, lane q's word
-// j is lane j's word q.  Every lane of the warp must call it.
-__device__ __forceinline__ void cute_epi_quad_transpose(cute_u32& w0, cute_u32& w1, cute_u32& w2,
-                                                        cute_u32& w3, int q) {
-  const bool b0 = (q & 1) != 0, b1 = (q & 2) != 0;
-  cute_u32 r = __shfl_xor_sync(0xffffffffu, b0 ? w0 : w1, 1);
-  if (b0) w0 = r; else w1 = r;
-  r = __shfl_xor_sync(0xffffffffu, b0 ? w2 : w3, 1);
-  if (b0) w2 = r; else w3 = r;
-  r = __shfl_xor_sync(0xffffffffu, b1 ? w0 : w2, 2);
-  if (b1) w0 = r; else w2 = r;
-  r = __shfl_xor_sync(0xffffffffu, b1 ? w1 : w3, 2);
-  if (b1) w1 = r; else w3 = r;
-}
-__device__ __forceinline__ void cute_epi_tma_store_2d(const CuteTmaDesc* desc, cute_u32 src,
-                                                      int x, int y) {
-  asm volatile(
-    "cp.async.bulk.tensor.2d.global.shared::cta.bulk_group [%0, {%2, %3}], [%1];"
-    :: "l"(reinterpret_cast<cute_u64>(desc)), "r"(src), "r"(x), "r"(y) : "memory");
-}
-__device__ __forceinline__ void cute_epi_bulk_commit() {
-  asm volatile("cp.async.bulk.commit_group;" ::: "memory");
-}
-template <int N> __device__ __forceinline__ void cute_epi_bulk_wait_read() {
-  asm volatile("cp.async.bulk.wait_group.read %0;" :: "n"(N) : "memory");
-}
-template <int N> __device__ __forceinline__ void cute_epi_bulk_wait() {
-  asm volatile("cp.async.bulk.wait_group %0;" :: "n"(N) : "memory");
-}
-__device__ __forceinline__ void cute_epi_fence_proxy_async() {
-  asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
-}
-__device__ __forceinline__ void cute_epi_prefetch_tma(const CuteTmaDesc* desc) {
-  asm volatile("prefetch.tensormap [%0];" :: "l"(reinterpret_cast<cute_u64>(desc)) : "memory");
-}
-__device__ __forceinline__ void cute_epi_stmatrix_x4(cute_u32 a, cute_u32 r0, cute_u32 r1,
-                                                     cute_u32 r2, cute_u32 r3) {
-  asm volatile("stmatrix.sync.aligned.x4.m8n8.shared.b16 [%0], {%1, %2, %3, %4};"
-               :: "r"(a), "r"(r0), "r"(r1), "r"(r2), "r"(r3) : "memory");
-}
-
-__device__ __forceinline__ float cute_epi_tanh_approx(float x) {
-  float y; asm("tanh.approx.f32 %0, %1;" : "=f"(y) : "f"(x)); return y;
-}
 __device__ __forceinline__ float cute_epi_gelu_tanh(float x) {
   // 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))
   float u = 0.7978845608028654f * fmaf(0.044715f * x, x * x, x);
-  return 0.5f * x * (1.0f + cute_epi_tanh_approx(u));
+  return 0.5f * x * (1.0f + tanh_approx_f32(u));
 }
 __device__ __forceinline__ float cute_epi_gelu_erf(float x) {
   return 0.5f * x * (1.0f + erff(x * 0.7071067811865476f));
@@ -239,12 +24,6 @@ __device__ __forceinline__ float cute_epi_visit(
     bool valid) {
   const float v0 = acc;
   return v0;
-}
-
-template <int RB> __device__ __forceinline__ cute_u32 cute_epi_swz(int row, int colb) {
-  // TMA swizzle Swizzle<log2(RB/16), 4, 3> on the byte offset of a row-major subtile
-  const cute_u32 off = static_cast<cute_u32>(row * RB + colb);
-  return off ^ (((off >> 7) & (RB / 16 - 1)) << 4);
 }
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 900
 #define CUTE_PY_SM90_CLUSTER_DIMS
@@ -266,7 +45,7 @@ extern "C" __global__ void CUTE_PY_SM90_CLUSTER_DIMS __launch_bounds__(384, 1) c
     long long ldl_c,
     float alpha,
     float beta,
-    const __grid_constant__ CuteTmaDesc tmap_D)
+    const __grid_constant__ TmaDescriptor tmap_D)
 {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
   extern __shared__ unsigned char smem_raw_[];
@@ -276,9 +55,9 @@ extern "C" __global__ void CUTE_PY_SM90_CLUSTER_DIMS __launch_bounds__(384, 1) c
   const u32 bar_full = sB + 147472u;
   const u32 bar_empty = bar_full + 32u;
   unsigned char* cute_epi_smem_base = smem_raw_ + (smem0_ - cvta_to_shared_u32(smem_raw_)) + 196608;
-  const cute_u32 cute_epi_smem = cute_epi_smem_u32(cute_epi_smem_base);
-  const cute_u32 cute_epi_full = cute_epi_smem + 16384u;
-  const cute_u32 cute_epi_empty = cute_epi_full + 16u;
+  const u32 cute_epi_smem = static_cast<u32>(__cvta_generic_to_shared(cute_epi_smem_base));
+  const u32 cute_epi_full = cute_epi_smem + 16384;
+  const u32 cute_epi_empty = cute_epi_full + 16;
   const int wg = __shfl_sync(0xffffffffu, (int)(threadIdx.x / 128), 0);
   if (threadIdx.x == 0) {
     for (int s_ = 0; s_ < 4; ++s_) {
@@ -339,7 +118,9 @@ extern "C" __global__ void CUTE_PY_SM90_CLUSTER_DIMS __launch_bounds__(384, 1) c
     const int cw = wg - 1;
     const bool release_lane = (threadIdx.x & 31) == 0;
     int idx = 0; u32 phase = 0u;
-    int cute_epi_c_idx = 0; cute_u32 cute_epi_c_phase = 0; int cute_epi_d_idx = 0;
+    int cute_epi_c_idx = 0;
+    u32 cute_epi_c_phase = 0;
+    int cute_epi_d_idx = 0;
     float acc[1][128];
     for (int tile = first_tile; tile < num_tiles; tile += tile_step) {
       int m_blk, n_blk, l_;
@@ -401,275 +182,293 @@ extern "C" __global__ void CUTE_PY_SM90_CLUSTER_DIMS __launch_bounds__(384, 1) c
       // ---------------- epilogue ----------------
       {
         const int cute_lane = tid & 31;
-        const int cute_mt = ((tid >> 7) * 64 + ((tid & 127) >> 5) * 16 + ((tid & 31) >> 2));
-        const int cute_nt = ((tid & 3) * 2);
-        { // subtile (0, 0)
-          const int cute_sm0 = cute_epi_m0 + 0, cute_sn0 = cute_epi_n0 + 0;
-          const int cute_lm = cute_mt - 0, cute_ln = cute_nt - 0;
-          const float dv_0 = cute_epi_visit(acc[0][0], (cute_epi_m0 + cute_mt + 0 < M) && (cute_epi_n0 + cute_nt + 0 < N));
-          const float dv_1 = cute_epi_visit(acc[0][1], (cute_epi_m0 + cute_mt + 0 < M) && (cute_epi_n0 + cute_nt + 1 < N));
-          const float dv_2 = cute_epi_visit(acc[0][2], (cute_epi_m0 + cute_mt + 8 < M) && (cute_epi_n0 + cute_nt + 0 < N));
-          const float dv_3 = cute_epi_visit(acc[0][3], (cute_epi_m0 + cute_mt + 8 < M) && (cute_epi_n0 + cute_nt + 1 < N));
-          const float dv_4 = cute_epi_visit(acc[0][4], (cute_epi_m0 + cute_mt + 0 < M) && (cute_epi_n0 + cute_nt + 8 < N));
-          const float dv_5 = cute_epi_visit(acc[0][5], (cute_epi_m0 + cute_mt + 0 < M) && (cute_epi_n0 + cute_nt + 9 < N));
-          const float dv_6 = cute_epi_visit(acc[0][6], (cute_epi_m0 + cute_mt + 8 < M) && (cute_epi_n0 + cute_nt + 8 < N));
-          const float dv_7 = cute_epi_visit(acc[0][7], (cute_epi_m0 + cute_mt + 8 < M) && (cute_epi_n0 + cute_nt + 9 < N));
-          const float dv_8 = cute_epi_visit(acc[0][8], (cute_epi_m0 + cute_mt + 0 < M) && (cute_epi_n0 + cute_nt + 16 < N));
-          const float dv_9 = cute_epi_visit(acc[0][9], (cute_epi_m0 + cute_mt + 0 < M) && (cute_epi_n0 + cute_nt + 17 < N));
-          const float dv_10 = cute_epi_visit(acc[0][10], (cute_epi_m0 + cute_mt + 8 < M) && (cute_epi_n0 + cute_nt + 16 < N));
-          const float dv_11 = cute_epi_visit(acc[0][11], (cute_epi_m0 + cute_mt + 8 < M) && (cute_epi_n0 + cute_nt + 17 < N));
-          const float dv_12 = cute_epi_visit(acc[0][12], (cute_epi_m0 + cute_mt + 0 < M) && (cute_epi_n0 + cute_nt + 24 < N));
-          const float dv_13 = cute_epi_visit(acc[0][13], (cute_epi_m0 + cute_mt + 0 < M) && (cute_epi_n0 + cute_nt + 25 < N));
-          const float dv_14 = cute_epi_visit(acc[0][14], (cute_epi_m0 + cute_mt + 8 < M) && (cute_epi_n0 + cute_nt + 24 < N));
-          const float dv_15 = cute_epi_visit(acc[0][15], (cute_epi_m0 + cute_mt + 8 < M) && (cute_epi_n0 + cute_nt + 25 < N));
-          if (tid == 0) cute_epi_bulk_wait_read<1>();
-          cute_epi_named_bar(1, 256);
-          { const int wm_ = cute_lm - (cute_lane >> 2), wn_ = cute_ln - 2 * (cute_lane & 3), q_ = cute_lane >> 3;
-            cute_epi_stmatrix_x4(((cute_epi_smem + 0u + (cute_epi_d_idx) * 8192u) + cute_epi_swz<64>(wm_ + (q_ == 0 ? 0 : q_ == 1 ? 8 : q_ == 2 ? 0 : 8) + (cute_lane & 7), (wn_ + (q_ == 0 ? 0 : q_ == 1 ? 0 : q_ == 2 ? 8 : 8)) * 2)), cute_epi_pack_half2(dv_0, dv_1), cute_epi_pack_half2(dv_2, dv_3), cute_epi_pack_half2(dv_4, dv_5), cute_epi_pack_half2(dv_6, dv_7));
-            cute_epi_stmatrix_x4(((cute_epi_smem + 0u + (cute_epi_d_idx) * 8192u) + cute_epi_swz<64>(wm_ + (q_ == 0 ? 0 : q_ == 1 ? 8 : q_ == 2 ? 0 : 8) + (cute_lane & 7), (wn_ + (q_ == 0 ? 16 : q_ == 1 ? 16 : q_ == 2 ? 24 : 24)) * 2)), cute_epi_pack_half2(dv_8, dv_9), cute_epi_pack_half2(dv_10, dv_11), cute_epi_pack_half2(dv_12, dv_13), cute_epi_pack_half2(dv_14, dv_15));
-          }
-          cute_epi_fence_proxy_async();
-          cute_epi_named_bar(1, 256);
+        const int cute_mt = ((tid >> 2) & 7) + (tid >> 5) * 16;
+        const int cute_nt = (tid & 3) * 2;
+        {
+          // subtile (0, 0)
+          const float dv_0 = cute_epi_visit(acc[0][0], cute_epi_m0 + cute_mt < M && cute_epi_n0 + cute_nt < N);
+          const float dv_1 = cute_epi_visit(acc[0][1], cute_epi_m0 + cute_mt < M && cute_epi_n0 + cute_nt + 1 < N);
+          const float dv_2 = cute_epi_visit(acc[0][2], cute_epi_m0 + cute_mt + 8 < M && cute_epi_n0 + cute_nt < N);
+          const float dv_3 = cute_epi_visit(acc[0][3], cute_epi_m0 + cute_mt + 8 < M && cute_epi_n0 + cute_nt + 1 < N);
+          const float dv_4 = cute_epi_visit(acc[0][4], cute_epi_m0 + cute_mt < M && cute_epi_n0 + cute_nt + 8 < N);
+          const float dv_5 = cute_epi_visit(acc[0][5], cute_epi_m0 + cute_mt < M && cute_epi_n0 + cute_nt + 9 < N);
+          const float dv_6 = cute_epi_visit(acc[0][6], cute_epi_m0 + cute_mt + 8 < M && cute_epi_n0 + cute_nt + 8 < N);
+          const float dv_7 = cute_epi_visit(acc[0][7], cute_epi_m0 + cute_mt + 8 < M && cute_epi_n0 + cute_nt + 9 < N);
+          const float dv_8 = cute_epi_visit(acc[0][8], cute_epi_m0 + cute_mt < M && cute_epi_n0 + cute_nt + 16 < N);
+          const float dv_9 = cute_epi_visit(acc[0][9], cute_epi_m0 + cute_mt < M && cute_epi_n0 + cute_nt + 17 < N);
+          const float dv_10 = cute_epi_visit(acc[0][10], cute_epi_m0 + cute_mt + 8 < M && cute_epi_n0 + cute_nt + 16 < N);
+          const float dv_11 = cute_epi_visit(acc[0][11], cute_epi_m0 + cute_mt + 8 < M && cute_epi_n0 + cute_nt + 17 < N);
+          const float dv_12 = cute_epi_visit(acc[0][12], cute_epi_m0 + cute_mt < M && cute_epi_n0 + cute_nt + 24 < N);
+          const float dv_13 = cute_epi_visit(acc[0][13], cute_epi_m0 + cute_mt < M && cute_epi_n0 + cute_nt + 25 < N);
+          const float dv_14 = cute_epi_visit(acc[0][14], cute_epi_m0 + cute_mt + 8 < M && cute_epi_n0 + cute_nt + 24 < N);
+          const float dv_15 = cute_epi_visit(acc[0][15], cute_epi_m0 + cute_mt + 8 < M && cute_epi_n0 + cute_nt + 25 < N);
           if (tid == 0) {
-            cute_epi_tma_store_2d(&tmap_D, (cute_epi_smem + 0u + (cute_epi_d_idx) * 8192u), cute_sn0, cute_sm0);
-            cute_epi_bulk_commit();
+            bulk_wait_group_read<1>();
+          }
+          named_barrier_sync(1, 256);
+          {
+            const int q_ = cute_lane >> 3;
+            stmatrix_x4(cute_epi_smem + cute_epi_d_idx * 8192 + ((((tid >> 5) * 16 + (q_ == 0 ? 0 : (q_ == 1 ? 8 : (q_ == 2 ? 0 : 8))) + (tid & 7)) * 64 + (q_ == 0 ? 0 : (q_ == 1 ? 0 : 8)) * 2) ^ (((((tid >> 5) * 16 + (q_ == 0 ? 0 : (q_ == 1 ? 8 : (q_ == 2 ? 0 : 8))) + (tid & 7)) * 64 + (q_ == 0 ? 0 : (q_ == 1 ? 0 : 8)) * 2) & 384) >> 3)), pack_f16x2(dv_0, dv_1), pack_f16x2(dv_2, dv_3), pack_f16x2(dv_4, dv_5), pack_f16x2(dv_6, dv_7));
+            stmatrix_x4(cute_epi_smem + cute_epi_d_idx * 8192 + ((((tid >> 5) * 16 + (q_ == 0 ? 0 : (q_ == 1 ? 8 : (q_ == 2 ? 0 : 8))) + (tid & 7)) * 64 + (q_ == 0 ? 16 : (q_ == 1 ? 16 : 24)) * 2) ^ (((((tid >> 5) * 16 + (q_ == 0 ? 0 : (q_ == 1 ? 8 : (q_ == 2 ? 0 : 8))) + (tid & 7)) * 64 + (q_ == 0 ? 16 : (q_ == 1 ? 16 : 24)) * 2) & 384) >> 3)), pack_f16x2(dv_8, dv_9), pack_f16x2(dv_10, dv_11), pack_f16x2(dv_12, dv_13), pack_f16x2(dv_14, dv_15));
+          }
+          fence_proxy_async_shared();
+          named_barrier_sync(1, 256);
+          if (tid == 0) {
+            tma_store_2d(&tmap_D, cute_epi_smem + cute_epi_d_idx * 8192, cute_epi_n0, cute_epi_m0);
+            bulk_commit_group();
           }
           if (++cute_epi_d_idx == 2) cute_epi_d_idx = 0;
         }
-        { // subtile (0, 1)
-          const int cute_sm0 = cute_epi_m0 + 0, cute_sn0 = cute_epi_n0 + 32;
-          const int cute_lm = cute_mt - 0, cute_ln = cute_nt - 32;
-          const float dv_16 = cute_epi_visit(acc[0][16], (cute_epi_m0 + cute_mt + 0 < M) && (cute_epi_n0 + cute_nt + 32 < N));
-          const float dv_17 = cute_epi_visit(acc[0][17], (cute_epi_m0 + cute_mt + 0 < M) && (cute_epi_n0 + cute_nt + 33 < N));
-          const float dv_18 = cute_epi_visit(acc[0][18], (cute_epi_m0 + cute_mt + 8 < M) && (cute_epi_n0 + cute_nt + 32 < N));
-          const float dv_19 = cute_epi_visit(acc[0][19], (cute_epi_m0 + cute_mt + 8 < M) && (cute_epi_n0 + cute_nt + 33 < N));
-          const float dv_20 = cute_epi_visit(acc[0][20], (cute_epi_m0 + cute_mt + 0 < M) && (cute_epi_n0 + cute_nt + 40 < N));
-          const float dv_21 = cute_epi_visit(acc[0][21], (cute_epi_m0 + cute_mt + 0 < M) && (cute_epi_n0 + cute_nt + 41 < N));
-          const float dv_22 = cute_epi_visit(acc[0][22], (cute_epi_m0 + cute_mt + 8 < M) && (cute_epi_n0 + cute_nt + 40 < N));
-          const float dv_23 = cute_epi_visit(acc[0][23], (cute_epi_m0 + cute_mt + 8 < M) && (cute_epi_n0 + cute_nt + 41 < N));
-          const float dv_24 = cute_epi_visit(acc[0][24], (cute_epi_m0 + cute_mt + 0 < M) && (cute_epi_n0 + cute_nt + 48 < N));
-          const float dv_25 = cute_epi_visit(acc[0][25], (cute_epi_m0 + cute_mt + 0 < M) && (cute_epi_n0 + cute_nt + 49 < N));
-          const float dv_26 = cute_epi_visit(acc[0][26], (cute_epi_m0 + cute_mt + 8 < M) && (cute_epi_n0 + cute_nt + 48 < N));
-          const float dv_27 = cute_epi_visit(acc[0][27], (cute_epi_m0 + cute_mt + 8 < M) && (cute_epi_n0 + cute_nt + 49 < N));
-          const float dv_28 = cute_epi_visit(acc[0][28], (cute_epi_m0 + cute_mt + 0 < M) && (cute_epi_n0 + cute_nt + 56 < N));
-          const float dv_29 = cute_epi_visit(acc[0][29], (cute_epi_m0 + cute_mt + 0 < M) && (cute_epi_n0 + cute_nt + 57 < N));
-          const float dv_30 = cute_epi_visit(acc[0][30], (cute_epi_m0 + cute_mt + 8 < M) && (cute_epi_n0 + cute_nt + 56 < N));
-          const float dv_31 = cute_epi_visit(acc[0][31], (cute_epi_m0 + cute_mt + 8 < M) && (cute_epi_n0 + cute_nt + 57 < N));
-          if (tid == 0) cute_epi_bulk_wait_read<1>();
-          cute_epi_named_bar(1, 256);
-          { const int wm_ = cute_lm - (cute_lane >> 2), wn_ = cute_ln - 2 * (cute_lane & 3), q_ = cute_lane >> 3;
-            cute_epi_stmatrix_x4(((cute_epi_smem + 0u + (cute_epi_d_idx) * 8192u) + cute_epi_swz<64>(wm_ + (q_ == 0 ? 0 : q_ == 1 ? 8 : q_ == 2 ? 0 : 8) + (cute_lane & 7), (wn_ + (q_ == 0 ? 32 : q_ == 1 ? 32 : q_ == 2 ? 40 : 40)) * 2)), cute_epi_pack_half2(dv_16, dv_17), cute_epi_pack_half2(dv_18, dv_19), cute_epi_pack_half2(dv_20, dv_21), cute_epi_pack_half2(dv_22, dv_23));
-            cute_epi_stmatrix_x4(((cute_epi_smem + 0u + (cute_epi_d_idx) * 8192u) + cute_epi_swz<64>(wm_ + (q_ == 0 ? 0 : q_ == 1 ? 8 : q_ == 2 ? 0 : 8) + (cute_lane & 7), (wn_ + (q_ == 0 ? 48 : q_ == 1 ? 48 : q_ == 2 ? 56 : 56)) * 2)), cute_epi_pack_half2(dv_24, dv_25), cute_epi_pack_half2(dv_26, dv_27), cute_epi_pack_half2(dv_28, dv_29), cute_epi_pack_half2(dv_30, dv_31));
-          }
-          cute_epi_fence_proxy_async();
-          cute_epi_named_bar(1, 256);
+        {
+          // subtile (0, 1)
+          const float dv_16 = cute_epi_visit(acc[0][16], cute_epi_m0 + cute_mt < M && cute_epi_n0 + cute_nt + 32 < N);
+          const float dv_17 = cute_epi_visit(acc[0][17], cute_epi_m0 + cute_mt < M && cute_epi_n0 + cute_nt + 33 < N);
+          const float dv_18 = cute_epi_visit(acc[0][18], cute_epi_m0 + cute_mt + 8 < M && cute_epi_n0 + cute_nt + 32 < N);
+          const float dv_19 = cute_epi_visit(acc[0][19], cute_epi_m0 + cute_mt + 8 < M && cute_epi_n0 + cute_nt + 33 < N);
+          const float dv_20 = cute_epi_visit(acc[0][20], cute_epi_m0 + cute_mt < M && cute_epi_n0 + cute_nt + 40 < N);
+          const float dv_21 = cute_epi_visit(acc[0][21], cute_epi_m0 + cute_mt < M && cute_epi_n0 + cute_nt + 41 < N);
+          const float dv_22 = cute_epi_visit(acc[0][22], cute_epi_m0 + cute_mt + 8 < M && cute_epi_n0 + cute_nt + 40 < N);
+          const float dv_23 = cute_epi_visit(acc[0][23], cute_epi_m0 + cute_mt + 8 < M && cute_epi_n0 + cute_nt + 41 < N);
+          const float dv_24 = cute_epi_visit(acc[0][24], cute_epi_m0 + cute_mt < M && cute_epi_n0 + cute_nt + 48 < N);
+          const float dv_25 = cute_epi_visit(acc[0][25], cute_epi_m0 + cute_mt < M && cute_epi_n0 + cute_nt + 49 < N);
+          const float dv_26 = cute_epi_visit(acc[0][26], cute_epi_m0 + cute_mt + 8 < M && cute_epi_n0 + cute_nt + 48 < N);
+          const float dv_27 = cute_epi_visit(acc[0][27], cute_epi_m0 + cute_mt + 8 < M && cute_epi_n0 + cute_nt + 49 < N);
+          const float dv_28 = cute_epi_visit(acc[0][28], cute_epi_m0 + cute_mt < M && cute_epi_n0 + cute_nt + 56 < N);
+          const float dv_29 = cute_epi_visit(acc[0][29], cute_epi_m0 + cute_mt < M && cute_epi_n0 + cute_nt + 57 < N);
+          const float dv_30 = cute_epi_visit(acc[0][30], cute_epi_m0 + cute_mt + 8 < M && cute_epi_n0 + cute_nt + 56 < N);
+          const float dv_31 = cute_epi_visit(acc[0][31], cute_epi_m0 + cute_mt + 8 < M && cute_epi_n0 + cute_nt + 57 < N);
           if (tid == 0) {
-            cute_epi_tma_store_2d(&tmap_D, (cute_epi_smem + 0u + (cute_epi_d_idx) * 8192u), cute_sn0, cute_sm0);
-            cute_epi_bulk_commit();
+            bulk_wait_group_read<1>();
+          }
+          named_barrier_sync(1, 256);
+          {
+            const int q__1 = cute_lane >> 3;
+            stmatrix_x4(cute_epi_smem + cute_epi_d_idx * 8192 + ((((tid >> 5) * 16 + (q__1 == 0 ? 0 : (q__1 == 1 ? 8 : (q__1 == 2 ? 0 : 8))) + (tid & 7)) * 64 + (q__1 == 0 ? 0 : (q__1 == 1 ? 0 : 8)) * 2) ^ (((((tid >> 5) * 16 + (q__1 == 0 ? 0 : (q__1 == 1 ? 8 : (q__1 == 2 ? 0 : 8))) + (tid & 7)) * 64 + (q__1 == 0 ? 0 : (q__1 == 1 ? 0 : 8)) * 2) & 384) >> 3)), pack_f16x2(dv_16, dv_17), pack_f16x2(dv_18, dv_19), pack_f16x2(dv_20, dv_21), pack_f16x2(dv_22, dv_23));
+            stmatrix_x4(cute_epi_smem + cute_epi_d_idx * 8192 + ((((tid >> 5) * 16 + (q__1 == 0 ? 0 : (q__1 == 1 ? 8 : (q__1 == 2 ? 0 : 8))) + (tid & 7)) * 64 + (q__1 == 0 ? 16 : (q__1 == 1 ? 16 : 24)) * 2) ^ (((((tid >> 5) * 16 + (q__1 == 0 ? 0 : (q__1 == 1 ? 8 : (q__1 == 2 ? 0 : 8))) + (tid & 7)) * 64 + (q__1 == 0 ? 16 : (q__1 == 1 ? 16 : 24)) * 2) & 384) >> 3)), pack_f16x2(dv_24, dv_25), pack_f16x2(dv_26, dv_27), pack_f16x2(dv_28, dv_29), pack_f16x2(dv_30, dv_31));
+          }
+          fence_proxy_async_shared();
+          named_barrier_sync(1, 256);
+          if (tid == 0) {
+            tma_store_2d(&tmap_D, cute_epi_smem + cute_epi_d_idx * 8192, cute_epi_n0 + 32, cute_epi_m0);
+            bulk_commit_group();
           }
           if (++cute_epi_d_idx == 2) cute_epi_d_idx = 0;
         }
-        { // subtile (0, 2)
-          const int cute_sm0 = cute_epi_m0 + 0, cute_sn0 = cute_epi_n0 + 64;
-          const int cute_lm = cute_mt - 0, cute_ln = cute_nt - 64;
-          const float dv_32 = cute_epi_visit(acc[0][32], (cute_epi_m0 + cute_mt + 0 < M) && (cute_epi_n0 + cute_nt + 64 < N));
-          const float dv_33 = cute_epi_visit(acc[0][33], (cute_epi_m0 + cute_mt + 0 < M) && (cute_epi_n0 + cute_nt + 65 < N));
-          const float dv_34 = cute_epi_visit(acc[0][34], (cute_epi_m0 + cute_mt + 8 < M) && (cute_epi_n0 + cute_nt + 64 < N));
-          const float dv_35 = cute_epi_visit(acc[0][35], (cute_epi_m0 + cute_mt + 8 < M) && (cute_epi_n0 + cute_nt + 65 < N));
-          const float dv_36 = cute_epi_visit(acc[0][36], (cute_epi_m0 + cute_mt + 0 < M) && (cute_epi_n0 + cute_nt + 72 < N));
-          const float dv_37 = cute_epi_visit(acc[0][37], (cute_epi_m0 + cute_mt + 0 < M) && (cute_epi_n0 + cute_nt + 73 < N));
-          const float dv_38 = cute_epi_visit(acc[0][38], (cute_epi_m0 + cute_mt + 8 < M) && (cute_epi_n0 + cute_nt + 72 < N));
-          const float dv_39 = cute_epi_visit(acc[0][39], (cute_epi_m0 + cute_mt + 8 < M) && (cute_epi_n0 + cute_nt + 73 < N));
-          const float dv_40 = cute_epi_visit(acc[0][40], (cute_epi_m0 + cute_mt + 0 < M) && (cute_epi_n0 + cute_nt + 80 < N));
-          const float dv_41 = cute_epi_visit(acc[0][41], (cute_epi_m0 + cute_mt + 0 < M) && (cute_epi_n0 + cute_nt + 81 < N));
-          const float dv_42 = cute_epi_visit(acc[0][42], (cute_epi_m0 + cute_mt + 8 < M) && (cute_epi_n0 + cute_nt + 80 < N));
-          const float dv_43 = cute_epi_visit(acc[0][43], (cute_epi_m0 + cute_mt + 8 < M) && (cute_epi_n0 + cute_nt + 81 < N));
-          const float dv_44 = cute_epi_visit(acc[0][44], (cute_epi_m0 + cute_mt + 0 < M) && (cute_epi_n0 + cute_nt + 88 < N));
-          const float dv_45 = cute_epi_visit(acc[0][45], (cute_epi_m0 + cute_mt + 0 < M) && (cute_epi_n0 + cute_nt + 89 < N));
-          const float dv_46 = cute_epi_visit(acc[0][46], (cute_epi_m0 + cute_mt + 8 < M) && (cute_epi_n0 + cute_nt + 88 < N));
-          const float dv_47 = cute_epi_visit(acc[0][47], (cute_epi_m0 + cute_mt + 8 < M) && (cute_epi_n0 + cute_nt + 89 < N));
-          if (tid == 0) cute_epi_bulk_wait_read<1>();
-          cute_epi_named_bar(1, 256);
-          { const int wm_ = cute_lm - (cute_lane >> 2), wn_ = cute_ln - 2 * (cute_lane & 3), q_ = cute_lane >> 3;
-            cute_epi_stmatrix_x4(((cute_epi_smem + 0u + (cute_epi_d_idx) * 8192u) + cute_epi_swz<64>(wm_ + (q_ == 0 ? 0 : q_ == 1 ? 8 : q_ == 2 ? 0 : 8) + (cute_lane & 7), (wn_ + (q_ == 0 ? 64 : q_ == 1 ? 64 : q_ == 2 ? 72 : 72)) * 2)), cute_epi_pack_half2(dv_32, dv_33), cute_epi_pack_half2(dv_34, dv_35), cute_epi_pack_half2(dv_36, dv_37), cute_epi_pack_half2(dv_38, dv_39));
-            cute_epi_stmatrix_x4(((cute_epi_smem + 0u + (cute_epi_d_idx) * 8192u) + cute_epi_swz<64>(wm_ + (q_ == 0 ? 0 : q_ == 1 ? 8 : q_ == 2 ? 0 : 8) + (cute_lane & 7), (wn_ + (q_ == 0 ? 80 : q_ == 1 ? 80 : q_ == 2 ? 88 : 88)) * 2)), cute_epi_pack_half2(dv_40, dv_41), cute_epi_pack_half2(dv_42, dv_43), cute_epi_pack_half2(dv_44, dv_45), cute_epi_pack_half2(dv_46, dv_47));
-          }
-          cute_epi_fence_proxy_async();
-          cute_epi_named_bar(1, 256);
+        {
+          // subtile (0, 2)
+          const float dv_32 = cute_epi_visit(acc[0][32], cute_epi_m0 + cute_mt < M && cute_epi_n0 + cute_nt + 64 < N);
+          const float dv_33 = cute_epi_visit(acc[0][33], cute_epi_m0 + cute_mt < M && cute_epi_n0 + cute_nt + 65 < N);
+          const float dv_34 = cute_epi_visit(acc[0][34], cute_epi_m0 + cute_mt + 8 < M && cute_epi_n0 + cute_nt + 64 < N);
+          const float dv_35 = cute_epi_visit(acc[0][35], cute_epi_m0 + cute_mt + 8 < M && cute_epi_n0 + cute_nt + 65 < N);
+          const float dv_36 = cute_epi_visit(acc[0][36], cute_epi_m0 + cute_mt < M && cute_epi_n0 + cute_nt + 72 < N);
+          const float dv_37 = cute_epi_visit(acc[0][37], cute_epi_m0 + cute_mt < M && cute_epi_n0 + cute_nt + 73 < N);
+          const float dv_38 = cute_epi_visit(acc[0][38], cute_epi_m0 + cute_mt + 8 < M && cute_epi_n0 + cute_nt + 72 < N);
+          const float dv_39 = cute_epi_visit(acc[0][39], cute_epi_m0 + cute_mt + 8 < M && cute_epi_n0 + cute_nt + 73 < N);
+          const float dv_40 = cute_epi_visit(acc[0][40], cute_epi_m0 + cute_mt < M && cute_epi_n0 + cute_nt + 80 < N);
+          const float dv_41 = cute_epi_visit(acc[0][41], cute_epi_m0 + cute_mt < M && cute_epi_n0 + cute_nt + 81 < N);
+          const float dv_42 = cute_epi_visit(acc[0][42], cute_epi_m0 + cute_mt + 8 < M && cute_epi_n0 + cute_nt + 80 < N);
+          const float dv_43 = cute_epi_visit(acc[0][43], cute_epi_m0 + cute_mt + 8 < M && cute_epi_n0 + cute_nt + 81 < N);
+          const float dv_44 = cute_epi_visit(acc[0][44], cute_epi_m0 + cute_mt < M && cute_epi_n0 + cute_nt + 88 < N);
+          const float dv_45 = cute_epi_visit(acc[0][45], cute_epi_m0 + cute_mt < M && cute_epi_n0 + cute_nt + 89 < N);
+          const float dv_46 = cute_epi_visit(acc[0][46], cute_epi_m0 + cute_mt + 8 < M && cute_epi_n0 + cute_nt + 88 < N);
+          const float dv_47 = cute_epi_visit(acc[0][47], cute_epi_m0 + cute_mt + 8 < M && cute_epi_n0 + cute_nt + 89 < N);
           if (tid == 0) {
-            cute_epi_tma_store_2d(&tmap_D, (cute_epi_smem + 0u + (cute_epi_d_idx) * 8192u), cute_sn0, cute_sm0);
-            cute_epi_bulk_commit();
+            bulk_wait_group_read<1>();
+          }
+          named_barrier_sync(1, 256);
+          {
+            const int q__2 = cute_lane >> 3;
+            stmatrix_x4(cute_epi_smem + cute_epi_d_idx * 8192 + ((((tid >> 5) * 16 + (q__2 == 0 ? 0 : (q__2 == 1 ? 8 : (q__2 == 2 ? 0 : 8))) + (tid & 7)) * 64 + (q__2 == 0 ? 0 : (q__2 == 1 ? 0 : 8)) * 2) ^ (((((tid >> 5) * 16 + (q__2 == 0 ? 0 : (q__2 == 1 ? 8 : (q__2 == 2 ? 0 : 8))) + (tid & 7)) * 64 + (q__2 == 0 ? 0 : (q__2 == 1 ? 0 : 8)) * 2) & 384) >> 3)), pack_f16x2(dv_32, dv_33), pack_f16x2(dv_34, dv_35), pack_f16x2(dv_36, dv_37), pack_f16x2(dv_38, dv_39));
+            stmatrix_x4(cute_epi_smem + cute_epi_d_idx * 8192 + ((((tid >> 5) * 16 + (q__2 == 0 ? 0 : (q__2 == 1 ? 8 : (q__2 == 2 ? 0 : 8))) + (tid & 7)) * 64 + (q__2 == 0 ? 16 : (q__2 == 1 ? 16 : 24)) * 2) ^ (((((tid >> 5) * 16 + (q__2 == 0 ? 0 : (q__2 == 1 ? 8 : (q__2 == 2 ? 0 : 8))) + (tid & 7)) * 64 + (q__2 == 0 ? 16 : (q__2 == 1 ? 16 : 24)) * 2) & 384) >> 3)), pack_f16x2(dv_40, dv_41), pack_f16x2(dv_42, dv_43), pack_f16x2(dv_44, dv_45), pack_f16x2(dv_46, dv_47));
+          }
+          fence_proxy_async_shared();
+          named_barrier_sync(1, 256);
+          if (tid == 0) {
+            tma_store_2d(&tmap_D, cute_epi_smem + cute_epi_d_idx * 8192, cute_epi_n0 + 64, cute_epi_m0);
+            bulk_commit_group();
           }
           if (++cute_epi_d_idx == 2) cute_epi_d_idx = 0;
         }
-        { // subtile (0, 3)
-          const int cute_sm0 = cute_epi_m0 + 0, cute_sn0 = cute_epi_n0 + 96;
-          const int cute_lm = cute_mt - 0, cute_ln = cute_nt - 96;
-          const float dv_48 = cute_epi_visit(acc[0][48], (cute_epi_m0 + cute_mt + 0 < M) && (cute_epi_n0 + cute_nt + 96 < N));
-          const float dv_49 = cute_epi_visit(acc[0][49], (cute_epi_m0 + cute_mt + 0 < M) && (cute_epi_n0 + cute_nt + 97 < N));
-          const float dv_50 = cute_epi_visit(acc[0][50], (cute_epi_m0 + cute_mt + 8 < M) && (cute_epi_n0 + cute_nt + 96 < N));
-          const float dv_51 = cute_epi_visit(acc[0][51], (cute_epi_m0 + cute_mt + 8 < M) && (cute_epi_n0 + cute_nt + 97 < N));
-          const float dv_52 = cute_epi_visit(acc[0][52], (cute_epi_m0 + cute_mt + 0 < M) && (cute_epi_n0 + cute_nt + 104 < N));
-          const float dv_53 = cute_epi_visit(acc[0][53], (cute_epi_m0 + cute_mt + 0 < M) && (cute_epi_n0 + cute_nt + 105 < N));
-          const float dv_54 = cute_epi_visit(acc[0][54], (cute_epi_m0 + cute_mt + 8 < M) && (cute_epi_n0 + cute_nt + 104 < N));
-          const float dv_55 = cute_epi_visit(acc[0][55], (cute_epi_m0 + cute_mt + 8 < M) && (cute_epi_n0 + cute_nt + 105 < N));
-          const float dv_56 = cute_epi_visit(acc[0][56], (cute_epi_m0 + cute_mt + 0 < M) && (cute_epi_n0 + cute_nt + 112 < N));
-          const float dv_57 = cute_epi_visit(acc[0][57], (cute_epi_m0 + cute_mt + 0 < M) && (cute_epi_n0 + cute_nt + 113 < N));
-          const float dv_58 = cute_epi_visit(acc[0][58], (cute_epi_m0 + cute_mt + 8 < M) && (cute_epi_n0 + cute_nt + 112 < N));
-          const float dv_59 = cute_epi_visit(acc[0][59], (cute_epi_m0 + cute_mt + 8 < M) && (cute_epi_n0 + cute_nt + 113 < N));
-          const float dv_60 = cute_epi_visit(acc[0][60], (cute_epi_m0 + cute_mt + 0 < M) && (cute_epi_n0 + cute_nt + 120 < N));
-          const float dv_61 = cute_epi_visit(acc[0][61], (cute_epi_m0 + cute_mt + 0 < M) && (cute_epi_n0 + cute_nt + 121 < N));
-          const float dv_62 = cute_epi_visit(acc[0][62], (cute_epi_m0 + cute_mt + 8 < M) && (cute_epi_n0 + cute_nt + 120 < N));
-          const float dv_63 = cute_epi_visit(acc[0][63], (cute_epi_m0 + cute_mt + 8 < M) && (cute_epi_n0 + cute_nt + 121 < N));
-          if (tid == 0) cute_epi_bulk_wait_read<1>();
-          cute_epi_named_bar(1, 256);
-          { const int wm_ = cute_lm - (cute_lane >> 2), wn_ = cute_ln - 2 * (cute_lane & 3), q_ = cute_lane >> 3;
-            cute_epi_stmatrix_x4(((cute_epi_smem + 0u + (cute_epi_d_idx) * 8192u) + cute_epi_swz<64>(wm_ + (q_ == 0 ? 0 : q_ == 1 ? 8 : q_ == 2 ? 0 : 8) + (cute_lane & 7), (wn_ + (q_ == 0 ? 96 : q_ == 1 ? 96 : q_ == 2 ? 104 : 104)) * 2)), cute_epi_pack_half2(dv_48, dv_49), cute_epi_pack_half2(dv_50, dv_51), cute_epi_pack_half2(dv_52, dv_53), cute_epi_pack_half2(dv_54, dv_55));
-            cute_epi_stmatrix_x4(((cute_epi_smem + 0u + (cute_epi_d_idx) * 8192u) + cute_epi_swz<64>(wm_ + (q_ == 0 ? 0 : q_ == 1 ? 8 : q_ == 2 ? 0 : 8) + (cute_lane & 7), (wn_ + (q_ == 0 ? 112 : q_ == 1 ? 112 : q_ == 2 ? 120 : 120)) * 2)), cute_epi_pack_half2(dv_56, dv_57), cute_epi_pack_half2(dv_58, dv_59), cute_epi_pack_half2(dv_60, dv_61), cute_epi_pack_half2(dv_62, dv_63));
-          }
-          cute_epi_fence_proxy_async();
-          cute_epi_named_bar(1, 256);
+        {
+          // subtile (0, 3)
+          const float dv_48 = cute_epi_visit(acc[0][48], cute_epi_m0 + cute_mt < M && cute_epi_n0 + cute_nt + 96 < N);
+          const float dv_49 = cute_epi_visit(acc[0][49], cute_epi_m0 + cute_mt < M && cute_epi_n0 + cute_nt + 97 < N);
+          const float dv_50 = cute_epi_visit(acc[0][50], cute_epi_m0 + cute_mt + 8 < M && cute_epi_n0 + cute_nt + 96 < N);
+          const float dv_51 = cute_epi_visit(acc[0][51], cute_epi_m0 + cute_mt + 8 < M && cute_epi_n0 + cute_nt + 97 < N);
+          const float dv_52 = cute_epi_visit(acc[0][52], cute_epi_m0 + cute_mt < M && cute_epi_n0 + cute_nt + 104 < N);
+          const float dv_53 = cute_epi_visit(acc[0][53], cute_epi_m0 + cute_mt < M && cute_epi_n0 + cute_nt + 105 < N);
+          const float dv_54 = cute_epi_visit(acc[0][54], cute_epi_m0 + cute_mt + 8 < M && cute_epi_n0 + cute_nt + 104 < N);
+          const float dv_55 = cute_epi_visit(acc[0][55], cute_epi_m0 + cute_mt + 8 < M && cute_epi_n0 + cute_nt + 105 < N);
+          const float dv_56 = cute_epi_visit(acc[0][56], cute_epi_m0 + cute_mt < M && cute_epi_n0 + cute_nt + 112 < N);
+          const float dv_57 = cute_epi_visit(acc[0][57], cute_epi_m0 + cute_mt < M && cute_epi_n0 + cute_nt + 113 < N);
+          const float dv_58 = cute_epi_visit(acc[0][58], cute_epi_m0 + cute_mt + 8 < M && cute_epi_n0 + cute_nt + 112 < N);
+          const float dv_59 = cute_epi_visit(acc[0][59], cute_epi_m0 + cute_mt + 8 < M && cute_epi_n0 + cute_nt + 113 < N);
+          const float dv_60 = cute_epi_visit(acc[0][60], cute_epi_m0 + cute_mt < M && cute_epi_n0 + cute_nt + 120 < N);
+          const float dv_61 = cute_epi_visit(acc[0][61], cute_epi_m0 + cute_mt < M && cute_epi_n0 + cute_nt + 121 < N);
+          const float dv_62 = cute_epi_visit(acc[0][62], cute_epi_m0 + cute_mt + 8 < M && cute_epi_n0 + cute_nt + 120 < N);
+          const float dv_63 = cute_epi_visit(acc[0][63], cute_epi_m0 + cute_mt + 8 < M && cute_epi_n0 + cute_nt + 121 < N);
           if (tid == 0) {
-            cute_epi_tma_store_2d(&tmap_D, (cute_epi_smem + 0u + (cute_epi_d_idx) * 8192u), cute_sn0, cute_sm0);
-            cute_epi_bulk_commit();
+            bulk_wait_group_read<1>();
+          }
+          named_barrier_sync(1, 256);
+          {
+            const int q__3 = cute_lane >> 3;
+            stmatrix_x4(cute_epi_smem + cute_epi_d_idx * 8192 + ((((tid >> 5) * 16 + (q__3 == 0 ? 0 : (q__3 == 1 ? 8 : (q__3 == 2 ? 0 : 8))) + (tid & 7)) * 64 + (q__3 == 0 ? 0 : (q__3 == 1 ? 0 : 8)) * 2) ^ (((((tid >> 5) * 16 + (q__3 == 0 ? 0 : (q__3 == 1 ? 8 : (q__3 == 2 ? 0 : 8))) + (tid & 7)) * 64 + (q__3 == 0 ? 0 : (q__3 == 1 ? 0 : 8)) * 2) & 384) >> 3)), pack_f16x2(dv_48, dv_49), pack_f16x2(dv_50, dv_51), pack_f16x2(dv_52, dv_53), pack_f16x2(dv_54, dv_55));
+            stmatrix_x4(cute_epi_smem + cute_epi_d_idx * 8192 + ((((tid >> 5) * 16 + (q__3 == 0 ? 0 : (q__3 == 1 ? 8 : (q__3 == 2 ? 0 : 8))) + (tid & 7)) * 64 + (q__3 == 0 ? 16 : (q__3 == 1 ? 16 : 24)) * 2) ^ (((((tid >> 5) * 16 + (q__3 == 0 ? 0 : (q__3 == 1 ? 8 : (q__3 == 2 ? 0 : 8))) + (tid & 7)) * 64 + (q__3 == 0 ? 16 : (q__3 == 1 ? 16 : 24)) * 2) & 384) >> 3)), pack_f16x2(dv_56, dv_57), pack_f16x2(dv_58, dv_59), pack_f16x2(dv_60, dv_61), pack_f16x2(dv_62, dv_63));
+          }
+          fence_proxy_async_shared();
+          named_barrier_sync(1, 256);
+          if (tid == 0) {
+            tma_store_2d(&tmap_D, cute_epi_smem + cute_epi_d_idx * 8192, cute_epi_n0 + 96, cute_epi_m0);
+            bulk_commit_group();
           }
           if (++cute_epi_d_idx == 2) cute_epi_d_idx = 0;
         }
-        { // subtile (0, 4)
-          const int cute_sm0 = cute_epi_m0 + 0, cute_sn0 = cute_epi_n0 + 128;
-          const int cute_lm = cute_mt - 0, cute_ln = cute_nt - 128;
-          const float dv_64 = cute_epi_visit(acc[0][64], (cute_epi_m0 + cute_mt + 0 < M) && (cute_epi_n0 + cute_nt + 128 < N));
-          const float dv_65 = cute_epi_visit(acc[0][65], (cute_epi_m0 + cute_mt + 0 < M) && (cute_epi_n0 + cute_nt + 129 < N));
-          const float dv_66 = cute_epi_visit(acc[0][66], (cute_epi_m0 + cute_mt + 8 < M) && (cute_epi_n0 + cute_nt + 128 < N));
-          const float dv_67 = cute_epi_visit(acc[0][67], (cute_epi_m0 + cute_mt + 8 < M) && (cute_epi_n0 + cute_nt + 129 < N));
-          const float dv_68 = cute_epi_visit(acc[0][68], (cute_epi_m0 + cute_mt + 0 < M) && (cute_epi_n0 + cute_nt + 136 < N));
-          const float dv_69 = cute_epi_visit(acc[0][69], (cute_epi_m0 + cute_mt + 0 < M) && (cute_epi_n0 + cute_nt + 137 < N));
-          const float dv_70 = cute_epi_visit(acc[0][70], (cute_epi_m0 + cute_mt + 8 < M) && (cute_epi_n0 + cute_nt + 136 < N));
-          const float dv_71 = cute_epi_visit(acc[0][71], (cute_epi_m0 + cute_mt + 8 < M) && (cute_epi_n0 + cute_nt + 137 < N));
-          const float dv_72 = cute_epi_visit(acc[0][72], (cute_epi_m0 + cute_mt + 0 < M) && (cute_epi_n0 + cute_nt + 144 < N));
-          const float dv_73 = cute_epi_visit(acc[0][73], (cute_epi_m0 + cute_mt + 0 < M) && (cute_epi_n0 + cute_nt + 145 < N));
-          const float dv_74 = cute_epi_visit(acc[0][74], (cute_epi_m0 + cute_mt + 8 < M) && (cute_epi_n0 + cute_nt + 144 < N));
-          const float dv_75 = cute_epi_visit(acc[0][75], (cute_epi_m0 + cute_mt + 8 < M) && (cute_epi_n0 + cute_nt + 145 < N));
-          const float dv_76 = cute_epi_visit(acc[0][76], (cute_epi_m0 + cute_mt + 0 < M) && (cute_epi_n0 + cute_nt + 152 < N));
-          const float dv_77 = cute_epi_visit(acc[0][77], (cute_epi_m0 + cute_mt + 0 < M) && (cute_epi_n0 + cute_nt + 153 < N));
-          const float dv_78 = cute_epi_visit(acc[0][78], (cute_epi_m0 + cute_mt + 8 < M) && (cute_epi_n0 + cute_nt + 152 < N));
-          const float dv_79 = cute_epi_visit(acc[0][79], (cute_epi_m0 + cute_mt + 8 < M) && (cute_epi_n0 + cute_nt + 153 < N));
-          if (tid == 0) cute_epi_bulk_wait_read<1>();
-          cute_epi_named_bar(1, 256);
-          { const int wm_ = cute_lm - (cute_lane >> 2), wn_ = cute_ln - 2 * (cute_lane & 3), q_ = cute_lane >> 3;
-            cute_epi_stmatrix_x4(((cute_epi_smem + 0u + (cute_epi_d_idx) * 8192u) + cute_epi_swz<64>(wm_ + (q_ == 0 ? 0 : q_ == 1 ? 8 : q_ == 2 ? 0 : 8) + (cute_lane & 7), (wn_ + (q_ == 0 ? 128 : q_ == 1 ? 128 : q_ == 2 ? 136 : 136)) * 2)), cute_epi_pack_half2(dv_64, dv_65), cute_epi_pack_half2(dv_66, dv_67), cute_epi_pack_half2(dv_68, dv_69), cute_epi_pack_half2(dv_70, dv_71));
-            cute_epi_stmatrix_x4(((cute_epi_smem + 0u + (cute_epi_d_idx) * 8192u) + cute_epi_swz<64>(wm_ + (q_ == 0 ? 0 : q_ == 1 ? 8 : q_ == 2 ? 0 : 8) + (cute_lane & 7), (wn_ + (q_ == 0 ? 144 : q_ == 1 ? 144 : q_ == 2 ? 152 : 152)) * 2)), cute_epi_pack_half2(dv_72, dv_73), cute_epi_pack_half2(dv_74, dv_75), cute_epi_pack_half2(dv_76, dv_77), cute_epi_pack_half2(dv_78, dv_79));
-          }
-          cute_epi_fence_proxy_async();
-          cute_epi_named_bar(1, 256);
+        {
+          // subtile (0, 4)
+          const float dv_64 = cute_epi_visit(acc[0][64], cute_epi_m0 + cute_mt < M && cute_epi_n0 + cute_nt + 128 < N);
+          const float dv_65 = cute_epi_visit(acc[0][65], cute_epi_m0 + cute_mt < M && cute_epi_n0 + cute_nt + 129 < N);
+          const float dv_66 = cute_epi_visit(acc[0][66], cute_epi_m0 + cute_mt + 8 < M && cute_epi_n0 + cute_nt + 128 < N);
+          const float dv_67 = cute_epi_visit(acc[0][67], cute_epi_m0 + cute_mt + 8 < M && cute_epi_n0 + cute_nt + 129 < N);
+          const float dv_68 = cute_epi_visit(acc[0][68], cute_epi_m0 + cute_mt < M && cute_epi_n0 + cute_nt + 136 < N);
+          const float dv_69 = cute_epi_visit(acc[0][69], cute_epi_m0 + cute_mt < M && cute_epi_n0 + cute_nt + 137 < N);
+          const float dv_70 = cute_epi_visit(acc[0][70], cute_epi_m0 + cute_mt + 8 < M && cute_epi_n0 + cute_nt + 136 < N);
+          const float dv_71 = cute_epi_visit(acc[0][71], cute_epi_m0 + cute_mt + 8 < M && cute_epi_n0 + cute_nt + 137 < N);
+          const float dv_72 = cute_epi_visit(acc[0][72], cute_epi_m0 + cute_mt < M && cute_epi_n0 + cute_nt + 144 < N);
+          const float dv_73 = cute_epi_visit(acc[0][73], cute_epi_m0 + cute_mt < M && cute_epi_n0 + cute_nt + 145 < N);
+          const float dv_74 = cute_epi_visit(acc[0][74], cute_epi_m0 + cute_mt + 8 < M && cute_epi_n0 + cute_nt + 144 < N);
+          const float dv_75 = cute_epi_visit(acc[0][75], cute_epi_m0 + cute_mt + 8 < M && cute_epi_n0 + cute_nt + 145 < N);
+          const float dv_76 = cute_epi_visit(acc[0][76], cute_epi_m0 + cute_mt < M && cute_epi_n0 + cute_nt + 152 < N);
+          const float dv_77 = cute_epi_visit(acc[0][77], cute_epi_m0 + cute_mt < M && cute_epi_n0 + cute_nt + 153 < N);
+          const float dv_78 = cute_epi_visit(acc[0][78], cute_epi_m0 + cute_mt + 8 < M && cute_epi_n0 + cute_nt + 152 < N);
+          const float dv_79 = cute_epi_visit(acc[0][79], cute_epi_m0 + cute_mt + 8 < M && cute_epi_n0 + cute_nt + 153 < N);
           if (tid == 0) {
-            cute_epi_tma_store_2d(&tmap_D, (cute_epi_smem + 0u + (cute_epi_d_idx) * 8192u), cute_sn0, cute_sm0);
-            cute_epi_bulk_commit();
+            bulk_wait_group_read<1>();
+          }
+          named_barrier_sync(1, 256);
+          {
+            const int q__4 = cute_lane >> 3;
+            stmatrix_x4(cute_epi_smem + cute_epi_d_idx * 8192 + ((((tid >> 5) * 16 + (q__4 == 0 ? 0 : (q__4 == 1 ? 8 : (q__4 == 2 ? 0 : 8))) + (tid & 7)) * 64 + (q__4 == 0 ? 0 : (q__4 == 1 ? 0 : 8)) * 2) ^ (((((tid >> 5) * 16 + (q__4 == 0 ? 0 : (q__4 == 1 ? 8 : (q__4 == 2 ? 0 : 8))) + (tid & 7)) * 64 + (q__4 == 0 ? 0 : (q__4 == 1 ? 0 : 8)) * 2) & 384) >> 3)), pack_f16x2(dv_64, dv_65), pack_f16x2(dv_66, dv_67), pack_f16x2(dv_68, dv_69), pack_f16x2(dv_70, dv_71));
+            stmatrix_x4(cute_epi_smem + cute_epi_d_idx * 8192 + ((((tid >> 5) * 16 + (q__4 == 0 ? 0 : (q__4 == 1 ? 8 : (q__4 == 2 ? 0 : 8))) + (tid & 7)) * 64 + (q__4 == 0 ? 16 : (q__4 == 1 ? 16 : 24)) * 2) ^ (((((tid >> 5) * 16 + (q__4 == 0 ? 0 : (q__4 == 1 ? 8 : (q__4 == 2 ? 0 : 8))) + (tid & 7)) * 64 + (q__4 == 0 ? 16 : (q__4 == 1 ? 16 : 24)) * 2) & 384) >> 3)), pack_f16x2(dv_72, dv_73), pack_f16x2(dv_74, dv_75), pack_f16x2(dv_76, dv_77), pack_f16x2(dv_78, dv_79));
+          }
+          fence_proxy_async_shared();
+          named_barrier_sync(1, 256);
+          if (tid == 0) {
+            tma_store_2d(&tmap_D, cute_epi_smem + cute_epi_d_idx * 8192, cute_epi_n0 + 128, cute_epi_m0);
+            bulk_commit_group();
           }
           if (++cute_epi_d_idx == 2) cute_epi_d_idx = 0;
         }
-        { // subtile (0, 5)
-          const int cute_sm0 = cute_epi_m0 + 0, cute_sn0 = cute_epi_n0 + 160;
-          const int cute_lm = cute_mt - 0, cute_ln = cute_nt - 160;
-          const float dv_80 = cute_epi_visit(acc[0][80], (cute_epi_m0 + cute_mt + 0 < M) && (cute_epi_n0 + cute_nt + 160 < N));
-          const float dv_81 = cute_epi_visit(acc[0][81], (cute_epi_m0 + cute_mt + 0 < M) && (cute_epi_n0 + cute_nt + 161 < N));
-          const float dv_82 = cute_epi_visit(acc[0][82], (cute_epi_m0 + cute_mt + 8 < M) && (cute_epi_n0 + cute_nt + 160 < N));
-          const float dv_83 = cute_epi_visit(acc[0][83], (cute_epi_m0 + cute_mt + 8 < M) && (cute_epi_n0 + cute_nt + 161 < N));
-          const float dv_84 = cute_epi_visit(acc[0][84], (cute_epi_m0 + cute_mt + 0 < M) && (cute_epi_n0 + cute_nt + 168 < N));
-          const float dv_85 = cute_epi_visit(acc[0][85], (cute_epi_m0 + cute_mt + 0 < M) && (cute_epi_n0 + cute_nt + 169 < N));
-          const float dv_86 = cute_epi_visit(acc[0][86], (cute_epi_m0 + cute_mt + 8 < M) && (cute_epi_n0 + cute_nt + 168 < N));
-          const float dv_87 = cute_epi_visit(acc[0][87], (cute_epi_m0 + cute_mt + 8 < M) && (cute_epi_n0 + cute_nt + 169 < N));
-          const float dv_88 = cute_epi_visit(acc[0][88], (cute_epi_m0 + cute_mt + 0 < M) && (cute_epi_n0 + cute_nt + 176 < N));
-          const float dv_89 = cute_epi_visit(acc[0][89], (cute_epi_m0 + cute_mt + 0 < M) && (cute_epi_n0 + cute_nt + 177 < N));
-          const float dv_90 = cute_epi_visit(acc[0][90], (cute_epi_m0 + cute_mt + 8 < M) && (cute_epi_n0 + cute_nt + 176 < N));
-          const float dv_91 = cute_epi_visit(acc[0][91], (cute_epi_m0 + cute_mt + 8 < M) && (cute_epi_n0 + cute_nt + 177 < N));
-          const float dv_92 = cute_epi_visit(acc[0][92], (cute_epi_m0 + cute_mt + 0 < M) && (cute_epi_n0 + cute_nt + 184 < N));
-          const float dv_93 = cute_epi_visit(acc[0][93], (cute_epi_m0 + cute_mt + 0 < M) && (cute_epi_n0 + cute_nt + 185 < N));
-          const float dv_94 = cute_epi_visit(acc[0][94], (cute_epi_m0 + cute_mt + 8 < M) && (cute_epi_n0 + cute_nt + 184 < N));
-          const float dv_95 = cute_epi_visit(acc[0][95], (cute_epi_m0 + cute_mt + 8 < M) && (cute_epi_n0 + cute_nt + 185 < N));
-          if (tid == 0) cute_epi_bulk_wait_read<1>();
-          cute_epi_named_bar(1, 256);
-          { const int wm_ = cute_lm - (cute_lane >> 2), wn_ = cute_ln - 2 * (cute_lane & 3), q_ = cute_lane >> 3;
-            cute_epi_stmatrix_x4(((cute_epi_smem + 0u + (cute_epi_d_idx) * 8192u) + cute_epi_swz<64>(wm_ + (q_ == 0 ? 0 : q_ == 1 ? 8 : q_ == 2 ? 0 : 8) + (cute_lane & 7), (wn_ + (q_ == 0 ? 160 : q_ == 1 ? 160 : q_ == 2 ? 168 : 168)) * 2)), cute_epi_pack_half2(dv_80, dv_81), cute_epi_pack_half2(dv_82, dv_83), cute_epi_pack_half2(dv_84, dv_85), cute_epi_pack_half2(dv_86, dv_87));
-            cute_epi_stmatrix_x4(((cute_epi_smem + 0u + (cute_epi_d_idx) * 8192u) + cute_epi_swz<64>(wm_ + (q_ == 0 ? 0 : q_ == 1 ? 8 : q_ == 2 ? 0 : 8) + (cute_lane & 7), (wn_ + (q_ == 0 ? 176 : q_ == 1 ? 176 : q_ == 2 ? 184 : 184)) * 2)), cute_epi_pack_half2(dv_88, dv_89), cute_epi_pack_half2(dv_90, dv_91), cute_epi_pack_half2(dv_92, dv_93), cute_epi_pack_half2(dv_94, dv_95));
-          }
-          cute_epi_fence_proxy_async();
-          cute_epi_named_bar(1, 256);
+        {
+          // subtile (0, 5)
+          const float dv_80 = cute_epi_visit(acc[0][80], cute_epi_m0 + cute_mt < M && cute_epi_n0 + cute_nt + 160 < N);
+          const float dv_81 = cute_epi_visit(acc[0][81], cute_epi_m0 + cute_mt < M && cute_epi_n0 + cute_nt + 161 < N);
+          const float dv_82 = cute_epi_visit(acc[0][82], cute_epi_m0 + cute_mt + 8 < M && cute_epi_n0 + cute_nt + 160 < N);
+          const float dv_83 = cute_epi_visit(acc[0][83], cute_epi_m0 + cute_mt + 8 < M && cute_epi_n0 + cute_nt + 161 < N);
+          const float dv_84 = cute_epi_visit(acc[0][84], cute_epi_m0 + cute_mt < M && cute_epi_n0 + cute_nt + 168 < N);
+          const float dv_85 = cute_epi_visit(acc[0][85], cute_epi_m0 + cute_mt < M && cute_epi_n0 + cute_nt + 169 < N);
+          const float dv_86 = cute_epi_visit(acc[0][86], cute_epi_m0 + cute_mt + 8 < M && cute_epi_n0 + cute_nt + 168 < N);
+          const float dv_87 = cute_epi_visit(acc[0][87], cute_epi_m0 + cute_mt + 8 < M && cute_epi_n0 + cute_nt + 169 < N);
+          const float dv_88 = cute_epi_visit(acc[0][88], cute_epi_m0 + cute_mt < M && cute_epi_n0 + cute_nt + 176 < N);
+          const float dv_89 = cute_epi_visit(acc[0][89], cute_epi_m0 + cute_mt < M && cute_epi_n0 + cute_nt + 177 < N);
+          const float dv_90 = cute_epi_visit(acc[0][90], cute_epi_m0 + cute_mt + 8 < M && cute_epi_n0 + cute_nt + 176 < N);
+          const float dv_91 = cute_epi_visit(acc[0][91], cute_epi_m0 + cute_mt + 8 < M && cute_epi_n0 + cute_nt + 177 < N);
+          const float dv_92 = cute_epi_visit(acc[0][92], cute_epi_m0 + cute_mt < M && cute_epi_n0 + cute_nt + 184 < N);
+          const float dv_93 = cute_epi_visit(acc[0][93], cute_epi_m0 + cute_mt < M && cute_epi_n0 + cute_nt + 185 < N);
+          const float dv_94 = cute_epi_visit(acc[0][94], cute_epi_m0 + cute_mt + 8 < M && cute_epi_n0 + cute_nt + 184 < N);
+          const float dv_95 = cute_epi_visit(acc[0][95], cute_epi_m0 + cute_mt + 8 < M && cute_epi_n0 + cute_nt + 185 < N);
           if (tid == 0) {
-            cute_epi_tma_store_2d(&tmap_D, (cute_epi_smem + 0u + (cute_epi_d_idx) * 8192u), cute_sn0, cute_sm0);
-            cute_epi_bulk_commit();
+            bulk_wait_group_read<1>();
+          }
+          named_barrier_sync(1, 256);
+          {
+            const int q__5 = cute_lane >> 3;
+            stmatrix_x4(cute_epi_smem + cute_epi_d_idx * 8192 + ((((tid >> 5) * 16 + (q__5 == 0 ? 0 : (q__5 == 1 ? 8 : (q__5 == 2 ? 0 : 8))) + (tid & 7)) * 64 + (q__5 == 0 ? 0 : (q__5 == 1 ? 0 : 8)) * 2) ^ (((((tid >> 5) * 16 + (q__5 == 0 ? 0 : (q__5 == 1 ? 8 : (q__5 == 2 ? 0 : 8))) + (tid & 7)) * 64 + (q__5 == 0 ? 0 : (q__5 == 1 ? 0 : 8)) * 2) & 384) >> 3)), pack_f16x2(dv_80, dv_81), pack_f16x2(dv_82, dv_83), pack_f16x2(dv_84, dv_85), pack_f16x2(dv_86, dv_87));
+            stmatrix_x4(cute_epi_smem + cute_epi_d_idx * 8192 + ((((tid >> 5) * 16 + (q__5 == 0 ? 0 : (q__5 == 1 ? 8 : (q__5 == 2 ? 0 : 8))) + (tid & 7)) * 64 + (q__5 == 0 ? 16 : (q__5 == 1 ? 16 : 24)) * 2) ^ (((((tid >> 5) * 16 + (q__5 == 0 ? 0 : (q__5 == 1 ? 8 : (q__5 == 2 ? 0 : 8))) + (tid & 7)) * 64 + (q__5 == 0 ? 16 : (q__5 == 1 ? 16 : 24)) * 2) & 384) >> 3)), pack_f16x2(dv_88, dv_89), pack_f16x2(dv_90, dv_91), pack_f16x2(dv_92, dv_93), pack_f16x2(dv_94, dv_95));
+          }
+          fence_proxy_async_shared();
+          named_barrier_sync(1, 256);
+          if (tid == 0) {
+            tma_store_2d(&tmap_D, cute_epi_smem + cute_epi_d_idx * 8192, cute_epi_n0 + 160, cute_epi_m0);
+            bulk_commit_group();
           }
           if (++cute_epi_d_idx == 2) cute_epi_d_idx = 0;
         }
-        { // subtile (0, 6)
-          const int cute_sm0 = cute_epi_m0 + 0, cute_sn0 = cute_epi_n0 + 192;
-          const int cute_lm = cute_mt - 0, cute_ln = cute_nt - 192;
-          const float dv_96 = cute_epi_visit(acc[0][96], (cute_epi_m0 + cute_mt + 0 < M) && (cute_epi_n0 + cute_nt + 192 < N));
-          const float dv_97 = cute_epi_visit(acc[0][97], (cute_epi_m0 + cute_mt + 0 < M) && (cute_epi_n0 + cute_nt + 193 < N));
-          const float dv_98 = cute_epi_visit(acc[0][98], (cute_epi_m0 + cute_mt + 8 < M) && (cute_epi_n0 + cute_nt + 192 < N));
-          const float dv_99 = cute_epi_visit(acc[0][99], (cute_epi_m0 + cute_mt + 8 < M) && (cute_epi_n0 + cute_nt + 193 < N));
-          const float dv_100 = cute_epi_visit(acc[0][100], (cute_epi_m0 + cute_mt + 0 < M) && (cute_epi_n0 + cute_nt + 200 < N));
-          const float dv_101 = cute_epi_visit(acc[0][101], (cute_epi_m0 + cute_mt + 0 < M) && (cute_epi_n0 + cute_nt + 201 < N));
-          const float dv_102 = cute_epi_visit(acc[0][102], (cute_epi_m0 + cute_mt + 8 < M) && (cute_epi_n0 + cute_nt + 200 < N));
-          const float dv_103 = cute_epi_visit(acc[0][103], (cute_epi_m0 + cute_mt + 8 < M) && (cute_epi_n0 + cute_nt + 201 < N));
-          const float dv_104 = cute_epi_visit(acc[0][104], (cute_epi_m0 + cute_mt + 0 < M) && (cute_epi_n0 + cute_nt + 208 < N));
-          const float dv_105 = cute_epi_visit(acc[0][105], (cute_epi_m0 + cute_mt + 0 < M) && (cute_epi_n0 + cute_nt + 209 < N));
-          const float dv_106 = cute_epi_visit(acc[0][106], (cute_epi_m0 + cute_mt + 8 < M) && (cute_epi_n0 + cute_nt + 208 < N));
-          const float dv_107 = cute_epi_visit(acc[0][107], (cute_epi_m0 + cute_mt + 8 < M) && (cute_epi_n0 + cute_nt + 209 < N));
-          const float dv_108 = cute_epi_visit(acc[0][108], (cute_epi_m0 + cute_mt + 0 < M) && (cute_epi_n0 + cute_nt + 216 < N));
-          const float dv_109 = cute_epi_visit(acc[0][109], (cute_epi_m0 + cute_mt + 0 < M) && (cute_epi_n0 + cute_nt + 217 < N));
-          const float dv_110 = cute_epi_visit(acc[0][110], (cute_epi_m0 + cute_mt + 8 < M) && (cute_epi_n0 + cute_nt + 216 < N));
-          const float dv_111 = cute_epi_visit(acc[0][111], (cute_epi_m0 + cute_mt + 8 < M) && (cute_epi_n0 + cute_nt + 217 < N));
-          if (tid == 0) cute_epi_bulk_wait_read<1>();
-          cute_epi_named_bar(1, 256);
-          { const int wm_ = cute_lm - (cute_lane >> 2), wn_ = cute_ln - 2 * (cute_lane & 3), q_ = cute_lane >> 3;
-            cute_epi_stmatrix_x4(((cute_epi_smem + 0u + (cute_epi_d_idx) * 8192u) + cute_epi_swz<64>(wm_ + (q_ == 0 ? 0 : q_ == 1 ? 8 : q_ == 2 ? 0 : 8) + (cute_lane & 7), (wn_ + (q_ == 0 ? 192 : q_ == 1 ? 192 : q_ == 2 ? 200 : 200)) * 2)), cute_epi_pack_half2(dv_96, dv_97), cute_epi_pack_half2(dv_98, dv_99), cute_epi_pack_half2(dv_100, dv_101), cute_epi_pack_half2(dv_102, dv_103));
-            cute_epi_stmatrix_x4(((cute_epi_smem + 0u + (cute_epi_d_idx) * 8192u) + cute_epi_swz<64>(wm_ + (q_ == 0 ? 0 : q_ == 1 ? 8 : q_ == 2 ? 0 : 8) + (cute_lane & 7), (wn_ + (q_ == 0 ? 208 : q_ == 1 ? 208 : q_ == 2 ? 216 : 216)) * 2)), cute_epi_pack_half2(dv_104, dv_105), cute_epi_pack_half2(dv_106, dv_107), cute_epi_pack_half2(dv_108, dv_109), cute_epi_pack_half2(dv_110, dv_111));
-          }
-          cute_epi_fence_proxy_async();
-          cute_epi_named_bar(1, 256);
+        {
+          // subtile (0, 6)
+          const float dv_96 = cute_epi_visit(acc[0][96], cute_epi_m0 + cute_mt < M && cute_epi_n0 + cute_nt + 192 < N);
+          const float dv_97 = cute_epi_visit(acc[0][97], cute_epi_m0 + cute_mt < M && cute_epi_n0 + cute_nt + 193 < N);
+          const float dv_98 = cute_epi_visit(acc[0][98], cute_epi_m0 + cute_mt + 8 < M && cute_epi_n0 + cute_nt + 192 < N);
+          const float dv_99 = cute_epi_visit(acc[0][99], cute_epi_m0 + cute_mt + 8 < M && cute_epi_n0 + cute_nt + 193 < N);
+          const float dv_100 = cute_epi_visit(acc[0][100], cute_epi_m0 + cute_mt < M && cute_epi_n0 + cute_nt + 200 < N);
+          const float dv_101 = cute_epi_visit(acc[0][101], cute_epi_m0 + cute_mt < M && cute_epi_n0 + cute_nt + 201 < N);
+          const float dv_102 = cute_epi_visit(acc[0][102], cute_epi_m0 + cute_mt + 8 < M && cute_epi_n0 + cute_nt + 200 < N);
+          const float dv_103 = cute_epi_visit(acc[0][103], cute_epi_m0 + cute_mt + 8 < M && cute_epi_n0 + cute_nt + 201 < N);
+          const float dv_104 = cute_epi_visit(acc[0][104], cute_epi_m0 + cute_mt < M && cute_epi_n0 + cute_nt + 208 < N);
+          const float dv_105 = cute_epi_visit(acc[0][105], cute_epi_m0 + cute_mt < M && cute_epi_n0 + cute_nt + 209 < N);
+          const float dv_106 = cute_epi_visit(acc[0][106], cute_epi_m0 + cute_mt + 8 < M && cute_epi_n0 + cute_nt + 208 < N);
+          const float dv_107 = cute_epi_visit(acc[0][107], cute_epi_m0 + cute_mt + 8 < M && cute_epi_n0 + cute_nt + 209 < N);
+          const float dv_108 = cute_epi_visit(acc[0][108], cute_epi_m0 + cute_mt < M && cute_epi_n0 + cute_nt + 216 < N);
+          const float dv_109 = cute_epi_visit(acc[0][109], cute_epi_m0 + cute_mt < M && cute_epi_n0 + cute_nt + 217 < N);
+          const float dv_110 = cute_epi_visit(acc[0][110], cute_epi_m0 + cute_mt + 8 < M && cute_epi_n0 + cute_nt + 216 < N);
+          const float dv_111 = cute_epi_visit(acc[0][111], cute_epi_m0 + cute_mt + 8 < M && cute_epi_n0 + cute_nt + 217 < N);
           if (tid == 0) {
-            cute_epi_tma_store_2d(&tmap_D, (cute_epi_smem + 0u + (cute_epi_d_idx) * 8192u), cute_sn0, cute_sm0);
-            cute_epi_bulk_commit();
+            bulk_wait_group_read<1>();
+          }
+          named_barrier_sync(1, 256);
+          {
+            const int q__6 = cute_lane >> 3;
+            stmatrix_x4(cute_epi_smem + cute_epi_d_idx * 8192 + ((((tid >> 5) * 16 + (q__6 == 0 ? 0 : (q__6 == 1 ? 8 : (q__6 == 2 ? 0 : 8))) + (tid & 7)) * 64 + (q__6 == 0 ? 0 : (q__6 == 1 ? 0 : 8)) * 2) ^ (((((tid >> 5) * 16 + (q__6 == 0 ? 0 : (q__6 == 1 ? 8 : (q__6 == 2 ? 0 : 8))) + (tid & 7)) * 64 + (q__6 == 0 ? 0 : (q__6 == 1 ? 0 : 8)) * 2) & 384) >> 3)), pack_f16x2(dv_96, dv_97), pack_f16x2(dv_98, dv_99), pack_f16x2(dv_100, dv_101), pack_f16x2(dv_102, dv_103));
+            stmatrix_x4(cute_epi_smem + cute_epi_d_idx * 8192 + ((((tid >> 5) * 16 + (q__6 == 0 ? 0 : (q__6 == 1 ? 8 : (q__6 == 2 ? 0 : 8))) + (tid & 7)) * 64 + (q__6 == 0 ? 16 : (q__6 == 1 ? 16 : 24)) * 2) ^ (((((tid >> 5) * 16 + (q__6 == 0 ? 0 : (q__6 == 1 ? 8 : (q__6 == 2 ? 0 : 8))) + (tid & 7)) * 64 + (q__6 == 0 ? 16 : (q__6 == 1 ? 16 : 24)) * 2) & 384) >> 3)), pack_f16x2(dv_104, dv_105), pack_f16x2(dv_106, dv_107), pack_f16x2(dv_108, dv_109), pack_f16x2(dv_110, dv_111));
+          }
+          fence_proxy_async_shared();
+          named_barrier_sync(1, 256);
+          if (tid == 0) {
+            tma_store_2d(&tmap_D, cute_epi_smem + cute_epi_d_idx * 8192, cute_epi_n0 + 192, cute_epi_m0);
+            bulk_commit_group();
           }
           if (++cute_epi_d_idx == 2) cute_epi_d_idx = 0;
         }
-        { // subtile (0, 7)
-          const int cute_sm0 = cute_epi_m0 + 0, cute_sn0 = cute_epi_n0 + 224;
-          const int cute_lm = cute_mt - 0, cute_ln = cute_nt - 224;
-          const float dv_112 = cute_epi_visit(acc[0][112], (cute_epi_m0 + cute_mt + 0 < M) && (cute_epi_n0 + cute_nt + 224 < N));
-          const float dv_113 = cute_epi_visit(acc[0][113], (cute_epi_m0 + cute_mt + 0 < M) && (cute_epi_n0 + cute_nt + 225 < N));
-          const float dv_114 = cute_epi_visit(acc[0][114], (cute_epi_m0 + cute_mt + 8 < M) && (cute_epi_n0 + cute_nt + 224 < N));
-          const float dv_115 = cute_epi_visit(acc[0][115], (cute_epi_m0 + cute_mt + 8 < M) && (cute_epi_n0 + cute_nt + 225 < N));
-          const float dv_116 = cute_epi_visit(acc[0][116], (cute_epi_m0 + cute_mt + 0 < M) && (cute_epi_n0 + cute_nt + 232 < N));
-          const float dv_117 = cute_epi_visit(acc[0][117], (cute_epi_m0 + cute_mt + 0 < M) && (cute_epi_n0 + cute_nt + 233 < N));
-          const float dv_118 = cute_epi_visit(acc[0][118], (cute_epi_m0 + cute_mt + 8 < M) && (cute_epi_n0 + cute_nt + 232 < N));
-          const float dv_119 = cute_epi_visit(acc[0][119], (cute_epi_m0 + cute_mt + 8 < M) && (cute_epi_n0 + cute_nt + 233 < N));
-          const float dv_120 = cute_epi_visit(acc[0][120], (cute_epi_m0 + cute_mt + 0 < M) && (cute_epi_n0 + cute_nt + 240 < N));
-          const float dv_121 = cute_epi_visit(acc[0][121], (cute_epi_m0 + cute_mt + 0 < M) && (cute_epi_n0 + cute_nt + 241 < N));
-          const float dv_122 = cute_epi_visit(acc[0][122], (cute_epi_m0 + cute_mt + 8 < M) && (cute_epi_n0 + cute_nt + 240 < N));
-          const float dv_123 = cute_epi_visit(acc[0][123], (cute_epi_m0 + cute_mt + 8 < M) && (cute_epi_n0 + cute_nt + 241 < N));
-          const float dv_124 = cute_epi_visit(acc[0][124], (cute_epi_m0 + cute_mt + 0 < M) && (cute_epi_n0 + cute_nt + 248 < N));
-          const float dv_125 = cute_epi_visit(acc[0][125], (cute_epi_m0 + cute_mt + 0 < M) && (cute_epi_n0 + cute_nt + 249 < N));
-          const float dv_126 = cute_epi_visit(acc[0][126], (cute_epi_m0 + cute_mt + 8 < M) && (cute_epi_n0 + cute_nt + 248 < N));
-          const float dv_127 = cute_epi_visit(acc[0][127], (cute_epi_m0 + cute_mt + 8 < M) && (cute_epi_n0 + cute_nt + 249 < N));
-          if (tid == 0) cute_epi_bulk_wait_read<1>();
-          cute_epi_named_bar(1, 256);
-          { const int wm_ = cute_lm - (cute_lane >> 2), wn_ = cute_ln - 2 * (cute_lane & 3), q_ = cute_lane >> 3;
-            cute_epi_stmatrix_x4(((cute_epi_smem + 0u + (cute_epi_d_idx) * 8192u) + cute_epi_swz<64>(wm_ + (q_ == 0 ? 0 : q_ == 1 ? 8 : q_ == 2 ? 0 : 8) + (cute_lane & 7), (wn_ + (q_ == 0 ? 224 : q_ == 1 ? 224 : q_ == 2 ? 232 : 232)) * 2)), cute_epi_pack_half2(dv_112, dv_113), cute_epi_pack_half2(dv_114, dv_115), cute_epi_pack_half2(dv_116, dv_117), cute_epi_pack_half2(dv_118, dv_119));
-            cute_epi_stmatrix_x4(((cute_epi_smem + 0u + (cute_epi_d_idx) * 8192u) + cute_epi_swz<64>(wm_ + (q_ == 0 ? 0 : q_ == 1 ? 8 : q_ == 2 ? 0 : 8) + (cute_lane & 7), (wn_ + (q_ == 0 ? 240 : q_ == 1 ? 240 : q_ == 2 ? 248 : 248)) * 2)), cute_epi_pack_half2(dv_120, dv_121), cute_epi_pack_half2(dv_122, dv_123), cute_epi_pack_half2(dv_124, dv_125), cute_epi_pack_half2(dv_126, dv_127));
-          }
-          cute_epi_fence_proxy_async();
-          cute_epi_named_bar(1, 256);
+        {
+          // subtile (0, 7)
+          const float dv_112 = cute_epi_visit(acc[0][112], cute_epi_m0 + cute_mt < M && cute_epi_n0 + cute_nt + 224 < N);
+          const float dv_113 = cute_epi_visit(acc[0][113], cute_epi_m0 + cute_mt < M && cute_epi_n0 + cute_nt + 225 < N);
+          const float dv_114 = cute_epi_visit(acc[0][114], cute_epi_m0 + cute_mt + 8 < M && cute_epi_n0 + cute_nt + 224 < N);
+          const float dv_115 = cute_epi_visit(acc[0][115], cute_epi_m0 + cute_mt + 8 < M && cute_epi_n0 + cute_nt + 225 < N);
+          const float dv_116 = cute_epi_visit(acc[0][116], cute_epi_m0 + cute_mt < M && cute_epi_n0 + cute_nt + 232 < N);
+          const float dv_117 = cute_epi_visit(acc[0][117], cute_epi_m0 + cute_mt < M && cute_epi_n0 + cute_nt + 233 < N);
+          const float dv_118 = cute_epi_visit(acc[0][118], cute_epi_m0 + cute_mt + 8 < M && cute_epi_n0 + cute_nt + 232 < N);
+          const float dv_119 = cute_epi_visit(acc[0][119], cute_epi_m0 + cute_mt + 8 < M && cute_epi_n0 + cute_nt + 233 < N);
+          const float dv_120 = cute_epi_visit(acc[0][120], cute_epi_m0 + cute_mt < M && cute_epi_n0 + cute_nt + 240 < N);
+          const float dv_121 = cute_epi_visit(acc[0][121], cute_epi_m0 + cute_mt < M && cute_epi_n0 + cute_nt + 241 < N);
+          const float dv_122 = cute_epi_visit(acc[0][122], cute_epi_m0 + cute_mt + 8 < M && cute_epi_n0 + cute_nt + 240 < N);
+          const float dv_123 = cute_epi_visit(acc[0][123], cute_epi_m0 + cute_mt + 8 < M && cute_epi_n0 + cute_nt + 241 < N);
+          const float dv_124 = cute_epi_visit(acc[0][124], cute_epi_m0 + cute_mt < M && cute_epi_n0 + cute_nt + 248 < N);
+          const float dv_125 = cute_epi_visit(acc[0][125], cute_epi_m0 + cute_mt < M && cute_epi_n0 + cute_nt + 249 < N);
+          const float dv_126 = cute_epi_visit(acc[0][126], cute_epi_m0 + cute_mt + 8 < M && cute_epi_n0 + cute_nt + 248 < N);
+          const float dv_127 = cute_epi_visit(acc[0][127], cute_epi_m0 + cute_mt + 8 < M && cute_epi_n0 + cute_nt + 249 < N);
           if (tid == 0) {
-            cute_epi_tma_store_2d(&tmap_D, (cute_epi_smem + 0u + (cute_epi_d_idx) * 8192u), cute_sn0, cute_sm0);
-            cute_epi_bulk_commit();
+            bulk_wait_group_read<1>();
+          }
+          named_barrier_sync(1, 256);
+          {
+            const int q__7 = cute_lane >> 3;
+            stmatrix_x4(cute_epi_smem + cute_epi_d_idx * 8192 + ((((tid >> 5) * 16 + (q__7 == 0 ? 0 : (q__7 == 1 ? 8 : (q__7 == 2 ? 0 : 8))) + (tid & 7)) * 64 + (q__7 == 0 ? 0 : (q__7 == 1 ? 0 : 8)) * 2) ^ (((((tid >> 5) * 16 + (q__7 == 0 ? 0 : (q__7 == 1 ? 8 : (q__7 == 2 ? 0 : 8))) + (tid & 7)) * 64 + (q__7 == 0 ? 0 : (q__7 == 1 ? 0 : 8)) * 2) & 384) >> 3)), pack_f16x2(dv_112, dv_113), pack_f16x2(dv_114, dv_115), pack_f16x2(dv_116, dv_117), pack_f16x2(dv_118, dv_119));
+            stmatrix_x4(cute_epi_smem + cute_epi_d_idx * 8192 + ((((tid >> 5) * 16 + (q__7 == 0 ? 0 : (q__7 == 1 ? 8 : (q__7 == 2 ? 0 : 8))) + (tid & 7)) * 64 + (q__7 == 0 ? 16 : (q__7 == 1 ? 16 : 24)) * 2) ^ (((((tid >> 5) * 16 + (q__7 == 0 ? 0 : (q__7 == 1 ? 8 : (q__7 == 2 ? 0 : 8))) + (tid & 7)) * 64 + (q__7 == 0 ? 16 : (q__7 == 1 ? 16 : 24)) * 2) & 384) >> 3)), pack_f16x2(dv_120, dv_121), pack_f16x2(dv_122, dv_123), pack_f16x2(dv_124, dv_125), pack_f16x2(dv_126, dv_127));
+          }
+          fence_proxy_async_shared();
+          named_barrier_sync(1, 256);
+          if (tid == 0) {
+            tma_store_2d(&tmap_D, cute_epi_smem + cute_epi_d_idx * 8192, cute_epi_n0 + 224, cute_epi_m0);
+            bulk_commit_group();
           }
           if (++cute_epi_d_idx == 2) cute_epi_d_idx = 0;
         }
       }
     }
-    if (tid == 0) cute_epi_bulk_wait<0>();
+    if (tid == 0) {
+      bulk_wait_group<0>();
+    }
   }
 #endif
 }

@@ -5,225 +5,10 @@ using namespace cute_py;
 #ifndef INFINITY
 #define INFINITY __int_as_float(0x7f800000)
 #endif
-typedef unsigned int cute_u32;
-typedef unsigned long long cute_u64;
-
-__device__ __forceinline__ cute_u32 cute_epi_smem_u32(const void* p) {
-  return static_cast<cute_u32>(__cvta_generic_to_shared(p));
-}
-__device__ __forceinline__ void cute_epi_named_bar(int id, int nthreads) {
-  asm volatile("bar.sync %0, %1;" :: "r"(id), "r"(nthreads) : "memory");
-}
-__device__ __forceinline__ cute_u32 cute_epi_lds32(cute_u32 a) {
-  cute_u32 v; asm volatile("ld.shared.b32 %0, [%1];" : "=r"(v) : "r"(a) : "memory"); return v;
-}
-__device__ __forceinline__ unsigned short cute_epi_lds16(cute_u32 a) {
-  unsigned short v; asm volatile("ld.shared.b16 %0, [%1];" : "=h"(v) : "r"(a) : "memory"); return v;
-}
-__device__ __forceinline__ float2 cute_epi_lds64f(cute_u32 a) {
-  float2 v; asm volatile("ld.shared.v2.f32 {%0, %1}, [%2];" : "=f"(v.x), "=f"(v.y) : "r"(a) : "memory");
-  return v;
-}
-__device__ __forceinline__ float cute_epi_lds32f(cute_u32 a) {
-  float v; asm volatile("ld.shared.f32 %0, [%1];" : "=f"(v) : "r"(a) : "memory"); return v;
-}
-__device__ __forceinline__ void cute_epi_sts32(cute_u32 a, cute_u32 v) {
-  asm volatile("st.shared.b32 [%0], %1;" :: "r"(a), "r"(v) : "memory");
-}
-__device__ __forceinline__ void cute_epi_sts16(cute_u32 a, unsigned short v) {
-  asm volatile("st.shared.b16 [%0], %1;" :: "r"(a), "h"(v) : "memory");
-}
-__device__ __forceinline__ void cute_epi_sts64f(cute_u32 a, float x, float y) {
-  asm volatile("st.shared.v2.f32 [%0], {%1, %2};" :: "r"(a), "f"(x), "f"(y) : "memory");
-}
-__device__ __forceinline__ void cute_epi_sts32f(cute_u32 a, float x) {
-  asm volatile("st.shared.f32 [%0], %1;" :: "r"(a), "f"(x) : "memory");
-}
-__device__ __forceinline__ cute_u32 cute_epi_pack_half2(float lo, float hi) {
-  cute_u32 r; asm("cvt.rn.f16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo)); return r;
-}
-__device__ __forceinline__ cute_u32 cute_epi_pack_bf162(float lo, float hi) {
-  cute_u32 r; asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo)); return r;
-}
-__device__ __forceinline__ unsigned short cute_epi_pack_half(float a) {
-  unsigned short h; asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(a)); return h;
-}
-__device__ __forceinline__ unsigned short cute_epi_pack_bf16(float a) {
-  unsigned short h; asm("cvt.rn.bf16.f32 %0, %1;" : "=h"(h) : "f"(a)); return h;
-}
-__device__ __forceinline__ float cute_epi_unpack_half(unsigned short h) {
-  float f; asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(h)); return f;
-}
-__device__ __forceinline__ float cute_epi_unpack_bf16(unsigned short h) {
-  return __uint_as_float(static_cast<cute_u32>(h) << 16);
-}
-__device__ __forceinline__ float2 cute_epi_unpack_half2(cute_u32 w) {
-  return make_float2(cute_epi_unpack_half(static_cast<unsigned short>(w & 0xffffu)),
-                     cute_epi_unpack_half(static_cast<unsigned short>(w >> 16)));
-}
-__device__ __forceinline__ float2 cute_epi_unpack_bf162(cute_u32 w) {
-  return make_float2(__uint_as_float(w << 16), __uint_as_float(w & 0xffff0000u));
-}
-
-struct alignas(64) CuteTmaDesc { cute_u64 opaque[16]; };
-
-__device__ __forceinline__ void cute_epi_mbar_init(cute_u32 bar, int count) {
-  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" :: "r"(bar), "r"(count) : "memory");
-}
-__device__ __forceinline__ void cute_epi_fence_mbar_init() {
-  asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
-}
-__device__ __forceinline__ void cute_epi_mbar_wait(cute_u32 bar, cute_u32 phase) {
-  asm volatile(
-    "{\n .reg .pred P1;\n"
-    "LAB_WAIT:\n"
-    " mbarrier.try_wait.parity.shared::cta.b64 P1, [%0], %1, 0x989680;\n"
-    " @P1 bra DONE;\n bra LAB_WAIT;\n"
-    "DONE:\n}\n" :: "r"(bar), "r"(phase) : "memory");
-}
-__device__ __forceinline__ void cute_epi_mbar_arrive(cute_u32 bar) {
-  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" :: "r"(bar) : "memory");
-}
-__device__ __forceinline__ void cute_epi_mbar_arrive_expect_tx(cute_u32 bar, cute_u32 bytes) {
-  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;"
-               :: "r"(bar), "r"(bytes) : "memory");
-}
-__device__ __forceinline__ void cute_epi_tma_load_2d(const CuteTmaDesc* desc, cute_u32 dst,
-                                                     cute_u32 bar, int x, int y) {
-  asm volatile(
-    "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes"
-    " [%0], [%1, {%3, %4}], [%2];"
-    :: "r"(dst), "l"(reinterpret_cast<cute_u64>(desc)), "r"(bar), "r"(x), "r"(y) : "memory");
-}
-__device__ __forceinline__ cute_u64 cute_epi_l2_evict_first() {
-  // a pure value (not volatile): one policy register serves every hinted access
-  cute_u64 p; asm("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(p)); return p;
-}
-__device__ __forceinline__ void cute_epi_tma_load_2d_ef(const CuteTmaDesc* desc, cute_u32 dst,
-                                                        cute_u32 bar, int x, int y) {
-  // as cute_epi_tma_load_2d, with an L2 evict_first cache hint (streamed once)
-  asm volatile(
-    "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes.L2::cache_hint"
-    " [%0], [%1, {%3, %4}], [%2], %5;"
-    :: "r"(dst), "l"(reinterpret_cast<cute_u64>(desc)), "r"(bar), "r"(x), "r"(y),
-       "l"(cute_epi_l2_evict_first()) : "memory");
-}
-__device__ __forceinline__ void cute_epi_tma_store_2d_ef(const CuteTmaDesc* desc, cute_u32 src,
-                                                         int x, int y) {
-  asm volatile(
-    "cp.async.bulk.tensor.2d.global.shared::cta.bulk_group.L2::cache_hint [%0, {%2, %3}], [%1], %4;"
-    :: "l"(reinterpret_cast<cute_u64>(desc)), "r"(src), "r"(x), "r"(y),
-       "l"(cute_epi_l2_evict_first()) : "memory");
-}
-__device__ __forceinline__ void cute_epi_tma_prefetch_l2_2d(const CuteTmaDesc* desc, int x,
-                                                            int y) {
-  asm volatile("cp.async.bulk.prefetch.tensor.2d.L2.global [%0, {%1, %2}];"
-               :: "l"(reinterpret_cast<cute_u64>(desc)), "r"(x), "r"(y) : "memory");
-}
-// direct C / aux loads (EpilogueConfig.load_path="direct"): one predicated access per pair of
-// adjacent values at element column OFF of a row pointer; ``rem`` = columns left in the row
-// from the pointer (0 for a row outside the problem; a single value passes min(rem, OFF + 1)).
-// Values outside are zero, as TMA fills them.  Volatile: issued where they are written (ahead of the subtile that reads them).
-#define CUTE_EPI_LDG16(HINT, POL, ...)                                                         \
-  cute_u32 v;                                                                               \
-  asm volatile("{ .reg .pred p2, p1;\n"                                                      \
-               "  setp.gt.s32 p2, %2, %3; setp.eq.s32 p1, %2, %3; mov.b32 %0, 0;\n"          \
-               "  @p2 ld.global" HINT ".b32 %0, [%1+%4]" POL ";\n"                           \
-               "  @p1 ld.global" HINT ".u16 %0, [%1+%4]" POL "; }"                           \
-               : "=r"(v) : "l"(row), "r"(rem), "n"(OFF + 1), "n"(2 * OFF) __VA_ARGS__);      \
-  return v;
-#define CUTE_EPI_LDG32(HINT, POL, ...)                                                         \
-  float2 v;                                                                                 \
-  asm volatile("{ .reg .pred p2, p1;\n"                                                     \
-               "  setp.gt.s32 p2, %3, %4; setp.eq.s32 p1, %3, %4;\n"                        \
-               "  mov.b32 %0, 0; mov.b32 %1, 0;\n"                                          \
-               "  @p2 ld.global" HINT ".v2.f32 {%0, %1}, [%2+%5]" POL ";\n"                 \
-               "  @p1 ld.global" HINT ".f32 %0, [%2+%5]" POL "; }"                          \
-               : "=f"(v.x), "=f"(v.y) : "l"(row), "r"(rem), "n"(OFF + 1), "n"(4 * OFF)      \
-               __VA_ARGS__);                                                                \
-  return v;
-template <int OFF> __device__ __forceinline__ cute_u32
-cute_epi_ldg_pair16(const unsigned short* row, int rem) { CUTE_EPI_LDG16("", "") }
-template <int OFF> __device__ __forceinline__ cute_u32
-cute_epi_ldg_pair16_ef(const unsigned short* row, int rem) {
-  CUTE_EPI_LDG16(".L2::cache_hint", ", %5", , "l"(cute_epi_l2_evict_first())) }
-template <int OFF> __device__ __forceinline__ float2
-cute_epi_ldg_pair32(const float* row, int rem) { CUTE_EPI_LDG32("", "") }
-template <int OFF> __device__ __forceinline__ float2
-cute_epi_ldg_pair32_ef(const float* row, int rem) {
-  CUTE_EPI_LDG32(".L2::cache_hint", ", %6", , "l"(cute_epi_l2_evict_first())) }
-// quad loads (16-bit C / aux with an MMA accumulator fragment, EpilogueConfig.direct_vector):
-// the four lanes of a quad hold two columns of each of four 8-column groups of a row; lane q
-// loads the 16 bytes of group q instead (``row`` = its own pointer, OFF = the quad's first
-// column, ``rem`` = columns left from ``row``), and cute_epi_quad_transpose hands every lane
-// its words.  One request per 16 bytes instead of one per 4: the SM's miss tracking, not DRAM,
-// limited the 4-byte loads (docs/performance.md, "Epilogue", v3).  Falls back to pair loads for a
-// group that crosses N or a matrix that is not 16-byte aligned (``vec`` false).
-#define CUTE_EPI_LDQ16(HINT, POL, PAIR, ...)                                                   \
-  if (vec && rem >= OFF + 8) {                                                              \
-    asm volatile("ld.global" HINT ".v4.b32 {%0, %1, %2, %3}, [%4+%5]" POL ";"               \
-                 : "=r"(a), "=r"(b), "=r"(c), "=r"(d) : "l"(row), "n"(2 * OFF) __VA_ARGS__); \
-  } else {                                                                                  \
-    a = PAIR<OFF>(row, rem); b = PAIR<OFF + 2>(row, rem);                                   \
-    c = PAIR<OFF + 4>(row, rem); d = PAIR<OFF + 6>(row, rem);                               \
-  }
-template <int OFF> __device__ __forceinline__ void
-cute_epi_ldg_quad16(const unsigned short* row, int rem, bool vec, cute_u32& a, cute_u32& b,
-                    cute_u32& c, cute_u32& d) { CUTE_EPI_LDQ16("", "", cute_epi_ldg_pair16) }
-template <int OFF> __device__ __forceinline__ void
-cute_epi_ldg_quad16_ef(const unsigned short* row, int rem, bool vec, cute_u32& a, cute_u32& b,
-                       cute_u32& c, cute_u32& d) {
-  CUTE_EPI_LDQ16(".L2::cache_hint", ", %6", cute_epi_ldg_pair16_ef, ,
-                 "l"(cute_epi_l2_evict_first())) }
-// 4x4 transpose of 32-bit words across the lanes of a quad (lane bit k <-> word bit k, one
-// xor-shuffle round per bit): before, lane q's word j belongs to lane j; after, lane q's word
-// j is lane j's word q.  Every lane of the warp must call it.
-__device__ __forceinline__ void cute_epi_quad_transpose(cute_u32& w0, cute_u32& w1, cute_u32& w2,
-                                                        cute_u32& w3, int q) {
-  const bool b0 = (q & 1) != 0, b1 = (q & 2) != 0;
-  cute_u32 r = __shfl_xor_sync(0xffffffffu, b0 ? w0 : w1, 1);
-  if (b0) w0 = r; else w1 = r;
-  r = __shfl_xor_sync(0xffffffffu, b0 ? w2 : w3, 1);
-  if (b0) w2 = r; else w3 = r;
-  r = __shfl_xor_sync(0xffffffffu, b1 ? w0 : w2, 2);
-  if (b1) w0 = r; else w2 = r;
-  r = __shfl_xor_sync(0xffffffffu, b1 ? w1 : w3, 2);
-  if (b1) w1 = r; else w3 = r;
-}
-__device__ __forceinline__ void cute_epi_tma_store_2d(const CuteTmaDesc* desc, cute_u32 src,
-                                                      int x, int y) {
-  asm volatile(
-    "cp.async.bulk.tensor.2d.global.shared::cta.bulk_group [%0, {%2, %3}], [%1];"
-    :: "l"(reinterpret_cast<cute_u64>(desc)), "r"(src), "r"(x), "r"(y) : "memory");
-}
-__device__ __forceinline__ void cute_epi_bulk_commit() {
-  asm volatile("cp.async.bulk.commit_group;" ::: "memory");
-}
-template <int N> __device__ __forceinline__ void cute_epi_bulk_wait_read() {
-  asm volatile("cp.async.bulk.wait_group.read %0;" :: "n"(N) : "memory");
-}
-template <int N> __device__ __forceinline__ void cute_epi_bulk_wait() {
-  asm volatile("cp.async.bulk.wait_group %0;" :: "n"(N) : "memory");
-}
-__device__ __forceinline__ void cute_epi_fence_proxy_async() {
-  asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
-}
-__device__ __forceinline__ void cute_epi_prefetch_tma(const CuteTmaDesc* desc) {
-  asm volatile("prefetch.tensormap [%0];" :: "l"(reinterpret_cast<cute_u64>(desc)) : "memory");
-}
-__device__ __forceinline__ void cute_epi_stmatrix_x4(cute_u32 a, cute_u32 r0, cute_u32 r1,
-                                                     cute_u32 r2, cute_u32 r3) {
-  asm volatile("stmatrix.sync.aligned.x4.m8n8.shared.b16 [%0], {%1, %2, %3, %4};"
-               :: "r"(a), "r"(r0), "r"(r1), "r"(r2), "r"(r3) : "memory");
-}
-
-__device__ __forceinline__ float cute_epi_tanh_approx(float x) {
-  float y; asm("tanh.approx.f32 %0, %1;" : "=f"(y) : "f"(x)); return y;
-}
 __device__ __forceinline__ float cute_epi_gelu_tanh(float x) {
   // 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))
   float u = 0.7978845608028654f * fmaf(0.044715f * x, x * x, x);
-  return 0.5f * x * (1.0f + cute_epi_tanh_approx(u));
+  return 0.5f * x * (1.0f + tanh_approx_f32(u));
 }
 __device__ __forceinline__ float cute_epi_gelu_erf(float x) {
   return 0.5f * x * (1.0f + erff(x * 0.7071067811865476f));
@@ -248,12 +33,6 @@ __device__ __forceinline__ float cute_epi_visit(
   const float v5 = fmaf(v0, v1, v4);
   return v5;
 }
-
-template <int RB> __device__ __forceinline__ cute_u32 cute_epi_swz(int row, int colb) {
-  // TMA swizzle Swizzle<log2(RB/16), 4, 3> on the byte offset of a row-major subtile
-  const cute_u32 off = static_cast<cute_u32>(row * RB + colb);
-  return off ^ (((off >> 7) & (RB / 16 - 1)) << 4);
-}
 extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_64x256x64_s5_w2_pp_c1_2375a873(
     const __grid_constant__ TmaDescriptor tmA,
     const __grid_constant__ TmaDescriptor tmB,
@@ -271,7 +50,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_64x256x6
     float beta,
     const unsigned short* __restrict__ p_C,
     int ld_C,
-    const __grid_constant__ CuteTmaDesc tmap_D,
+    const __grid_constant__ TmaDescriptor tmap_D,
     float s_beta,
     float s_alpha)
 {
@@ -284,14 +63,14 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_64x256x6
   const u32 bar_empty = bar_full + 40u;
   unsigned char* cute_epi_smem_base = smem_raw_ + (smem0_ - cvta_to_shared_u32(smem_raw_)) + 204800;
   {
-    const cute_u32 cute_epi_smem = cute_epi_smem_u32(cute_epi_smem_base + 0);
-    const cute_u32 cute_epi_full = cute_epi_smem + 8192u;
-    const cute_u32 cute_epi_empty = cute_epi_full + 16u;
+    const u32 cute_epi_smem = static_cast<u32>(__cvta_generic_to_shared(cute_epi_smem_base + 0));
+    const u32 cute_epi_full = cute_epi_smem + 8192;
+    const u32 cute_epi_empty = cute_epi_full + 16;
   }
   {
-    const cute_u32 cute_epi_smem = cute_epi_smem_u32(cute_epi_smem_base + 9216);
-    const cute_u32 cute_epi_full = cute_epi_smem + 8192u;
-    const cute_u32 cute_epi_empty = cute_epi_full + 16u;
+    const u32 cute_epi_smem = static_cast<u32>(__cvta_generic_to_shared(cute_epi_smem_base + 9216));
+    const u32 cute_epi_full = cute_epi_smem + 8192;
+    const u32 cute_epi_empty = cute_epi_full + 16;
   }
   const int wg = __shfl_sync(0xffffffffu, (int)(threadIdx.x / 128), 0);
   if (threadIdx.x == 0) {
@@ -357,10 +136,12 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_64x256x6
       phase ^= (u32)((a_ / 5) & 1);
       idx = a_ % 5;
     }
-    int cute_epi_c_idx = 0; cute_u32 cute_epi_c_phase = 0; int cute_epi_d_idx = 0;
-    const cute_u32 cute_epi_smem = cute_epi_smem_u32(cute_epi_smem_base + 9216 * cw);
-    const cute_u32 cute_epi_full = cute_epi_smem + 8192u;
-    const cute_u32 cute_epi_empty = cute_epi_full + 16u;
+    int cute_epi_c_idx = 0;
+    u32 cute_epi_c_phase = 0;
+    int cute_epi_d_idx = 0;
+    const u32 cute_epi_smem = static_cast<u32>(__cvta_generic_to_shared(cute_epi_smem_base + 9216 * cw));
+    const u32 cute_epi_full = cute_epi_smem + 8192;
+    const u32 cute_epi_empty = cute_epi_full + 16;
     float acc[1][128];
     for (int tile = first_tile + cw * tile_step; tile < num_tiles; tile += 2 * tile_step) {
       int m_blk, n_blk, l_;
@@ -377,20 +158,22 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_64x256x6
   n_blk = rr_ / gs_;
       }
       const int cute_epi_m0 = m_blk * 64, cute_epi_n0 = n_blk * 256;
-      cute_u32 cq_C_0, cq_C_2, cq_C_4, cq_C_6, cq_C_8, cq_C_10, cq_C_12, cq_C_14, cq_C_16, cq_C_18, cq_C_20, cq_C_22, cq_C_24, cq_C_26, cq_C_28, cq_C_30, cq_C_32, cq_C_34, cq_C_36, cq_C_38, cq_C_40, cq_C_42, cq_C_44, cq_C_46, cq_C_48, cq_C_50, cq_C_52, cq_C_54, cq_C_56, cq_C_58, cq_C_60, cq_C_62, cq_C_64, cq_C_66, cq_C_68, cq_C_70, cq_C_72, cq_C_74, cq_C_76, cq_C_78, cq_C_80, cq_C_82, cq_C_84, cq_C_86, cq_C_88, cq_C_90, cq_C_92, cq_C_94, cq_C_96, cq_C_98, cq_C_100, cq_C_102, cq_C_104, cq_C_106, cq_C_108, cq_C_110, cq_C_112, cq_C_114, cq_C_116, cq_C_118, cq_C_120, cq_C_122, cq_C_124, cq_C_126;
+      u32 cq_C_0, cq_C_2, cq_C_4, cq_C_6, cq_C_8, cq_C_10, cq_C_12, cq_C_14, cq_C_16, cq_C_18, cq_C_20, cq_C_22, cq_C_24, cq_C_26, cq_C_28, cq_C_30, cq_C_32, cq_C_34, cq_C_36, cq_C_38, cq_C_40, cq_C_42, cq_C_44, cq_C_46, cq_C_48, cq_C_50, cq_C_52, cq_C_54, cq_C_56, cq_C_58, cq_C_60, cq_C_62, cq_C_64, cq_C_66, cq_C_68, cq_C_70, cq_C_72, cq_C_74, cq_C_76, cq_C_78, cq_C_80, cq_C_82, cq_C_84, cq_C_86, cq_C_88, cq_C_90, cq_C_92, cq_C_94, cq_C_96, cq_C_98, cq_C_100, cq_C_102, cq_C_104, cq_C_106, cq_C_108, cq_C_110, cq_C_112, cq_C_114, cq_C_116, cq_C_118, cq_C_120, cq_C_122, cq_C_124, cq_C_126;
+      const int cute_mt = ((tid >> 2) & 7) + (tid >> 5) * 16;
+      const int cute_nt = (tid & 3) * 2;
       const bool cute_dv_C = ((reinterpret_cast<size_t>(p_C) | ((size_t)ld_C * 2u)) & 15u) == 0;
-      const unsigned short* const cute_dq_C_0 = p_C + (size_t)(cute_epi_m0 + (((tid >> 7) * 64 + ((tid & 127) >> 5) * 16 + ((tid & 31) >> 2))) + 0) * ld_C + (cute_epi_n0 + (((tid & 3) * 2)) + 6 * (tid & 3));
-      const int cute_dqn_C_0 = (cute_epi_m0 + (((tid >> 7) * 64 + ((tid & 127) >> 5) * 16 + ((tid & 31) >> 2))) + 0) < M ? N - (cute_epi_n0 + (((tid & 3) * 2)) + 6 * (tid & 3)) : 0;
-      const unsigned short* const cute_dq_C_8 = p_C + (size_t)(cute_epi_m0 + (((tid >> 7) * 64 + ((tid & 127) >> 5) * 16 + ((tid & 31) >> 2))) + 8) * ld_C + (cute_epi_n0 + (((tid & 3) * 2)) + 6 * (tid & 3));
-      const int cute_dqn_C_8 = (cute_epi_m0 + (((tid >> 7) * 64 + ((tid & 127) >> 5) * 16 + ((tid & 31) >> 2))) + 8) < M ? N - (cute_epi_n0 + (((tid & 3) * 2)) + 6 * (tid & 3)) : 0;
-      cute_epi_ldg_quad16<0>(cute_dq_C_0, cute_dqn_C_0, cute_dv_C, cq_C_0, cq_C_4, cq_C_8, cq_C_12);
-      cute_epi_ldg_quad16<0>(cute_dq_C_8, cute_dqn_C_8, cute_dv_C, cq_C_2, cq_C_6, cq_C_10, cq_C_14);
-      cute_epi_ldg_quad16<32>(cute_dq_C_0, cute_dqn_C_0, cute_dv_C, cq_C_16, cq_C_20, cq_C_24, cq_C_28);
-      cute_epi_ldg_quad16<32>(cute_dq_C_8, cute_dqn_C_8, cute_dv_C, cq_C_18, cq_C_22, cq_C_26, cq_C_30);
-      cute_epi_ldg_quad16<64>(cute_dq_C_0, cute_dqn_C_0, cute_dv_C, cq_C_32, cq_C_36, cq_C_40, cq_C_44);
-      cute_epi_ldg_quad16<64>(cute_dq_C_8, cute_dqn_C_8, cute_dv_C, cq_C_34, cq_C_38, cq_C_42, cq_C_46);
-      cute_epi_ldg_quad16<96>(cute_dq_C_0, cute_dqn_C_0, cute_dv_C, cq_C_48, cq_C_52, cq_C_56, cq_C_60);
-      cute_epi_ldg_quad16<96>(cute_dq_C_8, cute_dqn_C_8, cute_dv_C, cq_C_50, cq_C_54, cq_C_58, cq_C_62);
+      const unsigned short* const cute_dq_C_0 = p_C + (long long)(cute_epi_m0 + cute_mt) * ld_C + (cute_epi_n0 + (cute_nt + (tid & 3) * 6));
+      const int cute_dqn_C_0 = (cute_epi_m0 + cute_mt < M ? N - (cute_epi_n0 + (cute_nt + (tid & 3) * 6)) : 0);
+      const unsigned short* const cute_dq_C_8 = p_C + (long long)(cute_epi_m0 + cute_mt + 8) * ld_C + (cute_epi_n0 + (cute_nt + (tid & 3) * 6));
+      const int cute_dqn_C_8 = (cute_epi_m0 + cute_mt + 8 < M ? N - (cute_epi_n0 + (cute_nt + (tid & 3) * 6)) : 0);
+      ld_global_quad16<0>(cute_dq_C_0, cute_dqn_C_0, cute_dv_C, cq_C_0, cq_C_4, cq_C_8, cq_C_12);
+      ld_global_quad16<0>(cute_dq_C_8, cute_dqn_C_8, cute_dv_C, cq_C_2, cq_C_6, cq_C_10, cq_C_14);
+      ld_global_quad16<32>(cute_dq_C_0, cute_dqn_C_0, cute_dv_C, cq_C_16, cq_C_20, cq_C_24, cq_C_28);
+      ld_global_quad16<32>(cute_dq_C_8, cute_dqn_C_8, cute_dv_C, cq_C_18, cq_C_22, cq_C_26, cq_C_30);
+      ld_global_quad16<64>(cute_dq_C_0, cute_dqn_C_0, cute_dv_C, cq_C_32, cq_C_36, cq_C_40, cq_C_44);
+      ld_global_quad16<64>(cute_dq_C_8, cute_dqn_C_8, cute_dv_C, cq_C_34, cq_C_38, cq_C_42, cq_C_46);
+      ld_global_quad16<96>(cute_dq_C_0, cute_dqn_C_0, cute_dv_C, cq_C_48, cq_C_52, cq_C_56, cq_C_60);
+      ld_global_quad16<96>(cute_dq_C_8, cute_dqn_C_8, cute_dv_C, cq_C_50, cq_C_54, cq_C_58, cq_C_62);
       // turn order: start after the other warpgroup issued its tile's mainloop
       if (tile != first_tile) {
         named_barrier_sync(3u + (u32)((cw + 1) & 1), 256u);
@@ -438,421 +221,437 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_64x256x6
       // ---------------- epilogue ----------------
       {
         const int cute_lane = tid & 31;
-        const int cute_mt = ((tid >> 7) * 64 + ((tid & 127) >> 5) * 16 + ((tid & 31) >> 2));
-        const int cute_nt = ((tid & 3) * 2);
-        { // subtile (0, 0)
-          const int cute_sm0 = cute_epi_m0 + 0, cute_sn0 = cute_epi_n0 + 0;
-          const int cute_lm = cute_mt - 0, cute_ln = cute_nt - 0;
-          cute_epi_ldg_quad16<128>(cute_dq_C_0, cute_dqn_C_0, cute_dv_C, cq_C_64, cq_C_68, cq_C_72, cq_C_76);
-          cute_epi_ldg_quad16<128>(cute_dq_C_8, cute_dqn_C_8, cute_dv_C, cq_C_66, cq_C_70, cq_C_74, cq_C_78);
-          cute_epi_quad_transpose(cq_C_0, cq_C_4, cq_C_8, cq_C_12, cute_lane & 3);
-          cute_epi_quad_transpose(cq_C_2, cq_C_6, cq_C_10, cq_C_14, cute_lane & 3);
-          const float2 lp_C_0 = cute_epi_unpack_half2(cq_C_0);
+        const int cute_mt = ((tid >> 2) & 7) + (tid >> 5) * 16;
+        const int cute_nt = (tid & 3) * 2;
+        {
+          // subtile (0, 0)
+          ld_global_quad16<128>(cute_dq_C_0, cute_dqn_C_0, cute_dv_C, cq_C_64, cq_C_68, cq_C_72, cq_C_76);
+          ld_global_quad16<128>(cute_dq_C_8, cute_dqn_C_8, cute_dv_C, cq_C_66, cq_C_70, cq_C_74, cq_C_78);
+          quad_transpose_u32(cq_C_0, cq_C_4, cq_C_8, cq_C_12, tid & 3);
+          quad_transpose_u32(cq_C_2, cq_C_6, cq_C_10, cq_C_14, tid & 3);
+          const float2 lp_C_0 = f16x2_bits_to_f32x2(cq_C_0);
           const float ld_C_0 = lp_C_0.x, ld_C_1 = lp_C_0.y;
-          const float2 lp_C_2 = cute_epi_unpack_half2(cq_C_2);
+          const float2 lp_C_2 = f16x2_bits_to_f32x2(cq_C_2);
           const float ld_C_2 = lp_C_2.x, ld_C_3 = lp_C_2.y;
-          const float2 lp_C_4 = cute_epi_unpack_half2(cq_C_4);
+          const float2 lp_C_4 = f16x2_bits_to_f32x2(cq_C_4);
           const float ld_C_4 = lp_C_4.x, ld_C_5 = lp_C_4.y;
-          const float2 lp_C_6 = cute_epi_unpack_half2(cq_C_6);
+          const float2 lp_C_6 = f16x2_bits_to_f32x2(cq_C_6);
           const float ld_C_6 = lp_C_6.x, ld_C_7 = lp_C_6.y;
-          const float2 lp_C_8 = cute_epi_unpack_half2(cq_C_8);
+          const float2 lp_C_8 = f16x2_bits_to_f32x2(cq_C_8);
           const float ld_C_8 = lp_C_8.x, ld_C_9 = lp_C_8.y;
-          const float2 lp_C_10 = cute_epi_unpack_half2(cq_C_10);
+          const float2 lp_C_10 = f16x2_bits_to_f32x2(cq_C_10);
           const float ld_C_10 = lp_C_10.x, ld_C_11 = lp_C_10.y;
-          const float2 lp_C_12 = cute_epi_unpack_half2(cq_C_12);
+          const float2 lp_C_12 = f16x2_bits_to_f32x2(cq_C_12);
           const float ld_C_12 = lp_C_12.x, ld_C_13 = lp_C_12.y;
-          const float2 lp_C_14 = cute_epi_unpack_half2(cq_C_14);
+          const float2 lp_C_14 = f16x2_bits_to_f32x2(cq_C_14);
           const float ld_C_14 = lp_C_14.x, ld_C_15 = lp_C_14.y;
-          const float dv_0 = cute_epi_visit(acc[0][0], ld_C_0, (cute_epi_m0 + cute_mt + 0 < M) && (cute_epi_n0 + cute_nt + 0 < N), s_beta, s_alpha);
-          const float dv_1 = cute_epi_visit(acc[0][1], ld_C_1, (cute_epi_m0 + cute_mt + 0 < M) && (cute_epi_n0 + cute_nt + 1 < N), s_beta, s_alpha);
-          const float dv_2 = cute_epi_visit(acc[0][2], ld_C_2, (cute_epi_m0 + cute_mt + 8 < M) && (cute_epi_n0 + cute_nt + 0 < N), s_beta, s_alpha);
-          const float dv_3 = cute_epi_visit(acc[0][3], ld_C_3, (cute_epi_m0 + cute_mt + 8 < M) && (cute_epi_n0 + cute_nt + 1 < N), s_beta, s_alpha);
-          const float dv_4 = cute_epi_visit(acc[0][4], ld_C_4, (cute_epi_m0 + cute_mt + 0 < M) && (cute_epi_n0 + cute_nt + 8 < N), s_beta, s_alpha);
-          const float dv_5 = cute_epi_visit(acc[0][5], ld_C_5, (cute_epi_m0 + cute_mt + 0 < M) && (cute_epi_n0 + cute_nt + 9 < N), s_beta, s_alpha);
-          const float dv_6 = cute_epi_visit(acc[0][6], ld_C_6, (cute_epi_m0 + cute_mt + 8 < M) && (cute_epi_n0 + cute_nt + 8 < N), s_beta, s_alpha);
-          const float dv_7 = cute_epi_visit(acc[0][7], ld_C_7, (cute_epi_m0 + cute_mt + 8 < M) && (cute_epi_n0 + cute_nt + 9 < N), s_beta, s_alpha);
-          const float dv_8 = cute_epi_visit(acc[0][8], ld_C_8, (cute_epi_m0 + cute_mt + 0 < M) && (cute_epi_n0 + cute_nt + 16 < N), s_beta, s_alpha);
-          const float dv_9 = cute_epi_visit(acc[0][9], ld_C_9, (cute_epi_m0 + cute_mt + 0 < M) && (cute_epi_n0 + cute_nt + 17 < N), s_beta, s_alpha);
-          const float dv_10 = cute_epi_visit(acc[0][10], ld_C_10, (cute_epi_m0 + cute_mt + 8 < M) && (cute_epi_n0 + cute_nt + 16 < N), s_beta, s_alpha);
-          const float dv_11 = cute_epi_visit(acc[0][11], ld_C_11, (cute_epi_m0 + cute_mt + 8 < M) && (cute_epi_n0 + cute_nt + 17 < N), s_beta, s_alpha);
-          const float dv_12 = cute_epi_visit(acc[0][12], ld_C_12, (cute_epi_m0 + cute_mt + 0 < M) && (cute_epi_n0 + cute_nt + 24 < N), s_beta, s_alpha);
-          const float dv_13 = cute_epi_visit(acc[0][13], ld_C_13, (cute_epi_m0 + cute_mt + 0 < M) && (cute_epi_n0 + cute_nt + 25 < N), s_beta, s_alpha);
-          const float dv_14 = cute_epi_visit(acc[0][14], ld_C_14, (cute_epi_m0 + cute_mt + 8 < M) && (cute_epi_n0 + cute_nt + 24 < N), s_beta, s_alpha);
-          const float dv_15 = cute_epi_visit(acc[0][15], ld_C_15, (cute_epi_m0 + cute_mt + 8 < M) && (cute_epi_n0 + cute_nt + 25 < N), s_beta, s_alpha);
-          if (tid == 0) cute_epi_bulk_wait_read<1>();
-          cute_epi_named_bar((1 + cw), 128);
-          { const int wm_ = cute_lm - (cute_lane >> 2), wn_ = cute_ln - 2 * (cute_lane & 3), q_ = cute_lane >> 3;
-            cute_epi_stmatrix_x4(((cute_epi_smem + 0u + (cute_epi_d_idx) * 4096u) + cute_epi_swz<64>(wm_ + (q_ == 0 ? 0 : q_ == 1 ? 8 : q_ == 2 ? 0 : 8) + (cute_lane & 7), (wn_ + (q_ == 0 ? 0 : q_ == 1 ? 0 : q_ == 2 ? 8 : 8)) * 2)), cute_epi_pack_half2(dv_0, dv_1), cute_epi_pack_half2(dv_2, dv_3), cute_epi_pack_half2(dv_4, dv_5), cute_epi_pack_half2(dv_6, dv_7));
-            cute_epi_stmatrix_x4(((cute_epi_smem + 0u + (cute_epi_d_idx) * 4096u) + cute_epi_swz<64>(wm_ + (q_ == 0 ? 0 : q_ == 1 ? 8 : q_ == 2 ? 0 : 8) + (cute_lane & 7), (wn_ + (q_ == 0 ? 16 : q_ == 1 ? 16 : q_ == 2 ? 24 : 24)) * 2)), cute_epi_pack_half2(dv_8, dv_9), cute_epi_pack_half2(dv_10, dv_11), cute_epi_pack_half2(dv_12, dv_13), cute_epi_pack_half2(dv_14, dv_15));
-          }
-          cute_epi_fence_proxy_async();
-          cute_epi_named_bar((1 + cw), 128);
+          const float dv_0 = cute_epi_visit(acc[0][0], ld_C_0, cute_epi_m0 + cute_mt < M && cute_epi_n0 + cute_nt < N, s_beta, s_alpha);
+          const float dv_1 = cute_epi_visit(acc[0][1], ld_C_1, cute_epi_m0 + cute_mt < M && cute_epi_n0 + cute_nt + 1 < N, s_beta, s_alpha);
+          const float dv_2 = cute_epi_visit(acc[0][2], ld_C_2, cute_epi_m0 + cute_mt + 8 < M && cute_epi_n0 + cute_nt < N, s_beta, s_alpha);
+          const float dv_3 = cute_epi_visit(acc[0][3], ld_C_3, cute_epi_m0 + cute_mt + 8 < M && cute_epi_n0 + cute_nt + 1 < N, s_beta, s_alpha);
+          const float dv_4 = cute_epi_visit(acc[0][4], ld_C_4, cute_epi_m0 + cute_mt < M && cute_epi_n0 + cute_nt + 8 < N, s_beta, s_alpha);
+          const float dv_5 = cute_epi_visit(acc[0][5], ld_C_5, cute_epi_m0 + cute_mt < M && cute_epi_n0 + cute_nt + 9 < N, s_beta, s_alpha);
+          const float dv_6 = cute_epi_visit(acc[0][6], ld_C_6, cute_epi_m0 + cute_mt + 8 < M && cute_epi_n0 + cute_nt + 8 < N, s_beta, s_alpha);
+          const float dv_7 = cute_epi_visit(acc[0][7], ld_C_7, cute_epi_m0 + cute_mt + 8 < M && cute_epi_n0 + cute_nt + 9 < N, s_beta, s_alpha);
+          const float dv_8 = cute_epi_visit(acc[0][8], ld_C_8, cute_epi_m0 + cute_mt < M && cute_epi_n0 + cute_nt + 16 < N, s_beta, s_alpha);
+          const float dv_9 = cute_epi_visit(acc[0][9], ld_C_9, cute_epi_m0 + cute_mt < M && cute_epi_n0 + cute_nt + 17 < N, s_beta, s_alpha);
+          const float dv_10 = cute_epi_visit(acc[0][10], ld_C_10, cute_epi_m0 + cute_mt + 8 < M && cute_epi_n0 + cute_nt + 16 < N, s_beta, s_alpha);
+          const float dv_11 = cute_epi_visit(acc[0][11], ld_C_11, cute_epi_m0 + cute_mt + 8 < M && cute_epi_n0 + cute_nt + 17 < N, s_beta, s_alpha);
+          const float dv_12 = cute_epi_visit(acc[0][12], ld_C_12, cute_epi_m0 + cute_mt < M && cute_epi_n0 + cute_nt + 24 < N, s_beta, s_alpha);
+          const float dv_13 = cute_epi_visit(acc[0][13], ld_C_13, cute_epi_m0 + cute_mt < M && cute_epi_n0 + cute_nt + 25 < N, s_beta, s_alpha);
+          const float dv_14 = cute_epi_visit(acc[0][14], ld_C_14, cute_epi_m0 + cute_mt + 8 < M && cute_epi_n0 + cute_nt + 24 < N, s_beta, s_alpha);
+          const float dv_15 = cute_epi_visit(acc[0][15], ld_C_15, cute_epi_m0 + cute_mt + 8 < M && cute_epi_n0 + cute_nt + 25 < N, s_beta, s_alpha);
           if (tid == 0) {
-            cute_epi_tma_store_2d(&tmap_D, (cute_epi_smem + 0u + (cute_epi_d_idx) * 4096u), cute_sn0, cute_sm0);
-            cute_epi_bulk_commit();
+            bulk_wait_group_read<1>();
+          }
+          named_barrier_sync((1 + cw), 128);
+          {
+            const int q_ = cute_lane >> 3;
+            stmatrix_x4(cute_epi_smem + cute_epi_d_idx * 4096 + ((((tid >> 5) * 16 + (q_ == 0 ? 0 : (q_ == 1 ? 8 : (q_ == 2 ? 0 : 8))) + (tid & 7)) * 64 + (q_ == 0 ? 0 : (q_ == 1 ? 0 : 8)) * 2) ^ (((((tid >> 5) * 16 + (q_ == 0 ? 0 : (q_ == 1 ? 8 : (q_ == 2 ? 0 : 8))) + (tid & 7)) * 64 + (q_ == 0 ? 0 : (q_ == 1 ? 0 : 8)) * 2) & 384) >> 3)), pack_f16x2(dv_0, dv_1), pack_f16x2(dv_2, dv_3), pack_f16x2(dv_4, dv_5), pack_f16x2(dv_6, dv_7));
+            stmatrix_x4(cute_epi_smem + cute_epi_d_idx * 4096 + ((((tid >> 5) * 16 + (q_ == 0 ? 0 : (q_ == 1 ? 8 : (q_ == 2 ? 0 : 8))) + (tid & 7)) * 64 + (q_ == 0 ? 16 : (q_ == 1 ? 16 : 24)) * 2) ^ (((((tid >> 5) * 16 + (q_ == 0 ? 0 : (q_ == 1 ? 8 : (q_ == 2 ? 0 : 8))) + (tid & 7)) * 64 + (q_ == 0 ? 16 : (q_ == 1 ? 16 : 24)) * 2) & 384) >> 3)), pack_f16x2(dv_8, dv_9), pack_f16x2(dv_10, dv_11), pack_f16x2(dv_12, dv_13), pack_f16x2(dv_14, dv_15));
+          }
+          fence_proxy_async_shared();
+          named_barrier_sync((1 + cw), 128);
+          if (tid == 0) {
+            tma_store_2d(&tmap_D, cute_epi_smem + cute_epi_d_idx * 4096, cute_epi_n0, cute_epi_m0);
+            bulk_commit_group();
           }
           if (++cute_epi_d_idx == 2) cute_epi_d_idx = 0;
         }
-        { // subtile (0, 1)
-          const int cute_sm0 = cute_epi_m0 + 0, cute_sn0 = cute_epi_n0 + 32;
-          const int cute_lm = cute_mt - 0, cute_ln = cute_nt - 32;
-          cute_epi_ldg_quad16<160>(cute_dq_C_0, cute_dqn_C_0, cute_dv_C, cq_C_80, cq_C_84, cq_C_88, cq_C_92);
-          cute_epi_ldg_quad16<160>(cute_dq_C_8, cute_dqn_C_8, cute_dv_C, cq_C_82, cq_C_86, cq_C_90, cq_C_94);
-          cute_epi_quad_transpose(cq_C_16, cq_C_20, cq_C_24, cq_C_28, cute_lane & 3);
-          cute_epi_quad_transpose(cq_C_18, cq_C_22, cq_C_26, cq_C_30, cute_lane & 3);
-          const float2 lp_C_16 = cute_epi_unpack_half2(cq_C_16);
+        {
+          // subtile (0, 1)
+          ld_global_quad16<160>(cute_dq_C_0, cute_dqn_C_0, cute_dv_C, cq_C_80, cq_C_84, cq_C_88, cq_C_92);
+          ld_global_quad16<160>(cute_dq_C_8, cute_dqn_C_8, cute_dv_C, cq_C_82, cq_C_86, cq_C_90, cq_C_94);
+          quad_transpose_u32(cq_C_16, cq_C_20, cq_C_24, cq_C_28, tid & 3);
+          quad_transpose_u32(cq_C_18, cq_C_22, cq_C_26, cq_C_30, tid & 3);
+          const float2 lp_C_16 = f16x2_bits_to_f32x2(cq_C_16);
           const float ld_C_16 = lp_C_16.x, ld_C_17 = lp_C_16.y;
-          const float2 lp_C_18 = cute_epi_unpack_half2(cq_C_18);
+          const float2 lp_C_18 = f16x2_bits_to_f32x2(cq_C_18);
           const float ld_C_18 = lp_C_18.x, ld_C_19 = lp_C_18.y;
-          const float2 lp_C_20 = cute_epi_unpack_half2(cq_C_20);
+          const float2 lp_C_20 = f16x2_bits_to_f32x2(cq_C_20);
           const float ld_C_20 = lp_C_20.x, ld_C_21 = lp_C_20.y;
-          const float2 lp_C_22 = cute_epi_unpack_half2(cq_C_22);
+          const float2 lp_C_22 = f16x2_bits_to_f32x2(cq_C_22);
           const float ld_C_22 = lp_C_22.x, ld_C_23 = lp_C_22.y;
-          const float2 lp_C_24 = cute_epi_unpack_half2(cq_C_24);
+          const float2 lp_C_24 = f16x2_bits_to_f32x2(cq_C_24);
           const float ld_C_24 = lp_C_24.x, ld_C_25 = lp_C_24.y;
-          const float2 lp_C_26 = cute_epi_unpack_half2(cq_C_26);
+          const float2 lp_C_26 = f16x2_bits_to_f32x2(cq_C_26);
           const float ld_C_26 = lp_C_26.x, ld_C_27 = lp_C_26.y;
-          const float2 lp_C_28 = cute_epi_unpack_half2(cq_C_28);
+          const float2 lp_C_28 = f16x2_bits_to_f32x2(cq_C_28);
           const float ld_C_28 = lp_C_28.x, ld_C_29 = lp_C_28.y;
-          const float2 lp_C_30 = cute_epi_unpack_half2(cq_C_30);
+          const float2 lp_C_30 = f16x2_bits_to_f32x2(cq_C_30);
           const float ld_C_30 = lp_C_30.x, ld_C_31 = lp_C_30.y;
-          const float dv_16 = cute_epi_visit(acc[0][16], ld_C_16, (cute_epi_m0 + cute_mt + 0 < M) && (cute_epi_n0 + cute_nt + 32 < N), s_beta, s_alpha);
-          const float dv_17 = cute_epi_visit(acc[0][17], ld_C_17, (cute_epi_m0 + cute_mt + 0 < M) && (cute_epi_n0 + cute_nt + 33 < N), s_beta, s_alpha);
-          const float dv_18 = cute_epi_visit(acc[0][18], ld_C_18, (cute_epi_m0 + cute_mt + 8 < M) && (cute_epi_n0 + cute_nt + 32 < N), s_beta, s_alpha);
-          const float dv_19 = cute_epi_visit(acc[0][19], ld_C_19, (cute_epi_m0 + cute_mt + 8 < M) && (cute_epi_n0 + cute_nt + 33 < N), s_beta, s_alpha);
-          const float dv_20 = cute_epi_visit(acc[0][20], ld_C_20, (cute_epi_m0 + cute_mt + 0 < M) && (cute_epi_n0 + cute_nt + 40 < N), s_beta, s_alpha);
-          const float dv_21 = cute_epi_visit(acc[0][21], ld_C_21, (cute_epi_m0 + cute_mt + 0 < M) && (cute_epi_n0 + cute_nt + 41 < N), s_beta, s_alpha);
-          const float dv_22 = cute_epi_visit(acc[0][22], ld_C_22, (cute_epi_m0 + cute_mt + 8 < M) && (cute_epi_n0 + cute_nt + 40 < N), s_beta, s_alpha);
-          const float dv_23 = cute_epi_visit(acc[0][23], ld_C_23, (cute_epi_m0 + cute_mt + 8 < M) && (cute_epi_n0 + cute_nt + 41 < N), s_beta, s_alpha);
-          const float dv_24 = cute_epi_visit(acc[0][24], ld_C_24, (cute_epi_m0 + cute_mt + 0 < M) && (cute_epi_n0 + cute_nt + 48 < N), s_beta, s_alpha);
-          const float dv_25 = cute_epi_visit(acc[0][25], ld_C_25, (cute_epi_m0 + cute_mt + 0 < M) && (cute_epi_n0 + cute_nt + 49 < N), s_beta, s_alpha);
-          const float dv_26 = cute_epi_visit(acc[0][26], ld_C_26, (cute_epi_m0 + cute_mt + 8 < M) && (cute_epi_n0 + cute_nt + 48 < N), s_beta, s_alpha);
-          const float dv_27 = cute_epi_visit(acc[0][27], ld_C_27, (cute_epi_m0 + cute_mt + 8 < M) && (cute_epi_n0 + cute_nt + 49 < N), s_beta, s_alpha);
-          const float dv_28 = cute_epi_visit(acc[0][28], ld_C_28, (cute_epi_m0 + cute_mt + 0 < M) && (cute_epi_n0 + cute_nt + 56 < N), s_beta, s_alpha);
-          const float dv_29 = cute_epi_visit(acc[0][29], ld_C_29, (cute_epi_m0 + cute_mt + 0 < M) && (cute_epi_n0 + cute_nt + 57 < N), s_beta, s_alpha);
-          const float dv_30 = cute_epi_visit(acc[0][30], ld_C_30, (cute_epi_m0 + cute_mt + 8 < M) && (cute_epi_n0 + cute_nt + 56 < N), s_beta, s_alpha);
-          const float dv_31 = cute_epi_visit(acc[0][31], ld_C_31, (cute_epi_m0 + cute_mt + 8 < M) && (cute_epi_n0 + cute_nt + 57 < N), s_beta, s_alpha);
-          if (tid == 0) cute_epi_bulk_wait_read<1>();
-          cute_epi_named_bar((1 + cw), 128);
-          { const int wm_ = cute_lm - (cute_lane >> 2), wn_ = cute_ln - 2 * (cute_lane & 3), q_ = cute_lane >> 3;
-            cute_epi_stmatrix_x4(((cute_epi_smem + 0u + (cute_epi_d_idx) * 4096u) + cute_epi_swz<64>(wm_ + (q_ == 0 ? 0 : q_ == 1 ? 8 : q_ == 2 ? 0 : 8) + (cute_lane & 7), (wn_ + (q_ == 0 ? 32 : q_ == 1 ? 32 : q_ == 2 ? 40 : 40)) * 2)), cute_epi_pack_half2(dv_16, dv_17), cute_epi_pack_half2(dv_18, dv_19), cute_epi_pack_half2(dv_20, dv_21), cute_epi_pack_half2(dv_22, dv_23));
-            cute_epi_stmatrix_x4(((cute_epi_smem + 0u + (cute_epi_d_idx) * 4096u) + cute_epi_swz<64>(wm_ + (q_ == 0 ? 0 : q_ == 1 ? 8 : q_ == 2 ? 0 : 8) + (cute_lane & 7), (wn_ + (q_ == 0 ? 48 : q_ == 1 ? 48 : q_ == 2 ? 56 : 56)) * 2)), cute_epi_pack_half2(dv_24, dv_25), cute_epi_pack_half2(dv_26, dv_27), cute_epi_pack_half2(dv_28, dv_29), cute_epi_pack_half2(dv_30, dv_31));
-          }
-          cute_epi_fence_proxy_async();
-          cute_epi_named_bar((1 + cw), 128);
+          const float dv_16 = cute_epi_visit(acc[0][16], ld_C_16, cute_epi_m0 + cute_mt < M && cute_epi_n0 + cute_nt + 32 < N, s_beta, s_alpha);
+          const float dv_17 = cute_epi_visit(acc[0][17], ld_C_17, cute_epi_m0 + cute_mt < M && cute_epi_n0 + cute_nt + 33 < N, s_beta, s_alpha);
+          const float dv_18 = cute_epi_visit(acc[0][18], ld_C_18, cute_epi_m0 + cute_mt + 8 < M && cute_epi_n0 + cute_nt + 32 < N, s_beta, s_alpha);
+          const float dv_19 = cute_epi_visit(acc[0][19], ld_C_19, cute_epi_m0 + cute_mt + 8 < M && cute_epi_n0 + cute_nt + 33 < N, s_beta, s_alpha);
+          const float dv_20 = cute_epi_visit(acc[0][20], ld_C_20, cute_epi_m0 + cute_mt < M && cute_epi_n0 + cute_nt + 40 < N, s_beta, s_alpha);
+          const float dv_21 = cute_epi_visit(acc[0][21], ld_C_21, cute_epi_m0 + cute_mt < M && cute_epi_n0 + cute_nt + 41 < N, s_beta, s_alpha);
+          const float dv_22 = cute_epi_visit(acc[0][22], ld_C_22, cute_epi_m0 + cute_mt + 8 < M && cute_epi_n0 + cute_nt + 40 < N, s_beta, s_alpha);
+          const float dv_23 = cute_epi_visit(acc[0][23], ld_C_23, cute_epi_m0 + cute_mt + 8 < M && cute_epi_n0 + cute_nt + 41 < N, s_beta, s_alpha);
+          const float dv_24 = cute_epi_visit(acc[0][24], ld_C_24, cute_epi_m0 + cute_mt < M && cute_epi_n0 + cute_nt + 48 < N, s_beta, s_alpha);
+          const float dv_25 = cute_epi_visit(acc[0][25], ld_C_25, cute_epi_m0 + cute_mt < M && cute_epi_n0 + cute_nt + 49 < N, s_beta, s_alpha);
+          const float dv_26 = cute_epi_visit(acc[0][26], ld_C_26, cute_epi_m0 + cute_mt + 8 < M && cute_epi_n0 + cute_nt + 48 < N, s_beta, s_alpha);
+          const float dv_27 = cute_epi_visit(acc[0][27], ld_C_27, cute_epi_m0 + cute_mt + 8 < M && cute_epi_n0 + cute_nt + 49 < N, s_beta, s_alpha);
+          const float dv_28 = cute_epi_visit(acc[0][28], ld_C_28, cute_epi_m0 + cute_mt < M && cute_epi_n0 + cute_nt + 56 < N, s_beta, s_alpha);
+          const float dv_29 = cute_epi_visit(acc[0][29], ld_C_29, cute_epi_m0 + cute_mt < M && cute_epi_n0 + cute_nt + 57 < N, s_beta, s_alpha);
+          const float dv_30 = cute_epi_visit(acc[0][30], ld_C_30, cute_epi_m0 + cute_mt + 8 < M && cute_epi_n0 + cute_nt + 56 < N, s_beta, s_alpha);
+          const float dv_31 = cute_epi_visit(acc[0][31], ld_C_31, cute_epi_m0 + cute_mt + 8 < M && cute_epi_n0 + cute_nt + 57 < N, s_beta, s_alpha);
           if (tid == 0) {
-            cute_epi_tma_store_2d(&tmap_D, (cute_epi_smem + 0u + (cute_epi_d_idx) * 4096u), cute_sn0, cute_sm0);
-            cute_epi_bulk_commit();
+            bulk_wait_group_read<1>();
+          }
+          named_barrier_sync((1 + cw), 128);
+          {
+            const int q__1 = cute_lane >> 3;
+            stmatrix_x4(cute_epi_smem + cute_epi_d_idx * 4096 + ((((tid >> 5) * 16 + (q__1 == 0 ? 0 : (q__1 == 1 ? 8 : (q__1 == 2 ? 0 : 8))) + (tid & 7)) * 64 + (q__1 == 0 ? 0 : (q__1 == 1 ? 0 : 8)) * 2) ^ (((((tid >> 5) * 16 + (q__1 == 0 ? 0 : (q__1 == 1 ? 8 : (q__1 == 2 ? 0 : 8))) + (tid & 7)) * 64 + (q__1 == 0 ? 0 : (q__1 == 1 ? 0 : 8)) * 2) & 384) >> 3)), pack_f16x2(dv_16, dv_17), pack_f16x2(dv_18, dv_19), pack_f16x2(dv_20, dv_21), pack_f16x2(dv_22, dv_23));
+            stmatrix_x4(cute_epi_smem + cute_epi_d_idx * 4096 + ((((tid >> 5) * 16 + (q__1 == 0 ? 0 : (q__1 == 1 ? 8 : (q__1 == 2 ? 0 : 8))) + (tid & 7)) * 64 + (q__1 == 0 ? 16 : (q__1 == 1 ? 16 : 24)) * 2) ^ (((((tid >> 5) * 16 + (q__1 == 0 ? 0 : (q__1 == 1 ? 8 : (q__1 == 2 ? 0 : 8))) + (tid & 7)) * 64 + (q__1 == 0 ? 16 : (q__1 == 1 ? 16 : 24)) * 2) & 384) >> 3)), pack_f16x2(dv_24, dv_25), pack_f16x2(dv_26, dv_27), pack_f16x2(dv_28, dv_29), pack_f16x2(dv_30, dv_31));
+          }
+          fence_proxy_async_shared();
+          named_barrier_sync((1 + cw), 128);
+          if (tid == 0) {
+            tma_store_2d(&tmap_D, cute_epi_smem + cute_epi_d_idx * 4096, cute_epi_n0 + 32, cute_epi_m0);
+            bulk_commit_group();
           }
           if (++cute_epi_d_idx == 2) cute_epi_d_idx = 0;
         }
-        { // subtile (0, 2)
-          const int cute_sm0 = cute_epi_m0 + 0, cute_sn0 = cute_epi_n0 + 64;
-          const int cute_lm = cute_mt - 0, cute_ln = cute_nt - 64;
-          cute_epi_ldg_quad16<192>(cute_dq_C_0, cute_dqn_C_0, cute_dv_C, cq_C_96, cq_C_100, cq_C_104, cq_C_108);
-          cute_epi_ldg_quad16<192>(cute_dq_C_8, cute_dqn_C_8, cute_dv_C, cq_C_98, cq_C_102, cq_C_106, cq_C_110);
-          cute_epi_quad_transpose(cq_C_32, cq_C_36, cq_C_40, cq_C_44, cute_lane & 3);
-          cute_epi_quad_transpose(cq_C_34, cq_C_38, cq_C_42, cq_C_46, cute_lane & 3);
-          const float2 lp_C_32 = cute_epi_unpack_half2(cq_C_32);
+        {
+          // subtile (0, 2)
+          ld_global_quad16<192>(cute_dq_C_0, cute_dqn_C_0, cute_dv_C, cq_C_96, cq_C_100, cq_C_104, cq_C_108);
+          ld_global_quad16<192>(cute_dq_C_8, cute_dqn_C_8, cute_dv_C, cq_C_98, cq_C_102, cq_C_106, cq_C_110);
+          quad_transpose_u32(cq_C_32, cq_C_36, cq_C_40, cq_C_44, tid & 3);
+          quad_transpose_u32(cq_C_34, cq_C_38, cq_C_42, cq_C_46, tid & 3);
+          const float2 lp_C_32 = f16x2_bits_to_f32x2(cq_C_32);
           const float ld_C_32 = lp_C_32.x, ld_C_33 = lp_C_32.y;
-          const float2 lp_C_34 = cute_epi_unpack_half2(cq_C_34);
+          const float2 lp_C_34 = f16x2_bits_to_f32x2(cq_C_34);
           const float ld_C_34 = lp_C_34.x, ld_C_35 = lp_C_34.y;
-          const float2 lp_C_36 = cute_epi_unpack_half2(cq_C_36);
+          const float2 lp_C_36 = f16x2_bits_to_f32x2(cq_C_36);
           const float ld_C_36 = lp_C_36.x, ld_C_37 = lp_C_36.y;
-          const float2 lp_C_38 = cute_epi_unpack_half2(cq_C_38);
+          const float2 lp_C_38 = f16x2_bits_to_f32x2(cq_C_38);
           const float ld_C_38 = lp_C_38.x, ld_C_39 = lp_C_38.y;
-          const float2 lp_C_40 = cute_epi_unpack_half2(cq_C_40);
+          const float2 lp_C_40 = f16x2_bits_to_f32x2(cq_C_40);
           const float ld_C_40 = lp_C_40.x, ld_C_41 = lp_C_40.y;
-          const float2 lp_C_42 = cute_epi_unpack_half2(cq_C_42);
+          const float2 lp_C_42 = f16x2_bits_to_f32x2(cq_C_42);
           const float ld_C_42 = lp_C_42.x, ld_C_43 = lp_C_42.y;
-          const float2 lp_C_44 = cute_epi_unpack_half2(cq_C_44);
+          const float2 lp_C_44 = f16x2_bits_to_f32x2(cq_C_44);
           const float ld_C_44 = lp_C_44.x, ld_C_45 = lp_C_44.y;
-          const float2 lp_C_46 = cute_epi_unpack_half2(cq_C_46);
+          const float2 lp_C_46 = f16x2_bits_to_f32x2(cq_C_46);
           const float ld_C_46 = lp_C_46.x, ld_C_47 = lp_C_46.y;
-          const float dv_32 = cute_epi_visit(acc[0][32], ld_C_32, (cute_epi_m0 + cute_mt + 0 < M) && (cute_epi_n0 + cute_nt + 64 < N), s_beta, s_alpha);
-          const float dv_33 = cute_epi_visit(acc[0][33], ld_C_33, (cute_epi_m0 + cute_mt + 0 < M) && (cute_epi_n0 + cute_nt + 65 < N), s_beta, s_alpha);
-          const float dv_34 = cute_epi_visit(acc[0][34], ld_C_34, (cute_epi_m0 + cute_mt + 8 < M) && (cute_epi_n0 + cute_nt + 64 < N), s_beta, s_alpha);
-          const float dv_35 = cute_epi_visit(acc[0][35], ld_C_35, (cute_epi_m0 + cute_mt + 8 < M) && (cute_epi_n0 + cute_nt + 65 < N), s_beta, s_alpha);
-          const float dv_36 = cute_epi_visit(acc[0][36], ld_C_36, (cute_epi_m0 + cute_mt + 0 < M) && (cute_epi_n0 + cute_nt + 72 < N), s_beta, s_alpha);
-          const float dv_37 = cute_epi_visit(acc[0][37], ld_C_37, (cute_epi_m0 + cute_mt + 0 < M) && (cute_epi_n0 + cute_nt + 73 < N), s_beta, s_alpha);
-          const float dv_38 = cute_epi_visit(acc[0][38], ld_C_38, (cute_epi_m0 + cute_mt + 8 < M) && (cute_epi_n0 + cute_nt + 72 < N), s_beta, s_alpha);
-          const float dv_39 = cute_epi_visit(acc[0][39], ld_C_39, (cute_epi_m0 + cute_mt + 8 < M) && (cute_epi_n0 + cute_nt + 73 < N), s_beta, s_alpha);
-          const float dv_40 = cute_epi_visit(acc[0][40], ld_C_40, (cute_epi_m0 + cute_mt + 0 < M) && (cute_epi_n0 + cute_nt + 80 < N), s_beta, s_alpha);
-          const float dv_41 = cute_epi_visit(acc[0][41], ld_C_41, (cute_epi_m0 + cute_mt + 0 < M) && (cute_epi_n0 + cute_nt + 81 < N), s_beta, s_alpha);
-          const float dv_42 = cute_epi_visit(acc[0][42], ld_C_42, (cute_epi_m0 + cute_mt + 8 < M) && (cute_epi_n0 + cute_nt + 80 < N), s_beta, s_alpha);
-          const float dv_43 = cute_epi_visit(acc[0][43], ld_C_43, (cute_epi_m0 + cute_mt + 8 < M) && (cute_epi_n0 + cute_nt + 81 < N), s_beta, s_alpha);
-          const float dv_44 = cute_epi_visit(acc[0][44], ld_C_44, (cute_epi_m0 + cute_mt + 0 < M) && (cute_epi_n0 + cute_nt + 88 < N), s_beta, s_alpha);
-          const float dv_45 = cute_epi_visit(acc[0][45], ld_C_45, (cute_epi_m0 + cute_mt + 0 < M) && (cute_epi_n0 + cute_nt + 89 < N), s_beta, s_alpha);
-          const float dv_46 = cute_epi_visit(acc[0][46], ld_C_46, (cute_epi_m0 + cute_mt + 8 < M) && (cute_epi_n0 + cute_nt + 88 < N), s_beta, s_alpha);
-          const float dv_47 = cute_epi_visit(acc[0][47], ld_C_47, (cute_epi_m0 + cute_mt + 8 < M) && (cute_epi_n0 + cute_nt + 89 < N), s_beta, s_alpha);
-          if (tid == 0) cute_epi_bulk_wait_read<1>();
-          cute_epi_named_bar((1 + cw), 128);
-          { const int wm_ = cute_lm - (cute_lane >> 2), wn_ = cute_ln - 2 * (cute_lane & 3), q_ = cute_lane >> 3;
-            cute_epi_stmatrix_x4(((cute_epi_smem + 0u + (cute_epi_d_idx) * 4096u) + cute_epi_swz<64>(wm_ + (q_ == 0 ? 0 : q_ == 1 ? 8 : q_ == 2 ? 0 : 8) + (cute_lane & 7), (wn_ + (q_ == 0 ? 64 : q_ == 1 ? 64 : q_ == 2 ? 72 : 72)) * 2)), cute_epi_pack_half2(dv_32, dv_33), cute_epi_pack_half2(dv_34, dv_35), cute_epi_pack_half2(dv_36, dv_37), cute_epi_pack_half2(dv_38, dv_39));
-            cute_epi_stmatrix_x4(((cute_epi_smem + 0u + (cute_epi_d_idx) * 4096u) + cute_epi_swz<64>(wm_ + (q_ == 0 ? 0 : q_ == 1 ? 8 : q_ == 2 ? 0 : 8) + (cute_lane & 7), (wn_ + (q_ == 0 ? 80 : q_ == 1 ? 80 : q_ == 2 ? 88 : 88)) * 2)), cute_epi_pack_half2(dv_40, dv_41), cute_epi_pack_half2(dv_42, dv_43), cute_epi_pack_half2(dv_44, dv_45), cute_epi_pack_half2(dv_46, dv_47));
-          }
-          cute_epi_fence_proxy_async();
-          cute_epi_named_bar((1 + cw), 128);
+          const float dv_32 = cute_epi_visit(acc[0][32], ld_C_32, cute_epi_m0 + cute_mt < M && cute_epi_n0 + cute_nt + 64 < N, s_beta, s_alpha);
+          const float dv_33 = cute_epi_visit(acc[0][33], ld_C_33, cute_epi_m0 + cute_mt < M && cute_epi_n0 + cute_nt + 65 < N, s_beta, s_alpha);
+          const float dv_34 = cute_epi_visit(acc[0][34], ld_C_34, cute_epi_m0 + cute_mt + 8 < M && cute_epi_n0 + cute_nt + 64 < N, s_beta, s_alpha);
+          const float dv_35 = cute_epi_visit(acc[0][35], ld_C_35, cute_epi_m0 + cute_mt + 8 < M && cute_epi_n0 + cute_nt + 65 < N, s_beta, s_alpha);
+          const float dv_36 = cute_epi_visit(acc[0][36], ld_C_36, cute_epi_m0 + cute_mt < M && cute_epi_n0 + cute_nt + 72 < N, s_beta, s_alpha);
+          const float dv_37 = cute_epi_visit(acc[0][37], ld_C_37, cute_epi_m0 + cute_mt < M && cute_epi_n0 + cute_nt + 73 < N, s_beta, s_alpha);
+          const float dv_38 = cute_epi_visit(acc[0][38], ld_C_38, cute_epi_m0 + cute_mt + 8 < M && cute_epi_n0 + cute_nt + 72 < N, s_beta, s_alpha);
+          const float dv_39 = cute_epi_visit(acc[0][39], ld_C_39, cute_epi_m0 + cute_mt + 8 < M && cute_epi_n0 + cute_nt + 73 < N, s_beta, s_alpha);
+          const float dv_40 = cute_epi_visit(acc[0][40], ld_C_40, cute_epi_m0 + cute_mt < M && cute_epi_n0 + cute_nt + 80 < N, s_beta, s_alpha);
+          const float dv_41 = cute_epi_visit(acc[0][41], ld_C_41, cute_epi_m0 + cute_mt < M && cute_epi_n0 + cute_nt + 81 < N, s_beta, s_alpha);
+          const float dv_42 = cute_epi_visit(acc[0][42], ld_C_42, cute_epi_m0 + cute_mt + 8 < M && cute_epi_n0 + cute_nt + 80 < N, s_beta, s_alpha);
+          const float dv_43 = cute_epi_visit(acc[0][43], ld_C_43, cute_epi_m0 + cute_mt + 8 < M && cute_epi_n0 + cute_nt + 81 < N, s_beta, s_alpha);
+          const float dv_44 = cute_epi_visit(acc[0][44], ld_C_44, cute_epi_m0 + cute_mt < M && cute_epi_n0 + cute_nt + 88 < N, s_beta, s_alpha);
+          const float dv_45 = cute_epi_visit(acc[0][45], ld_C_45, cute_epi_m0 + cute_mt < M && cute_epi_n0 + cute_nt + 89 < N, s_beta, s_alpha);
+          const float dv_46 = cute_epi_visit(acc[0][46], ld_C_46, cute_epi_m0 + cute_mt + 8 < M && cute_epi_n0 + cute_nt + 88 < N, s_beta, s_alpha);
+          const float dv_47 = cute_epi_visit(acc[0][47], ld_C_47, cute_epi_m0 + cute_mt + 8 < M && cute_epi_n0 + cute_nt + 89 < N, s_beta, s_alpha);
           if (tid == 0) {
-            cute_epi_tma_store_2d(&tmap_D, (cute_epi_smem + 0u + (cute_epi_d_idx) * 4096u), cute_sn0, cute_sm0);
-            cute_epi_bulk_commit();
+            bulk_wait_group_read<1>();
+          }
+          named_barrier_sync((1 + cw), 128);
+          {
+            const int q__2 = cute_lane >> 3;
+            stmatrix_x4(cute_epi_smem + cute_epi_d_idx * 4096 + ((((tid >> 5) * 16 + (q__2 == 0 ? 0 : (q__2 == 1 ? 8 : (q__2 == 2 ? 0 : 8))) + (tid & 7)) * 64 + (q__2 == 0 ? 0 : (q__2 == 1 ? 0 : 8)) * 2) ^ (((((tid >> 5) * 16 + (q__2 == 0 ? 0 : (q__2 == 1 ? 8 : (q__2 == 2 ? 0 : 8))) + (tid & 7)) * 64 + (q__2 == 0 ? 0 : (q__2 == 1 ? 0 : 8)) * 2) & 384) >> 3)), pack_f16x2(dv_32, dv_33), pack_f16x2(dv_34, dv_35), pack_f16x2(dv_36, dv_37), pack_f16x2(dv_38, dv_39));
+            stmatrix_x4(cute_epi_smem + cute_epi_d_idx * 4096 + ((((tid >> 5) * 16 + (q__2 == 0 ? 0 : (q__2 == 1 ? 8 : (q__2 == 2 ? 0 : 8))) + (tid & 7)) * 64 + (q__2 == 0 ? 16 : (q__2 == 1 ? 16 : 24)) * 2) ^ (((((tid >> 5) * 16 + (q__2 == 0 ? 0 : (q__2 == 1 ? 8 : (q__2 == 2 ? 0 : 8))) + (tid & 7)) * 64 + (q__2 == 0 ? 16 : (q__2 == 1 ? 16 : 24)) * 2) & 384) >> 3)), pack_f16x2(dv_40, dv_41), pack_f16x2(dv_42, dv_43), pack_f16x2(dv_44, dv_45), pack_f16x2(dv_46, dv_47));
+          }
+          fence_proxy_async_shared();
+          named_barrier_sync((1 + cw), 128);
+          if (tid == 0) {
+            tma_store_2d(&tmap_D, cute_epi_smem + cute_epi_d_idx * 4096, cute_epi_n0 + 64, cute_epi_m0);
+            bulk_commit_group();
           }
           if (++cute_epi_d_idx == 2) cute_epi_d_idx = 0;
         }
-        { // subtile (0, 3)
-          const int cute_sm0 = cute_epi_m0 + 0, cute_sn0 = cute_epi_n0 + 96;
-          const int cute_lm = cute_mt - 0, cute_ln = cute_nt - 96;
-          cute_epi_ldg_quad16<224>(cute_dq_C_0, cute_dqn_C_0, cute_dv_C, cq_C_112, cq_C_116, cq_C_120, cq_C_124);
-          cute_epi_ldg_quad16<224>(cute_dq_C_8, cute_dqn_C_8, cute_dv_C, cq_C_114, cq_C_118, cq_C_122, cq_C_126);
-          cute_epi_quad_transpose(cq_C_48, cq_C_52, cq_C_56, cq_C_60, cute_lane & 3);
-          cute_epi_quad_transpose(cq_C_50, cq_C_54, cq_C_58, cq_C_62, cute_lane & 3);
-          const float2 lp_C_48 = cute_epi_unpack_half2(cq_C_48);
+        {
+          // subtile (0, 3)
+          ld_global_quad16<224>(cute_dq_C_0, cute_dqn_C_0, cute_dv_C, cq_C_112, cq_C_116, cq_C_120, cq_C_124);
+          ld_global_quad16<224>(cute_dq_C_8, cute_dqn_C_8, cute_dv_C, cq_C_114, cq_C_118, cq_C_122, cq_C_126);
+          quad_transpose_u32(cq_C_48, cq_C_52, cq_C_56, cq_C_60, tid & 3);
+          quad_transpose_u32(cq_C_50, cq_C_54, cq_C_58, cq_C_62, tid & 3);
+          const float2 lp_C_48 = f16x2_bits_to_f32x2(cq_C_48);
           const float ld_C_48 = lp_C_48.x, ld_C_49 = lp_C_48.y;
-          const float2 lp_C_50 = cute_epi_unpack_half2(cq_C_50);
+          const float2 lp_C_50 = f16x2_bits_to_f32x2(cq_C_50);
           const float ld_C_50 = lp_C_50.x, ld_C_51 = lp_C_50.y;
-          const float2 lp_C_52 = cute_epi_unpack_half2(cq_C_52);
+          const float2 lp_C_52 = f16x2_bits_to_f32x2(cq_C_52);
           const float ld_C_52 = lp_C_52.x, ld_C_53 = lp_C_52.y;
-          const float2 lp_C_54 = cute_epi_unpack_half2(cq_C_54);
+          const float2 lp_C_54 = f16x2_bits_to_f32x2(cq_C_54);
           const float ld_C_54 = lp_C_54.x, ld_C_55 = lp_C_54.y;
-          const float2 lp_C_56 = cute_epi_unpack_half2(cq_C_56);
+          const float2 lp_C_56 = f16x2_bits_to_f32x2(cq_C_56);
           const float ld_C_56 = lp_C_56.x, ld_C_57 = lp_C_56.y;
-          const float2 lp_C_58 = cute_epi_unpack_half2(cq_C_58);
+          const float2 lp_C_58 = f16x2_bits_to_f32x2(cq_C_58);
           const float ld_C_58 = lp_C_58.x, ld_C_59 = lp_C_58.y;
-          const float2 lp_C_60 = cute_epi_unpack_half2(cq_C_60);
+          const float2 lp_C_60 = f16x2_bits_to_f32x2(cq_C_60);
           const float ld_C_60 = lp_C_60.x, ld_C_61 = lp_C_60.y;
-          const float2 lp_C_62 = cute_epi_unpack_half2(cq_C_62);
+          const float2 lp_C_62 = f16x2_bits_to_f32x2(cq_C_62);
           const float ld_C_62 = lp_C_62.x, ld_C_63 = lp_C_62.y;
-          const float dv_48 = cute_epi_visit(acc[0][48], ld_C_48, (cute_epi_m0 + cute_mt + 0 < M) && (cute_epi_n0 + cute_nt + 96 < N), s_beta, s_alpha);
-          const float dv_49 = cute_epi_visit(acc[0][49], ld_C_49, (cute_epi_m0 + cute_mt + 0 < M) && (cute_epi_n0 + cute_nt + 97 < N), s_beta, s_alpha);
-          const float dv_50 = cute_epi_visit(acc[0][50], ld_C_50, (cute_epi_m0 + cute_mt + 8 < M) && (cute_epi_n0 + cute_nt + 96 < N), s_beta, s_alpha);
-          const float dv_51 = cute_epi_visit(acc[0][51], ld_C_51, (cute_epi_m0 + cute_mt + 8 < M) && (cute_epi_n0 + cute_nt + 97 < N), s_beta, s_alpha);
-          const float dv_52 = cute_epi_visit(acc[0][52], ld_C_52, (cute_epi_m0 + cute_mt + 0 < M) && (cute_epi_n0 + cute_nt + 104 < N), s_beta, s_alpha);
-          const float dv_53 = cute_epi_visit(acc[0][53], ld_C_53, (cute_epi_m0 + cute_mt + 0 < M) && (cute_epi_n0 + cute_nt + 105 < N), s_beta, s_alpha);
-          const float dv_54 = cute_epi_visit(acc[0][54], ld_C_54, (cute_epi_m0 + cute_mt + 8 < M) && (cute_epi_n0 + cute_nt + 104 < N), s_beta, s_alpha);
-          const float dv_55 = cute_epi_visit(acc[0][55], ld_C_55, (cute_epi_m0 + cute_mt + 8 < M) && (cute_epi_n0 + cute_nt + 105 < N), s_beta, s_alpha);
-          const float dv_56 = cute_epi_visit(acc[0][56], ld_C_56, (cute_epi_m0 + cute_mt + 0 < M) && (cute_epi_n0 + cute_nt + 112 < N), s_beta, s_alpha);
-          const float dv_57 = cute_epi_visit(acc[0][57], ld_C_57, (cute_epi_m0 + cute_mt + 0 < M) && (cute_epi_n0 + cute_nt + 113 < N), s_beta, s_alpha);
-          const float dv_58 = cute_epi_visit(acc[0][58], ld_C_58, (cute_epi_m0 + cute_mt + 8 < M) && (cute_epi_n0 + cute_nt + 112 < N), s_beta, s_alpha);
-          const float dv_59 = cute_epi_visit(acc[0][59], ld_C_59, (cute_epi_m0 + cute_mt + 8 < M) && (cute_epi_n0 + cute_nt + 113 < N), s_beta, s_alpha);
-          const float dv_60 = cute_epi_visit(acc[0][60], ld_C_60, (cute_epi_m0 + cute_mt + 0 < M) && (cute_epi_n0 + cute_nt + 120 < N), s_beta, s_alpha);
-          const float dv_61 = cute_epi_visit(acc[0][61], ld_C_61, (cute_epi_m0 + cute_mt + 0 < M) && (cute_epi_n0 + cute_nt + 121 < N), s_beta, s_alpha);
-          const float dv_62 = cute_epi_visit(acc[0][62], ld_C_62, (cute_epi_m0 + cute_mt + 8 < M) && (cute_epi_n0 + cute_nt + 120 < N), s_beta, s_alpha);
-          const float dv_63 = cute_epi_visit(acc[0][63], ld_C_63, (cute_epi_m0 + cute_mt + 8 < M) && (cute_epi_n0 + cute_nt + 121 < N), s_beta, s_alpha);
-          if (tid == 0) cute_epi_bulk_wait_read<1>();
-          cute_epi_named_bar((1 + cw), 128);
-          { const int wm_ = cute_lm - (cute_lane >> 2), wn_ = cute_ln - 2 * (cute_lane & 3), q_ = cute_lane >> 3;
-            cute_epi_stmatrix_x4(((cute_epi_smem + 0u + (cute_epi_d_idx) * 4096u) + cute_epi_swz<64>(wm_ + (q_ == 0 ? 0 : q_ == 1 ? 8 : q_ == 2 ? 0 : 8) + (cute_lane & 7), (wn_ + (q_ == 0 ? 96 : q_ == 1 ? 96 : q_ == 2 ? 104 : 104)) * 2)), cute_epi_pack_half2(dv_48, dv_49), cute_epi_pack_half2(dv_50, dv_51), cute_epi_pack_half2(dv_52, dv_53), cute_epi_pack_half2(dv_54, dv_55));
-            cute_epi_stmatrix_x4(((cute_epi_smem + 0u + (cute_epi_d_idx) * 4096u) + cute_epi_swz<64>(wm_ + (q_ == 0 ? 0 : q_ == 1 ? 8 : q_ == 2 ? 0 : 8) + (cute_lane & 7), (wn_ + (q_ == 0 ? 112 : q_ == 1 ? 112 : q_ == 2 ? 120 : 120)) * 2)), cute_epi_pack_half2(dv_56, dv_57), cute_epi_pack_half2(dv_58, dv_59), cute_epi_pack_half2(dv_60, dv_61), cute_epi_pack_half2(dv_62, dv_63));
-          }
-          cute_epi_fence_proxy_async();
-          cute_epi_named_bar((1 + cw), 128);
+          const float dv_48 = cute_epi_visit(acc[0][48], ld_C_48, cute_epi_m0 + cute_mt < M && cute_epi_n0 + cute_nt + 96 < N, s_beta, s_alpha);
+          const float dv_49 = cute_epi_visit(acc[0][49], ld_C_49, cute_epi_m0 + cute_mt < M && cute_epi_n0 + cute_nt + 97 < N, s_beta, s_alpha);
+          const float dv_50 = cute_epi_visit(acc[0][50], ld_C_50, cute_epi_m0 + cute_mt + 8 < M && cute_epi_n0 + cute_nt + 96 < N, s_beta, s_alpha);
+          const float dv_51 = cute_epi_visit(acc[0][51], ld_C_51, cute_epi_m0 + cute_mt + 8 < M && cute_epi_n0 + cute_nt + 97 < N, s_beta, s_alpha);
+          const float dv_52 = cute_epi_visit(acc[0][52], ld_C_52, cute_epi_m0 + cute_mt < M && cute_epi_n0 + cute_nt + 104 < N, s_beta, s_alpha);
+          const float dv_53 = cute_epi_visit(acc[0][53], ld_C_53, cute_epi_m0 + cute_mt < M && cute_epi_n0 + cute_nt + 105 < N, s_beta, s_alpha);
+          const float dv_54 = cute_epi_visit(acc[0][54], ld_C_54, cute_epi_m0 + cute_mt + 8 < M && cute_epi_n0 + cute_nt + 104 < N, s_beta, s_alpha);
+          const float dv_55 = cute_epi_visit(acc[0][55], ld_C_55, cute_epi_m0 + cute_mt + 8 < M && cute_epi_n0 + cute_nt + 105 < N, s_beta, s_alpha);
+          const float dv_56 = cute_epi_visit(acc[0][56], ld_C_56, cute_epi_m0 + cute_mt < M && cute_epi_n0 + cute_nt + 112 < N, s_beta, s_alpha);
+          const float dv_57 = cute_epi_visit(acc[0][57], ld_C_57, cute_epi_m0 + cute_mt < M && cute_epi_n0 + cute_nt + 113 < N, s_beta, s_alpha);
+          const float dv_58 = cute_epi_visit(acc[0][58], ld_C_58, cute_epi_m0 + cute_mt + 8 < M && cute_epi_n0 + cute_nt + 112 < N, s_beta, s_alpha);
+          const float dv_59 = cute_epi_visit(acc[0][59], ld_C_59, cute_epi_m0 + cute_mt + 8 < M && cute_epi_n0 + cute_nt + 113 < N, s_beta, s_alpha);
+          const float dv_60 = cute_epi_visit(acc[0][60], ld_C_60, cute_epi_m0 + cute_mt < M && cute_epi_n0 + cute_nt + 120 < N, s_beta, s_alpha);
+          const float dv_61 = cute_epi_visit(acc[0][61], ld_C_61, cute_epi_m0 + cute_mt < M && cute_epi_n0 + cute_nt + 121 < N, s_beta, s_alpha);
+          const float dv_62 = cute_epi_visit(acc[0][62], ld_C_62, cute_epi_m0 + cute_mt + 8 < M && cute_epi_n0 + cute_nt + 120 < N, s_beta, s_alpha);
+          const float dv_63 = cute_epi_visit(acc[0][63], ld_C_63, cute_epi_m0 + cute_mt + 8 < M && cute_epi_n0 + cute_nt + 121 < N, s_beta, s_alpha);
           if (tid == 0) {
-            cute_epi_tma_store_2d(&tmap_D, (cute_epi_smem + 0u + (cute_epi_d_idx) * 4096u), cute_sn0, cute_sm0);
-            cute_epi_bulk_commit();
+            bulk_wait_group_read<1>();
+          }
+          named_barrier_sync((1 + cw), 128);
+          {
+            const int q__3 = cute_lane >> 3;
+            stmatrix_x4(cute_epi_smem + cute_epi_d_idx * 4096 + ((((tid >> 5) * 16 + (q__3 == 0 ? 0 : (q__3 == 1 ? 8 : (q__3 == 2 ? 0 : 8))) + (tid & 7)) * 64 + (q__3 == 0 ? 0 : (q__3 == 1 ? 0 : 8)) * 2) ^ (((((tid >> 5) * 16 + (q__3 == 0 ? 0 : (q__3 == 1 ? 8 : (q__3 == 2 ? 0 : 8))) + (tid & 7)) * 64 + (q__3 == 0 ? 0 : (q__3 == 1 ? 0 : 8)) * 2) & 384) >> 3)), pack_f16x2(dv_48, dv_49), pack_f16x2(dv_50, dv_51), pack_f16x2(dv_52, dv_53), pack_f16x2(dv_54, dv_55));
+            stmatrix_x4(cute_epi_smem + cute_epi_d_idx * 4096 + ((((tid >> 5) * 16 + (q__3 == 0 ? 0 : (q__3 == 1 ? 8 : (q__3 == 2 ? 0 : 8))) + (tid & 7)) * 64 + (q__3 == 0 ? 16 : (q__3 == 1 ? 16 : 24)) * 2) ^ (((((tid >> 5) * 16 + (q__3 == 0 ? 0 : (q__3 == 1 ? 8 : (q__3 == 2 ? 0 : 8))) + (tid & 7)) * 64 + (q__3 == 0 ? 16 : (q__3 == 1 ? 16 : 24)) * 2) & 384) >> 3)), pack_f16x2(dv_56, dv_57), pack_f16x2(dv_58, dv_59), pack_f16x2(dv_60, dv_61), pack_f16x2(dv_62, dv_63));
+          }
+          fence_proxy_async_shared();
+          named_barrier_sync((1 + cw), 128);
+          if (tid == 0) {
+            tma_store_2d(&tmap_D, cute_epi_smem + cute_epi_d_idx * 4096, cute_epi_n0 + 96, cute_epi_m0);
+            bulk_commit_group();
           }
           if (++cute_epi_d_idx == 2) cute_epi_d_idx = 0;
         }
-        { // subtile (0, 4)
-          const int cute_sm0 = cute_epi_m0 + 0, cute_sn0 = cute_epi_n0 + 128;
-          const int cute_lm = cute_mt - 0, cute_ln = cute_nt - 128;
-          cute_epi_quad_transpose(cq_C_64, cq_C_68, cq_C_72, cq_C_76, cute_lane & 3);
-          cute_epi_quad_transpose(cq_C_66, cq_C_70, cq_C_74, cq_C_78, cute_lane & 3);
-          const float2 lp_C_64 = cute_epi_unpack_half2(cq_C_64);
+        {
+          // subtile (0, 4)
+          quad_transpose_u32(cq_C_64, cq_C_68, cq_C_72, cq_C_76, tid & 3);
+          quad_transpose_u32(cq_C_66, cq_C_70, cq_C_74, cq_C_78, tid & 3);
+          const float2 lp_C_64 = f16x2_bits_to_f32x2(cq_C_64);
           const float ld_C_64 = lp_C_64.x, ld_C_65 = lp_C_64.y;
-          const float2 lp_C_66 = cute_epi_unpack_half2(cq_C_66);
+          const float2 lp_C_66 = f16x2_bits_to_f32x2(cq_C_66);
           const float ld_C_66 = lp_C_66.x, ld_C_67 = lp_C_66.y;
-          const float2 lp_C_68 = cute_epi_unpack_half2(cq_C_68);
+          const float2 lp_C_68 = f16x2_bits_to_f32x2(cq_C_68);
           const float ld_C_68 = lp_C_68.x, ld_C_69 = lp_C_68.y;
-          const float2 lp_C_70 = cute_epi_unpack_half2(cq_C_70);
+          const float2 lp_C_70 = f16x2_bits_to_f32x2(cq_C_70);
           const float ld_C_70 = lp_C_70.x, ld_C_71 = lp_C_70.y;
-          const float2 lp_C_72 = cute_epi_unpack_half2(cq_C_72);
+          const float2 lp_C_72 = f16x2_bits_to_f32x2(cq_C_72);
           const float ld_C_72 = lp_C_72.x, ld_C_73 = lp_C_72.y;
-          const float2 lp_C_74 = cute_epi_unpack_half2(cq_C_74);
+          const float2 lp_C_74 = f16x2_bits_to_f32x2(cq_C_74);
           const float ld_C_74 = lp_C_74.x, ld_C_75 = lp_C_74.y;
-          const float2 lp_C_76 = cute_epi_unpack_half2(cq_C_76);
+          const float2 lp_C_76 = f16x2_bits_to_f32x2(cq_C_76);
           const float ld_C_76 = lp_C_76.x, ld_C_77 = lp_C_76.y;
-          const float2 lp_C_78 = cute_epi_unpack_half2(cq_C_78);
+          const float2 lp_C_78 = f16x2_bits_to_f32x2(cq_C_78);
           const float ld_C_78 = lp_C_78.x, ld_C_79 = lp_C_78.y;
-          const float dv_64 = cute_epi_visit(acc[0][64], ld_C_64, (cute_epi_m0 + cute_mt + 0 < M) && (cute_epi_n0 + cute_nt + 128 < N), s_beta, s_alpha);
-          const float dv_65 = cute_epi_visit(acc[0][65], ld_C_65, (cute_epi_m0 + cute_mt + 0 < M) && (cute_epi_n0 + cute_nt + 129 < N), s_beta, s_alpha);
-          const float dv_66 = cute_epi_visit(acc[0][66], ld_C_66, (cute_epi_m0 + cute_mt + 8 < M) && (cute_epi_n0 + cute_nt + 128 < N), s_beta, s_alpha);
-          const float dv_67 = cute_epi_visit(acc[0][67], ld_C_67, (cute_epi_m0 + cute_mt + 8 < M) && (cute_epi_n0 + cute_nt + 129 < N), s_beta, s_alpha);
-          const float dv_68 = cute_epi_visit(acc[0][68], ld_C_68, (cute_epi_m0 + cute_mt + 0 < M) && (cute_epi_n0 + cute_nt + 136 < N), s_beta, s_alpha);
-          const float dv_69 = cute_epi_visit(acc[0][69], ld_C_69, (cute_epi_m0 + cute_mt + 0 < M) && (cute_epi_n0 + cute_nt + 137 < N), s_beta, s_alpha);
-          const float dv_70 = cute_epi_visit(acc[0][70], ld_C_70, (cute_epi_m0 + cute_mt + 8 < M) && (cute_epi_n0 + cute_nt + 136 < N), s_beta, s_alpha);
-          const float dv_71 = cute_epi_visit(acc[0][71], ld_C_71, (cute_epi_m0 + cute_mt + 8 < M) && (cute_epi_n0 + cute_nt + 137 < N), s_beta, s_alpha);
-          const float dv_72 = cute_epi_visit(acc[0][72], ld_C_72, (cute_epi_m0 + cute_mt + 0 < M) && (cute_epi_n0 + cute_nt + 144 < N), s_beta, s_alpha);
-          const float dv_73 = cute_epi_visit(acc[0][73], ld_C_73, (cute_epi_m0 + cute_mt + 0 < M) && (cute_epi_n0 + cute_nt + 145 < N), s_beta, s_alpha);
-          const float dv_74 = cute_epi_visit(acc[0][74], ld_C_74, (cute_epi_m0 + cute_mt + 8 < M) && (cute_epi_n0 + cute_nt + 144 < N), s_beta, s_alpha);
-          const float dv_75 = cute_epi_visit(acc[0][75], ld_C_75, (cute_epi_m0 + cute_mt + 8 < M) && (cute_epi_n0 + cute_nt + 145 < N), s_beta, s_alpha);
-          const float dv_76 = cute_epi_visit(acc[0][76], ld_C_76, (cute_epi_m0 + cute_mt + 0 < M) && (cute_epi_n0 + cute_nt + 152 < N), s_beta, s_alpha);
-          const float dv_77 = cute_epi_visit(acc[0][77], ld_C_77, (cute_epi_m0 + cute_mt + 0 < M) && (cute_epi_n0 + cute_nt + 153 < N), s_beta, s_alpha);
-          const float dv_78 = cute_epi_visit(acc[0][78], ld_C_78, (cute_epi_m0 + cute_mt + 8 < M) && (cute_epi_n0 + cute_nt + 152 < N), s_beta, s_alpha);
-          const float dv_79 = cute_epi_visit(acc[0][79], ld_C_79, (cute_epi_m0 + cute_mt + 8 < M) && (cute_epi_n0 + cute_nt + 153 < N), s_beta, s_alpha);
-          if (tid == 0) cute_epi_bulk_wait_read<1>();
-          cute_epi_named_bar((1 + cw), 128);
-          { const int wm_ = cute_lm - (cute_lane >> 2), wn_ = cute_ln - 2 * (cute_lane & 3), q_ = cute_lane >> 3;
-            cute_epi_stmatrix_x4(((cute_epi_smem + 0u + (cute_epi_d_idx) * 4096u) + cute_epi_swz<64>(wm_ + (q_ == 0 ? 0 : q_ == 1 ? 8 : q_ == 2 ? 0 : 8) + (cute_lane & 7), (wn_ + (q_ == 0 ? 128 : q_ == 1 ? 128 : q_ == 2 ? 136 : 136)) * 2)), cute_epi_pack_half2(dv_64, dv_65), cute_epi_pack_half2(dv_66, dv_67), cute_epi_pack_half2(dv_68, dv_69), cute_epi_pack_half2(dv_70, dv_71));
-            cute_epi_stmatrix_x4(((cute_epi_smem + 0u + (cute_epi_d_idx) * 4096u) + cute_epi_swz<64>(wm_ + (q_ == 0 ? 0 : q_ == 1 ? 8 : q_ == 2 ? 0 : 8) + (cute_lane & 7), (wn_ + (q_ == 0 ? 144 : q_ == 1 ? 144 : q_ == 2 ? 152 : 152)) * 2)), cute_epi_pack_half2(dv_72, dv_73), cute_epi_pack_half2(dv_74, dv_75), cute_epi_pack_half2(dv_76, dv_77), cute_epi_pack_half2(dv_78, dv_79));
-          }
-          cute_epi_fence_proxy_async();
-          cute_epi_named_bar((1 + cw), 128);
+          const float dv_64 = cute_epi_visit(acc[0][64], ld_C_64, cute_epi_m0 + cute_mt < M && cute_epi_n0 + cute_nt + 128 < N, s_beta, s_alpha);
+          const float dv_65 = cute_epi_visit(acc[0][65], ld_C_65, cute_epi_m0 + cute_mt < M && cute_epi_n0 + cute_nt + 129 < N, s_beta, s_alpha);
+          const float dv_66 = cute_epi_visit(acc[0][66], ld_C_66, cute_epi_m0 + cute_mt + 8 < M && cute_epi_n0 + cute_nt + 128 < N, s_beta, s_alpha);
+          const float dv_67 = cute_epi_visit(acc[0][67], ld_C_67, cute_epi_m0 + cute_mt + 8 < M && cute_epi_n0 + cute_nt + 129 < N, s_beta, s_alpha);
+          const float dv_68 = cute_epi_visit(acc[0][68], ld_C_68, cute_epi_m0 + cute_mt < M && cute_epi_n0 + cute_nt + 136 < N, s_beta, s_alpha);
+          const float dv_69 = cute_epi_visit(acc[0][69], ld_C_69, cute_epi_m0 + cute_mt < M && cute_epi_n0 + cute_nt + 137 < N, s_beta, s_alpha);
+          const float dv_70 = cute_epi_visit(acc[0][70], ld_C_70, cute_epi_m0 + cute_mt + 8 < M && cute_epi_n0 + cute_nt + 136 < N, s_beta, s_alpha);
+          const float dv_71 = cute_epi_visit(acc[0][71], ld_C_71, cute_epi_m0 + cute_mt + 8 < M && cute_epi_n0 + cute_nt + 137 < N, s_beta, s_alpha);
+          const float dv_72 = cute_epi_visit(acc[0][72], ld_C_72, cute_epi_m0 + cute_mt < M && cute_epi_n0 + cute_nt + 144 < N, s_beta, s_alpha);
+          const float dv_73 = cute_epi_visit(acc[0][73], ld_C_73, cute_epi_m0 + cute_mt < M && cute_epi_n0 + cute_nt + 145 < N, s_beta, s_alpha);
+          const float dv_74 = cute_epi_visit(acc[0][74], ld_C_74, cute_epi_m0 + cute_mt + 8 < M && cute_epi_n0 + cute_nt + 144 < N, s_beta, s_alpha);
+          const float dv_75 = cute_epi_visit(acc[0][75], ld_C_75, cute_epi_m0 + cute_mt + 8 < M && cute_epi_n0 + cute_nt + 145 < N, s_beta, s_alpha);
+          const float dv_76 = cute_epi_visit(acc[0][76], ld_C_76, cute_epi_m0 + cute_mt < M && cute_epi_n0 + cute_nt + 152 < N, s_beta, s_alpha);
+          const float dv_77 = cute_epi_visit(acc[0][77], ld_C_77, cute_epi_m0 + cute_mt < M && cute_epi_n0 + cute_nt + 153 < N, s_beta, s_alpha);
+          const float dv_78 = cute_epi_visit(acc[0][78], ld_C_78, cute_epi_m0 + cute_mt + 8 < M && cute_epi_n0 + cute_nt + 152 < N, s_beta, s_alpha);
+          const float dv_79 = cute_epi_visit(acc[0][79], ld_C_79, cute_epi_m0 + cute_mt + 8 < M && cute_epi_n0 + cute_nt + 153 < N, s_beta, s_alpha);
           if (tid == 0) {
-            cute_epi_tma_store_2d(&tmap_D, (cute_epi_smem + 0u + (cute_epi_d_idx) * 4096u), cute_sn0, cute_sm0);
-            cute_epi_bulk_commit();
+            bulk_wait_group_read<1>();
+          }
+          named_barrier_sync((1 + cw), 128);
+          {
+            const int q__4 = cute_lane >> 3;
+            stmatrix_x4(cute_epi_smem + cute_epi_d_idx * 4096 + ((((tid >> 5) * 16 + (q__4 == 0 ? 0 : (q__4 == 1 ? 8 : (q__4 == 2 ? 0 : 8))) + (tid & 7)) * 64 + (q__4 == 0 ? 0 : (q__4 == 1 ? 0 : 8)) * 2) ^ (((((tid >> 5) * 16 + (q__4 == 0 ? 0 : (q__4 == 1 ? 8 : (q__4 == 2 ? 0 : 8))) + (tid & 7)) * 64 + (q__4 == 0 ? 0 : (q__4 == 1 ? 0 : 8)) * 2) & 384) >> 3)), pack_f16x2(dv_64, dv_65), pack_f16x2(dv_66, dv_67), pack_f16x2(dv_68, dv_69), pack_f16x2(dv_70, dv_71));
+            stmatrix_x4(cute_epi_smem + cute_epi_d_idx * 4096 + ((((tid >> 5) * 16 + (q__4 == 0 ? 0 : (q__4 == 1 ? 8 : (q__4 == 2 ? 0 : 8))) + (tid & 7)) * 64 + (q__4 == 0 ? 16 : (q__4 == 1 ? 16 : 24)) * 2) ^ (((((tid >> 5) * 16 + (q__4 == 0 ? 0 : (q__4 == 1 ? 8 : (q__4 == 2 ? 0 : 8))) + (tid & 7)) * 64 + (q__4 == 0 ? 16 : (q__4 == 1 ? 16 : 24)) * 2) & 384) >> 3)), pack_f16x2(dv_72, dv_73), pack_f16x2(dv_74, dv_75), pack_f16x2(dv_76, dv_77), pack_f16x2(dv_78, dv_79));
+          }
+          fence_proxy_async_shared();
+          named_barrier_sync((1 + cw), 128);
+          if (tid == 0) {
+            tma_store_2d(&tmap_D, cute_epi_smem + cute_epi_d_idx * 4096, cute_epi_n0 + 128, cute_epi_m0);
+            bulk_commit_group();
           }
           if (++cute_epi_d_idx == 2) cute_epi_d_idx = 0;
         }
-        { // subtile (0, 5)
-          const int cute_sm0 = cute_epi_m0 + 0, cute_sn0 = cute_epi_n0 + 160;
-          const int cute_lm = cute_mt - 0, cute_ln = cute_nt - 160;
-          cute_epi_quad_transpose(cq_C_80, cq_C_84, cq_C_88, cq_C_92, cute_lane & 3);
-          cute_epi_quad_transpose(cq_C_82, cq_C_86, cq_C_90, cq_C_94, cute_lane & 3);
-          const float2 lp_C_80 = cute_epi_unpack_half2(cq_C_80);
+        {
+          // subtile (0, 5)
+          quad_transpose_u32(cq_C_80, cq_C_84, cq_C_88, cq_C_92, tid & 3);
+          quad_transpose_u32(cq_C_82, cq_C_86, cq_C_90, cq_C_94, tid & 3);
+          const float2 lp_C_80 = f16x2_bits_to_f32x2(cq_C_80);
           const float ld_C_80 = lp_C_80.x, ld_C_81 = lp_C_80.y;
-          const float2 lp_C_82 = cute_epi_unpack_half2(cq_C_82);
+          const float2 lp_C_82 = f16x2_bits_to_f32x2(cq_C_82);
           const float ld_C_82 = lp_C_82.x, ld_C_83 = lp_C_82.y;
-          const float2 lp_C_84 = cute_epi_unpack_half2(cq_C_84);
+          const float2 lp_C_84 = f16x2_bits_to_f32x2(cq_C_84);
           const float ld_C_84 = lp_C_84.x, ld_C_85 = lp_C_84.y;
-          const float2 lp_C_86 = cute_epi_unpack_half2(cq_C_86);
+          const float2 lp_C_86 = f16x2_bits_to_f32x2(cq_C_86);
           const float ld_C_86 = lp_C_86.x, ld_C_87 = lp_C_86.y;
-          const float2 lp_C_88 = cute_epi_unpack_half2(cq_C_88);
+          const float2 lp_C_88 = f16x2_bits_to_f32x2(cq_C_88);
           const float ld_C_88 = lp_C_88.x, ld_C_89 = lp_C_88.y;
-          const float2 lp_C_90 = cute_epi_unpack_half2(cq_C_90);
+          const float2 lp_C_90 = f16x2_bits_to_f32x2(cq_C_90);
           const float ld_C_90 = lp_C_90.x, ld_C_91 = lp_C_90.y;
-          const float2 lp_C_92 = cute_epi_unpack_half2(cq_C_92);
+          const float2 lp_C_92 = f16x2_bits_to_f32x2(cq_C_92);
           const float ld_C_92 = lp_C_92.x, ld_C_93 = lp_C_92.y;
-          const float2 lp_C_94 = cute_epi_unpack_half2(cq_C_94);
+          const float2 lp_C_94 = f16x2_bits_to_f32x2(cq_C_94);
           const float ld_C_94 = lp_C_94.x, ld_C_95 = lp_C_94.y;
-          const float dv_80 = cute_epi_visit(acc[0][80], ld_C_80, (cute_epi_m0 + cute_mt + 0 < M) && (cute_epi_n0 + cute_nt + 160 < N), s_beta, s_alpha);
-          const float dv_81 = cute_epi_visit(acc[0][81], ld_C_81, (cute_epi_m0 + cute_mt + 0 < M) && (cute_epi_n0 + cute_nt + 161 < N), s_beta, s_alpha);
-          const float dv_82 = cute_epi_visit(acc[0][82], ld_C_82, (cute_epi_m0 + cute_mt + 8 < M) && (cute_epi_n0 + cute_nt + 160 < N), s_beta, s_alpha);
-          const float dv_83 = cute_epi_visit(acc[0][83], ld_C_83, (cute_epi_m0 + cute_mt + 8 < M) && (cute_epi_n0 + cute_nt + 161 < N), s_beta, s_alpha);
-          const float dv_84 = cute_epi_visit(acc[0][84], ld_C_84, (cute_epi_m0 + cute_mt + 0 < M) && (cute_epi_n0 + cute_nt + 168 < N), s_beta, s_alpha);
-          const float dv_85 = cute_epi_visit(acc[0][85], ld_C_85, (cute_epi_m0 + cute_mt + 0 < M) && (cute_epi_n0 + cute_nt + 169 < N), s_beta, s_alpha);
-          const float dv_86 = cute_epi_visit(acc[0][86], ld_C_86, (cute_epi_m0 + cute_mt + 8 < M) && (cute_epi_n0 + cute_nt + 168 < N), s_beta, s_alpha);
-          const float dv_87 = cute_epi_visit(acc[0][87], ld_C_87, (cute_epi_m0 + cute_mt + 8 < M) && (cute_epi_n0 + cute_nt + 169 < N), s_beta, s_alpha);
-          const float dv_88 = cute_epi_visit(acc[0][88], ld_C_88, (cute_epi_m0 + cute_mt + 0 < M) && (cute_epi_n0 + cute_nt + 176 < N), s_beta, s_alpha);
-          const float dv_89 = cute_epi_visit(acc[0][89], ld_C_89, (cute_epi_m0 + cute_mt + 0 < M) && (cute_epi_n0 + cute_nt + 177 < N), s_beta, s_alpha);
-          const float dv_90 = cute_epi_visit(acc[0][90], ld_C_90, (cute_epi_m0 + cute_mt + 8 < M) && (cute_epi_n0 + cute_nt + 176 < N), s_beta, s_alpha);
-          const float dv_91 = cute_epi_visit(acc[0][91], ld_C_91, (cute_epi_m0 + cute_mt + 8 < M) && (cute_epi_n0 + cute_nt + 177 < N), s_beta, s_alpha);
-          const float dv_92 = cute_epi_visit(acc[0][92], ld_C_92, (cute_epi_m0 + cute_mt + 0 < M) && (cute_epi_n0 + cute_nt + 184 < N), s_beta, s_alpha);
-          const float dv_93 = cute_epi_visit(acc[0][93], ld_C_93, (cute_epi_m0 + cute_mt + 0 < M) && (cute_epi_n0 + cute_nt + 185 < N), s_beta, s_alpha);
-          const float dv_94 = cute_epi_visit(acc[0][94], ld_C_94, (cute_epi_m0 + cute_mt + 8 < M) && (cute_epi_n0 + cute_nt + 184 < N), s_beta, s_alpha);
-          const float dv_95 = cute_epi_visit(acc[0][95], ld_C_95, (cute_epi_m0 + cute_mt + 8 < M) && (cute_epi_n0 + cute_nt + 185 < N), s_beta, s_alpha);
-          if (tid == 0) cute_epi_bulk_wait_read<1>();
-          cute_epi_named_bar((1 + cw), 128);
-          { const int wm_ = cute_lm - (cute_lane >> 2), wn_ = cute_ln - 2 * (cute_lane & 3), q_ = cute_lane >> 3;
-            cute_epi_stmatrix_x4(((cute_epi_smem + 0u + (cute_epi_d_idx) * 4096u) + cute_epi_swz<64>(wm_ + (q_ == 0 ? 0 : q_ == 1 ? 8 : q_ == 2 ? 0 : 8) + (cute_lane & 7), (wn_ + (q_ == 0 ? 160 : q_ == 1 ? 160 : q_ == 2 ? 168 : 168)) * 2)), cute_epi_pack_half2(dv_80, dv_81), cute_epi_pack_half2(dv_82, dv_83), cute_epi_pack_half2(dv_84, dv_85), cute_epi_pack_half2(dv_86, dv_87));
-            cute_epi_stmatrix_x4(((cute_epi_smem + 0u + (cute_epi_d_idx) * 4096u) + cute_epi_swz<64>(wm_ + (q_ == 0 ? 0 : q_ == 1 ? 8 : q_ == 2 ? 0 : 8) + (cute_lane & 7), (wn_ + (q_ == 0 ? 176 : q_ == 1 ? 176 : q_ == 2 ? 184 : 184)) * 2)), cute_epi_pack_half2(dv_88, dv_89), cute_epi_pack_half2(dv_90, dv_91), cute_epi_pack_half2(dv_92, dv_93), cute_epi_pack_half2(dv_94, dv_95));
-          }
-          cute_epi_fence_proxy_async();
-          cute_epi_named_bar((1 + cw), 128);
+          const float dv_80 = cute_epi_visit(acc[0][80], ld_C_80, cute_epi_m0 + cute_mt < M && cute_epi_n0 + cute_nt + 160 < N, s_beta, s_alpha);
+          const float dv_81 = cute_epi_visit(acc[0][81], ld_C_81, cute_epi_m0 + cute_mt < M && cute_epi_n0 + cute_nt + 161 < N, s_beta, s_alpha);
+          const float dv_82 = cute_epi_visit(acc[0][82], ld_C_82, cute_epi_m0 + cute_mt + 8 < M && cute_epi_n0 + cute_nt + 160 < N, s_beta, s_alpha);
+          const float dv_83 = cute_epi_visit(acc[0][83], ld_C_83, cute_epi_m0 + cute_mt + 8 < M && cute_epi_n0 + cute_nt + 161 < N, s_beta, s_alpha);
+          const float dv_84 = cute_epi_visit(acc[0][84], ld_C_84, cute_epi_m0 + cute_mt < M && cute_epi_n0 + cute_nt + 168 < N, s_beta, s_alpha);
+          const float dv_85 = cute_epi_visit(acc[0][85], ld_C_85, cute_epi_m0 + cute_mt < M && cute_epi_n0 + cute_nt + 169 < N, s_beta, s_alpha);
+          const float dv_86 = cute_epi_visit(acc[0][86], ld_C_86, cute_epi_m0 + cute_mt + 8 < M && cute_epi_n0 + cute_nt + 168 < N, s_beta, s_alpha);
+          const float dv_87 = cute_epi_visit(acc[0][87], ld_C_87, cute_epi_m0 + cute_mt + 8 < M && cute_epi_n0 + cute_nt + 169 < N, s_beta, s_alpha);
+          const float dv_88 = cute_epi_visit(acc[0][88], ld_C_88, cute_epi_m0 + cute_mt < M && cute_epi_n0 + cute_nt + 176 < N, s_beta, s_alpha);
+          const float dv_89 = cute_epi_visit(acc[0][89], ld_C_89, cute_epi_m0 + cute_mt < M && cute_epi_n0 + cute_nt + 177 < N, s_beta, s_alpha);
+          const float dv_90 = cute_epi_visit(acc[0][90], ld_C_90, cute_epi_m0 + cute_mt + 8 < M && cute_epi_n0 + cute_nt + 176 < N, s_beta, s_alpha);
+          const float dv_91 = cute_epi_visit(acc[0][91], ld_C_91, cute_epi_m0 + cute_mt + 8 < M && cute_epi_n0 + cute_nt + 177 < N, s_beta, s_alpha);
+          const float dv_92 = cute_epi_visit(acc[0][92], ld_C_92, cute_epi_m0 + cute_mt < M && cute_epi_n0 + cute_nt + 184 < N, s_beta, s_alpha);
+          const float dv_93 = cute_epi_visit(acc[0][93], ld_C_93, cute_epi_m0 + cute_mt < M && cute_epi_n0 + cute_nt + 185 < N, s_beta, s_alpha);
+          const float dv_94 = cute_epi_visit(acc[0][94], ld_C_94, cute_epi_m0 + cute_mt + 8 < M && cute_epi_n0 + cute_nt + 184 < N, s_beta, s_alpha);
+          const float dv_95 = cute_epi_visit(acc[0][95], ld_C_95, cute_epi_m0 + cute_mt + 8 < M && cute_epi_n0 + cute_nt + 185 < N, s_beta, s_alpha);
           if (tid == 0) {
-            cute_epi_tma_store_2d(&tmap_D, (cute_epi_smem + 0u + (cute_epi_d_idx) * 4096u), cute_sn0, cute_sm0);
-            cute_epi_bulk_commit();
+            bulk_wait_group_read<1>();
+          }
+          named_barrier_sync((1 + cw), 128);
+          {
+            const int q__5 = cute_lane >> 3;
+            stmatrix_x4(cute_epi_smem + cute_epi_d_idx * 4096 + ((((tid >> 5) * 16 + (q__5 == 0 ? 0 : (q__5 == 1 ? 8 : (q__5 == 2 ? 0 : 8))) + (tid & 7)) * 64 + (q__5 == 0 ? 0 : (q__5 == 1 ? 0 : 8)) * 2) ^ (((((tid >> 5) * 16 + (q__5 == 0 ? 0 : (q__5 == 1 ? 8 : (q__5 == 2 ? 0 : 8))) + (tid & 7)) * 64 + (q__5 == 0 ? 0 : (q__5 == 1 ? 0 : 8)) * 2) & 384) >> 3)), pack_f16x2(dv_80, dv_81), pack_f16x2(dv_82, dv_83), pack_f16x2(dv_84, dv_85), pack_f16x2(dv_86, dv_87));
+            stmatrix_x4(cute_epi_smem + cute_epi_d_idx * 4096 + ((((tid >> 5) * 16 + (q__5 == 0 ? 0 : (q__5 == 1 ? 8 : (q__5 == 2 ? 0 : 8))) + (tid & 7)) * 64 + (q__5 == 0 ? 16 : (q__5 == 1 ? 16 : 24)) * 2) ^ (((((tid >> 5) * 16 + (q__5 == 0 ? 0 : (q__5 == 1 ? 8 : (q__5 == 2 ? 0 : 8))) + (tid & 7)) * 64 + (q__5 == 0 ? 16 : (q__5 == 1 ? 16 : 24)) * 2) & 384) >> 3)), pack_f16x2(dv_88, dv_89), pack_f16x2(dv_90, dv_91), pack_f16x2(dv_92, dv_93), pack_f16x2(dv_94, dv_95));
+          }
+          fence_proxy_async_shared();
+          named_barrier_sync((1 + cw), 128);
+          if (tid == 0) {
+            tma_store_2d(&tmap_D, cute_epi_smem + cute_epi_d_idx * 4096, cute_epi_n0 + 160, cute_epi_m0);
+            bulk_commit_group();
           }
           if (++cute_epi_d_idx == 2) cute_epi_d_idx = 0;
         }
-        { // subtile (0, 6)
-          const int cute_sm0 = cute_epi_m0 + 0, cute_sn0 = cute_epi_n0 + 192;
-          const int cute_lm = cute_mt - 0, cute_ln = cute_nt - 192;
-          cute_epi_quad_transpose(cq_C_96, cq_C_100, cq_C_104, cq_C_108, cute_lane & 3);
-          cute_epi_quad_transpose(cq_C_98, cq_C_102, cq_C_106, cq_C_110, cute_lane & 3);
-          const float2 lp_C_96 = cute_epi_unpack_half2(cq_C_96);
+        {
+          // subtile (0, 6)
+          quad_transpose_u32(cq_C_96, cq_C_100, cq_C_104, cq_C_108, tid & 3);
+          quad_transpose_u32(cq_C_98, cq_C_102, cq_C_106, cq_C_110, tid & 3);
+          const float2 lp_C_96 = f16x2_bits_to_f32x2(cq_C_96);
           const float ld_C_96 = lp_C_96.x, ld_C_97 = lp_C_96.y;
-          const float2 lp_C_98 = cute_epi_unpack_half2(cq_C_98);
+          const float2 lp_C_98 = f16x2_bits_to_f32x2(cq_C_98);
           const float ld_C_98 = lp_C_98.x, ld_C_99 = lp_C_98.y;
-          const float2 lp_C_100 = cute_epi_unpack_half2(cq_C_100);
+          const float2 lp_C_100 = f16x2_bits_to_f32x2(cq_C_100);
           const float ld_C_100 = lp_C_100.x, ld_C_101 = lp_C_100.y;
-          const float2 lp_C_102 = cute_epi_unpack_half2(cq_C_102);
+          const float2 lp_C_102 = f16x2_bits_to_f32x2(cq_C_102);
           const float ld_C_102 = lp_C_102.x, ld_C_103 = lp_C_102.y;
-          const float2 lp_C_104 = cute_epi_unpack_half2(cq_C_104);
+          const float2 lp_C_104 = f16x2_bits_to_f32x2(cq_C_104);
           const float ld_C_104 = lp_C_104.x, ld_C_105 = lp_C_104.y;
-          const float2 lp_C_106 = cute_epi_unpack_half2(cq_C_106);
+          const float2 lp_C_106 = f16x2_bits_to_f32x2(cq_C_106);
           const float ld_C_106 = lp_C_106.x, ld_C_107 = lp_C_106.y;
-          const float2 lp_C_108 = cute_epi_unpack_half2(cq_C_108);
+          const float2 lp_C_108 = f16x2_bits_to_f32x2(cq_C_108);
           const float ld_C_108 = lp_C_108.x, ld_C_109 = lp_C_108.y;
-          const float2 lp_C_110 = cute_epi_unpack_half2(cq_C_110);
+          const float2 lp_C_110 = f16x2_bits_to_f32x2(cq_C_110);
           const float ld_C_110 = lp_C_110.x, ld_C_111 = lp_C_110.y;
-          const float dv_96 = cute_epi_visit(acc[0][96], ld_C_96, (cute_epi_m0 + cute_mt + 0 < M) && (cute_epi_n0 + cute_nt + 192 < N), s_beta, s_alpha);
-          const float dv_97 = cute_epi_visit(acc[0][97], ld_C_97, (cute_epi_m0 + cute_mt + 0 < M) && (cute_epi_n0 + cute_nt + 193 < N), s_beta, s_alpha);
-          const float dv_98 = cute_epi_visit(acc[0][98], ld_C_98, (cute_epi_m0 + cute_mt + 8 < M) && (cute_epi_n0 + cute_nt + 192 < N), s_beta, s_alpha);
-          const float dv_99 = cute_epi_visit(acc[0][99], ld_C_99, (cute_epi_m0 + cute_mt + 8 < M) && (cute_epi_n0 + cute_nt + 193 < N), s_beta, s_alpha);
-          const float dv_100 = cute_epi_visit(acc[0][100], ld_C_100, (cute_epi_m0 + cute_mt + 0 < M) && (cute_epi_n0 + cute_nt + 200 < N), s_beta, s_alpha);
-          const float dv_101 = cute_epi_visit(acc[0][101], ld_C_101, (cute_epi_m0 + cute_mt + 0 < M) && (cute_epi_n0 + cute_nt + 201 < N), s_beta, s_alpha);
-          const float dv_102 = cute_epi_visit(acc[0][102], ld_C_102, (cute_epi_m0 + cute_mt + 8 < M) && (cute_epi_n0 + cute_nt + 200 < N), s_beta, s_alpha);
-          const float dv_103 = cute_epi_visit(acc[0][103], ld_C_103, (cute_epi_m0 + cute_mt + 8 < M) && (cute_epi_n0 + cute_nt + 201 < N), s_beta, s_alpha);
-          const float dv_104 = cute_epi_visit(acc[0][104], ld_C_104, (cute_epi_m0 + cute_mt + 0 < M) && (cute_epi_n0 + cute_nt + 208 < N), s_beta, s_alpha);
-          const float dv_105 = cute_epi_visit(acc[0][105], ld_C_105, (cute_epi_m0 + cute_mt + 0 < M) && (cute_epi_n0 + cute_nt + 209 < N), s_beta, s_alpha);
-          const float dv_106 = cute_epi_visit(acc[0][106], ld_C_106, (cute_epi_m0 + cute_mt + 8 < M) && (cute_epi_n0 + cute_nt + 208 < N), s_beta, s_alpha);
-          const float dv_107 = cute_epi_visit(acc[0][107], ld_C_107, (cute_epi_m0 + cute_mt + 8 < M) && (cute_epi_n0 + cute_nt + 209 < N), s_beta, s_alpha);
-          const float dv_108 = cute_epi_visit(acc[0][108], ld_C_108, (cute_epi_m0 + cute_mt + 0 < M) && (cute_epi_n0 + cute_nt + 216 < N), s_beta, s_alpha);
-          const float dv_109 = cute_epi_visit(acc[0][109], ld_C_109, (cute_epi_m0 + cute_mt + 0 < M) && (cute_epi_n0 + cute_nt + 217 < N), s_beta, s_alpha);
-          const float dv_110 = cute_epi_visit(acc[0][110], ld_C_110, (cute_epi_m0 + cute_mt + 8 < M) && (cute_epi_n0 + cute_nt + 216 < N), s_beta, s_alpha);
-          const float dv_111 = cute_epi_visit(acc[0][111], ld_C_111, (cute_epi_m0 + cute_mt + 8 < M) && (cute_epi_n0 + cute_nt + 217 < N), s_beta, s_alpha);
-          if (tid == 0) cute_epi_bulk_wait_read<1>();
-          cute_epi_named_bar((1 + cw), 128);
-          { const int wm_ = cute_lm - (cute_lane >> 2), wn_ = cute_ln - 2 * (cute_lane & 3), q_ = cute_lane >> 3;
-            cute_epi_stmatrix_x4(((cute_epi_smem + 0u + (cute_epi_d_idx) * 4096u) + cute_epi_swz<64>(wm_ + (q_ == 0 ? 0 : q_ == 1 ? 8 : q_ == 2 ? 0 : 8) + (cute_lane & 7), (wn_ + (q_ == 0 ? 192 : q_ == 1 ? 192 : q_ == 2 ? 200 : 200)) * 2)), cute_epi_pack_half2(dv_96, dv_97), cute_epi_pack_half2(dv_98, dv_99), cute_epi_pack_half2(dv_100, dv_101), cute_epi_pack_half2(dv_102, dv_103));
-            cute_epi_stmatrix_x4(((cute_epi_smem + 0u + (cute_epi_d_idx) * 4096u) + cute_epi_swz<64>(wm_ + (q_ == 0 ? 0 : q_ == 1 ? 8 : q_ == 2 ? 0 : 8) + (cute_lane & 7), (wn_ + (q_ == 0 ? 208 : q_ == 1 ? 208 : q_ == 2 ? 216 : 216)) * 2)), cute_epi_pack_half2(dv_104, dv_105), cute_epi_pack_half2(dv_106, dv_107), cute_epi_pack_half2(dv_108, dv_109), cute_epi_pack_half2(dv_110, dv_111));
-          }
-          cute_epi_fence_proxy_async();
-          cute_epi_named_bar((1 + cw), 128);
+          const float dv_96 = cute_epi_visit(acc[0][96], ld_C_96, cute_epi_m0 + cute_mt < M && cute_epi_n0 + cute_nt + 192 < N, s_beta, s_alpha);
+          const float dv_97 = cute_epi_visit(acc[0][97], ld_C_97, cute_epi_m0 + cute_mt < M && cute_epi_n0 + cute_nt + 193 < N, s_beta, s_alpha);
+          const float dv_98 = cute_epi_visit(acc[0][98], ld_C_98, cute_epi_m0 + cute_mt + 8 < M && cute_epi_n0 + cute_nt + 192 < N, s_beta, s_alpha);
+          const float dv_99 = cute_epi_visit(acc[0][99], ld_C_99, cute_epi_m0 + cute_mt + 8 < M && cute_epi_n0 + cute_nt + 193 < N, s_beta, s_alpha);
+          const float dv_100 = cute_epi_visit(acc[0][100], ld_C_100, cute_epi_m0 + cute_mt < M && cute_epi_n0 + cute_nt + 200 < N, s_beta, s_alpha);
+          const float dv_101 = cute_epi_visit(acc[0][101], ld_C_101, cute_epi_m0 + cute_mt < M && cute_epi_n0 + cute_nt + 201 < N, s_beta, s_alpha);
+          const float dv_102 = cute_epi_visit(acc[0][102], ld_C_102, cute_epi_m0 + cute_mt + 8 < M && cute_epi_n0 + cute_nt + 200 < N, s_beta, s_alpha);
+          const float dv_103 = cute_epi_visit(acc[0][103], ld_C_103, cute_epi_m0 + cute_mt + 8 < M && cute_epi_n0 + cute_nt + 201 < N, s_beta, s_alpha);
+          const float dv_104 = cute_epi_visit(acc[0][104], ld_C_104, cute_epi_m0 + cute_mt < M && cute_epi_n0 + cute_nt + 208 < N, s_beta, s_alpha);
+          const float dv_105 = cute_epi_visit(acc[0][105], ld_C_105, cute_epi_m0 + cute_mt < M && cute_epi_n0 + cute_nt + 209 < N, s_beta, s_alpha);
+          const float dv_106 = cute_epi_visit(acc[0][106], ld_C_106, cute_epi_m0 + cute_mt + 8 < M && cute_epi_n0 + cute_nt + 208 < N, s_beta, s_alpha);
+          const float dv_107 = cute_epi_visit(acc[0][107], ld_C_107, cute_epi_m0 + cute_mt + 8 < M && cute_epi_n0 + cute_nt + 209 < N, s_beta, s_alpha);
+          const float dv_108 = cute_epi_visit(acc[0][108], ld_C_108, cute_epi_m0 + cute_mt < M && cute_epi_n0 + cute_nt + 216 < N, s_beta, s_alpha);
+          const float dv_109 = cute_epi_visit(acc[0][109], ld_C_109, cute_epi_m0 + cute_mt < M && cute_epi_n0 + cute_nt + 217 < N, s_beta, s_alpha);
+          const float dv_110 = cute_epi_visit(acc[0][110], ld_C_110, cute_epi_m0 + cute_mt + 8 < M && cute_epi_n0 + cute_nt + 216 < N, s_beta, s_alpha);
+          const float dv_111 = cute_epi_visit(acc[0][111], ld_C_111, cute_epi_m0 + cute_mt + 8 < M && cute_epi_n0 + cute_nt + 217 < N, s_beta, s_alpha);
           if (tid == 0) {
-            cute_epi_tma_store_2d(&tmap_D, (cute_epi_smem + 0u + (cute_epi_d_idx) * 4096u), cute_sn0, cute_sm0);
-            cute_epi_bulk_commit();
+            bulk_wait_group_read<1>();
+          }
+          named_barrier_sync((1 + cw), 128);
+          {
+            const int q__6 = cute_lane >> 3;
+            stmatrix_x4(cute_epi_smem + cute_epi_d_idx * 4096 + ((((tid >> 5) * 16 + (q__6 == 0 ? 0 : (q__6 == 1 ? 8 : (q__6 == 2 ? 0 : 8))) + (tid & 7)) * 64 + (q__6 == 0 ? 0 : (q__6 == 1 ? 0 : 8)) * 2) ^ (((((tid >> 5) * 16 + (q__6 == 0 ? 0 : (q__6 == 1 ? 8 : (q__6 == 2 ? 0 : 8))) + (tid & 7)) * 64 + (q__6 == 0 ? 0 : (q__6 == 1 ? 0 : 8)) * 2) & 384) >> 3)), pack_f16x2(dv_96, dv_97), pack_f16x2(dv_98, dv_99), pack_f16x2(dv_100, dv_101), pack_f16x2(dv_102, dv_103));
+            stmatrix_x4(cute_epi_smem + cute_epi_d_idx * 4096 + ((((tid >> 5) * 16 + (q__6 == 0 ? 0 : (q__6 == 1 ? 8 : (q__6 == 2 ? 0 : 8))) + (tid & 7)) * 64 + (q__6 == 0 ? 16 : (q__6 == 1 ? 16 : 24)) * 2) ^ (((((tid >> 5) * 16 + (q__6 == 0 ? 0 : (q__6 == 1 ? 8 : (q__6 == 2 ? 0 : 8))) + (tid & 7)) * 64 + (q__6 == 0 ? 16 : (q__6 == 1 ? 16 : 24)) * 2) & 384) >> 3)), pack_f16x2(dv_104, dv_105), pack_f16x2(dv_106, dv_107), pack_f16x2(dv_108, dv_109), pack_f16x2(dv_110, dv_111));
+          }
+          fence_proxy_async_shared();
+          named_barrier_sync((1 + cw), 128);
+          if (tid == 0) {
+            tma_store_2d(&tmap_D, cute_epi_smem + cute_epi_d_idx * 4096, cute_epi_n0 + 192, cute_epi_m0);
+            bulk_commit_group();
           }
           if (++cute_epi_d_idx == 2) cute_epi_d_idx = 0;
         }
-        { // subtile (0, 7)
-          const int cute_sm0 = cute_epi_m0 + 0, cute_sn0 = cute_epi_n0 + 224;
-          const int cute_lm = cute_mt - 0, cute_ln = cute_nt - 224;
-          cute_epi_quad_transpose(cq_C_112, cq_C_116, cq_C_120, cq_C_124, cute_lane & 3);
-          cute_epi_quad_transpose(cq_C_114, cq_C_118, cq_C_122, cq_C_126, cute_lane & 3);
-          const float2 lp_C_112 = cute_epi_unpack_half2(cq_C_112);
+        {
+          // subtile (0, 7)
+          quad_transpose_u32(cq_C_112, cq_C_116, cq_C_120, cq_C_124, tid & 3);
+          quad_transpose_u32(cq_C_114, cq_C_118, cq_C_122, cq_C_126, tid & 3);
+          const float2 lp_C_112 = f16x2_bits_to_f32x2(cq_C_112);
           const float ld_C_112 = lp_C_112.x, ld_C_113 = lp_C_112.y;
-          const float2 lp_C_114 = cute_epi_unpack_half2(cq_C_114);
+          const float2 lp_C_114 = f16x2_bits_to_f32x2(cq_C_114);
           const float ld_C_114 = lp_C_114.x, ld_C_115 = lp_C_114.y;
-          const float2 lp_C_116 = cute_epi_unpack_half2(cq_C_116);
+          const float2 lp_C_116 = f16x2_bits_to_f32x2(cq_C_116);
           const float ld_C_116 = lp_C_116.x, ld_C_117 = lp_C_116.y;
-          const float2 lp_C_118 = cute_epi_unpack_half2(cq_C_118);
+          const float2 lp_C_118 = f16x2_bits_to_f32x2(cq_C_118);
           const float ld_C_118 = lp_C_118.x, ld_C_119 = lp_C_118.y;
-          const float2 lp_C_120 = cute_epi_unpack_half2(cq_C_120);
+          const float2 lp_C_120 = f16x2_bits_to_f32x2(cq_C_120);
           const float ld_C_120 = lp_C_120.x, ld_C_121 = lp_C_120.y;
-          const float2 lp_C_122 = cute_epi_unpack_half2(cq_C_122);
+          const float2 lp_C_122 = f16x2_bits_to_f32x2(cq_C_122);
           const float ld_C_122 = lp_C_122.x, ld_C_123 = lp_C_122.y;
-          const float2 lp_C_124 = cute_epi_unpack_half2(cq_C_124);
+          const float2 lp_C_124 = f16x2_bits_to_f32x2(cq_C_124);
           const float ld_C_124 = lp_C_124.x, ld_C_125 = lp_C_124.y;
-          const float2 lp_C_126 = cute_epi_unpack_half2(cq_C_126);
+          const float2 lp_C_126 = f16x2_bits_to_f32x2(cq_C_126);
           const float ld_C_126 = lp_C_126.x, ld_C_127 = lp_C_126.y;
-          const float dv_112 = cute_epi_visit(acc[0][112], ld_C_112, (cute_epi_m0 + cute_mt + 0 < M) && (cute_epi_n0 + cute_nt + 224 < N), s_beta, s_alpha);
-          const float dv_113 = cute_epi_visit(acc[0][113], ld_C_113, (cute_epi_m0 + cute_mt + 0 < M) && (cute_epi_n0 + cute_nt + 225 < N), s_beta, s_alpha);
-          const float dv_114 = cute_epi_visit(acc[0][114], ld_C_114, (cute_epi_m0 + cute_mt + 8 < M) && (cute_epi_n0 + cute_nt + 224 < N), s_beta, s_alpha);
-          const float dv_115 = cute_epi_visit(acc[0][115], ld_C_115, (cute_epi_m0 + cute_mt + 8 < M) && (cute_epi_n0 + cute_nt + 225 < N), s_beta, s_alpha);
-          const float dv_116 = cute_epi_visit(acc[0][116], ld_C_116, (cute_epi_m0 + cute_mt + 0 < M) && (cute_epi_n0 + cute_nt + 232 < N), s_beta, s_alpha);
-          const float dv_117 = cute_epi_visit(acc[0][117], ld_C_117, (cute_epi_m0 + cute_mt + 0 < M) && (cute_epi_n0 + cute_nt + 233 < N), s_beta, s_alpha);
-          const float dv_118 = cute_epi_visit(acc[0][118], ld_C_118, (cute_epi_m0 + cute_mt + 8 < M) && (cute_epi_n0 + cute_nt + 232 < N), s_beta, s_alpha);
-          const float dv_119 = cute_epi_visit(acc[0][119], ld_C_119, (cute_epi_m0 + cute_mt + 8 < M) && (cute_epi_n0 + cute_nt + 233 < N), s_beta, s_alpha);
-          const float dv_120 = cute_epi_visit(acc[0][120], ld_C_120, (cute_epi_m0 + cute_mt + 0 < M) && (cute_epi_n0 + cute_nt + 240 < N), s_beta, s_alpha);
-          const float dv_121 = cute_epi_visit(acc[0][121], ld_C_121, (cute_epi_m0 + cute_mt + 0 < M) && (cute_epi_n0 + cute_nt + 241 < N), s_beta, s_alpha);
-          const float dv_122 = cute_epi_visit(acc[0][122], ld_C_122, (cute_epi_m0 + cute_mt + 8 < M) && (cute_epi_n0 + cute_nt + 240 < N), s_beta, s_alpha);
-          const float dv_123 = cute_epi_visit(acc[0][123], ld_C_123, (cute_epi_m0 + cute_mt + 8 < M) && (cute_epi_n0 + cute_nt + 241 < N), s_beta, s_alpha);
-          const float dv_124 = cute_epi_visit(acc[0][124], ld_C_124, (cute_epi_m0 + cute_mt + 0 < M) && (cute_epi_n0 + cute_nt + 248 < N), s_beta, s_alpha);
-          const float dv_125 = cute_epi_visit(acc[0][125], ld_C_125, (cute_epi_m0 + cute_mt + 0 < M) && (cute_epi_n0 + cute_nt + 249 < N), s_beta, s_alpha);
-          const float dv_126 = cute_epi_visit(acc[0][126], ld_C_126, (cute_epi_m0 + cute_mt + 8 < M) && (cute_epi_n0 + cute_nt + 248 < N), s_beta, s_alpha);
-          const float dv_127 = cute_epi_visit(acc[0][127], ld_C_127, (cute_epi_m0 + cute_mt + 8 < M) && (cute_epi_n0 + cute_nt + 249 < N), s_beta, s_alpha);
-          if (tid == 0) cute_epi_bulk_wait_read<1>();
-          cute_epi_named_bar((1 + cw), 128);
-          { const int wm_ = cute_lm - (cute_lane >> 2), wn_ = cute_ln - 2 * (cute_lane & 3), q_ = cute_lane >> 3;
-            cute_epi_stmatrix_x4(((cute_epi_smem + 0u + (cute_epi_d_idx) * 4096u) + cute_epi_swz<64>(wm_ + (q_ == 0 ? 0 : q_ == 1 ? 8 : q_ == 2 ? 0 : 8) + (cute_lane & 7), (wn_ + (q_ == 0 ? 224 : q_ == 1 ? 224 : q_ == 2 ? 232 : 232)) * 2)), cute_epi_pack_half2(dv_112, dv_113), cute_epi_pack_half2(dv_114, dv_115), cute_epi_pack_half2(dv_116, dv_117), cute_epi_pack_half2(dv_118, dv_119));
-            cute_epi_stmatrix_x4(((cute_epi_smem + 0u + (cute_epi_d_idx) * 4096u) + cute_epi_swz<64>(wm_ + (q_ == 0 ? 0 : q_ == 1 ? 8 : q_ == 2 ? 0 : 8) + (cute_lane & 7), (wn_ + (q_ == 0 ? 240 : q_ == 1 ? 240 : q_ == 2 ? 248 : 248)) * 2)), cute_epi_pack_half2(dv_120, dv_121), cute_epi_pack_half2(dv_122, dv_123), cute_epi_pack_half2(dv_124, dv_125), cute_epi_pack_half2(dv_126, dv_127));
-          }
-          cute_epi_fence_proxy_async();
-          cute_epi_named_bar((1 + cw), 128);
+          const float dv_112 = cute_epi_visit(acc[0][112], ld_C_112, cute_epi_m0 + cute_mt < M && cute_epi_n0 + cute_nt + 224 < N, s_beta, s_alpha);
+          const float dv_113 = cute_epi_visit(acc[0][113], ld_C_113, cute_epi_m0 + cute_mt < M && cute_epi_n0 + cute_nt + 225 < N, s_beta, s_alpha);
+          const float dv_114 = cute_epi_visit(acc[0][114], ld_C_114, cute_epi_m0 + cute_mt + 8 < M && cute_epi_n0 + cute_nt + 224 < N, s_beta, s_alpha);
+          const float dv_115 = cute_epi_visit(acc[0][115], ld_C_115, cute_epi_m0 + cute_mt + 8 < M && cute_epi_n0 + cute_nt + 225 < N, s_beta, s_alpha);
+          const float dv_116 = cute_epi_visit(acc[0][116], ld_C_116, cute_epi_m0 + cute_mt < M && cute_epi_n0 + cute_nt + 232 < N, s_beta, s_alpha);
+          const float dv_117 = cute_epi_visit(acc[0][117], ld_C_117, cute_epi_m0 + cute_mt < M && cute_epi_n0 + cute_nt + 233 < N, s_beta, s_alpha);
+          const float dv_118 = cute_epi_visit(acc[0][118], ld_C_118, cute_epi_m0 + cute_mt + 8 < M && cute_epi_n0 + cute_nt + 232 < N, s_beta, s_alpha);
+          const float dv_119 = cute_epi_visit(acc[0][119], ld_C_119, cute_epi_m0 + cute_mt + 8 < M && cute_epi_n0 + cute_nt + 233 < N, s_beta, s_alpha);
+          const float dv_120 = cute_epi_visit(acc[0][120], ld_C_120, cute_epi_m0 + cute_mt < M && cute_epi_n0 + cute_nt + 240 < N, s_beta, s_alpha);
+          const float dv_121 = cute_epi_visit(acc[0][121], ld_C_121, cute_epi_m0 + cute_mt < M && cute_epi_n0 + cute_nt + 241 < N, s_beta, s_alpha);
+          const float dv_122 = cute_epi_visit(acc[0][122], ld_C_122, cute_epi_m0 + cute_mt + 8 < M && cute_epi_n0 + cute_nt + 240 < N, s_beta, s_alpha);
+          const float dv_123 = cute_epi_visit(acc[0][123], ld_C_123, cute_epi_m0 + cute_mt + 8 < M && cute_epi_n0 + cute_nt + 241 < N, s_beta, s_alpha);
+          const float dv_124 = cute_epi_visit(acc[0][124], ld_C_124, cute_epi_m0 + cute_mt < M && cute_epi_n0 + cute_nt + 248 < N, s_beta, s_alpha);
+          const float dv_125 = cute_epi_visit(acc[0][125], ld_C_125, cute_epi_m0 + cute_mt < M && cute_epi_n0 + cute_nt + 249 < N, s_beta, s_alpha);
+          const float dv_126 = cute_epi_visit(acc[0][126], ld_C_126, cute_epi_m0 + cute_mt + 8 < M && cute_epi_n0 + cute_nt + 248 < N, s_beta, s_alpha);
+          const float dv_127 = cute_epi_visit(acc[0][127], ld_C_127, cute_epi_m0 + cute_mt + 8 < M && cute_epi_n0 + cute_nt + 249 < N, s_beta, s_alpha);
           if (tid == 0) {
-            cute_epi_tma_store_2d(&tmap_D, (cute_epi_smem + 0u + (cute_epi_d_idx) * 4096u), cute_sn0, cute_sm0);
-            cute_epi_bulk_commit();
+            bulk_wait_group_read<1>();
+          }
+          named_barrier_sync((1 + cw), 128);
+          {
+            const int q__7 = cute_lane >> 3;
+            stmatrix_x4(cute_epi_smem + cute_epi_d_idx * 4096 + ((((tid >> 5) * 16 + (q__7 == 0 ? 0 : (q__7 == 1 ? 8 : (q__7 == 2 ? 0 : 8))) + (tid & 7)) * 64 + (q__7 == 0 ? 0 : (q__7 == 1 ? 0 : 8)) * 2) ^ (((((tid >> 5) * 16 + (q__7 == 0 ? 0 : (q__7 == 1 ? 8 : (q__7 == 2 ? 0 : 8))) + (tid & 7)) * 64 + (q__7 == 0 ? 0 : (q__7 == 1 ? 0 : 8)) * 2) & 384) >> 3)), pack_f16x2(dv_112, dv_113), pack_f16x2(dv_114, dv_115), pack_f16x2(dv_116, dv_117), pack_f16x2(dv_118, dv_119));
+            stmatrix_x4(cute_epi_smem + cute_epi_d_idx * 4096 + ((((tid >> 5) * 16 + (q__7 == 0 ? 0 : (q__7 == 1 ? 8 : (q__7 == 2 ? 0 : 8))) + (tid & 7)) * 64 + (q__7 == 0 ? 16 : (q__7 == 1 ? 16 : 24)) * 2) ^ (((((tid >> 5) * 16 + (q__7 == 0 ? 0 : (q__7 == 1 ? 8 : (q__7 == 2 ? 0 : 8))) + (tid & 7)) * 64 + (q__7 == 0 ? 16 : (q__7 == 1 ? 16 : 24)) * 2) & 384) >> 3)), pack_f16x2(dv_120, dv_121), pack_f16x2(dv_122, dv_123), pack_f16x2(dv_124, dv_125), pack_f16x2(dv_126, dv_127));
+          }
+          fence_proxy_async_shared();
+          named_barrier_sync((1 + cw), 128);
+          if (tid == 0) {
+            tma_store_2d(&tmap_D, cute_epi_smem + cute_epi_d_idx * 4096, cute_epi_n0 + 224, cute_epi_m0);
+            bulk_commit_group();
           }
           if (++cute_epi_d_idx == 2) cute_epi_d_idx = 0;
         }
@@ -864,7 +663,9 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_64x256x6
         idx = a_ % 5;
       }
     }
-    if (tid == 0) cute_epi_bulk_wait<0>();
+    if (tid == 0) {
+      bulk_wait_group<0>();
+    }
   }
 #endif
 }

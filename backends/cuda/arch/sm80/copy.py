@@ -1,0 +1,248 @@
+"""The gmem->smem tiled copy of an SM80 GEMM operand tile (``cp.async`` or vector loads).
+
+A :class:`~cute_py.atom.tiled_copy.TiledCopy` over tile coordinates ``(r, k)`` of the ``(R, BK)``
+operand tile (r = m for A, n for B).  :func:`gmem_tiled_copy` builds the row-major one the
+generator ships (threads along the contiguous mode first, ``vec`` contiguous values each);
+any other thread arrangement may be given to :func:`check_copy`.
+
+Each thread's coordinates come from the TiledCopy's partition: ``tidfrg_S`` of the tile
+``(R, BK)`` is ``(Thr, Frg, Rest) -> r + R*k``; iteration ``i`` of a thread is Rest index ``i``.
+:func:`tile_coord` lowers it to IR (``r = idx % R``, ``k = idx // R``).
+
+Law (tested): for every thread ``t``, iteration ``i`` and value ``v``, ``ir.evaluate`` of
+:func:`tile_coord` equals the tile coordinate that ``tc.get_slice(t).partition_S`` of the tile
+gives for ``(v, i)``; over all ``(t, i, v)`` the tile is covered exactly once.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from cute_py.errors import AtomError
+
+from ... import ir, lower
+from . import smem as _smem
+
+__all__ = ["CP_ASYNC_BYTES", "gmem_tiled_copy", "partition", "iterations", "vector",
+           "tile_coord", "coords", "check_copy", "copy_op", "CopyIssue"]
+
+#: vector sizes ``cp.async`` moves (bytes)
+CP_ASYNC_BYTES = (4, 8, 16)
+_VT = {2: "float16", 4: "float32"}
+
+
+def copy_op(vec_bytes: int, asynchronous: bool):
+    """The copy atom's op: ``cp.async`` with zero-fill (``.cg`` for 16 bytes, ``.ca`` for 4/8)
+    when ``asynchronous``, else a universal register copy of ``vec_bytes``."""
+    from cute_py.atom.copy_traits import (SM80_CP_ASYNC_CACHEALWAYS_ZFILL,
+                                          SM80_CP_ASYNC_CACHEGLOBAL_ZFILL, UniversalCopy)
+    if asynchronous and vec_bytes == 16:
+        return SM80_CP_ASYNC_CACHEGLOBAL_ZFILL(128)
+    if asynchronous and vec_bytes in (4, 8):
+        return SM80_CP_ASYNC_CACHEALWAYS_ZFILL(8 * vec_bytes)
+    return UniversalCopy(8 * vec_bytes)
+
+
+def gmem_tiled_copy(R: int, BK: int, major: str, vec: int, threads: int, elem_bytes: int,
+                    asynchronous: bool = True):
+    """The generator's tiled copy: ``cpl = contiguous/vec`` threads along the contiguous mode
+    (``k`` when ``major == "K"``, ``r`` otherwise), ``threads/cpl`` lines, ``vec`` values."""
+    from cute_py.atom.copy_atom import make_copy_atom
+    from cute_py.atom.tiled_copy import make_tiled_copy
+    from cute_py.layout import make_layout
+    contiguous = BK if major == "K" else R
+    if contiguous % vec or threads % max(1, contiguous // vec):
+        raise AtomError("gmem_tiled_copy", "vec", "the contiguous mode does not split over the "
+                        "threads", actual=(R, BK, major, vec, threads))
+    cpl = contiguous // vec
+    lines = threads // cpl
+    atom = make_copy_atom(copy_op(vec * elem_bytes, asynchronous), _VT[elem_bytes])
+    if major == "K":
+        return make_tiled_copy(atom, make_layout((lines, cpl), (cpl, 1)), make_layout((1, vec)))
+    return make_tiled_copy(atom, make_layout((cpl, lines), (1, cpl)), make_layout((vec, 1)))
+
+
+def partition(tc, R: int, BK: int):
+    """``(Thr, Frg, Rest) -> r + R*k``: the tiled copy's partition of the ``(R, BK)`` tile."""
+    from cute_py.layout import make_layout
+    tile = tc.tile_shape
+    if R % tile[0] or BK % tile[1]:
+        raise AtomError("gmem_tiled_copy", "tiled_copy", "its tile does not divide the operand "
+                        "tile", expected=f"divisor of {(R, BK)}", actual=tile)
+    return tc.tidfrg_S(make_layout((R, BK)))
+
+
+def iterations(tc, R: int, BK: int) -> int:
+    """Copies per thread (the Rest size)."""
+    return (R * BK) // (tc.num_threads * tc.num_values)
+
+
+def vector(tc) -> int:
+    """Values per thread per copy (the atom's vector)."""
+    return tc.num_values
+
+
+def tile_coord(tc, R: int, BK: int, tid, i, v=0):
+    """``(r, k)`` of value ``v`` of copy ``i`` of thread ``tid`` (IR nodes / ints)."""
+    F = partition(tc, R, BK)
+    idx = lower.layout_apply(F, (tid, v, i))
+    return ir.mod(idx, R), ir.floordiv(idx, R)
+
+
+def coords(tc, R: int, BK: int):
+    """NumPy ``(r, k)`` arrays of shape ``(threads, iterations, vec)``: the lowered map
+    evaluated over every thread, copy and value."""
+    T, n, V = tc.num_threads, iterations(tc, R, BK), tc.num_values
+    t = np.arange(T).reshape(T, 1, 1)
+    i = np.arange(n).reshape(1, n, 1)
+    v = np.arange(V).reshape(1, 1, V)
+    tid, it, vv = ir.var("tid", 0, T - 1), ir.var("i", 0, n - 1), ir.var("v", 0, V - 1)
+    r, k = tile_coord(tc, R, BK, tid, it, vv)
+    env = {"tid": t, "i": i, "v": v}
+    shape = (T, n, V)
+    return (np.broadcast_to(ir.evaluate(r, env), shape),
+            np.broadcast_to(ir.evaluate(k, env), shape))
+
+
+def check_copy(tc, L, R: int, BK: int, major: str, elem_bytes: int, name: str = "copy",
+               asynchronous: bool = True):
+    """Raise :class:`AtomError` where the hardware forbids the copy ``tc`` into smem layout
+    ``L``: a vector that is not 4/8/16 bytes (``cp.async``), values of one vector that are not
+    contiguous in gmem (along the contiguous mode) or in smem, a vector not aligned to its size
+    in smem, or a copy that does not cover the tile exactly once."""
+    op = "make_gemm_sm80"
+    V = tc.num_values
+    vb = V * elem_bytes
+    if asynchronous and vb not in CP_ASYNC_BYTES:
+        raise AtomError(op, name, "cp.async moves 4, 8 or 16 bytes per thread",
+                        expected=CP_ASYNC_BYTES, actual=vb)
+    if (R * BK) % (tc.num_threads * V):
+        raise AtomError(op, name, "does not split the tile evenly over its threads",
+                        expected=f"a divisor of {R * BK} elements", actual=tc.num_threads * V)
+    r, k = coords(tc, R, BK)
+    lin = r + R * k
+    if sorted(lin.reshape(-1).tolist()) != list(range(R * BK)):
+        raise AtomError(op, name, "does not cover the operand tile exactly once",
+                        actual=str(tc.layout_tv))
+    contig = k if major == "K" else r
+    other = r if major == "K" else k
+    if not (np.all(contig == contig[:, :, :1] + np.arange(V)) and np.all(other == other[:, :, :1])):
+        raise AtomError(op, name, "a thread's vector is not contiguous in global memory "
+                        "(along the operand's contiguous mode)", actual=str(tc.layout_tv))
+    rr, kk = ir.var("r", 0, R - 1), ir.var("k", 0, BK - 1)
+    off = ir.evaluate(_smem.offset(L, rr, kk), {"r": r, "k": k})
+    if not np.all(off == off[:, :, :1] + np.arange(V)):
+        raise AtomError(op, name, "a thread's vector is not contiguous in the smem layout",
+                        expected="V consecutive offsets", actual=str(L))
+    if np.any((off[:, :, 0] * elem_bytes) % vb):
+        raise AtomError(op, name, "a vector is not aligned to its size in shared memory",
+                        expected=f"{vb}-byte aligned", actual=str(L))
+    return tc
+
+
+# ------------------------------------------------------------------------------ emission
+
+
+@dataclass(frozen=True)
+class CopyIssue:
+    """The statements one operand's gmem->smem copies emit (residue predicates included).
+
+    The kernel keeps, per operand (prefix ``x`` = ``a``/``b``), the thread's tile coordinate
+    of copy 0 (``xc_r``, ``xc_k``, lowered from the partition), its smem byte offset
+    ``xc_s``, a gmem pointer ``xc_g`` and, for an affine copy, ``xc_step`` / ``xc_n``.
+    ``affine``: ``(DR, DS)`` (copy i is ``i*DR`` lines and ``i*DS`` smem elements on) or None;
+    ``steps``: per copy ``(dr, dk, ds)`` (used when not affine).
+
+    Ragged M / N / K: copy ``i`` reads ``n`` of its ``vec`` elements -- 0 when its line is past
+    the extent of the strided mode, else what is left of the contiguous mode (at most ``vec``);
+    ``cp.async`` zero-fills the rest (``src-size``), the register path fills zeros.
+    """
+
+    op: str
+    major: str
+    vec: int
+    elem_bytes: int
+    stage_bytes: int
+    affine: object
+    steps: tuple
+
+    @property
+    def x(self) -> str:
+        return self.op.lower()
+
+    @property
+    def ld(self) -> str:
+        return "lda" if self.op == "A" else "ldb"
+
+    @property
+    def ext(self) -> tuple[str, str]:
+        return ("M", "m0") if self.op == "A" else ("N", "n0")
+
+    @property
+    def sbase(self) -> str:
+        return "sA" if self.op == "A" else "sB"
+
+    def smem_at(self, i: int) -> str:
+        """Byte offset in the stage of the thread's copy ``i``."""
+        x, eb, op = self.x, self.elem_bytes, self.op
+        if self.affine is None:
+            dr, dk, ds = self.steps[i]
+            if ds is not None:
+                return f"{x}c_s + {ds * eb}"
+            return f"smem_off_{op}({x}c_r + {dr}, {x}c_k + {dk}) * {eb}"
+        DR, DS = self.affine
+        if DS is not None:
+            return f"{x}c_s + {i * DS * eb}"
+        if self.major == "K":
+            return f"smem_off_{op}({x}c_r + {i * DR}, {x}c_k) * {eb}"
+        return f"smem_off_{op}({x}c_r, {x}c_k + {i * DR}) * {eb}"
+
+    def count_and_source(self, i: int, kbase: str) -> tuple[str, str]:
+        """``(n, src)``: the elements copy ``i`` reads at k-tile origin ``kbase`` and from
+        where."""
+        x, ld, vec = self.x, self.ld, self.vec
+        ext, mn0 = self.ext
+        if self.affine is None:
+            dr, dk, _ = self.steps[i]
+            if self.major == "K":
+                n = (f"(({mn0} + {x}c_r + {dr} < {ext}) ? "
+                     f"max(0, min({vec}, K - ({kbase}) - {x}c_k - {dk})) : 0)")
+                src = f"{x}c_g + ((long long){dr} * {ld} + {dk}) + ({kbase})"
+            else:
+                n = (f"((({kbase}) + {x}c_k + {dk} < K) ? "
+                     f"max(0, min({vec}, {ext} - {mn0} - {x}c_r - {dr})) : 0)")
+                src = f"{x}c_g + ({dr} + (long long){dk} * {ld}) + (long long)({kbase}) * {ld}"
+        elif self.major == "K":
+            DR, _ = self.affine
+            n = (f"(({mn0} + {x}c_r + {i * DR} < {ext}) ? "
+                 f"max(0, min({vec}, K - ({kbase}) - {x}c_k)) : 0)")
+            src = f"{x}c_g + {i} * {x}c_step + ({kbase})"
+        else:
+            DR, _ = self.affine
+            n = f"((({kbase}) + {x}c_k + {i * DR} < K) ? {x}c_n : 0)"
+            src = f"{x}c_g + {i} * {x}c_step + (long long)({kbase}) * {ld}"
+        return n, src
+
+    def emit(self, b, i: int, stage: str, kbase: str, asynchronous: bool,
+             reg: str | None = None) -> None:
+        """Copy ``i`` of k-tile ``kbase``: ``cp.async`` with zero-fill into ``stage``
+        (``asynchronous``; element copies below 4 bytes), or a load into registers ``reg``."""
+        eb, vb, op = self.elem_bytes, self.vec * self.elem_bytes, self.op
+        n, src = self.count_and_source(i, kbase)
+        dst = f"{self.sbase} + ({stage}) * {self.stage_bytes} + {self.smem_at(i)}"
+        if asynchronous and vb >= 4:
+            cp = b.call_expr("cp_async_zfill", dst, f"n ? {src} : {op}", f"n * {eb}",
+                             template=str(vb))
+            b.line(f"{{ const int n = {n}; {cp}; }}")
+        elif asynchronous:  # narrower than cp.async's 4 bytes: synchronous element copy
+            b.line(f"{{ const int n = {n}; u32 v[1]; ld_chunk<{self.vec}>(v, n ? {src} : {op}, "
+                   f"n); st_chunk<{vb}>({dst}, v); }}")
+        else:  # register-staged: load into reg
+            b.line(f"{{ const int n = {n}; ld_chunk<{self.vec}>({reg}, n ? {src} : {op}, n); }}")
+
+    def emit_store(self, b, i: int, stage: str, reg: str) -> None:
+        """Registers ``reg`` (copy ``i``) into ``stage`` of shared memory."""
+        b.line(f"st_chunk<{self.vec * self.elem_bytes}>({self.sbase} + ({stage}) * "
+               f"{self.stage_bytes} + {self.smem_at(i)}, {reg});")

@@ -1,0 +1,246 @@
+"""Old against new generated GEMM kernels, in the same run.
+
+Every shipped GEMM configuration (SM90 plain and EVT-fused, SM80) is compiled twice: from the
+generator as it is now, and from its golden source at a git revision
+(``tests/backend/golden/gemm/<name>.cu`` at ``--rev``).  Both are launched through the same plan
+(the kernel signatures are the same), checked to produce the same D on N(0, 1) data, then timed
+in interleaved rounds with CUDA events.  Prints the new/old time ratio per configuration (< 1 is
+faster) and its geometric mean.
+
+    python benchmarks/bench_regen.py --rev REV | --old-dir DIR [--size 4096] [--rounds 7] [--only sm90|sm80]
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import dataclasses
+import math
+import os
+import subprocess
+import sys
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, ROOT)
+
+
+def _golden(rev: str, name: str, old_dir: str | None = None) -> str | None:
+    if old_dir:
+        path = os.path.join(old_dir, f"{name}.cu")
+        return open(path).read() if os.path.isfile(path) else None
+    try:
+        return subprocess.run(["git", "-C", ROOT, "show", f"{rev}:tests/backend/golden/gemm/{name}.cu"],
+                              check=True, capture_output=True, text=True).stdout
+    except subprocess.CalledProcessError:
+        return None
+
+
+def _cases():
+    sys.path.insert(0, os.path.join(ROOT, "tests", "backend"))
+    from test_golden_gemm import _short
+    from cute_py.backends.cuda.kernels import gemm_sm80 as S80
+    from cute_py.backends.cuda.kernels import gemm_sm90 as G
+    from cute_py.backends.cuda.kernels.gemm_sm80_configs import default_config, shipped_configs
+    from cute_py.epilogue import evt
+    out = []
+    for cfg in G.SHIPPED_CONFIGS:
+        out.append(("sm90", _short(f"sm90_{cfg.name}", ""), cfg))
+    for i, cfg in enumerate(G.shipped_epilogue_configs()):
+        out.append(("sm90", _short(f"sm90_epi{i:02d}_{cfg.name}", ""), cfg))
+    for cfg in shipped_configs():
+        out.append(("sm80", _short(f"sm80_{S80.kernel_name(cfg)}", ""), cfg))
+    big = default_config(8192, 8192, 8192)
+    for label, tree in (("relu", evt.lin_comb_bias_elt_act("relu")),
+                        ("gelu", evt.lin_comb_bias_elt_act("gelu", alpha=1.0, beta=0.0))):
+        out.append(("sm80", f"sm80_fused_{label}", S80.with_epilogue(big, tree)))
+    return out
+
+
+def _tree_tensors(tree, M, N, torch_mod, dev, dtype):
+    """Random inputs (and zeroed outputs) for every named argument of ``tree`` (the kernel's
+    own alpha / beta are passed to ``prepare``)."""
+    from cute_py.epilogue import evt
+    out = {}
+    outs = evt.outputs(tree)
+    for name, (role, _dt) in tree.signature.items():
+        if name == "D" or (role == "scalar" and name in ("alpha", "beta")):
+            continue
+        if role == "scalar":
+            out[name] = 1.0
+            continue
+        shape = evt._expected_shape(role, M, N)
+        if name in outs:
+            red = "reduce" in role
+            out[name] = torch_mod.zeros(shape, device=dev,
+                                        dtype=torch_mod.float32 if red else dtype)
+        else:
+            out[name] = torch_mod.randn(shape, device=dev).to(dtype)
+    return out
+
+
+def _sm90_pair(cfg, source_old, M, N, K, torch):
+    from cute_py.backends.cuda.compiler import build_kernel
+    from cute_py.backends.cuda.kernels.gemm_sm90 import Sm90Gemm
+    new = Sm90Gemm(cfg)
+    old = copy.copy(new)
+    old.source = source_old
+    old.spec = dataclasses.replace(new.spec, source=source_old)
+    old.kernel = build_kernel(old.spec)
+    old.module = old.kernel.module
+    old._max_ctas = {}
+    dt = torch.float16 if cfg.dtype == "f16" else torch.bfloat16
+    dev = "cuda"
+    A = torch.randn(M, K, device=dev).to(dt) if cfg.a_major == "K" else \
+        torch.randn(K, M, device=dev).to(dt).t()
+    B = torch.randn(N, K, device=dev).to(dt) if cfg.b_major == "K" else \
+        torch.randn(K, N, device=dev).to(dt).t()
+    C = torch.randn(M, N, device=dev).to(dt) if cfg.has_c else None
+    tensors = None
+    epi = cfg.epilogue()
+    if epi is not None:
+        tensors = _tree_tensors(epi.cfg.tree, M, N, torch, dev, dt)
+        C = tensors.pop("C", None)
+    runs = []
+    for g in (old, new):
+        D = torch.full((M, N), float("nan"), device=dev, dtype=dt)
+        t = None if tensors is None else {k: (v.clone() if hasattr(v, "clone") else v)
+                                          for k, v in tensors.items()}
+        runs.append((g.prepare(A, B, D, C, 1.0, 0.5 if C is not None else 0.0, tensors=t), D))
+    return runs
+
+
+def _sm80_pair(cfg, source_old, M, N, K):
+    import cupy as cp
+    import numpy as np
+    from cute_py.backends.cuda.kernels.gemm_sm80 import GemmSm80
+    new = GemmSm80(cfg)
+    old = copy.copy(new)
+    old.source, old._func, old._module = source_old, None, None
+    dt = {"f16": cp.float16, "bf16": cp.uint16, "tf32": cp.float32}[cfg.dtype]
+    odt = {"f16": cp.float16, "bf16": cp.uint16, "f32": cp.float32}[cfg.out_dtype]
+    rng = cp.random.default_rng(0)
+
+    def mat(r, c):
+        x = rng.standard_normal((r, c), dtype=cp.float32)
+        if dt == cp.uint16:
+            return (x.view(cp.uint32) >> 16).astype(cp.uint16)
+        return x.astype(dt)
+    A = mat(M, K)[None] if cfg.a_major == "K" else mat(K, M).T[None]
+    B = mat(N, K).T[None] if cfg.b_major == "K" else mat(K, N)[None]
+    C = cp.zeros((1, M, N), odt)
+    epi_args = None
+    if cfg.epi is not None:
+        from cute_py.backends.cuda.kernels.gemm_sm80 import epilogue_of
+        tree = epilogue_of(cfg).cfg.tree
+        epi_args = {}
+        for name, (role, _d) in tree.signature.items():
+            if name == "D":
+                continue
+            base = role.split(":")[0]
+            if base == "scalar":
+                epi_args[name] = np.float32(1.0)
+            else:
+                from cute_py.epilogue import evt
+                shape = evt._expected_shape(role, M, N)
+                epi_args[name] = (mat(*shape) if len(shape) == 2 else mat(1, shape[0])[0]) \
+                    .astype(odt) if odt != cp.uint16 else mat(*((1,) + shape)[-2:])
+    runs = []
+    for g in (old, new):
+        D = cp.full((1, M, N), np.nan if odt != cp.uint16 else 0x7fff, odt)
+
+        def run(g=g, D=D):
+            g(A, B, C, D, 1.0, 0.0, epi_args=epi_args)
+        runs.append((run, D))
+    return runs
+
+
+def _time(fns, rounds, calls, sync, events):
+    out = [[] for _ in fns]
+    for _ in range(rounds):
+        for i, f in enumerate(fns):
+            s, e = events()
+            f()
+            s.record()
+            for _ in range(calls):
+                f()
+            e.record()
+            sync()
+            out[i].append(s.elapsed_time(e) * 1e3 / calls)
+    return [sorted(x)[len(x) // 2] for x in out]
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--rev", help="git revision whose golden sources are the old kernels")
+    ap.add_argument("--old-dir", help="a folder of old golden sources (instead of --rev)")
+    ap.add_argument("--size", type=int, default=4096)
+    ap.add_argument("--rounds", type=int, default=7)
+    ap.add_argument("--calls", type=int, default=20)
+    ap.add_argument("--only", choices=("sm90", "sm80"))
+    a = ap.parse_args(argv)
+    if not (a.rev or a.old_dir):
+        ap.error("give --rev or --old-dir")
+    import torch
+    M = N = K = a.size
+    ratios = {"sm90": [], "sm80": []}
+    print(f"old = golden sources at {a.rev or a.old_dir}; {M}x{N}x{K}, N(0,1) data; median of {a.rounds} "
+          f"interleaved rounds x {a.calls} calls (CUDA events)")
+    print(f"{'configuration':<92} {'old us':>8} {'new us':>8} {'new/old':>8}  same D")
+    for fam, name, cfg in _cases():
+        if a.only and fam != a.only:
+            continue
+        src = _golden(a.rev, name, a.old_dir)
+        if src is None:
+            print(f"{name:<92} (no old golden source)")
+            continue
+        try:
+            if fam == "sm90":
+                runs = _sm90_pair(cfg, src, M, N, K, torch)
+                fns = [r for r, _ in runs]
+                sync = torch.cuda.synchronize
+
+                def events():
+                    return (torch.cuda.Event(enable_timing=True),
+                            torch.cuda.Event(enable_timing=True))
+                for f in fns:
+                    f()
+                sync()
+                same = bool(torch.equal(runs[0][1], runs[1][1]))
+            else:
+                import cupy as cp
+                runs = _sm80_pair(cfg, src, M, N, K)
+                fns = [r for r, _ in runs]
+                sync = cp.cuda.Device().synchronize
+
+                class _E:
+                    def __init__(self, e):
+                        self.e = e
+
+                    def record(self):
+                        self.e.record()
+
+                    def elapsed_time(self, other):
+                        return cp.cuda.get_elapsed_time(self.e, other.e)
+
+                def events():
+                    return _E(cp.cuda.Event()), _E(cp.cuda.Event())
+                for f in fns:
+                    f()
+                sync()
+                same = bool(cp.array_equal(runs[0][1], runs[1][1]))
+            t_old, t_new = _time(fns, a.rounds, a.calls, sync, events)
+        except Exception as e:  # report and go on: one broken configuration must not hide the rest
+            print(f"{name:<92} FAILED: {type(e).__name__}: {str(e)[:200]}")
+            continue
+        r = t_new / t_old
+        ratios[fam].append(r)
+        print(f"{name[:92]:<92} {t_old:8.1f} {t_new:8.1f} {r:8.3f}  {same}")
+    for fam, rs in ratios.items():
+        if rs:
+            gm = math.exp(sum(math.log(x) for x in rs) / len(rs))
+            print(f"{fam}: geomean new/old {gm:.4f} over {len(rs)} configurations; "
+                  f"worst {max(rs):.4f}")
+
+
+if __name__ == "__main__":
+    main()
