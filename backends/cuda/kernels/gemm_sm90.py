@@ -557,7 +557,6 @@ def _epilogue_prelude(cfg: Sm90GemmConfig, maps: Sm90Maps):
     dt = _DT[cfg.dtype]
     pack1 = "f32_to_f16_bits" if dt == "f16" else "f32_to_bf16_bits"
     unpack = "f16_bits_to_f32" if dt == "f16" else "bf16_bits_to_f32"
-    fr = maps.frag
     lines = _origin_lines(cfg) + [
         f"u16* Dl_ = D + {_elem_offset('ldd', cfg.transpose_d, 'ldl_d')};"]
     if cfg.has_c:
@@ -695,7 +694,6 @@ def _epilogue_splitk(cfg: Sm90GemmConfig, maps: Sm90Maps) -> str:
 
 
 def _epilogue_splitk_store(cfg: Sm90GemmConfig, maps: Sm90Maps) -> str:
-    fr = maps.frag
     atomic = cfg.split_k == "atomic"
     lines = _origin_lines(cfg) + [
         "float* Wl_ = ws + (long long)split_ * ws_split + (long long)l_ * ws_l;"]
@@ -733,12 +731,10 @@ def generate_source(cfg: Sm90GemmConfig) -> str:
     from ..render import render_expr
     pl = PipelineEmitter(cfg.pipeline(), smem_address("bar_full"), smem_address("bar_empty"))
     sA_, sB_ = smem_address("sA"), smem_address("sB")
-    dt = _DT[cfg.dtype]
     S, W = cfg.stages, cfg.consumer_wgs
     a_bytes, b_bytes = cfg.tile_m * cfg.tile_k * 2, cfg.tile_n * cfg.tile_k * 2
     slabs = maps.slabs
     nacc = cfg.tile_n // 2
-    wg_rows = cfg.tile_m // W
     atom = maps.wgmma_atom
     op_a, op_b = maps.operand("A"), maps.operand("B")
     idx_ = ir.var("idx", 0, S - 1)

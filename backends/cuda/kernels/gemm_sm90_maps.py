@@ -26,7 +26,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import cute_py as cute
-from cute_py.composed import get_nonswizzle_portion, get_swizzle_portion
 from cute_py.smem_atoms import GMMA
 
 from ..epilogue.fragment import AccFragment, wgmma_fragment
@@ -122,8 +121,7 @@ class Sm90Maps:
 
     def desc_args(self, which: str) -> str:
         """``lbo, sbo, layout_type`` arguments of ``make_gmma_desc`` for operand ``which``."""
-        lbo, sbo = (self.lbo, self.sbo) if which == "A" else (self.lbo_b, self.sbo_b)
-        return f"{lbo}u, {sbo}u, {self.layout_type}u"
+        return self.operand(which).desc_args()
 
     @property
     def transpose_bits(self) -> tuple[int, int]:
@@ -135,7 +133,8 @@ class Sm90Maps:
         return self.tile_m // self.consumer_wgs // 64
 
     def _byte_offset(self, L, m, k) -> int:
-        return cute.crd2idx((m, k), get_nonswizzle_portion(L)) * 2
+        """Byte offset of ``(m, k)`` before the swizzle (``GmmaOperand.offset``)."""
+        return self.operand("A" if L is self.smem_a else "B").offset(m, k)
 
     def desc_a_offset(self, j: int, kk: int) -> int:
         """Byte offset, inside one warpgroup's A rows, of m-slab ``j`` at k-step ``kk``."""
