@@ -217,21 +217,20 @@ def test_tf32_mn_major_scalar_loads_conflicts_are_bounded(cfg):
 
 
 @pytest.mark.parametrize("raster", [1, 3, 8])
-def test_raster_statements_map_blocks_onto_tiles_once(raster):
-    """Evaluate the emitted raster statements: bid -> (tile_m, tile_n) is a bijection."""
-    import re
+def test_raster_program_maps_blocks_onto_tiles_once(raster):
+    """Evaluate the emitted scheduler program (NumPy): bid -> (tile_m, tile_n) is a
+    bijection onto the tiles, for tile counts the group does and does not divide."""
+    import numpy as np
+    from cute_py.backends.cuda import ir
+    from cute_py.backends.cuda.arch.common.scheduler import run
     from cute_py.backends.cuda.arch.sm80 import raster as sm80_raster
-    code = sm80_raster.statements(128, 64, raster)
-    for M, N in ((128, 64), (1000, 700), (4096, 64), (130, 9000)):
-        tm, tn = -(-M // 128), -(-N // 64)
-        seen = set()
-        for bid in range(tm * tn):
-            env = {"M": M, "N": N, "min": min, "blockIdx_x": bid}
-            for st in code:
-                py = st.replace("const int ", "").rstrip(";").replace("blockIdx.x", "blockIdx_x")
-                py = re.sub(r"(?<![/])/(?!/)", "//", py)
-                for part in re.split(r", (?=\w+ = )", py):
-                    k, v = part.split(" = ", 1)
-                    env[k] = eval(v, env)
-            seen.add((env["tile_m"], env["tile_n"]))
-        assert seen == {(i, j) for i in range(tm) for j in range(tn)}
+    M, N = ir.var("M", 1, (1 << 31) - 1), ir.var("N", 1, (1 << 31) - 1)
+    tiles_m, tiles_n, steps = sm80_raster.program(M, N, 128, 64, raster)
+    for Mv, Nv in ((128, 64), (1000, 700), (4096, 64), (130, 9000)):
+        tm = ir.evaluate(tiles_m, {"M": Mv})
+        tn = ir.evaluate(tiles_n, {"N": Nv})
+        assert (tm, tn) == (-(-Mv // 128), -(-Nv // 64))
+        bid = np.arange(tm * tn, dtype=np.int64)
+        env = run(steps, {"bid": bid, "tiles_m": tm, "tiles_n": tn})
+        seen = set(zip(env["tile_m"].tolist(), env["tile_n"].tolist()))
+        assert seen == {(i, j) for i in range(tm) for j in range(tn)} and len(bid) == len(seen)

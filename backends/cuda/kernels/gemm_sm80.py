@@ -217,8 +217,7 @@ def generate_source(cfg: GemmSm80Config) -> str:
     b.param("const EA* __restrict__", "B")
     b.param("const EC *", "C")
     b.param("EC *", "D")
-    for nm in ("M", "N", "K"):
-        b.param("int", nm, 1, (1 << 31) - 1)
+    dims = {nm: b.param("int", nm, 1, (1 << 31) - 1) for nm in ("M", "N", "K")}
     for nm in ("lda", "ldb", "ldc", "ldd", "batch_a", "batch_b", "batch_c", "batch_d"):
         b.param("long long", nm)
     b.param("float", "alpha")
@@ -231,7 +230,7 @@ def generate_source(cfg: GemmSm80Config) -> str:
     e(f"const int warp_m = warp % {cfg.warps[0]}, warp_n = warp / {cfg.warps[0]};")
     e("const int g = lane >> 2, t4 = lane & 3;")
     e("(void)g; (void)t4;")
-    sm80_raster.emit(b, BM, BN, cfg.raster)
+    sm80_raster.emit(b, dims["M"], dims["N"], BM, BN, cfg.raster)
     e("const long long bz = blockIdx.z;")
     e("A += bz * batch_a; B += bz * batch_b; D += bz * batch_d; C += bz * batch_c;")
     e(f"const u32 sA = smem_u32(smem), sB = sA + {S * a_stage};")

@@ -73,12 +73,14 @@ class TileScheduler:
 
     ``group``: unit-rows (``raster="m"``) or unit-columns (``raster="n"``) per group, before
     the cluster division; ``cluster_m``: CTAs per cluster along M; ``splits``: units are
-    ``(tile, split)`` pairs, ``splits_k`` a kernel parameter."""
+    ``(tile, split)`` pairs, ``splits_k`` a kernel parameter; ``batched=False``: the units
+    cover one batch (the kernel takes the batch from ``blockIdx.z``; no ``l`` is computed)."""
 
     group: int = 8
     raster: str = "m"
     cluster_m: int = 1
     splits: bool = False
+    batched: bool = True
 
     def __post_init__(self):
         if self.raster not in ("m", "n"):
@@ -142,9 +144,12 @@ class TileScheduler:
         major, minor = (num_m, num_n) if self.raster == "m" else (num_n, num_m)
         # the kernel's unit counter is an int: the host keeps num_units < 2**31, so the
         # product (computed in 64 bits when the bounds of num_m, num_n do not say so) fits
-        per_l = bind("per_l_", num_m * num_n, 1, _I32)
-        l_ = bind(out.l, ir.floordiv(tile, per_l), is_out=True)
-        r = bind("r_", _rem(tile, l_, per_l), 0, per_l.hi - 1)
+        if self.batched:
+            per_l = bind("per_l_", num_m * num_n, 1, _I32)
+            l_ = bind(out.l, ir.floordiv(tile, per_l), is_out=True)
+            r = bind("r_", _rem(tile, l_, per_l), 0, per_l.hi - 1)
+        else:
+            r = tile
         gw = bind("gw_", minor * G, G, _I32)
         g = bind("g_", ir.floordiv(r, gw))
         first = bind("first_", g * G, 0, major.hi - 1)    # g * G < major: r < per_l

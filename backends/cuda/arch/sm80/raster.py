@@ -1,35 +1,53 @@
-"""The SM80 GEMM's tile rasterizer: ``blockIdx.x`` -> the output tile ``(tile_m, tile_n)``.
+"""The SM80 GEMM's CTA -> tile map: the shared tile scheduler, grid-based.
 
-Grouped raster (CUTLASS' threadblock swizzle): groups of ``raster`` tile-rows walk N together,
-column by column, so the CTAs resident at once share A rows and B columns in L2.  One CTA per
-tile (the launch grid is ``tiles_m * tiles_n``).
+One CTA per output tile (the launch grid is ``tiles_m * tiles_n`` along x, the batch along z):
+``blockIdx.x`` is the scheduler's work unit (:class:`~..common.scheduler.TileScheduler`,
+grouped raster along M, ``raster`` tile-rows per group, not batched), so the CTAs resident at
+once share A rows and B columns in L2 (CUTLASS' threadblock swizzle).
 
-(The shared scheduler component ``arch/common/scheduler.py`` lives on the SM90 branch and is
-not merged here; this component keeps the SM80 kernel's own raster.)
-
-Law (tested by evaluating the emitted statements): for every ``tiles_m, tiles_n >= 1``, the
-map ``bid -> (tile_m, tile_n)`` over ``bid < tiles_m * tiles_n`` is a bijection onto the tiles.
+Law (the scheduler's, tested there and on the emitted program here): for every ``tiles_m,
+tiles_n >= 1``, ``bid -> (tile_m, tile_n)`` over ``bid < tiles_m * tiles_n`` is a bijection onto
+the tiles.
 """
 
 from __future__ import annotations
 
-__all__ = ["statements", "emit"]
+from ... import ir
+from ..common.scheduler import Outputs, TileScheduler
+
+__all__ = ["scheduler", "program", "emit"]
+
+_OUT = Outputs(m="tile_m", n="tile_n")
 
 
-def statements(BM: int, BN: int, raster: int) -> list[str]:
-    """The C statements (in ``M``, ``N``, ``blockIdx.x``) declaring ``tile_m``, ``tile_n``,
-    ``m0`` and ``n0``."""
-    return [f"const int tiles_m = (M + {BM - 1}) / {BM}, tiles_n = (N + {BN - 1}) / {BN};",
-            f"const int group_sz = {raster} * tiles_n, bid = blockIdx.x;",
-            f"const int first_m = (bid / group_sz) * {raster};",
-            f"const int rows_in_group = min(tiles_m - first_m, {raster});",
-            "const int tile_m = first_m + (bid % group_sz) % rows_in_group;",
-            "const int tile_n = (bid % group_sz) / rows_in_group;",
-            f"const int m0 = tile_m * {BM}, n0 = tile_n * {BN};"]
+def scheduler(raster: int) -> TileScheduler:
+    return TileScheduler(group=raster, raster="m", batched=False)
 
 
-def emit(b, BM: int, BN: int, raster: int) -> None:
-    """Emit the raster into a KernelBuilder."""
-    b.comment(f"CTA rasterization: groups of {raster} tile-rows walk N together (L2 reuse)")
-    for st in statements(BM, BN, raster):
-        b.stmt(st)
+def program(M, N, BM: int, BN: int, raster: int):
+    """``(tiles_m, tiles_n, steps)``: the tile counts as IR and the scheduler's program of
+    ``bid`` (the IR variable of ``blockIdx.x``)."""
+    tiles_m = ir.floordiv(M + (BM - 1), BM)
+    tiles_n = ir.floordiv(N + (BN - 1), BN)
+    tm = ir.var("tiles_m", tiles_m.lo, tiles_m.hi)
+    tn = ir.var("tiles_n", tiles_n.lo, tiles_n.hi)
+    steps = scheduler(raster).program(ir.block_idx(), tm, tn, out=_OUT)
+    return tiles_m, tiles_n, steps
+
+
+def emit(b, M, N, BM: int, BN: int, raster: int) -> None:
+    """Emit ``tiles_m``, ``tiles_n``, ``bid``, ``tile_m``, ``tile_n``, ``m0``, ``n0`` into a
+    KernelBuilder (``M``, ``N``: the kernel's parameters as IR variables)."""
+    b.comment(f"CTA rasterization (the tile scheduler): groups of {raster} tile-rows walk N "
+              "together (L2 reuse)")
+    tiles_m, tiles_n, steps = program(M, N, BM, BN, raster)
+    b.decl("const int", "tiles_m", tiles_m, hint=False)
+    b.decl("const int", "tiles_n", tiles_n, hint=False)
+    b.stmt("const int bid = blockIdx.x")
+    b.stmt("int tile_m, tile_n")
+    for s in steps:
+        if s.out:
+            b.assign(s.name, s.node)
+        else:
+            b.decl("const int", s.name, s.node, hint=False)
+    b.stmt(f"const int m0 = tile_m * {BM}, n0 = tile_n * {BN}")

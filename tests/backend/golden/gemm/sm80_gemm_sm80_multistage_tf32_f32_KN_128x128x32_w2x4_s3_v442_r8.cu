@@ -58,13 +58,18 @@ extern "C" __global__ void __launch_bounds__(256, 1) gemm_sm80_multistage_tf32_f
   const int warp_m = warp % 2, warp_n = warp / 2;
   const int g = lane >> 2, t4 = lane & 3;
   (void)g; (void)t4;
-  // CTA rasterization: groups of 8 tile-rows walk N together (L2 reuse)
-  const int tiles_m = (M + 127) / 128, tiles_n = (N + 127) / 128;
-  const int group_sz = 8 * tiles_n, bid = blockIdx.x;
-  const int first_m = (bid / group_sz) * 8;
-  const int rows_in_group = min(tiles_m - first_m, 8);
-  const int tile_m = first_m + (bid % group_sz) % rows_in_group;
-  const int tile_n = (bid % group_sz) / rows_in_group;
+  // CTA rasterization (the tile scheduler): groups of 8 tile-rows walk N together (L2 reuse)
+  const int tiles_m = ((long long)M + 127) >> 7;
+  const int tiles_n = ((long long)N + 127) >> 7;
+  const int bid = blockIdx.x;
+  int tile_m, tile_n;
+  const int gw_ = tiles_n * 8;
+  const int g_ = bid / gw_;
+  const int first_ = (long long)g_ * 8;
+  const int gs_ = (tiles_m - first_ < 8 ? tiles_m - first_ : 8);
+  const int rr_ = bid - (long long)g_ * gw_;
+  tile_m = first_ + rr_ % gs_;
+  tile_n = rr_ / gs_;
   const int m0 = tile_m * 128, n0 = tile_n * 128;
   const long long bz = blockIdx.z;
   A += bz * batch_a; B += bz * batch_b; D += bz * batch_d; C += bz * batch_c;
