@@ -3,8 +3,9 @@
 Every shipped GEMM configuration (SM90 plain and EVT-fused, SM80) is compiled twice: from the
 generator as it is now, and from its golden source at a git revision
 (``tests/backend/golden/gemm/<name>.cu`` at ``--rev``).  Both are launched through the same plan
-(the kernel signatures are the same), checked to produce the same D on N(0, 1) data, then timed
-in interleaved rounds with CUDA events.  Prints the new/old time ratio per configuration (< 1 is
+(the kernel signatures are the same; an old source is compiled against
+the headers it was generated for, ``<old-dir>/include``), checked to produce the same D on N(0, 1) data, then timed
+in interleaved rounds (alternating which goes first) with CUDA events.  Prints the new/old time ratio per configuration (< 1 is
 faster) and its geometric mean.
 
     python benchmarks/bench_regen.py --rev REV | --old-dir DIR [--size 4096] [--rounds 7] [--only sm90|sm80]
@@ -24,10 +25,30 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
 
+def _inline(src: str, inc: str, seen=None) -> str:
+    """``src`` with every ``#include "cute_py/..."`` replaced by that header of ``inc`` (each
+    once): old sources compile against the headers they were generated for."""
+    import re
+    seen = set() if seen is None else seen
+
+    def sub(m):
+        name = m.group(1)
+        if name in seen:
+            return ""
+        seen.add(name)
+        text = open(os.path.join(inc, name)).read().replace("#pragma once", "")
+        return _inline(text, inc, seen)
+    return re.sub(r'#include "(cute_py/[\w.]+)"', sub, src)
+
+
 def _golden(rev: str, name: str, old_dir: str | None = None) -> str | None:
     if old_dir:
         path = os.path.join(old_dir, f"{name}.cu")
-        return open(path).read() if os.path.isfile(path) else None
+        if not os.path.isfile(path):
+            return None
+        src = open(path).read()
+        inc = os.path.join(old_dir, "include")
+        return _inline(src, inc) if os.path.isdir(inc) else src
     try:
         return subprocess.run(["git", "-C", ROOT, "show", f"{rev}:tests/backend/golden/gemm/{name}.cu"],
                               check=True, capture_output=True, text=True).stdout
@@ -99,13 +120,14 @@ def _sm90_pair(cfg, source_old, M, N, K, torch):
     epi = cfg.epilogue()
     if epi is not None:
         tensors = _tree_tensors(epi.cfg.tree, M, N, torch, dev, dt)
-        C = tensors.pop("C", None)
+        C = None                      # a tree's C is one of its named tensors
     runs = []
     for g in (old, new):
         D = torch.full((M, N), float("nan"), device=dev, dtype=dt)
         t = None if tensors is None else {k: (v.clone() if hasattr(v, "clone") else v)
                                           for k, v in tensors.items()}
-        runs.append((g.prepare(A, B, D, C, 1.0, 0.5 if C is not None else 0.0, tensors=t), D))
+        beta = 0.5 if (C is not None or (t and "C" in t)) else 0.0
+        runs.append((g.prepare(A, B, D, C, 1.0, beta, tensors=t), D))
     return runs
 
 
@@ -173,8 +195,9 @@ def _warm(jobs, processes):
 
 def _time(fns, rounds, calls, sync, events):
     out = [[] for _ in fns]
-    for _ in range(rounds):
-        for i, f in enumerate(fns):
+    for r in range(rounds):
+        order = list(enumerate(fns))
+        for i, f in (order if r % 2 == 0 else order[::-1]):   # alternate who goes first
             s, e = events()
             f()
             s.record()
