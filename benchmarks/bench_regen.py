@@ -78,15 +78,14 @@ def _cases():
 
 
 def _tree_tensors(tree, M, N, torch_mod, dev, dtype):
-    """Random inputs (and zeroed outputs) for every named argument of ``tree`` (the kernel's
-    own alpha / beta are passed to ``prepare``)."""
+    """Random inputs (and zeroed outputs) for every named argument of ``tree`` (scalars 1.0)."""
     from cute_py.epilogue import evt
     out = {}
     outs = evt.outputs(tree)
     for name, (role, _dt) in tree.signature.items():
-        if name == "D" or (role == "scalar" and name in ("alpha", "beta")):
+        if name == "D":
             continue
-        if role == "scalar":
+        if role == "scalar":          # the kernel's alpha / beta slots take these
             out[name] = 1.0
             continue
         shape = evt._expected_shape(role, M, N)
