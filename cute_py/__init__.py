@@ -171,6 +171,7 @@ from .smem_atoms import GMMA, sizeof_bits, ss_smem_selector, make_sm80_smem_layo
 from . import atom  # noqa: E402
 from .atom import *  # noqa: E402,F401,F403
 from . import nvgpu  # noqa: E402
+from . import fp8  # noqa: E402,F401  (FP8 numbers and scaled-GEMM references)
 from .executor import execute_tiled_mma, execute_tiled_copy, execute_mma_atom  # noqa: E402
 from .bank_conflicts import copy_bank_conflicts, vector_width  # noqa: E402
 from .svg import (layout_svg, tv_layout_svg, tiled_mma_svg, tiled_copy_svg,  # noqa: E402

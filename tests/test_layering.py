@@ -24,7 +24,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 #: cute_py's layers, bottom first. A module may import its own layer and the layers below.
 LAYERS = [
     ["errors"],
-    ["numeric", "int_tuple", "pipeline"],
+    ["numeric", "int_tuple", "pipeline", "fp8"],
     ["layout"],
     ["algebra", "swizzle"],
     ["composed", "printing"],
