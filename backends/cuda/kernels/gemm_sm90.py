@@ -125,6 +125,11 @@ class Sm90GemmConfig:
     #                              by the grid, deterministic fix-up (gemm_sm90_streamk)
     smem_swizzle: tuple = (3, 3)  # swizzle bits of A's / B's GMMA smem atoms: 3 SW128, 2 SW64,
     #                              1 SW32, 0 interleaved (gemm_sm90_maps.smem_atom)
+    # -- FP8 (dtype "e4m3" / "e5m2"; gemm_sm90_fp8): B's format when it differs from A's, the
+    #    output type (bf16 / f16) and the scaling mode ("tensor", "row", "block")
+    dtype_b: str = ""
+    out_dtype: str = ""
+    scaling: str = "none"
 
     def __repr__(self):
         """The dataclass repr, without the fields added after the first shipped kernels when
@@ -145,9 +150,15 @@ class Sm90GemmConfig:
 
     def check(self):
         op = "Sm90GemmConfig"
-        if _DT.get(self.dtype) is None:
-            raise LaunchError(op, "dtype", "must be f16 or bf16", actual=self.dtype)
-        if self.tile_k != 64:
+        if self.fp8:
+            from . import gemm_sm90_fp8
+            gemm_sm90_fp8.check(self, op)
+        elif _DT.get(self.dtype) is None:
+            raise LaunchError(op, "dtype", "must be f16, bf16, e4m3 or e5m2", actual=self.dtype)
+        elif self.dtype_b or self.out_dtype or self.scaling != "none":
+            raise LaunchError(op, "dtype", "dtype_b / out_dtype / scaling belong to 8-bit "
+                              "(e4m3 / e5m2) configurations", actual=self.dtype)
+        if self.tile_k != 64 and not self.fp8:
             raise LaunchError(op, "tile_k", "must be 64 (one 128-byte swizzle row of 16-bit "
                               "elements)", expected=64, actual=self.tile_k)
         if self.consumer_wgs not in (1, 2):
@@ -238,6 +249,15 @@ class Sm90GemmConfig:
         return self
 
     @property
+    def fp8(self) -> bool:
+        """8-bit (e4m3 / e5m2) operands: the scaled FP8 GEMM (``gemm_sm90_fp8``)."""
+        return self.dtype in ("e4m3", "e5m2")
+
+    @property
+    def elem_bytes(self) -> int:
+        return 1 if self.fp8 else 2
+
+    @property
     def threads(self) -> int:
         return 128 * (self.consumer_wgs + 1)
 
@@ -253,7 +273,7 @@ class Sm90GemmConfig:
 
     @property
     def stage_bytes(self) -> int:
-        return (self.tile_m + self.tile_n) * self.tile_k * 2
+        return (self.tile_m + self.tile_n) * self.tile_k * self.elem_bytes
 
     def epilogue(self):
         """The :class:`~cute_py.backends.cuda.epilogue.sm90.Sm90Epilogue` of ``epi`` (cached)."""
@@ -299,7 +319,12 @@ class Sm90GemmConfig:
             pp += "_dt"
         if self.stream_k:
             pp += "_stk"
-        return (f"cute_sm90_gemm_{_DT[self.dtype]}_{self.tile_m}x{self.tile_n}x{self.tile_k}"
+        if self.fp8:
+            from .gemm_sm90_fp8 import name_part
+            dt = name_part(self)
+        else:
+            dt = _DT[self.dtype]
+        return (f"cute_sm90_gemm_{dt}_{self.tile_m}x{self.tile_n}x{self.tile_k}"
                 f"_s{self.stages}_w{self.consumer_wgs}{pp}_c{self.cluster_m}_{h}")
 
     def pipeline(self) -> PipelineTmaAsync:
@@ -314,7 +339,8 @@ class Sm90GemmConfig:
 
 
 #: Sm90GemmConfig fields left out of its repr at their defaults (see ``__repr__``)
-_LATE_FIELDS = ("split_k", "transpose_d", "stream_k", "smem_swizzle")
+_LATE_FIELDS = ("split_k", "transpose_d", "stream_k", "smem_swizzle", "dtype_b", "out_dtype",
+                "scaling")
 
 
 @lru_cache(maxsize=None)
@@ -696,9 +722,9 @@ def generate_source(cfg: Sm90GemmConfig) -> str:
     from ..render import render_expr
     pl = PipelineEmitter(cfg.pipeline(), smem_address("bar_full"), smem_address("bar_empty"))
     sA_, sB_ = smem_address("sA"), smem_address("sB")
-    dt = _DT[cfg.dtype]
     S, W = cfg.stages, cfg.consumer_wgs
-    a_bytes, b_bytes = cfg.tile_m * cfg.tile_k * 2, cfg.tile_n * cfg.tile_k * 2
+    eb = cfg.elem_bytes
+    a_bytes, b_bytes = cfg.tile_m * cfg.tile_k * eb, cfg.tile_n * cfg.tile_k * eb
     slabs = maps.slabs
     nacc = cfg.tile_n // 2
     wg_rows = cfg.tile_m // W
@@ -729,8 +755,10 @@ def generate_source(cfg: Sm90GemmConfig) -> str:
     sched = _sched_code(cfg)
     if cfg.stream_k:
         sched = _sk.schedule_code(cfg.tile_m, cfg.tile_n, cfg.tile_k)
+    block = cfg.scaling == "block"     # FP8 block scaling: every k-block starts from zero
     mma = _render(lambda kb: atom.emit_k_block(kb, "acc", "da_", "db_", op_a, op_b, slabs,
-                                               cfg.tile_k // 16, "scale_d"), 5).lstrip("\n")
+                                               cfg.tile_k // atom.k, "0" if block else
+                                               "scale_d"), 5).lstrip("\n")
     pp = cfg.schedule == "pingpong"
     # ping-pong: warpgroup cw owns tiles first_tile + (cw + 2i) * tile_step, whole
     tile_loop = ("for (int tile = first_tile + cw * tile_step; tile < num_tiles; "
@@ -807,6 +835,12 @@ def generate_source(cfg: Sm90GemmConfig) -> str:
     }}"""
         else:
             epi_producer = ""
+    elif cfg.fp8:
+        from . import gemm_sm90_fp8 as _f8
+        epi_prelude = epi_init = epi_consumer_decls = epi_tail = epi_producer = ""
+        epi_params = _f8.params(cfg)
+        epilogue_code = _f8.epilogue_code(cfg, maps, block_origin=block)
+        epi_pre = ""
     else:
         epi_prelude = epi_params = epi_init = epi_consumer_decls = epi_tail = epi_producer = ""
         epi_pre = ""
@@ -884,6 +918,23 @@ def generate_source(cfg: Sm90GemmConfig) -> str:
         with kb.if_("prev_ >= 0"):
             pl.consumer_release(kb, ir.var("prev_", 0, S - 1), "release_lane")
     rel4, rel3 = _render(_release, 4).lstrip(), _render(_release, 3).lstrip()
+    if block:
+        # FP8 block scaling: wait for this k-block's wgmmas, release its stage, promote the
+        # block's accumulators into tot_ (the scales' loads issued before the wait)
+        from . import gemm_sm90_fp8 as _f8
+        rel_now = _render(lambda kb: pl.consumer_release(kb, idx_, "release_lane"), 4).lstrip()
+        scale_d_line = ""
+        blk_init = (f"\n      {_f8.origin_code(cfg)}\n      float tot_[{slabs}][{nacc}];\n"
+                    f"#pragma unroll\n      for (int j = 0; j < {slabs}; ++j)\n#pragma unroll\n"
+                    f"        for (int i = 0; i < {nacc}; ++i) tot_[j][i] = 0.0f;")
+        k_block_tail = "\n        ".join([
+            _f8.promotion_loads(cfg, maps), "wgmma_wait_group<0>();",
+            "#pragma unroll", f"for (int j = 0; j < {slabs}; ++j) wgmma_fence_operands(acc[j]);",
+            rel_now, _f8.promotion_code(cfg, maps)])
+    else:
+        scale_d_line = f"\n        const int scale_d = kb > {kb_first} ? 1 : 0;"
+        blk_init = ""
+        k_block_tail = "\n        ".join(["wgmma_wait_group<1>();", rel4, "prev_ = idx;"])
     return f"""// generated by cute_py.backends.cuda.kernels.gemm_sm90 -- {cfg!r}
 #include "cute_py/prelude.cuh"
 using namespace cute_py;
@@ -945,19 +996,16 @@ extern "C" __global__ void {cluster_attr}__launch_bounds__({cfg.threads}, 1) {cf
       int m_blk, n_blk, l_;{unit_decl}
       {{ {_tile_coord_code(cfg)}
       }}{epi_pre}{pp_wait}
-      int prev_ = -1;
+      int prev_ = -1;{blk_init}
       for (int kb = {kb_first}; kb < {kb_end}; ++kb) {{
         {c_wait}
-        {descs}
-        const int scale_d = kb > {kb_first} ? 1 : 0;
+        {descs}{scale_d_line}
         wgmma_fence();
         {{
 {mma}
         }}
         wgmma_commit_group();
-        wgmma_wait_group<1>();
-        {rel4}
-        prev_ = idx;
+        {k_block_tail}
         {p_inc4}
       }}{pp_signal}
       wgmma_wait_group<0>();

@@ -1,0 +1,211 @@
+"""FP8 configuration of the Hopper GEMM: scaled products of 8-bit (e4m3 / e5m2) operands.
+
+The kernel is :func:`gemm_sm90.generate_source` itself; an FP8 configuration (``dtype`` "e4m3"
+or "e5m2", ``dtype_b`` B's format when it differs) changes only
+
+- the operands: 1-byte elements, so the GMMA smem atoms (defined on bits) give 128-element
+  SW128 rows, ``tile_k`` = 128 (one 128-byte swizzle row), TMA boxes of ``uint8``; the
+  descriptors' LBO / SBO come out of the same smem layouts (K-major SW128: SBO 1024 bytes);
+- the MMA atom: ``wgmma.mma_async.m64n{N}k32.f32.{a}.{b}`` (``SM90_64xNx32_F32{A}{B}_SS_TN``),
+  four k-steps of 32 elements per k-block.  8-bit wgmma reads K-major operands only: an
+  MN-major A or B is refused naming the operand;
+- the built-in epilogue (this module), ``scaling``:
+
+  - "tensor": ``D = (scale_a[0] * scale_b[0]) * acc (+ bias[c])`` -- the scales are read from
+    device memory (float32, one element each, as ``torch._scaled_mm``: no host sync);
+  - "row": ``D[r, c] = scale_a[r] * scale_b[c] * acc[r, c] (+ bias[c])`` with ``scale_a``
+    ``(M, 1)`` and ``scale_b`` ``(1, N)`` float32 (strides ``ld_sa_m`` / ``ld_sb_n``);
+  - "block" (DeepGEMM's recipe): ``scale_a`` ``(M, ceil(K/128))`` (one per row and k-block,
+    strides ``ld_sa_m``, ``ld_sa_k``), ``scale_b`` ``(ceil(N/128), ceil(K/128))`` (one per
+    128x128 block of B, strides ``ld_sb_n``, ``ld_sb_k``).  Each k-block's wgmmas start a fresh
+    accumulator set (``scale_d`` = 0); after they complete (``wait_group<0>``) the consumer
+    promotes ``tot += acc * (scale_a[r, kb] * scale_b[c / 128, kb])`` in fp32 registers (two
+    accumulator sets), the scales' loads issued before the wait; the epilogue stores ``tot``.
+
+  ``bias`` (a row vector of N elements of the output type, or a null pointer: none) is added
+  after scaling; D is stored
+  as bf16 or f16 (``out_dtype``).  Rows and columns of every value come from the accumulator
+  fragment (``row0_`` / ``col0_`` lowered from ``CLayout_64xN`` plus the fragment's offsets),
+  as in the 16-bit built-in epilogue.
+
+Accumulation: FP8 wgmma accumulates with reduced precision inside one instruction chain; the
+"tensor" / "row" kernels keep one accumulator over all of K (CUTLASS's "fast accumulation"),
+the "block" kernel promotes every 128 elements of K into a full fp32 sum.
+"""
+
+from __future__ import annotations
+
+__all__ = ["FP8_DTYPES", "OUT_DTYPES", "SCALINGS", "check", "params", "promotion_code",
+           "epilogue_code", "name_part"]
+
+#: 8-bit input formats
+FP8_DTYPES = ("e4m3", "e5m2")
+#: output types of the FP8 built-in epilogue
+OUT_DTYPES = ("bf16", "f16")
+#: scaling modes: per-tensor, row-wise (per row of A / column of B), block-wise (1x128 A,
+#: 128x128 B)
+SCALINGS = ("tensor", "row", "block")
+#: K elements of one scale block (``scaling="block"``) and of one k-block of the kernel
+BLOCK_K = 128
+
+
+def is_fp8(cfg) -> bool:
+    return cfg.dtype in FP8_DTYPES
+
+
+def name_part(cfg) -> str:
+    """The element-type part of the kernel name, e.g. ``e4m3e5m2_bf16_row``."""
+    return f"{cfg.dtype}{cfg.dtype_b or cfg.dtype}_{cfg.out_dtype}_{cfg.scaling}"
+
+
+def check(cfg, op: str = "Sm90GemmConfig") -> None:
+    """The rules of an FP8 configuration (``LaunchError`` naming the field)."""
+    from cute_py.errors import LaunchError
+    if (cfg.dtype_b or cfg.dtype) not in FP8_DTYPES:
+        raise LaunchError(op, "dtype_b", "must be an 8-bit format with an 8-bit A",
+                          expected=FP8_DTYPES, actual=cfg.dtype_b)
+    if cfg.tile_k != BLOCK_K:
+        raise LaunchError(op, "tile_k", "must be 128 for 8-bit operands (one 128-byte swizzle "
+                          "row of 1-byte elements)", expected=BLOCK_K, actual=cfg.tile_k)
+    for nm in ("a_major", "b_major"):
+        if getattr(cfg, nm) != "K":
+            raise LaunchError(op, nm, f"8-bit wgmma reads operand {nm[0].upper()} K-major only "
+                              "(no transpose): pass a K-contiguous operand", expected="K",
+                              actual=getattr(cfg, nm))
+    if tuple(cfg.smem_swizzle) != (3, 3):
+        raise LaunchError(op, "smem_swizzle", "8-bit operands use the SW128 atoms",
+                          expected=(3, 3), actual=cfg.smem_swizzle)
+    if cfg.out_dtype not in OUT_DTYPES:
+        raise LaunchError(op, "out_dtype", "is not an output type of the FP8 GEMM",
+                          expected=OUT_DTYPES, actual=cfg.out_dtype)
+    if cfg.scaling not in SCALINGS:
+        raise LaunchError(op, "scaling", "is not an FP8 scaling mode", expected=SCALINGS,
+                          actual=cfg.scaling)
+    for nm, bad in (("epi", cfg.epi is not None), ("split_k", cfg.splits),
+                    ("stream_k", cfg.stream_k), ("transpose_d", cfg.transpose_d),
+                    ("has_c", cfg.has_c)):
+        if bad:
+            raise LaunchError(op, nm, "is not available with 8-bit operands (the FP8 built-in "
+                              "epilogue scales, adds the bias and stores D)",
+                              actual=getattr(cfg, nm))
+    if cfg.scaling == "block":
+        rows = cfg.tile_m // cfg.mma_wgs
+        if cfg.tile_n % BLOCK_K and BLOCK_K % cfg.tile_n:
+            raise LaunchError(op, "tile_n", "block scaling needs tile_n to divide or be a "
+                              "multiple of 128 (the B scale blocks)", actual=cfg.tile_n)
+        if (rows // 64) * cfg.tile_n > 128:
+            raise LaunchError(op, "tile", "block scaling keeps two accumulator sets: at most "
+                              "64 accumulators per thread per set", actual=(cfg.tile_m,
+                                                                            cfg.tile_n))
+
+
+def params(cfg) -> str:
+    """The FP8 kernel's parameters after the 16-bit kernel's (scales, bias, scale strides)."""
+    return (",\n    const float* __restrict__ scale_a, const float* __restrict__ scale_b, "
+            "const u16* __restrict__ bias,\n    long long ld_sa_m, long long ld_sa_k, "
+            "long long ld_sb_n, long long ld_sb_k")
+
+
+def _rows(maps):
+    """Distinct row offsets of a thread's values and, per value, the index into them."""
+    fr = maps.frag
+    rows = sorted(set(fr.m_val))
+    return rows, [rows.index(m) for m in fr.m_val]
+
+
+def _nblocks(cfg, maps):
+    """Distinct 128-column blocks (relative to the tile's first block) of a thread's values."""
+    fr = maps.frag
+    per = max(1, cfg.tile_n // BLOCK_K)
+    nbs = sorted(set(n // BLOCK_K for n in fr.n_val)) if per > 1 else [0]
+    return nbs, [nbs.index(n // BLOCK_K) if per > 1 else 0 for n in fr.n_val]
+
+
+def _acc(maps, v, name="acc"):
+    nacc = maps.frag.num_values // maps.slabs
+    return f"{name}[{v // nacc}][{v % nacc}]"
+
+
+def origin_code(cfg) -> str:
+    """``row0_`` / ``col0_`` (the block kernel declares them before its mainloop)."""
+    from .gemm_sm90 import _origin_lines
+    return "\n      ".join(_origin_lines(cfg))
+
+
+def promotion_loads(cfg, maps) -> str:
+    """Block scaling: this k-block's scales, loaded while its wgmmas run -- ``sa_[i]`` for
+    each distinct row of the thread (0 past M), ``sb_[i]`` for each 128-column block."""
+    rows, _ = _rows(maps)
+    nbs, _ = _nblocks(cfg, maps)
+    out = [f"float sa_[{len(rows)}], sb_[{len(nbs)}];"]
+    for i, m in enumerate(rows):
+        out.append(f"{{ const int r = row0_ + {m}; sa_[{i}] = r < M ? __ldg(scale_a + "
+                   f"(long long)r * ld_sa_m + (long long)kb * ld_sa_k) : 0.0f; }}")
+    nb0 = (f"n_blk * {cfg.tile_n // BLOCK_K}" if cfg.tile_n >= BLOCK_K
+           else f"(n_blk * {cfg.tile_n}) / {BLOCK_K}")
+    for i, nb in enumerate(nbs):
+        out.append(f"sb_[{i}] = __ldg(scale_b + (long long)({nb0} + {nb}) * ld_sb_n + "
+                   f"(long long)kb * ld_sb_k);")
+    return "\n        ".join(out)
+
+
+def promotion_code(cfg, maps) -> str:
+    """Block scaling, after the k-block's wgmmas completed: ``tot += acc * sa * sb``."""
+    _, ri = _rows(maps)
+    _, ni = _nblocks(cfg, maps)
+    out = []
+    for v in range(maps.frag.num_values):
+        out.append(f"{_acc(maps, v, 'tot_')} += {_acc(maps, v)} * (sa_[{ri[v]}] * sb_[{ni[v]}]);")
+    return "\n        ".join(out)
+
+
+def epilogue_code(cfg, maps, block_origin: bool) -> str:
+    """The FP8 built-in epilogue: scale, add the bias, convert, predicated stores."""
+    from .gemm_sm90 import _origin_lines
+    f16 = cfg.out_dtype == "f16"
+    pack1 = "f32_to_f16_bits" if f16 else "f32_to_bf16_bits"
+    pack2 = "pack_f16x2" if f16 else "pack_bf16x2"
+    unpack = "f16_bits_to_f32" if f16 else "bf16_bits_to_f32"
+    lines = [] if block_origin else list(_origin_lines(cfg))
+    lines.append("u16* Dl_ = D + (long long)l_ * ldl_d;")
+    src = "tot_" if cfg.scaling == "block" else "acc"
+    if cfg.scaling == "tensor":
+        lines.append("const float s_ = __ldg(scale_a) * __ldg(scale_b);")
+    rows, ri = _rows(maps)
+    if cfg.scaling == "row":
+        lines.append(f"float rs_[{len(rows)}];")
+        for i, m in enumerate(rows):
+            lines.append(f"{{ const int r = row0_ + {m}; rs_[{i}] = r < M ? "
+                         f"__ldg(scale_a + (long long)r * ld_sa_m) : 0.0f; }}")
+    fr = maps.frag
+    for v in range(0, fr.num_values, 2):
+        mo, no = fr.m_val[v], fr.n_val[v]
+        a0, a1 = _acc(maps, v, src), _acc(maps, v + 1, src)
+        lines.append("{")
+        lines.append(f"  const int r = row0_ + {mo}, c = col0_ + {no};")
+        lines.append("  if (r < M) {")
+        if cfg.scaling == "tensor":
+            lines.append(f"    float x0 = s_ * {a0}, x1 = s_ * {a1};")
+        elif cfg.scaling == "row":
+            lines.append(f"    float x0 = {a0} * rs_[{ri[v]}], x1 = {a1} * rs_[{ri[v]}];")
+        else:
+            lines.append(f"    float x0 = {a0}, x1 = {a1};")
+        lines.append("    u16* dp = Dl_ + (long long)r * ldd + c;")
+        for i, x in ((0, "x0"), (1, "x1")):
+            lines.append(f"    if (c + {i} < N) {{")
+            if cfg.scaling == "row":
+                lines.append(f"      {x} *= __ldg(scale_b + (long long)(c + {i}) * ld_sb_n);")
+            lines.append(f"      if (bias != nullptr) {x} += {unpack}(bias[c + {i}]);")
+            lines.append("    }")
+        if cfg.vec2:
+            lines.append("    if (c + 1 < N) {")
+            lines.append(f"      *reinterpret_cast<u32*>(dp) = {pack2}(x0, x1);")
+            lines.append("    } else if (c < N) {")
+            lines.append(f"      dp[0] = {pack1}(x0);")
+            lines.append("    }")
+        else:
+            lines.append(f"    if (c < N) dp[0] = {pack1}(x0);")
+            lines.append(f"    if (c + 1 < N) dp[1] = {pack1}(x1);")
+        lines.append("  }")
+        lines.append("}")
+    return "\n".join("      " + s for s in lines)
