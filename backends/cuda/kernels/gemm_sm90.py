@@ -42,7 +42,7 @@ from ..tensors import TensorMeta, is_array, meta_of
 from .gemm_sm90_maps import Sm90Maps, derive_maps
 
 __all__ = ["Sm90GemmConfig", "generate_source", "Sm90Gemm", "SHIPPED_CONFIGS",
-           "make_epilogue_config", "shipped_epilogue_configs"]
+           "make_epilogue_config", "shipped_epilogue_configs", "shipped_fp8_configs"]
 
 _DT = {"f16": "f16", "float16": "f16", "bf16": "bf16", "bfloat16": "bf16"}
 
@@ -442,6 +442,19 @@ def shipped_epilogue_configs():
 _I32 = (1 << 31) - 1
 
 
+def shipped_fp8_configs() -> tuple:
+    """FP8 configurations with golden sources: per-tensor e4m3 -> bf16 (128x256), row-wise
+    mixed e4m3 x e5m2 -> f16 (128x128), block-scaled e4m3 -> bf16 (128x128)."""
+    return (
+        Sm90GemmConfig(tile_n=256, tile_k=128, dtype="e4m3", out_dtype="bf16",
+                       scaling="tensor").fit_stages(),
+        Sm90GemmConfig(tile_n=128, tile_k=128, dtype="e4m3", dtype_b="e5m2", out_dtype="f16",
+                       scaling="row").fit_stages(),
+        Sm90GemmConfig(tile_n=128, tile_k=128, dtype="e4m3", out_dtype="bf16",
+                       scaling="block").fit_stages(),
+    )
+
+
 def tile_scheduler(cfg: Sm90GemmConfig):
     """The kernel's :class:`~backends.cuda.arch.common.scheduler.TileScheduler`: groups of
     ``group_m`` tile-rows (tile-columns with ``raster_n``; a cluster always rasters along M),
@@ -839,7 +852,7 @@ def generate_source(cfg: Sm90GemmConfig) -> str:
         from . import gemm_sm90_fp8 as _f8
         epi_prelude = epi_init = epi_consumer_decls = epi_tail = epi_producer = ""
         epi_params = _f8.params(cfg)
-        epilogue_code = _f8.epilogue_code(cfg, maps, block_origin=block)
+        epilogue_code = _f8.epilogue_code(cfg, maps, [] if block else _origin_lines(cfg))
         epi_pre = ""
     else:
         epi_prelude = epi_params = epi_init = epi_consumer_decls = epi_tail = epi_producer = ""
@@ -924,7 +937,8 @@ def generate_source(cfg: Sm90GemmConfig) -> str:
         from . import gemm_sm90_fp8 as _f8
         rel_now = _render(lambda kb: pl.consumer_release(kb, idx_, "release_lane"), 4).lstrip()
         scale_d_line = ""
-        blk_init = (f"\n      {_f8.origin_code(cfg)}\n      float tot_[{slabs}][{nacc}];\n"
+        origin = "\n      ".join(_origin_lines(cfg))
+        blk_init = (f"\n      {origin}\n      float tot_[{slabs}][{nacc}];\n"
                     f"#pragma unroll\n      for (int j = 0; j < {slabs}; ++j)\n#pragma unroll\n"
                     f"        for (int i = 0; i < {nacc}; ++i) tot_[j][i] = 0.0f;")
         k_block_tail = "\n        ".join([
@@ -1032,7 +1046,8 @@ extern "C" __global__ void {cluster_attr}__launch_bounds__({cfg.threads}, 1) {cf
 # host side
 
 
-_WANT = {"f16": ("float16",), "bf16": ("bfloat16", "uint16")}
+_WANT = {"f16": ("float16",), "bf16": ("bfloat16", "uint16"),
+         "e4m3": ("float8_e4m3fn", "uint8"), "e5m2": ("float8_e5m2", "uint8")}
 
 
 #: The Hopper GEMM's launch plan is the backend's one plan type.
@@ -1159,7 +1174,8 @@ class Sm90Gemm:
 
     def plan(self, A: TensorMeta, B: TensorMeta, D: TensorMeta, C: TensorMeta | None = None,
              *, tensors=None, max_ctas=None, device: int | None = None,
-             splits: int = 1, sk_tiles: int | None = None) -> Sm90Plan:
+             splits: int = 1, sk_tiles: int | None = None, scale_a: TensorMeta | None = None,
+             scale_b: TensorMeta | None = None, bias: TensorMeta | None = None) -> Sm90Plan:
         """The launch plan for arrays like these (metadata only: shapes, strides, dtypes,
         alignment classes).  ``roles`` of the plan: ``A``, ``B``, ``D``, ``C`` (D when no C)
         then the epilogue's named tensors, ``WS`` (split-K workspace) and ``CNT`` (the
@@ -1168,13 +1184,17 @@ class Sm90Gemm:
         M)`` of the kernel problem (row-major): the kernel stores ``D^T``.  ``splits``: the
         split-K count of a split-K configuration; ``sk_tiles``: a stream-K configuration's
         stream-K tiles (default ``streamk_layout``'s; its grid is that layout's, ``WS`` /
-        ``CNT`` its workspace and per-CTA flags)."""
+        ``CNT`` its workspace and per-CTA flags).  FP8 configurations (``cfg.fp8``) take
+        ``scale_a`` / ``scale_b`` (float32, shapes by ``cfg.scaling``: see
+        :func:`gemm_sm90_fp8.check_scales`) and an optional ``bias`` (N elements of D's type):
+        roles ``SA``, ``SB``, ``BIAS`` (pointer 0: no bias) after ``A``, ``B``, ``D``, ``C``."""
         from .. import driver
         op, cfg = "Sm90Gemm", self.cfg
-        for nm, X in (("A", A), ("B", B)):
-            _check_operand(op, nm, X, cfg.dtype)
-        if A.dtype != B.dtype:
+        _check_operand(op, "A", A, cfg.dtype)
+        _check_operand(op, "B", B, (cfg.dtype_b or cfg.dtype) if cfg.fp8 else cfg.dtype)
+        if A.dtype != B.dtype and not cfg.fp8:
             raise LaunchError(op, "B", "dtype must equal A's", expected=A.dtype, actual=B.dtype)
+        d_dtypes = _WANT[cfg.out_dtype] if cfg.fp8 else (A.dtype,)
         batched = len(A.shape) == 3
         A3, B3 = A.batched(), B.batched()
         L, M, K = A3.shape
@@ -1186,9 +1206,9 @@ class Sm90Gemm:
             raise LaunchError(op, "A", "empty problem", actual=(M, N, K))
         D3 = D.batched()
         dshape = (L, N, M) if cfg.transpose_d else (L, M, N)
-        if D3.shape != dshape or D.dtype != A.dtype:
-            raise LaunchError(op, "D", "has the wrong shape or dtype", expected=dshape,
-                              actual=(D3.shape, D.dtype))
+        if D3.shape != dshape or D.dtype not in d_dtypes:
+            raise LaunchError(op, "D", "has the wrong shape or dtype", expected=(dshape,
+                              d_dtypes[0]), actual=(D3.shape, D.dtype))
         if cfg.splits and (not isinstance(splits, int) or splits < 1):
             raise LaunchError(op, "splits", "must be a positive int", actual=splits)
         if cfg.has_c:
@@ -1204,7 +1224,7 @@ class Sm90Gemm:
             if X.strides[2] != 1:
                 raise LaunchError(op, nm, "must be row-major (unit stride in the last mode)",
                                   actual=X.strides)
-        es = 2
+        es = cfg.elem_bytes
         lds = {}
         for nm, X, major in (("A", A3, cfg.a_major), ("B", B3, cfg.b_major)):
             unit = 2 if major == "K" else 1       # the mode that must be contiguous
@@ -1267,6 +1287,16 @@ class Sm90Gemm:
             add("u64", None, "WS")
             add("u64", None, "CNT")
             add("i32", lay.sk_tiles, None)
+        if cfg.fp8:
+            from .gemm_sm90_fp8 import check_scales
+            if L != 1:
+                raise LaunchError(op, "A", "the FP8 GEMM takes 2-D operands", actual=A.shape)
+            strides = check_scales(op, cfg, M, N, K, scale_a, scale_b, bias)
+            add("u64", None, "SA")
+            add("u64", None, "SB")
+            add("u64", None, "BIAS")
+            for v in strides:
+                add("i64", v, None)
         plan = make_plan(self.kernel, dev, (grid, 1, 1), (cfg.threads, 1, 1), cfg.smem_bytes(),
                          params, ("A", "B", "D", "C"), ("alpha", "beta"))
         plan.resets = tuple(resets)

@@ -36,7 +36,7 @@ the "block" kernel promotes every 128 elements of K into a full fp32 sum.
 from __future__ import annotations
 
 __all__ = ["FP8_DTYPES", "OUT_DTYPES", "SCALINGS", "check", "params", "promotion_code",
-           "epilogue_code", "name_part"]
+           "epilogue_code", "name_part", "scale_shapes", "check_scales", "scaling_of"]
 
 #: 8-bit input formats
 FP8_DTYPES = ("e4m3", "e5m2")
@@ -126,12 +126,6 @@ def _acc(maps, v, name="acc"):
     return f"{name}[{v // nacc}][{v % nacc}]"
 
 
-def origin_code(cfg) -> str:
-    """``row0_`` / ``col0_`` (the block kernel declares them before its mainloop)."""
-    from .gemm_sm90 import _origin_lines
-    return "\n      ".join(_origin_lines(cfg))
-
-
 def promotion_loads(cfg, maps) -> str:
     """Block scaling: this k-block's scales, loaded while its wgmmas run -- ``sa_[i]`` for
     each distinct row of the thread (0 past M), ``sb_[i]`` for each 128-column block."""
@@ -159,14 +153,15 @@ def promotion_code(cfg, maps) -> str:
     return "\n        ".join(out)
 
 
-def epilogue_code(cfg, maps, block_origin: bool) -> str:
-    """The FP8 built-in epilogue: scale, add the bias, convert, predicated stores."""
-    from .gemm_sm90 import _origin_lines
+def epilogue_code(cfg, maps, origin: list) -> str:
+    """The FP8 built-in epilogue: scale, add the bias, convert, predicated stores.  ``origin``:
+    the lines declaring ``row0_`` / ``col0_`` (empty when the block kernel declared them
+    before its mainloop)."""
     f16 = cfg.out_dtype == "f16"
     pack1 = "f32_to_f16_bits" if f16 else "f32_to_bf16_bits"
     pack2 = "pack_f16x2" if f16 else "pack_bf16x2"
     unpack = "f16_bits_to_f32" if f16 else "bf16_bits_to_f32"
-    lines = [] if block_origin else list(_origin_lines(cfg))
+    lines = list(origin)
     lines.append("u16* Dl_ = D + (long long)l_ * ldl_d;")
     src = "tot_" if cfg.scaling == "block" else "acc"
     if cfg.scaling == "tensor":
@@ -209,3 +204,59 @@ def epilogue_code(cfg, maps, block_origin: bool) -> str:
         lines.append("  }")
         lines.append("}")
     return "\n".join("      " + s for s in lines)
+
+
+def scale_shapes(scaling: str, M: int, N: int, K: int) -> tuple:
+    """The ``(scale_a, scale_b)`` shapes of a scaling mode for an ``M x N x K`` problem."""
+    kb = -(-K // BLOCK_K)
+    return {"tensor": ((), ()), "row": ((M, 1), (1, N)),
+            "block": ((M, kb), (-(-N // BLOCK_K), kb))}[scaling]
+
+
+def scaling_of(sa_shape, sb_shape, M: int, N: int, K: int) -> str | None:
+    """The scaling mode whose scale shapes these are (a one-element scale of any rank counts
+    as per-tensor), or None."""
+    sa, sb = tuple(sa_shape), tuple(sb_shape)
+    one = lambda s: all(x == 1 for x in s)     # noqa: E731
+    if one(sa) and one(sb) and len(sa) <= 2 and len(sb) <= 2:
+        return "tensor"
+    for mode in ("row", "block"):
+        if (sa, sb) == scale_shapes(mode, M, N, K):
+            return mode
+    return None
+
+
+def check_scales(op, cfg, M, N, K, scale_a, scale_b, bias) -> tuple:
+    """Checks the scale / bias metadata of an ``M x N x K`` FP8 problem against ``cfg.scaling``
+    and returns the kernel's scale strides ``(ld_sa_m, ld_sa_k, ld_sb_n, ld_sb_k)``
+    (elements).  ``LaunchError`` naming ``scale_a`` / ``scale_b`` / ``bias``."""
+    from cute_py.errors import LaunchError
+    want = scale_shapes(cfg.scaling, M, N, K)
+    st = []
+    for nm, X, shape in (("scale_a", scale_a, want[0]), ("scale_b", scale_b, want[1])):
+        if X is None:
+            raise LaunchError(op, nm, "is required (float32 device tensor)", expected=shape)
+        if X.dtype != "float32":
+            raise LaunchError(op, nm, "must be float32", expected="float32", actual=X.dtype)
+        if cfg.scaling == "tensor":
+            if any(x != 1 for x in X.shape):
+                raise LaunchError(op, nm, "per-tensor scaling takes one element",
+                                  expected=(), actual=X.shape)
+            st += [0, 0]
+            continue
+        if tuple(X.shape) != shape:
+            raise LaunchError(op, nm, f"has the wrong shape for {cfg.scaling}-wise scaling",
+                              expected=shape, actual=X.shape)
+        s0, s1 = X.strides
+        st += [s0 if X.shape[0] > 1 else 0, s1 if X.shape[1] > 1 else 0]
+    if cfg.scaling == "row":       # (M, 1): stride along M; (1, N): stride along N
+        st = [st[0], 0, st[3], 0]
+    if bias is not None:
+        ok = {"bf16": ("bfloat16", "uint16"), "f16": ("float16",)}[cfg.out_dtype]
+        if bias.dtype not in ok:
+            raise LaunchError(op, "bias", "must have the output dtype", expected=ok[0],
+                              actual=bias.dtype)
+        if tuple(bias.shape) != (N,) or bias.strides[-1] != 1:
+            raise LaunchError(op, "bias", "must be a contiguous vector of N elements",
+                              expected=(N,), actual=(bias.shape, bias.strides))
+    return tuple(st)
