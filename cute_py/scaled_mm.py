@@ -14,7 +14,7 @@ _IMPL: list = []
 
 
 def scaled_mm(A, B, scale_a, scale_b, *, out_dtype="bfloat16", bias=None, out=None,
-              stream=None):
+              stream=None, use_fast_accum=False):
     """``D = scale(A @ B) (+ bias)`` for 8-bit A and B on the Hopper GPU (fp32 accumulation);
     returns D.
 
@@ -30,7 +30,11 @@ def scaled_mm(A, B, scale_a, scale_b, *, out_dtype="bfloat16", bias=None, out=No
       ``(ceil(N/128), ceil(K/128))`` (128x128 blocks of W);
     - ``out_dtype``: ``"bfloat16"`` or ``"float16"`` (or the torch dtypes); ``bias``: a
       length-N vector of ``out_dtype`` added after scaling; ``out``: a row-major ``(M, N)``
-      tensor of ``out_dtype`` (allocated when None); ``stream``: a torch stream or raw handle.
+      tensor of ``out_dtype`` (allocated when None); ``stream``: a torch stream or raw handle;
+    - ``use_fast_accum`` (per-tensor / row-wise, as torch's): one accumulator over all of K
+      (faster, 128x256 tiles; the tensor core's accumulator keeps fewer bits than fp32, so the
+      error grows with K).  Default False: each 128-element k-block is summed apart and added
+      into an fp32 total (block-wise scaling always does this).
 
     ``D[r, c] = sum_kb sa[r, kb] * sb[c // 128, kb] * sum_{k in kb} A[r, k] B[k, c]`` (block
     mode; the others are the special cases ``sa[r] * sb[c] * sum_k ...``), computed in fp32
@@ -41,7 +45,7 @@ def scaled_mm(A, B, scale_a, scale_b, *, out_dtype="bfloat16", bias=None, out=No
     if not _IMPL:
         _load()
     try:
-        return _IMPL[0](A, B, scale_a, scale_b, out_dtype, bias, out, stream)
+        return _IMPL[0](A, B, scale_a, scale_b, out_dtype, bias, out, stream, use_fast_accum)
     except CuteError:
         raise
     except Exception as e:  # no foreign exception reaches the caller (cute_py.errors.public's rule)

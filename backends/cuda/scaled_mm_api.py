@@ -109,19 +109,23 @@ def check_problem(Am: TensorMeta, Bm: TensorMeta, sam: TensorMeta, sbm: TensorMe
     return M, N, K, mode, out
 
 
-def choose_fp8_config(M, N, K, a, b, out, mode, vec2=True, sms=132):
-    """The FP8 configuration of a problem: 128x256 tiles (128x128 when that gives too few
-    tiles or N <= 128; always 128x128 with block scaling: two accumulator sets), two consumer
-    warpgroups, tile_k 128, the most stages that fit."""
+def choose_fp8_config(M, N, K, a, b, out, mode, vec2=True, sms=132, fast_accum=False):
+    """The FP8 configuration of a problem: two consumer warpgroups, tile_k 128, the most
+    stages that fit; per-k-block promotion (two accumulator sets: 128x128 tiles) unless
+    ``fast_accum`` (per-tensor / row-wise only: one accumulator, 128x256 tiles, 128x128 when
+    that gives fewer tiles than SMs or N <= 128)."""
     from .kernels.gemm_sm90 import Sm90GemmConfig
+    promote = mode != "block" and not fast_accum
     tn = 256
-    if mode == "block" or N <= 128 or -(-M // 128) * -(-N // 256) < sms:
+    if mode == "block" or promote or N <= 128 or -(-M // 128) * -(-N // 256) < sms:
         tn = 128
     return Sm90GemmConfig(tile_n=tn, tile_k=128, dtype=a, dtype_b="" if b == a else b,
-                          out_dtype=out, scaling=mode, vec2=vec2).fit_stages()
+                          out_dtype=out, scaling=mode, vec2=vec2,
+                          promote=promote).fit_stages()
 
 
-def scaled_mm(A, B, scale_a, scale_b, out_dtype="bfloat16", bias=None, out=None, stream=None):
+def scaled_mm(A, B, scale_a, scale_b, out_dtype="bfloat16", bias=None, out=None, stream=None,
+              use_fast_accum=False):
     """See :func:`cute_py.scaled_mm`."""
     from .kernels.gemm_sm90 import get_kernel
     from .stream import stream_handle
@@ -136,14 +140,16 @@ def scaled_mm(A, B, scale_a, scale_b, out_dtype="bfloat16", bias=None, out=None,
         out = empty(A, (M, N), Am.framework,
                     dtype=torch.bfloat16 if od == "bf16" else torch.float16)
         outm = meta_of(out, "out", _OP)
-    key = (meta_key(Am), meta_key(Bm), meta_key(sam), meta_key(sbm),
+    if not isinstance(use_fast_accum, bool):
+        raise LaunchError(_OP, "use_fast_accum", "must be a bool", actual=use_fast_accum)
+    key = (bool(use_fast_accum), meta_key(Am), meta_key(Bm), meta_key(sam), meta_key(sbm),
            None if biasm is None else meta_key(biasm), meta_key(outm))
     plan = _PLANS.get(key)
     if plan is None:
         from .driver import sm_count
         vec2 = outm.strides[0] % 2 == 0 and outm.ptr % 4 == 0
         cfg = choose_fp8_config(M, N, K, FP8_TORCH[Am.dtype], FP8_TORCH[Bm.dtype], od, mode,
-                                vec2, sm_count(Am.device))
+                                vec2, sm_count(Am.device), use_fast_accum)
         # the kernel takes B as (N, K) K-major: W itself
         plan = get_kernel(cfg).plan(Am, Bm.swap_last(), outm, None, scale_a=sam, scale_b=sbm,
                                     bias=biasm, device=Am.device)

@@ -130,6 +130,8 @@ class Sm90GemmConfig:
     dtype_b: str = ""
     out_dtype: str = ""
     scaling: str = "none"
+    promote: bool = False        # FP8 "tensor" / "row": sum each k-block in a fresh accumulator
+    #                              set and add it into a second one (as "block" does, unscaled)
 
     def __repr__(self):
         """The dataclass repr, without the fields added after the first shipped kernels when
@@ -155,7 +157,7 @@ class Sm90GemmConfig:
             gemm_sm90_fp8.check(self, op)
         elif _DT.get(self.dtype) is None:
             raise LaunchError(op, "dtype", "must be f16, bf16, e4m3 or e5m2", actual=self.dtype)
-        elif self.dtype_b or self.out_dtype or self.scaling != "none":
+        elif self.dtype_b or self.out_dtype or self.scaling != "none" or self.promote:
             raise LaunchError(op, "dtype", "dtype_b / out_dtype / scaling belong to 8-bit "
                               "(e4m3 / e5m2) configurations", actual=self.dtype)
         if self.tile_k != 64 and not self.fp8:
@@ -340,7 +342,7 @@ class Sm90GemmConfig:
 
 #: Sm90GemmConfig fields left out of its repr at their defaults (see ``__repr__``)
 _LATE_FIELDS = ("split_k", "transpose_d", "stream_k", "smem_swizzle", "dtype_b", "out_dtype",
-                "scaling")
+                "scaling", "promote")
 
 
 @lru_cache(maxsize=None)
@@ -443,13 +445,14 @@ _I32 = (1 << 31) - 1
 
 
 def shipped_fp8_configs() -> tuple:
-    """FP8 configurations with golden sources: per-tensor e4m3 -> bf16 (128x256), row-wise
-    mixed e4m3 x e5m2 -> f16 (128x128), block-scaled e4m3 -> bf16 (128x128)."""
+    """FP8 configurations with golden sources: per-tensor e4m3 -> bf16 (128x256, one
+    accumulator), row-wise mixed e4m3 x e5m2 -> f16 (128x128, promoted every k-block),
+    block-scaled e4m3 -> bf16 (128x128)."""
     return (
         Sm90GemmConfig(tile_n=256, tile_k=128, dtype="e4m3", out_dtype="bf16",
                        scaling="tensor").fit_stages(),
         Sm90GemmConfig(tile_n=128, tile_k=128, dtype="e4m3", dtype_b="e5m2", out_dtype="f16",
-                       scaling="row").fit_stages(),
+                       scaling="row", promote=True).fit_stages(),
         Sm90GemmConfig(tile_n=128, tile_k=128, dtype="e4m3", out_dtype="bf16",
                        scaling="block").fit_stages(),
     )
@@ -768,7 +771,8 @@ def generate_source(cfg: Sm90GemmConfig) -> str:
     sched = _sched_code(cfg)
     if cfg.stream_k:
         sched = _sk.schedule_code(cfg.tile_m, cfg.tile_n, cfg.tile_k)
-    block = cfg.scaling == "block"     # FP8 block scaling: every k-block starts from zero
+    # FP8 block scaling / promotion: every k-block starts from zero, then goes into tot_
+    block = cfg.scaling == "block" or cfg.promote
     mma = _render(lambda kb: atom.emit_k_block(kb, "acc", "da_", "db_", op_a, op_b, slabs,
                                                cfg.tile_k // atom.k, "0" if block else
                                                "scale_d"), 5).lstrip("\n")

@@ -28,9 +28,14 @@ or "e5m2", ``dtype_b`` B's format when it differs) changes only
   fragment (``row0_`` / ``col0_`` lowered from ``CLayout_64xN`` plus the fragment's offsets),
   as in the 16-bit built-in epilogue.
 
-Accumulation: FP8 wgmma accumulates with reduced precision inside one instruction chain; the
-"tensor" / "row" kernels keep one accumulator over all of K (CUTLASS's "fast accumulation"),
-the "block" kernel promotes every 128 elements of K into a full fp32 sum.
+Accumulation: FP8 wgmma is reported to keep fewer mantissa bits in its accumulator than
+IEEE fp32 (DeepSeek-V3: about 14).  With ``promote`` (and always with "block") each 128-element
+k-block is summed in a fresh accumulator set and added into a second fp32 set after its wgmmas
+complete (CUTLASS's default FP8 mainloop, torch._scaled_mm's ``use_fast_accum=False``);
+without it the "tensor" / "row" kernels keep one accumulator over all of K ("fast
+accumulation": no wait per k-block, 128x256 tiles).  NumPy model
+(``tests/backend/test_gemm_sm90_fp8.py``, 13-bit accumulator, N(0,1) data, K = 16384): one
+accumulator 1.3e-2 relative-norm error, promoted 1.2e-4 (bf16 output rounding: 1.7e-3).
 """
 
 from __future__ import annotations
@@ -55,7 +60,8 @@ def is_fp8(cfg) -> bool:
 
 def name_part(cfg) -> str:
     """The element-type part of the kernel name, e.g. ``e4m3e5m2_bf16_row``."""
-    return f"{cfg.dtype}{cfg.dtype_b or cfg.dtype}_{cfg.out_dtype}_{cfg.scaling}"
+    return (f"{cfg.dtype}{cfg.dtype_b or cfg.dtype}_{cfg.out_dtype}_{cfg.scaling}"
+            + ("p" if cfg.promote else ""))
 
 
 def check(cfg, op: str = "Sm90GemmConfig") -> None:
@@ -88,13 +94,16 @@ def check(cfg, op: str = "Sm90GemmConfig") -> None:
             raise LaunchError(op, nm, "is not available with 8-bit operands (the FP8 built-in "
                               "epilogue scales, adds the bias and stores D)",
                               actual=getattr(cfg, nm))
-    if cfg.scaling == "block":
+    if cfg.promote and cfg.scaling == "block":
+        raise LaunchError(op, "promote", "block scaling always promotes (leave promote False)",
+                          expected=False, actual=True)
+    if cfg.scaling == "block" or cfg.promote:
         rows = cfg.tile_m // cfg.mma_wgs
-        if cfg.tile_n % BLOCK_K and BLOCK_K % cfg.tile_n:
+        if cfg.scaling == "block" and cfg.tile_n % BLOCK_K and BLOCK_K % cfg.tile_n:
             raise LaunchError(op, "tile_n", "block scaling needs tile_n to divide or be a "
                               "multiple of 128 (the B scale blocks)", actual=cfg.tile_n)
         if (rows // 64) * cfg.tile_n > 128:
-            raise LaunchError(op, "tile", "block scaling keeps two accumulator sets: at most "
+            raise LaunchError(op, "tile", "promotion keeps two accumulator sets: at most "
                               "64 accumulators per thread per set", actual=(cfg.tile_m,
                                                                             cfg.tile_n))
 
@@ -128,7 +137,10 @@ def _acc(maps, v, name="acc"):
 
 def promotion_loads(cfg, maps) -> str:
     """Block scaling: this k-block's scales, loaded while its wgmmas run -- ``sa_[i]`` for
-    each distinct row of the thread (0 past M), ``sb_[i]`` for each 128-column block."""
+    each distinct row of the thread (0 past M), ``sb_[i]`` for each 128-column block (nothing
+    for the unscaled promotion of ``promote``)."""
+    if cfg.scaling != "block":
+        return "// promotion: tot_ += acc after the k-block's wgmmas"
     rows, _ = _rows(maps)
     nbs, _ = _nblocks(cfg, maps)
     out = [f"float sa_[{len(rows)}], sb_[{len(nbs)}];"]
@@ -144,7 +156,11 @@ def promotion_loads(cfg, maps) -> str:
 
 
 def promotion_code(cfg, maps) -> str:
-    """Block scaling, after the k-block's wgmmas completed: ``tot += acc * sa * sb``."""
+    """Block scaling, after the k-block's wgmmas completed: ``tot += acc * sa * sb``
+    (``promote``: ``tot += acc``)."""
+    if cfg.scaling != "block":
+        return "\n        ".join(f"{_acc(maps, v, 'tot_')} += {_acc(maps, v)};"
+                                  for v in range(maps.frag.num_values))
     _, ri = _rows(maps)
     _, ni = _nblocks(cfg, maps)
     out = []
@@ -163,7 +179,7 @@ def epilogue_code(cfg, maps, origin: list) -> str:
     unpack = "f16_bits_to_f32" if f16 else "bf16_bits_to_f32"
     lines = list(origin)
     lines.append("u16* Dl_ = D + (long long)l_ * ldl_d;")
-    src = "tot_" if cfg.scaling == "block" else "acc"
+    src = "tot_" if cfg.scaling == "block" or cfg.promote else "acc"
     if cfg.scaling == "tensor":
         lines.append("const float s_ = __ldg(scale_a) * __ldg(scale_b);")
     rows, ri = _rows(maps)
