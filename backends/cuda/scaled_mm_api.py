@@ -100,6 +100,14 @@ def check_problem(Am: TensorMeta, Bm: TensorMeta, sam: TensorMeta, sbm: TensorMe
                           expected={m: scale_shapes(m, M, N, K) for m in
                                     ("tensor", "row", "block")},
                           actual=(sam.shape, sbm.shape))
+    if biasm is not None:
+        ok = {"bf16": ("bfloat16",), "f16": ("float16",)}[out]
+        if biasm.dtype not in ok:
+            raise LaunchError(_OP, "bias", "must have the output dtype", expected=ok[0],
+                              actual=biasm.dtype)
+        if tuple(biasm.shape) != (N,) or biasm.strides[0] != 1:
+            raise LaunchError(_OP, "bias", "must be a contiguous vector of N elements",
+                              expected=(N,), actual=(biasm.shape, biasm.strides))
     if outm is not None:
         want = {"bf16": "bfloat16", "f16": "float16"}[out]
         if tuple(outm.shape) != (M, N) or outm.dtype != want or outm.strides[1] != 1:

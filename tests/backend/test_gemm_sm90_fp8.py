@@ -347,3 +347,43 @@ def test_kernel_model_meets_the_reference(mode, K):
     lo = kernel_model(qa, qb, np.asarray(sa), np.asarray(sb), mode, acc_bits=13)
     if mode == "block":
         assert _rel(_bf16(lo), ref) < REL_BOUND_BF16
+
+
+def test_plan_parameters_without_a_gpu(monkeypatch):
+    """``Sm90Gemm.plan`` of an FP8 configuration: TMA atoms of uint8 with byte strides, the
+    16-bit kernel's parameters, then SA, SB, BIAS and the four scale strides, in the order of
+    the kernel signature (make_plan captured; no driver)."""
+    from backends.cuda import driver
+    cap = {}
+    monkeypatch.setattr(G, "make_plan", lambda *a: cap.setdefault("params", a[5]) and None
+                        or type("P", (), {})())
+    monkeypatch.setattr(driver, "ensure_context", lambda *a: 0)
+
+    class Fake(G.Sm90Gemm):
+        def __init__(self, cfg):
+            self.cfg, self.maps, self.kernel = cfg.check(), derive_maps(cfg), None
+
+        def _function(self, dev):
+            pass
+
+        def max_ctas(self, device=None):
+            return 132
+
+    cfg = G.shipped_fp8_configs()[2]                       # block scaling
+    M, N, K = 200, 328, 1040
+    sa = _meta((M, 9), "float32", strides=(1, M), itemsize=4)
+    sb = _meta((3, 9), "float32", itemsize=4)
+    Fake(cfg).plan(_meta((M, K), "float8_e4m3fn"), _meta((N, K), "float8_e4m3fn"),
+                   _meta((M, N), "bfloat16", itemsize=2), None, scale_a=sa, scale_b=sb,
+                   device=0)
+    p = cap["params"]
+    a = p[0][1][0].__self__
+    assert (a.dtype, a.dims[:2], a.strides[0], a.box) == ("uint8", (K, M), K, (128, 128, 1))
+    assert [r for _, _, r in p if r][-3:] == ["SA", "SB", "BIAS"]
+    assert [v for _, v, _ in p[-4:]] == [1, M, 9, 1]
+    src = G.generate_source(cfg)
+    assert src.index("const u16* __restrict__ bias") > src.index("float beta")
+    with pytest.raises(LaunchError) as e:
+        Fake(cfg).plan(_meta((M, K), "float8_e4m3fn"), _meta((N, K), "float8_e5m2"),
+                       _meta((M, N), "bfloat16", itemsize=2), None, scale_a=sa, scale_b=sb)
+    assert e.value.arg == "B"
