@@ -387,3 +387,36 @@ def test_plan_parameters_without_a_gpu(monkeypatch):
         Fake(cfg).plan(_meta((M, K), "float8_e4m3fn"), _meta((N, K), "float8_e5m2"),
                        _meta((M, N), "bfloat16", itemsize=2), None, scale_a=sa, scale_b=sb)
     assert e.value.arg == "B"
+
+
+@pytest.mark.parametrize("mode", F.SCALINGS)
+def test_scale_layouts_address_the_scale_elements(mode):
+    """The lowered scale addresses (``scale_layouts`` through ``lower.crd2idx``), evaluated on
+    NumPy arrays, select ``scale_a[m, k // 128]`` / ``scale_b[n // 128, k // 128]`` (block),
+    ``scale_a[m]`` / ``scale_b[n]`` (row), element 0 (tensor) of strided scale tensors."""
+    from backends.cuda import ir
+    from backends.cuda.lower import crd2idx
+    SA, SB = F.scale_layouts(mode)
+    rng = np.random.default_rng(0)
+    m, n = rng.integers(0, 1000, 64), rng.integers(0, 1000, 64)
+    k = rng.integers(0, 8192, 64)
+    env = {"m": m, "n": n, "k": k, "ld_sa_m": 3, "ld_sa_k": 5000, "ld_sb_n": 70, "ld_sb_k": 1}
+    big = 1 << 20
+    got_a = ir.evaluate(crd2idx((ir.var("m", 0, big), ir.var("k", 0, big)), cute.shape(SA),
+                                cute.stride(SA)), env)
+    got_b = ir.evaluate(crd2idx((ir.var("n", 0, big), ir.var("k", 0, big)), cute.shape(SB),
+                                cute.stride(SB)), env)
+    want = {"block": (m * 3 + (k // 128) * 5000, (n // 128) * 70 + k // 128),
+            "row": (m * 3, n * 70), "tensor": (0 * m, 0 * n)}[mode]
+    assert np.array_equal(np.broadcast_to(got_a, m.shape), want[0])
+    assert np.array_equal(np.broadcast_to(got_b, n.shape), want[1])
+
+
+@pytest.mark.parametrize("kw", [dict(scaling="block", tile_n=64),
+                                dict(scaling="row", promote=True, schedule="pingpong",
+                                     tile_m=64, tile_n=128),
+                                dict(dtype="e5m2", dtype_b="e4m3", cluster_m=2, tile_n=256)])
+def test_more_fp8_configs_compile_without_spills(kw):
+    cfg = _cfg(**kw).fit_stages()
+    res = _compile(cfg).resources_for(cfg.name)
+    assert res.spills == 0 and res.stack_frame == 0, res

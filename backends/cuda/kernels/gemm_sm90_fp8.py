@@ -41,7 +41,8 @@ accumulator 1.3e-2 relative-norm error, promoted 1.2e-4 (bf16 output rounding: 1
 from __future__ import annotations
 
 __all__ = ["FP8_DTYPES", "OUT_DTYPES", "SCALINGS", "check", "params", "promotion_code",
-           "epilogue_code", "name_part", "scale_shapes", "check_scales", "scaling_of"]
+           "epilogue_code", "name_part", "scale_shapes", "check_scales", "scaling_of",
+           "scale_layouts", "scale_offset"]
 
 #: 8-bit input formats
 FP8_DTYPES = ("e4m3", "e5m2")
@@ -52,6 +53,41 @@ OUT_DTYPES = ("bf16", "f16")
 SCALINGS = ("tensor", "row", "block")
 #: K elements of one scale block (``scaling="block"``) and of one k-block of the kernel
 BLOCK_K = 128
+
+
+_I32 = (1 << 31) - 1
+
+
+def scale_layouts(scaling: str):
+    """``(SA, SB)``: the scale tensors as layouts over the problem's coordinates -- SA over A's
+    ``(m, k)``, SB over B's ``(n, k)`` -- with the kernel's runtime extents and strides as
+    symbols (``M``, ``N``, ``KB`` = ceil(K/128), ``NB``; ``ld_sa_m``, ``ld_sa_k``, ``ld_sb_n``,
+    ``ld_sb_k``).  A scale shared by a block has stride 0 inside it (CuTe's broadcast layouts):
+
+    - "tensor": ``(M, K):(0, 0)`` and ``(N, K):(0, 0)``;
+    - "row": ``(M, K):(ld_sa_m, 0)`` and ``(N, K):(ld_sb_n, 0)``;
+    - "block": ``(M, (128, KB)):(ld_sa_m, (0, ld_sa_k))`` and
+      ``((128, NB), (128, KB)):((0, ld_sb_n), (0, ld_sb_k))``.
+
+    Law (test): ``SA(m, k) == m * ld_sa_m + (k // 128) * ld_sa_k`` (block), i.e. the element
+    ``scale_a[m, k // 128]``; ``SB(n, k)`` the element ``scale_b[n // 128, k // 128]``."""
+    import cute_py as cute
+    M, N, K, KB, NB, lam, lak, lbn, lbk = cute.symbols(
+        "M N K KB NB ld_sa_m ld_sa_k ld_sb_n ld_sb_k")
+    if scaling == "tensor":
+        return cute.make_layout((M, K), (0, 0)), cute.make_layout((N, K), (0, 0))
+    if scaling == "row":
+        return cute.make_layout((M, K), (lam, 0)), cute.make_layout((N, K), (lbn, 0))
+    return (cute.make_layout((M, (BLOCK_K, KB)), (lam, (0, lak))),
+            cute.make_layout(((BLOCK_K, NB), (BLOCK_K, KB)), ((0, lbn), (0, lbk))))
+
+
+def scale_offset(layout, row, k) -> str:
+    """C text of ``layout(row, k)`` lowered through IR (``row``, ``k``: IR nodes or ints)."""
+    import cute_py as cute
+    from ..lower import crd2idx
+    from ..render import render_expr
+    return render_expr(crd2idx((row, k), cute.shape(layout), cute.stride(layout)))
 
 
 def is_fp8(cfg) -> bool:
@@ -141,17 +177,21 @@ def promotion_loads(cfg, maps) -> str:
     for the unscaled promotion of ``promote``)."""
     if cfg.scaling != "block":
         return "// promotion: tot_ += acc after the k-block's wgmmas"
+    from .. import ir
     rows, _ = _rows(maps)
     nbs, _ = _nblocks(cfg, maps)
+    SA, SB = scale_layouts("block")
+    k0 = ir.var("kb", 0, _I32 // cfg.tile_k) * cfg.tile_k      # the k-block's first k
+    r = ir.var("r", 0, _I32)
     out = [f"float sa_[{len(rows)}], sb_[{len(nbs)}];"]
     for i, m in enumerate(rows):
         out.append(f"{{ const int r = row0_ + {m}; sa_[{i}] = r < M ? __ldg(scale_a + "
-                   f"(long long)r * ld_sa_m + (long long)kb * ld_sa_k) : 0.0f; }}")
-    nb0 = (f"n_blk * {cfg.tile_n // BLOCK_K}" if cfg.tile_n >= BLOCK_K
-           else f"(n_blk * {cfg.tile_n}) / {BLOCK_K}")
+                   f"{scale_offset(SA, r, k0)}) : 0.0f; }}")
+    # the first column of each 128-column block of the thread's values (the tile's first
+    # column plus the block's offset; SB is constant over the block)
+    n0 = ir.var("n_blk", 0, _I32 // cfg.tile_n) * cfg.tile_n
     for i, nb in enumerate(nbs):
-        out.append(f"sb_[{i}] = __ldg(scale_b + (long long)({nb0} + {nb}) * ld_sb_n + "
-                   f"(long long)kb * ld_sb_k);")
+        out.append(f"sb_[{i}] = __ldg(scale_b + {scale_offset(SB, n0 + nb * BLOCK_K, k0)});")
     return "\n        ".join(out)
 
 
@@ -184,10 +224,13 @@ def epilogue_code(cfg, maps, origin: list) -> str:
         lines.append("const float s_ = __ldg(scale_a) * __ldg(scale_b);")
     rows, ri = _rows(maps)
     if cfg.scaling == "row":
+        from .. import ir
+        SA, SB = scale_layouts("row")
+        r_, c_ = ir.var("r", 0, _I32), ir.var("c", 0, _I32)
         lines.append(f"float rs_[{len(rows)}];")
         for i, m in enumerate(rows):
             lines.append(f"{{ const int r = row0_ + {m}; rs_[{i}] = r < M ? "
-                         f"__ldg(scale_a + (long long)r * ld_sa_m) : 0.0f; }}")
+                         f"__ldg(scale_a + {scale_offset(SA, r_, 0)}) : 0.0f; }}")
     fr = maps.frag
     for v in range(0, fr.num_values, 2):
         mo, no = fr.m_val[v], fr.n_val[v]
@@ -205,7 +248,7 @@ def epilogue_code(cfg, maps, origin: list) -> str:
         for i, x in ((0, "x0"), (1, "x1")):
             lines.append(f"    if (c + {i} < N) {{")
             if cfg.scaling == "row":
-                lines.append(f"      {x} *= __ldg(scale_b + (long long)(c + {i}) * ld_sb_n);")
+                lines.append(f"      {x} *= __ldg(scale_b + {scale_offset(SB, c_ + i, 0)});")
             lines.append(f"      if (bias != nullptr) {x} += {unpack}(bias[c + {i}]);")
             lines.append("    }")
         if cfg.vec2:

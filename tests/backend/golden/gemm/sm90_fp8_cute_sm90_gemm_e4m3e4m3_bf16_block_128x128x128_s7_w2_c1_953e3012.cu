@@ -115,7 +115,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_e4m3e4m3_bf1
         float sa_[2], sb_[1];
         { const int r = row0_ + 0; sa_[0] = r < M ? __ldg(scale_a + (long long)r * ld_sa_m + (long long)kb * ld_sa_k) : 0.0f; }
         { const int r = row0_ + 8; sa_[1] = r < M ? __ldg(scale_a + (long long)r * ld_sa_m + (long long)kb * ld_sa_k) : 0.0f; }
-        sb_[0] = __ldg(scale_b + (long long)(n_blk * 1 + 0) * ld_sb_n + (long long)kb * ld_sb_k);
+        sb_[0] = __ldg(scale_b + (long long)n_blk * ld_sb_n + (long long)kb * ld_sb_k);
         wgmma_wait_group<0>();
         #pragma unroll
         for (int j = 0; j < 1; ++j) wgmma_fence_operands(acc[j]);

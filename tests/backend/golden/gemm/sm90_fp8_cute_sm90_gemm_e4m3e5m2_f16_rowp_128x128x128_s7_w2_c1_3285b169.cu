@@ -210,11 +210,11 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_e4m3e5m2_f16
           float x0 = tot_[0][0] * rs_[0], x1 = tot_[0][1] * rs_[0];
           u16* dp = Dl_ + (long long)r * ldd + c;
           if (c + 0 < N) {
-            x0 *= __ldg(scale_b + (long long)(c + 0) * ld_sb_n);
+            x0 *= __ldg(scale_b + (long long)c * ld_sb_n);
             if (bias != nullptr) x0 += f16_bits_to_f32(bias[c + 0]);
           }
           if (c + 1 < N) {
-            x1 *= __ldg(scale_b + (long long)(c + 1) * ld_sb_n);
+            x1 *= __ldg(scale_b + ((long long)c + 1) * ld_sb_n);
             if (bias != nullptr) x1 += f16_bits_to_f32(bias[c + 1]);
           }
           if (c + 1 < N) {
@@ -230,11 +230,11 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_e4m3e5m2_f16
           float x0 = tot_[0][2] * rs_[1], x1 = tot_[0][3] * rs_[1];
           u16* dp = Dl_ + (long long)r * ldd + c;
           if (c + 0 < N) {
-            x0 *= __ldg(scale_b + (long long)(c + 0) * ld_sb_n);
+            x0 *= __ldg(scale_b + (long long)c * ld_sb_n);
             if (bias != nullptr) x0 += f16_bits_to_f32(bias[c + 0]);
           }
           if (c + 1 < N) {
-            x1 *= __ldg(scale_b + (long long)(c + 1) * ld_sb_n);
+            x1 *= __ldg(scale_b + ((long long)c + 1) * ld_sb_n);
             if (bias != nullptr) x1 += f16_bits_to_f32(bias[c + 1]);
           }
           if (c + 1 < N) {
@@ -250,11 +250,11 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_e4m3e5m2_f16
           float x0 = tot_[0][4] * rs_[0], x1 = tot_[0][5] * rs_[0];
           u16* dp = Dl_ + (long long)r * ldd + c;
           if (c + 0 < N) {
-            x0 *= __ldg(scale_b + (long long)(c + 0) * ld_sb_n);
+            x0 *= __ldg(scale_b + (long long)c * ld_sb_n);
             if (bias != nullptr) x0 += f16_bits_to_f32(bias[c + 0]);
           }
           if (c + 1 < N) {
-            x1 *= __ldg(scale_b + (long long)(c + 1) * ld_sb_n);
+            x1 *= __ldg(scale_b + ((long long)c + 1) * ld_sb_n);
             if (bias != nullptr) x1 += f16_bits_to_f32(bias[c + 1]);
           }
           if (c + 1 < N) {
@@ -270,11 +270,11 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_e4m3e5m2_f16
           float x0 = tot_[0][6] * rs_[1], x1 = tot_[0][7] * rs_[1];
           u16* dp = Dl_ + (long long)r * ldd + c;
           if (c + 0 < N) {
-            x0 *= __ldg(scale_b + (long long)(c + 0) * ld_sb_n);
+            x0 *= __ldg(scale_b + (long long)c * ld_sb_n);
             if (bias != nullptr) x0 += f16_bits_to_f32(bias[c + 0]);
           }
           if (c + 1 < N) {
-            x1 *= __ldg(scale_b + (long long)(c + 1) * ld_sb_n);
+            x1 *= __ldg(scale_b + ((long long)c + 1) * ld_sb_n);
             if (bias != nullptr) x1 += f16_bits_to_f32(bias[c + 1]);
           }
           if (c + 1 < N) {
@@ -290,11 +290,11 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_e4m3e5m2_f16
           float x0 = tot_[0][8] * rs_[0], x1 = tot_[0][9] * rs_[0];
           u16* dp = Dl_ + (long long)r * ldd + c;
           if (c + 0 < N) {
-            x0 *= __ldg(scale_b + (long long)(c + 0) * ld_sb_n);
+            x0 *= __ldg(scale_b + (long long)c * ld_sb_n);
             if (bias != nullptr) x0 += f16_bits_to_f32(bias[c + 0]);
           }
           if (c + 1 < N) {
-            x1 *= __ldg(scale_b + (long long)(c + 1) * ld_sb_n);
+            x1 *= __ldg(scale_b + ((long long)c + 1) * ld_sb_n);
             if (bias != nullptr) x1 += f16_bits_to_f32(bias[c + 1]);
           }
           if (c + 1 < N) {
@@ -310,11 +310,11 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_e4m3e5m2_f16
           float x0 = tot_[0][10] * rs_[1], x1 = tot_[0][11] * rs_[1];
           u16* dp = Dl_ + (long long)r * ldd + c;
           if (c + 0 < N) {
-            x0 *= __ldg(scale_b + (long long)(c + 0) * ld_sb_n);
+            x0 *= __ldg(scale_b + (long long)c * ld_sb_n);
             if (bias != nullptr) x0 += f16_bits_to_f32(bias[c + 0]);
           }
           if (c + 1 < N) {
-            x1 *= __ldg(scale_b + (long long)(c + 1) * ld_sb_n);
+            x1 *= __ldg(scale_b + ((long long)c + 1) * ld_sb_n);
             if (bias != nullptr) x1 += f16_bits_to_f32(bias[c + 1]);
           }
           if (c + 1 < N) {
@@ -330,11 +330,11 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_e4m3e5m2_f16
           float x0 = tot_[0][12] * rs_[0], x1 = tot_[0][13] * rs_[0];
           u16* dp = Dl_ + (long long)r * ldd + c;
           if (c + 0 < N) {
-            x0 *= __ldg(scale_b + (long long)(c + 0) * ld_sb_n);
+            x0 *= __ldg(scale_b + (long long)c * ld_sb_n);
             if (bias != nullptr) x0 += f16_bits_to_f32(bias[c + 0]);
           }
           if (c + 1 < N) {
-            x1 *= __ldg(scale_b + (long long)(c + 1) * ld_sb_n);
+            x1 *= __ldg(scale_b + ((long long)c + 1) * ld_sb_n);
             if (bias != nullptr) x1 += f16_bits_to_f32(bias[c + 1]);
           }
           if (c + 1 < N) {
@@ -350,11 +350,11 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_e4m3e5m2_f16
           float x0 = tot_[0][14] * rs_[1], x1 = tot_[0][15] * rs_[1];
           u16* dp = Dl_ + (long long)r * ldd + c;
           if (c + 0 < N) {
-            x0 *= __ldg(scale_b + (long long)(c + 0) * ld_sb_n);
+            x0 *= __ldg(scale_b + (long long)c * ld_sb_n);
             if (bias != nullptr) x0 += f16_bits_to_f32(bias[c + 0]);
           }
           if (c + 1 < N) {
-            x1 *= __ldg(scale_b + (long long)(c + 1) * ld_sb_n);
+            x1 *= __ldg(scale_b + ((long long)c + 1) * ld_sb_n);
             if (bias != nullptr) x1 += f16_bits_to_f32(bias[c + 1]);
           }
           if (c + 1 < N) {
@@ -370,11 +370,11 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_e4m3e5m2_f16
           float x0 = tot_[0][16] * rs_[0], x1 = tot_[0][17] * rs_[0];
           u16* dp = Dl_ + (long long)r * ldd + c;
           if (c + 0 < N) {
-            x0 *= __ldg(scale_b + (long long)(c + 0) * ld_sb_n);
+            x0 *= __ldg(scale_b + (long long)c * ld_sb_n);
             if (bias != nullptr) x0 += f16_bits_to_f32(bias[c + 0]);
           }
           if (c + 1 < N) {
-            x1 *= __ldg(scale_b + (long long)(c + 1) * ld_sb_n);
+            x1 *= __ldg(scale_b + ((long long)c + 1) * ld_sb_n);
             if (bias != nullptr) x1 += f16_bits_to_f32(bias[c + 1]);
           }
           if (c + 1 < N) {
@@ -390,11 +390,11 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_e4m3e5m2_f16
           float x0 = tot_[0][18] * rs_[1], x1 = tot_[0][19] * rs_[1];
           u16* dp = Dl_ + (long long)r * ldd + c;
           if (c + 0 < N) {
-            x0 *= __ldg(scale_b + (long long)(c + 0) * ld_sb_n);
+            x0 *= __ldg(scale_b + (long long)c * ld_sb_n);
             if (bias != nullptr) x0 += f16_bits_to_f32(bias[c + 0]);
           }
           if (c + 1 < N) {
-            x1 *= __ldg(scale_b + (long long)(c + 1) * ld_sb_n);
+            x1 *= __ldg(scale_b + ((long long)c + 1) * ld_sb_n);
             if (bias != nullptr) x1 += f16_bits_to_f32(bias[c + 1]);
           }
           if (c + 1 < N) {
@@ -410,11 +410,11 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_e4m3e5m2_f16
           float x0 = tot_[0][20] * rs_[0], x1 = tot_[0][21] * rs_[0];
           u16* dp = Dl_ + (long long)r * ldd + c;
           if (c + 0 < N) {
-            x0 *= __ldg(scale_b + (long long)(c + 0) * ld_sb_n);
+            x0 *= __ldg(scale_b + (long long)c * ld_sb_n);
             if (bias != nullptr) x0 += f16_bits_to_f32(bias[c + 0]);
           }
           if (c + 1 < N) {
-            x1 *= __ldg(scale_b + (long long)(c + 1) * ld_sb_n);
+            x1 *= __ldg(scale_b + ((long long)c + 1) * ld_sb_n);
             if (bias != nullptr) x1 += f16_bits_to_f32(bias[c + 1]);
           }
           if (c + 1 < N) {
@@ -430,11 +430,11 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_e4m3e5m2_f16
           float x0 = tot_[0][22] * rs_[1], x1 = tot_[0][23] * rs_[1];
           u16* dp = Dl_ + (long long)r * ldd + c;
           if (c + 0 < N) {
-            x0 *= __ldg(scale_b + (long long)(c + 0) * ld_sb_n);
+            x0 *= __ldg(scale_b + (long long)c * ld_sb_n);
             if (bias != nullptr) x0 += f16_bits_to_f32(bias[c + 0]);
           }
           if (c + 1 < N) {
-            x1 *= __ldg(scale_b + (long long)(c + 1) * ld_sb_n);
+            x1 *= __ldg(scale_b + ((long long)c + 1) * ld_sb_n);
             if (bias != nullptr) x1 += f16_bits_to_f32(bias[c + 1]);
           }
           if (c + 1 < N) {
@@ -450,11 +450,11 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_e4m3e5m2_f16
           float x0 = tot_[0][24] * rs_[0], x1 = tot_[0][25] * rs_[0];
           u16* dp = Dl_ + (long long)r * ldd + c;
           if (c + 0 < N) {
-            x0 *= __ldg(scale_b + (long long)(c + 0) * ld_sb_n);
+            x0 *= __ldg(scale_b + (long long)c * ld_sb_n);
             if (bias != nullptr) x0 += f16_bits_to_f32(bias[c + 0]);
           }
           if (c + 1 < N) {
-            x1 *= __ldg(scale_b + (long long)(c + 1) * ld_sb_n);
+            x1 *= __ldg(scale_b + ((long long)c + 1) * ld_sb_n);
             if (bias != nullptr) x1 += f16_bits_to_f32(bias[c + 1]);
           }
           if (c + 1 < N) {
@@ -470,11 +470,11 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_e4m3e5m2_f16
           float x0 = tot_[0][26] * rs_[1], x1 = tot_[0][27] * rs_[1];
           u16* dp = Dl_ + (long long)r * ldd + c;
           if (c + 0 < N) {
-            x0 *= __ldg(scale_b + (long long)(c + 0) * ld_sb_n);
+            x0 *= __ldg(scale_b + (long long)c * ld_sb_n);
             if (bias != nullptr) x0 += f16_bits_to_f32(bias[c + 0]);
           }
           if (c + 1 < N) {
-            x1 *= __ldg(scale_b + (long long)(c + 1) * ld_sb_n);
+            x1 *= __ldg(scale_b + ((long long)c + 1) * ld_sb_n);
             if (bias != nullptr) x1 += f16_bits_to_f32(bias[c + 1]);
           }
           if (c + 1 < N) {
@@ -490,11 +490,11 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_e4m3e5m2_f16
           float x0 = tot_[0][28] * rs_[0], x1 = tot_[0][29] * rs_[0];
           u16* dp = Dl_ + (long long)r * ldd + c;
           if (c + 0 < N) {
-            x0 *= __ldg(scale_b + (long long)(c + 0) * ld_sb_n);
+            x0 *= __ldg(scale_b + (long long)c * ld_sb_n);
             if (bias != nullptr) x0 += f16_bits_to_f32(bias[c + 0]);
           }
           if (c + 1 < N) {
-            x1 *= __ldg(scale_b + (long long)(c + 1) * ld_sb_n);
+            x1 *= __ldg(scale_b + ((long long)c + 1) * ld_sb_n);
             if (bias != nullptr) x1 += f16_bits_to_f32(bias[c + 1]);
           }
           if (c + 1 < N) {
@@ -510,11 +510,11 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_e4m3e5m2_f16
           float x0 = tot_[0][30] * rs_[1], x1 = tot_[0][31] * rs_[1];
           u16* dp = Dl_ + (long long)r * ldd + c;
           if (c + 0 < N) {
-            x0 *= __ldg(scale_b + (long long)(c + 0) * ld_sb_n);
+            x0 *= __ldg(scale_b + (long long)c * ld_sb_n);
             if (bias != nullptr) x0 += f16_bits_to_f32(bias[c + 0]);
           }
           if (c + 1 < N) {
-            x1 *= __ldg(scale_b + (long long)(c + 1) * ld_sb_n);
+            x1 *= __ldg(scale_b + ((long long)c + 1) * ld_sb_n);
             if (bias != nullptr) x1 += f16_bits_to_f32(bias[c + 1]);
           }
           if (c + 1 < N) {
@@ -530,11 +530,11 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_e4m3e5m2_f16
           float x0 = tot_[0][32] * rs_[0], x1 = tot_[0][33] * rs_[0];
           u16* dp = Dl_ + (long long)r * ldd + c;
           if (c + 0 < N) {
-            x0 *= __ldg(scale_b + (long long)(c + 0) * ld_sb_n);
+            x0 *= __ldg(scale_b + (long long)c * ld_sb_n);
             if (bias != nullptr) x0 += f16_bits_to_f32(bias[c + 0]);
           }
           if (c + 1 < N) {
-            x1 *= __ldg(scale_b + (long long)(c + 1) * ld_sb_n);
+            x1 *= __ldg(scale_b + ((long long)c + 1) * ld_sb_n);
             if (bias != nullptr) x1 += f16_bits_to_f32(bias[c + 1]);
           }
           if (c + 1 < N) {
@@ -550,11 +550,11 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_e4m3e5m2_f16
           float x0 = tot_[0][34] * rs_[1], x1 = tot_[0][35] * rs_[1];
           u16* dp = Dl_ + (long long)r * ldd + c;
           if (c + 0 < N) {
-            x0 *= __ldg(scale_b + (long long)(c + 0) * ld_sb_n);
+            x0 *= __ldg(scale_b + (long long)c * ld_sb_n);
             if (bias != nullptr) x0 += f16_bits_to_f32(bias[c + 0]);
           }
           if (c + 1 < N) {
-            x1 *= __ldg(scale_b + (long long)(c + 1) * ld_sb_n);
+            x1 *= __ldg(scale_b + ((long long)c + 1) * ld_sb_n);
             if (bias != nullptr) x1 += f16_bits_to_f32(bias[c + 1]);
           }
           if (c + 1 < N) {
@@ -570,11 +570,11 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_e4m3e5m2_f16
           float x0 = tot_[0][36] * rs_[0], x1 = tot_[0][37] * rs_[0];
           u16* dp = Dl_ + (long long)r * ldd + c;
           if (c + 0 < N) {
-            x0 *= __ldg(scale_b + (long long)(c + 0) * ld_sb_n);
+            x0 *= __ldg(scale_b + (long long)c * ld_sb_n);
             if (bias != nullptr) x0 += f16_bits_to_f32(bias[c + 0]);
           }
           if (c + 1 < N) {
-            x1 *= __ldg(scale_b + (long long)(c + 1) * ld_sb_n);
+            x1 *= __ldg(scale_b + ((long long)c + 1) * ld_sb_n);
             if (bias != nullptr) x1 += f16_bits_to_f32(bias[c + 1]);
           }
           if (c + 1 < N) {
@@ -590,11 +590,11 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_e4m3e5m2_f16
           float x0 = tot_[0][38] * rs_[1], x1 = tot_[0][39] * rs_[1];
           u16* dp = Dl_ + (long long)r * ldd + c;
           if (c + 0 < N) {
-            x0 *= __ldg(scale_b + (long long)(c + 0) * ld_sb_n);
+            x0 *= __ldg(scale_b + (long long)c * ld_sb_n);
             if (bias != nullptr) x0 += f16_bits_to_f32(bias[c + 0]);
           }
           if (c + 1 < N) {
-            x1 *= __ldg(scale_b + (long long)(c + 1) * ld_sb_n);
+            x1 *= __ldg(scale_b + ((long long)c + 1) * ld_sb_n);
             if (bias != nullptr) x1 += f16_bits_to_f32(bias[c + 1]);
           }
           if (c + 1 < N) {
@@ -610,11 +610,11 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_e4m3e5m2_f16
           float x0 = tot_[0][40] * rs_[0], x1 = tot_[0][41] * rs_[0];
           u16* dp = Dl_ + (long long)r * ldd + c;
           if (c + 0 < N) {
-            x0 *= __ldg(scale_b + (long long)(c + 0) * ld_sb_n);
+            x0 *= __ldg(scale_b + (long long)c * ld_sb_n);
             if (bias != nullptr) x0 += f16_bits_to_f32(bias[c + 0]);
           }
           if (c + 1 < N) {
-            x1 *= __ldg(scale_b + (long long)(c + 1) * ld_sb_n);
+            x1 *= __ldg(scale_b + ((long long)c + 1) * ld_sb_n);
             if (bias != nullptr) x1 += f16_bits_to_f32(bias[c + 1]);
           }
           if (c + 1 < N) {
@@ -630,11 +630,11 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_e4m3e5m2_f16
           float x0 = tot_[0][42] * rs_[1], x1 = tot_[0][43] * rs_[1];
           u16* dp = Dl_ + (long long)r * ldd + c;
           if (c + 0 < N) {
-            x0 *= __ldg(scale_b + (long long)(c + 0) * ld_sb_n);
+            x0 *= __ldg(scale_b + (long long)c * ld_sb_n);
             if (bias != nullptr) x0 += f16_bits_to_f32(bias[c + 0]);
           }
           if (c + 1 < N) {
-            x1 *= __ldg(scale_b + (long long)(c + 1) * ld_sb_n);
+            x1 *= __ldg(scale_b + ((long long)c + 1) * ld_sb_n);
             if (bias != nullptr) x1 += f16_bits_to_f32(bias[c + 1]);
           }
           if (c + 1 < N) {
@@ -650,11 +650,11 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_e4m3e5m2_f16
           float x0 = tot_[0][44] * rs_[0], x1 = tot_[0][45] * rs_[0];
           u16* dp = Dl_ + (long long)r * ldd + c;
           if (c + 0 < N) {
-            x0 *= __ldg(scale_b + (long long)(c + 0) * ld_sb_n);
+            x0 *= __ldg(scale_b + (long long)c * ld_sb_n);
             if (bias != nullptr) x0 += f16_bits_to_f32(bias[c + 0]);
           }
           if (c + 1 < N) {
-            x1 *= __ldg(scale_b + (long long)(c + 1) * ld_sb_n);
+            x1 *= __ldg(scale_b + ((long long)c + 1) * ld_sb_n);
             if (bias != nullptr) x1 += f16_bits_to_f32(bias[c + 1]);
           }
           if (c + 1 < N) {
@@ -670,11 +670,11 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_e4m3e5m2_f16
           float x0 = tot_[0][46] * rs_[1], x1 = tot_[0][47] * rs_[1];
           u16* dp = Dl_ + (long long)r * ldd + c;
           if (c + 0 < N) {
-            x0 *= __ldg(scale_b + (long long)(c + 0) * ld_sb_n);
+            x0 *= __ldg(scale_b + (long long)c * ld_sb_n);
             if (bias != nullptr) x0 += f16_bits_to_f32(bias[c + 0]);
           }
           if (c + 1 < N) {
-            x1 *= __ldg(scale_b + (long long)(c + 1) * ld_sb_n);
+            x1 *= __ldg(scale_b + ((long long)c + 1) * ld_sb_n);
             if (bias != nullptr) x1 += f16_bits_to_f32(bias[c + 1]);
           }
           if (c + 1 < N) {
@@ -690,11 +690,11 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_e4m3e5m2_f16
           float x0 = tot_[0][48] * rs_[0], x1 = tot_[0][49] * rs_[0];
           u16* dp = Dl_ + (long long)r * ldd + c;
           if (c + 0 < N) {
-            x0 *= __ldg(scale_b + (long long)(c + 0) * ld_sb_n);
+            x0 *= __ldg(scale_b + (long long)c * ld_sb_n);
             if (bias != nullptr) x0 += f16_bits_to_f32(bias[c + 0]);
           }
           if (c + 1 < N) {
-            x1 *= __ldg(scale_b + (long long)(c + 1) * ld_sb_n);
+            x1 *= __ldg(scale_b + ((long long)c + 1) * ld_sb_n);
             if (bias != nullptr) x1 += f16_bits_to_f32(bias[c + 1]);
           }
           if (c + 1 < N) {
@@ -710,11 +710,11 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_e4m3e5m2_f16
           float x0 = tot_[0][50] * rs_[1], x1 = tot_[0][51] * rs_[1];
           u16* dp = Dl_ + (long long)r * ldd + c;
           if (c + 0 < N) {
-            x0 *= __ldg(scale_b + (long long)(c + 0) * ld_sb_n);
+            x0 *= __ldg(scale_b + (long long)c * ld_sb_n);
             if (bias != nullptr) x0 += f16_bits_to_f32(bias[c + 0]);
           }
           if (c + 1 < N) {
-            x1 *= __ldg(scale_b + (long long)(c + 1) * ld_sb_n);
+            x1 *= __ldg(scale_b + ((long long)c + 1) * ld_sb_n);
             if (bias != nullptr) x1 += f16_bits_to_f32(bias[c + 1]);
           }
           if (c + 1 < N) {
@@ -730,11 +730,11 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_e4m3e5m2_f16
           float x0 = tot_[0][52] * rs_[0], x1 = tot_[0][53] * rs_[0];
           u16* dp = Dl_ + (long long)r * ldd + c;
           if (c + 0 < N) {
-            x0 *= __ldg(scale_b + (long long)(c + 0) * ld_sb_n);
+            x0 *= __ldg(scale_b + (long long)c * ld_sb_n);
             if (bias != nullptr) x0 += f16_bits_to_f32(bias[c + 0]);
           }
           if (c + 1 < N) {
-            x1 *= __ldg(scale_b + (long long)(c + 1) * ld_sb_n);
+            x1 *= __ldg(scale_b + ((long long)c + 1) * ld_sb_n);
             if (bias != nullptr) x1 += f16_bits_to_f32(bias[c + 1]);
           }
           if (c + 1 < N) {
@@ -750,11 +750,11 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_e4m3e5m2_f16
           float x0 = tot_[0][54] * rs_[1], x1 = tot_[0][55] * rs_[1];
           u16* dp = Dl_ + (long long)r * ldd + c;
           if (c + 0 < N) {
-            x0 *= __ldg(scale_b + (long long)(c + 0) * ld_sb_n);
+            x0 *= __ldg(scale_b + (long long)c * ld_sb_n);
             if (bias != nullptr) x0 += f16_bits_to_f32(bias[c + 0]);
           }
           if (c + 1 < N) {
-            x1 *= __ldg(scale_b + (long long)(c + 1) * ld_sb_n);
+            x1 *= __ldg(scale_b + ((long long)c + 1) * ld_sb_n);
             if (bias != nullptr) x1 += f16_bits_to_f32(bias[c + 1]);
           }
           if (c + 1 < N) {
@@ -770,11 +770,11 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_e4m3e5m2_f16
           float x0 = tot_[0][56] * rs_[0], x1 = tot_[0][57] * rs_[0];
           u16* dp = Dl_ + (long long)r * ldd + c;
           if (c + 0 < N) {
-            x0 *= __ldg(scale_b + (long long)(c + 0) * ld_sb_n);
+            x0 *= __ldg(scale_b + (long long)c * ld_sb_n);
             if (bias != nullptr) x0 += f16_bits_to_f32(bias[c + 0]);
           }
           if (c + 1 < N) {
-            x1 *= __ldg(scale_b + (long long)(c + 1) * ld_sb_n);
+            x1 *= __ldg(scale_b + ((long long)c + 1) * ld_sb_n);
             if (bias != nullptr) x1 += f16_bits_to_f32(bias[c + 1]);
           }
           if (c + 1 < N) {
@@ -790,11 +790,11 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_e4m3e5m2_f16
           float x0 = tot_[0][58] * rs_[1], x1 = tot_[0][59] * rs_[1];
           u16* dp = Dl_ + (long long)r * ldd + c;
           if (c + 0 < N) {
-            x0 *= __ldg(scale_b + (long long)(c + 0) * ld_sb_n);
+            x0 *= __ldg(scale_b + (long long)c * ld_sb_n);
             if (bias != nullptr) x0 += f16_bits_to_f32(bias[c + 0]);
           }
           if (c + 1 < N) {
-            x1 *= __ldg(scale_b + (long long)(c + 1) * ld_sb_n);
+            x1 *= __ldg(scale_b + ((long long)c + 1) * ld_sb_n);
             if (bias != nullptr) x1 += f16_bits_to_f32(bias[c + 1]);
           }
           if (c + 1 < N) {
@@ -810,11 +810,11 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_e4m3e5m2_f16
           float x0 = tot_[0][60] * rs_[0], x1 = tot_[0][61] * rs_[0];
           u16* dp = Dl_ + (long long)r * ldd + c;
           if (c + 0 < N) {
-            x0 *= __ldg(scale_b + (long long)(c + 0) * ld_sb_n);
+            x0 *= __ldg(scale_b + (long long)c * ld_sb_n);
             if (bias != nullptr) x0 += f16_bits_to_f32(bias[c + 0]);
           }
           if (c + 1 < N) {
-            x1 *= __ldg(scale_b + (long long)(c + 1) * ld_sb_n);
+            x1 *= __ldg(scale_b + ((long long)c + 1) * ld_sb_n);
             if (bias != nullptr) x1 += f16_bits_to_f32(bias[c + 1]);
           }
           if (c + 1 < N) {
@@ -830,11 +830,11 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_e4m3e5m2_f16
           float x0 = tot_[0][62] * rs_[1], x1 = tot_[0][63] * rs_[1];
           u16* dp = Dl_ + (long long)r * ldd + c;
           if (c + 0 < N) {
-            x0 *= __ldg(scale_b + (long long)(c + 0) * ld_sb_n);
+            x0 *= __ldg(scale_b + (long long)c * ld_sb_n);
             if (bias != nullptr) x0 += f16_bits_to_f32(bias[c + 0]);
           }
           if (c + 1 < N) {
-            x1 *= __ldg(scale_b + (long long)(c + 1) * ld_sb_n);
+            x1 *= __ldg(scale_b + ((long long)c + 1) * ld_sb_n);
             if (bias != nullptr) x1 += f16_bits_to_f32(bias[c + 1]);
           }
           if (c + 1 < N) {
