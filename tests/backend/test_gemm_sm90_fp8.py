@@ -420,3 +420,30 @@ def test_more_fp8_configs_compile_without_spills(kw):
     cfg = _cfg(**kw).fit_stages()
     res = _compile(cfg).resources_for(cfg.name)
     assert res.spills == 0 and res.stack_frame == 0, res
+
+
+def test_compose_from_the_fp8_atom():
+    """``make_gemm_sm90`` of a TiledMMA of the algebra's FP8 atom gives the FP8 configuration;
+    ``describe`` gives the atom and the 8-bit smem layouts back."""
+    from cute_py.atom import make_tiled_mma
+    from backends.cuda.kernels.gemm_sm90_compose import describe, make_gemm_sm90
+    from backends.cuda.kernels.gemm_sm90_maps import smem_tile
+    mma = make_tiled_mma(T.SM90_64xNx32_FP8(128, "F32", "E4M3", "E5M2", "SS"), (2, 1, 1))
+    cfg = make_gemm_sm90(mma, (128, 128, 128), out_dtype="bfloat16", scaling="row",
+                         promote=True, smem_layout_A=smem_tile("uint8", 128, 128))
+    assert (cfg.dtype, cfg.dtype_b, cfg.out_dtype, cfg.scaling, cfg.promote, cfg.tile_k) == \
+        ("e4m3", "e5m2", "bf16", "row", True, 128)
+    objs = describe(cfg)
+    assert objs.tiled_mma.atom.name == "SM90_64x128x32_F32E4M3E5M2_SS_TN"
+    assert objs.smem_layout_A == derive_maps(cfg).smem_a
+    assert "wgmma_m64n128k32_f32_e4m3_e5m2_ss(" in G.generate_source(cfg)
+    with pytest.raises(AtomError) as e:
+        make_gemm_sm90(mma, (128, 128, 64), out_dtype="bfloat16")
+    assert e.value.arg == "tile_mnk"
+    with pytest.raises(AtomError) as e:
+        make_gemm_sm90(mma, (128, 128, 128))
+    assert e.value.arg == "out_dtype"
+    with pytest.raises(AtomError) as e:     # an SW64 smem layout: 8-bit operands use SW128
+        make_gemm_sm90(mma, (128, 128, 128), out_dtype="bfloat16",
+                       smem_layout_B=smem_tile("uint8", 128, 128, "K", 2))
+    assert e.value.arg == "smem_swizzle"
