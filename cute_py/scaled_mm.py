@@ -28,8 +28,8 @@ def scaled_mm(A, B, scale_a, scale_b, *, out_dtype="bfloat16", bias=None, out=No
       per-tensor: one element each (read on the device, no host sync); row-wise: ``(M, 1)``
       and ``(1, N)``; block-wise (DeepGEMM): ``(M, ceil(K/128))`` (1x128 blocks of A) and
       ``(ceil(N/128), ceil(K/128))`` (128x128 blocks of W);
-    - ``out_dtype``: ``"bfloat16"`` or ``"float16"`` (or the torch dtypes); ``bias``: a
-      length-N vector of ``out_dtype`` added after scaling; ``out``: a row-major ``(M, N)``
+    - ``out_dtype``: ``"bfloat16"``, ``"float16"`` or ``"float32"`` (or the torch dtypes);
+      ``bias``: a length-N vector of ``out_dtype`` added after scaling; ``out``: a row-major ``(M, N)``
       tensor of ``out_dtype`` (allocated when None); ``stream``: a torch stream or raw handle;
     - ``use_fast_accum`` (per-tensor / row-wise, as torch's): one accumulator over all of K
       (faster, 128x256 tiles; the tensor core's accumulator keeps fewer bits than fp32, so the

@@ -32,7 +32,8 @@ _OP = "scaled_mm"
 FP8_TORCH = {"float8_e4m3fn": "e4m3", "float8_e5m2": "e5m2"}
 #: out_dtype names -> (kernel output type, torch dtype name)
 OUT_DTYPES = {"bfloat16": "bf16", "bf16": "bf16", "float16": "f16", "f16": "f16",
-              "half": "f16"}
+              "half": "f16", "float32": "f32", "float": "f32", "f32": "f32"}
+_ARRAY = {"bf16": "bfloat16", "f16": "float16", "f32": "float32"}
 
 _PLANS: dict = {}
 _MAX_PLANS = 256
@@ -48,7 +49,7 @@ def _out_name(out_dtype) -> str:
         name = name[6:]
     if name not in OUT_DTYPES:
         raise LaunchError(_OP, "out_dtype", "is not an output type of the FP8 GEMM",
-                          expected=("bfloat16", "float16"), actual=str(out_dtype))
+                          expected=("bfloat16", "float16", "float32"), actual=str(out_dtype))
     return name
 
 
@@ -101,15 +102,14 @@ def check_problem(Am: TensorMeta, Bm: TensorMeta, sam: TensorMeta, sbm: TensorMe
                                     ("tensor", "row", "block")},
                           actual=(sam.shape, sbm.shape))
     if biasm is not None:
-        ok = {"bf16": ("bfloat16",), "f16": ("float16",)}[out]
-        if biasm.dtype not in ok:
-            raise LaunchError(_OP, "bias", "must have the output dtype", expected=ok[0],
+        if biasm.dtype != _ARRAY[out]:
+            raise LaunchError(_OP, "bias", "must have the output dtype", expected=_ARRAY[out],
                               actual=biasm.dtype)
         if tuple(biasm.shape) != (N,) or biasm.strides[0] != 1:
             raise LaunchError(_OP, "bias", "must be a contiguous vector of N elements",
                               expected=(N,), actual=(biasm.shape, biasm.strides))
     if outm is not None:
-        want = {"bf16": "bfloat16", "f16": "float16"}[out]
+        want = _ARRAY[out]
         if tuple(outm.shape) != (M, N) or outm.dtype != want or outm.strides[1] != 1:
             raise LaunchError(_OP, "out", "must be a row-major (M, N) tensor of out_dtype",
                               expected=((M, N), want), actual=(outm.shape, outm.dtype,
@@ -145,8 +145,7 @@ def scaled_mm(A, B, scale_a, scale_b, out_dtype="bfloat16", bias=None, out=None,
     h = stream_handle(stream, A, _OP)
     if out is None:
         import torch
-        out = empty(A, (M, N), Am.framework,
-                    dtype=torch.bfloat16 if od == "bf16" else torch.float16)
+        out = empty(A, (M, N), Am.framework, dtype=getattr(torch, _ARRAY[od]))
         outm = meta_of(out, "out", _OP)
     if not isinstance(use_fast_accum, bool):
         raise LaunchError(_OP, "use_fast_accum", "must be a bool", actual=use_fast_accum)
@@ -155,7 +154,7 @@ def scaled_mm(A, B, scale_a, scale_b, out_dtype="bfloat16", bias=None, out=None,
     plan = _PLANS.get(key)
     if plan is None:
         from .driver import sm_count
-        vec2 = outm.strides[0] % 2 == 0 and outm.ptr % 4 == 0
+        vec2 = outm.strides[0] % 2 == 0 and outm.ptr % (8 if od == "f32" else 4) == 0
         cfg = choose_fp8_config(M, N, K, FP8_TORCH[Am.dtype], FP8_TORCH[Bm.dtype], od, mode,
                                 vec2, sm_count(Am.device), use_fast_accum)
         # the kernel takes B as (N, K) K-major: W itself

@@ -38,7 +38,7 @@ def _cfg(**kw):
     dict(), dict(dtype="e5m2"), dict(dtype_b="e5m2"), dict(dtype="e5m2", dtype_b="e4m3"),
     dict(tile_n=256), dict(out_dtype="f16", scaling="row"), dict(scaling="block"),
     dict(scaling="block", tile_n=64), dict(schedule="pingpong"), dict(cluster_m=2),
-    dict(promote=True), dict(scaling="row", promote=True, tile_n=64),
+    dict(promote=True), dict(scaling="row", promote=True, tile_n=64), dict(out_dtype="f32"),
 ])
 def test_fp8_configs_validate(kw):
     cfg = _cfg(**kw).fit_stages()
@@ -50,7 +50,7 @@ def test_fp8_configs_validate(kw):
 
 @pytest.mark.parametrize("kw, arg", [
     (dict(a_major="MN"), "a_major"), (dict(b_major="MN"), "b_major"),
-    (dict(tile_k=64), "tile_k"), (dict(out_dtype="f32"), "out_dtype"),
+    (dict(tile_k=64), "tile_k"), (dict(out_dtype="f64"), "out_dtype"),
     (dict(out_dtype=""), "out_dtype"), (dict(scaling="none"), "scaling"),
     (dict(dtype_b="f16"), "dtype_b"), (dict(split_k="workspace"), "split_k"),
     (dict(has_c=True), "has_c"), (dict(transpose_d=True), "transpose_d"),
@@ -230,7 +230,10 @@ def test_check_problem_errors_name_the_argument():
     _err("scale_b", A, B, sa, _meta((2, 384), "float32", itemsize=4))
     _err("scale_a", A, B, _meta((256, 1), "float16", itemsize=2), sb)          # dtype
     _err("scale_b", A, B, sa, _meta((1, 384), "float32", itemsize=4, device=1))  # device
-    _err("out_dtype", A, B, sa, sb, out_dtype="float32")
+    _err("out_dtype", A, B, sa, sb, out_dtype="float64")
+    _err("bias", A, B, sa, sb, bias=_meta((384,), "float32", itemsize=4))        # not bf16
+    assert check_problem(A, B, sa, sb, _meta((384,), "float32", itemsize=4), None,
+                         "float32")[4] == "f32"
     _err("out", A, B, sa, sb, out=_meta((256, 384), "float16", itemsize=2))
     _err("B", A, _meta((256, 384), "float8_e4m3fn", strides=(1, 256)), sa, sb)  # K differs
 
@@ -415,7 +418,9 @@ def test_scale_layouts_address_the_scale_elements(mode):
 @pytest.mark.parametrize("kw", [dict(scaling="block", tile_n=64),
                                 dict(scaling="row", promote=True, schedule="pingpong",
                                      tile_m=64, tile_n=128),
-                                dict(dtype="e5m2", dtype_b="e4m3", cluster_m=2, tile_n=256)])
+                                dict(dtype="e5m2", dtype_b="e4m3", cluster_m=2, tile_n=256),
+                                dict(out_dtype="f32", scaling="row", vec2=False),
+                                dict(out_dtype="f32", scaling="block")])
 def test_more_fp8_configs_compile_without_spills(kw):
     cfg = _cfg(**kw).fit_stages()
     res = _compile(cfg).resources_for(cfg.name)
@@ -447,3 +452,10 @@ def test_compose_from_the_fp8_atom():
         make_gemm_sm90(mma, (128, 128, 128), out_dtype="bfloat16",
                        smem_layout_B=smem_tile("uint8", 128, 128, "K", 2))
     assert e.value.arg == "smem_swizzle"
+
+
+def test_f32_output_source():
+    src = G.generate_source(_cfg(out_dtype="f32"))
+    assert "float* Dl_ = reinterpret_cast<float*>(D)" in src
+    assert "*reinterpret_cast<float2*>(dp) = make_float2(x0, x1);" in src
+    assert "pack_bf16x2" not in src

@@ -1198,7 +1198,11 @@ class Sm90Gemm:
         _check_operand(op, "B", B, (cfg.dtype_b or cfg.dtype) if cfg.fp8 else cfg.dtype)
         if A.dtype != B.dtype and not cfg.fp8:
             raise LaunchError(op, "B", "dtype must equal A's", expected=A.dtype, actual=B.dtype)
-        d_dtypes = _WANT[cfg.out_dtype] if cfg.fp8 else (A.dtype,)
+        if cfg.fp8:
+            from .gemm_sm90_fp8 import OUT_ARRAY_DTYPES
+            d_dtypes = OUT_ARRAY_DTYPES[cfg.out_dtype]
+        else:
+            d_dtypes = (A.dtype,)
         batched = len(A.shape) == 3
         A3, B3 = A.batched(), B.batched()
         L, M, K = A3.shape
@@ -1239,7 +1243,9 @@ class Sm90Gemm:
                 raise LaunchError(op, nm, f"does not match the configuration's {nm.lower()}_major"
                                   f"={major!r} ({want_txt})", actual=X.strides)
             lds[nm] = X.strides[3 - unit]
-        if cfg.vec2 and (D3.strides[1] % 2 or C3.strides[1] % 2 or D3.ptr % 4 or C3.ptr % 4):
+        pair = 8 if cfg.fp8 and cfg.out_dtype == "f32" else 4     # bytes of a paired store
+        if cfg.vec2 and (D3.strides[1] % 2 or C3.strides[1] % 2 or D3.ptr % pair or
+                         C3.ptr % pair):
             raise LaunchError(op, "D", "this configuration (vec2) needs even leading "
                               "dimensions and 4-byte aligned D and C",
                               actual=(D3.strides, C3.strides))

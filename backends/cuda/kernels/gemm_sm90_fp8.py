@@ -23,8 +23,9 @@ or "e5m2", ``dtype_b`` B's format when it differs) changes only
     accumulator sets), the scales' loads issued before the wait; the epilogue stores ``tot``.
 
   ``bias`` (a row vector of N elements of the output type, or a null pointer: none) is added
-  after scaling; D is stored
-  as bf16 or f16 (``out_dtype``).  Rows and columns of every value come from the accumulator
+  after scaling; D is stored as bf16, f16 or f32 (``out_dtype``; f32: D and the bias are
+  float32 arrays passed through the kernel's ``u16*`` parameters, paired stores need 8-byte
+  aligned rows).  Rows and columns of every value come from the accumulator
   fragment (``row0_`` / ``col0_`` lowered from ``CLayout_64xN`` plus the fragment's offsets),
   as in the 16-bit built-in epilogue.
 
@@ -47,7 +48,9 @@ __all__ = ["FP8_DTYPES", "OUT_DTYPES", "SCALINGS", "check", "params", "promotion
 #: 8-bit input formats
 FP8_DTYPES = ("e4m3", "e5m2")
 #: output types of the FP8 built-in epilogue
-OUT_DTYPES = ("bf16", "f16")
+OUT_DTYPES = ("bf16", "f16", "f32")
+#: torch / CuPy dtype names of D (and the bias) per output type
+OUT_ARRAY_DTYPES = {"bf16": ("bfloat16", "uint16"), "f16": ("float16",), "f32": ("float32",)}
 #: scaling modes: per-tensor, row-wise (per row of A / column of B), block-wise (1x128 A,
 #: 128x128 B)
 SCALINGS = ("tensor", "row", "block")
@@ -213,12 +216,16 @@ def epilogue_code(cfg, maps, origin: list) -> str:
     """The FP8 built-in epilogue: scale, add the bias, convert, predicated stores.  ``origin``:
     the lines declaring ``row0_`` / ``col0_`` (empty when the block kernel declared them
     before its mainloop)."""
-    f16 = cfg.out_dtype == "f16"
+    f16, f32 = cfg.out_dtype == "f16", cfg.out_dtype == "f32"
     pack1 = "f32_to_f16_bits" if f16 else "f32_to_bf16_bits"
     pack2 = "pack_f16x2" if f16 else "pack_bf16x2"
     unpack = "f16_bits_to_f32" if f16 else "bf16_bits_to_f32"
     lines = list(origin)
-    lines.append("u16* Dl_ = D + (long long)l_ * ldl_d;")
+    if f32:     # D (and the bias) are float32 arrays behind the kernel's u16 pointers
+        lines.append("float* Dl_ = reinterpret_cast<float*>(D) + (long long)l_ * ldl_d;")
+        lines.append("const float* bias_ = reinterpret_cast<const float*>(bias);")
+    else:
+        lines.append("u16* Dl_ = D + (long long)l_ * ldl_d;")
     src = "tot_" if cfg.scaling == "block" or cfg.promote else "acc"
     if cfg.scaling == "tensor":
         lines.append("const float s_ = __ldg(scale_a) * __ldg(scale_b);")
@@ -244,14 +251,26 @@ def epilogue_code(cfg, maps, origin: list) -> str:
             lines.append(f"    float x0 = {a0} * rs_[{ri[v]}], x1 = {a1} * rs_[{ri[v]}];")
         else:
             lines.append(f"    float x0 = {a0}, x1 = {a1};")
-        lines.append("    u16* dp = Dl_ + (long long)r * ldd + c;")
+        lines.append(f"    {'float' if f32 else 'u16'}* dp = Dl_ + (long long)r * ldd + c;")
         for i, x in ((0, "x0"), (1, "x1")):
             lines.append(f"    if (c + {i} < N) {{")
             if cfg.scaling == "row":
                 lines.append(f"      {x} *= __ldg(scale_b + {scale_offset(SB, c_ + i, 0)});")
-            lines.append(f"      if (bias != nullptr) {x} += {unpack}(bias[c + {i}]);")
+            if f32:
+                lines.append(f"      if (bias != nullptr) {x} += __ldg(bias_ + c + {i});")
+            else:
+                lines.append(f"      if (bias != nullptr) {x} += {unpack}(bias[c + {i}]);")
             lines.append("    }")
-        if cfg.vec2:
+        if f32 and cfg.vec2:
+            lines.append("    if (c + 1 < N) {")
+            lines.append("      *reinterpret_cast<float2*>(dp) = make_float2(x0, x1);")
+            lines.append("    } else if (c < N) {")
+            lines.append("      dp[0] = x0;")
+            lines.append("    }")
+        elif f32:
+            lines.append("    if (c < N) dp[0] = x0;")
+            lines.append("    if (c + 1 < N) dp[1] = x1;")
+        elif cfg.vec2:
             lines.append("    if (c + 1 < N) {")
             lines.append(f"      *reinterpret_cast<u32*>(dp) = {pack2}(x0, x1);")
             lines.append("    } else if (c < N) {")
@@ -311,7 +330,7 @@ def check_scales(op, cfg, M, N, K, scale_a, scale_b, bias) -> tuple:
     if cfg.scaling == "row":       # (M, 1): stride along M; (1, N): stride along N
         st = [st[0], 0, st[3], 0]
     if bias is not None:
-        ok = {"bf16": ("bfloat16", "uint16"), "f16": ("float16",)}[cfg.out_dtype]
+        ok = OUT_ARRAY_DTYPES[cfg.out_dtype]
         if bias.dtype not in ok:
             raise LaunchError(op, "bias", "must have the output dtype", expected=ok[0],
                               actual=bias.dtype)
