@@ -233,53 +233,56 @@ def epilogue_code(cfg, maps, origin: list) -> str:
     if cfg.scaling == "row":
         from .. import ir
         SA, SB = scale_layouts("row")
-        r_, c_ = ir.var("r", 0, _I32), ir.var("c", 0, _I32)
+        r_, cc_ = ir.var("r", 0, _I32), ir.var("cc_", 0, _I32)
         lines.append(f"float rs_[{len(rows)}];")
         for i, m in enumerate(rows):
             lines.append(f"{{ const int r = row0_ + {m}; rs_[{i}] = r < M ? "
                          f"__ldg(scale_a + {scale_offset(SA, r_, 0)}) : 0.0f; }}")
     fr = maps.frag
-    for v in range(0, fr.num_values, 2):
-        mo, no = fr.m_val[v], fr.n_val[v]
-        a0, a1 = _acc(maps, v, src), _acc(maps, v + 1, src)
+    # values sharing a column pair share its column scales and bias values: loaded once per
+    # column pair (the pairs visited column by column)
+    pairs = sorted(range(0, fr.num_values, 2), key=lambda v: (fr.n_val[v], fr.m_val[v]))
+    b_load = "__ldg(bias_ + {c})" if f32 else unpack + "(bias[{c}])"
+    groups = {}
+    for v in pairs:
+        groups.setdefault(fr.n_val[v], []).append(v)
+    for no, vs in groups.items():
         lines.append("{")
-        lines.append(f"  const int r = row0_ + {mo}, c = col0_ + {no};")
-        lines.append("  if (r < M) {")
-        if cfg.scaling == "tensor":
-            lines.append(f"    float x0 = s_ * {a0}, x1 = s_ * {a1};")
-        elif cfg.scaling == "row":
-            lines.append(f"    float x0 = {a0} * rs_[{ri[v]}], x1 = {a1} * rs_[{ri[v]}];")
-        else:
-            lines.append(f"    float x0 = {a0}, x1 = {a1};")
-        lines.append(f"    {'float' if f32 else 'u16'}* dp = Dl_ + (long long)r * ldd + c;")
-        for i, x in ((0, "x0"), (1, "x1")):
-            lines.append(f"    if (c + {i} < N) {{")
-            if cfg.scaling == "row":
-                lines.append(f"      {x} *= __ldg(scale_b + {scale_offset(SB, c_ + i, 0)});")
-            if f32:
-                lines.append(f"      if (bias != nullptr) {x} += __ldg(bias_ + c + {i});")
+        g = [f"const int cc_ = col0_ + {no};"]
+        if cfg.scaling == "row":
+            g.append(f"const float cs0_ = cc_ < N ? __ldg(scale_b + "
+                     f"{scale_offset(SB, cc_, 0)}) : 0.0f;")
+            g.append(f"const float cs1_ = cc_ + 1 < N ? __ldg(scale_b + "
+                     f"{scale_offset(SB, cc_ + 1, 0)}) : 0.0f;")
+        g.append(f"const float b0_ = bias != nullptr && cc_ < N ? {b_load.format(c='cc_')} "
+                 ": 0.0f;")
+        g.append(f"const float b1_ = bias != nullptr && cc_ + 1 < N ? "
+                 f"{b_load.format(c='cc_ + 1')} : 0.0f;")
+        for v in vs:
+            mo = fr.m_val[v]
+            a0, a1 = _acc(maps, v, src), _acc(maps, v + 1, src)
+            g.append(f"if (row0_ + {mo} < M) {{")
+            if cfg.scaling == "tensor":
+                x0, x1 = f"s_ * {a0}", f"s_ * {a1}"
+            elif cfg.scaling == "row":
+                x0, x1 = f"{a0} * rs_[{ri[v]}] * cs0_", f"{a1} * rs_[{ri[v]}] * cs1_"
             else:
-                lines.append(f"      if (bias != nullptr) {x} += {unpack}(bias[c + {i}]);")
-            lines.append("    }")
-        if f32 and cfg.vec2:
-            lines.append("    if (c + 1 < N) {")
-            lines.append("      *reinterpret_cast<float2*>(dp) = make_float2(x0, x1);")
-            lines.append("    } else if (c < N) {")
-            lines.append("      dp[0] = x0;")
-            lines.append("    }")
-        elif f32:
-            lines.append("    if (c < N) dp[0] = x0;")
-            lines.append("    if (c + 1 < N) dp[1] = x1;")
-        elif cfg.vec2:
-            lines.append("    if (c + 1 < N) {")
-            lines.append(f"      *reinterpret_cast<u32*>(dp) = {pack2}(x0, x1);")
-            lines.append("    } else if (c < N) {")
-            lines.append(f"      dp[0] = {pack1}(x0);")
-            lines.append("    }")
-        else:
-            lines.append(f"    if (c < N) dp[0] = {pack1}(x0);")
-            lines.append(f"    if (c + 1 < N) dp[1] = {pack1}(x1);")
-        lines.append("  }")
+                x0, x1 = a0, a1
+            g.append(f"  const float x0 = {x0} + b0_, x1 = {x1} + b1_;")
+            g.append(f"  {'float' if f32 else 'u16'}* dp = Dl_ + (long long)(row0_ + {mo}) * "
+                     "ldd + cc_;")
+            if cfg.vec2:
+                g.append("  if (cc_ + 1 < N) {")
+                g.append("    *reinterpret_cast<float2*>(dp) = make_float2(x0, x1);" if f32
+                         else f"    *reinterpret_cast<u32*>(dp) = {pack2}(x0, x1);")
+                g.append("  } else if (cc_ < N) {")
+                g.append("    dp[0] = x0;" if f32 else f"    dp[0] = {pack1}(x0);")
+                g.append("  }")
+            else:
+                g.append("  if (cc_ < N) dp[0] = " + ("x0;" if f32 else f"{pack1}(x0);"))
+                g.append("  if (cc_ + 1 < N) dp[1] = " + ("x1;" if f32 else f"{pack1}(x1);"))
+            g.append("}")
+        lines += ["  " + x for x in g]
         lines.append("}")
     return "\n".join("      " + s for s in lines)
 

@@ -205,577 +205,369 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_e4m3e4m3_bf1
       // ---------------- epilogue ----------------
       u16* Dl_ = D + (long long)l_ * ldl_d;
       {
-        const int r = row0_ + 0, c = col0_ + 0;
-        if (r < M) {
-          float x0 = tot_[0][0], x1 = tot_[0][1];
-          u16* dp = Dl_ + (long long)r * ldd + c;
-          if (c + 0 < N) {
-            if (bias != nullptr) x0 += bf16_bits_to_f32(bias[c + 0]);
-          }
-          if (c + 1 < N) {
-            if (bias != nullptr) x1 += bf16_bits_to_f32(bias[c + 1]);
-          }
-          if (c + 1 < N) {
+        const int cc_ = col0_ + 0;
+        const float b0_ = bias != nullptr && cc_ < N ? bf16_bits_to_f32(bias[cc_]) : 0.0f;
+        const float b1_ = bias != nullptr && cc_ + 1 < N ? bf16_bits_to_f32(bias[cc_ + 1]) : 0.0f;
+        if (row0_ + 0 < M) {
+          const float x0 = tot_[0][0] + b0_, x1 = tot_[0][1] + b1_;
+          u16* dp = Dl_ + (long long)(row0_ + 0) * ldd + cc_;
+          if (cc_ + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_bf16x2(x0, x1);
-          } else if (c < N) {
+          } else if (cc_ < N) {
+            dp[0] = f32_to_bf16_bits(x0);
+          }
+        }
+        if (row0_ + 8 < M) {
+          const float x0 = tot_[0][2] + b0_, x1 = tot_[0][3] + b1_;
+          u16* dp = Dl_ + (long long)(row0_ + 8) * ldd + cc_;
+          if (cc_ + 1 < N) {
+            *reinterpret_cast<u32*>(dp) = pack_bf16x2(x0, x1);
+          } else if (cc_ < N) {
             dp[0] = f32_to_bf16_bits(x0);
           }
         }
       }
       {
-        const int r = row0_ + 8, c = col0_ + 0;
-        if (r < M) {
-          float x0 = tot_[0][2], x1 = tot_[0][3];
-          u16* dp = Dl_ + (long long)r * ldd + c;
-          if (c + 0 < N) {
-            if (bias != nullptr) x0 += bf16_bits_to_f32(bias[c + 0]);
-          }
-          if (c + 1 < N) {
-            if (bias != nullptr) x1 += bf16_bits_to_f32(bias[c + 1]);
-          }
-          if (c + 1 < N) {
+        const int cc_ = col0_ + 8;
+        const float b0_ = bias != nullptr && cc_ < N ? bf16_bits_to_f32(bias[cc_]) : 0.0f;
+        const float b1_ = bias != nullptr && cc_ + 1 < N ? bf16_bits_to_f32(bias[cc_ + 1]) : 0.0f;
+        if (row0_ + 0 < M) {
+          const float x0 = tot_[0][4] + b0_, x1 = tot_[0][5] + b1_;
+          u16* dp = Dl_ + (long long)(row0_ + 0) * ldd + cc_;
+          if (cc_ + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_bf16x2(x0, x1);
-          } else if (c < N) {
+          } else if (cc_ < N) {
+            dp[0] = f32_to_bf16_bits(x0);
+          }
+        }
+        if (row0_ + 8 < M) {
+          const float x0 = tot_[0][6] + b0_, x1 = tot_[0][7] + b1_;
+          u16* dp = Dl_ + (long long)(row0_ + 8) * ldd + cc_;
+          if (cc_ + 1 < N) {
+            *reinterpret_cast<u32*>(dp) = pack_bf16x2(x0, x1);
+          } else if (cc_ < N) {
             dp[0] = f32_to_bf16_bits(x0);
           }
         }
       }
       {
-        const int r = row0_ + 0, c = col0_ + 8;
-        if (r < M) {
-          float x0 = tot_[0][4], x1 = tot_[0][5];
-          u16* dp = Dl_ + (long long)r * ldd + c;
-          if (c + 0 < N) {
-            if (bias != nullptr) x0 += bf16_bits_to_f32(bias[c + 0]);
-          }
-          if (c + 1 < N) {
-            if (bias != nullptr) x1 += bf16_bits_to_f32(bias[c + 1]);
-          }
-          if (c + 1 < N) {
+        const int cc_ = col0_ + 16;
+        const float b0_ = bias != nullptr && cc_ < N ? bf16_bits_to_f32(bias[cc_]) : 0.0f;
+        const float b1_ = bias != nullptr && cc_ + 1 < N ? bf16_bits_to_f32(bias[cc_ + 1]) : 0.0f;
+        if (row0_ + 0 < M) {
+          const float x0 = tot_[0][8] + b0_, x1 = tot_[0][9] + b1_;
+          u16* dp = Dl_ + (long long)(row0_ + 0) * ldd + cc_;
+          if (cc_ + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_bf16x2(x0, x1);
-          } else if (c < N) {
+          } else if (cc_ < N) {
+            dp[0] = f32_to_bf16_bits(x0);
+          }
+        }
+        if (row0_ + 8 < M) {
+          const float x0 = tot_[0][10] + b0_, x1 = tot_[0][11] + b1_;
+          u16* dp = Dl_ + (long long)(row0_ + 8) * ldd + cc_;
+          if (cc_ + 1 < N) {
+            *reinterpret_cast<u32*>(dp) = pack_bf16x2(x0, x1);
+          } else if (cc_ < N) {
             dp[0] = f32_to_bf16_bits(x0);
           }
         }
       }
       {
-        const int r = row0_ + 8, c = col0_ + 8;
-        if (r < M) {
-          float x0 = tot_[0][6], x1 = tot_[0][7];
-          u16* dp = Dl_ + (long long)r * ldd + c;
-          if (c + 0 < N) {
-            if (bias != nullptr) x0 += bf16_bits_to_f32(bias[c + 0]);
-          }
-          if (c + 1 < N) {
-            if (bias != nullptr) x1 += bf16_bits_to_f32(bias[c + 1]);
-          }
-          if (c + 1 < N) {
+        const int cc_ = col0_ + 24;
+        const float b0_ = bias != nullptr && cc_ < N ? bf16_bits_to_f32(bias[cc_]) : 0.0f;
+        const float b1_ = bias != nullptr && cc_ + 1 < N ? bf16_bits_to_f32(bias[cc_ + 1]) : 0.0f;
+        if (row0_ + 0 < M) {
+          const float x0 = tot_[0][12] + b0_, x1 = tot_[0][13] + b1_;
+          u16* dp = Dl_ + (long long)(row0_ + 0) * ldd + cc_;
+          if (cc_ + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_bf16x2(x0, x1);
-          } else if (c < N) {
+          } else if (cc_ < N) {
+            dp[0] = f32_to_bf16_bits(x0);
+          }
+        }
+        if (row0_ + 8 < M) {
+          const float x0 = tot_[0][14] + b0_, x1 = tot_[0][15] + b1_;
+          u16* dp = Dl_ + (long long)(row0_ + 8) * ldd + cc_;
+          if (cc_ + 1 < N) {
+            *reinterpret_cast<u32*>(dp) = pack_bf16x2(x0, x1);
+          } else if (cc_ < N) {
             dp[0] = f32_to_bf16_bits(x0);
           }
         }
       }
       {
-        const int r = row0_ + 0, c = col0_ + 16;
-        if (r < M) {
-          float x0 = tot_[0][8], x1 = tot_[0][9];
-          u16* dp = Dl_ + (long long)r * ldd + c;
-          if (c + 0 < N) {
-            if (bias != nullptr) x0 += bf16_bits_to_f32(bias[c + 0]);
-          }
-          if (c + 1 < N) {
-            if (bias != nullptr) x1 += bf16_bits_to_f32(bias[c + 1]);
-          }
-          if (c + 1 < N) {
+        const int cc_ = col0_ + 32;
+        const float b0_ = bias != nullptr && cc_ < N ? bf16_bits_to_f32(bias[cc_]) : 0.0f;
+        const float b1_ = bias != nullptr && cc_ + 1 < N ? bf16_bits_to_f32(bias[cc_ + 1]) : 0.0f;
+        if (row0_ + 0 < M) {
+          const float x0 = tot_[0][16] + b0_, x1 = tot_[0][17] + b1_;
+          u16* dp = Dl_ + (long long)(row0_ + 0) * ldd + cc_;
+          if (cc_ + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_bf16x2(x0, x1);
-          } else if (c < N) {
+          } else if (cc_ < N) {
+            dp[0] = f32_to_bf16_bits(x0);
+          }
+        }
+        if (row0_ + 8 < M) {
+          const float x0 = tot_[0][18] + b0_, x1 = tot_[0][19] + b1_;
+          u16* dp = Dl_ + (long long)(row0_ + 8) * ldd + cc_;
+          if (cc_ + 1 < N) {
+            *reinterpret_cast<u32*>(dp) = pack_bf16x2(x0, x1);
+          } else if (cc_ < N) {
             dp[0] = f32_to_bf16_bits(x0);
           }
         }
       }
       {
-        const int r = row0_ + 8, c = col0_ + 16;
-        if (r < M) {
-          float x0 = tot_[0][10], x1 = tot_[0][11];
-          u16* dp = Dl_ + (long long)r * ldd + c;
-          if (c + 0 < N) {
-            if (bias != nullptr) x0 += bf16_bits_to_f32(bias[c + 0]);
-          }
-          if (c + 1 < N) {
-            if (bias != nullptr) x1 += bf16_bits_to_f32(bias[c + 1]);
-          }
-          if (c + 1 < N) {
+        const int cc_ = col0_ + 40;
+        const float b0_ = bias != nullptr && cc_ < N ? bf16_bits_to_f32(bias[cc_]) : 0.0f;
+        const float b1_ = bias != nullptr && cc_ + 1 < N ? bf16_bits_to_f32(bias[cc_ + 1]) : 0.0f;
+        if (row0_ + 0 < M) {
+          const float x0 = tot_[0][20] + b0_, x1 = tot_[0][21] + b1_;
+          u16* dp = Dl_ + (long long)(row0_ + 0) * ldd + cc_;
+          if (cc_ + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_bf16x2(x0, x1);
-          } else if (c < N) {
+          } else if (cc_ < N) {
+            dp[0] = f32_to_bf16_bits(x0);
+          }
+        }
+        if (row0_ + 8 < M) {
+          const float x0 = tot_[0][22] + b0_, x1 = tot_[0][23] + b1_;
+          u16* dp = Dl_ + (long long)(row0_ + 8) * ldd + cc_;
+          if (cc_ + 1 < N) {
+            *reinterpret_cast<u32*>(dp) = pack_bf16x2(x0, x1);
+          } else if (cc_ < N) {
             dp[0] = f32_to_bf16_bits(x0);
           }
         }
       }
       {
-        const int r = row0_ + 0, c = col0_ + 24;
-        if (r < M) {
-          float x0 = tot_[0][12], x1 = tot_[0][13];
-          u16* dp = Dl_ + (long long)r * ldd + c;
-          if (c + 0 < N) {
-            if (bias != nullptr) x0 += bf16_bits_to_f32(bias[c + 0]);
-          }
-          if (c + 1 < N) {
-            if (bias != nullptr) x1 += bf16_bits_to_f32(bias[c + 1]);
-          }
-          if (c + 1 < N) {
+        const int cc_ = col0_ + 48;
+        const float b0_ = bias != nullptr && cc_ < N ? bf16_bits_to_f32(bias[cc_]) : 0.0f;
+        const float b1_ = bias != nullptr && cc_ + 1 < N ? bf16_bits_to_f32(bias[cc_ + 1]) : 0.0f;
+        if (row0_ + 0 < M) {
+          const float x0 = tot_[0][24] + b0_, x1 = tot_[0][25] + b1_;
+          u16* dp = Dl_ + (long long)(row0_ + 0) * ldd + cc_;
+          if (cc_ + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_bf16x2(x0, x1);
-          } else if (c < N) {
+          } else if (cc_ < N) {
+            dp[0] = f32_to_bf16_bits(x0);
+          }
+        }
+        if (row0_ + 8 < M) {
+          const float x0 = tot_[0][26] + b0_, x1 = tot_[0][27] + b1_;
+          u16* dp = Dl_ + (long long)(row0_ + 8) * ldd + cc_;
+          if (cc_ + 1 < N) {
+            *reinterpret_cast<u32*>(dp) = pack_bf16x2(x0, x1);
+          } else if (cc_ < N) {
             dp[0] = f32_to_bf16_bits(x0);
           }
         }
       }
       {
-        const int r = row0_ + 8, c = col0_ + 24;
-        if (r < M) {
-          float x0 = tot_[0][14], x1 = tot_[0][15];
-          u16* dp = Dl_ + (long long)r * ldd + c;
-          if (c + 0 < N) {
-            if (bias != nullptr) x0 += bf16_bits_to_f32(bias[c + 0]);
-          }
-          if (c + 1 < N) {
-            if (bias != nullptr) x1 += bf16_bits_to_f32(bias[c + 1]);
-          }
-          if (c + 1 < N) {
+        const int cc_ = col0_ + 56;
+        const float b0_ = bias != nullptr && cc_ < N ? bf16_bits_to_f32(bias[cc_]) : 0.0f;
+        const float b1_ = bias != nullptr && cc_ + 1 < N ? bf16_bits_to_f32(bias[cc_ + 1]) : 0.0f;
+        if (row0_ + 0 < M) {
+          const float x0 = tot_[0][28] + b0_, x1 = tot_[0][29] + b1_;
+          u16* dp = Dl_ + (long long)(row0_ + 0) * ldd + cc_;
+          if (cc_ + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_bf16x2(x0, x1);
-          } else if (c < N) {
+          } else if (cc_ < N) {
+            dp[0] = f32_to_bf16_bits(x0);
+          }
+        }
+        if (row0_ + 8 < M) {
+          const float x0 = tot_[0][30] + b0_, x1 = tot_[0][31] + b1_;
+          u16* dp = Dl_ + (long long)(row0_ + 8) * ldd + cc_;
+          if (cc_ + 1 < N) {
+            *reinterpret_cast<u32*>(dp) = pack_bf16x2(x0, x1);
+          } else if (cc_ < N) {
             dp[0] = f32_to_bf16_bits(x0);
           }
         }
       }
       {
-        const int r = row0_ + 0, c = col0_ + 32;
-        if (r < M) {
-          float x0 = tot_[0][16], x1 = tot_[0][17];
-          u16* dp = Dl_ + (long long)r * ldd + c;
-          if (c + 0 < N) {
-            if (bias != nullptr) x0 += bf16_bits_to_f32(bias[c + 0]);
-          }
-          if (c + 1 < N) {
-            if (bias != nullptr) x1 += bf16_bits_to_f32(bias[c + 1]);
-          }
-          if (c + 1 < N) {
+        const int cc_ = col0_ + 64;
+        const float b0_ = bias != nullptr && cc_ < N ? bf16_bits_to_f32(bias[cc_]) : 0.0f;
+        const float b1_ = bias != nullptr && cc_ + 1 < N ? bf16_bits_to_f32(bias[cc_ + 1]) : 0.0f;
+        if (row0_ + 0 < M) {
+          const float x0 = tot_[0][32] + b0_, x1 = tot_[0][33] + b1_;
+          u16* dp = Dl_ + (long long)(row0_ + 0) * ldd + cc_;
+          if (cc_ + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_bf16x2(x0, x1);
-          } else if (c < N) {
+          } else if (cc_ < N) {
+            dp[0] = f32_to_bf16_bits(x0);
+          }
+        }
+        if (row0_ + 8 < M) {
+          const float x0 = tot_[0][34] + b0_, x1 = tot_[0][35] + b1_;
+          u16* dp = Dl_ + (long long)(row0_ + 8) * ldd + cc_;
+          if (cc_ + 1 < N) {
+            *reinterpret_cast<u32*>(dp) = pack_bf16x2(x0, x1);
+          } else if (cc_ < N) {
             dp[0] = f32_to_bf16_bits(x0);
           }
         }
       }
       {
-        const int r = row0_ + 8, c = col0_ + 32;
-        if (r < M) {
-          float x0 = tot_[0][18], x1 = tot_[0][19];
-          u16* dp = Dl_ + (long long)r * ldd + c;
-          if (c + 0 < N) {
-            if (bias != nullptr) x0 += bf16_bits_to_f32(bias[c + 0]);
-          }
-          if (c + 1 < N) {
-            if (bias != nullptr) x1 += bf16_bits_to_f32(bias[c + 1]);
-          }
-          if (c + 1 < N) {
+        const int cc_ = col0_ + 72;
+        const float b0_ = bias != nullptr && cc_ < N ? bf16_bits_to_f32(bias[cc_]) : 0.0f;
+        const float b1_ = bias != nullptr && cc_ + 1 < N ? bf16_bits_to_f32(bias[cc_ + 1]) : 0.0f;
+        if (row0_ + 0 < M) {
+          const float x0 = tot_[0][36] + b0_, x1 = tot_[0][37] + b1_;
+          u16* dp = Dl_ + (long long)(row0_ + 0) * ldd + cc_;
+          if (cc_ + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_bf16x2(x0, x1);
-          } else if (c < N) {
+          } else if (cc_ < N) {
+            dp[0] = f32_to_bf16_bits(x0);
+          }
+        }
+        if (row0_ + 8 < M) {
+          const float x0 = tot_[0][38] + b0_, x1 = tot_[0][39] + b1_;
+          u16* dp = Dl_ + (long long)(row0_ + 8) * ldd + cc_;
+          if (cc_ + 1 < N) {
+            *reinterpret_cast<u32*>(dp) = pack_bf16x2(x0, x1);
+          } else if (cc_ < N) {
             dp[0] = f32_to_bf16_bits(x0);
           }
         }
       }
       {
-        const int r = row0_ + 0, c = col0_ + 40;
-        if (r < M) {
-          float x0 = tot_[0][20], x1 = tot_[0][21];
-          u16* dp = Dl_ + (long long)r * ldd + c;
-          if (c + 0 < N) {
-            if (bias != nullptr) x0 += bf16_bits_to_f32(bias[c + 0]);
-          }
-          if (c + 1 < N) {
-            if (bias != nullptr) x1 += bf16_bits_to_f32(bias[c + 1]);
-          }
-          if (c + 1 < N) {
+        const int cc_ = col0_ + 80;
+        const float b0_ = bias != nullptr && cc_ < N ? bf16_bits_to_f32(bias[cc_]) : 0.0f;
+        const float b1_ = bias != nullptr && cc_ + 1 < N ? bf16_bits_to_f32(bias[cc_ + 1]) : 0.0f;
+        if (row0_ + 0 < M) {
+          const float x0 = tot_[0][40] + b0_, x1 = tot_[0][41] + b1_;
+          u16* dp = Dl_ + (long long)(row0_ + 0) * ldd + cc_;
+          if (cc_ + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_bf16x2(x0, x1);
-          } else if (c < N) {
+          } else if (cc_ < N) {
+            dp[0] = f32_to_bf16_bits(x0);
+          }
+        }
+        if (row0_ + 8 < M) {
+          const float x0 = tot_[0][42] + b0_, x1 = tot_[0][43] + b1_;
+          u16* dp = Dl_ + (long long)(row0_ + 8) * ldd + cc_;
+          if (cc_ + 1 < N) {
+            *reinterpret_cast<u32*>(dp) = pack_bf16x2(x0, x1);
+          } else if (cc_ < N) {
             dp[0] = f32_to_bf16_bits(x0);
           }
         }
       }
       {
-        const int r = row0_ + 8, c = col0_ + 40;
-        if (r < M) {
-          float x0 = tot_[0][22], x1 = tot_[0][23];
-          u16* dp = Dl_ + (long long)r * ldd + c;
-          if (c + 0 < N) {
-            if (bias != nullptr) x0 += bf16_bits_to_f32(bias[c + 0]);
-          }
-          if (c + 1 < N) {
-            if (bias != nullptr) x1 += bf16_bits_to_f32(bias[c + 1]);
-          }
-          if (c + 1 < N) {
+        const int cc_ = col0_ + 88;
+        const float b0_ = bias != nullptr && cc_ < N ? bf16_bits_to_f32(bias[cc_]) : 0.0f;
+        const float b1_ = bias != nullptr && cc_ + 1 < N ? bf16_bits_to_f32(bias[cc_ + 1]) : 0.0f;
+        if (row0_ + 0 < M) {
+          const float x0 = tot_[0][44] + b0_, x1 = tot_[0][45] + b1_;
+          u16* dp = Dl_ + (long long)(row0_ + 0) * ldd + cc_;
+          if (cc_ + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_bf16x2(x0, x1);
-          } else if (c < N) {
+          } else if (cc_ < N) {
+            dp[0] = f32_to_bf16_bits(x0);
+          }
+        }
+        if (row0_ + 8 < M) {
+          const float x0 = tot_[0][46] + b0_, x1 = tot_[0][47] + b1_;
+          u16* dp = Dl_ + (long long)(row0_ + 8) * ldd + cc_;
+          if (cc_ + 1 < N) {
+            *reinterpret_cast<u32*>(dp) = pack_bf16x2(x0, x1);
+          } else if (cc_ < N) {
             dp[0] = f32_to_bf16_bits(x0);
           }
         }
       }
       {
-        const int r = row0_ + 0, c = col0_ + 48;
-        if (r < M) {
-          float x0 = tot_[0][24], x1 = tot_[0][25];
-          u16* dp = Dl_ + (long long)r * ldd + c;
-          if (c + 0 < N) {
-            if (bias != nullptr) x0 += bf16_bits_to_f32(bias[c + 0]);
-          }
-          if (c + 1 < N) {
-            if (bias != nullptr) x1 += bf16_bits_to_f32(bias[c + 1]);
-          }
-          if (c + 1 < N) {
+        const int cc_ = col0_ + 96;
+        const float b0_ = bias != nullptr && cc_ < N ? bf16_bits_to_f32(bias[cc_]) : 0.0f;
+        const float b1_ = bias != nullptr && cc_ + 1 < N ? bf16_bits_to_f32(bias[cc_ + 1]) : 0.0f;
+        if (row0_ + 0 < M) {
+          const float x0 = tot_[0][48] + b0_, x1 = tot_[0][49] + b1_;
+          u16* dp = Dl_ + (long long)(row0_ + 0) * ldd + cc_;
+          if (cc_ + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_bf16x2(x0, x1);
-          } else if (c < N) {
+          } else if (cc_ < N) {
+            dp[0] = f32_to_bf16_bits(x0);
+          }
+        }
+        if (row0_ + 8 < M) {
+          const float x0 = tot_[0][50] + b0_, x1 = tot_[0][51] + b1_;
+          u16* dp = Dl_ + (long long)(row0_ + 8) * ldd + cc_;
+          if (cc_ + 1 < N) {
+            *reinterpret_cast<u32*>(dp) = pack_bf16x2(x0, x1);
+          } else if (cc_ < N) {
             dp[0] = f32_to_bf16_bits(x0);
           }
         }
       }
       {
-        const int r = row0_ + 8, c = col0_ + 48;
-        if (r < M) {
-          float x0 = tot_[0][26], x1 = tot_[0][27];
-          u16* dp = Dl_ + (long long)r * ldd + c;
-          if (c + 0 < N) {
-            if (bias != nullptr) x0 += bf16_bits_to_f32(bias[c + 0]);
-          }
-          if (c + 1 < N) {
-            if (bias != nullptr) x1 += bf16_bits_to_f32(bias[c + 1]);
-          }
-          if (c + 1 < N) {
+        const int cc_ = col0_ + 104;
+        const float b0_ = bias != nullptr && cc_ < N ? bf16_bits_to_f32(bias[cc_]) : 0.0f;
+        const float b1_ = bias != nullptr && cc_ + 1 < N ? bf16_bits_to_f32(bias[cc_ + 1]) : 0.0f;
+        if (row0_ + 0 < M) {
+          const float x0 = tot_[0][52] + b0_, x1 = tot_[0][53] + b1_;
+          u16* dp = Dl_ + (long long)(row0_ + 0) * ldd + cc_;
+          if (cc_ + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_bf16x2(x0, x1);
-          } else if (c < N) {
+          } else if (cc_ < N) {
+            dp[0] = f32_to_bf16_bits(x0);
+          }
+        }
+        if (row0_ + 8 < M) {
+          const float x0 = tot_[0][54] + b0_, x1 = tot_[0][55] + b1_;
+          u16* dp = Dl_ + (long long)(row0_ + 8) * ldd + cc_;
+          if (cc_ + 1 < N) {
+            *reinterpret_cast<u32*>(dp) = pack_bf16x2(x0, x1);
+          } else if (cc_ < N) {
             dp[0] = f32_to_bf16_bits(x0);
           }
         }
       }
       {
-        const int r = row0_ + 0, c = col0_ + 56;
-        if (r < M) {
-          float x0 = tot_[0][28], x1 = tot_[0][29];
-          u16* dp = Dl_ + (long long)r * ldd + c;
-          if (c + 0 < N) {
-            if (bias != nullptr) x0 += bf16_bits_to_f32(bias[c + 0]);
-          }
-          if (c + 1 < N) {
-            if (bias != nullptr) x1 += bf16_bits_to_f32(bias[c + 1]);
-          }
-          if (c + 1 < N) {
+        const int cc_ = col0_ + 112;
+        const float b0_ = bias != nullptr && cc_ < N ? bf16_bits_to_f32(bias[cc_]) : 0.0f;
+        const float b1_ = bias != nullptr && cc_ + 1 < N ? bf16_bits_to_f32(bias[cc_ + 1]) : 0.0f;
+        if (row0_ + 0 < M) {
+          const float x0 = tot_[0][56] + b0_, x1 = tot_[0][57] + b1_;
+          u16* dp = Dl_ + (long long)(row0_ + 0) * ldd + cc_;
+          if (cc_ + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_bf16x2(x0, x1);
-          } else if (c < N) {
+          } else if (cc_ < N) {
+            dp[0] = f32_to_bf16_bits(x0);
+          }
+        }
+        if (row0_ + 8 < M) {
+          const float x0 = tot_[0][58] + b0_, x1 = tot_[0][59] + b1_;
+          u16* dp = Dl_ + (long long)(row0_ + 8) * ldd + cc_;
+          if (cc_ + 1 < N) {
+            *reinterpret_cast<u32*>(dp) = pack_bf16x2(x0, x1);
+          } else if (cc_ < N) {
             dp[0] = f32_to_bf16_bits(x0);
           }
         }
       }
       {
-        const int r = row0_ + 8, c = col0_ + 56;
-        if (r < M) {
-          float x0 = tot_[0][30], x1 = tot_[0][31];
-          u16* dp = Dl_ + (long long)r * ldd + c;
-          if (c + 0 < N) {
-            if (bias != nullptr) x0 += bf16_bits_to_f32(bias[c + 0]);
-          }
-          if (c + 1 < N) {
-            if (bias != nullptr) x1 += bf16_bits_to_f32(bias[c + 1]);
-          }
-          if (c + 1 < N) {
+        const int cc_ = col0_ + 120;
+        const float b0_ = bias != nullptr && cc_ < N ? bf16_bits_to_f32(bias[cc_]) : 0.0f;
+        const float b1_ = bias != nullptr && cc_ + 1 < N ? bf16_bits_to_f32(bias[cc_ + 1]) : 0.0f;
+        if (row0_ + 0 < M) {
+          const float x0 = tot_[0][60] + b0_, x1 = tot_[0][61] + b1_;
+          u16* dp = Dl_ + (long long)(row0_ + 0) * ldd + cc_;
+          if (cc_ + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_bf16x2(x0, x1);
-          } else if (c < N) {
+          } else if (cc_ < N) {
             dp[0] = f32_to_bf16_bits(x0);
           }
         }
-      }
-      {
-        const int r = row0_ + 0, c = col0_ + 64;
-        if (r < M) {
-          float x0 = tot_[0][32], x1 = tot_[0][33];
-          u16* dp = Dl_ + (long long)r * ldd + c;
-          if (c + 0 < N) {
-            if (bias != nullptr) x0 += bf16_bits_to_f32(bias[c + 0]);
-          }
-          if (c + 1 < N) {
-            if (bias != nullptr) x1 += bf16_bits_to_f32(bias[c + 1]);
-          }
-          if (c + 1 < N) {
+        if (row0_ + 8 < M) {
+          const float x0 = tot_[0][62] + b0_, x1 = tot_[0][63] + b1_;
+          u16* dp = Dl_ + (long long)(row0_ + 8) * ldd + cc_;
+          if (cc_ + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_bf16x2(x0, x1);
-          } else if (c < N) {
-            dp[0] = f32_to_bf16_bits(x0);
-          }
-        }
-      }
-      {
-        const int r = row0_ + 8, c = col0_ + 64;
-        if (r < M) {
-          float x0 = tot_[0][34], x1 = tot_[0][35];
-          u16* dp = Dl_ + (long long)r * ldd + c;
-          if (c + 0 < N) {
-            if (bias != nullptr) x0 += bf16_bits_to_f32(bias[c + 0]);
-          }
-          if (c + 1 < N) {
-            if (bias != nullptr) x1 += bf16_bits_to_f32(bias[c + 1]);
-          }
-          if (c + 1 < N) {
-            *reinterpret_cast<u32*>(dp) = pack_bf16x2(x0, x1);
-          } else if (c < N) {
-            dp[0] = f32_to_bf16_bits(x0);
-          }
-        }
-      }
-      {
-        const int r = row0_ + 0, c = col0_ + 72;
-        if (r < M) {
-          float x0 = tot_[0][36], x1 = tot_[0][37];
-          u16* dp = Dl_ + (long long)r * ldd + c;
-          if (c + 0 < N) {
-            if (bias != nullptr) x0 += bf16_bits_to_f32(bias[c + 0]);
-          }
-          if (c + 1 < N) {
-            if (bias != nullptr) x1 += bf16_bits_to_f32(bias[c + 1]);
-          }
-          if (c + 1 < N) {
-            *reinterpret_cast<u32*>(dp) = pack_bf16x2(x0, x1);
-          } else if (c < N) {
-            dp[0] = f32_to_bf16_bits(x0);
-          }
-        }
-      }
-      {
-        const int r = row0_ + 8, c = col0_ + 72;
-        if (r < M) {
-          float x0 = tot_[0][38], x1 = tot_[0][39];
-          u16* dp = Dl_ + (long long)r * ldd + c;
-          if (c + 0 < N) {
-            if (bias != nullptr) x0 += bf16_bits_to_f32(bias[c + 0]);
-          }
-          if (c + 1 < N) {
-            if (bias != nullptr) x1 += bf16_bits_to_f32(bias[c + 1]);
-          }
-          if (c + 1 < N) {
-            *reinterpret_cast<u32*>(dp) = pack_bf16x2(x0, x1);
-          } else if (c < N) {
-            dp[0] = f32_to_bf16_bits(x0);
-          }
-        }
-      }
-      {
-        const int r = row0_ + 0, c = col0_ + 80;
-        if (r < M) {
-          float x0 = tot_[0][40], x1 = tot_[0][41];
-          u16* dp = Dl_ + (long long)r * ldd + c;
-          if (c + 0 < N) {
-            if (bias != nullptr) x0 += bf16_bits_to_f32(bias[c + 0]);
-          }
-          if (c + 1 < N) {
-            if (bias != nullptr) x1 += bf16_bits_to_f32(bias[c + 1]);
-          }
-          if (c + 1 < N) {
-            *reinterpret_cast<u32*>(dp) = pack_bf16x2(x0, x1);
-          } else if (c < N) {
-            dp[0] = f32_to_bf16_bits(x0);
-          }
-        }
-      }
-      {
-        const int r = row0_ + 8, c = col0_ + 80;
-        if (r < M) {
-          float x0 = tot_[0][42], x1 = tot_[0][43];
-          u16* dp = Dl_ + (long long)r * ldd + c;
-          if (c + 0 < N) {
-            if (bias != nullptr) x0 += bf16_bits_to_f32(bias[c + 0]);
-          }
-          if (c + 1 < N) {
-            if (bias != nullptr) x1 += bf16_bits_to_f32(bias[c + 1]);
-          }
-          if (c + 1 < N) {
-            *reinterpret_cast<u32*>(dp) = pack_bf16x2(x0, x1);
-          } else if (c < N) {
-            dp[0] = f32_to_bf16_bits(x0);
-          }
-        }
-      }
-      {
-        const int r = row0_ + 0, c = col0_ + 88;
-        if (r < M) {
-          float x0 = tot_[0][44], x1 = tot_[0][45];
-          u16* dp = Dl_ + (long long)r * ldd + c;
-          if (c + 0 < N) {
-            if (bias != nullptr) x0 += bf16_bits_to_f32(bias[c + 0]);
-          }
-          if (c + 1 < N) {
-            if (bias != nullptr) x1 += bf16_bits_to_f32(bias[c + 1]);
-          }
-          if (c + 1 < N) {
-            *reinterpret_cast<u32*>(dp) = pack_bf16x2(x0, x1);
-          } else if (c < N) {
-            dp[0] = f32_to_bf16_bits(x0);
-          }
-        }
-      }
-      {
-        const int r = row0_ + 8, c = col0_ + 88;
-        if (r < M) {
-          float x0 = tot_[0][46], x1 = tot_[0][47];
-          u16* dp = Dl_ + (long long)r * ldd + c;
-          if (c + 0 < N) {
-            if (bias != nullptr) x0 += bf16_bits_to_f32(bias[c + 0]);
-          }
-          if (c + 1 < N) {
-            if (bias != nullptr) x1 += bf16_bits_to_f32(bias[c + 1]);
-          }
-          if (c + 1 < N) {
-            *reinterpret_cast<u32*>(dp) = pack_bf16x2(x0, x1);
-          } else if (c < N) {
-            dp[0] = f32_to_bf16_bits(x0);
-          }
-        }
-      }
-      {
-        const int r = row0_ + 0, c = col0_ + 96;
-        if (r < M) {
-          float x0 = tot_[0][48], x1 = tot_[0][49];
-          u16* dp = Dl_ + (long long)r * ldd + c;
-          if (c + 0 < N) {
-            if (bias != nullptr) x0 += bf16_bits_to_f32(bias[c + 0]);
-          }
-          if (c + 1 < N) {
-            if (bias != nullptr) x1 += bf16_bits_to_f32(bias[c + 1]);
-          }
-          if (c + 1 < N) {
-            *reinterpret_cast<u32*>(dp) = pack_bf16x2(x0, x1);
-          } else if (c < N) {
-            dp[0] = f32_to_bf16_bits(x0);
-          }
-        }
-      }
-      {
-        const int r = row0_ + 8, c = col0_ + 96;
-        if (r < M) {
-          float x0 = tot_[0][50], x1 = tot_[0][51];
-          u16* dp = Dl_ + (long long)r * ldd + c;
-          if (c + 0 < N) {
-            if (bias != nullptr) x0 += bf16_bits_to_f32(bias[c + 0]);
-          }
-          if (c + 1 < N) {
-            if (bias != nullptr) x1 += bf16_bits_to_f32(bias[c + 1]);
-          }
-          if (c + 1 < N) {
-            *reinterpret_cast<u32*>(dp) = pack_bf16x2(x0, x1);
-          } else if (c < N) {
-            dp[0] = f32_to_bf16_bits(x0);
-          }
-        }
-      }
-      {
-        const int r = row0_ + 0, c = col0_ + 104;
-        if (r < M) {
-          float x0 = tot_[0][52], x1 = tot_[0][53];
-          u16* dp = Dl_ + (long long)r * ldd + c;
-          if (c + 0 < N) {
-            if (bias != nullptr) x0 += bf16_bits_to_f32(bias[c + 0]);
-          }
-          if (c + 1 < N) {
-            if (bias != nullptr) x1 += bf16_bits_to_f32(bias[c + 1]);
-          }
-          if (c + 1 < N) {
-            *reinterpret_cast<u32*>(dp) = pack_bf16x2(x0, x1);
-          } else if (c < N) {
-            dp[0] = f32_to_bf16_bits(x0);
-          }
-        }
-      }
-      {
-        const int r = row0_ + 8, c = col0_ + 104;
-        if (r < M) {
-          float x0 = tot_[0][54], x1 = tot_[0][55];
-          u16* dp = Dl_ + (long long)r * ldd + c;
-          if (c + 0 < N) {
-            if (bias != nullptr) x0 += bf16_bits_to_f32(bias[c + 0]);
-          }
-          if (c + 1 < N) {
-            if (bias != nullptr) x1 += bf16_bits_to_f32(bias[c + 1]);
-          }
-          if (c + 1 < N) {
-            *reinterpret_cast<u32*>(dp) = pack_bf16x2(x0, x1);
-          } else if (c < N) {
-            dp[0] = f32_to_bf16_bits(x0);
-          }
-        }
-      }
-      {
-        const int r = row0_ + 0, c = col0_ + 112;
-        if (r < M) {
-          float x0 = tot_[0][56], x1 = tot_[0][57];
-          u16* dp = Dl_ + (long long)r * ldd + c;
-          if (c + 0 < N) {
-            if (bias != nullptr) x0 += bf16_bits_to_f32(bias[c + 0]);
-          }
-          if (c + 1 < N) {
-            if (bias != nullptr) x1 += bf16_bits_to_f32(bias[c + 1]);
-          }
-          if (c + 1 < N) {
-            *reinterpret_cast<u32*>(dp) = pack_bf16x2(x0, x1);
-          } else if (c < N) {
-            dp[0] = f32_to_bf16_bits(x0);
-          }
-        }
-      }
-      {
-        const int r = row0_ + 8, c = col0_ + 112;
-        if (r < M) {
-          float x0 = tot_[0][58], x1 = tot_[0][59];
-          u16* dp = Dl_ + (long long)r * ldd + c;
-          if (c + 0 < N) {
-            if (bias != nullptr) x0 += bf16_bits_to_f32(bias[c + 0]);
-          }
-          if (c + 1 < N) {
-            if (bias != nullptr) x1 += bf16_bits_to_f32(bias[c + 1]);
-          }
-          if (c + 1 < N) {
-            *reinterpret_cast<u32*>(dp) = pack_bf16x2(x0, x1);
-          } else if (c < N) {
-            dp[0] = f32_to_bf16_bits(x0);
-          }
-        }
-      }
-      {
-        const int r = row0_ + 0, c = col0_ + 120;
-        if (r < M) {
-          float x0 = tot_[0][60], x1 = tot_[0][61];
-          u16* dp = Dl_ + (long long)r * ldd + c;
-          if (c + 0 < N) {
-            if (bias != nullptr) x0 += bf16_bits_to_f32(bias[c + 0]);
-          }
-          if (c + 1 < N) {
-            if (bias != nullptr) x1 += bf16_bits_to_f32(bias[c + 1]);
-          }
-          if (c + 1 < N) {
-            *reinterpret_cast<u32*>(dp) = pack_bf16x2(x0, x1);
-          } else if (c < N) {
-            dp[0] = f32_to_bf16_bits(x0);
-          }
-        }
-      }
-      {
-        const int r = row0_ + 8, c = col0_ + 120;
-        if (r < M) {
-          float x0 = tot_[0][62], x1 = tot_[0][63];
-          u16* dp = Dl_ + (long long)r * ldd + c;
-          if (c + 0 < N) {
-            if (bias != nullptr) x0 += bf16_bits_to_f32(bias[c + 0]);
-          }
-          if (c + 1 < N) {
-            if (bias != nullptr) x1 += bf16_bits_to_f32(bias[c + 1]);
-          }
-          if (c + 1 < N) {
-            *reinterpret_cast<u32*>(dp) = pack_bf16x2(x0, x1);
-          } else if (c < N) {
+          } else if (cc_ < N) {
             dp[0] = f32_to_bf16_bits(x0);
           }
         }

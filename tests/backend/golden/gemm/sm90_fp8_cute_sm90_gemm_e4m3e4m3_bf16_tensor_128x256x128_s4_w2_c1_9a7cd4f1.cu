@@ -135,1153 +135,737 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_e4m3e4m3_bf1
       u16* Dl_ = D + (long long)l_ * ldl_d;
       const float s_ = __ldg(scale_a) * __ldg(scale_b);
       {
-        const int r = row0_ + 0, c = col0_ + 0;
-        if (r < M) {
-          float x0 = s_ * acc[0][0], x1 = s_ * acc[0][1];
-          u16* dp = Dl_ + (long long)r * ldd + c;
-          if (c + 0 < N) {
-            if (bias != nullptr) x0 += bf16_bits_to_f32(bias[c + 0]);
-          }
-          if (c + 1 < N) {
-            if (bias != nullptr) x1 += bf16_bits_to_f32(bias[c + 1]);
-          }
-          if (c + 1 < N) {
+        const int cc_ = col0_ + 0;
+        const float b0_ = bias != nullptr && cc_ < N ? bf16_bits_to_f32(bias[cc_]) : 0.0f;
+        const float b1_ = bias != nullptr && cc_ + 1 < N ? bf16_bits_to_f32(bias[cc_ + 1]) : 0.0f;
+        if (row0_ + 0 < M) {
+          const float x0 = s_ * acc[0][0] + b0_, x1 = s_ * acc[0][1] + b1_;
+          u16* dp = Dl_ + (long long)(row0_ + 0) * ldd + cc_;
+          if (cc_ + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_bf16x2(x0, x1);
-          } else if (c < N) {
+          } else if (cc_ < N) {
+            dp[0] = f32_to_bf16_bits(x0);
+          }
+        }
+        if (row0_ + 8 < M) {
+          const float x0 = s_ * acc[0][2] + b0_, x1 = s_ * acc[0][3] + b1_;
+          u16* dp = Dl_ + (long long)(row0_ + 8) * ldd + cc_;
+          if (cc_ + 1 < N) {
+            *reinterpret_cast<u32*>(dp) = pack_bf16x2(x0, x1);
+          } else if (cc_ < N) {
             dp[0] = f32_to_bf16_bits(x0);
           }
         }
       }
       {
-        const int r = row0_ + 8, c = col0_ + 0;
-        if (r < M) {
-          float x0 = s_ * acc[0][2], x1 = s_ * acc[0][3];
-          u16* dp = Dl_ + (long long)r * ldd + c;
-          if (c + 0 < N) {
-            if (bias != nullptr) x0 += bf16_bits_to_f32(bias[c + 0]);
-          }
-          if (c + 1 < N) {
-            if (bias != nullptr) x1 += bf16_bits_to_f32(bias[c + 1]);
-          }
-          if (c + 1 < N) {
+        const int cc_ = col0_ + 8;
+        const float b0_ = bias != nullptr && cc_ < N ? bf16_bits_to_f32(bias[cc_]) : 0.0f;
+        const float b1_ = bias != nullptr && cc_ + 1 < N ? bf16_bits_to_f32(bias[cc_ + 1]) : 0.0f;
+        if (row0_ + 0 < M) {
+          const float x0 = s_ * acc[0][4] + b0_, x1 = s_ * acc[0][5] + b1_;
+          u16* dp = Dl_ + (long long)(row0_ + 0) * ldd + cc_;
+          if (cc_ + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_bf16x2(x0, x1);
-          } else if (c < N) {
+          } else if (cc_ < N) {
+            dp[0] = f32_to_bf16_bits(x0);
+          }
+        }
+        if (row0_ + 8 < M) {
+          const float x0 = s_ * acc[0][6] + b0_, x1 = s_ * acc[0][7] + b1_;
+          u16* dp = Dl_ + (long long)(row0_ + 8) * ldd + cc_;
+          if (cc_ + 1 < N) {
+            *reinterpret_cast<u32*>(dp) = pack_bf16x2(x0, x1);
+          } else if (cc_ < N) {
             dp[0] = f32_to_bf16_bits(x0);
           }
         }
       }
       {
-        const int r = row0_ + 0, c = col0_ + 8;
-        if (r < M) {
-          float x0 = s_ * acc[0][4], x1 = s_ * acc[0][5];
-          u16* dp = Dl_ + (long long)r * ldd + c;
-          if (c + 0 < N) {
-            if (bias != nullptr) x0 += bf16_bits_to_f32(bias[c + 0]);
-          }
-          if (c + 1 < N) {
-            if (bias != nullptr) x1 += bf16_bits_to_f32(bias[c + 1]);
-          }
-          if (c + 1 < N) {
+        const int cc_ = col0_ + 16;
+        const float b0_ = bias != nullptr && cc_ < N ? bf16_bits_to_f32(bias[cc_]) : 0.0f;
+        const float b1_ = bias != nullptr && cc_ + 1 < N ? bf16_bits_to_f32(bias[cc_ + 1]) : 0.0f;
+        if (row0_ + 0 < M) {
+          const float x0 = s_ * acc[0][8] + b0_, x1 = s_ * acc[0][9] + b1_;
+          u16* dp = Dl_ + (long long)(row0_ + 0) * ldd + cc_;
+          if (cc_ + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_bf16x2(x0, x1);
-          } else if (c < N) {
+          } else if (cc_ < N) {
+            dp[0] = f32_to_bf16_bits(x0);
+          }
+        }
+        if (row0_ + 8 < M) {
+          const float x0 = s_ * acc[0][10] + b0_, x1 = s_ * acc[0][11] + b1_;
+          u16* dp = Dl_ + (long long)(row0_ + 8) * ldd + cc_;
+          if (cc_ + 1 < N) {
+            *reinterpret_cast<u32*>(dp) = pack_bf16x2(x0, x1);
+          } else if (cc_ < N) {
             dp[0] = f32_to_bf16_bits(x0);
           }
         }
       }
       {
-        const int r = row0_ + 8, c = col0_ + 8;
-        if (r < M) {
-          float x0 = s_ * acc[0][6], x1 = s_ * acc[0][7];
-          u16* dp = Dl_ + (long long)r * ldd + c;
-          if (c + 0 < N) {
-            if (bias != nullptr) x0 += bf16_bits_to_f32(bias[c + 0]);
-          }
-          if (c + 1 < N) {
-            if (bias != nullptr) x1 += bf16_bits_to_f32(bias[c + 1]);
-          }
-          if (c + 1 < N) {
+        const int cc_ = col0_ + 24;
+        const float b0_ = bias != nullptr && cc_ < N ? bf16_bits_to_f32(bias[cc_]) : 0.0f;
+        const float b1_ = bias != nullptr && cc_ + 1 < N ? bf16_bits_to_f32(bias[cc_ + 1]) : 0.0f;
+        if (row0_ + 0 < M) {
+          const float x0 = s_ * acc[0][12] + b0_, x1 = s_ * acc[0][13] + b1_;
+          u16* dp = Dl_ + (long long)(row0_ + 0) * ldd + cc_;
+          if (cc_ + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_bf16x2(x0, x1);
-          } else if (c < N) {
+          } else if (cc_ < N) {
+            dp[0] = f32_to_bf16_bits(x0);
+          }
+        }
+        if (row0_ + 8 < M) {
+          const float x0 = s_ * acc[0][14] + b0_, x1 = s_ * acc[0][15] + b1_;
+          u16* dp = Dl_ + (long long)(row0_ + 8) * ldd + cc_;
+          if (cc_ + 1 < N) {
+            *reinterpret_cast<u32*>(dp) = pack_bf16x2(x0, x1);
+          } else if (cc_ < N) {
             dp[0] = f32_to_bf16_bits(x0);
           }
         }
       }
       {
-        const int r = row0_ + 0, c = col0_ + 16;
-        if (r < M) {
-          float x0 = s_ * acc[0][8], x1 = s_ * acc[0][9];
-          u16* dp = Dl_ + (long long)r * ldd + c;
-          if (c + 0 < N) {
-            if (bias != nullptr) x0 += bf16_bits_to_f32(bias[c + 0]);
-          }
-          if (c + 1 < N) {
-            if (bias != nullptr) x1 += bf16_bits_to_f32(bias[c + 1]);
-          }
-          if (c + 1 < N) {
+        const int cc_ = col0_ + 32;
+        const float b0_ = bias != nullptr && cc_ < N ? bf16_bits_to_f32(bias[cc_]) : 0.0f;
+        const float b1_ = bias != nullptr && cc_ + 1 < N ? bf16_bits_to_f32(bias[cc_ + 1]) : 0.0f;
+        if (row0_ + 0 < M) {
+          const float x0 = s_ * acc[0][16] + b0_, x1 = s_ * acc[0][17] + b1_;
+          u16* dp = Dl_ + (long long)(row0_ + 0) * ldd + cc_;
+          if (cc_ + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_bf16x2(x0, x1);
-          } else if (c < N) {
+          } else if (cc_ < N) {
+            dp[0] = f32_to_bf16_bits(x0);
+          }
+        }
+        if (row0_ + 8 < M) {
+          const float x0 = s_ * acc[0][18] + b0_, x1 = s_ * acc[0][19] + b1_;
+          u16* dp = Dl_ + (long long)(row0_ + 8) * ldd + cc_;
+          if (cc_ + 1 < N) {
+            *reinterpret_cast<u32*>(dp) = pack_bf16x2(x0, x1);
+          } else if (cc_ < N) {
             dp[0] = f32_to_bf16_bits(x0);
           }
         }
       }
       {
-        const int r = row0_ + 8, c = col0_ + 16;
-        if (r < M) {
-          float x0 = s_ * acc[0][10], x1 = s_ * acc[0][11];
-          u16* dp = Dl_ + (long long)r * ldd + c;
-          if (c + 0 < N) {
-            if (bias != nullptr) x0 += bf16_bits_to_f32(bias[c + 0]);
-          }
-          if (c + 1 < N) {
-            if (bias != nullptr) x1 += bf16_bits_to_f32(bias[c + 1]);
-          }
-          if (c + 1 < N) {
+        const int cc_ = col0_ + 40;
+        const float b0_ = bias != nullptr && cc_ < N ? bf16_bits_to_f32(bias[cc_]) : 0.0f;
+        const float b1_ = bias != nullptr && cc_ + 1 < N ? bf16_bits_to_f32(bias[cc_ + 1]) : 0.0f;
+        if (row0_ + 0 < M) {
+          const float x0 = s_ * acc[0][20] + b0_, x1 = s_ * acc[0][21] + b1_;
+          u16* dp = Dl_ + (long long)(row0_ + 0) * ldd + cc_;
+          if (cc_ + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_bf16x2(x0, x1);
-          } else if (c < N) {
+          } else if (cc_ < N) {
+            dp[0] = f32_to_bf16_bits(x0);
+          }
+        }
+        if (row0_ + 8 < M) {
+          const float x0 = s_ * acc[0][22] + b0_, x1 = s_ * acc[0][23] + b1_;
+          u16* dp = Dl_ + (long long)(row0_ + 8) * ldd + cc_;
+          if (cc_ + 1 < N) {
+            *reinterpret_cast<u32*>(dp) = pack_bf16x2(x0, x1);
+          } else if (cc_ < N) {
             dp[0] = f32_to_bf16_bits(x0);
           }
         }
       }
       {
-        const int r = row0_ + 0, c = col0_ + 24;
-        if (r < M) {
-          float x0 = s_ * acc[0][12], x1 = s_ * acc[0][13];
-          u16* dp = Dl_ + (long long)r * ldd + c;
-          if (c + 0 < N) {
-            if (bias != nullptr) x0 += bf16_bits_to_f32(bias[c + 0]);
-          }
-          if (c + 1 < N) {
-            if (bias != nullptr) x1 += bf16_bits_to_f32(bias[c + 1]);
-          }
-          if (c + 1 < N) {
+        const int cc_ = col0_ + 48;
+        const float b0_ = bias != nullptr && cc_ < N ? bf16_bits_to_f32(bias[cc_]) : 0.0f;
+        const float b1_ = bias != nullptr && cc_ + 1 < N ? bf16_bits_to_f32(bias[cc_ + 1]) : 0.0f;
+        if (row0_ + 0 < M) {
+          const float x0 = s_ * acc[0][24] + b0_, x1 = s_ * acc[0][25] + b1_;
+          u16* dp = Dl_ + (long long)(row0_ + 0) * ldd + cc_;
+          if (cc_ + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_bf16x2(x0, x1);
-          } else if (c < N) {
+          } else if (cc_ < N) {
+            dp[0] = f32_to_bf16_bits(x0);
+          }
+        }
+        if (row0_ + 8 < M) {
+          const float x0 = s_ * acc[0][26] + b0_, x1 = s_ * acc[0][27] + b1_;
+          u16* dp = Dl_ + (long long)(row0_ + 8) * ldd + cc_;
+          if (cc_ + 1 < N) {
+            *reinterpret_cast<u32*>(dp) = pack_bf16x2(x0, x1);
+          } else if (cc_ < N) {
             dp[0] = f32_to_bf16_bits(x0);
           }
         }
       }
       {
-        const int r = row0_ + 8, c = col0_ + 24;
-        if (r < M) {
-          float x0 = s_ * acc[0][14], x1 = s_ * acc[0][15];
-          u16* dp = Dl_ + (long long)r * ldd + c;
-          if (c + 0 < N) {
-            if (bias != nullptr) x0 += bf16_bits_to_f32(bias[c + 0]);
-          }
-          if (c + 1 < N) {
-            if (bias != nullptr) x1 += bf16_bits_to_f32(bias[c + 1]);
-          }
-          if (c + 1 < N) {
+        const int cc_ = col0_ + 56;
+        const float b0_ = bias != nullptr && cc_ < N ? bf16_bits_to_f32(bias[cc_]) : 0.0f;
+        const float b1_ = bias != nullptr && cc_ + 1 < N ? bf16_bits_to_f32(bias[cc_ + 1]) : 0.0f;
+        if (row0_ + 0 < M) {
+          const float x0 = s_ * acc[0][28] + b0_, x1 = s_ * acc[0][29] + b1_;
+          u16* dp = Dl_ + (long long)(row0_ + 0) * ldd + cc_;
+          if (cc_ + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_bf16x2(x0, x1);
-          } else if (c < N) {
+          } else if (cc_ < N) {
+            dp[0] = f32_to_bf16_bits(x0);
+          }
+        }
+        if (row0_ + 8 < M) {
+          const float x0 = s_ * acc[0][30] + b0_, x1 = s_ * acc[0][31] + b1_;
+          u16* dp = Dl_ + (long long)(row0_ + 8) * ldd + cc_;
+          if (cc_ + 1 < N) {
+            *reinterpret_cast<u32*>(dp) = pack_bf16x2(x0, x1);
+          } else if (cc_ < N) {
             dp[0] = f32_to_bf16_bits(x0);
           }
         }
       }
       {
-        const int r = row0_ + 0, c = col0_ + 32;
-        if (r < M) {
-          float x0 = s_ * acc[0][16], x1 = s_ * acc[0][17];
-          u16* dp = Dl_ + (long long)r * ldd + c;
-          if (c + 0 < N) {
-            if (bias != nullptr) x0 += bf16_bits_to_f32(bias[c + 0]);
-          }
-          if (c + 1 < N) {
-            if (bias != nullptr) x1 += bf16_bits_to_f32(bias[c + 1]);
-          }
-          if (c + 1 < N) {
+        const int cc_ = col0_ + 64;
+        const float b0_ = bias != nullptr && cc_ < N ? bf16_bits_to_f32(bias[cc_]) : 0.0f;
+        const float b1_ = bias != nullptr && cc_ + 1 < N ? bf16_bits_to_f32(bias[cc_ + 1]) : 0.0f;
+        if (row0_ + 0 < M) {
+          const float x0 = s_ * acc[0][32] + b0_, x1 = s_ * acc[0][33] + b1_;
+          u16* dp = Dl_ + (long long)(row0_ + 0) * ldd + cc_;
+          if (cc_ + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_bf16x2(x0, x1);
-          } else if (c < N) {
+          } else if (cc_ < N) {
+            dp[0] = f32_to_bf16_bits(x0);
+          }
+        }
+        if (row0_ + 8 < M) {
+          const float x0 = s_ * acc[0][34] + b0_, x1 = s_ * acc[0][35] + b1_;
+          u16* dp = Dl_ + (long long)(row0_ + 8) * ldd + cc_;
+          if (cc_ + 1 < N) {
+            *reinterpret_cast<u32*>(dp) = pack_bf16x2(x0, x1);
+          } else if (cc_ < N) {
             dp[0] = f32_to_bf16_bits(x0);
           }
         }
       }
       {
-        const int r = row0_ + 8, c = col0_ + 32;
-        if (r < M) {
-          float x0 = s_ * acc[0][18], x1 = s_ * acc[0][19];
-          u16* dp = Dl_ + (long long)r * ldd + c;
-          if (c + 0 < N) {
-            if (bias != nullptr) x0 += bf16_bits_to_f32(bias[c + 0]);
-          }
-          if (c + 1 < N) {
-            if (bias != nullptr) x1 += bf16_bits_to_f32(bias[c + 1]);
-          }
-          if (c + 1 < N) {
+        const int cc_ = col0_ + 72;
+        const float b0_ = bias != nullptr && cc_ < N ? bf16_bits_to_f32(bias[cc_]) : 0.0f;
+        const float b1_ = bias != nullptr && cc_ + 1 < N ? bf16_bits_to_f32(bias[cc_ + 1]) : 0.0f;
+        if (row0_ + 0 < M) {
+          const float x0 = s_ * acc[0][36] + b0_, x1 = s_ * acc[0][37] + b1_;
+          u16* dp = Dl_ + (long long)(row0_ + 0) * ldd + cc_;
+          if (cc_ + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_bf16x2(x0, x1);
-          } else if (c < N) {
+          } else if (cc_ < N) {
+            dp[0] = f32_to_bf16_bits(x0);
+          }
+        }
+        if (row0_ + 8 < M) {
+          const float x0 = s_ * acc[0][38] + b0_, x1 = s_ * acc[0][39] + b1_;
+          u16* dp = Dl_ + (long long)(row0_ + 8) * ldd + cc_;
+          if (cc_ + 1 < N) {
+            *reinterpret_cast<u32*>(dp) = pack_bf16x2(x0, x1);
+          } else if (cc_ < N) {
             dp[0] = f32_to_bf16_bits(x0);
           }
         }
       }
       {
-        const int r = row0_ + 0, c = col0_ + 40;
-        if (r < M) {
-          float x0 = s_ * acc[0][20], x1 = s_ * acc[0][21];
-          u16* dp = Dl_ + (long long)r * ldd + c;
-          if (c + 0 < N) {
-            if (bias != nullptr) x0 += bf16_bits_to_f32(bias[c + 0]);
-          }
-          if (c + 1 < N) {
-            if (bias != nullptr) x1 += bf16_bits_to_f32(bias[c + 1]);
-          }
-          if (c + 1 < N) {
+        const int cc_ = col0_ + 80;
+        const float b0_ = bias != nullptr && cc_ < N ? bf16_bits_to_f32(bias[cc_]) : 0.0f;
+        const float b1_ = bias != nullptr && cc_ + 1 < N ? bf16_bits_to_f32(bias[cc_ + 1]) : 0.0f;
+        if (row0_ + 0 < M) {
+          const float x0 = s_ * acc[0][40] + b0_, x1 = s_ * acc[0][41] + b1_;
+          u16* dp = Dl_ + (long long)(row0_ + 0) * ldd + cc_;
+          if (cc_ + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_bf16x2(x0, x1);
-          } else if (c < N) {
+          } else if (cc_ < N) {
+            dp[0] = f32_to_bf16_bits(x0);
+          }
+        }
+        if (row0_ + 8 < M) {
+          const float x0 = s_ * acc[0][42] + b0_, x1 = s_ * acc[0][43] + b1_;
+          u16* dp = Dl_ + (long long)(row0_ + 8) * ldd + cc_;
+          if (cc_ + 1 < N) {
+            *reinterpret_cast<u32*>(dp) = pack_bf16x2(x0, x1);
+          } else if (cc_ < N) {
             dp[0] = f32_to_bf16_bits(x0);
           }
         }
       }
       {
-        const int r = row0_ + 8, c = col0_ + 40;
-        if (r < M) {
-          float x0 = s_ * acc[0][22], x1 = s_ * acc[0][23];
-          u16* dp = Dl_ + (long long)r * ldd + c;
-          if (c + 0 < N) {
-            if (bias != nullptr) x0 += bf16_bits_to_f32(bias[c + 0]);
-          }
-          if (c + 1 < N) {
-            if (bias != nullptr) x1 += bf16_bits_to_f32(bias[c + 1]);
-          }
-          if (c + 1 < N) {
+        const int cc_ = col0_ + 88;
+        const float b0_ = bias != nullptr && cc_ < N ? bf16_bits_to_f32(bias[cc_]) : 0.0f;
+        const float b1_ = bias != nullptr && cc_ + 1 < N ? bf16_bits_to_f32(bias[cc_ + 1]) : 0.0f;
+        if (row0_ + 0 < M) {
+          const float x0 = s_ * acc[0][44] + b0_, x1 = s_ * acc[0][45] + b1_;
+          u16* dp = Dl_ + (long long)(row0_ + 0) * ldd + cc_;
+          if (cc_ + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_bf16x2(x0, x1);
-          } else if (c < N) {
+          } else if (cc_ < N) {
+            dp[0] = f32_to_bf16_bits(x0);
+          }
+        }
+        if (row0_ + 8 < M) {
+          const float x0 = s_ * acc[0][46] + b0_, x1 = s_ * acc[0][47] + b1_;
+          u16* dp = Dl_ + (long long)(row0_ + 8) * ldd + cc_;
+          if (cc_ + 1 < N) {
+            *reinterpret_cast<u32*>(dp) = pack_bf16x2(x0, x1);
+          } else if (cc_ < N) {
             dp[0] = f32_to_bf16_bits(x0);
           }
         }
       }
       {
-        const int r = row0_ + 0, c = col0_ + 48;
-        if (r < M) {
-          float x0 = s_ * acc[0][24], x1 = s_ * acc[0][25];
-          u16* dp = Dl_ + (long long)r * ldd + c;
-          if (c + 0 < N) {
-            if (bias != nullptr) x0 += bf16_bits_to_f32(bias[c + 0]);
-          }
-          if (c + 1 < N) {
-            if (bias != nullptr) x1 += bf16_bits_to_f32(bias[c + 1]);
-          }
-          if (c + 1 < N) {
+        const int cc_ = col0_ + 96;
+        const float b0_ = bias != nullptr && cc_ < N ? bf16_bits_to_f32(bias[cc_]) : 0.0f;
+        const float b1_ = bias != nullptr && cc_ + 1 < N ? bf16_bits_to_f32(bias[cc_ + 1]) : 0.0f;
+        if (row0_ + 0 < M) {
+          const float x0 = s_ * acc[0][48] + b0_, x1 = s_ * acc[0][49] + b1_;
+          u16* dp = Dl_ + (long long)(row0_ + 0) * ldd + cc_;
+          if (cc_ + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_bf16x2(x0, x1);
-          } else if (c < N) {
+          } else if (cc_ < N) {
+            dp[0] = f32_to_bf16_bits(x0);
+          }
+        }
+        if (row0_ + 8 < M) {
+          const float x0 = s_ * acc[0][50] + b0_, x1 = s_ * acc[0][51] + b1_;
+          u16* dp = Dl_ + (long long)(row0_ + 8) * ldd + cc_;
+          if (cc_ + 1 < N) {
+            *reinterpret_cast<u32*>(dp) = pack_bf16x2(x0, x1);
+          } else if (cc_ < N) {
             dp[0] = f32_to_bf16_bits(x0);
           }
         }
       }
       {
-        const int r = row0_ + 8, c = col0_ + 48;
-        if (r < M) {
-          float x0 = s_ * acc[0][26], x1 = s_ * acc[0][27];
-          u16* dp = Dl_ + (long long)r * ldd + c;
-          if (c + 0 < N) {
-            if (bias != nullptr) x0 += bf16_bits_to_f32(bias[c + 0]);
-          }
-          if (c + 1 < N) {
-            if (bias != nullptr) x1 += bf16_bits_to_f32(bias[c + 1]);
-          }
-          if (c + 1 < N) {
+        const int cc_ = col0_ + 104;
+        const float b0_ = bias != nullptr && cc_ < N ? bf16_bits_to_f32(bias[cc_]) : 0.0f;
+        const float b1_ = bias != nullptr && cc_ + 1 < N ? bf16_bits_to_f32(bias[cc_ + 1]) : 0.0f;
+        if (row0_ + 0 < M) {
+          const float x0 = s_ * acc[0][52] + b0_, x1 = s_ * acc[0][53] + b1_;
+          u16* dp = Dl_ + (long long)(row0_ + 0) * ldd + cc_;
+          if (cc_ + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_bf16x2(x0, x1);
-          } else if (c < N) {
+          } else if (cc_ < N) {
+            dp[0] = f32_to_bf16_bits(x0);
+          }
+        }
+        if (row0_ + 8 < M) {
+          const float x0 = s_ * acc[0][54] + b0_, x1 = s_ * acc[0][55] + b1_;
+          u16* dp = Dl_ + (long long)(row0_ + 8) * ldd + cc_;
+          if (cc_ + 1 < N) {
+            *reinterpret_cast<u32*>(dp) = pack_bf16x2(x0, x1);
+          } else if (cc_ < N) {
             dp[0] = f32_to_bf16_bits(x0);
           }
         }
       }
       {
-        const int r = row0_ + 0, c = col0_ + 56;
-        if (r < M) {
-          float x0 = s_ * acc[0][28], x1 = s_ * acc[0][29];
-          u16* dp = Dl_ + (long long)r * ldd + c;
-          if (c + 0 < N) {
-            if (bias != nullptr) x0 += bf16_bits_to_f32(bias[c + 0]);
-          }
-          if (c + 1 < N) {
-            if (bias != nullptr) x1 += bf16_bits_to_f32(bias[c + 1]);
-          }
-          if (c + 1 < N) {
+        const int cc_ = col0_ + 112;
+        const float b0_ = bias != nullptr && cc_ < N ? bf16_bits_to_f32(bias[cc_]) : 0.0f;
+        const float b1_ = bias != nullptr && cc_ + 1 < N ? bf16_bits_to_f32(bias[cc_ + 1]) : 0.0f;
+        if (row0_ + 0 < M) {
+          const float x0 = s_ * acc[0][56] + b0_, x1 = s_ * acc[0][57] + b1_;
+          u16* dp = Dl_ + (long long)(row0_ + 0) * ldd + cc_;
+          if (cc_ + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_bf16x2(x0, x1);
-          } else if (c < N) {
+          } else if (cc_ < N) {
+            dp[0] = f32_to_bf16_bits(x0);
+          }
+        }
+        if (row0_ + 8 < M) {
+          const float x0 = s_ * acc[0][58] + b0_, x1 = s_ * acc[0][59] + b1_;
+          u16* dp = Dl_ + (long long)(row0_ + 8) * ldd + cc_;
+          if (cc_ + 1 < N) {
+            *reinterpret_cast<u32*>(dp) = pack_bf16x2(x0, x1);
+          } else if (cc_ < N) {
             dp[0] = f32_to_bf16_bits(x0);
           }
         }
       }
       {
-        const int r = row0_ + 8, c = col0_ + 56;
-        if (r < M) {
-          float x0 = s_ * acc[0][30], x1 = s_ * acc[0][31];
-          u16* dp = Dl_ + (long long)r * ldd + c;
-          if (c + 0 < N) {
-            if (bias != nullptr) x0 += bf16_bits_to_f32(bias[c + 0]);
-          }
-          if (c + 1 < N) {
-            if (bias != nullptr) x1 += bf16_bits_to_f32(bias[c + 1]);
-          }
-          if (c + 1 < N) {
+        const int cc_ = col0_ + 120;
+        const float b0_ = bias != nullptr && cc_ < N ? bf16_bits_to_f32(bias[cc_]) : 0.0f;
+        const float b1_ = bias != nullptr && cc_ + 1 < N ? bf16_bits_to_f32(bias[cc_ + 1]) : 0.0f;
+        if (row0_ + 0 < M) {
+          const float x0 = s_ * acc[0][60] + b0_, x1 = s_ * acc[0][61] + b1_;
+          u16* dp = Dl_ + (long long)(row0_ + 0) * ldd + cc_;
+          if (cc_ + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_bf16x2(x0, x1);
-          } else if (c < N) {
+          } else if (cc_ < N) {
+            dp[0] = f32_to_bf16_bits(x0);
+          }
+        }
+        if (row0_ + 8 < M) {
+          const float x0 = s_ * acc[0][62] + b0_, x1 = s_ * acc[0][63] + b1_;
+          u16* dp = Dl_ + (long long)(row0_ + 8) * ldd + cc_;
+          if (cc_ + 1 < N) {
+            *reinterpret_cast<u32*>(dp) = pack_bf16x2(x0, x1);
+          } else if (cc_ < N) {
             dp[0] = f32_to_bf16_bits(x0);
           }
         }
       }
       {
-        const int r = row0_ + 0, c = col0_ + 64;
-        if (r < M) {
-          float x0 = s_ * acc[0][32], x1 = s_ * acc[0][33];
-          u16* dp = Dl_ + (long long)r * ldd + c;
-          if (c + 0 < N) {
-            if (bias != nullptr) x0 += bf16_bits_to_f32(bias[c + 0]);
-          }
-          if (c + 1 < N) {
-            if (bias != nullptr) x1 += bf16_bits_to_f32(bias[c + 1]);
-          }
-          if (c + 1 < N) {
+        const int cc_ = col0_ + 128;
+        const float b0_ = bias != nullptr && cc_ < N ? bf16_bits_to_f32(bias[cc_]) : 0.0f;
+        const float b1_ = bias != nullptr && cc_ + 1 < N ? bf16_bits_to_f32(bias[cc_ + 1]) : 0.0f;
+        if (row0_ + 0 < M) {
+          const float x0 = s_ * acc[0][64] + b0_, x1 = s_ * acc[0][65] + b1_;
+          u16* dp = Dl_ + (long long)(row0_ + 0) * ldd + cc_;
+          if (cc_ + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_bf16x2(x0, x1);
-          } else if (c < N) {
+          } else if (cc_ < N) {
+            dp[0] = f32_to_bf16_bits(x0);
+          }
+        }
+        if (row0_ + 8 < M) {
+          const float x0 = s_ * acc[0][66] + b0_, x1 = s_ * acc[0][67] + b1_;
+          u16* dp = Dl_ + (long long)(row0_ + 8) * ldd + cc_;
+          if (cc_ + 1 < N) {
+            *reinterpret_cast<u32*>(dp) = pack_bf16x2(x0, x1);
+          } else if (cc_ < N) {
             dp[0] = f32_to_bf16_bits(x0);
           }
         }
       }
       {
-        const int r = row0_ + 8, c = col0_ + 64;
-        if (r < M) {
-          float x0 = s_ * acc[0][34], x1 = s_ * acc[0][35];
-          u16* dp = Dl_ + (long long)r * ldd + c;
-          if (c + 0 < N) {
-            if (bias != nullptr) x0 += bf16_bits_to_f32(bias[c + 0]);
-          }
-          if (c + 1 < N) {
-            if (bias != nullptr) x1 += bf16_bits_to_f32(bias[c + 1]);
-          }
-          if (c + 1 < N) {
+        const int cc_ = col0_ + 136;
+        const float b0_ = bias != nullptr && cc_ < N ? bf16_bits_to_f32(bias[cc_]) : 0.0f;
+        const float b1_ = bias != nullptr && cc_ + 1 < N ? bf16_bits_to_f32(bias[cc_ + 1]) : 0.0f;
+        if (row0_ + 0 < M) {
+          const float x0 = s_ * acc[0][68] + b0_, x1 = s_ * acc[0][69] + b1_;
+          u16* dp = Dl_ + (long long)(row0_ + 0) * ldd + cc_;
+          if (cc_ + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_bf16x2(x0, x1);
-          } else if (c < N) {
+          } else if (cc_ < N) {
+            dp[0] = f32_to_bf16_bits(x0);
+          }
+        }
+        if (row0_ + 8 < M) {
+          const float x0 = s_ * acc[0][70] + b0_, x1 = s_ * acc[0][71] + b1_;
+          u16* dp = Dl_ + (long long)(row0_ + 8) * ldd + cc_;
+          if (cc_ + 1 < N) {
+            *reinterpret_cast<u32*>(dp) = pack_bf16x2(x0, x1);
+          } else if (cc_ < N) {
             dp[0] = f32_to_bf16_bits(x0);
           }
         }
       }
       {
-        const int r = row0_ + 0, c = col0_ + 72;
-        if (r < M) {
-          float x0 = s_ * acc[0][36], x1 = s_ * acc[0][37];
-          u16* dp = Dl_ + (long long)r * ldd + c;
-          if (c + 0 < N) {
-            if (bias != nullptr) x0 += bf16_bits_to_f32(bias[c + 0]);
-          }
-          if (c + 1 < N) {
-            if (bias != nullptr) x1 += bf16_bits_to_f32(bias[c + 1]);
-          }
-          if (c + 1 < N) {
+        const int cc_ = col0_ + 144;
+        const float b0_ = bias != nullptr && cc_ < N ? bf16_bits_to_f32(bias[cc_]) : 0.0f;
+        const float b1_ = bias != nullptr && cc_ + 1 < N ? bf16_bits_to_f32(bias[cc_ + 1]) : 0.0f;
+        if (row0_ + 0 < M) {
+          const float x0 = s_ * acc[0][72] + b0_, x1 = s_ * acc[0][73] + b1_;
+          u16* dp = Dl_ + (long long)(row0_ + 0) * ldd + cc_;
+          if (cc_ + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_bf16x2(x0, x1);
-          } else if (c < N) {
+          } else if (cc_ < N) {
+            dp[0] = f32_to_bf16_bits(x0);
+          }
+        }
+        if (row0_ + 8 < M) {
+          const float x0 = s_ * acc[0][74] + b0_, x1 = s_ * acc[0][75] + b1_;
+          u16* dp = Dl_ + (long long)(row0_ + 8) * ldd + cc_;
+          if (cc_ + 1 < N) {
+            *reinterpret_cast<u32*>(dp) = pack_bf16x2(x0, x1);
+          } else if (cc_ < N) {
             dp[0] = f32_to_bf16_bits(x0);
           }
         }
       }
       {
-        const int r = row0_ + 8, c = col0_ + 72;
-        if (r < M) {
-          float x0 = s_ * acc[0][38], x1 = s_ * acc[0][39];
-          u16* dp = Dl_ + (long long)r * ldd + c;
-          if (c + 0 < N) {
-            if (bias != nullptr) x0 += bf16_bits_to_f32(bias[c + 0]);
-          }
-          if (c + 1 < N) {
-            if (bias != nullptr) x1 += bf16_bits_to_f32(bias[c + 1]);
-          }
-          if (c + 1 < N) {
+        const int cc_ = col0_ + 152;
+        const float b0_ = bias != nullptr && cc_ < N ? bf16_bits_to_f32(bias[cc_]) : 0.0f;
+        const float b1_ = bias != nullptr && cc_ + 1 < N ? bf16_bits_to_f32(bias[cc_ + 1]) : 0.0f;
+        if (row0_ + 0 < M) {
+          const float x0 = s_ * acc[0][76] + b0_, x1 = s_ * acc[0][77] + b1_;
+          u16* dp = Dl_ + (long long)(row0_ + 0) * ldd + cc_;
+          if (cc_ + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_bf16x2(x0, x1);
-          } else if (c < N) {
+          } else if (cc_ < N) {
+            dp[0] = f32_to_bf16_bits(x0);
+          }
+        }
+        if (row0_ + 8 < M) {
+          const float x0 = s_ * acc[0][78] + b0_, x1 = s_ * acc[0][79] + b1_;
+          u16* dp = Dl_ + (long long)(row0_ + 8) * ldd + cc_;
+          if (cc_ + 1 < N) {
+            *reinterpret_cast<u32*>(dp) = pack_bf16x2(x0, x1);
+          } else if (cc_ < N) {
             dp[0] = f32_to_bf16_bits(x0);
           }
         }
       }
       {
-        const int r = row0_ + 0, c = col0_ + 80;
-        if (r < M) {
-          float x0 = s_ * acc[0][40], x1 = s_ * acc[0][41];
-          u16* dp = Dl_ + (long long)r * ldd + c;
-          if (c + 0 < N) {
-            if (bias != nullptr) x0 += bf16_bits_to_f32(bias[c + 0]);
-          }
-          if (c + 1 < N) {
-            if (bias != nullptr) x1 += bf16_bits_to_f32(bias[c + 1]);
-          }
-          if (c + 1 < N) {
+        const int cc_ = col0_ + 160;
+        const float b0_ = bias != nullptr && cc_ < N ? bf16_bits_to_f32(bias[cc_]) : 0.0f;
+        const float b1_ = bias != nullptr && cc_ + 1 < N ? bf16_bits_to_f32(bias[cc_ + 1]) : 0.0f;
+        if (row0_ + 0 < M) {
+          const float x0 = s_ * acc[0][80] + b0_, x1 = s_ * acc[0][81] + b1_;
+          u16* dp = Dl_ + (long long)(row0_ + 0) * ldd + cc_;
+          if (cc_ + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_bf16x2(x0, x1);
-          } else if (c < N) {
+          } else if (cc_ < N) {
+            dp[0] = f32_to_bf16_bits(x0);
+          }
+        }
+        if (row0_ + 8 < M) {
+          const float x0 = s_ * acc[0][82] + b0_, x1 = s_ * acc[0][83] + b1_;
+          u16* dp = Dl_ + (long long)(row0_ + 8) * ldd + cc_;
+          if (cc_ + 1 < N) {
+            *reinterpret_cast<u32*>(dp) = pack_bf16x2(x0, x1);
+          } else if (cc_ < N) {
             dp[0] = f32_to_bf16_bits(x0);
           }
         }
       }
       {
-        const int r = row0_ + 8, c = col0_ + 80;
-        if (r < M) {
-          float x0 = s_ * acc[0][42], x1 = s_ * acc[0][43];
-          u16* dp = Dl_ + (long long)r * ldd + c;
-          if (c + 0 < N) {
-            if (bias != nullptr) x0 += bf16_bits_to_f32(bias[c + 0]);
-          }
-          if (c + 1 < N) {
-            if (bias != nullptr) x1 += bf16_bits_to_f32(bias[c + 1]);
-          }
-          if (c + 1 < N) {
+        const int cc_ = col0_ + 168;
+        const float b0_ = bias != nullptr && cc_ < N ? bf16_bits_to_f32(bias[cc_]) : 0.0f;
+        const float b1_ = bias != nullptr && cc_ + 1 < N ? bf16_bits_to_f32(bias[cc_ + 1]) : 0.0f;
+        if (row0_ + 0 < M) {
+          const float x0 = s_ * acc[0][84] + b0_, x1 = s_ * acc[0][85] + b1_;
+          u16* dp = Dl_ + (long long)(row0_ + 0) * ldd + cc_;
+          if (cc_ + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_bf16x2(x0, x1);
-          } else if (c < N) {
+          } else if (cc_ < N) {
+            dp[0] = f32_to_bf16_bits(x0);
+          }
+        }
+        if (row0_ + 8 < M) {
+          const float x0 = s_ * acc[0][86] + b0_, x1 = s_ * acc[0][87] + b1_;
+          u16* dp = Dl_ + (long long)(row0_ + 8) * ldd + cc_;
+          if (cc_ + 1 < N) {
+            *reinterpret_cast<u32*>(dp) = pack_bf16x2(x0, x1);
+          } else if (cc_ < N) {
             dp[0] = f32_to_bf16_bits(x0);
           }
         }
       }
       {
-        const int r = row0_ + 0, c = col0_ + 88;
-        if (r < M) {
-          float x0 = s_ * acc[0][44], x1 = s_ * acc[0][45];
-          u16* dp = Dl_ + (long long)r * ldd + c;
-          if (c + 0 < N) {
-            if (bias != nullptr) x0 += bf16_bits_to_f32(bias[c + 0]);
-          }
-          if (c + 1 < N) {
-            if (bias != nullptr) x1 += bf16_bits_to_f32(bias[c + 1]);
-          }
-          if (c + 1 < N) {
+        const int cc_ = col0_ + 176;
+        const float b0_ = bias != nullptr && cc_ < N ? bf16_bits_to_f32(bias[cc_]) : 0.0f;
+        const float b1_ = bias != nullptr && cc_ + 1 < N ? bf16_bits_to_f32(bias[cc_ + 1]) : 0.0f;
+        if (row0_ + 0 < M) {
+          const float x0 = s_ * acc[0][88] + b0_, x1 = s_ * acc[0][89] + b1_;
+          u16* dp = Dl_ + (long long)(row0_ + 0) * ldd + cc_;
+          if (cc_ + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_bf16x2(x0, x1);
-          } else if (c < N) {
+          } else if (cc_ < N) {
+            dp[0] = f32_to_bf16_bits(x0);
+          }
+        }
+        if (row0_ + 8 < M) {
+          const float x0 = s_ * acc[0][90] + b0_, x1 = s_ * acc[0][91] + b1_;
+          u16* dp = Dl_ + (long long)(row0_ + 8) * ldd + cc_;
+          if (cc_ + 1 < N) {
+            *reinterpret_cast<u32*>(dp) = pack_bf16x2(x0, x1);
+          } else if (cc_ < N) {
             dp[0] = f32_to_bf16_bits(x0);
           }
         }
       }
       {
-        const int r = row0_ + 8, c = col0_ + 88;
-        if (r < M) {
-          float x0 = s_ * acc[0][46], x1 = s_ * acc[0][47];
-          u16* dp = Dl_ + (long long)r * ldd + c;
-          if (c + 0 < N) {
-            if (bias != nullptr) x0 += bf16_bits_to_f32(bias[c + 0]);
-          }
-          if (c + 1 < N) {
-            if (bias != nullptr) x1 += bf16_bits_to_f32(bias[c + 1]);
-          }
-          if (c + 1 < N) {
+        const int cc_ = col0_ + 184;
+        const float b0_ = bias != nullptr && cc_ < N ? bf16_bits_to_f32(bias[cc_]) : 0.0f;
+        const float b1_ = bias != nullptr && cc_ + 1 < N ? bf16_bits_to_f32(bias[cc_ + 1]) : 0.0f;
+        if (row0_ + 0 < M) {
+          const float x0 = s_ * acc[0][92] + b0_, x1 = s_ * acc[0][93] + b1_;
+          u16* dp = Dl_ + (long long)(row0_ + 0) * ldd + cc_;
+          if (cc_ + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_bf16x2(x0, x1);
-          } else if (c < N) {
+          } else if (cc_ < N) {
+            dp[0] = f32_to_bf16_bits(x0);
+          }
+        }
+        if (row0_ + 8 < M) {
+          const float x0 = s_ * acc[0][94] + b0_, x1 = s_ * acc[0][95] + b1_;
+          u16* dp = Dl_ + (long long)(row0_ + 8) * ldd + cc_;
+          if (cc_ + 1 < N) {
+            *reinterpret_cast<u32*>(dp) = pack_bf16x2(x0, x1);
+          } else if (cc_ < N) {
             dp[0] = f32_to_bf16_bits(x0);
           }
         }
       }
       {
-        const int r = row0_ + 0, c = col0_ + 96;
-        if (r < M) {
-          float x0 = s_ * acc[0][48], x1 = s_ * acc[0][49];
-          u16* dp = Dl_ + (long long)r * ldd + c;
-          if (c + 0 < N) {
-            if (bias != nullptr) x0 += bf16_bits_to_f32(bias[c + 0]);
-          }
-          if (c + 1 < N) {
-            if (bias != nullptr) x1 += bf16_bits_to_f32(bias[c + 1]);
-          }
-          if (c + 1 < N) {
+        const int cc_ = col0_ + 192;
+        const float b0_ = bias != nullptr && cc_ < N ? bf16_bits_to_f32(bias[cc_]) : 0.0f;
+        const float b1_ = bias != nullptr && cc_ + 1 < N ? bf16_bits_to_f32(bias[cc_ + 1]) : 0.0f;
+        if (row0_ + 0 < M) {
+          const float x0 = s_ * acc[0][96] + b0_, x1 = s_ * acc[0][97] + b1_;
+          u16* dp = Dl_ + (long long)(row0_ + 0) * ldd + cc_;
+          if (cc_ + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_bf16x2(x0, x1);
-          } else if (c < N) {
+          } else if (cc_ < N) {
+            dp[0] = f32_to_bf16_bits(x0);
+          }
+        }
+        if (row0_ + 8 < M) {
+          const float x0 = s_ * acc[0][98] + b0_, x1 = s_ * acc[0][99] + b1_;
+          u16* dp = Dl_ + (long long)(row0_ + 8) * ldd + cc_;
+          if (cc_ + 1 < N) {
+            *reinterpret_cast<u32*>(dp) = pack_bf16x2(x0, x1);
+          } else if (cc_ < N) {
             dp[0] = f32_to_bf16_bits(x0);
           }
         }
       }
       {
-        const int r = row0_ + 8, c = col0_ + 96;
-        if (r < M) {
-          float x0 = s_ * acc[0][50], x1 = s_ * acc[0][51];
-          u16* dp = Dl_ + (long long)r * ldd + c;
-          if (c + 0 < N) {
-            if (bias != nullptr) x0 += bf16_bits_to_f32(bias[c + 0]);
-          }
-          if (c + 1 < N) {
-            if (bias != nullptr) x1 += bf16_bits_to_f32(bias[c + 1]);
-          }
-          if (c + 1 < N) {
+        const int cc_ = col0_ + 200;
+        const float b0_ = bias != nullptr && cc_ < N ? bf16_bits_to_f32(bias[cc_]) : 0.0f;
+        const float b1_ = bias != nullptr && cc_ + 1 < N ? bf16_bits_to_f32(bias[cc_ + 1]) : 0.0f;
+        if (row0_ + 0 < M) {
+          const float x0 = s_ * acc[0][100] + b0_, x1 = s_ * acc[0][101] + b1_;
+          u16* dp = Dl_ + (long long)(row0_ + 0) * ldd + cc_;
+          if (cc_ + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_bf16x2(x0, x1);
-          } else if (c < N) {
+          } else if (cc_ < N) {
+            dp[0] = f32_to_bf16_bits(x0);
+          }
+        }
+        if (row0_ + 8 < M) {
+          const float x0 = s_ * acc[0][102] + b0_, x1 = s_ * acc[0][103] + b1_;
+          u16* dp = Dl_ + (long long)(row0_ + 8) * ldd + cc_;
+          if (cc_ + 1 < N) {
+            *reinterpret_cast<u32*>(dp) = pack_bf16x2(x0, x1);
+          } else if (cc_ < N) {
             dp[0] = f32_to_bf16_bits(x0);
           }
         }
       }
       {
-        const int r = row0_ + 0, c = col0_ + 104;
-        if (r < M) {
-          float x0 = s_ * acc[0][52], x1 = s_ * acc[0][53];
-          u16* dp = Dl_ + (long long)r * ldd + c;
-          if (c + 0 < N) {
-            if (bias != nullptr) x0 += bf16_bits_to_f32(bias[c + 0]);
-          }
-          if (c + 1 < N) {
-            if (bias != nullptr) x1 += bf16_bits_to_f32(bias[c + 1]);
-          }
-          if (c + 1 < N) {
+        const int cc_ = col0_ + 208;
+        const float b0_ = bias != nullptr && cc_ < N ? bf16_bits_to_f32(bias[cc_]) : 0.0f;
+        const float b1_ = bias != nullptr && cc_ + 1 < N ? bf16_bits_to_f32(bias[cc_ + 1]) : 0.0f;
+        if (row0_ + 0 < M) {
+          const float x0 = s_ * acc[0][104] + b0_, x1 = s_ * acc[0][105] + b1_;
+          u16* dp = Dl_ + (long long)(row0_ + 0) * ldd + cc_;
+          if (cc_ + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_bf16x2(x0, x1);
-          } else if (c < N) {
+          } else if (cc_ < N) {
+            dp[0] = f32_to_bf16_bits(x0);
+          }
+        }
+        if (row0_ + 8 < M) {
+          const float x0 = s_ * acc[0][106] + b0_, x1 = s_ * acc[0][107] + b1_;
+          u16* dp = Dl_ + (long long)(row0_ + 8) * ldd + cc_;
+          if (cc_ + 1 < N) {
+            *reinterpret_cast<u32*>(dp) = pack_bf16x2(x0, x1);
+          } else if (cc_ < N) {
             dp[0] = f32_to_bf16_bits(x0);
           }
         }
       }
       {
-        const int r = row0_ + 8, c = col0_ + 104;
-        if (r < M) {
-          float x0 = s_ * acc[0][54], x1 = s_ * acc[0][55];
-          u16* dp = Dl_ + (long long)r * ldd + c;
-          if (c + 0 < N) {
-            if (bias != nullptr) x0 += bf16_bits_to_f32(bias[c + 0]);
-          }
-          if (c + 1 < N) {
-            if (bias != nullptr) x1 += bf16_bits_to_f32(bias[c + 1]);
-          }
-          if (c + 1 < N) {
+        const int cc_ = col0_ + 216;
+        const float b0_ = bias != nullptr && cc_ < N ? bf16_bits_to_f32(bias[cc_]) : 0.0f;
+        const float b1_ = bias != nullptr && cc_ + 1 < N ? bf16_bits_to_f32(bias[cc_ + 1]) : 0.0f;
+        if (row0_ + 0 < M) {
+          const float x0 = s_ * acc[0][108] + b0_, x1 = s_ * acc[0][109] + b1_;
+          u16* dp = Dl_ + (long long)(row0_ + 0) * ldd + cc_;
+          if (cc_ + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_bf16x2(x0, x1);
-          } else if (c < N) {
+          } else if (cc_ < N) {
+            dp[0] = f32_to_bf16_bits(x0);
+          }
+        }
+        if (row0_ + 8 < M) {
+          const float x0 = s_ * acc[0][110] + b0_, x1 = s_ * acc[0][111] + b1_;
+          u16* dp = Dl_ + (long long)(row0_ + 8) * ldd + cc_;
+          if (cc_ + 1 < N) {
+            *reinterpret_cast<u32*>(dp) = pack_bf16x2(x0, x1);
+          } else if (cc_ < N) {
             dp[0] = f32_to_bf16_bits(x0);
           }
         }
       }
       {
-        const int r = row0_ + 0, c = col0_ + 112;
-        if (r < M) {
-          float x0 = s_ * acc[0][56], x1 = s_ * acc[0][57];
-          u16* dp = Dl_ + (long long)r * ldd + c;
-          if (c + 0 < N) {
-            if (bias != nullptr) x0 += bf16_bits_to_f32(bias[c + 0]);
-          }
-          if (c + 1 < N) {
-            if (bias != nullptr) x1 += bf16_bits_to_f32(bias[c + 1]);
-          }
-          if (c + 1 < N) {
+        const int cc_ = col0_ + 224;
+        const float b0_ = bias != nullptr && cc_ < N ? bf16_bits_to_f32(bias[cc_]) : 0.0f;
+        const float b1_ = bias != nullptr && cc_ + 1 < N ? bf16_bits_to_f32(bias[cc_ + 1]) : 0.0f;
+        if (row0_ + 0 < M) {
+          const float x0 = s_ * acc[0][112] + b0_, x1 = s_ * acc[0][113] + b1_;
+          u16* dp = Dl_ + (long long)(row0_ + 0) * ldd + cc_;
+          if (cc_ + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_bf16x2(x0, x1);
-          } else if (c < N) {
+          } else if (cc_ < N) {
+            dp[0] = f32_to_bf16_bits(x0);
+          }
+        }
+        if (row0_ + 8 < M) {
+          const float x0 = s_ * acc[0][114] + b0_, x1 = s_ * acc[0][115] + b1_;
+          u16* dp = Dl_ + (long long)(row0_ + 8) * ldd + cc_;
+          if (cc_ + 1 < N) {
+            *reinterpret_cast<u32*>(dp) = pack_bf16x2(x0, x1);
+          } else if (cc_ < N) {
             dp[0] = f32_to_bf16_bits(x0);
           }
         }
       }
       {
-        const int r = row0_ + 8, c = col0_ + 112;
-        if (r < M) {
-          float x0 = s_ * acc[0][58], x1 = s_ * acc[0][59];
-          u16* dp = Dl_ + (long long)r * ldd + c;
-          if (c + 0 < N) {
-            if (bias != nullptr) x0 += bf16_bits_to_f32(bias[c + 0]);
-          }
-          if (c + 1 < N) {
-            if (bias != nullptr) x1 += bf16_bits_to_f32(bias[c + 1]);
-          }
-          if (c + 1 < N) {
+        const int cc_ = col0_ + 232;
+        const float b0_ = bias != nullptr && cc_ < N ? bf16_bits_to_f32(bias[cc_]) : 0.0f;
+        const float b1_ = bias != nullptr && cc_ + 1 < N ? bf16_bits_to_f32(bias[cc_ + 1]) : 0.0f;
+        if (row0_ + 0 < M) {
+          const float x0 = s_ * acc[0][116] + b0_, x1 = s_ * acc[0][117] + b1_;
+          u16* dp = Dl_ + (long long)(row0_ + 0) * ldd + cc_;
+          if (cc_ + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_bf16x2(x0, x1);
-          } else if (c < N) {
+          } else if (cc_ < N) {
+            dp[0] = f32_to_bf16_bits(x0);
+          }
+        }
+        if (row0_ + 8 < M) {
+          const float x0 = s_ * acc[0][118] + b0_, x1 = s_ * acc[0][119] + b1_;
+          u16* dp = Dl_ + (long long)(row0_ + 8) * ldd + cc_;
+          if (cc_ + 1 < N) {
+            *reinterpret_cast<u32*>(dp) = pack_bf16x2(x0, x1);
+          } else if (cc_ < N) {
             dp[0] = f32_to_bf16_bits(x0);
           }
         }
       }
       {
-        const int r = row0_ + 0, c = col0_ + 120;
-        if (r < M) {
-          float x0 = s_ * acc[0][60], x1 = s_ * acc[0][61];
-          u16* dp = Dl_ + (long long)r * ldd + c;
-          if (c + 0 < N) {
-            if (bias != nullptr) x0 += bf16_bits_to_f32(bias[c + 0]);
-          }
-          if (c + 1 < N) {
-            if (bias != nullptr) x1 += bf16_bits_to_f32(bias[c + 1]);
-          }
-          if (c + 1 < N) {
+        const int cc_ = col0_ + 240;
+        const float b0_ = bias != nullptr && cc_ < N ? bf16_bits_to_f32(bias[cc_]) : 0.0f;
+        const float b1_ = bias != nullptr && cc_ + 1 < N ? bf16_bits_to_f32(bias[cc_ + 1]) : 0.0f;
+        if (row0_ + 0 < M) {
+          const float x0 = s_ * acc[0][120] + b0_, x1 = s_ * acc[0][121] + b1_;
+          u16* dp = Dl_ + (long long)(row0_ + 0) * ldd + cc_;
+          if (cc_ + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_bf16x2(x0, x1);
-          } else if (c < N) {
+          } else if (cc_ < N) {
+            dp[0] = f32_to_bf16_bits(x0);
+          }
+        }
+        if (row0_ + 8 < M) {
+          const float x0 = s_ * acc[0][122] + b0_, x1 = s_ * acc[0][123] + b1_;
+          u16* dp = Dl_ + (long long)(row0_ + 8) * ldd + cc_;
+          if (cc_ + 1 < N) {
+            *reinterpret_cast<u32*>(dp) = pack_bf16x2(x0, x1);
+          } else if (cc_ < N) {
             dp[0] = f32_to_bf16_bits(x0);
           }
         }
       }
       {
-        const int r = row0_ + 8, c = col0_ + 120;
-        if (r < M) {
-          float x0 = s_ * acc[0][62], x1 = s_ * acc[0][63];
-          u16* dp = Dl_ + (long long)r * ldd + c;
-          if (c + 0 < N) {
-            if (bias != nullptr) x0 += bf16_bits_to_f32(bias[c + 0]);
-          }
-          if (c + 1 < N) {
-            if (bias != nullptr) x1 += bf16_bits_to_f32(bias[c + 1]);
-          }
-          if (c + 1 < N) {
+        const int cc_ = col0_ + 248;
+        const float b0_ = bias != nullptr && cc_ < N ? bf16_bits_to_f32(bias[cc_]) : 0.0f;
+        const float b1_ = bias != nullptr && cc_ + 1 < N ? bf16_bits_to_f32(bias[cc_ + 1]) : 0.0f;
+        if (row0_ + 0 < M) {
+          const float x0 = s_ * acc[0][124] + b0_, x1 = s_ * acc[0][125] + b1_;
+          u16* dp = Dl_ + (long long)(row0_ + 0) * ldd + cc_;
+          if (cc_ + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_bf16x2(x0, x1);
-          } else if (c < N) {
+          } else if (cc_ < N) {
             dp[0] = f32_to_bf16_bits(x0);
           }
         }
-      }
-      {
-        const int r = row0_ + 0, c = col0_ + 128;
-        if (r < M) {
-          float x0 = s_ * acc[0][64], x1 = s_ * acc[0][65];
-          u16* dp = Dl_ + (long long)r * ldd + c;
-          if (c + 0 < N) {
-            if (bias != nullptr) x0 += bf16_bits_to_f32(bias[c + 0]);
-          }
-          if (c + 1 < N) {
-            if (bias != nullptr) x1 += bf16_bits_to_f32(bias[c + 1]);
-          }
-          if (c + 1 < N) {
+        if (row0_ + 8 < M) {
+          const float x0 = s_ * acc[0][126] + b0_, x1 = s_ * acc[0][127] + b1_;
+          u16* dp = Dl_ + (long long)(row0_ + 8) * ldd + cc_;
+          if (cc_ + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_bf16x2(x0, x1);
-          } else if (c < N) {
-            dp[0] = f32_to_bf16_bits(x0);
-          }
-        }
-      }
-      {
-        const int r = row0_ + 8, c = col0_ + 128;
-        if (r < M) {
-          float x0 = s_ * acc[0][66], x1 = s_ * acc[0][67];
-          u16* dp = Dl_ + (long long)r * ldd + c;
-          if (c + 0 < N) {
-            if (bias != nullptr) x0 += bf16_bits_to_f32(bias[c + 0]);
-          }
-          if (c + 1 < N) {
-            if (bias != nullptr) x1 += bf16_bits_to_f32(bias[c + 1]);
-          }
-          if (c + 1 < N) {
-            *reinterpret_cast<u32*>(dp) = pack_bf16x2(x0, x1);
-          } else if (c < N) {
-            dp[0] = f32_to_bf16_bits(x0);
-          }
-        }
-      }
-      {
-        const int r = row0_ + 0, c = col0_ + 136;
-        if (r < M) {
-          float x0 = s_ * acc[0][68], x1 = s_ * acc[0][69];
-          u16* dp = Dl_ + (long long)r * ldd + c;
-          if (c + 0 < N) {
-            if (bias != nullptr) x0 += bf16_bits_to_f32(bias[c + 0]);
-          }
-          if (c + 1 < N) {
-            if (bias != nullptr) x1 += bf16_bits_to_f32(bias[c + 1]);
-          }
-          if (c + 1 < N) {
-            *reinterpret_cast<u32*>(dp) = pack_bf16x2(x0, x1);
-          } else if (c < N) {
-            dp[0] = f32_to_bf16_bits(x0);
-          }
-        }
-      }
-      {
-        const int r = row0_ + 8, c = col0_ + 136;
-        if (r < M) {
-          float x0 = s_ * acc[0][70], x1 = s_ * acc[0][71];
-          u16* dp = Dl_ + (long long)r * ldd + c;
-          if (c + 0 < N) {
-            if (bias != nullptr) x0 += bf16_bits_to_f32(bias[c + 0]);
-          }
-          if (c + 1 < N) {
-            if (bias != nullptr) x1 += bf16_bits_to_f32(bias[c + 1]);
-          }
-          if (c + 1 < N) {
-            *reinterpret_cast<u32*>(dp) = pack_bf16x2(x0, x1);
-          } else if (c < N) {
-            dp[0] = f32_to_bf16_bits(x0);
-          }
-        }
-      }
-      {
-        const int r = row0_ + 0, c = col0_ + 144;
-        if (r < M) {
-          float x0 = s_ * acc[0][72], x1 = s_ * acc[0][73];
-          u16* dp = Dl_ + (long long)r * ldd + c;
-          if (c + 0 < N) {
-            if (bias != nullptr) x0 += bf16_bits_to_f32(bias[c + 0]);
-          }
-          if (c + 1 < N) {
-            if (bias != nullptr) x1 += bf16_bits_to_f32(bias[c + 1]);
-          }
-          if (c + 1 < N) {
-            *reinterpret_cast<u32*>(dp) = pack_bf16x2(x0, x1);
-          } else if (c < N) {
-            dp[0] = f32_to_bf16_bits(x0);
-          }
-        }
-      }
-      {
-        const int r = row0_ + 8, c = col0_ + 144;
-        if (r < M) {
-          float x0 = s_ * acc[0][74], x1 = s_ * acc[0][75];
-          u16* dp = Dl_ + (long long)r * ldd + c;
-          if (c + 0 < N) {
-            if (bias != nullptr) x0 += bf16_bits_to_f32(bias[c + 0]);
-          }
-          if (c + 1 < N) {
-            if (bias != nullptr) x1 += bf16_bits_to_f32(bias[c + 1]);
-          }
-          if (c + 1 < N) {
-            *reinterpret_cast<u32*>(dp) = pack_bf16x2(x0, x1);
-          } else if (c < N) {
-            dp[0] = f32_to_bf16_bits(x0);
-          }
-        }
-      }
-      {
-        const int r = row0_ + 0, c = col0_ + 152;
-        if (r < M) {
-          float x0 = s_ * acc[0][76], x1 = s_ * acc[0][77];
-          u16* dp = Dl_ + (long long)r * ldd + c;
-          if (c + 0 < N) {
-            if (bias != nullptr) x0 += bf16_bits_to_f32(bias[c + 0]);
-          }
-          if (c + 1 < N) {
-            if (bias != nullptr) x1 += bf16_bits_to_f32(bias[c + 1]);
-          }
-          if (c + 1 < N) {
-            *reinterpret_cast<u32*>(dp) = pack_bf16x2(x0, x1);
-          } else if (c < N) {
-            dp[0] = f32_to_bf16_bits(x0);
-          }
-        }
-      }
-      {
-        const int r = row0_ + 8, c = col0_ + 152;
-        if (r < M) {
-          float x0 = s_ * acc[0][78], x1 = s_ * acc[0][79];
-          u16* dp = Dl_ + (long long)r * ldd + c;
-          if (c + 0 < N) {
-            if (bias != nullptr) x0 += bf16_bits_to_f32(bias[c + 0]);
-          }
-          if (c + 1 < N) {
-            if (bias != nullptr) x1 += bf16_bits_to_f32(bias[c + 1]);
-          }
-          if (c + 1 < N) {
-            *reinterpret_cast<u32*>(dp) = pack_bf16x2(x0, x1);
-          } else if (c < N) {
-            dp[0] = f32_to_bf16_bits(x0);
-          }
-        }
-      }
-      {
-        const int r = row0_ + 0, c = col0_ + 160;
-        if (r < M) {
-          float x0 = s_ * acc[0][80], x1 = s_ * acc[0][81];
-          u16* dp = Dl_ + (long long)r * ldd + c;
-          if (c + 0 < N) {
-            if (bias != nullptr) x0 += bf16_bits_to_f32(bias[c + 0]);
-          }
-          if (c + 1 < N) {
-            if (bias != nullptr) x1 += bf16_bits_to_f32(bias[c + 1]);
-          }
-          if (c + 1 < N) {
-            *reinterpret_cast<u32*>(dp) = pack_bf16x2(x0, x1);
-          } else if (c < N) {
-            dp[0] = f32_to_bf16_bits(x0);
-          }
-        }
-      }
-      {
-        const int r = row0_ + 8, c = col0_ + 160;
-        if (r < M) {
-          float x0 = s_ * acc[0][82], x1 = s_ * acc[0][83];
-          u16* dp = Dl_ + (long long)r * ldd + c;
-          if (c + 0 < N) {
-            if (bias != nullptr) x0 += bf16_bits_to_f32(bias[c + 0]);
-          }
-          if (c + 1 < N) {
-            if (bias != nullptr) x1 += bf16_bits_to_f32(bias[c + 1]);
-          }
-          if (c + 1 < N) {
-            *reinterpret_cast<u32*>(dp) = pack_bf16x2(x0, x1);
-          } else if (c < N) {
-            dp[0] = f32_to_bf16_bits(x0);
-          }
-        }
-      }
-      {
-        const int r = row0_ + 0, c = col0_ + 168;
-        if (r < M) {
-          float x0 = s_ * acc[0][84], x1 = s_ * acc[0][85];
-          u16* dp = Dl_ + (long long)r * ldd + c;
-          if (c + 0 < N) {
-            if (bias != nullptr) x0 += bf16_bits_to_f32(bias[c + 0]);
-          }
-          if (c + 1 < N) {
-            if (bias != nullptr) x1 += bf16_bits_to_f32(bias[c + 1]);
-          }
-          if (c + 1 < N) {
-            *reinterpret_cast<u32*>(dp) = pack_bf16x2(x0, x1);
-          } else if (c < N) {
-            dp[0] = f32_to_bf16_bits(x0);
-          }
-        }
-      }
-      {
-        const int r = row0_ + 8, c = col0_ + 168;
-        if (r < M) {
-          float x0 = s_ * acc[0][86], x1 = s_ * acc[0][87];
-          u16* dp = Dl_ + (long long)r * ldd + c;
-          if (c + 0 < N) {
-            if (bias != nullptr) x0 += bf16_bits_to_f32(bias[c + 0]);
-          }
-          if (c + 1 < N) {
-            if (bias != nullptr) x1 += bf16_bits_to_f32(bias[c + 1]);
-          }
-          if (c + 1 < N) {
-            *reinterpret_cast<u32*>(dp) = pack_bf16x2(x0, x1);
-          } else if (c < N) {
-            dp[0] = f32_to_bf16_bits(x0);
-          }
-        }
-      }
-      {
-        const int r = row0_ + 0, c = col0_ + 176;
-        if (r < M) {
-          float x0 = s_ * acc[0][88], x1 = s_ * acc[0][89];
-          u16* dp = Dl_ + (long long)r * ldd + c;
-          if (c + 0 < N) {
-            if (bias != nullptr) x0 += bf16_bits_to_f32(bias[c + 0]);
-          }
-          if (c + 1 < N) {
-            if (bias != nullptr) x1 += bf16_bits_to_f32(bias[c + 1]);
-          }
-          if (c + 1 < N) {
-            *reinterpret_cast<u32*>(dp) = pack_bf16x2(x0, x1);
-          } else if (c < N) {
-            dp[0] = f32_to_bf16_bits(x0);
-          }
-        }
-      }
-      {
-        const int r = row0_ + 8, c = col0_ + 176;
-        if (r < M) {
-          float x0 = s_ * acc[0][90], x1 = s_ * acc[0][91];
-          u16* dp = Dl_ + (long long)r * ldd + c;
-          if (c + 0 < N) {
-            if (bias != nullptr) x0 += bf16_bits_to_f32(bias[c + 0]);
-          }
-          if (c + 1 < N) {
-            if (bias != nullptr) x1 += bf16_bits_to_f32(bias[c + 1]);
-          }
-          if (c + 1 < N) {
-            *reinterpret_cast<u32*>(dp) = pack_bf16x2(x0, x1);
-          } else if (c < N) {
-            dp[0] = f32_to_bf16_bits(x0);
-          }
-        }
-      }
-      {
-        const int r = row0_ + 0, c = col0_ + 184;
-        if (r < M) {
-          float x0 = s_ * acc[0][92], x1 = s_ * acc[0][93];
-          u16* dp = Dl_ + (long long)r * ldd + c;
-          if (c + 0 < N) {
-            if (bias != nullptr) x0 += bf16_bits_to_f32(bias[c + 0]);
-          }
-          if (c + 1 < N) {
-            if (bias != nullptr) x1 += bf16_bits_to_f32(bias[c + 1]);
-          }
-          if (c + 1 < N) {
-            *reinterpret_cast<u32*>(dp) = pack_bf16x2(x0, x1);
-          } else if (c < N) {
-            dp[0] = f32_to_bf16_bits(x0);
-          }
-        }
-      }
-      {
-        const int r = row0_ + 8, c = col0_ + 184;
-        if (r < M) {
-          float x0 = s_ * acc[0][94], x1 = s_ * acc[0][95];
-          u16* dp = Dl_ + (long long)r * ldd + c;
-          if (c + 0 < N) {
-            if (bias != nullptr) x0 += bf16_bits_to_f32(bias[c + 0]);
-          }
-          if (c + 1 < N) {
-            if (bias != nullptr) x1 += bf16_bits_to_f32(bias[c + 1]);
-          }
-          if (c + 1 < N) {
-            *reinterpret_cast<u32*>(dp) = pack_bf16x2(x0, x1);
-          } else if (c < N) {
-            dp[0] = f32_to_bf16_bits(x0);
-          }
-        }
-      }
-      {
-        const int r = row0_ + 0, c = col0_ + 192;
-        if (r < M) {
-          float x0 = s_ * acc[0][96], x1 = s_ * acc[0][97];
-          u16* dp = Dl_ + (long long)r * ldd + c;
-          if (c + 0 < N) {
-            if (bias != nullptr) x0 += bf16_bits_to_f32(bias[c + 0]);
-          }
-          if (c + 1 < N) {
-            if (bias != nullptr) x1 += bf16_bits_to_f32(bias[c + 1]);
-          }
-          if (c + 1 < N) {
-            *reinterpret_cast<u32*>(dp) = pack_bf16x2(x0, x1);
-          } else if (c < N) {
-            dp[0] = f32_to_bf16_bits(x0);
-          }
-        }
-      }
-      {
-        const int r = row0_ + 8, c = col0_ + 192;
-        if (r < M) {
-          float x0 = s_ * acc[0][98], x1 = s_ * acc[0][99];
-          u16* dp = Dl_ + (long long)r * ldd + c;
-          if (c + 0 < N) {
-            if (bias != nullptr) x0 += bf16_bits_to_f32(bias[c + 0]);
-          }
-          if (c + 1 < N) {
-            if (bias != nullptr) x1 += bf16_bits_to_f32(bias[c + 1]);
-          }
-          if (c + 1 < N) {
-            *reinterpret_cast<u32*>(dp) = pack_bf16x2(x0, x1);
-          } else if (c < N) {
-            dp[0] = f32_to_bf16_bits(x0);
-          }
-        }
-      }
-      {
-        const int r = row0_ + 0, c = col0_ + 200;
-        if (r < M) {
-          float x0 = s_ * acc[0][100], x1 = s_ * acc[0][101];
-          u16* dp = Dl_ + (long long)r * ldd + c;
-          if (c + 0 < N) {
-            if (bias != nullptr) x0 += bf16_bits_to_f32(bias[c + 0]);
-          }
-          if (c + 1 < N) {
-            if (bias != nullptr) x1 += bf16_bits_to_f32(bias[c + 1]);
-          }
-          if (c + 1 < N) {
-            *reinterpret_cast<u32*>(dp) = pack_bf16x2(x0, x1);
-          } else if (c < N) {
-            dp[0] = f32_to_bf16_bits(x0);
-          }
-        }
-      }
-      {
-        const int r = row0_ + 8, c = col0_ + 200;
-        if (r < M) {
-          float x0 = s_ * acc[0][102], x1 = s_ * acc[0][103];
-          u16* dp = Dl_ + (long long)r * ldd + c;
-          if (c + 0 < N) {
-            if (bias != nullptr) x0 += bf16_bits_to_f32(bias[c + 0]);
-          }
-          if (c + 1 < N) {
-            if (bias != nullptr) x1 += bf16_bits_to_f32(bias[c + 1]);
-          }
-          if (c + 1 < N) {
-            *reinterpret_cast<u32*>(dp) = pack_bf16x2(x0, x1);
-          } else if (c < N) {
-            dp[0] = f32_to_bf16_bits(x0);
-          }
-        }
-      }
-      {
-        const int r = row0_ + 0, c = col0_ + 208;
-        if (r < M) {
-          float x0 = s_ * acc[0][104], x1 = s_ * acc[0][105];
-          u16* dp = Dl_ + (long long)r * ldd + c;
-          if (c + 0 < N) {
-            if (bias != nullptr) x0 += bf16_bits_to_f32(bias[c + 0]);
-          }
-          if (c + 1 < N) {
-            if (bias != nullptr) x1 += bf16_bits_to_f32(bias[c + 1]);
-          }
-          if (c + 1 < N) {
-            *reinterpret_cast<u32*>(dp) = pack_bf16x2(x0, x1);
-          } else if (c < N) {
-            dp[0] = f32_to_bf16_bits(x0);
-          }
-        }
-      }
-      {
-        const int r = row0_ + 8, c = col0_ + 208;
-        if (r < M) {
-          float x0 = s_ * acc[0][106], x1 = s_ * acc[0][107];
-          u16* dp = Dl_ + (long long)r * ldd + c;
-          if (c + 0 < N) {
-            if (bias != nullptr) x0 += bf16_bits_to_f32(bias[c + 0]);
-          }
-          if (c + 1 < N) {
-            if (bias != nullptr) x1 += bf16_bits_to_f32(bias[c + 1]);
-          }
-          if (c + 1 < N) {
-            *reinterpret_cast<u32*>(dp) = pack_bf16x2(x0, x1);
-          } else if (c < N) {
-            dp[0] = f32_to_bf16_bits(x0);
-          }
-        }
-      }
-      {
-        const int r = row0_ + 0, c = col0_ + 216;
-        if (r < M) {
-          float x0 = s_ * acc[0][108], x1 = s_ * acc[0][109];
-          u16* dp = Dl_ + (long long)r * ldd + c;
-          if (c + 0 < N) {
-            if (bias != nullptr) x0 += bf16_bits_to_f32(bias[c + 0]);
-          }
-          if (c + 1 < N) {
-            if (bias != nullptr) x1 += bf16_bits_to_f32(bias[c + 1]);
-          }
-          if (c + 1 < N) {
-            *reinterpret_cast<u32*>(dp) = pack_bf16x2(x0, x1);
-          } else if (c < N) {
-            dp[0] = f32_to_bf16_bits(x0);
-          }
-        }
-      }
-      {
-        const int r = row0_ + 8, c = col0_ + 216;
-        if (r < M) {
-          float x0 = s_ * acc[0][110], x1 = s_ * acc[0][111];
-          u16* dp = Dl_ + (long long)r * ldd + c;
-          if (c + 0 < N) {
-            if (bias != nullptr) x0 += bf16_bits_to_f32(bias[c + 0]);
-          }
-          if (c + 1 < N) {
-            if (bias != nullptr) x1 += bf16_bits_to_f32(bias[c + 1]);
-          }
-          if (c + 1 < N) {
-            *reinterpret_cast<u32*>(dp) = pack_bf16x2(x0, x1);
-          } else if (c < N) {
-            dp[0] = f32_to_bf16_bits(x0);
-          }
-        }
-      }
-      {
-        const int r = row0_ + 0, c = col0_ + 224;
-        if (r < M) {
-          float x0 = s_ * acc[0][112], x1 = s_ * acc[0][113];
-          u16* dp = Dl_ + (long long)r * ldd + c;
-          if (c + 0 < N) {
-            if (bias != nullptr) x0 += bf16_bits_to_f32(bias[c + 0]);
-          }
-          if (c + 1 < N) {
-            if (bias != nullptr) x1 += bf16_bits_to_f32(bias[c + 1]);
-          }
-          if (c + 1 < N) {
-            *reinterpret_cast<u32*>(dp) = pack_bf16x2(x0, x1);
-          } else if (c < N) {
-            dp[0] = f32_to_bf16_bits(x0);
-          }
-        }
-      }
-      {
-        const int r = row0_ + 8, c = col0_ + 224;
-        if (r < M) {
-          float x0 = s_ * acc[0][114], x1 = s_ * acc[0][115];
-          u16* dp = Dl_ + (long long)r * ldd + c;
-          if (c + 0 < N) {
-            if (bias != nullptr) x0 += bf16_bits_to_f32(bias[c + 0]);
-          }
-          if (c + 1 < N) {
-            if (bias != nullptr) x1 += bf16_bits_to_f32(bias[c + 1]);
-          }
-          if (c + 1 < N) {
-            *reinterpret_cast<u32*>(dp) = pack_bf16x2(x0, x1);
-          } else if (c < N) {
-            dp[0] = f32_to_bf16_bits(x0);
-          }
-        }
-      }
-      {
-        const int r = row0_ + 0, c = col0_ + 232;
-        if (r < M) {
-          float x0 = s_ * acc[0][116], x1 = s_ * acc[0][117];
-          u16* dp = Dl_ + (long long)r * ldd + c;
-          if (c + 0 < N) {
-            if (bias != nullptr) x0 += bf16_bits_to_f32(bias[c + 0]);
-          }
-          if (c + 1 < N) {
-            if (bias != nullptr) x1 += bf16_bits_to_f32(bias[c + 1]);
-          }
-          if (c + 1 < N) {
-            *reinterpret_cast<u32*>(dp) = pack_bf16x2(x0, x1);
-          } else if (c < N) {
-            dp[0] = f32_to_bf16_bits(x0);
-          }
-        }
-      }
-      {
-        const int r = row0_ + 8, c = col0_ + 232;
-        if (r < M) {
-          float x0 = s_ * acc[0][118], x1 = s_ * acc[0][119];
-          u16* dp = Dl_ + (long long)r * ldd + c;
-          if (c + 0 < N) {
-            if (bias != nullptr) x0 += bf16_bits_to_f32(bias[c + 0]);
-          }
-          if (c + 1 < N) {
-            if (bias != nullptr) x1 += bf16_bits_to_f32(bias[c + 1]);
-          }
-          if (c + 1 < N) {
-            *reinterpret_cast<u32*>(dp) = pack_bf16x2(x0, x1);
-          } else if (c < N) {
-            dp[0] = f32_to_bf16_bits(x0);
-          }
-        }
-      }
-      {
-        const int r = row0_ + 0, c = col0_ + 240;
-        if (r < M) {
-          float x0 = s_ * acc[0][120], x1 = s_ * acc[0][121];
-          u16* dp = Dl_ + (long long)r * ldd + c;
-          if (c + 0 < N) {
-            if (bias != nullptr) x0 += bf16_bits_to_f32(bias[c + 0]);
-          }
-          if (c + 1 < N) {
-            if (bias != nullptr) x1 += bf16_bits_to_f32(bias[c + 1]);
-          }
-          if (c + 1 < N) {
-            *reinterpret_cast<u32*>(dp) = pack_bf16x2(x0, x1);
-          } else if (c < N) {
-            dp[0] = f32_to_bf16_bits(x0);
-          }
-        }
-      }
-      {
-        const int r = row0_ + 8, c = col0_ + 240;
-        if (r < M) {
-          float x0 = s_ * acc[0][122], x1 = s_ * acc[0][123];
-          u16* dp = Dl_ + (long long)r * ldd + c;
-          if (c + 0 < N) {
-            if (bias != nullptr) x0 += bf16_bits_to_f32(bias[c + 0]);
-          }
-          if (c + 1 < N) {
-            if (bias != nullptr) x1 += bf16_bits_to_f32(bias[c + 1]);
-          }
-          if (c + 1 < N) {
-            *reinterpret_cast<u32*>(dp) = pack_bf16x2(x0, x1);
-          } else if (c < N) {
-            dp[0] = f32_to_bf16_bits(x0);
-          }
-        }
-      }
-      {
-        const int r = row0_ + 0, c = col0_ + 248;
-        if (r < M) {
-          float x0 = s_ * acc[0][124], x1 = s_ * acc[0][125];
-          u16* dp = Dl_ + (long long)r * ldd + c;
-          if (c + 0 < N) {
-            if (bias != nullptr) x0 += bf16_bits_to_f32(bias[c + 0]);
-          }
-          if (c + 1 < N) {
-            if (bias != nullptr) x1 += bf16_bits_to_f32(bias[c + 1]);
-          }
-          if (c + 1 < N) {
-            *reinterpret_cast<u32*>(dp) = pack_bf16x2(x0, x1);
-          } else if (c < N) {
-            dp[0] = f32_to_bf16_bits(x0);
-          }
-        }
-      }
-      {
-        const int r = row0_ + 8, c = col0_ + 248;
-        if (r < M) {
-          float x0 = s_ * acc[0][126], x1 = s_ * acc[0][127];
-          u16* dp = Dl_ + (long long)r * ldd + c;
-          if (c + 0 < N) {
-            if (bias != nullptr) x0 += bf16_bits_to_f32(bias[c + 0]);
-          }
-          if (c + 1 < N) {
-            if (bias != nullptr) x1 += bf16_bits_to_f32(bias[c + 1]);
-          }
-          if (c + 1 < N) {
-            *reinterpret_cast<u32*>(dp) = pack_bf16x2(x0, x1);
-          } else if (c < N) {
+          } else if (cc_ < N) {
             dp[0] = f32_to_bf16_bits(x0);
           }
         }

@@ -205,641 +205,401 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_e4m3e5m2_f16
       { const int r = row0_ + 0; rs_[0] = r < M ? __ldg(scale_a + (long long)r * ld_sa_m) : 0.0f; }
       { const int r = row0_ + 8; rs_[1] = r < M ? __ldg(scale_a + (long long)r * ld_sa_m) : 0.0f; }
       {
-        const int r = row0_ + 0, c = col0_ + 0;
-        if (r < M) {
-          float x0 = tot_[0][0] * rs_[0], x1 = tot_[0][1] * rs_[0];
-          u16* dp = Dl_ + (long long)r * ldd + c;
-          if (c + 0 < N) {
-            x0 *= __ldg(scale_b + (long long)c * ld_sb_n);
-            if (bias != nullptr) x0 += f16_bits_to_f32(bias[c + 0]);
-          }
-          if (c + 1 < N) {
-            x1 *= __ldg(scale_b + ((long long)c + 1) * ld_sb_n);
-            if (bias != nullptr) x1 += f16_bits_to_f32(bias[c + 1]);
-          }
-          if (c + 1 < N) {
+        const int cc_ = col0_ + 0;
+        const float cs0_ = cc_ < N ? __ldg(scale_b + (long long)cc_ * ld_sb_n) : 0.0f;
+        const float cs1_ = cc_ + 1 < N ? __ldg(scale_b + ((long long)cc_ + 1) * ld_sb_n) : 0.0f;
+        const float b0_ = bias != nullptr && cc_ < N ? f16_bits_to_f32(bias[cc_]) : 0.0f;
+        const float b1_ = bias != nullptr && cc_ + 1 < N ? f16_bits_to_f32(bias[cc_ + 1]) : 0.0f;
+        if (row0_ + 0 < M) {
+          const float x0 = tot_[0][0] * rs_[0] * cs0_ + b0_, x1 = tot_[0][1] * rs_[0] * cs1_ + b1_;
+          u16* dp = Dl_ + (long long)(row0_ + 0) * ldd + cc_;
+          if (cc_ + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_f16x2(x0, x1);
-          } else if (c < N) {
+          } else if (cc_ < N) {
+            dp[0] = f32_to_f16_bits(x0);
+          }
+        }
+        if (row0_ + 8 < M) {
+          const float x0 = tot_[0][2] * rs_[1] * cs0_ + b0_, x1 = tot_[0][3] * rs_[1] * cs1_ + b1_;
+          u16* dp = Dl_ + (long long)(row0_ + 8) * ldd + cc_;
+          if (cc_ + 1 < N) {
+            *reinterpret_cast<u32*>(dp) = pack_f16x2(x0, x1);
+          } else if (cc_ < N) {
             dp[0] = f32_to_f16_bits(x0);
           }
         }
       }
       {
-        const int r = row0_ + 8, c = col0_ + 0;
-        if (r < M) {
-          float x0 = tot_[0][2] * rs_[1], x1 = tot_[0][3] * rs_[1];
-          u16* dp = Dl_ + (long long)r * ldd + c;
-          if (c + 0 < N) {
-            x0 *= __ldg(scale_b + (long long)c * ld_sb_n);
-            if (bias != nullptr) x0 += f16_bits_to_f32(bias[c + 0]);
-          }
-          if (c + 1 < N) {
-            x1 *= __ldg(scale_b + ((long long)c + 1) * ld_sb_n);
-            if (bias != nullptr) x1 += f16_bits_to_f32(bias[c + 1]);
-          }
-          if (c + 1 < N) {
+        const int cc_ = col0_ + 8;
+        const float cs0_ = cc_ < N ? __ldg(scale_b + (long long)cc_ * ld_sb_n) : 0.0f;
+        const float cs1_ = cc_ + 1 < N ? __ldg(scale_b + ((long long)cc_ + 1) * ld_sb_n) : 0.0f;
+        const float b0_ = bias != nullptr && cc_ < N ? f16_bits_to_f32(bias[cc_]) : 0.0f;
+        const float b1_ = bias != nullptr && cc_ + 1 < N ? f16_bits_to_f32(bias[cc_ + 1]) : 0.0f;
+        if (row0_ + 0 < M) {
+          const float x0 = tot_[0][4] * rs_[0] * cs0_ + b0_, x1 = tot_[0][5] * rs_[0] * cs1_ + b1_;
+          u16* dp = Dl_ + (long long)(row0_ + 0) * ldd + cc_;
+          if (cc_ + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_f16x2(x0, x1);
-          } else if (c < N) {
+          } else if (cc_ < N) {
+            dp[0] = f32_to_f16_bits(x0);
+          }
+        }
+        if (row0_ + 8 < M) {
+          const float x0 = tot_[0][6] * rs_[1] * cs0_ + b0_, x1 = tot_[0][7] * rs_[1] * cs1_ + b1_;
+          u16* dp = Dl_ + (long long)(row0_ + 8) * ldd + cc_;
+          if (cc_ + 1 < N) {
+            *reinterpret_cast<u32*>(dp) = pack_f16x2(x0, x1);
+          } else if (cc_ < N) {
             dp[0] = f32_to_f16_bits(x0);
           }
         }
       }
       {
-        const int r = row0_ + 0, c = col0_ + 8;
-        if (r < M) {
-          float x0 = tot_[0][4] * rs_[0], x1 = tot_[0][5] * rs_[0];
-          u16* dp = Dl_ + (long long)r * ldd + c;
-          if (c + 0 < N) {
-            x0 *= __ldg(scale_b + (long long)c * ld_sb_n);
-            if (bias != nullptr) x0 += f16_bits_to_f32(bias[c + 0]);
-          }
-          if (c + 1 < N) {
-            x1 *= __ldg(scale_b + ((long long)c + 1) * ld_sb_n);
-            if (bias != nullptr) x1 += f16_bits_to_f32(bias[c + 1]);
-          }
-          if (c + 1 < N) {
+        const int cc_ = col0_ + 16;
+        const float cs0_ = cc_ < N ? __ldg(scale_b + (long long)cc_ * ld_sb_n) : 0.0f;
+        const float cs1_ = cc_ + 1 < N ? __ldg(scale_b + ((long long)cc_ + 1) * ld_sb_n) : 0.0f;
+        const float b0_ = bias != nullptr && cc_ < N ? f16_bits_to_f32(bias[cc_]) : 0.0f;
+        const float b1_ = bias != nullptr && cc_ + 1 < N ? f16_bits_to_f32(bias[cc_ + 1]) : 0.0f;
+        if (row0_ + 0 < M) {
+          const float x0 = tot_[0][8] * rs_[0] * cs0_ + b0_, x1 = tot_[0][9] * rs_[0] * cs1_ + b1_;
+          u16* dp = Dl_ + (long long)(row0_ + 0) * ldd + cc_;
+          if (cc_ + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_f16x2(x0, x1);
-          } else if (c < N) {
+          } else if (cc_ < N) {
+            dp[0] = f32_to_f16_bits(x0);
+          }
+        }
+        if (row0_ + 8 < M) {
+          const float x0 = tot_[0][10] * rs_[1] * cs0_ + b0_, x1 = tot_[0][11] * rs_[1] * cs1_ + b1_;
+          u16* dp = Dl_ + (long long)(row0_ + 8) * ldd + cc_;
+          if (cc_ + 1 < N) {
+            *reinterpret_cast<u32*>(dp) = pack_f16x2(x0, x1);
+          } else if (cc_ < N) {
             dp[0] = f32_to_f16_bits(x0);
           }
         }
       }
       {
-        const int r = row0_ + 8, c = col0_ + 8;
-        if (r < M) {
-          float x0 = tot_[0][6] * rs_[1], x1 = tot_[0][7] * rs_[1];
-          u16* dp = Dl_ + (long long)r * ldd + c;
-          if (c + 0 < N) {
-            x0 *= __ldg(scale_b + (long long)c * ld_sb_n);
-            if (bias != nullptr) x0 += f16_bits_to_f32(bias[c + 0]);
-          }
-          if (c + 1 < N) {
-            x1 *= __ldg(scale_b + ((long long)c + 1) * ld_sb_n);
-            if (bias != nullptr) x1 += f16_bits_to_f32(bias[c + 1]);
-          }
-          if (c + 1 < N) {
+        const int cc_ = col0_ + 24;
+        const float cs0_ = cc_ < N ? __ldg(scale_b + (long long)cc_ * ld_sb_n) : 0.0f;
+        const float cs1_ = cc_ + 1 < N ? __ldg(scale_b + ((long long)cc_ + 1) * ld_sb_n) : 0.0f;
+        const float b0_ = bias != nullptr && cc_ < N ? f16_bits_to_f32(bias[cc_]) : 0.0f;
+        const float b1_ = bias != nullptr && cc_ + 1 < N ? f16_bits_to_f32(bias[cc_ + 1]) : 0.0f;
+        if (row0_ + 0 < M) {
+          const float x0 = tot_[0][12] * rs_[0] * cs0_ + b0_, x1 = tot_[0][13] * rs_[0] * cs1_ + b1_;
+          u16* dp = Dl_ + (long long)(row0_ + 0) * ldd + cc_;
+          if (cc_ + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_f16x2(x0, x1);
-          } else if (c < N) {
+          } else if (cc_ < N) {
+            dp[0] = f32_to_f16_bits(x0);
+          }
+        }
+        if (row0_ + 8 < M) {
+          const float x0 = tot_[0][14] * rs_[1] * cs0_ + b0_, x1 = tot_[0][15] * rs_[1] * cs1_ + b1_;
+          u16* dp = Dl_ + (long long)(row0_ + 8) * ldd + cc_;
+          if (cc_ + 1 < N) {
+            *reinterpret_cast<u32*>(dp) = pack_f16x2(x0, x1);
+          } else if (cc_ < N) {
             dp[0] = f32_to_f16_bits(x0);
           }
         }
       }
       {
-        const int r = row0_ + 0, c = col0_ + 16;
-        if (r < M) {
-          float x0 = tot_[0][8] * rs_[0], x1 = tot_[0][9] * rs_[0];
-          u16* dp = Dl_ + (long long)r * ldd + c;
-          if (c + 0 < N) {
-            x0 *= __ldg(scale_b + (long long)c * ld_sb_n);
-            if (bias != nullptr) x0 += f16_bits_to_f32(bias[c + 0]);
-          }
-          if (c + 1 < N) {
-            x1 *= __ldg(scale_b + ((long long)c + 1) * ld_sb_n);
-            if (bias != nullptr) x1 += f16_bits_to_f32(bias[c + 1]);
-          }
-          if (c + 1 < N) {
+        const int cc_ = col0_ + 32;
+        const float cs0_ = cc_ < N ? __ldg(scale_b + (long long)cc_ * ld_sb_n) : 0.0f;
+        const float cs1_ = cc_ + 1 < N ? __ldg(scale_b + ((long long)cc_ + 1) * ld_sb_n) : 0.0f;
+        const float b0_ = bias != nullptr && cc_ < N ? f16_bits_to_f32(bias[cc_]) : 0.0f;
+        const float b1_ = bias != nullptr && cc_ + 1 < N ? f16_bits_to_f32(bias[cc_ + 1]) : 0.0f;
+        if (row0_ + 0 < M) {
+          const float x0 = tot_[0][16] * rs_[0] * cs0_ + b0_, x1 = tot_[0][17] * rs_[0] * cs1_ + b1_;
+          u16* dp = Dl_ + (long long)(row0_ + 0) * ldd + cc_;
+          if (cc_ + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_f16x2(x0, x1);
-          } else if (c < N) {
+          } else if (cc_ < N) {
+            dp[0] = f32_to_f16_bits(x0);
+          }
+        }
+        if (row0_ + 8 < M) {
+          const float x0 = tot_[0][18] * rs_[1] * cs0_ + b0_, x1 = tot_[0][19] * rs_[1] * cs1_ + b1_;
+          u16* dp = Dl_ + (long long)(row0_ + 8) * ldd + cc_;
+          if (cc_ + 1 < N) {
+            *reinterpret_cast<u32*>(dp) = pack_f16x2(x0, x1);
+          } else if (cc_ < N) {
             dp[0] = f32_to_f16_bits(x0);
           }
         }
       }
       {
-        const int r = row0_ + 8, c = col0_ + 16;
-        if (r < M) {
-          float x0 = tot_[0][10] * rs_[1], x1 = tot_[0][11] * rs_[1];
-          u16* dp = Dl_ + (long long)r * ldd + c;
-          if (c + 0 < N) {
-            x0 *= __ldg(scale_b + (long long)c * ld_sb_n);
-            if (bias != nullptr) x0 += f16_bits_to_f32(bias[c + 0]);
-          }
-          if (c + 1 < N) {
-            x1 *= __ldg(scale_b + ((long long)c + 1) * ld_sb_n);
-            if (bias != nullptr) x1 += f16_bits_to_f32(bias[c + 1]);
-          }
-          if (c + 1 < N) {
+        const int cc_ = col0_ + 40;
+        const float cs0_ = cc_ < N ? __ldg(scale_b + (long long)cc_ * ld_sb_n) : 0.0f;
+        const float cs1_ = cc_ + 1 < N ? __ldg(scale_b + ((long long)cc_ + 1) * ld_sb_n) : 0.0f;
+        const float b0_ = bias != nullptr && cc_ < N ? f16_bits_to_f32(bias[cc_]) : 0.0f;
+        const float b1_ = bias != nullptr && cc_ + 1 < N ? f16_bits_to_f32(bias[cc_ + 1]) : 0.0f;
+        if (row0_ + 0 < M) {
+          const float x0 = tot_[0][20] * rs_[0] * cs0_ + b0_, x1 = tot_[0][21] * rs_[0] * cs1_ + b1_;
+          u16* dp = Dl_ + (long long)(row0_ + 0) * ldd + cc_;
+          if (cc_ + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_f16x2(x0, x1);
-          } else if (c < N) {
+          } else if (cc_ < N) {
+            dp[0] = f32_to_f16_bits(x0);
+          }
+        }
+        if (row0_ + 8 < M) {
+          const float x0 = tot_[0][22] * rs_[1] * cs0_ + b0_, x1 = tot_[0][23] * rs_[1] * cs1_ + b1_;
+          u16* dp = Dl_ + (long long)(row0_ + 8) * ldd + cc_;
+          if (cc_ + 1 < N) {
+            *reinterpret_cast<u32*>(dp) = pack_f16x2(x0, x1);
+          } else if (cc_ < N) {
             dp[0] = f32_to_f16_bits(x0);
           }
         }
       }
       {
-        const int r = row0_ + 0, c = col0_ + 24;
-        if (r < M) {
-          float x0 = tot_[0][12] * rs_[0], x1 = tot_[0][13] * rs_[0];
-          u16* dp = Dl_ + (long long)r * ldd + c;
-          if (c + 0 < N) {
-            x0 *= __ldg(scale_b + (long long)c * ld_sb_n);
-            if (bias != nullptr) x0 += f16_bits_to_f32(bias[c + 0]);
-          }
-          if (c + 1 < N) {
-            x1 *= __ldg(scale_b + ((long long)c + 1) * ld_sb_n);
-            if (bias != nullptr) x1 += f16_bits_to_f32(bias[c + 1]);
-          }
-          if (c + 1 < N) {
+        const int cc_ = col0_ + 48;
+        const float cs0_ = cc_ < N ? __ldg(scale_b + (long long)cc_ * ld_sb_n) : 0.0f;
+        const float cs1_ = cc_ + 1 < N ? __ldg(scale_b + ((long long)cc_ + 1) * ld_sb_n) : 0.0f;
+        const float b0_ = bias != nullptr && cc_ < N ? f16_bits_to_f32(bias[cc_]) : 0.0f;
+        const float b1_ = bias != nullptr && cc_ + 1 < N ? f16_bits_to_f32(bias[cc_ + 1]) : 0.0f;
+        if (row0_ + 0 < M) {
+          const float x0 = tot_[0][24] * rs_[0] * cs0_ + b0_, x1 = tot_[0][25] * rs_[0] * cs1_ + b1_;
+          u16* dp = Dl_ + (long long)(row0_ + 0) * ldd + cc_;
+          if (cc_ + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_f16x2(x0, x1);
-          } else if (c < N) {
+          } else if (cc_ < N) {
+            dp[0] = f32_to_f16_bits(x0);
+          }
+        }
+        if (row0_ + 8 < M) {
+          const float x0 = tot_[0][26] * rs_[1] * cs0_ + b0_, x1 = tot_[0][27] * rs_[1] * cs1_ + b1_;
+          u16* dp = Dl_ + (long long)(row0_ + 8) * ldd + cc_;
+          if (cc_ + 1 < N) {
+            *reinterpret_cast<u32*>(dp) = pack_f16x2(x0, x1);
+          } else if (cc_ < N) {
             dp[0] = f32_to_f16_bits(x0);
           }
         }
       }
       {
-        const int r = row0_ + 8, c = col0_ + 24;
-        if (r < M) {
-          float x0 = tot_[0][14] * rs_[1], x1 = tot_[0][15] * rs_[1];
-          u16* dp = Dl_ + (long long)r * ldd + c;
-          if (c + 0 < N) {
-            x0 *= __ldg(scale_b + (long long)c * ld_sb_n);
-            if (bias != nullptr) x0 += f16_bits_to_f32(bias[c + 0]);
-          }
-          if (c + 1 < N) {
-            x1 *= __ldg(scale_b + ((long long)c + 1) * ld_sb_n);
-            if (bias != nullptr) x1 += f16_bits_to_f32(bias[c + 1]);
-          }
-          if (c + 1 < N) {
+        const int cc_ = col0_ + 56;
+        const float cs0_ = cc_ < N ? __ldg(scale_b + (long long)cc_ * ld_sb_n) : 0.0f;
+        const float cs1_ = cc_ + 1 < N ? __ldg(scale_b + ((long long)cc_ + 1) * ld_sb_n) : 0.0f;
+        const float b0_ = bias != nullptr && cc_ < N ? f16_bits_to_f32(bias[cc_]) : 0.0f;
+        const float b1_ = bias != nullptr && cc_ + 1 < N ? f16_bits_to_f32(bias[cc_ + 1]) : 0.0f;
+        if (row0_ + 0 < M) {
+          const float x0 = tot_[0][28] * rs_[0] * cs0_ + b0_, x1 = tot_[0][29] * rs_[0] * cs1_ + b1_;
+          u16* dp = Dl_ + (long long)(row0_ + 0) * ldd + cc_;
+          if (cc_ + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_f16x2(x0, x1);
-          } else if (c < N) {
+          } else if (cc_ < N) {
+            dp[0] = f32_to_f16_bits(x0);
+          }
+        }
+        if (row0_ + 8 < M) {
+          const float x0 = tot_[0][30] * rs_[1] * cs0_ + b0_, x1 = tot_[0][31] * rs_[1] * cs1_ + b1_;
+          u16* dp = Dl_ + (long long)(row0_ + 8) * ldd + cc_;
+          if (cc_ + 1 < N) {
+            *reinterpret_cast<u32*>(dp) = pack_f16x2(x0, x1);
+          } else if (cc_ < N) {
             dp[0] = f32_to_f16_bits(x0);
           }
         }
       }
       {
-        const int r = row0_ + 0, c = col0_ + 32;
-        if (r < M) {
-          float x0 = tot_[0][16] * rs_[0], x1 = tot_[0][17] * rs_[0];
-          u16* dp = Dl_ + (long long)r * ldd + c;
-          if (c + 0 < N) {
-            x0 *= __ldg(scale_b + (long long)c * ld_sb_n);
-            if (bias != nullptr) x0 += f16_bits_to_f32(bias[c + 0]);
-          }
-          if (c + 1 < N) {
-            x1 *= __ldg(scale_b + ((long long)c + 1) * ld_sb_n);
-            if (bias != nullptr) x1 += f16_bits_to_f32(bias[c + 1]);
-          }
-          if (c + 1 < N) {
+        const int cc_ = col0_ + 64;
+        const float cs0_ = cc_ < N ? __ldg(scale_b + (long long)cc_ * ld_sb_n) : 0.0f;
+        const float cs1_ = cc_ + 1 < N ? __ldg(scale_b + ((long long)cc_ + 1) * ld_sb_n) : 0.0f;
+        const float b0_ = bias != nullptr && cc_ < N ? f16_bits_to_f32(bias[cc_]) : 0.0f;
+        const float b1_ = bias != nullptr && cc_ + 1 < N ? f16_bits_to_f32(bias[cc_ + 1]) : 0.0f;
+        if (row0_ + 0 < M) {
+          const float x0 = tot_[0][32] * rs_[0] * cs0_ + b0_, x1 = tot_[0][33] * rs_[0] * cs1_ + b1_;
+          u16* dp = Dl_ + (long long)(row0_ + 0) * ldd + cc_;
+          if (cc_ + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_f16x2(x0, x1);
-          } else if (c < N) {
+          } else if (cc_ < N) {
+            dp[0] = f32_to_f16_bits(x0);
+          }
+        }
+        if (row0_ + 8 < M) {
+          const float x0 = tot_[0][34] * rs_[1] * cs0_ + b0_, x1 = tot_[0][35] * rs_[1] * cs1_ + b1_;
+          u16* dp = Dl_ + (long long)(row0_ + 8) * ldd + cc_;
+          if (cc_ + 1 < N) {
+            *reinterpret_cast<u32*>(dp) = pack_f16x2(x0, x1);
+          } else if (cc_ < N) {
             dp[0] = f32_to_f16_bits(x0);
           }
         }
       }
       {
-        const int r = row0_ + 8, c = col0_ + 32;
-        if (r < M) {
-          float x0 = tot_[0][18] * rs_[1], x1 = tot_[0][19] * rs_[1];
-          u16* dp = Dl_ + (long long)r * ldd + c;
-          if (c + 0 < N) {
-            x0 *= __ldg(scale_b + (long long)c * ld_sb_n);
-            if (bias != nullptr) x0 += f16_bits_to_f32(bias[c + 0]);
-          }
-          if (c + 1 < N) {
-            x1 *= __ldg(scale_b + ((long long)c + 1) * ld_sb_n);
-            if (bias != nullptr) x1 += f16_bits_to_f32(bias[c + 1]);
-          }
-          if (c + 1 < N) {
+        const int cc_ = col0_ + 72;
+        const float cs0_ = cc_ < N ? __ldg(scale_b + (long long)cc_ * ld_sb_n) : 0.0f;
+        const float cs1_ = cc_ + 1 < N ? __ldg(scale_b + ((long long)cc_ + 1) * ld_sb_n) : 0.0f;
+        const float b0_ = bias != nullptr && cc_ < N ? f16_bits_to_f32(bias[cc_]) : 0.0f;
+        const float b1_ = bias != nullptr && cc_ + 1 < N ? f16_bits_to_f32(bias[cc_ + 1]) : 0.0f;
+        if (row0_ + 0 < M) {
+          const float x0 = tot_[0][36] * rs_[0] * cs0_ + b0_, x1 = tot_[0][37] * rs_[0] * cs1_ + b1_;
+          u16* dp = Dl_ + (long long)(row0_ + 0) * ldd + cc_;
+          if (cc_ + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_f16x2(x0, x1);
-          } else if (c < N) {
+          } else if (cc_ < N) {
+            dp[0] = f32_to_f16_bits(x0);
+          }
+        }
+        if (row0_ + 8 < M) {
+          const float x0 = tot_[0][38] * rs_[1] * cs0_ + b0_, x1 = tot_[0][39] * rs_[1] * cs1_ + b1_;
+          u16* dp = Dl_ + (long long)(row0_ + 8) * ldd + cc_;
+          if (cc_ + 1 < N) {
+            *reinterpret_cast<u32*>(dp) = pack_f16x2(x0, x1);
+          } else if (cc_ < N) {
             dp[0] = f32_to_f16_bits(x0);
           }
         }
       }
       {
-        const int r = row0_ + 0, c = col0_ + 40;
-        if (r < M) {
-          float x0 = tot_[0][20] * rs_[0], x1 = tot_[0][21] * rs_[0];
-          u16* dp = Dl_ + (long long)r * ldd + c;
-          if (c + 0 < N) {
-            x0 *= __ldg(scale_b + (long long)c * ld_sb_n);
-            if (bias != nullptr) x0 += f16_bits_to_f32(bias[c + 0]);
-          }
-          if (c + 1 < N) {
-            x1 *= __ldg(scale_b + ((long long)c + 1) * ld_sb_n);
-            if (bias != nullptr) x1 += f16_bits_to_f32(bias[c + 1]);
-          }
-          if (c + 1 < N) {
+        const int cc_ = col0_ + 80;
+        const float cs0_ = cc_ < N ? __ldg(scale_b + (long long)cc_ * ld_sb_n) : 0.0f;
+        const float cs1_ = cc_ + 1 < N ? __ldg(scale_b + ((long long)cc_ + 1) * ld_sb_n) : 0.0f;
+        const float b0_ = bias != nullptr && cc_ < N ? f16_bits_to_f32(bias[cc_]) : 0.0f;
+        const float b1_ = bias != nullptr && cc_ + 1 < N ? f16_bits_to_f32(bias[cc_ + 1]) : 0.0f;
+        if (row0_ + 0 < M) {
+          const float x0 = tot_[0][40] * rs_[0] * cs0_ + b0_, x1 = tot_[0][41] * rs_[0] * cs1_ + b1_;
+          u16* dp = Dl_ + (long long)(row0_ + 0) * ldd + cc_;
+          if (cc_ + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_f16x2(x0, x1);
-          } else if (c < N) {
+          } else if (cc_ < N) {
+            dp[0] = f32_to_f16_bits(x0);
+          }
+        }
+        if (row0_ + 8 < M) {
+          const float x0 = tot_[0][42] * rs_[1] * cs0_ + b0_, x1 = tot_[0][43] * rs_[1] * cs1_ + b1_;
+          u16* dp = Dl_ + (long long)(row0_ + 8) * ldd + cc_;
+          if (cc_ + 1 < N) {
+            *reinterpret_cast<u32*>(dp) = pack_f16x2(x0, x1);
+          } else if (cc_ < N) {
             dp[0] = f32_to_f16_bits(x0);
           }
         }
       }
       {
-        const int r = row0_ + 8, c = col0_ + 40;
-        if (r < M) {
-          float x0 = tot_[0][22] * rs_[1], x1 = tot_[0][23] * rs_[1];
-          u16* dp = Dl_ + (long long)r * ldd + c;
-          if (c + 0 < N) {
-            x0 *= __ldg(scale_b + (long long)c * ld_sb_n);
-            if (bias != nullptr) x0 += f16_bits_to_f32(bias[c + 0]);
-          }
-          if (c + 1 < N) {
-            x1 *= __ldg(scale_b + ((long long)c + 1) * ld_sb_n);
-            if (bias != nullptr) x1 += f16_bits_to_f32(bias[c + 1]);
-          }
-          if (c + 1 < N) {
+        const int cc_ = col0_ + 88;
+        const float cs0_ = cc_ < N ? __ldg(scale_b + (long long)cc_ * ld_sb_n) : 0.0f;
+        const float cs1_ = cc_ + 1 < N ? __ldg(scale_b + ((long long)cc_ + 1) * ld_sb_n) : 0.0f;
+        const float b0_ = bias != nullptr && cc_ < N ? f16_bits_to_f32(bias[cc_]) : 0.0f;
+        const float b1_ = bias != nullptr && cc_ + 1 < N ? f16_bits_to_f32(bias[cc_ + 1]) : 0.0f;
+        if (row0_ + 0 < M) {
+          const float x0 = tot_[0][44] * rs_[0] * cs0_ + b0_, x1 = tot_[0][45] * rs_[0] * cs1_ + b1_;
+          u16* dp = Dl_ + (long long)(row0_ + 0) * ldd + cc_;
+          if (cc_ + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_f16x2(x0, x1);
-          } else if (c < N) {
+          } else if (cc_ < N) {
+            dp[0] = f32_to_f16_bits(x0);
+          }
+        }
+        if (row0_ + 8 < M) {
+          const float x0 = tot_[0][46] * rs_[1] * cs0_ + b0_, x1 = tot_[0][47] * rs_[1] * cs1_ + b1_;
+          u16* dp = Dl_ + (long long)(row0_ + 8) * ldd + cc_;
+          if (cc_ + 1 < N) {
+            *reinterpret_cast<u32*>(dp) = pack_f16x2(x0, x1);
+          } else if (cc_ < N) {
             dp[0] = f32_to_f16_bits(x0);
           }
         }
       }
       {
-        const int r = row0_ + 0, c = col0_ + 48;
-        if (r < M) {
-          float x0 = tot_[0][24] * rs_[0], x1 = tot_[0][25] * rs_[0];
-          u16* dp = Dl_ + (long long)r * ldd + c;
-          if (c + 0 < N) {
-            x0 *= __ldg(scale_b + (long long)c * ld_sb_n);
-            if (bias != nullptr) x0 += f16_bits_to_f32(bias[c + 0]);
-          }
-          if (c + 1 < N) {
-            x1 *= __ldg(scale_b + ((long long)c + 1) * ld_sb_n);
-            if (bias != nullptr) x1 += f16_bits_to_f32(bias[c + 1]);
-          }
-          if (c + 1 < N) {
+        const int cc_ = col0_ + 96;
+        const float cs0_ = cc_ < N ? __ldg(scale_b + (long long)cc_ * ld_sb_n) : 0.0f;
+        const float cs1_ = cc_ + 1 < N ? __ldg(scale_b + ((long long)cc_ + 1) * ld_sb_n) : 0.0f;
+        const float b0_ = bias != nullptr && cc_ < N ? f16_bits_to_f32(bias[cc_]) : 0.0f;
+        const float b1_ = bias != nullptr && cc_ + 1 < N ? f16_bits_to_f32(bias[cc_ + 1]) : 0.0f;
+        if (row0_ + 0 < M) {
+          const float x0 = tot_[0][48] * rs_[0] * cs0_ + b0_, x1 = tot_[0][49] * rs_[0] * cs1_ + b1_;
+          u16* dp = Dl_ + (long long)(row0_ + 0) * ldd + cc_;
+          if (cc_ + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_f16x2(x0, x1);
-          } else if (c < N) {
+          } else if (cc_ < N) {
+            dp[0] = f32_to_f16_bits(x0);
+          }
+        }
+        if (row0_ + 8 < M) {
+          const float x0 = tot_[0][50] * rs_[1] * cs0_ + b0_, x1 = tot_[0][51] * rs_[1] * cs1_ + b1_;
+          u16* dp = Dl_ + (long long)(row0_ + 8) * ldd + cc_;
+          if (cc_ + 1 < N) {
+            *reinterpret_cast<u32*>(dp) = pack_f16x2(x0, x1);
+          } else if (cc_ < N) {
             dp[0] = f32_to_f16_bits(x0);
           }
         }
       }
       {
-        const int r = row0_ + 8, c = col0_ + 48;
-        if (r < M) {
-          float x0 = tot_[0][26] * rs_[1], x1 = tot_[0][27] * rs_[1];
-          u16* dp = Dl_ + (long long)r * ldd + c;
-          if (c + 0 < N) {
-            x0 *= __ldg(scale_b + (long long)c * ld_sb_n);
-            if (bias != nullptr) x0 += f16_bits_to_f32(bias[c + 0]);
-          }
-          if (c + 1 < N) {
-            x1 *= __ldg(scale_b + ((long long)c + 1) * ld_sb_n);
-            if (bias != nullptr) x1 += f16_bits_to_f32(bias[c + 1]);
-          }
-          if (c + 1 < N) {
+        const int cc_ = col0_ + 104;
+        const float cs0_ = cc_ < N ? __ldg(scale_b + (long long)cc_ * ld_sb_n) : 0.0f;
+        const float cs1_ = cc_ + 1 < N ? __ldg(scale_b + ((long long)cc_ + 1) * ld_sb_n) : 0.0f;
+        const float b0_ = bias != nullptr && cc_ < N ? f16_bits_to_f32(bias[cc_]) : 0.0f;
+        const float b1_ = bias != nullptr && cc_ + 1 < N ? f16_bits_to_f32(bias[cc_ + 1]) : 0.0f;
+        if (row0_ + 0 < M) {
+          const float x0 = tot_[0][52] * rs_[0] * cs0_ + b0_, x1 = tot_[0][53] * rs_[0] * cs1_ + b1_;
+          u16* dp = Dl_ + (long long)(row0_ + 0) * ldd + cc_;
+          if (cc_ + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_f16x2(x0, x1);
-          } else if (c < N) {
+          } else if (cc_ < N) {
+            dp[0] = f32_to_f16_bits(x0);
+          }
+        }
+        if (row0_ + 8 < M) {
+          const float x0 = tot_[0][54] * rs_[1] * cs0_ + b0_, x1 = tot_[0][55] * rs_[1] * cs1_ + b1_;
+          u16* dp = Dl_ + (long long)(row0_ + 8) * ldd + cc_;
+          if (cc_ + 1 < N) {
+            *reinterpret_cast<u32*>(dp) = pack_f16x2(x0, x1);
+          } else if (cc_ < N) {
             dp[0] = f32_to_f16_bits(x0);
           }
         }
       }
       {
-        const int r = row0_ + 0, c = col0_ + 56;
-        if (r < M) {
-          float x0 = tot_[0][28] * rs_[0], x1 = tot_[0][29] * rs_[0];
-          u16* dp = Dl_ + (long long)r * ldd + c;
-          if (c + 0 < N) {
-            x0 *= __ldg(scale_b + (long long)c * ld_sb_n);
-            if (bias != nullptr) x0 += f16_bits_to_f32(bias[c + 0]);
-          }
-          if (c + 1 < N) {
-            x1 *= __ldg(scale_b + ((long long)c + 1) * ld_sb_n);
-            if (bias != nullptr) x1 += f16_bits_to_f32(bias[c + 1]);
-          }
-          if (c + 1 < N) {
+        const int cc_ = col0_ + 112;
+        const float cs0_ = cc_ < N ? __ldg(scale_b + (long long)cc_ * ld_sb_n) : 0.0f;
+        const float cs1_ = cc_ + 1 < N ? __ldg(scale_b + ((long long)cc_ + 1) * ld_sb_n) : 0.0f;
+        const float b0_ = bias != nullptr && cc_ < N ? f16_bits_to_f32(bias[cc_]) : 0.0f;
+        const float b1_ = bias != nullptr && cc_ + 1 < N ? f16_bits_to_f32(bias[cc_ + 1]) : 0.0f;
+        if (row0_ + 0 < M) {
+          const float x0 = tot_[0][56] * rs_[0] * cs0_ + b0_, x1 = tot_[0][57] * rs_[0] * cs1_ + b1_;
+          u16* dp = Dl_ + (long long)(row0_ + 0) * ldd + cc_;
+          if (cc_ + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_f16x2(x0, x1);
-          } else if (c < N) {
+          } else if (cc_ < N) {
+            dp[0] = f32_to_f16_bits(x0);
+          }
+        }
+        if (row0_ + 8 < M) {
+          const float x0 = tot_[0][58] * rs_[1] * cs0_ + b0_, x1 = tot_[0][59] * rs_[1] * cs1_ + b1_;
+          u16* dp = Dl_ + (long long)(row0_ + 8) * ldd + cc_;
+          if (cc_ + 1 < N) {
+            *reinterpret_cast<u32*>(dp) = pack_f16x2(x0, x1);
+          } else if (cc_ < N) {
             dp[0] = f32_to_f16_bits(x0);
           }
         }
       }
       {
-        const int r = row0_ + 8, c = col0_ + 56;
-        if (r < M) {
-          float x0 = tot_[0][30] * rs_[1], x1 = tot_[0][31] * rs_[1];
-          u16* dp = Dl_ + (long long)r * ldd + c;
-          if (c + 0 < N) {
-            x0 *= __ldg(scale_b + (long long)c * ld_sb_n);
-            if (bias != nullptr) x0 += f16_bits_to_f32(bias[c + 0]);
-          }
-          if (c + 1 < N) {
-            x1 *= __ldg(scale_b + ((long long)c + 1) * ld_sb_n);
-            if (bias != nullptr) x1 += f16_bits_to_f32(bias[c + 1]);
-          }
-          if (c + 1 < N) {
+        const int cc_ = col0_ + 120;
+        const float cs0_ = cc_ < N ? __ldg(scale_b + (long long)cc_ * ld_sb_n) : 0.0f;
+        const float cs1_ = cc_ + 1 < N ? __ldg(scale_b + ((long long)cc_ + 1) * ld_sb_n) : 0.0f;
+        const float b0_ = bias != nullptr && cc_ < N ? f16_bits_to_f32(bias[cc_]) : 0.0f;
+        const float b1_ = bias != nullptr && cc_ + 1 < N ? f16_bits_to_f32(bias[cc_ + 1]) : 0.0f;
+        if (row0_ + 0 < M) {
+          const float x0 = tot_[0][60] * rs_[0] * cs0_ + b0_, x1 = tot_[0][61] * rs_[0] * cs1_ + b1_;
+          u16* dp = Dl_ + (long long)(row0_ + 0) * ldd + cc_;
+          if (cc_ + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_f16x2(x0, x1);
-          } else if (c < N) {
+          } else if (cc_ < N) {
             dp[0] = f32_to_f16_bits(x0);
           }
         }
-      }
-      {
-        const int r = row0_ + 0, c = col0_ + 64;
-        if (r < M) {
-          float x0 = tot_[0][32] * rs_[0], x1 = tot_[0][33] * rs_[0];
-          u16* dp = Dl_ + (long long)r * ldd + c;
-          if (c + 0 < N) {
-            x0 *= __ldg(scale_b + (long long)c * ld_sb_n);
-            if (bias != nullptr) x0 += f16_bits_to_f32(bias[c + 0]);
-          }
-          if (c + 1 < N) {
-            x1 *= __ldg(scale_b + ((long long)c + 1) * ld_sb_n);
-            if (bias != nullptr) x1 += f16_bits_to_f32(bias[c + 1]);
-          }
-          if (c + 1 < N) {
+        if (row0_ + 8 < M) {
+          const float x0 = tot_[0][62] * rs_[1] * cs0_ + b0_, x1 = tot_[0][63] * rs_[1] * cs1_ + b1_;
+          u16* dp = Dl_ + (long long)(row0_ + 8) * ldd + cc_;
+          if (cc_ + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_f16x2(x0, x1);
-          } else if (c < N) {
-            dp[0] = f32_to_f16_bits(x0);
-          }
-        }
-      }
-      {
-        const int r = row0_ + 8, c = col0_ + 64;
-        if (r < M) {
-          float x0 = tot_[0][34] * rs_[1], x1 = tot_[0][35] * rs_[1];
-          u16* dp = Dl_ + (long long)r * ldd + c;
-          if (c + 0 < N) {
-            x0 *= __ldg(scale_b + (long long)c * ld_sb_n);
-            if (bias != nullptr) x0 += f16_bits_to_f32(bias[c + 0]);
-          }
-          if (c + 1 < N) {
-            x1 *= __ldg(scale_b + ((long long)c + 1) * ld_sb_n);
-            if (bias != nullptr) x1 += f16_bits_to_f32(bias[c + 1]);
-          }
-          if (c + 1 < N) {
-            *reinterpret_cast<u32*>(dp) = pack_f16x2(x0, x1);
-          } else if (c < N) {
-            dp[0] = f32_to_f16_bits(x0);
-          }
-        }
-      }
-      {
-        const int r = row0_ + 0, c = col0_ + 72;
-        if (r < M) {
-          float x0 = tot_[0][36] * rs_[0], x1 = tot_[0][37] * rs_[0];
-          u16* dp = Dl_ + (long long)r * ldd + c;
-          if (c + 0 < N) {
-            x0 *= __ldg(scale_b + (long long)c * ld_sb_n);
-            if (bias != nullptr) x0 += f16_bits_to_f32(bias[c + 0]);
-          }
-          if (c + 1 < N) {
-            x1 *= __ldg(scale_b + ((long long)c + 1) * ld_sb_n);
-            if (bias != nullptr) x1 += f16_bits_to_f32(bias[c + 1]);
-          }
-          if (c + 1 < N) {
-            *reinterpret_cast<u32*>(dp) = pack_f16x2(x0, x1);
-          } else if (c < N) {
-            dp[0] = f32_to_f16_bits(x0);
-          }
-        }
-      }
-      {
-        const int r = row0_ + 8, c = col0_ + 72;
-        if (r < M) {
-          float x0 = tot_[0][38] * rs_[1], x1 = tot_[0][39] * rs_[1];
-          u16* dp = Dl_ + (long long)r * ldd + c;
-          if (c + 0 < N) {
-            x0 *= __ldg(scale_b + (long long)c * ld_sb_n);
-            if (bias != nullptr) x0 += f16_bits_to_f32(bias[c + 0]);
-          }
-          if (c + 1 < N) {
-            x1 *= __ldg(scale_b + ((long long)c + 1) * ld_sb_n);
-            if (bias != nullptr) x1 += f16_bits_to_f32(bias[c + 1]);
-          }
-          if (c + 1 < N) {
-            *reinterpret_cast<u32*>(dp) = pack_f16x2(x0, x1);
-          } else if (c < N) {
-            dp[0] = f32_to_f16_bits(x0);
-          }
-        }
-      }
-      {
-        const int r = row0_ + 0, c = col0_ + 80;
-        if (r < M) {
-          float x0 = tot_[0][40] * rs_[0], x1 = tot_[0][41] * rs_[0];
-          u16* dp = Dl_ + (long long)r * ldd + c;
-          if (c + 0 < N) {
-            x0 *= __ldg(scale_b + (long long)c * ld_sb_n);
-            if (bias != nullptr) x0 += f16_bits_to_f32(bias[c + 0]);
-          }
-          if (c + 1 < N) {
-            x1 *= __ldg(scale_b + ((long long)c + 1) * ld_sb_n);
-            if (bias != nullptr) x1 += f16_bits_to_f32(bias[c + 1]);
-          }
-          if (c + 1 < N) {
-            *reinterpret_cast<u32*>(dp) = pack_f16x2(x0, x1);
-          } else if (c < N) {
-            dp[0] = f32_to_f16_bits(x0);
-          }
-        }
-      }
-      {
-        const int r = row0_ + 8, c = col0_ + 80;
-        if (r < M) {
-          float x0 = tot_[0][42] * rs_[1], x1 = tot_[0][43] * rs_[1];
-          u16* dp = Dl_ + (long long)r * ldd + c;
-          if (c + 0 < N) {
-            x0 *= __ldg(scale_b + (long long)c * ld_sb_n);
-            if (bias != nullptr) x0 += f16_bits_to_f32(bias[c + 0]);
-          }
-          if (c + 1 < N) {
-            x1 *= __ldg(scale_b + ((long long)c + 1) * ld_sb_n);
-            if (bias != nullptr) x1 += f16_bits_to_f32(bias[c + 1]);
-          }
-          if (c + 1 < N) {
-            *reinterpret_cast<u32*>(dp) = pack_f16x2(x0, x1);
-          } else if (c < N) {
-            dp[0] = f32_to_f16_bits(x0);
-          }
-        }
-      }
-      {
-        const int r = row0_ + 0, c = col0_ + 88;
-        if (r < M) {
-          float x0 = tot_[0][44] * rs_[0], x1 = tot_[0][45] * rs_[0];
-          u16* dp = Dl_ + (long long)r * ldd + c;
-          if (c + 0 < N) {
-            x0 *= __ldg(scale_b + (long long)c * ld_sb_n);
-            if (bias != nullptr) x0 += f16_bits_to_f32(bias[c + 0]);
-          }
-          if (c + 1 < N) {
-            x1 *= __ldg(scale_b + ((long long)c + 1) * ld_sb_n);
-            if (bias != nullptr) x1 += f16_bits_to_f32(bias[c + 1]);
-          }
-          if (c + 1 < N) {
-            *reinterpret_cast<u32*>(dp) = pack_f16x2(x0, x1);
-          } else if (c < N) {
-            dp[0] = f32_to_f16_bits(x0);
-          }
-        }
-      }
-      {
-        const int r = row0_ + 8, c = col0_ + 88;
-        if (r < M) {
-          float x0 = tot_[0][46] * rs_[1], x1 = tot_[0][47] * rs_[1];
-          u16* dp = Dl_ + (long long)r * ldd + c;
-          if (c + 0 < N) {
-            x0 *= __ldg(scale_b + (long long)c * ld_sb_n);
-            if (bias != nullptr) x0 += f16_bits_to_f32(bias[c + 0]);
-          }
-          if (c + 1 < N) {
-            x1 *= __ldg(scale_b + ((long long)c + 1) * ld_sb_n);
-            if (bias != nullptr) x1 += f16_bits_to_f32(bias[c + 1]);
-          }
-          if (c + 1 < N) {
-            *reinterpret_cast<u32*>(dp) = pack_f16x2(x0, x1);
-          } else if (c < N) {
-            dp[0] = f32_to_f16_bits(x0);
-          }
-        }
-      }
-      {
-        const int r = row0_ + 0, c = col0_ + 96;
-        if (r < M) {
-          float x0 = tot_[0][48] * rs_[0], x1 = tot_[0][49] * rs_[0];
-          u16* dp = Dl_ + (long long)r * ldd + c;
-          if (c + 0 < N) {
-            x0 *= __ldg(scale_b + (long long)c * ld_sb_n);
-            if (bias != nullptr) x0 += f16_bits_to_f32(bias[c + 0]);
-          }
-          if (c + 1 < N) {
-            x1 *= __ldg(scale_b + ((long long)c + 1) * ld_sb_n);
-            if (bias != nullptr) x1 += f16_bits_to_f32(bias[c + 1]);
-          }
-          if (c + 1 < N) {
-            *reinterpret_cast<u32*>(dp) = pack_f16x2(x0, x1);
-          } else if (c < N) {
-            dp[0] = f32_to_f16_bits(x0);
-          }
-        }
-      }
-      {
-        const int r = row0_ + 8, c = col0_ + 96;
-        if (r < M) {
-          float x0 = tot_[0][50] * rs_[1], x1 = tot_[0][51] * rs_[1];
-          u16* dp = Dl_ + (long long)r * ldd + c;
-          if (c + 0 < N) {
-            x0 *= __ldg(scale_b + (long long)c * ld_sb_n);
-            if (bias != nullptr) x0 += f16_bits_to_f32(bias[c + 0]);
-          }
-          if (c + 1 < N) {
-            x1 *= __ldg(scale_b + ((long long)c + 1) * ld_sb_n);
-            if (bias != nullptr) x1 += f16_bits_to_f32(bias[c + 1]);
-          }
-          if (c + 1 < N) {
-            *reinterpret_cast<u32*>(dp) = pack_f16x2(x0, x1);
-          } else if (c < N) {
-            dp[0] = f32_to_f16_bits(x0);
-          }
-        }
-      }
-      {
-        const int r = row0_ + 0, c = col0_ + 104;
-        if (r < M) {
-          float x0 = tot_[0][52] * rs_[0], x1 = tot_[0][53] * rs_[0];
-          u16* dp = Dl_ + (long long)r * ldd + c;
-          if (c + 0 < N) {
-            x0 *= __ldg(scale_b + (long long)c * ld_sb_n);
-            if (bias != nullptr) x0 += f16_bits_to_f32(bias[c + 0]);
-          }
-          if (c + 1 < N) {
-            x1 *= __ldg(scale_b + ((long long)c + 1) * ld_sb_n);
-            if (bias != nullptr) x1 += f16_bits_to_f32(bias[c + 1]);
-          }
-          if (c + 1 < N) {
-            *reinterpret_cast<u32*>(dp) = pack_f16x2(x0, x1);
-          } else if (c < N) {
-            dp[0] = f32_to_f16_bits(x0);
-          }
-        }
-      }
-      {
-        const int r = row0_ + 8, c = col0_ + 104;
-        if (r < M) {
-          float x0 = tot_[0][54] * rs_[1], x1 = tot_[0][55] * rs_[1];
-          u16* dp = Dl_ + (long long)r * ldd + c;
-          if (c + 0 < N) {
-            x0 *= __ldg(scale_b + (long long)c * ld_sb_n);
-            if (bias != nullptr) x0 += f16_bits_to_f32(bias[c + 0]);
-          }
-          if (c + 1 < N) {
-            x1 *= __ldg(scale_b + ((long long)c + 1) * ld_sb_n);
-            if (bias != nullptr) x1 += f16_bits_to_f32(bias[c + 1]);
-          }
-          if (c + 1 < N) {
-            *reinterpret_cast<u32*>(dp) = pack_f16x2(x0, x1);
-          } else if (c < N) {
-            dp[0] = f32_to_f16_bits(x0);
-          }
-        }
-      }
-      {
-        const int r = row0_ + 0, c = col0_ + 112;
-        if (r < M) {
-          float x0 = tot_[0][56] * rs_[0], x1 = tot_[0][57] * rs_[0];
-          u16* dp = Dl_ + (long long)r * ldd + c;
-          if (c + 0 < N) {
-            x0 *= __ldg(scale_b + (long long)c * ld_sb_n);
-            if (bias != nullptr) x0 += f16_bits_to_f32(bias[c + 0]);
-          }
-          if (c + 1 < N) {
-            x1 *= __ldg(scale_b + ((long long)c + 1) * ld_sb_n);
-            if (bias != nullptr) x1 += f16_bits_to_f32(bias[c + 1]);
-          }
-          if (c + 1 < N) {
-            *reinterpret_cast<u32*>(dp) = pack_f16x2(x0, x1);
-          } else if (c < N) {
-            dp[0] = f32_to_f16_bits(x0);
-          }
-        }
-      }
-      {
-        const int r = row0_ + 8, c = col0_ + 112;
-        if (r < M) {
-          float x0 = tot_[0][58] * rs_[1], x1 = tot_[0][59] * rs_[1];
-          u16* dp = Dl_ + (long long)r * ldd + c;
-          if (c + 0 < N) {
-            x0 *= __ldg(scale_b + (long long)c * ld_sb_n);
-            if (bias != nullptr) x0 += f16_bits_to_f32(bias[c + 0]);
-          }
-          if (c + 1 < N) {
-            x1 *= __ldg(scale_b + ((long long)c + 1) * ld_sb_n);
-            if (bias != nullptr) x1 += f16_bits_to_f32(bias[c + 1]);
-          }
-          if (c + 1 < N) {
-            *reinterpret_cast<u32*>(dp) = pack_f16x2(x0, x1);
-          } else if (c < N) {
-            dp[0] = f32_to_f16_bits(x0);
-          }
-        }
-      }
-      {
-        const int r = row0_ + 0, c = col0_ + 120;
-        if (r < M) {
-          float x0 = tot_[0][60] * rs_[0], x1 = tot_[0][61] * rs_[0];
-          u16* dp = Dl_ + (long long)r * ldd + c;
-          if (c + 0 < N) {
-            x0 *= __ldg(scale_b + (long long)c * ld_sb_n);
-            if (bias != nullptr) x0 += f16_bits_to_f32(bias[c + 0]);
-          }
-          if (c + 1 < N) {
-            x1 *= __ldg(scale_b + ((long long)c + 1) * ld_sb_n);
-            if (bias != nullptr) x1 += f16_bits_to_f32(bias[c + 1]);
-          }
-          if (c + 1 < N) {
-            *reinterpret_cast<u32*>(dp) = pack_f16x2(x0, x1);
-          } else if (c < N) {
-            dp[0] = f32_to_f16_bits(x0);
-          }
-        }
-      }
-      {
-        const int r = row0_ + 8, c = col0_ + 120;
-        if (r < M) {
-          float x0 = tot_[0][62] * rs_[1], x1 = tot_[0][63] * rs_[1];
-          u16* dp = Dl_ + (long long)r * ldd + c;
-          if (c + 0 < N) {
-            x0 *= __ldg(scale_b + (long long)c * ld_sb_n);
-            if (bias != nullptr) x0 += f16_bits_to_f32(bias[c + 0]);
-          }
-          if (c + 1 < N) {
-            x1 *= __ldg(scale_b + ((long long)c + 1) * ld_sb_n);
-            if (bias != nullptr) x1 += f16_bits_to_f32(bias[c + 1]);
-          }
-          if (c + 1 < N) {
-            *reinterpret_cast<u32*>(dp) = pack_f16x2(x0, x1);
-          } else if (c < N) {
+          } else if (cc_ < N) {
             dp[0] = f32_to_f16_bits(x0);
           }
         }
