@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from cute_py.errors import LaunchError
 
-from .gemm_common import empty, meta_key, remember
+from .gemm_common import empty, is_hopper, meta_key, remember
 from .tensors import TensorMeta, meta_of
 
 __all__ = ["scaled_mm", "check_problem", "choose_fp8_config", "plan_cache", "OUT_DTYPES"]
@@ -142,6 +142,9 @@ def scaled_mm(A, B, scale_a, scale_b, out_dtype="bfloat16", bias=None, out=None,
     biasm = meta_of(bias, "bias", _OP) if bias is not None else None
     outm = meta_of(out, "out", _OP) if out is not None else None
     M, N, K, mode, od = check_problem(Am, Bm, sam, sbm, biasm, outm, out_dtype)
+    if not is_hopper(Am.device):
+        raise LaunchError(_OP, "A", "the FP8 GEMM runs on sm_90 (Hopper) GPUs only",
+                          expected="an sm_90 device", actual=f"device {Am.device}")
     h = stream_handle(stream, A, _OP)
     if out is None:
         import torch
