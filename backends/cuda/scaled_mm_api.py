@@ -132,6 +132,14 @@ def choose_fp8_config(M, N, K, a, b, out, mode, vec2=True, sms=132, fast_accum=F
                           promote=promote).fit_stages()
 
 
+def _is_sm90(m: TensorMeta) -> bool:
+    """Whether the array's device is an sm_90 GPU (torch's answer for torch tensors)."""
+    if m.framework == "torch":
+        import torch
+        return torch.cuda.get_device_capability(m.device) == (9, 0)
+    return is_hopper(m.device)
+
+
 def scaled_mm(A, B, scale_a, scale_b, out_dtype="bfloat16", bias=None, out=None, stream=None,
               use_fast_accum=False):
     """See :func:`cute_py.scaled_mm`."""
@@ -142,9 +150,6 @@ def scaled_mm(A, B, scale_a, scale_b, out_dtype="bfloat16", bias=None, out=None,
     biasm = meta_of(bias, "bias", _OP) if bias is not None else None
     outm = meta_of(out, "out", _OP) if out is not None else None
     M, N, K, mode, od = check_problem(Am, Bm, sam, sbm, biasm, outm, out_dtype)
-    if not is_hopper(Am.device):
-        raise LaunchError(_OP, "A", "the FP8 GEMM runs on sm_90 (Hopper) GPUs only",
-                          expected="an sm_90 device", actual=f"device {Am.device}")
     h = stream_handle(stream, A, _OP)
     if out is None:
         import torch
@@ -156,6 +161,9 @@ def scaled_mm(A, B, scale_a, scale_b, out_dtype="bfloat16", bias=None, out=None,
            None if biasm is None else meta_key(biasm), meta_key(outm))
     plan = _PLANS.get(key)
     if plan is None:
+        if not _is_sm90(Am):
+            raise LaunchError(_OP, "A", "the FP8 GEMM runs on sm_90 (Hopper) GPUs only",
+                              expected="an sm_90 device", actual=f"device {Am.device}")
         from .driver import sm_count
         vec2 = outm.strides[0] % 2 == 0 and outm.ptr % (8 if od == "f32" else 4) == 0
         cfg = choose_fp8_config(M, N, K, FP8_TORCH[Am.dtype], FP8_TORCH[Bm.dtype], od, mode,
