@@ -225,3 +225,23 @@ def test_errors_name_the_argument():
     with pytest.raises(LaunchError) as e:
         cute.scaled_mm(A2, B2, one, one)
     assert e.value.arg == "A" and "16" in str(e.value)
+
+
+@pytest.mark.parametrize("i", range(3))
+def test_sm90gemm_called_with_scales(i):
+    """The kernel object itself (``Sm90Gemm.__call__``) on a shipped FP8 configuration: B as
+    ``(N, K)`` K-major, D allocated in the configuration's output type."""
+    _skip_without_hopper()
+    from cute_py.backends.cuda.kernels import gemm_sm90 as G
+    cfg = G.shipped_fp8_configs()[i]
+    M, N, K = 300, 260, 640
+    A, B, sa, sb, ref = make_problem(M, N, K, cfg.scaling, cfg.dtype, cfg.dtype_b or cfg.dtype,
+                                     seed=30 + i)
+    D = G.get_kernel(cfg)(A, B.t(), scale_a=sa, scale_b=sb)
+    torch.cuda.synchronize()
+    assert D.shape == (M, N)
+    assert D.dtype == {"bf16": torch.bfloat16, "f16": torch.float16}[cfg.out_dtype]
+    assert _rel(D, ref) < REL
+    with pytest.raises(LaunchError) as e:
+        G.get_kernel(cfg)(A, B.t(), scale_a=sa)
+    assert e.value.arg == "scale_b"

@@ -1312,11 +1312,14 @@ class Sm90Gemm:
         plan.resets = tuple(resets)
         return plan
 
-    def prepare(self, A, B, D=None, C=None, alpha=1.0, beta=0.0, max_ctas=None, tensors=None):
+    def prepare(self, A, B, D=None, C=None, alpha=1.0, beta=0.0, max_ctas=None, tensors=None,
+                scale_a=None, scale_b=None, bias=None):
         """Check everything and build the launch; returns a callable ``run(stream=None)`` that
         runs the GEMM on ``stream`` (default: the stream current at call time for the arrays'
         framework — torch's or CuPy's).  ``tensors``: the EVT epilogue's named inputs /
-        outputs (configurations with ``epi``)."""
+        outputs (configurations with ``epi``).  FP8 configurations: ``scale_a``, ``scale_b``
+        (float32 device tensors, shapes by ``cfg.scaling``) and an optional ``bias``; B is
+        ``(N, K)`` K-major, D (allocated when None) of ``cfg.out_dtype``."""
         from ..stream import stream_handle
         op = "Sm90Gemm"
         if not isinstance(alpha, numbers.Real) or not isinstance(beta, numbers.Real):
@@ -1325,8 +1328,21 @@ class Sm90Gemm:
         Am, Bm = meta_of(A, "A", op), meta_of(B, "B", op)
         _check_operand(op, "A", Am, self.cfg.dtype)
         if D is None:
-            D = empty(A, (*Am.shape[:-1], Bm.shape[-2]), Am.framework)
+            odt = None
+            if self.cfg.fp8:
+                import torch
+                odt = getattr(torch, {"bf16": "bfloat16", "f16": "float16",
+                                      "f32": "float32"}[self.cfg.out_dtype])
+            D = empty(A, (*Am.shape[:-1], Bm.shape[-2]), Am.framework, dtype=odt)
         Dm = meta_of(D, "D", op)
+        fp8_metas = {}
+        if self.cfg.fp8:
+            for role, nm, X in (("SA", "scale_a", scale_a), ("SB", "scale_b", scale_b),
+                                ("BIAS", "bias", bias)):
+                if X is None and role != "BIAS":
+                    raise LaunchError(op, nm, "is required by an FP8 configuration")
+                if X is not None:
+                    fp8_metas[role] = meta_of(X, nm, op)
         Cm = meta_of(C, "C", op) if C is not None else None
         tm, user_scal = {}, {}
         for k, v in (tensors or {}).items():
@@ -1340,9 +1356,11 @@ class Sm90Gemm:
         # alpha / beta shares the kernel's slot)
         scal = {"alpha": float(alpha), "beta": float(beta), **user_scal}
         plan = self.plan(Am, Bm, Dm, Cm, tensors={**tm, **user_scal} if tensors is not None
-                         else None, max_ctas=max_ctas)
-        metas = {"A": Am, "B": Bm, "D": Dm, "C": Cm if Cm is not None else Dm, **tm}
-        ptrs = tuple(metas[r].ptr for r in plan.roles)
+                         else None, max_ctas=max_ctas, scale_a=fp8_metas.get("SA"),
+                         scale_b=fp8_metas.get("SB"), bias=fp8_metas.get("BIAS"))
+        metas = {"A": Am, "B": Bm, "D": Dm, "C": Cm if Cm is not None else Dm, **tm,
+                 **fp8_metas}
+        ptrs = tuple(metas[r].ptr if r in metas else 0 for r in plan.roles)   # BIAS: none
         scalars = tuple(scal[r] for r in plan.scalar_roles)
         keep = (A, B, C, D, tensors)
 
@@ -1356,8 +1374,10 @@ class Sm90Gemm:
         run.plan = plan
         return run
 
-    def __call__(self, A, B, D=None, C=None, alpha=1.0, beta=0.0, tensors=None, stream=None):
-        run = self.prepare(A, B, D, C, alpha, beta, tensors=tensors)
+    def __call__(self, A, B, D=None, C=None, alpha=1.0, beta=0.0, tensors=None, stream=None,
+                 scale_a=None, scale_b=None, bias=None):
+        run = self.prepare(A, B, D, C, alpha, beta, tensors=tensors, scale_a=scale_a,
+                           scale_b=scale_b, bias=bias)
         run(stream)
         return run.D
 
