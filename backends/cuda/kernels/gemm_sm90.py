@@ -20,6 +20,11 @@ Kernel structure (CUTLASS's ``KernelTmaWarpSpecializedCooperative`` + persistent
   outermost;
 - residues: TMA zero-fills out-of-bounds boxes, the epilogue is predicated.
 
+FP8 (``dtype`` "e4m3" / "e5m2", ``dtype_b``, ``out_dtype``, ``scaling``, ``promote``) is a
+configuration of this same kernel: 1-byte smem atoms / TMA boxes / descriptors, the k32 wgmma
+atom, ``tile_k`` 128, K-major operands only, and the scaled built-in epilogue and per-k-block
+promotion of :mod:`gemm_sm90_fp8` (``cute_py.scaled_mm`` calls it).
+
 The pipeline barriers, counts and state updates come from :class:`cute_py.pipeline
 .PipelineTmaAsync` through :class:`~cute_py.backends.cuda.pipeline.PipelineLowering`; the smem
 layouts and TMA boxes from the GMMA layout atoms (``gemm_sm90_maps``).
