@@ -459,3 +459,15 @@ def test_f32_output_source():
     assert "float* Dl_ = reinterpret_cast<float*>(D)" in src
     assert "*reinterpret_cast<float2*>(dp) = make_float2(x0, x1);" in src
     assert "pack_bf16x2" not in src
+
+
+def test_scaled_mm_on_host_tensors_names_the_argument():
+    torch = pytest.importorskip("torch")
+    A = torch.zeros(16, 16).to(torch.float8_e4m3fn)
+    one = torch.ones(())
+    with pytest.raises(LaunchError) as e:
+        cute.scaled_mm(A, A.t(), one, one)
+    assert e.value.arg == "A" and e.value.op == "scaled_mm"
+    with pytest.raises(LaunchError) as e:
+        cute.scaled_mm(A, A.t(), one, one, use_fast_accum="yes")
+    assert e.value.arg in ("A", "use_fast_accum")
