@@ -415,6 +415,26 @@ def test_scale_layouts_address_the_scale_elements(mode):
     assert np.array_equal(np.broadcast_to(got_b, n.shape), want[1])
 
 
+def test_d_layout_addresses_the_output():
+    """``d_layout`` (the FP8 epilogue's D offsets, lowered through ``lower.crd2idx``),
+    evaluated on NumPy arrays: ``D(r, c, l) = r * ldd + c + l * ldl_d``; ``d_offset`` renders
+    the same map with the kernel's variable names."""
+    from backends.cuda import ir
+    from backends.cuda.lower import crd2idx
+    D = F.d_layout()
+    rng = np.random.default_rng(1)
+    r, c, l_ = (rng.integers(0, 5000, 64) for _ in range(3))
+    big = 1 << 20
+    got = ir.evaluate(crd2idx((ir.var("r", 0, big), ir.var("c", 0, big), ir.var("l", 0, big)),
+                              cute.shape(D), cute.stride(D)),
+                      {"r": r, "c": c, "l": l_, "ldd": 4104, "ldl_d": 1 << 24})
+    assert np.array_equal(got, r * 4104 + c + l_ * (1 << 24))
+    i32 = (1 << 31) - 1      # the kernel's int variables
+    row0, cc = ir.var("row0_", 0, i32), ir.var("cc_", 0, i32)
+    assert F.d_offset(row0 + 8, cc) == "((long long)row0_ + 8) * ldd + cc_"
+    assert F.d_offset(0, 0, ir.var("l_", 0, i32)) == "(long long)l_ * ldl_d"
+
+
 @pytest.mark.parametrize("kw", [dict(scaling="block", tile_n=64),
                                 dict(scaling="row", promote=True, schedule="pingpong",
                                      tile_m=64, tile_n=128),

@@ -27,7 +27,11 @@ or "e5m2", ``dtype_b`` B's format when it differs) changes only
   float32 arrays passed through the kernel's ``u16*`` parameters, paired stores need 8-byte
   aligned rows).  Rows and columns of every value come from the accumulator
   fragment (``row0_`` / ``col0_`` lowered from ``CLayout_64xN`` plus the fragment's offsets),
-  as in the 16-bit built-in epilogue.
+  as in the 16-bit built-in epilogue; D's offsets are lowered from :func:`d_layout` through IR.
+
+The kernel's builder gets the pieces of this module: :data:`PARAMS` (after the kernel's own
+parameters), :func:`emit_promotion_init` / :func:`emit_k_block_tail` (the promoting mainloop's
+second accumulator set and per-k-block tail) and :func:`epilogue_code`.
 
 Accumulation: FP8 wgmma is reported to keep fewer mantissa bits in its accumulator than
 IEEE fp32 (DeepSeek-V3: about 14).  With ``promote`` (and always with "block") each 128-element
@@ -41,10 +45,10 @@ accumulator 1.3e-2 relative-norm error, promoted 1.2e-4 (bf16 output rounding: 1
 
 from __future__ import annotations
 
-__all__ = ["FP8_DTYPES", "OUT_DTYPES", "SCALINGS", "check", "PARAMS", "promotion_loads", "promotion_code",
-           "promotes", "emit_promotion_init", "emit_k_block_tail",
+__all__ = ["FP8_DTYPES", "OUT_DTYPES", "SCALINGS", "check", "PARAMS", "promotion_loads",
+           "promotion_code", "promotes", "emit_promotion_init", "emit_k_block_tail",
            "epilogue_code", "name_part", "scale_shapes", "check_scales", "scaling_of",
-           "scale_layouts", "scale_offset"]
+           "scale_layouts", "scale_offset", "d_layout", "d_offset"]
 
 #: 8-bit input formats
 FP8_DTYPES = ("e4m3", "e5m2")
