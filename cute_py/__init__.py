@@ -191,6 +191,7 @@ from .symbolic import symbols, is_symbolic, free_symbols, subs, simplify, requir
 
 # The high-level GEMM; the backend and CuPy load only when it is called
 from .gemm import gemm  # noqa: E402
+from .scaled_mm import scaled_mm  # noqa: E402
 
 # CuTe-format printing of any value, LaTeX pictures, dice/slice of layouts, coordinate helpers.
 # `print` and `slice` are CuTe's names (cute.print(x), cute.slice(c, L)) but stay out of
@@ -281,7 +282,7 @@ __all__ = [
     # symbolic sizes
     "symbols", "is_symbolic", "free_symbols", "subs", "simplify", "require_static",
     # the GEMM
-    "gemm",
+    "gemm", "scaled_mm",
 ]
 
 
@@ -300,6 +301,7 @@ _HOT = frozenset((
     "is_int", "is_tuple", "is_static", "is_underscore", "has_underscore", "is_layout",
     "is_swizzle", "is_composed_layout", "is_tensor", "is_symbolic", "sizeof_bits",
     "canonical_type", "gemm",   # gemm converts foreign errors itself (one call layer less)
+    "scaled_mm",                # as gemm
 ))
 
 
@@ -307,7 +309,7 @@ def _wrap_public():
     import types
     layer = {"atom": AtomError, "executor": AtomError, "bank_conflicts": AtomError,
              "tensor": TensorError, "symbolic": SymbolicError, "printing": LayoutError,
-             "svg": LayoutError, "gemm": CuteError}
+             "svg": LayoutError, "gemm": CuteError, "scaled_mm": CuteError}
     g = globals()
     done = {}
     for name in __all__:

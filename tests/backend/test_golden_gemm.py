@@ -34,6 +34,8 @@ def _cases():
         if cfg.epi is not None:
             out[f"sm90_epitest{i:02d}"] = lambda c=cfg: build_test_kernel_source(
                 Sm90Epilogue(c.epi))[0]
+    for cfg in G.shipped_fp8_configs():
+        out[f"sm90_fp8_{cfg.name}"] = lambda c=cfg: G.generate_source(c)
     for cfg in shipped_configs():
         out[f"sm80_{S80.kernel_name(cfg)}"] = lambda c=cfg: S80.generate_source(c)
     trees = {"relu": evt.lin_comb_bias_elt_act("relu"),

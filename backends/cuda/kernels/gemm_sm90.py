@@ -20,6 +20,11 @@ Kernel structure (CUTLASS's ``KernelTmaWarpSpecializedCooperative`` + persistent
   outermost;
 - residues: TMA zero-fills out-of-bounds boxes, the epilogue is predicated.
 
+FP8 (``dtype`` "e4m3" / "e5m2", ``dtype_b``, ``out_dtype``, ``scaling``, ``promote``) is a
+configuration of this same kernel: 1-byte smem atoms / TMA boxes / descriptors, the k32 wgmma
+atom, ``tile_k`` 128, K-major operands only, and the scaled built-in epilogue and per-k-block
+promotion of :mod:`gemm_sm90_fp8` (``cute_py.scaled_mm`` calls it).
+
 The kernel is emitted through one :class:`~backends.cuda.builder.KernelBuilder` (typed
 parameters, helpers, cluster dims, arch guard) from per-architecture components:
 
@@ -54,7 +59,7 @@ from ..tensors import TensorMeta, is_array, meta_of
 from .gemm_sm90_maps import Sm90Maps, derive_maps
 
 __all__ = ["Sm90GemmConfig", "generate_source", "Sm90Gemm", "SHIPPED_CONFIGS",
-           "make_epilogue_config", "shipped_epilogue_configs"]
+           "make_epilogue_config", "shipped_epilogue_configs", "shipped_fp8_configs"]
 
 _DT = {"f16": "f16", "float16": "f16", "bf16": "bf16", "bfloat16": "bf16"}
 
@@ -137,6 +142,13 @@ class Sm90GemmConfig:
     #                              by the grid, deterministic fix-up (gemm_sm90_streamk)
     smem_swizzle: tuple = (3, 3)  # swizzle bits of A's / B's GMMA smem atoms: 3 SW128, 2 SW64,
     #                              1 SW32, 0 interleaved (gemm_sm90_maps.smem_atom)
+    # -- FP8 (dtype "e4m3" / "e5m2"; gemm_sm90_fp8): B's format when it differs from A's, the
+    #    output type (bf16 / f16) and the scaling mode ("tensor", "row", "block")
+    dtype_b: str = ""
+    out_dtype: str = ""
+    scaling: str = "none"
+    promote: bool = False        # FP8 "tensor" / "row": sum each k-block in a fresh accumulator
+    #                              set and add it into a second one (as "block" does, unscaled)
 
     def __repr__(self):
         """The dataclass repr, without the fields added after the first shipped kernels when
@@ -157,9 +169,15 @@ class Sm90GemmConfig:
 
     def check(self):
         op = "Sm90GemmConfig"
-        if _DT.get(self.dtype) is None:
-            raise LaunchError(op, "dtype", "must be f16 or bf16", actual=self.dtype)
-        if self.tile_k != 64:
+        if self.fp8:
+            from . import gemm_sm90_fp8
+            gemm_sm90_fp8.check(self, op)
+        elif _DT.get(self.dtype) is None:
+            raise LaunchError(op, "dtype", "must be f16, bf16, e4m3 or e5m2", actual=self.dtype)
+        elif self.dtype_b or self.out_dtype or self.scaling != "none" or self.promote:
+            raise LaunchError(op, "dtype", "dtype_b / out_dtype / scaling belong to 8-bit "
+                              "(e4m3 / e5m2) configurations", actual=self.dtype)
+        if self.tile_k != 64 and not self.fp8:
             raise LaunchError(op, "tile_k", "must be 64 (one 128-byte swizzle row of 16-bit "
                               "elements)", expected=64, actual=self.tile_k)
         if self.consumer_wgs not in (1, 2):
@@ -250,6 +268,15 @@ class Sm90GemmConfig:
         return self
 
     @property
+    def fp8(self) -> bool:
+        """8-bit (e4m3 / e5m2) operands: the scaled FP8 GEMM (``gemm_sm90_fp8``)."""
+        return self.dtype in ("e4m3", "e5m2")
+
+    @property
+    def elem_bytes(self) -> int:
+        return 1 if self.fp8 else 2
+
+    @property
     def threads(self) -> int:
         return 128 * (self.consumer_wgs + 1)
 
@@ -265,7 +292,7 @@ class Sm90GemmConfig:
 
     @property
     def stage_bytes(self) -> int:
-        return (self.tile_m + self.tile_n) * self.tile_k * 2
+        return (self.tile_m + self.tile_n) * self.tile_k * self.elem_bytes
 
     def epilogue(self):
         """The :class:`~cute_py.backends.cuda.epilogue.sm90.Sm90Epilogue` of ``epi`` (cached)."""
@@ -311,7 +338,12 @@ class Sm90GemmConfig:
             pp += "_dt"
         if self.stream_k:
             pp += "_stk"
-        return (f"cute_sm90_gemm_{_DT[self.dtype]}_{self.tile_m}x{self.tile_n}x{self.tile_k}"
+        if self.fp8:
+            from .gemm_sm90_fp8 import name_part
+            dt = name_part(self)
+        else:
+            dt = _DT[self.dtype]
+        return (f"cute_sm90_gemm_{dt}_{self.tile_m}x{self.tile_n}x{self.tile_k}"
                 f"_s{self.stages}_w{self.consumer_wgs}{pp}_c{self.cluster_m}_{h}")
 
     def pipeline(self) -> PipelineTmaAsync:
@@ -326,7 +358,8 @@ class Sm90GemmConfig:
 
 
 #: Sm90GemmConfig fields left out of its repr at their defaults (see ``__repr__``)
-_LATE_FIELDS = ("split_k", "transpose_d", "stream_k", "smem_swizzle")
+_LATE_FIELDS = ("split_k", "transpose_d", "stream_k", "smem_swizzle", "dtype_b", "out_dtype",
+                "scaling", "promote")
 
 
 @lru_cache(maxsize=None)
@@ -426,6 +459,20 @@ def shipped_epilogue_configs():
 
 #: the int range of the kernel's sizes and unit counters
 _I32 = (1 << 31) - 1
+
+
+def shipped_fp8_configs() -> tuple:
+    """FP8 configurations with golden sources: per-tensor e4m3 -> bf16 (128x256, one
+    accumulator), row-wise mixed e4m3 x e5m2 -> f16 (128x128, promoted every k-block),
+    block-scaled e4m3 -> bf16 (128x128)."""
+    return (
+        Sm90GemmConfig(tile_n=256, tile_k=128, dtype="e4m3", out_dtype="bf16",
+                       scaling="tensor").fit_stages(),
+        Sm90GemmConfig(tile_n=128, tile_k=128, dtype="e4m3", dtype_b="e5m2", out_dtype="f16",
+                       scaling="row", promote=True).fit_stages(),
+        Sm90GemmConfig(tile_n=128, tile_k=128, dtype="e4m3", out_dtype="bf16",
+                       scaling="block").fit_stages(),
+    )
 
 
 def tile_scheduler(cfg: Sm90GemmConfig):
@@ -732,7 +779,8 @@ def generate_source(cfg: Sm90GemmConfig) -> str:
     pl = PipelineEmitter(cfg.pipeline(), smem_address("bar_full"), smem_address("bar_empty"))
     sA_, sB_ = smem_address("sA"), smem_address("sB")
     S, W = cfg.stages, cfg.consumer_wgs
-    a_bytes, b_bytes = cfg.tile_m * cfg.tile_k * 2, cfg.tile_n * cfg.tile_k * 2
+    eb = cfg.elem_bytes
+    a_bytes, b_bytes = cfg.tile_m * cfg.tile_k * eb, cfg.tile_n * cfg.tile_k * eb
     slabs = maps.slabs
     nacc = cfg.tile_n // 2
     atom = maps.wgmma_atom
@@ -758,8 +806,12 @@ def generate_source(cfg: Sm90GemmConfig) -> str:
     sched = _sched_code(cfg)
     if cfg.stream_k:
         sched = _sk.schedule_code(cfg.tile_m, cfg.tile_n, cfg.tile_k)
+    # FP8 block scaling / promotion: every k-block starts from zero, then goes into tot_
+    from .gemm_sm90_fp8 import promotes
+    block = promotes(cfg)
     mma = _render(lambda kb: atom.emit_k_block(kb, "acc", "da_", "db_", op_a, op_b, slabs,
-                                               cfg.tile_k // 16, "scale_d"), 5).lstrip("\n")
+                                               cfg.tile_k // atom.k, "0" if block else
+                                               "scale_d"), 5).lstrip("\n")
     pp = cfg.schedule == "pingpong"
     # ping-pong: warpgroup cw owns tiles first_tile + (cw + 2i) * tile_step, whole
     tile_loop = ("for (int tile = first_tile + cw * tile_step; tile < num_tiles; "
@@ -833,6 +885,11 @@ def generate_source(cfg: Sm90GemmConfig) -> str:
     }}"""
         else:
             epi_producer = ""
+    elif cfg.fp8:
+        from . import gemm_sm90_fp8 as _f8
+        epi_prelude = epi_init = epi_consumer_decls = epi_tail = epi_producer = ""
+        epilogue_code = _f8.epilogue_code(cfg, maps, [] if block else _origin_lines(cfg))
+        epi_pre = ""
     else:
         epi_prelude = epi_init = epi_consumer_decls = epi_tail = epi_producer = ""
         epi_pre = ""
@@ -905,6 +962,19 @@ def generate_source(cfg: Sm90GemmConfig) -> str:
         with kb.if_("prev_ >= 0"):
             pl.consumer_release(kb, ir.var("prev_", 0, S - 1), "release_lane")
     rel4, rel3 = _render(_release, 4).lstrip(), _render(_release, 3).lstrip()
+    if block:
+        # FP8 block scaling / promotion (gemm_sm90_fp8): tot_ zeroed before the mainloop; after
+        # each k-block's commit its scale loads, wait_group<0>, release of its stage, promotion
+        from . import gemm_sm90_fp8 as _f8
+        scale_d_line = ""
+        blk_init = _render(lambda kb: _f8.emit_promotion_init(kb, cfg, maps,
+                                                                _origin_lines(cfg)), 3)
+        k_block_tail = _render(lambda kb: _f8.emit_k_block_tail(
+            kb, cfg, maps, lambda k: pl.consumer_release(k, idx_, "release_lane")), 4).lstrip()
+    else:
+        scale_d_line = f"\n        const int scale_d = kb > {kb_first} ? 1 : 0;"
+        blk_init = ""
+        k_block_tail = "\n        ".join(["wgmma_wait_group<1>();", rel4, "prev_ = idx;"])
     body = f"""  extern __shared__ unsigned char smem_raw_[];
   const u32 smem0_ = (cvta_to_shared_u32(smem_raw_) + 1023u) & ~1023u;
   const u32 sA = smem0_;                        // {S} stages x {a_bytes} B: {maps.smem_a}
@@ -955,19 +1025,16 @@ def generate_source(cfg: Sm90GemmConfig) -> str:
       int m_blk, n_blk, l_;{unit_decl}
       {{ {_tile_coord_code(cfg)}
       }}{epi_pre}{pp_wait}
-      int prev_ = -1;
+      int prev_ = -1;{blk_init}
       for (int kb = {kb_first}; kb < {kb_end}; ++kb) {{
         {c_wait}
-        {descs}
-        const int scale_d = kb > {kb_first} ? 1 : 0;
+        {descs}{scale_d_line}
         wgmma_fence();
         {{
 {mma}
         }}
         wgmma_commit_group();
-        wgmma_wait_group<1>();
-        {rel4}
-        prev_ = idx;
+        {k_block_tail}
         {p_inc4}
       }}{pp_signal}
       wgmma_wait_group<0>();
@@ -996,6 +1063,10 @@ def generate_source(cfg: Sm90GemmConfig) -> str:
         kb.param(ctype, name)
     if epi is not None:
         col.emit_params(kb)
+    if cfg.fp8:          # the FP8 built-in epilogue's scales, bias and scale strides
+        from .gemm_sm90_fp8 import PARAMS as _FP8_PARAMS
+        for ctype, name in _FP8_PARAMS:
+            kb.param(ctype, name)
     for ctype, name in _extra_params(cfg):
         kb.param(ctype, name)
     for h in (small_prelude, epi_prelude):
@@ -1033,7 +1104,8 @@ def _extra_params(cfg: Sm90GemmConfig) -> tuple:
 # host side
 
 
-_WANT = {"f16": ("float16",), "bf16": ("bfloat16", "uint16")}
+_WANT = {"f16": ("float16",), "bf16": ("bfloat16", "uint16"),
+         "e4m3": ("float8_e4m3fn", "uint8"), "e5m2": ("float8_e5m2", "uint8")}
 
 
 #: The Hopper GEMM's launch plan is the backend's one plan type.
@@ -1160,7 +1232,8 @@ class Sm90Gemm:
 
     def plan(self, A: TensorMeta, B: TensorMeta, D: TensorMeta, C: TensorMeta | None = None,
              *, tensors=None, max_ctas=None, device: int | None = None,
-             splits: int = 1, sk_tiles: int | None = None) -> Sm90Plan:
+             splits: int = 1, sk_tiles: int | None = None, scale_a: TensorMeta | None = None,
+             scale_b: TensorMeta | None = None, bias: TensorMeta | None = None) -> Sm90Plan:
         """The launch plan for arrays like these (metadata only: shapes, strides, dtypes,
         alignment classes).  ``roles`` of the plan: ``A``, ``B``, ``D``, ``C`` (D when no C)
         then the epilogue's named tensors, ``WS`` (split-K workspace) and ``CNT`` (the
@@ -1169,13 +1242,21 @@ class Sm90Gemm:
         M)`` of the kernel problem (row-major): the kernel stores ``D^T``.  ``splits``: the
         split-K count of a split-K configuration; ``sk_tiles``: a stream-K configuration's
         stream-K tiles (default ``streamk_layout``'s; its grid is that layout's, ``WS`` /
-        ``CNT`` its workspace and per-CTA flags)."""
+        ``CNT`` its workspace and per-CTA flags).  FP8 configurations (``cfg.fp8``) take
+        ``scale_a`` / ``scale_b`` (float32, shapes by ``cfg.scaling``: see
+        :func:`gemm_sm90_fp8.check_scales`) and an optional ``bias`` (N elements of D's type):
+        roles ``SA``, ``SB``, ``BIAS`` (pointer 0: no bias) after ``A``, ``B``, ``D``, ``C``."""
         from .. import driver
         op, cfg = "Sm90Gemm", self.cfg
-        for nm, X in (("A", A), ("B", B)):
-            _check_operand(op, nm, X, cfg.dtype)
-        if A.dtype != B.dtype:
+        _check_operand(op, "A", A, cfg.dtype)
+        _check_operand(op, "B", B, (cfg.dtype_b or cfg.dtype) if cfg.fp8 else cfg.dtype)
+        if A.dtype != B.dtype and not cfg.fp8:
             raise LaunchError(op, "B", "dtype must equal A's", expected=A.dtype, actual=B.dtype)
+        if cfg.fp8:
+            from .gemm_sm90_fp8 import OUT_ARRAY_DTYPES
+            d_dtypes = OUT_ARRAY_DTYPES[cfg.out_dtype]
+        else:
+            d_dtypes = (A.dtype,)
         batched = len(A.shape) == 3
         A3, B3 = A.batched(), B.batched()
         L, M, K = A3.shape
@@ -1187,9 +1268,9 @@ class Sm90Gemm:
             raise LaunchError(op, "A", "empty problem", actual=(M, N, K))
         D3 = D.batched()
         dshape = (L, N, M) if cfg.transpose_d else (L, M, N)
-        if D3.shape != dshape or D.dtype != A.dtype:
-            raise LaunchError(op, "D", "has the wrong shape or dtype", expected=dshape,
-                              actual=(D3.shape, D.dtype))
+        if D3.shape != dshape or D.dtype not in d_dtypes:
+            raise LaunchError(op, "D", "has the wrong shape or dtype", expected=(dshape,
+                              d_dtypes[0]), actual=(D3.shape, D.dtype))
         if cfg.splits and (not isinstance(splits, int) or splits < 1):
             raise LaunchError(op, "splits", "must be a positive int", actual=splits)
         if cfg.has_c:
@@ -1205,7 +1286,7 @@ class Sm90Gemm:
             if X.strides[2] != 1:
                 raise LaunchError(op, nm, "must be row-major (unit stride in the last mode)",
                                   actual=X.strides)
-        es = 2
+        es = cfg.elem_bytes
         lds = {}
         for nm, X, major in (("A", A3, cfg.a_major), ("B", B3, cfg.b_major)):
             unit = 2 if major == "K" else 1       # the mode that must be contiguous
@@ -1216,7 +1297,9 @@ class Sm90Gemm:
                 raise LaunchError(op, nm, f"does not match the configuration's {nm.lower()}_major"
                                   f"={major!r} ({want_txt})", actual=X.strides)
             lds[nm] = X.strides[3 - unit]
-        if cfg.vec2 and (D3.strides[1] % 2 or C3.strides[1] % 2 or D3.ptr % 4 or C3.ptr % 4):
+        pair = 8 if cfg.fp8 and cfg.out_dtype == "f32" else 4     # bytes of a paired store
+        if cfg.vec2 and (D3.strides[1] % 2 or C3.strides[1] % 2 or D3.ptr % pair or
+                         C3.ptr % pair):
             raise LaunchError(op, "D", "this configuration (vec2) needs even leading "
                               "dimensions and 4-byte aligned D and C",
                               actual=(D3.strides, C3.strides))
@@ -1268,16 +1351,29 @@ class Sm90Gemm:
             add("u64", None, "WS")
             add("u64", None, "CNT")
             add("i32", lay.sk_tiles, None)
+        if cfg.fp8:
+            from .gemm_sm90_fp8 import check_scales
+            if L != 1:
+                raise LaunchError(op, "A", "the FP8 GEMM takes 2-D operands", actual=A.shape)
+            strides = check_scales(op, cfg, M, N, K, scale_a, scale_b, bias)
+            add("u64", None, "SA")
+            add("u64", None, "SB")
+            add("u64", None, "BIAS")
+            for v in strides:
+                add("i64", v, None)
         plan = make_plan(self.kernel, dev, (grid, 1, 1), (cfg.threads, 1, 1), cfg.smem_bytes(),
                          params, ("A", "B", "D", "C"), ("alpha", "beta"))
         plan.resets = tuple(resets)
         return plan
 
-    def prepare(self, A, B, D=None, C=None, alpha=1.0, beta=0.0, max_ctas=None, tensors=None):
+    def prepare(self, A, B, D=None, C=None, alpha=1.0, beta=0.0, max_ctas=None, tensors=None,
+                scale_a=None, scale_b=None, bias=None):
         """Check everything and build the launch; returns a callable ``run(stream=None)`` that
         runs the GEMM on ``stream`` (default: the stream current at call time for the arrays'
         framework — torch's or CuPy's).  ``tensors``: the EVT epilogue's named inputs /
-        outputs (configurations with ``epi``)."""
+        outputs (configurations with ``epi``).  FP8 configurations: ``scale_a``, ``scale_b``
+        (float32 device tensors, shapes by ``cfg.scaling``) and an optional ``bias``; B is
+        ``(N, K)`` K-major, D (allocated when None) of ``cfg.out_dtype``."""
         from ..stream import stream_handle
         op = "Sm90Gemm"
         if not isinstance(alpha, numbers.Real) or not isinstance(beta, numbers.Real):
@@ -1286,8 +1382,21 @@ class Sm90Gemm:
         Am, Bm = meta_of(A, "A", op), meta_of(B, "B", op)
         _check_operand(op, "A", Am, self.cfg.dtype)
         if D is None:
-            D = empty(A, (*Am.shape[:-1], Bm.shape[-2]), Am.framework)
+            odt = None
+            if self.cfg.fp8:
+                import torch
+                odt = getattr(torch, {"bf16": "bfloat16", "f16": "float16",
+                                      "f32": "float32"}[self.cfg.out_dtype])
+            D = empty(A, (*Am.shape[:-1], Bm.shape[-2]), Am.framework, dtype=odt)
         Dm = meta_of(D, "D", op)
+        fp8_metas = {}
+        if self.cfg.fp8:
+            for role, nm, X in (("SA", "scale_a", scale_a), ("SB", "scale_b", scale_b),
+                                ("BIAS", "bias", bias)):
+                if X is None and role != "BIAS":
+                    raise LaunchError(op, nm, "is required by an FP8 configuration")
+                if X is not None:
+                    fp8_metas[role] = meta_of(X, nm, op)
         Cm = meta_of(C, "C", op) if C is not None else None
         tm, user_scal = {}, {}
         for k, v in (tensors or {}).items():
@@ -1301,9 +1410,11 @@ class Sm90Gemm:
         # alpha / beta shares the kernel's slot)
         scal = {"alpha": float(alpha), "beta": float(beta), **user_scal}
         plan = self.plan(Am, Bm, Dm, Cm, tensors={**tm, **user_scal} if tensors is not None
-                         else None, max_ctas=max_ctas)
-        metas = {"A": Am, "B": Bm, "D": Dm, "C": Cm if Cm is not None else Dm, **tm}
-        ptrs = tuple(metas[r].ptr for r in plan.roles)
+                         else None, max_ctas=max_ctas, scale_a=fp8_metas.get("SA"),
+                         scale_b=fp8_metas.get("SB"), bias=fp8_metas.get("BIAS"))
+        metas = {"A": Am, "B": Bm, "D": Dm, "C": Cm if Cm is not None else Dm, **tm,
+                 **fp8_metas}
+        ptrs = tuple(metas[r].ptr if r in metas else 0 for r in plan.roles)   # BIAS: none
         scalars = tuple(scal[r] for r in plan.scalar_roles)
         keep = (A, B, C, D, tensors)
 
@@ -1317,8 +1428,10 @@ class Sm90Gemm:
         run.plan = plan
         return run
 
-    def __call__(self, A, B, D=None, C=None, alpha=1.0, beta=0.0, tensors=None, stream=None):
-        run = self.prepare(A, B, D, C, alpha, beta, tensors=tensors)
+    def __call__(self, A, B, D=None, C=None, alpha=1.0, beta=0.0, tensors=None, stream=None,
+                 scale_a=None, scale_b=None, bias=None):
+        run = self.prepare(A, B, D, C, alpha, beta, tensors=tensors, scale_a=scale_a,
+                           scale_b=scale_b, bias=bias)
         run(stream)
         return run.D
 

@@ -1,7 +1,8 @@
 """Compose a Hopper GEMM from the library's objects, and read a configuration back as objects.
 
 ``make_gemm_sm90(tiled_mma, tile_mnk, ...)`` takes a :class:`cute_py.atom.TiledMMA` of an SM90
-``wgmma`` atom with A and B from shared memory (``SM90_64xNx16_F32{F16F16,BF16BF16}_SS``) over
+``wgmma`` atom with A and B from shared memory (``SM90_64xNx16_F32{F16F16,BF16BF16}_SS``, or
+the FP8 ``SM90_64xNx32_F32{E4M3,E5M2}{E4M3,E5M2}_SS_TN`` with ``BK`` = 128) over
 1 or 2 consumer warpgroups along M, the CTA tile ``(BM, BN, BK)``, and optionally the GMMA
 shared-memory layouts (``tile_to_shape(GMMA.Layout_{K,MN}_{SW128,SW64,SW32,INTER}_Atom(T),
 (rows, BK))``), the TMA copy atoms (:class:`~backends.cuda.tma.TmaAtom`), the stage count, the
@@ -34,7 +35,10 @@ from .gemm_sm90_maps import SWIZZLES, derive_maps, smem_tile
 __all__ = ["make_gemm_sm90", "describe", "Sm90Objects"]
 
 _OP = "make_gemm_sm90"
-_DT = {"float16": "f16", "bfloat16": "bf16"}
+_DT = {"float16": "f16", "bfloat16": "bf16", "float8_e4m3": "e4m3", "float8_e5m2": "e5m2"}
+#: 8-bit formats: the smem atoms / TMA boxes are those of 1-byte elements
+_FP8 = ("e4m3", "e5m2")
+_OUT = {"bfloat16": "bf16", "bf16": "bf16", "float16": "f16", "f16": "f16"}
 _SMEM_LIMIT = 227 * 1024
 
 
@@ -82,8 +86,10 @@ def _atom_facts(tiled_mma):
     if atom is None or not str(name).startswith("SM90_64x") or getattr(atom, "a_source",
                                                                         None) != "smem":
         raise AtomError(_OP, "tiled_mma", "needs an SM90 wgmma atom with A and B from shared "
-                        "memory", expected="SM90_64xNx16_F32{F16F16,BF16BF16}_SS", actual=name)
-    if atom.a_type not in _DT:
+                        "memory", expected="SM90_64xNx16_F32{F16F16,BF16BF16}_SS or "
+                        "SM90_64xNx32_F32{E4M3,E5M2}{E4M3,E5M2}_SS_TN", actual=name)
+    if atom.a_type not in _DT or atom.b_type not in _DT or (
+            _DT[atom.a_type] in _FP8 and getattr(atom, "c_type", "float32") != "float32"):
         raise AtomError(_OP, "tiled_mma", "has an input type the generator does not emit",
                         expected=sorted(_DT), actual=atom.a_type)
     import cute_py as cute
@@ -98,9 +104,15 @@ def _atom_facts(tiled_mma):
 
 def make_gemm_sm90(tiled_mma, tile_mnk, *, smem_layout_A=None, smem_layout_B=None, copy_A=None,
                    copy_B=None, stages=None, schedule="cooperative", cluster_m=1, epilogue=None,
-                   a_major="K", b_major="K", out_dtype=None) -> Sm90GemmConfig:
-    """A :class:`Sm90GemmConfig` built from algebra objects (see the module docstring)."""
+                   a_major="K", b_major="K", out_dtype=None, scaling=None,
+                   promote=False) -> Sm90GemmConfig:
+    """A :class:`Sm90GemmConfig` built from algebra objects (see the module docstring).
+
+    FP8 (an ``SM90_64xNx32_F32{A}{B}_SS_TN`` atom): ``BK`` = 128, ``out_dtype`` "bfloat16" or
+    "float16", ``scaling`` "tensor" / "row" / "block" (``gemm_sm90_fp8``), ``promote``."""
     atom, dt, wgs = _atom_facts(tiled_mma)
+    fp8 = dt in _FP8
+    dt_b = _DT[atom.b_type]
     if atom.a_major != a_major or atom.b_major != b_major:
         raise AtomError(_OP, "a_major" if atom.a_major != a_major else "b_major",
                         "differs from the wgmma atom's", expected=(atom.a_major, atom.b_major),
@@ -113,9 +125,10 @@ def make_gemm_sm90(tiled_mma, tile_mnk, *, smem_layout_A=None, smem_layout_B=Non
     if tn != N:
         raise AtomError(_OP, "tile_mnk", "BN must be the wgmma atom's N (a multiple of 8, at "
                         "most 256)", expected=N, actual=tn)
-    if tk != 64:
-        raise AtomError(_OP, "tile_mnk", "BK must be 64 (four k16 steps per stage)",
-                        expected=64, actual=tk)
+    want_k = 128 if fp8 else 64
+    if tk != want_k:
+        raise AtomError(_OP, "tile_mnk", f"BK must be {want_k} (four k{atom.shape_mnk[2]} "
+                        "steps per stage: one 128-byte swizzle row)", expected=want_k, actual=tk)
     if schedule not in SCHEDULES:
         raise AtomError(_OP, "schedule", "is not a kernel schedule", expected=SCHEDULES,
                         actual=schedule)
@@ -131,15 +144,26 @@ def make_gemm_sm90(tiled_mma, tile_mnk, *, smem_layout_A=None, smem_layout_B=Non
         if rows > 256:
             raise AtomError(_OP, "tile_mnk", f"a TMA box dimension ({dim}) exceeds 256",
                             expected="<= 256", actual=rows)
-    if out_dtype is not None and _DT.get(out_dtype, out_dtype) != dt:
+    fp8_kw = {}
+    if fp8:
+        if out_dtype not in _OUT:
+            raise AtomError(_OP, "out_dtype", "an FP8 GEMM stores bf16 or f16",
+                            expected=("bfloat16", "float16"), actual=out_dtype)
+        fp8_kw = dict(dtype_b="" if dt_b == dt else dt_b, out_dtype=_OUT[out_dtype],
+                      scaling=scaling or "tensor", promote=promote)
+    elif out_dtype is not None and _DT.get(out_dtype, out_dtype) != dt:
         raise AtomError(_OP, "out_dtype", "must be the input type (D is stored in it)",
                         expected=atom.a_type, actual=out_dtype)
-    swa = _swizzle_of(smem_layout_A, dt, tm, tk, a_major, "smem_layout_A")
-    swb = _swizzle_of(smem_layout_B, dt, tn, tk, b_major, "smem_layout_B")
+    elif scaling is not None or promote:
+        raise AtomError(_OP, "scaling", "scaling / promote belong to FP8 atoms",
+                        actual=(scaling, promote))
+    sdt = "uint8" if fp8 else dt
+    swa = _swizzle_of(smem_layout_A, sdt, tm, tk, a_major, "smem_layout_A")
+    swb = _swizzle_of(smem_layout_B, sdt, tn, tk, b_major, "smem_layout_B")
     cfg = Sm90GemmConfig(tile_m=tm, tile_n=tn, tile_k=tk, stages=stages or 2,
                          consumer_wgs=consumer_wgs, dtype=dt, cluster_m=cluster_m, epi=epilogue,
                          a_major=a_major, b_major=b_major, schedule=schedule,
-                         smem_swizzle=(swa, swb))
+                         smem_swizzle=(swa, swb), **fp8_kw)
     if cfg.smem_bytes() > _SMEM_LIMIT:
         raise AtomError(_OP, "stages", "shared memory exceeds 227 KB", expected=_SMEM_LIMIT,
                         actual=cfg.smem_bytes())
@@ -182,9 +206,14 @@ def describe(cfg: Sm90GemmConfig) -> Sm90Objects:
     and the TMA atoms of ``cfg``."""
     from cute_py.atom import make_tiled_mma
     from cute_py.atom import mma_traits_sm90 as T
-    fn = T.SM90_64xNx16_F32F16F16_SS if cfg.dtype in ("f16", "float16") else \
-        T.SM90_64xNx16_F32BF16BF16_SS
-    mma = make_tiled_mma(fn(cfg.tile_n, cfg.a_major, cfg.b_major), (cfg.mma_wgs, 1, 1))
+    if cfg.dtype in _FP8:
+        atom = T.SM90_64xNx32_FP8(cfg.tile_n, "F32", cfg.dtype.upper(),
+                                  (cfg.dtype_b or cfg.dtype).upper(), "SS")
+    else:
+        fn = T.SM90_64xNx16_F32F16F16_SS if cfg.dtype in ("f16", "float16") else \
+            T.SM90_64xNx16_F32BF16BF16_SS
+        atom = fn(cfg.tile_n, cfg.a_major, cfg.b_major)
+    mma = make_tiled_mma(atom, (cfg.mma_wgs, 1, 1))
     maps = derive_maps(cfg)
     return Sm90Objects(mma, maps.smem_a, maps.smem_b, maps.atom_a, maps.atom_b)
 

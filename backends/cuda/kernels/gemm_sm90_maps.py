@@ -106,18 +106,20 @@ class Sm90Maps:
     sbo_b: int = 1024             # B's descriptor SBO / LBO (bytes)
     lbo_b: int = 16
     b_slice_rows: int = 0         # rows of the B tile one CTA loads (tile_n / cluster_m)
+    elem_bytes: int = 2           # bytes of an operand element (1: 8-bit e4m3 / e5m2)
+    dtype_b: str = ""             # B's wgmma input format when it differs from A's (FP8)
 
     def operand(self, which: str):
         """The :class:`~backends.cuda.arch.sm90.wgmma.GmmaOperand` of ``which`` ("A" / "B")."""
         from ..arch.sm90.wgmma import GmmaOperand
         return GmmaOperand(self.smem_a if which == "A" else self.smem_b,
-                           self.a_major if which == "A" else self.b_major, 2)
+                           self.a_major if which == "A" else self.b_major, self.elem_bytes)
 
     @property
     def wgmma_atom(self):
         """The :class:`~backends.cuda.arch.sm90.wgmma.WgmmaAtom` of the mainloop."""
         from ..arch.sm90.wgmma import WgmmaAtom
-        return WgmmaAtom(self.tile_n, self.dtype, *self.transpose_bits)
+        return WgmmaAtom(self.tile_n, self.dtype, *self.transpose_bits, b=self.dtype_b)
 
     def desc_args(self, which: str) -> str:
         """``lbo, sbo, layout_type`` arguments of ``make_gmma_desc`` for operand ``which``."""
@@ -138,7 +140,7 @@ class Sm90Maps:
 
     def desc_a_offset(self, j: int, kk: int) -> int:
         """Byte offset, inside one warpgroup's A rows, of m-slab ``j`` at k-step ``kk``."""
-        return self._byte_offset(self.smem_a, 64 * j, 16 * kk)
+        return self._byte_offset(self.smem_a, 64 * j, self.wgmma_atom.k * kk)
 
     def wg_a_offset(self, w: int) -> int:
         """Byte offset of consumer warpgroup ``w``'s first A row (0 when there is no such
@@ -148,7 +150,7 @@ class Sm90Maps:
         return self._byte_offset(self.smem_a, w * (self.tile_m // self.consumer_wgs), 0)
 
     def desc_b_offset(self, kk: int) -> int:
-        return self._byte_offset(self.smem_b, 0, 16 * kk)
+        return self._byte_offset(self.smem_b, 0, self.wgmma_atom.k * kk)
 
     def box_rows(self, which: str) -> int:
         """Rows (M or N) of the operand one TMA box covers."""
@@ -172,33 +174,49 @@ class Sm90Maps:
         return atom.bind((rows, K, L), strides, op=f"Sm90Gemm({which})")
 
 
-def _box_tile(dt, rows, cols, major, swizzle=3):
+def _box_tile(dt, rows, cols, major, swizzle=3, elem_bytes=2):
     """The smem region one TMA box fills: a K-major tile of one swizzle row along K (the whole
-    tile for SW128 and 64-element K blocks), or one MN chunk of an MN-major tile."""
-    W = swizzle_width(swizzle)
+    tile for SW128 and 64-element K blocks, or 128-element K blocks of 8-bit elements), or one
+    MN chunk of an MN-major tile."""
+    W = swizzle_width(swizzle, elem_bytes)
     if major == "K":
         return smem_tile(dt, rows, min(cols, W), major, swizzle)
     return smem_tile(dt, min(rows, W), cols, major, swizzle)
 
 
+#: the 8-bit operand formats (``Sm90GemmConfig.dtype`` / ``dtype_b``): smem atoms and TMA boxes
+#: of 1-byte elements (TMA moves them as ``uint8``), wgmma ``k32``
+FP8_DTYPES = ("e4m3", "e5m2")
+
+
 def derive_maps(cfg) -> Sm90Maps:
+    if cfg.dtype in FP8_DTYPES:
+        # 1-byte elements: the GMMA atoms are defined on bits, so a 128-byte SW128 row holds
+        # 128 elements; TMA has no FP8 type and moves the bytes as uint8
+        return _derive(cfg, "uint8", 1, cfg.dtype, getattr(cfg, "dtype_b", "") or cfg.dtype)
     dt = "f16" if cfg.dtype in ("f16", "float16") else "bf16"
+    return _derive(cfg, dt, 2, dt, "")
+
+
+def _derive(cfg, dt, eb, mma_a, mma_b) -> Sm90Maps:
     am, bm = cfg.a_major, cfg.b_major
     swa, swb = getattr(cfg, "smem_swizzle", (3, 3))
     sa = smem_tile(dt, cfg.tile_m, cfg.tile_k, am, swa)
     sb = smem_tile(dt, cfg.tile_n, cfg.tile_k, bm, swb)
 
-    ta = make_tma_atom(dt, *_symbolic_operand(am), _box_tile(dt, cfg.tile_m, cfg.tile_k, am, swa))
+    ta = make_tma_atom(dt, *_symbolic_operand(am),
+                       _box_tile(dt, cfg.tile_m, cfg.tile_k, am, swa, eb))
     # with a cluster of `cluster_m` CTAs along M, each CTA loads 1/cluster_m of the B tile and
     # multicasts it to every CTA of the cluster: the box is (a chunk of) that slice
     slice_rows = cfg.tile_n // cfg.cluster_m
-    tb = make_tma_atom(dt, *_symbolic_operand(bm), _box_tile(dt, slice_rows, cfg.tile_k, bm, swb))
+    tb = make_tma_atom(dt, *_symbolic_operand(bm),
+                       _box_tile(dt, slice_rows, cfg.tile_k, bm, swb, eb))
     from ..arch.sm90.wgmma import GmmaOperand
-    op_a, op_b = GmmaOperand(sa, am, 2), GmmaOperand(sb, bm, 2)
+    op_a, op_b = GmmaOperand(sa, am, eb), GmmaOperand(sb, bm, eb)
     lbo, sbo = op_a.lbo_sbo()          # descriptor fields read off the smem layouts
     lbo_b, sbo_b = op_b.lbo_sbo()
     layout_type = op_a.layout_type
     rows = cfg.tile_m // cfg.mma_wgs
     frag = wgmma_fragment(cfg.mma_wgs, cfg.tile_n, rows)
-    return Sm90Maps(dt, cfg.tile_m, cfg.tile_n, cfg.tile_k, cfg.mma_wgs, sa, sb, ta, tb,
-                    sbo, lbo, layout_type, frag, am, bm, sbo_b, lbo_b, slice_rows)
+    return Sm90Maps(mma_a, cfg.tile_m, cfg.tile_n, cfg.tile_k, cfg.mma_wgs, sa, sb, ta, tb,
+                    sbo, lbo, layout_type, frag, am, bm, sbo_b, lbo_b, slice_rows, eb, mma_b)

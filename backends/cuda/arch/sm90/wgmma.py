@@ -36,7 +36,10 @@ from dataclasses import dataclass
 import cute_py as cute
 from cute_py.composed import get_nonswizzle_portion, get_swizzle_portion, is_composed_layout
 
-__all__ = ["GmmaOperand", "WgmmaAtom", "LAYOUT_TYPES"]
+__all__ = ["GmmaOperand", "WgmmaAtom", "LAYOUT_TYPES", "FP8_FORMATS"]
+
+#: 8-bit wgmma input formats (``wgmma ... k32``)
+FP8_FORMATS = ("e4m3", "e5m2")
 
 #: swizzle bits B of Sw<B,4,3> -> the descriptor's layout type (GMMA::LayoutType)
 LAYOUT_TYPES = {3: 1, 2: 2, 1: 3, 0: 0}
@@ -94,15 +97,39 @@ class GmmaOperand:
 @dataclass(frozen=True)
 class WgmmaAtom:
     """``wgmma.mma_async.m64n{n}k16.f32.{ab}.{ab}``, A and B from descriptors; ``trans_a`` /
-    ``trans_b``: the transpose immediates (1 for an MN-major operand)."""
+    ``trans_b``: the transpose immediates (1 for an MN-major operand).
+
+    8-bit inputs (``ab`` "e4m3" / "e5m2", ``b`` B's format when it differs):
+    ``wgmma.mma_async.m64n{n}k32.f32.{ab}.{b}`` (the atom ``SM90_64xNx32_F32{A}{B}_SS_TN``):
+    ``k`` = 32 elements per k-step (32 bytes, as 16 16-bit elements), both operands K-major
+    (no transpose immediates: ``trans_a`` / ``trans_b`` must be 0)."""
 
     n: int
     ab: str = "f16"
     trans_a: int = 0
     trans_b: int = 0
+    b: str = ""
+
+    def __post_init__(self):
+        if self.fp8 and (self.trans_a or self.trans_b):
+            from cute_py.errors import AtomError
+            raise AtomError("WgmmaAtom", "trans_a" if self.trans_a else "trans_b",
+                            "8-bit wgmma reads K-major operands only (no transpose)",
+                            expected=0, actual=1)
+
+    @property
+    def fp8(self) -> bool:
+        return self.ab in FP8_FORMATS
+
+    @property
+    def k(self) -> int:
+        """Elements of K per wgmma (32 bytes of the operand row)."""
+        return 32 if self.fp8 else 16
 
     @property
     def name(self) -> str:
+        if self.fp8:
+            return f"wgmma_m64n{self.n}k32_f32_{self.ab}_{self.b or self.ab}_ss"
         return f"wgmma_m64n{self.n}k16_f32_{self.ab}_ss"
 
     @property
@@ -115,14 +142,15 @@ class WgmmaAtom:
         """The wgmma calls of one k-block: for each k-step ``kk`` and slab ``j``,
         ``acc[j] += A(slab j, kk) * B(kk)`` (``scale`` decides the first k-step's
         accumulate, 1 after it)."""
-        t = f"{self.trans_a}, {self.trans_b}"
+        t = None if self.fp8 else f"{self.trans_a}, {self.trans_b}"
+        k = self.k
         for kk in range(k_steps):
             for j in range(slabs):
                 # gmma_desc_add / make_gmma_desc are host-device helpers of ptx_sm90.cuh (no
                 # PTX), outside the wrapper table ptx.FUNCTIONS checks
                 kb.call(self.name, f"{acc}[{j}]",
-                        f"gmma_desc_add({desc_a}, {a.offset(64 * j, 16 * kk)}u)",
-                        f"gmma_desc_add({desc_b}, {b.offset(0, 16 * kk)}u)",
+                        f"gmma_desc_add({desc_a}, {a.offset(64 * j, k * kk)}u)",
+                        f"gmma_desc_add({desc_b}, {b.offset(0, k * kk)}u)",
                         scale if kk == 0 else "1", template=t)
 
 

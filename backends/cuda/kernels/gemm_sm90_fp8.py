@@ -1,0 +1,403 @@
+"""FP8 configuration of the Hopper GEMM: scaled products of 8-bit (e4m3 / e5m2) operands.
+
+The kernel is :func:`gemm_sm90.generate_source` itself; an FP8 configuration (``dtype`` "e4m3"
+or "e5m2", ``dtype_b`` B's format when it differs) changes only
+
+- the operands: 1-byte elements, so the GMMA smem atoms (defined on bits) give 128-element
+  SW128 rows, ``tile_k`` = 128 (one 128-byte swizzle row), TMA boxes of ``uint8``; the
+  descriptors' LBO / SBO come out of the same smem layouts (K-major SW128: SBO 1024 bytes);
+- the MMA atom: ``wgmma.mma_async.m64n{N}k32.f32.{a}.{b}`` (``SM90_64xNx32_F32{A}{B}_SS_TN``),
+  four k-steps of 32 elements per k-block.  8-bit wgmma reads K-major operands only: an
+  MN-major A or B is refused naming the operand;
+- the built-in epilogue (this module), ``scaling``:
+
+  - "tensor": ``D = (scale_a[0] * scale_b[0]) * acc (+ bias[c])`` -- the scales are read from
+    device memory (float32, one element each, as ``torch._scaled_mm``: no host sync);
+  - "row": ``D[r, c] = scale_a[r] * scale_b[c] * acc[r, c] (+ bias[c])`` with ``scale_a``
+    ``(M, 1)`` and ``scale_b`` ``(1, N)`` float32 (strides ``ld_sa_m`` / ``ld_sb_n``);
+  - "block" (DeepGEMM's recipe): ``scale_a`` ``(M, ceil(K/128))`` (one per row and k-block,
+    strides ``ld_sa_m``, ``ld_sa_k``), ``scale_b`` ``(ceil(N/128), ceil(K/128))`` (one per
+    128x128 block of B, strides ``ld_sb_n``, ``ld_sb_k``).  Each k-block's wgmmas start a fresh
+    accumulator set (``scale_d`` = 0); after they complete (``wait_group<0>``) the consumer
+    promotes ``tot += acc * (scale_a[r, kb] * scale_b[c / 128, kb])`` in fp32 registers (two
+    accumulator sets), the scales' loads issued before the wait; the epilogue stores ``tot``.
+
+  ``bias`` (a row vector of N elements of the output type, or a null pointer: none) is added
+  after scaling; D is stored as bf16, f16 or f32 (``out_dtype``; f32: D and the bias are
+  float32 arrays passed through the kernel's ``u16*`` parameters, paired stores need 8-byte
+  aligned rows).  Rows and columns of every value come from the accumulator
+  fragment (``row0_`` / ``col0_`` lowered from ``CLayout_64xN`` plus the fragment's offsets),
+  as in the 16-bit built-in epilogue; D's offsets are lowered from :func:`d_layout` through IR.
+
+The kernel's builder gets the pieces of this module: :data:`PARAMS` (after the kernel's own
+parameters), :func:`emit_promotion_init` / :func:`emit_k_block_tail` (the promoting mainloop's
+second accumulator set and per-k-block tail) and :func:`epilogue_code`.
+
+Accumulation: FP8 wgmma is reported to keep fewer mantissa bits in its accumulator than
+IEEE fp32 (DeepSeek-V3: about 14).  With ``promote`` (and always with "block") each 128-element
+k-block is summed in a fresh accumulator set and added into a second fp32 set after its wgmmas
+complete (CUTLASS's default FP8 mainloop, torch._scaled_mm's ``use_fast_accum=False``);
+without it the "tensor" / "row" kernels keep one accumulator over all of K ("fast
+accumulation": no wait per k-block, 128x256 tiles).  NumPy model
+(``tests/backend/test_gemm_sm90_fp8.py``, 13-bit accumulator, N(0,1) data, K = 16384): one
+accumulator 1.3e-2 relative-norm error, promoted 1.2e-4 (bf16 output rounding: 1.7e-3).
+"""
+
+from __future__ import annotations
+
+__all__ = ["FP8_DTYPES", "OUT_DTYPES", "SCALINGS", "check", "PARAMS", "promotion_loads",
+           "promotion_code", "promotes", "emit_promotion_init", "emit_k_block_tail",
+           "epilogue_code", "name_part", "scale_shapes", "check_scales", "scaling_of",
+           "scale_layouts", "scale_offset", "d_layout", "d_offset"]
+
+#: 8-bit input formats
+FP8_DTYPES = ("e4m3", "e5m2")
+#: output types of the FP8 built-in epilogue
+OUT_DTYPES = ("bf16", "f16", "f32")
+#: torch / CuPy dtype names of D (and the bias) per output type
+OUT_ARRAY_DTYPES = {"bf16": ("bfloat16", "uint16"), "f16": ("float16",), "f32": ("float32",)}
+#: scaling modes: per-tensor, row-wise (per row of A / column of B), block-wise (1x128 A,
+#: 128x128 B)
+SCALINGS = ("tensor", "row", "block")
+#: K elements of one scale block (``scaling="block"``) and of one k-block of the kernel
+BLOCK_K = 128
+
+
+_I32 = (1 << 31) - 1
+
+
+def scale_layouts(scaling: str):
+    """``(SA, SB)``: the scale tensors as layouts over the problem's coordinates -- SA over A's
+    ``(m, k)``, SB over B's ``(n, k)`` -- with the kernel's runtime extents and strides as
+    symbols (``M``, ``N``, ``KB`` = ceil(K/128), ``NB``; ``ld_sa_m``, ``ld_sa_k``, ``ld_sb_n``,
+    ``ld_sb_k``).  A scale shared by a block has stride 0 inside it (CuTe's broadcast layouts):
+
+    - "tensor": ``(M, K):(0, 0)`` and ``(N, K):(0, 0)``;
+    - "row": ``(M, K):(ld_sa_m, 0)`` and ``(N, K):(ld_sb_n, 0)``;
+    - "block": ``(M, (128, KB)):(ld_sa_m, (0, ld_sa_k))`` and
+      ``((128, NB), (128, KB)):((0, ld_sb_n), (0, ld_sb_k))``.
+
+    Law (test): ``SA(m, k) == m * ld_sa_m + (k // 128) * ld_sa_k`` (block), i.e. the element
+    ``scale_a[m, k // 128]``; ``SB(n, k)`` the element ``scale_b[n // 128, k // 128]``."""
+    import cute_py as cute
+    M, N, K, KB, NB, lam, lak, lbn, lbk = cute.symbols(
+        "M N K KB NB ld_sa_m ld_sa_k ld_sb_n ld_sb_k")
+    if scaling == "tensor":
+        return cute.make_layout((M, K), (0, 0)), cute.make_layout((N, K), (0, 0))
+    if scaling == "row":
+        return cute.make_layout((M, K), (lam, 0)), cute.make_layout((N, K), (lbn, 0))
+    return (cute.make_layout((M, (BLOCK_K, KB)), (lam, (0, lak))),
+            cute.make_layout(((BLOCK_K, NB), (BLOCK_K, KB)), ((0, lbn), (0, lbk))))
+
+
+def scale_offset(layout, row, k) -> str:
+    """C text of ``layout(row, k)`` lowered through IR (``row``, ``k``: IR nodes or ints)."""
+    import cute_py as cute
+    from ..lower import crd2idx
+    from ..render import render_expr
+    return render_expr(crd2idx((row, k), cute.shape(layout), cute.stride(layout)))
+
+
+def d_layout():
+    """D as a layout over the kernel's ``(m, n, l)`` (row-major rows of ``ldd`` elements,
+    batches ``ldl_d`` apart; the same for the float32 output)."""
+    import cute_py as cute
+    M, N, L, ldd, ldl = cute.symbols("M N L ldd ldl_d")
+    return cute.make_layout((M, N, L), (ldd, 1, ldl))
+
+
+def d_offset(row, col, batch=0) -> str:
+    """C text of ``D(row, col, batch)`` (elements) lowered through IR (``row``, ``col``,
+    ``batch``: IR nodes or ints)."""
+    import cute_py as cute
+    from ..lower import crd2idx
+    from ..render import render_expr
+    L = d_layout()
+    return render_expr(crd2idx((row, col, batch), cute.shape(L), cute.stride(L)))
+
+
+def is_fp8(cfg) -> bool:
+    return cfg.dtype in FP8_DTYPES
+
+
+def name_part(cfg) -> str:
+    """The element-type part of the kernel name, e.g. ``e4m3e5m2_bf16_row``."""
+    return (f"{cfg.dtype}{cfg.dtype_b or cfg.dtype}_{cfg.out_dtype}_{cfg.scaling}"
+            + ("p" if cfg.promote else ""))
+
+
+def check(cfg, op: str = "Sm90GemmConfig") -> None:
+    """The rules of an FP8 configuration (``LaunchError`` naming the field)."""
+    from cute_py.errors import LaunchError
+    if (cfg.dtype_b or cfg.dtype) not in FP8_DTYPES:
+        raise LaunchError(op, "dtype_b", "must be an 8-bit format with an 8-bit A",
+                          expected=FP8_DTYPES, actual=cfg.dtype_b)
+    if cfg.tile_k != BLOCK_K:
+        raise LaunchError(op, "tile_k", "must be 128 for 8-bit operands (one 128-byte swizzle "
+                          "row of 1-byte elements)", expected=BLOCK_K, actual=cfg.tile_k)
+    for nm in ("a_major", "b_major"):
+        if getattr(cfg, nm) != "K":
+            raise LaunchError(op, nm, f"8-bit wgmma reads operand {nm[0].upper()} K-major only "
+                              "(no transpose): pass a K-contiguous operand", expected="K",
+                              actual=getattr(cfg, nm))
+    if tuple(cfg.smem_swizzle) != (3, 3):
+        raise LaunchError(op, "smem_swizzle", "8-bit operands use the SW128 atoms",
+                          expected=(3, 3), actual=cfg.smem_swizzle)
+    if cfg.out_dtype not in OUT_DTYPES:
+        raise LaunchError(op, "out_dtype", "is not an output type of the FP8 GEMM",
+                          expected=OUT_DTYPES, actual=cfg.out_dtype)
+    if cfg.scaling not in SCALINGS:
+        raise LaunchError(op, "scaling", "is not an FP8 scaling mode", expected=SCALINGS,
+                          actual=cfg.scaling)
+    for nm, bad in (("epi", cfg.epi is not None), ("split_k", cfg.splits),
+                    ("stream_k", cfg.stream_k), ("transpose_d", cfg.transpose_d),
+                    ("has_c", cfg.has_c)):
+        if bad:
+            raise LaunchError(op, nm, "is not available with 8-bit operands (the FP8 built-in "
+                              "epilogue scales, adds the bias and stores D)",
+                              actual=getattr(cfg, nm))
+    if cfg.promote and cfg.scaling == "block":
+        raise LaunchError(op, "promote", "block scaling always promotes (leave promote False)",
+                          expected=False, actual=True)
+    if cfg.scaling == "block" or cfg.promote:
+        rows = cfg.tile_m // cfg.mma_wgs
+        if cfg.scaling == "block" and cfg.tile_n % BLOCK_K and BLOCK_K % cfg.tile_n:
+            raise LaunchError(op, "tile_n", "block scaling needs tile_n to divide or be a "
+                              "multiple of 128 (the B scale blocks)", actual=cfg.tile_n)
+        if (rows // 64) * cfg.tile_n > 128:
+            raise LaunchError(op, "tile", "promotion keeps two accumulator sets: at most "
+                              "64 accumulators per thread per set", actual=(cfg.tile_m,
+                                                                            cfg.tile_n))
+
+
+#: The FP8 kernel's parameters after the 16-bit kernel's (scales, bias, scale strides), in the
+#: order the host plans (``scaled_mm_api``, ``Sm90Gemm.plan``) pack them
+PARAMS = (("const float* __restrict__", "scale_a"), ("const float* __restrict__", "scale_b"),
+          ("const u16* __restrict__", "bias"), ("long long", "ld_sa_m"),
+          ("long long", "ld_sa_k"), ("long long", "ld_sb_n"), ("long long", "ld_sb_k"))
+
+
+def _rows(maps):
+    """Distinct row offsets of a thread's values and, per value, the index into them."""
+    fr = maps.frag
+    rows = sorted(set(fr.m_val))
+    return rows, [rows.index(m) for m in fr.m_val]
+
+
+def _nblocks(cfg, maps):
+    """Distinct 128-column blocks (relative to the tile's first block) of a thread's values."""
+    fr = maps.frag
+    per = max(1, cfg.tile_n // BLOCK_K)
+    nbs = sorted(set(n // BLOCK_K for n in fr.n_val)) if per > 1 else [0]
+    return nbs, [nbs.index(n // BLOCK_K) if per > 1 else 0 for n in fr.n_val]
+
+
+def _acc(maps, v, name="acc"):
+    nacc = maps.frag.num_values // maps.slabs
+    return f"{name}[{v // nacc}][{v % nacc}]"
+
+
+def promotion_loads(cfg, maps) -> list:
+    """Block scaling: the statements loading this k-block's scales while its wgmmas run --
+    ``sa_[i]`` for each distinct row of the thread (0 past M), ``sb_[i]`` for each 128-column
+    block (a comment only for the unscaled promotion of ``promote``); offsets lowered from
+    :func:`scale_layouts`."""
+    if cfg.scaling != "block":
+        return ["// promotion: tot_ += acc after the k-block's wgmmas"]
+    from .. import ir
+    rows, _ = _rows(maps)
+    nbs, _ = _nblocks(cfg, maps)
+    SA, SB = scale_layouts("block")
+    k0 = ir.var("kb", 0, _I32 // cfg.tile_k) * cfg.tile_k      # the k-block's first k
+    r = ir.var("r", 0, _I32)
+    out = [f"float sa_[{len(rows)}], sb_[{len(nbs)}];"]
+    for i, m in enumerate(rows):
+        out.append(f"{{ const int r = row0_ + {m}; sa_[{i}] = r < M ? __ldg(scale_a + "
+                   f"{scale_offset(SA, r, k0)}) : 0.0f; }}")
+    # the first column of each 128-column block of the thread's values (the tile's first
+    # column plus the block's offset; SB is constant over the block)
+    n0 = ir.var("n_blk", 0, _I32 // cfg.tile_n) * cfg.tile_n
+    for i, nb in enumerate(nbs):
+        out.append(f"sb_[{i}] = __ldg(scale_b + {scale_offset(SB, n0 + nb * BLOCK_K, k0)});")
+    return out
+
+
+def promotion_code(cfg, maps) -> list:
+    """Block scaling, after the k-block's wgmmas completed: ``tot += acc * sa * sb``
+    (``promote``: ``tot += acc``), one statement per accumulator."""
+    if cfg.scaling != "block":
+        return [f"{_acc(maps, v, 'tot_')} += {_acc(maps, v)};"
+                for v in range(maps.frag.num_values)]
+    _, ri = _rows(maps)
+    _, ni = _nblocks(cfg, maps)
+    return [f"{_acc(maps, v, 'tot_')} += {_acc(maps, v)} * (sa_[{ri[v]}] * sb_[{ni[v]}]);"
+            for v in range(maps.frag.num_values)]
+
+
+def promotes(cfg) -> bool:
+    """Each k-block summed in a fresh accumulator set and promoted into ``tot_`` ("block"
+    scaling, or ``promote``)."""
+    return is_fp8(cfg) and (cfg.scaling == "block" or cfg.promote)
+
+
+def emit_promotion_init(kb, cfg, maps, origin: list) -> None:
+    """Before a tile's mainloop (promoting kernels): the thread's accumulator origin
+    ``row0_`` / ``col0_`` (``origin``: its declarations; the scale loads use it) and the second
+    accumulator set ``tot_`` set to zero."""
+    for ln in origin:
+        kb.stmt(ln)
+    nacc = maps.frag.num_values // maps.slabs
+    kb.stmt(f"float tot_[{maps.slabs}][{nacc}]")
+    with kb.for_("j", 0, maps.slabs, unroll=True) as j:
+        with kb.for_("i", 0, nacc, unroll=True) as i:
+            kb.assign(f"tot_[{kb.expr(j)}][{kb.expr(i)}]", "0.0f")
+
+
+def emit_k_block_tail(kb, cfg, maps, release) -> None:
+    """After a k-block's ``wgmma_commit_group`` (promoting kernels): the k-block's scale loads
+    (issued before the wait, so they overlap the wgmmas), ``wgmma_wait_group<0>``, the
+    accumulators' operand fence, the stage's release (``release(kb)``: the pipeline's consumer
+    release of the current stage) and the promotion into ``tot_``."""
+    for ln in promotion_loads(cfg, maps):
+        if ln.startswith("// "):
+            kb.comment(ln[3:])
+        else:
+            kb.stmt(ln)
+    kb.call("wgmma_wait_group", template="0")
+    with kb.for_("j", 0, maps.slabs, unroll=True) as j:
+        kb.call("wgmma_fence_operands", f"acc[{kb.expr(j)}]")
+    release(kb)
+    for ln in promotion_code(cfg, maps):
+        kb.stmt(ln)
+
+
+def epilogue_code(cfg, maps, origin: list) -> str:
+    """The FP8 built-in epilogue: scale, add the bias, convert, predicated stores.  ``origin``:
+    the lines declaring ``row0_`` / ``col0_`` (empty when the block kernel declared them
+    before its mainloop)."""
+    f16, f32 = cfg.out_dtype == "f16", cfg.out_dtype == "f32"
+    pack1 = "f32_to_f16_bits" if f16 else "f32_to_bf16_bits"
+    pack2 = "pack_f16x2" if f16 else "pack_bf16x2"
+    unpack = "f16_bits_to_f32" if f16 else "bf16_bits_to_f32"
+    from .. import ir
+    lines = list(origin)
+    l_off = d_offset(0, 0, ir.var("l_", 0, _I32))      # the tile's batch
+    if f32:     # D (and the bias) are float32 arrays behind the kernel's u16 pointers
+        lines.append(f"float* Dl_ = reinterpret_cast<float*>(D) + {l_off};")
+        lines.append("const float* bias_ = reinterpret_cast<const float*>(bias);")
+    else:
+        lines.append(f"u16* Dl_ = D + {l_off};")
+    row0, cc = ir.var("row0_", 0, _I32), ir.var("cc_", 0, _I32)
+    src = "tot_" if cfg.scaling == "block" or cfg.promote else "acc"
+    if cfg.scaling == "tensor":
+        lines.append("const float s_ = __ldg(scale_a) * __ldg(scale_b);")
+    rows, ri = _rows(maps)
+    if cfg.scaling == "row":
+        SA, SB = scale_layouts("row")
+        r_, cc_ = ir.var("r", 0, _I32), ir.var("cc_", 0, _I32)
+        lines.append(f"float rs_[{len(rows)}];")
+        for i, m in enumerate(rows):
+            lines.append(f"{{ const int r = row0_ + {m}; rs_[{i}] = r < M ? "
+                         f"__ldg(scale_a + {scale_offset(SA, r_, 0)}) : 0.0f; }}")
+    fr = maps.frag
+    # values sharing a column pair share its column scales and bias values: loaded once per
+    # column pair (the pairs visited column by column)
+    pairs = sorted(range(0, fr.num_values, 2), key=lambda v: (fr.n_val[v], fr.m_val[v]))
+    b_load = "__ldg(bias_ + {c})" if f32 else unpack + "(bias[{c}])"
+    groups = {}
+    for v in pairs:
+        groups.setdefault(fr.n_val[v], []).append(v)
+    for no, vs in groups.items():
+        lines.append("{")
+        g = [f"const int cc_ = col0_ + {no};"]
+        if cfg.scaling == "row":
+            g.append(f"const float cs0_ = cc_ < N ? __ldg(scale_b + "
+                     f"{scale_offset(SB, cc_, 0)}) : 0.0f;")
+            g.append(f"const float cs1_ = cc_ + 1 < N ? __ldg(scale_b + "
+                     f"{scale_offset(SB, cc_ + 1, 0)}) : 0.0f;")
+        g.append(f"const float b0_ = bias != nullptr && cc_ < N ? {b_load.format(c='cc_')} "
+                 ": 0.0f;")
+        g.append(f"const float b1_ = bias != nullptr && cc_ + 1 < N ? "
+                 f"{b_load.format(c='cc_ + 1')} : 0.0f;")
+        for v in vs:
+            mo = fr.m_val[v]
+            a0, a1 = _acc(maps, v, src), _acc(maps, v + 1, src)
+            g.append(f"if (row0_ + {mo} < M) {{")
+            if cfg.scaling == "tensor":
+                x0, x1 = f"s_ * {a0}", f"s_ * {a1}"
+            elif cfg.scaling == "row":
+                x0, x1 = f"{a0} * rs_[{ri[v]}] * cs0_", f"{a1} * rs_[{ri[v]}] * cs1_"
+            else:
+                x0, x1 = a0, a1
+            g.append(f"  const float x0 = {x0} + b0_, x1 = {x1} + b1_;")
+            g.append(f"  {'float' if f32 else 'u16'}* dp = Dl_ + {d_offset(row0 + mo, cc)};")
+            if cfg.vec2:
+                g.append("  if (cc_ + 1 < N) {")
+                g.append("    *reinterpret_cast<float2*>(dp) = make_float2(x0, x1);" if f32
+                         else f"    *reinterpret_cast<u32*>(dp) = {pack2}(x0, x1);")
+                g.append("  } else if (cc_ < N) {")
+                g.append("    dp[0] = x0;" if f32 else f"    dp[0] = {pack1}(x0);")
+                g.append("  }")
+            else:
+                g.append("  if (cc_ < N) dp[0] = " + ("x0;" if f32 else f"{pack1}(x0);"))
+                g.append("  if (cc_ + 1 < N) dp[1] = " + ("x1;" if f32 else f"{pack1}(x1);"))
+            g.append("}")
+        lines += ["  " + x for x in g]
+        lines.append("}")
+    return "\n".join("      " + s for s in lines)
+
+
+def scale_shapes(scaling: str, M: int, N: int, K: int) -> tuple:
+    """The ``(scale_a, scale_b)`` shapes of a scaling mode for an ``M x N x K`` problem."""
+    kb = -(-K // BLOCK_K)
+    return {"tensor": ((), ()), "row": ((M, 1), (1, N)),
+            "block": ((M, kb), (-(-N // BLOCK_K), kb))}[scaling]
+
+
+def scaling_of(sa_shape, sb_shape, M: int, N: int, K: int) -> str | None:
+    """The scaling mode whose scale shapes these are (a one-element scale of any rank counts
+    as per-tensor), or None."""
+    sa, sb = tuple(sa_shape), tuple(sb_shape)
+    one = lambda s: all(x == 1 for x in s)     # noqa: E731
+    if one(sa) and one(sb) and len(sa) <= 2 and len(sb) <= 2:
+        return "tensor"
+    for mode in ("row", "block"):
+        if (sa, sb) == scale_shapes(mode, M, N, K):
+            return mode
+    return None
+
+
+def check_scales(op, cfg, M, N, K, scale_a, scale_b, bias) -> tuple:
+    """Checks the scale / bias metadata of an ``M x N x K`` FP8 problem against ``cfg.scaling``
+    and returns the kernel's scale strides ``(ld_sa_m, ld_sa_k, ld_sb_n, ld_sb_k)``
+    (elements).  ``LaunchError`` naming ``scale_a`` / ``scale_b`` / ``bias``."""
+    from cute_py.errors import LaunchError
+    want = scale_shapes(cfg.scaling, M, N, K)
+    st = []
+    for nm, X, shape in (("scale_a", scale_a, want[0]), ("scale_b", scale_b, want[1])):
+        if X is None:
+            raise LaunchError(op, nm, "is required (float32 device tensor)", expected=shape)
+        if X.dtype != "float32":
+            raise LaunchError(op, nm, "must be float32", expected="float32", actual=X.dtype)
+        if cfg.scaling == "tensor":
+            if any(x != 1 for x in X.shape):
+                raise LaunchError(op, nm, "per-tensor scaling takes one element",
+                                  expected=(), actual=X.shape)
+            st += [0, 0]
+            continue
+        if tuple(X.shape) != shape:
+            raise LaunchError(op, nm, f"has the wrong shape for {cfg.scaling}-wise scaling",
+                              expected=shape, actual=X.shape)
+        s0, s1 = X.strides
+        st += [s0 if X.shape[0] > 1 else 0, s1 if X.shape[1] > 1 else 0]
+    if cfg.scaling == "row":       # (M, 1): stride along M; (1, N): stride along N
+        st = [st[0], 0, st[3], 0]
+    if bias is not None:
+        ok = OUT_ARRAY_DTYPES[cfg.out_dtype]
+        if bias.dtype not in ok:
+            raise LaunchError(op, "bias", "must have the output dtype", expected=ok[0],
+                              actual=bias.dtype)
+        if tuple(bias.shape) != (N,) or bias.strides[-1] != 1:
+            raise LaunchError(op, "bias", "must be a contiguous vector of N elements",
+                              expected=(N,), actual=(bias.shape, bias.strides))
+    return tuple(st)

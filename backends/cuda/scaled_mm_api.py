@@ -1,0 +1,179 @@
+"""The scaled FP8 GEMM call: ``scaled_mm(A, B, scale_a, scale_b, ...)`` on the Hopper kernel.
+
+``D = scale(A @ B) (+ bias)`` with A ``(M, K)`` row-major 8-bit (``float8_e4m3fn`` /
+``float8_e5m2``) and B ``(K, N)`` given as ``W.T`` of a row-major ``(N, K)`` W (both K-major:
+8-bit wgmma reads K-major operands only), as ``torch._scaled_mm`` takes them.  The scale
+shapes pick the mode (``gemm_sm90_fp8``):
+
+- per-tensor: ``scale_a`` and ``scale_b`` one float32 element each (shape ``()``, ``(1,)`` or
+  ``(1, 1)``), read on the device (no host sync);
+- row-wise: ``scale_a`` ``(M, 1)``, ``scale_b`` ``(1, N)`` float32;
+- block-wise (DeepGEMM): ``scale_a`` ``(M, ceil(K/128))`` (1x128 blocks of A), ``scale_b``
+  ``(ceil(N/128), ceil(K/128))`` (128x128 blocks of W) float32, any strides.
+
+The kernel is :class:`~cute_py.backends.cuda.kernels.gemm_sm90.Sm90Gemm` of an FP8
+``Sm90GemmConfig``; its :meth:`plan` (the backend's one launch path, ``kernel.LaunchPlan``) is
+cached by the arrays' metadata (shapes, strides, dtypes, alignment classes), so repeated calls
+cost the pointer patching and the launch.
+"""
+
+from __future__ import annotations
+
+from cute_py.errors import LaunchError
+
+from .gemm_common import empty, is_hopper, meta_key, remember
+from .tensors import TensorMeta, meta_of
+
+__all__ = ["scaled_mm", "check_problem", "choose_fp8_config", "plan_cache", "OUT_DTYPES"]
+
+_OP = "scaled_mm"
+
+#: A / B dtypes -> the kernel's 8-bit format
+FP8_TORCH = {"float8_e4m3fn": "e4m3", "float8_e5m2": "e5m2"}
+#: out_dtype names -> (kernel output type, torch dtype name)
+OUT_DTYPES = {"bfloat16": "bf16", "bf16": "bf16", "float16": "f16", "f16": "f16",
+              "half": "f16", "float32": "f32", "float": "f32", "f32": "f32"}
+_ARRAY = {"bf16": "bfloat16", "f16": "float16", "f32": "float32"}
+
+_PLANS: dict = {}
+_MAX_PLANS = 256
+
+
+def plan_cache() -> dict:
+    return _PLANS
+
+
+def _out_name(out_dtype) -> str:
+    name = str(out_dtype)
+    if name.startswith("torch."):
+        name = name[6:]
+    if name not in OUT_DTYPES:
+        raise LaunchError(_OP, "out_dtype", "is not an output type of the FP8 GEMM",
+                          expected=("bfloat16", "float16", "float32"), actual=str(out_dtype))
+    return name
+
+
+def check_problem(Am: TensorMeta, Bm: TensorMeta, sam: TensorMeta, sbm: TensorMeta,
+                  biasm: TensorMeta | None, outm: TensorMeta | None, out_dtype: str):
+    """Checks a problem from metadata alone; returns ``(M, N, K, scaling, out)`` where
+    ``out`` is the kernel's output type.  Raises ``LaunchError`` naming the argument."""
+    from .kernels.gemm_sm90_fp8 import scale_shapes, scaling_of
+    out = OUT_DTYPES[_out_name(out_dtype)]
+    for nm, X in (("A", Am), ("B", Bm)):
+        if X.dtype not in FP8_TORCH:
+            raise LaunchError(_OP, nm, "must be an 8-bit float tensor", expected=tuple(FP8_TORCH),
+                              actual=X.dtype)
+        if len(X.shape) != 2:
+            raise LaunchError(_OP, nm, "must be 2-D", actual=X.shape)
+    M, K = Am.shape
+    if Bm.shape[0] != K:
+        raise LaunchError(_OP, "B", "must be (K, N) with A's K", expected=(K, "N"),
+                          actual=Bm.shape)
+    N = Bm.shape[1]
+    if min(M, N, K) < 1:
+        raise LaunchError(_OP, "A", "empty problem", actual=(M, N, K))
+    if Am.strides[1] != 1:
+        raise LaunchError(_OP, "A", "must be K-major (row-major (M, K)): 8-bit wgmma reads "
+                          "K-major operands only", actual=Am.strides)
+    if Bm.strides[0] != 1:
+        raise LaunchError(_OP, "B", "must be K-major: pass W.T of a row-major (N, K) W (8-bit "
+                          "wgmma reads K-major operands only)", actual=Bm.strides)
+    if K % 16:
+        raise LaunchError(_OP, "A", "K must be a multiple of 16 (TMA rows of 16 bytes)",
+                          expected="K % 16 == 0", actual=K)
+    for nm, X, ld in (("A", Am, Am.strides[0]), ("B", Bm, Bm.strides[1])):
+        if ld % 16 or X.ptr % 16:
+            raise LaunchError(_OP, nm, "needs a 16-byte aligned base and a leading dimension "
+                              "that is a multiple of 16", actual=(hex(X.ptr), ld))
+    for nm, X in (("scale_a", sam), ("scale_b", sbm), ("bias", biasm), ("out", outm)):
+        if X is not None and X.device != Am.device:
+            raise LaunchError(_OP, nm, "must live on A's device", expected=Am.device,
+                              actual=X.device)
+    for nm, X in (("scale_a", sam), ("scale_b", sbm)):
+        if X.dtype != "float32":
+            raise LaunchError(_OP, nm, "must be float32", expected="float32", actual=X.dtype)
+    mode = scaling_of(sam.shape, sbm.shape, M, N, K)
+    if mode is None:
+        bad = "scale_a" if all(tuple(sam.shape) != scale_shapes(m, M, N, K)[0]
+                               for m in ("row", "block")) and any(
+            x != 1 for x in sam.shape) else "scale_b"
+        raise LaunchError(_OP, bad, "shapes pick no scaling mode",
+                          expected={m: scale_shapes(m, M, N, K) for m in
+                                    ("tensor", "row", "block")},
+                          actual=(sam.shape, sbm.shape))
+    if biasm is not None:
+        if biasm.dtype != _ARRAY[out]:
+            raise LaunchError(_OP, "bias", "must have the output dtype", expected=_ARRAY[out],
+                              actual=biasm.dtype)
+        if tuple(biasm.shape) != (N,) or biasm.strides[0] != 1:
+            raise LaunchError(_OP, "bias", "must be a contiguous vector of N elements",
+                              expected=(N,), actual=(biasm.shape, biasm.strides))
+    if outm is not None:
+        want = _ARRAY[out]
+        if tuple(outm.shape) != (M, N) or outm.dtype != want or outm.strides[1] != 1:
+            raise LaunchError(_OP, "out", "must be a row-major (M, N) tensor of out_dtype",
+                              expected=((M, N), want), actual=(outm.shape, outm.dtype,
+                                                               outm.strides))
+    return M, N, K, mode, out
+
+
+def choose_fp8_config(M, N, K, a, b, out, mode, vec2=True, sms=132, fast_accum=False):
+    """The FP8 configuration of a problem: two consumer warpgroups, tile_k 128, the most
+    stages that fit; per-k-block promotion (two accumulator sets: 128x128 tiles) unless
+    ``fast_accum`` (per-tensor / row-wise only: one accumulator, 128x256 tiles, 128x128 when
+    that gives fewer tiles than SMs or N <= 128)."""
+    from .kernels.gemm_sm90 import Sm90GemmConfig
+    promote = mode != "block" and not fast_accum
+    tn = 256
+    if mode == "block" or promote or N <= 128 or -(-M // 128) * -(-N // 256) < sms:
+        tn = 128
+    return Sm90GemmConfig(tile_n=tn, tile_k=128, dtype=a, dtype_b="" if b == a else b,
+                          out_dtype=out, scaling=mode, vec2=vec2,
+                          promote=promote).fit_stages()
+
+
+def _is_sm90(m: TensorMeta) -> bool:
+    """Whether the array's device is an sm_90 GPU (torch's answer for torch tensors)."""
+    if m.framework == "torch":
+        import torch
+        return torch.cuda.get_device_capability(m.device) == (9, 0)
+    return is_hopper(m.device)
+
+
+def scaled_mm(A, B, scale_a, scale_b, out_dtype="bfloat16", bias=None, out=None, stream=None,
+              use_fast_accum=False):
+    """See :func:`cute_py.scaled_mm`."""
+    from .kernels.gemm_sm90 import get_kernel
+    from .stream import stream_handle
+    Am, Bm = meta_of(A, "A", _OP), meta_of(B, "B", _OP)
+    sam, sbm = meta_of(scale_a, "scale_a", _OP), meta_of(scale_b, "scale_b", _OP)
+    biasm = meta_of(bias, "bias", _OP) if bias is not None else None
+    outm = meta_of(out, "out", _OP) if out is not None else None
+    M, N, K, mode, od = check_problem(Am, Bm, sam, sbm, biasm, outm, out_dtype)
+    h = stream_handle(stream, A, _OP)
+    if out is None:
+        import torch
+        out = empty(A, (M, N), Am.framework, dtype=getattr(torch, _ARRAY[od]))
+        outm = meta_of(out, "out", _OP)
+    if not isinstance(use_fast_accum, bool):
+        raise LaunchError(_OP, "use_fast_accum", "must be a bool", actual=use_fast_accum)
+    key = (bool(use_fast_accum), meta_key(Am), meta_key(Bm), meta_key(sam), meta_key(sbm),
+           None if biasm is None else meta_key(biasm), meta_key(outm))
+    plan = _PLANS.get(key)
+    if plan is None:
+        if not _is_sm90(Am):
+            raise LaunchError(_OP, "A", "the FP8 GEMM runs on sm_90 (Hopper) GPUs only",
+                              expected="an sm_90 device", actual=f"device {Am.device}")
+        from .driver import sm_count
+        vec2 = outm.strides[0] % 2 == 0 and outm.ptr % (8 if od == "f32" else 4) == 0
+        cfg = choose_fp8_config(M, N, K, FP8_TORCH[Am.dtype], FP8_TORCH[Bm.dtype], od, mode,
+                                vec2, sm_count(Am.device), use_fast_accum)
+        # the kernel takes B as (N, K) K-major: W itself
+        plan = get_kernel(cfg).plan(Am, Bm.swap_last(), outm, None, scale_a=sam, scale_b=sbm,
+                                    bias=biasm, device=Am.device)
+        remember(_PLANS, key, plan, _MAX_PLANS)
+    metas = {"A": Am, "B": Bm, "D": outm, "C": outm, "SA": sam, "SB": sbm}
+    ptrs = tuple(metas[r].ptr if r in metas else (biasm.ptr if biasm is not None else 0)
+                 for r in plan.roles)
+    plan.run(ptrs, (1.0, 0.0), h)
+    return out

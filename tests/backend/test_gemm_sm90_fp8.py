@@ -1,0 +1,493 @@
+"""FP8 configuration of the Hopper GEMM, CPU side: configurations validate, the 8-bit maps
+(smem atoms, descriptors, TMA boxes, wgmma k32 atom) agree with the algebra, sources compile for
+sm_90a without spills, ``scaled_mm``'s checks name the argument, and a NumPy model of the
+kernel's arithmetic (block-scale promotion) meets the float64 reference at K up to 16384."""
+
+import os
+import shutil
+import subprocess
+import tempfile
+
+import numpy as np
+import pytest
+
+import cute_py as cute
+from cute_py import fp8
+from cute_py.atom import mma_traits_sm90 as T
+from cute_py.errors import AtomError, LaunchError
+
+from backends.cuda import ptx
+from backends.cuda.arch.sm90.wgmma import WgmmaAtom
+from backends.cuda.kernels import gemm_sm90 as G
+from backends.cuda.kernels import gemm_sm90_fp8 as F
+from backends.cuda.kernels.gemm_sm90_maps import derive_maps
+from backends.cuda.kernels.gemm_sm90_ptxgen import FP8_FORMATS, WGMMA_N
+from backends.cuda.scaled_mm_api import check_problem, choose_fp8_config
+from backends.cuda.tensors import TensorMeta
+
+
+def _cfg(**kw):
+    base = dict(tile_n=128, tile_k=128, dtype="e4m3", out_dtype="bf16", scaling="tensor")
+    base.update(kw)
+    return G.Sm90GemmConfig(**base)
+
+
+# ------------------------------------------------------------------------------ configurations
+
+@pytest.mark.parametrize("kw", [
+    dict(), dict(dtype="e5m2"), dict(dtype_b="e5m2"), dict(dtype="e5m2", dtype_b="e4m3"),
+    dict(tile_n=256), dict(out_dtype="f16", scaling="row"), dict(scaling="block"),
+    dict(scaling="block", tile_n=64), dict(schedule="pingpong"), dict(cluster_m=2),
+    dict(promote=True), dict(scaling="row", promote=True, tile_n=64), dict(out_dtype="f32"),
+])
+def test_fp8_configs_validate(kw):
+    cfg = _cfg(**kw).fit_stages()
+    assert cfg.check() is cfg and cfg.fp8 and cfg.elem_bytes == 1
+    assert cfg.stage_bytes == (cfg.tile_m + cfg.tile_n) * 128
+    assert cfg.smem_bytes() <= 227 * 1024
+    assert cfg.name.startswith(f"cute_sm90_gemm_{cfg.dtype}{cfg.dtype_b or cfg.dtype}_")
+
+
+@pytest.mark.parametrize("kw, arg", [
+    (dict(a_major="MN"), "a_major"), (dict(b_major="MN"), "b_major"),
+    (dict(tile_k=64), "tile_k"), (dict(out_dtype="f64"), "out_dtype"),
+    (dict(out_dtype=""), "out_dtype"), (dict(scaling="none"), "scaling"),
+    (dict(dtype_b="f16"), "dtype_b"), (dict(split_k="workspace"), "split_k"),
+    (dict(has_c=True), "has_c"), (dict(transpose_d=True), "transpose_d"),
+    (dict(scaling="block", tile_n=256), "tile"), (dict(scaling="block", tile_n=192), "tile_n"),
+    (dict(smem_swizzle=(2, 2)), "smem_swizzle"), (dict(scaling="block", promote=True), "promote"),
+    (dict(promote=True, tile_n=256), "tile"),
+])
+def test_fp8_config_errors_name_the_field(kw, arg):
+    with pytest.raises(LaunchError) as e:
+        _cfg(**kw).check()
+    assert e.value.arg == arg
+
+
+def test_fp8_fields_refused_on_16_bit_configs():
+    with pytest.raises(LaunchError) as e:
+        G.Sm90GemmConfig(scaling="row").check()
+    assert e.value.arg == "dtype"
+
+
+def test_mn_major_error_names_the_operand():
+    with pytest.raises(LaunchError, match="operand B K-major"):
+        _cfg(b_major="MN").check()
+    with pytest.raises(AtomError):
+        WgmmaAtom(128, "e4m3", 0, 1)
+
+
+def test_16_bit_names_and_sources_unchanged_by_the_fp8_fields():
+    cfg = G.SHIPPED_CONFIGS[0]
+    assert "dtype_b" not in repr(cfg) and "scaling" not in repr(cfg)
+    assert "k16_f32_f16_ss<0, 0>" in G.generate_source(cfg)
+
+
+# ------------------------------------------------------------------------------ maps and atom
+
+@pytest.mark.parametrize("a, b", [("e4m3", "e4m3"), ("e4m3", "e5m2"), ("e5m2", "e4m3"),
+                                  ("e5m2", "e5m2")])
+def test_wgmma_atom_matches_the_algebra_atom(a, b):
+    for n in (8, 64, 128, 256):
+        atom = WgmmaAtom(n, a, b=b)
+        alg = T.SM90_64xNx32_FP8(n, "F32", a.upper(), b.upper(), "SS")
+        assert alg.shape_mnk == (64, n, atom.k) and atom.k == 32
+        assert atom.accumulators == n // 2
+        ptx.require(atom.name)                       # the wrapper exists in ptx_sm90.cuh
+
+
+def test_every_fp8_wrapper_is_in_the_header():
+    for a in FP8_FORMATS:
+        for b in FP8_FORMATS:
+            for n in WGMMA_N:
+                ptx.require(f"wgmma_m64n{n}k32_f32_{a}_{b}_ss")
+
+
+def test_fp8_maps_from_one_byte_elements():
+    cfg = _cfg(tile_n=256)
+    m = derive_maps(cfg)
+    assert m.elem_bytes == 1 and m.wgmma_atom.k == 32
+    # K-major SW128 of 8-bit elements: 128-element rows, 8-row core-matrix groups 1024 B apart
+    assert cute.size(m.smem_a) == 128 * 128 and cute.size(m.smem_b) == 256 * 128
+    assert (m.lbo, m.sbo, m.layout_type) == (16, 1024, 1)
+    assert (m.lbo_b, m.sbo_b) == (16, 1024)
+    # one TMA box per operand: 128 bytes (= 128 elements) along K, uint8
+    assert m.atom_a.dtype == "uint8" and m.atom_a.box == (128, 128, 1)
+    assert m.atom_b.box == (128, 256, 1)
+    assert m.atom_a.smem_bytes == 128 * 128 and m.atom_b.smem_bytes == 256 * 128
+    # the descriptor start of slab j / k-step kk: the layout evaluated at (64 j, 32 kk), bytes
+    op_a = m.operand("A")
+    for kk in range(4):
+        assert m.desc_b_offset(kk) == 32 * kk
+        assert op_a.offset(0, 32 * kk) == 32 * kk
+    assert m.wg_a_offset(1) == 64 * 128
+
+
+def test_fp8_source_uses_k32_atoms_and_no_transpose():
+    src = G.generate_source(_cfg(dtype_b="e5m2", tile_n=256))
+    assert src.count("wgmma_m64n256k32_f32_e4m3_e5m2_ss(") == 4       # 4 k-steps of 32
+    assert "gmma_desc_add(da_, 96u)" in src and "gmma_desc_add(db_, 96u)" in src
+    assert "<0, 0>" not in src
+    assert "kb * 128" in src                                         # TMA k coordinate
+
+
+def test_promoted_source_adds_each_k_block():
+    src = G.generate_source(_cfg(promote=True))
+    body = src.split("for (int kb = 0; kb < k_blocks; ++kb)")[2]
+    assert body.count("] += acc[0][") == 64 and "__ldg(scale_b" not in body.split("epilogue")[0]
+    assert body.index("wgmma_wait_group<0>();") < body.index("tot_[0][0] += acc[0][0];")
+
+
+def test_block_source_promotes_after_each_k_block():
+    src = G.generate_source(_cfg(scaling="block"))
+    body = src.split("for (int kb = 0; kb < k_blocks; ++kb)")[2]
+    i_commit, i_wait = body.index("wgmma_commit_group();"), body.index("wgmma_wait_group<0>();")
+    i_load, i_prom = body.index("__ldg(scale_b"), body.index("tot_[0][0] += acc[0][0]")
+    assert i_commit < i_load < i_wait < i_prom
+    assert "wgmma_wait_group<1>" not in body.split("wgmma_wait_group<0>")[0]
+    assert body.count("] += acc[0][") == 64                          # every accumulator
+    assert "scale_d" not in body.split("wgmma_commit_group")[0].split("wgmma_fence();")[1]
+
+
+def _compile(cfg):
+    from cute_py.backends.cuda.compiler import compile_module, has_compiler
+    if not has_compiler():
+        pytest.skip("no CUDA compiler")
+    return compile_module(G.generate_source(cfg), arch="sm_90a")
+
+
+@pytest.mark.parametrize("cfg", G.shipped_fp8_configs(), ids=lambda c: c.name)
+def test_shipped_fp8_configs_compile_sm90a_zero_spills(cfg):
+    mod = _compile(cfg)
+    res = mod.resources_for(cfg.name)
+    assert res.spills == 0 and res.stack_frame == 0, res
+    assert "C7508" not in mod.log                         # setmaxnreg not ignored
+
+
+def _cuobjdump():
+    exe = os.environ.get("CUOBJDUMP") or shutil.which("cuobjdump")
+    return exe if exe and os.path.exists(exe) else None
+
+
+def test_sass_has_fp8_gmma():
+    exe = _cuobjdump()
+    if exe is None:
+        pytest.skip("cuobjdump not installed (set CUOBJDUMP)")
+    cfg = G.shipped_fp8_configs()[1]
+    mod = _compile(cfg)
+    with tempfile.TemporaryDirectory() as d:
+        p = os.path.join(d, "k.cubin")
+        open(p, "wb").write(mod.cubin)
+        sass = subprocess.run([exe, "-sass", p], capture_output=True, text=True).stdout
+    # sm_90a disassembles 8-bit wgmma as QGMMA
+    assert "GMMA.64x128x32.F32.E4M3.E5M2" in sass
+    assert "UTMALDG" in sass and "LDL" not in sass and "STL" not in sass
+
+
+# ------------------------------------------------------------------------------ scaled_mm checks
+
+def _meta(shape, dtype, strides=None, ptr=1 << 20, device=0, itemsize=1):
+    if strides is None:
+        strides, acc = [], 1
+        for s in reversed(shape):
+            strides.append(acc)
+            acc *= max(s, 1)
+        strides = tuple(reversed(strides))
+    return TensorMeta(ptr, tuple(shape), tuple(strides), dtype, itemsize, device, "torch")
+
+
+def _problem(M=256, N=384, K=512, mode="tensor", a="float8_e4m3fn", b="float8_e4m3fn"):
+    A = _meta((M, K), a)
+    B = _meta((K, N), b, strides=(1, K))             # W.T of a row-major (N, K) W
+    sa_shape, sb_shape = F.scale_shapes(mode, M, N, K)
+    return A, B, _meta(sa_shape, "float32", itemsize=4), _meta(sb_shape, "float32", itemsize=4)
+
+
+@pytest.mark.parametrize("mode", F.SCALINGS)
+def test_check_problem_picks_the_mode(mode):
+    A, B, sa, sb = _problem(mode=mode)
+    assert check_problem(A, B, sa, sb, None, None, "bfloat16") == (256, 384, 512, mode, "bf16")
+    one = _meta((1,), "float32", itemsize=4)
+    assert check_problem(A, B, one, one, None, None, "float16")[3:] == ("tensor", "f16")
+
+
+def _err(arg, A, B, sa, sb, bias=None, out=None, out_dtype="bfloat16"):
+    with pytest.raises(LaunchError) as e:
+        check_problem(A, B, sa, sb, bias, out, out_dtype)
+    assert e.value.arg == arg, e.value
+    assert e.value.op == "scaled_mm"
+
+
+def test_check_problem_errors_name_the_argument():
+    A, B, sa, sb = _problem(mode="row")
+    _err("A", _meta((256, 512), "bfloat16", itemsize=2), B, sa, sb)            # not FP8
+    _err("B", A, _meta((512, 384), "float16", itemsize=2), sa, sb)
+    _err("A", _meta((256, 512), "float8_e4m3fn", strides=(1, 256)), B, sa, sb)  # M-major A
+    _err("B", A, _meta((512, 384), "float8_e4m3fn"), sa, sb)                    # N-major B
+    _err("A", _meta((256, 520), "float8_e4m3fn"), _meta((520, 384), "float8_e4m3fn",
+                                                        strides=(1, 520)), sa, sb)  # K % 16
+    _err("scale_a", A, B, _meta((256, 2), "float32", itemsize=4), sb)          # bad shape
+    _err("scale_b", A, B, sa, _meta((2, 384), "float32", itemsize=4))
+    _err("scale_a", A, B, _meta((256, 1), "float16", itemsize=2), sb)          # dtype
+    _err("scale_b", A, B, sa, _meta((1, 384), "float32", itemsize=4, device=1))  # device
+    _err("out_dtype", A, B, sa, sb, out_dtype="float64")
+    _err("bias", A, B, sa, sb, bias=_meta((384,), "float32", itemsize=4))        # not bf16
+    assert check_problem(A, B, sa, sb, _meta((384,), "float32", itemsize=4), None,
+                         "float32")[4] == "f32"
+    _err("out", A, B, sa, sb, out=_meta((256, 384), "float16", itemsize=2))
+    _err("B", A, _meta((256, 384), "float8_e4m3fn", strides=(1, 256)), sa, sb)  # K differs
+
+
+def test_plan_scale_checks_name_the_argument():
+    cfg = _cfg(scaling="block")
+    strides = F.check_scales("Sm90Gemm", cfg, 200, 300, 1000,
+                             _meta((200, 8), "float32", strides=(1, 200), itemsize=4),
+                             _meta((3, 8), "float32", itemsize=4), None)
+    assert strides == (1, 200, 8, 1)
+    with pytest.raises(LaunchError) as e:
+        F.check_scales("Sm90Gemm", cfg, 200, 300, 1000, _meta((200, 8), "float32", itemsize=4),
+                       _meta((3, 8), "float32", itemsize=4), _meta((300,), "float16",
+                                                                 itemsize=2))
+    assert e.value.arg == "bias"
+    row = _cfg(scaling="row")
+    assert F.check_scales("Sm90Gemm", row, 200, 300, 1000,
+                          _meta((200, 1), "float32", itemsize=4),
+                          _meta((1, 300), "float32", itemsize=4), None) == (1, 0, 1, 0)
+
+
+def test_choose_config():
+    c = choose_fp8_config(8192, 8192, 8192, "e4m3", "e4m3", "bf16", "tensor", fast_accum=True)
+    assert (c.tile_n, c.tile_k, c.scaling, c.promote) == (256, 128, "tensor", False) and c.check()
+    c = choose_fp8_config(8192, 8192, 8192, "e4m3", "e4m3", "bf16", "row")
+    assert (c.tile_n, c.promote) == (128, True) and c.check()
+    c = choose_fp8_config(8192, 8192, 8192, "e4m3", "e5m2", "f16", "block")
+    assert (c.tile_n, c.dtype_b) == (128, "e5m2") and c.check()
+
+
+def test_scaled_mm_is_exported_and_lazy():
+    assert "scaled_mm" in cute.__all__ and cute.scaled_mm.__module__.startswith("cute_py")
+
+
+# ------------------------------------------------------------------------------ numeric model
+
+def _trunc(x, bits):
+    """float32 values with the mantissa cut to ``bits`` bits (toward zero)."""
+    m, e = np.frexp(np.asarray(x, np.float64))
+    return np.ldexp(np.trunc(m * 2.0 ** (bits + 1)) / 2.0 ** (bits + 1), e).astype(np.float32)
+
+
+def kernel_model(qa, qb, sa, sb, mode, acc_bits=23):
+    """The kernel's arithmetic in NumPy: per wgmma k-step (32 elements) the exact sum of
+    products (FP8 x FP8 products are exact in fp32) added to the fp32 accumulator, which keeps
+    ``acc_bits`` mantissa bits (23: IEEE fp32; fewer: a model of the tensor core's reduced
+    internal accumulation).  "block": a fresh accumulator per 128-element k-block, promoted
+    into ``tot += acc * (sa * sb)`` in fp32; "tensor" / "row": one accumulator over K, scaled
+    in the epilogue.  Returns the fp32 results before the output rounding."""
+    M, K = qa.shape
+    N = qb.shape[1]
+    f32 = np.float32
+
+    def run(k0, k1, acc=None):
+        acc = np.zeros((M, N), f32) if acc is None else acc
+        for k in range(k0, k1, 32):
+            part = (qa[:, k:min(k + 32, k1)] @ qb[k:min(k + 32, k1), :]).astype(f32)
+            acc = _trunc(acc.astype(np.float64) + part, acc_bits) if acc_bits < 23 else acc + part
+        return acc
+
+    if mode == "block":
+        tot = np.zeros((M, N), f32)
+        for kb in range(-(-K // 128)):
+            acc = run(kb * 128, min(K, kb * 128 + 128))
+            s = sa[:, kb:kb + 1].astype(f32) * np.repeat(sb[:, kb], 128)[:N][None, :].astype(f32)
+            tot = tot + acc * s
+        return tot
+    acc = run(0, K)
+    if mode == "tensor":
+        return (f32(sa.item()) * f32(sb.item())) * acc
+    return acc * sa.astype(f32) * sb.astype(f32)
+
+
+def _bf16(x):
+    """Round float32 to bf16 (ties to even) and back."""
+    u = np.asarray(x, np.float32).view(np.uint32).astype(np.uint64)
+    u = (u + 0x7FFF + ((u >> 16) & 1)) & 0xFFFF0000
+    return u.astype(np.uint32).view(np.float32)
+
+
+def _rel(x, ref):
+    return float(np.linalg.norm(x - ref) / np.linalg.norm(ref))
+
+
+#: relative-norm error bounds vs the float64 reference (N(0,1) data, e4m3, bf16 output):
+#: the output rounding (bf16: 2^-9 relative, ~2^-9/sqrt(3) ~ 1.1e-3 in norm) dominates; fp32
+#: accumulation over K = 16384 adds < 1e-5.  Bound used here and in the GPU tests: 4e-3.
+REL_BOUND_BF16 = 4e-3
+
+
+@pytest.mark.parametrize("K", [128, 1000 - 8, 4096, 16384])
+@pytest.mark.parametrize("mode", ["block", "row", "tensor"])
+def test_kernel_model_meets_the_reference(mode, K):
+    rng = np.random.default_rng(K)
+    M, N = 48, 200
+    x, w = rng.standard_normal((M, K)), rng.standard_normal((N, K))
+    if mode == "block":
+        qa, sa = fp8.quantize_blockwise(x, "float8_e4m3", (1, 128))
+        qw, sb = fp8.quantize_blockwise(w, "float8_e4m3", (128, 128))
+    elif mode == "row":
+        qa, sa = fp8.quantize(x, "float8_e4m3", axis=1)
+        qw, sbt = fp8.quantize(w, "float8_e4m3", axis=1)
+        sb = sbt.T
+    else:
+        qa, sa = fp8.quantize(x, "float8_e4m3")
+        qw, sb = fp8.quantize(w, "float8_e4m3")
+    qb = qw.T
+    ref = fp8.scaled_mm_reference(qa, qb, sa, sb)
+    out = kernel_model(qa, qb, np.asarray(sa), np.asarray(sb), mode)
+    assert _rel(out, ref) < 1e-5 * max(1, K / 4096)               # fp32 accumulation
+    assert _rel(_bf16(out), ref) < REL_BOUND_BF16                 # what the kernel stores
+    # a tensor core keeping only 13 accumulator mantissa bits: promotion every 128 elements
+    # (block) bounds the error; one accumulator over K = 16384 loses more
+    lo = kernel_model(qa, qb, np.asarray(sa), np.asarray(sb), mode, acc_bits=13)
+    if mode == "block":
+        assert _rel(_bf16(lo), ref) < REL_BOUND_BF16
+
+
+def test_plan_parameters_without_a_gpu(monkeypatch):
+    """``Sm90Gemm.plan`` of an FP8 configuration: TMA atoms of uint8 with byte strides, the
+    16-bit kernel's parameters, then SA, SB, BIAS and the four scale strides, in the order of
+    the kernel signature (make_plan captured; no driver)."""
+    from backends.cuda import driver
+    cap = {}
+    monkeypatch.setattr(G, "make_plan", lambda *a: cap.setdefault("params", a[5]) and None
+                        or type("P", (), {})())
+    monkeypatch.setattr(driver, "ensure_context", lambda *a: 0)
+
+    class Fake(G.Sm90Gemm):
+        def __init__(self, cfg):
+            self.cfg, self.maps, self.kernel = cfg.check(), derive_maps(cfg), None
+
+        def _function(self, dev):
+            pass
+
+        def max_ctas(self, device=None):
+            return 132
+
+    cfg = G.shipped_fp8_configs()[2]                       # block scaling
+    M, N, K = 200, 328, 1040
+    sa = _meta((M, 9), "float32", strides=(1, M), itemsize=4)
+    sb = _meta((3, 9), "float32", itemsize=4)
+    Fake(cfg).plan(_meta((M, K), "float8_e4m3fn"), _meta((N, K), "float8_e4m3fn"),
+                   _meta((M, N), "bfloat16", itemsize=2), None, scale_a=sa, scale_b=sb,
+                   device=0)
+    p = cap["params"]
+    a = p[0][1][0].__self__
+    assert (a.dtype, a.dims[:2], a.strides[0], a.box) == ("uint8", (K, M), K, (128, 128, 1))
+    assert [r for _, _, r in p if r][-3:] == ["SA", "SB", "BIAS"]
+    assert [v for _, v, _ in p[-4:]] == [1, M, 9, 1]
+    src = G.generate_source(cfg)
+    assert src.index("const u16* __restrict__ bias") > src.index("float beta")
+    with pytest.raises(LaunchError) as e:
+        Fake(cfg).plan(_meta((M, K), "float8_e4m3fn"), _meta((N, K), "float8_e5m2"),
+                       _meta((M, N), "bfloat16", itemsize=2), None, scale_a=sa, scale_b=sb)
+    assert e.value.arg == "B"
+
+
+@pytest.mark.parametrize("mode", F.SCALINGS)
+def test_scale_layouts_address_the_scale_elements(mode):
+    """The lowered scale addresses (``scale_layouts`` through ``lower.crd2idx``), evaluated on
+    NumPy arrays, select ``scale_a[m, k // 128]`` / ``scale_b[n // 128, k // 128]`` (block),
+    ``scale_a[m]`` / ``scale_b[n]`` (row), element 0 (tensor) of strided scale tensors."""
+    from backends.cuda import ir
+    from backends.cuda.lower import crd2idx
+    SA, SB = F.scale_layouts(mode)
+    rng = np.random.default_rng(0)
+    m, n = rng.integers(0, 1000, 64), rng.integers(0, 1000, 64)
+    k = rng.integers(0, 8192, 64)
+    env = {"m": m, "n": n, "k": k, "ld_sa_m": 3, "ld_sa_k": 5000, "ld_sb_n": 70, "ld_sb_k": 1}
+    big = 1 << 20
+    got_a = ir.evaluate(crd2idx((ir.var("m", 0, big), ir.var("k", 0, big)), cute.shape(SA),
+                                cute.stride(SA)), env)
+    got_b = ir.evaluate(crd2idx((ir.var("n", 0, big), ir.var("k", 0, big)), cute.shape(SB),
+                                cute.stride(SB)), env)
+    want = {"block": (m * 3 + (k // 128) * 5000, (n // 128) * 70 + k // 128),
+            "row": (m * 3, n * 70), "tensor": (0 * m, 0 * n)}[mode]
+    assert np.array_equal(np.broadcast_to(got_a, m.shape), want[0])
+    assert np.array_equal(np.broadcast_to(got_b, n.shape), want[1])
+
+
+def test_d_layout_addresses_the_output():
+    """``d_layout`` (the FP8 epilogue's D offsets, lowered through ``lower.crd2idx``),
+    evaluated on NumPy arrays: ``D(r, c, l) = r * ldd + c + l * ldl_d``; ``d_offset`` renders
+    the same map with the kernel's variable names."""
+    from backends.cuda import ir
+    from backends.cuda.lower import crd2idx
+    D = F.d_layout()
+    rng = np.random.default_rng(1)
+    r, c, l_ = (rng.integers(0, 5000, 64) for _ in range(3))
+    big = 1 << 20
+    got = ir.evaluate(crd2idx((ir.var("r", 0, big), ir.var("c", 0, big), ir.var("l", 0, big)),
+                              cute.shape(D), cute.stride(D)),
+                      {"r": r, "c": c, "l": l_, "ldd": 4104, "ldl_d": 1 << 24})
+    assert np.array_equal(got, r * 4104 + c + l_ * (1 << 24))
+    i32 = (1 << 31) - 1      # the kernel's int variables
+    row0, cc = ir.var("row0_", 0, i32), ir.var("cc_", 0, i32)
+    assert F.d_offset(row0 + 8, cc) == "((long long)row0_ + 8) * ldd + cc_"
+    assert F.d_offset(0, 0, ir.var("l_", 0, i32)) == "(long long)l_ * ldl_d"
+
+
+@pytest.mark.parametrize("kw", [dict(scaling="block", tile_n=64),
+                                dict(scaling="row", promote=True, schedule="pingpong",
+                                     tile_m=64, tile_n=128),
+                                dict(dtype="e5m2", dtype_b="e4m3", cluster_m=2, tile_n=256),
+                                dict(out_dtype="f32", scaling="row", vec2=False),
+                                dict(out_dtype="f32", scaling="block")])
+def test_more_fp8_configs_compile_without_spills(kw):
+    cfg = _cfg(**kw).fit_stages()
+    res = _compile(cfg).resources_for(cfg.name)
+    assert res.spills == 0 and res.stack_frame == 0, res
+
+
+def test_compose_from_the_fp8_atom():
+    """``make_gemm_sm90`` of a TiledMMA of the algebra's FP8 atom gives the FP8 configuration;
+    ``describe`` gives the atom and the 8-bit smem layouts back."""
+    from cute_py.atom import make_tiled_mma
+    from backends.cuda.kernels.gemm_sm90_compose import describe, make_gemm_sm90
+    from backends.cuda.kernels.gemm_sm90_maps import smem_tile
+    mma = make_tiled_mma(T.SM90_64xNx32_FP8(128, "F32", "E4M3", "E5M2", "SS"), (2, 1, 1))
+    cfg = make_gemm_sm90(mma, (128, 128, 128), out_dtype="bfloat16", scaling="row",
+                         promote=True, smem_layout_A=smem_tile("uint8", 128, 128))
+    assert (cfg.dtype, cfg.dtype_b, cfg.out_dtype, cfg.scaling, cfg.promote, cfg.tile_k) == \
+        ("e4m3", "e5m2", "bf16", "row", True, 128)
+    objs = describe(cfg)
+    assert objs.tiled_mma.atom.name == "SM90_64x128x32_F32E4M3E5M2_SS_TN"
+    assert objs.smem_layout_A == derive_maps(cfg).smem_a
+    assert "wgmma_m64n128k32_f32_e4m3_e5m2_ss(" in G.generate_source(cfg)
+    with pytest.raises(AtomError) as e:
+        make_gemm_sm90(mma, (128, 128, 64), out_dtype="bfloat16")
+    assert e.value.arg == "tile_mnk"
+    with pytest.raises(AtomError) as e:
+        make_gemm_sm90(mma, (128, 128, 128))
+    assert e.value.arg == "out_dtype"
+    with pytest.raises(AtomError) as e:     # an SW64 smem layout: 8-bit operands use SW128
+        make_gemm_sm90(mma, (128, 128, 128), out_dtype="bfloat16",
+                       smem_layout_B=smem_tile("uint8", 128, 128, "K", 2))
+    assert e.value.arg == "smem_swizzle"
+
+
+def test_f32_output_source():
+    src = G.generate_source(_cfg(out_dtype="f32"))
+    assert "float* Dl_ = reinterpret_cast<float*>(D)" in src
+    assert "*reinterpret_cast<float2*>(dp) = make_float2(x0, x1);" in src
+    assert "pack_bf16x2" not in src
+
+
+def test_scaled_mm_on_host_tensors_names_the_argument():
+    torch = pytest.importorskip("torch")
+    A = torch.zeros(16, 16).to(torch.float8_e4m3fn)
+    one = torch.ones(())
+    with pytest.raises(LaunchError) as e:
+        cute.scaled_mm(A, A.t(), one, one)
+    assert e.value.arg == "A" and e.value.op == "scaled_mm"
+    with pytest.raises(LaunchError) as e:
+        cute.scaled_mm(A, A.t(), one, one, use_fast_accum="yes")
+    assert e.value.arg in ("A", "use_fast_accum")

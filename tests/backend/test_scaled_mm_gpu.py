@@ -1,0 +1,247 @@
+"""GPU tests of ``cute_py.scaled_mm`` (the FP8 Hopper GEMM): every scaling mode x output type,
+odd sizes, mixed formats, bias, NaN-poisoned outputs, the float64 reference
+(``cute_py.fp8.scaled_mm_reference``) and ``torch._scaled_mm``.  Data: N(0, 1) quantized with
+``cute_py.fp8.quantize`` / ``quantize_blockwise``.  Skipped without an sm_90 GPU and torch.
+
+Bounds (relative Frobenius norm vs the float64 reference of the quantized operands): the
+output rounding dominates (bf16 2^-9, f16 2^-12 relative per element; ~1.7e-3 / 2e-4 in norm
+for this data); fp32 sums of promoted k-blocks add < 1e-5 (NumPy model,
+``test_gemm_sm90_fp8.py``; 1.2e-4 if the tensor core's accumulator keeps only 13 bits).
+``REL`` = 4e-3 for promoted kernels (the default, and block scaling); ``REL_F32`` = 1e-3 with a
+float32 output (no output rounding); ``REL_FAST`` = 1.5e-2 for ``use_fast_accum=True`` (one
+accumulator over K; the 13-bit model gives 3.6e-3 at K = 4096)."""
+
+import numpy as np
+import pytest
+
+from cute_py import fp8
+from cute_py.errors import LaunchError
+
+torch = pytest.importorskip("torch")
+pytestmark = pytest.mark.gpu
+
+import cute_py as cute  # noqa: E402
+
+REL = 4e-3
+REL_FAST = 1.5e-2
+REL_F32 = 1e-3
+
+_FMT = {"e4m3": ("float8_e4m3", "float8_e4m3fn"), "e5m2": ("float8_e5m2", "float8_e5m2")}
+_OUT = {"bfloat16": "bfloat16", "float16": "float16"}
+
+
+def _skip_without_hopper():
+    if not torch.cuda.is_available():
+        pytest.skip("needs a CUDA GPU")
+    if torch.cuda.get_device_capability() != (9, 0):
+        pytest.skip("needs an sm_90 GPU")
+
+
+def _to_fp8(q, fmt):
+    """float64 values of FP8 codes -> a torch FP8 tensor on the GPU (exact: representable)."""
+    t = torch.from_numpy(np.ascontiguousarray(q)).to(getattr(torch, _FMT[fmt][1]))
+    assert np.array_equal(t.double().numpy(), q), "quantized values not representable"
+    return t.cuda()
+
+
+def make_problem(M, N, K, mode, fa="e4m3", fb="e4m3", seed=0):
+    """``(A, B, sa, sb, ref)``: A ``(M, K)`` row-major FP8, B = W.T of a row-major ``(N, K)``
+    FP8 W, float32 scales of ``mode`` on the GPU, the float64 reference (NumPy)."""
+    rng = np.random.default_rng(seed)
+    x, w = rng.standard_normal((M, K)), rng.standard_normal((N, K))
+    if mode == "block":
+        qa, sa = fp8.quantize_blockwise(x, _FMT[fa][0], (1, fp8.BLOCK_K))
+        qw, sb = fp8.quantize_blockwise(w, _FMT[fb][0], (fp8.BLOCK_K, fp8.BLOCK_K))
+    elif mode == "row":
+        qa, sa = fp8.quantize(x, _FMT[fa][0], axis=1)           # (M, 1)
+        qw, sw = fp8.quantize(w, _FMT[fb][0], axis=1)           # (N, 1)
+        sb = sw.T                                               # (1, N)
+    else:
+        qa, sa = fp8.quantize(x, _FMT[fa][0])
+        qw, sb = fp8.quantize(w, _FMT[fb][0])
+    ref = fp8.scaled_mm_reference(qa, qw.T, sa, sb)
+    A, W = _to_fp8(qa, fa), _to_fp8(qw, fb)
+
+    def dev(s):
+        return torch.from_numpy(np.ascontiguousarray(np.asarray(s, np.float32))).cuda()
+    return A, W.t(), dev(sa), dev(sb), ref
+
+
+def _rel(D, ref):
+    d = D.double().cpu().numpy()
+    assert not np.isnan(d).any(), "NaN left in the output (unwritten elements)"
+    return float(np.linalg.norm(d - ref) / np.linalg.norm(ref))
+
+
+def _poisoned(M, N, out_dtype):
+    return torch.full((M, N), float("nan"), dtype=getattr(torch, out_dtype), device="cuda")
+
+
+@pytest.mark.parametrize("out_dtype", ["bfloat16", "float16", "float32"])
+@pytest.mark.parametrize("mode", ["tensor", "row", "block"])
+@pytest.mark.parametrize("M, N, K", [(256, 384, 1024), (200, 328, 1040), (77, 333, 272),
+                                     (1, 129, 16)])
+def test_modes_and_output_types(mode, out_dtype, M, N, K):
+    """Odd sizes: M, N not multiples of the tile (N odd: scalar stores), K a multiple of 16
+    but not of 128 (a partial k-block, zero-filled by TMA)."""
+    _skip_without_hopper()
+    A, B, sa, sb, ref = make_problem(M, N, K, mode, seed=M + N + K)
+    out = _poisoned(M, N, out_dtype)
+    D = cute.scaled_mm(A, B, sa, sb, out_dtype=out_dtype, out=out)
+    assert D is out
+    assert _rel(D, ref) < (REL_F32 if out_dtype == "float32" else REL)
+
+
+@pytest.mark.parametrize("mode", ["tensor", "row"])
+def test_fast_accumulation(mode):
+    _skip_without_hopper()
+    M, N, K = 512, 640, 4096
+    A, B, sa, sb, ref = make_problem(M, N, K, mode, seed=3)
+    D = cute.scaled_mm(A, B, sa, sb, use_fast_accum=True)
+    assert D.dtype == torch.bfloat16 and D.shape == (M, N)
+    assert _rel(D, ref) < REL_FAST
+    D2 = cute.scaled_mm(A, B, sa, sb)                     # promoted
+    assert _rel(D2, ref) < REL
+
+
+@pytest.mark.parametrize("fa, fb", [("e4m3", "e5m2"), ("e5m2", "e4m3"), ("e5m2", "e5m2")])
+@pytest.mark.parametrize("mode", ["tensor", "row", "block"])
+def test_mixed_formats(fa, fb, mode):
+    _skip_without_hopper()
+    M, N, K = 192, 256, 512
+    A, B, sa, sb, ref = make_problem(M, N, K, mode, fa, fb, seed=11)
+    assert _rel(cute.scaled_mm(A, B, sa, sb, out=_poisoned(M, N, "bfloat16")), ref) < REL
+
+
+@pytest.mark.parametrize("out_dtype", ["bfloat16", "float16", "float32"])
+@pytest.mark.parametrize("mode", ["tensor", "row", "block"])
+def test_bias(mode, out_dtype):
+    _skip_without_hopper()
+    M, N, K = 130, 200, 384
+    A, B, sa, sb, ref = make_problem(M, N, K, mode, seed=5)
+    bias = torch.randn(N, device="cuda").to(getattr(torch, out_dtype))
+    D = cute.scaled_mm(A, B, sa, sb, out_dtype=out_dtype, bias=bias,
+                       out=_poisoned(M, N, out_dtype))
+    assert _rel(D, ref + bias.double().cpu().numpy()[None, :]) < REL
+
+
+def test_large_k_block_scaling():
+    _skip_without_hopper()
+    A, B, sa, sb, ref = make_problem(128, 256, 16384, "block", seed=7)
+    assert _rel(cute.scaled_mm(A, B, sa, sb), ref) < REL
+
+
+def test_block_scales_any_strides():
+    """A's scales M-major (DeepGEMM's TMA-friendly layout): the same result."""
+    _skip_without_hopper()
+    M, N, K = 256, 256, 1024
+    A, B, sa, sb, ref = make_problem(M, N, K, "block", seed=9)
+    sa_t = sa.t().contiguous().t()                        # (M, KB) with strides (1, M)
+    assert sa_t.stride() == (1, M)
+    D1, D2 = cute.scaled_mm(A, B, sa, sb), cute.scaled_mm(A, B, sa_t, sb)
+    assert torch.equal(D1, D2) and _rel(D1, ref) < REL
+
+
+def test_cached_plan_with_new_tensors_and_streams():
+    _skip_without_hopper()
+    M, N, K = 256, 256, 512
+    A, B, sa, sb, ref = make_problem(M, N, K, "row", seed=1)
+    A2, B2, sa2, sb2, ref2 = make_problem(M, N, K, "row", seed=2)
+    D1 = cute.scaled_mm(A, B, sa, sb)
+    s = torch.cuda.Stream()
+    with torch.cuda.stream(s):
+        D2 = cute.scaled_mm(A2, B2, sa2, sb2)
+    s.synchronize()
+    D3 = cute.scaled_mm(A2, B2, sa2, sb2, stream=s)
+    s.synchronize()
+    assert _rel(D1, ref) < REL and _rel(D2, ref2) < REL and torch.equal(D2, D3)
+
+
+def test_scales_are_read_on_the_device():
+    """Changing a per-tensor scale's value between calls (no new tensor) changes the result:
+    the kernel reads it from device memory, not a host copy."""
+    _skip_without_hopper()
+    A, B, sa, sb, ref = make_problem(128, 128, 256, "tensor", seed=4)
+    D1 = cute.scaled_mm(A, B, sa, sb).float()
+    sa.mul_(2.0)
+    D2 = cute.scaled_mm(A, B, sa, sb).float()
+    assert torch.allclose(D2, 2 * D1, rtol=1e-2, atol=1e-2)
+
+
+def _torch_scaled_mm(A, B, sa, sb, **kw):
+    try:
+        return torch._scaled_mm(A, B, scale_a=sa, scale_b=sb, out_dtype=torch.bfloat16, **kw)
+    except (RuntimeError, TypeError) as e:     # this torch build cannot run the case
+        pytest.skip(f"torch._scaled_mm: {e}"[:200])
+
+
+@pytest.mark.parametrize("fast", [False, True])
+@pytest.mark.parametrize("mode", ["tensor", "row"])
+def test_agrees_with_torch_scaled_mm(mode, fast):
+    _skip_without_hopper()
+    M, N, K = 512, 768, 2048
+    A, B, sa, sb, ref = make_problem(M, N, K, mode, seed=21)
+    if mode == "tensor":
+        sa, sb = sa.reshape(()), sb.reshape(())
+    T = _torch_scaled_mm(A, B, sa, sb, use_fast_accum=fast)
+    D = cute.scaled_mm(A, B, sa, sb, use_fast_accum=fast)
+    bound = REL_FAST if fast else REL
+    assert _rel(T, ref) < bound                          # the reference holds torch too
+    assert _rel(D, ref) < bound
+    d = float((D.double() - T.double()).norm() / T.double().norm())
+    assert d < 2 * bound
+
+
+def test_errors_name_the_argument():
+    _skip_without_hopper()
+    M, N, K = 128, 128, 256
+    A, B, sa, sb, _ = make_problem(M, N, K, "row")
+    cases = [
+        ("A", dict(A=A.to(torch.bfloat16))),                       # not FP8
+        ("B", dict(B=B.t().contiguous())),                         # (N, K) given: wrong shape
+        ("B", dict(B=B.contiguous())),                             # N-major (K, N) row-major
+        ("A", dict(A=A.t().contiguous().t())),                     # M-major A
+        ("scale_a", dict(sa=sa.reshape(1, M))),                    # wrong shape
+        ("scale_b", dict(sb=torch.ones(2, N, device="cuda"))),
+        ("scale_a", dict(sa=sa.double())),                         # wrong dtype
+        ("scale_b", dict(sb=sb.cpu())),                            # wrong device
+        ("out_dtype", dict(out_dtype="float64")),
+        ("out", dict(out=torch.empty(M, N, device="cuda", dtype=torch.float16))),
+        ("bias", dict(bias=torch.zeros(N + 1, device="cuda", dtype=torch.bfloat16))),
+        ("bias", dict(bias=torch.zeros(N, device="cuda", dtype=torch.float32))),   # not bf16
+        ("out", dict(out=torch.empty(M, N, device="cuda"), out_dtype="bfloat16")),
+    ]
+    for arg, kw in cases:
+        args = dict(A=A, B=B, sa=sa, sb=sb)
+        extra = {k: v for k, v in kw.items() if k not in args}
+        args.update({k: v for k, v in kw.items() if k in args})
+        with pytest.raises(LaunchError) as e:
+            cute.scaled_mm(args["A"], args["B"], args["sa"], args["sb"], **extra)
+        assert e.value.arg == arg, (arg, e.value)
+    # K not a multiple of 16
+    A2 = torch.zeros(M, 40, device="cuda").to(torch.float8_e4m3fn)
+    B2 = torch.zeros(N, 40, device="cuda").to(torch.float8_e4m3fn).t()
+    one = torch.ones((), device="cuda")
+    with pytest.raises(LaunchError) as e:
+        cute.scaled_mm(A2, B2, one, one)
+    assert e.value.arg == "A" and "16" in str(e.value)
+
+
+@pytest.mark.parametrize("i", range(3))
+def test_sm90gemm_called_with_scales(i):
+    """The kernel object itself (``Sm90Gemm.__call__``) on a shipped FP8 configuration: B as
+    ``(N, K)`` K-major, D allocated in the configuration's output type."""
+    _skip_without_hopper()
+    from cute_py.backends.cuda.kernels import gemm_sm90 as G
+    cfg = G.shipped_fp8_configs()[i]
+    M, N, K = 300, 260, 640
+    A, B, sa, sb, ref = make_problem(M, N, K, cfg.scaling, cfg.dtype, cfg.dtype_b or cfg.dtype,
+                                     seed=30 + i)
+    D = G.get_kernel(cfg)(A, B.t(), scale_a=sa, scale_b=sb)
+    torch.cuda.synchronize()
+    assert D.shape == (M, N)
+    assert D.dtype == {"bf16": torch.bfloat16, "f16": torch.float16}[cfg.out_dtype]
+    assert _rel(D, ref) < REL
+    with pytest.raises(LaunchError) as e:
+        G.get_kernel(cfg)(A, B.t(), scale_a=sa)
+    assert e.value.arg == "scale_b"
