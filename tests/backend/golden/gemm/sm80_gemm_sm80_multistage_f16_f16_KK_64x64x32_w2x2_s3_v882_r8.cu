@@ -101,8 +101,8 @@ extern "C" __global__ void __launch_bounds__(128, 1) gemm_sm80_multistage_f16_f1
     for (int j = 0; j < 4; ++j)
       #pragma unroll
       for (int v = 0; v < 4; ++v) acc[i][j][v] = 0.f;
-  const u32 a_lm = smem_off_A((tid & 15) + ((tid >> 5) & 1) * 32, ((tid >> 4) & 1) * 8) * 2;  // ldmatrix row address of this lane
-  const u32 b_lm = smem_off_B((tid & 7) + ((tid >> 4) & 1) * 8 + (tid >> 6) * 32, ((tid >> 3) & 1) * 8) * 2;  // ldmatrix row address of this lane
+  const u32 a_lm = smem_off_A((lane & 15) + warp_m * 32, (lane >> 4) * 8) * 2;  // ldmatrix row address of this lane
+  const u32 b_lm = smem_off_B((lane & 7) + (lane >> 4) * 8 + warp_n * 32, ((lane >> 3) & 1) * 8) * 2;  // ldmatrix row address of this lane
   // Multistage: prologue fetches 2 k-tiles with cp.async
   #pragma unroll
   for (int s = 0; s < 2; ++s) {

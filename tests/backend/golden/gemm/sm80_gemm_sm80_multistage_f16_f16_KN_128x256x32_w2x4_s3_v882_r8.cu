@@ -102,8 +102,8 @@ extern "C" __global__ void __launch_bounds__(256, 1) gemm_sm80_multistage_f16_f1
     for (int j = 0; j < 8; ++j)
       #pragma unroll
       for (int v = 0; v < 4; ++v) acc[i][j][v] = 0.f;
-  const u32 a_lm = smem_off_A((tid & 15) + ((tid >> 5) & 1) * 64, ((tid >> 4) & 1) * 8) * 2;  // ldmatrix row address of this lane
-  const u32 b_lm = smem_off_B(((tid >> 4) & 1) * 8 + (tid >> 6) * 64, tid & 15) * 2;  // ldmatrix row address of this lane
+  const u32 a_lm = smem_off_A((lane & 15) + warp_m * 64, (lane >> 4) * 8) * 2;  // ldmatrix row address of this lane
+  const u32 b_lm = smem_off_B((lane >> 4) * 8 + warp_n * 64, lane & 15) * 2;  // ldmatrix row address of this lane
   // Multistage: prologue fetches 2 k-tiles with cp.async
   #pragma unroll
   for (int s = 0; s < 2; ++s) {

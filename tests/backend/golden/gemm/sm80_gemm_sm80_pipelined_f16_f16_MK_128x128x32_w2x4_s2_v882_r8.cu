@@ -102,8 +102,8 @@ extern "C" __global__ void __launch_bounds__(256, 1) gemm_sm80_pipelined_f16_f16
     for (int j = 0; j < 4; ++j)
       #pragma unroll
       for (int v = 0; v < 4; ++v) acc[i][j][v] = 0.f;
-  const u32 a_lm = smem_off_A(((tid >> 3) & 1) * 8 + ((tid >> 5) & 1) * 64, (tid & 7) + ((tid >> 4) & 1) * 8) * 2;  // ldmatrix row address of this lane
-  const u32 b_lm = smem_off_B((tid & 7) + ((tid >> 4) & 1) * 8 + (tid >> 6) * 32, ((tid >> 3) & 1) * 8) * 2;  // ldmatrix row address of this lane
+  const u32 a_lm = smem_off_A(((lane >> 3) & 1) * 8 + warp_m * 64, (lane & 7) + (lane >> 4) * 8) * 2;  // ldmatrix row address of this lane
+  const u32 b_lm = smem_off_B((lane & 7) + (lane >> 4) * 8 + warp_n * 32, ((lane >> 3) & 1) * 8) * 2;  // ldmatrix row address of this lane
   // Pipelined (MmaPipelined): 2 smem stages, gmem fragment in registers
   u32 ra[2][4], rb[2][4];
   { const int n = (((0) + ac_k + 0 < K) ? ac_n : 0); ld_chunk<8>(ra[0], n ? ac_g + 0 * ac_step + (long long)(0) * lda : A, n); }

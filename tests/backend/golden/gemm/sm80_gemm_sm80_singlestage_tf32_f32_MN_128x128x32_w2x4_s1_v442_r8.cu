@@ -98,8 +98,8 @@ extern "C" __global__ void __launch_bounds__(256, 1) gemm_sm80_singlestage_tf32_
     for (int j = 0; j < 4; ++j)
       #pragma unroll
       for (int v = 0; v < 4; ++v) acc[i][j][v] = 0.f;
-  const u32 a_lm = smem_off_A(((tid >> 2) & 7) + ((tid >> 5) & 1) * 64, tid & 3) * 4;  // ldmatrix row address of this lane
-  const u32 b_lm = smem_off_B(((tid >> 2) & 7) + (tid >> 6) * 32, tid & 3) * 4;  // ldmatrix row address of this lane
+  const u32 a_lm = smem_off_A((lane >> 2) + warp_m * 64, lane & 3) * 4;  // ldmatrix row address of this lane
+  const u32 b_lm = smem_off_B((lane >> 2) + warp_n * 32, lane & 3) * 4;  // ldmatrix row address of this lane
   // Single stage (MmaSingleStage): gmem -> registers -> smem, sync, compute, sync
   u32 ra[4][4], rb[4][4];
   { const int n = (((0) + ac_k + 0 < K) ? ac_n : 0); ld_chunk<4>(ra[0], n ? ac_g + 0 * ac_step + (long long)(0) * lda : A, n); }
