@@ -31,13 +31,7 @@ import subprocess
 import sys
 import traceback
 
-SHAPES = {                      # name -> (M, N, K)
-    "4096": (4096, 4096, 4096),
-    "8192": (8192, 8192, 8192),
-    "llm-up": (8192, 14336, 4096),
-    "llm-down": (8192, 4096, 14336),
-    "llm-qkv": (8192, 6144, 4096),
-}
+from _shapes import SHAPES  # noqa: E402  (benchmarks/ is the script's folder)
 CASES = ("gelu_bias", "relu_lincomb_bias")
 ALPHA, BETA = 1.5, 0.5
 TARGETS = {("gelu_bias", "cublaslt"): 1.10, ("gelu_bias", "eager"): 1.30,

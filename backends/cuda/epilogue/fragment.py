@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from cute_py.errors import LayoutError
 
 __all__ = ["AccFragment", "fragment_from_tv", "wgmma_fragment", "mma_sm80_fragment",
-           "bank_wavefronts"]
+           "bank_wavefronts", "value_pairs"]
 
 
 @dataclass(frozen=True)
@@ -164,3 +164,24 @@ def bank_wavefronts(byte_addrs, access_bytes: int) -> int:
                 banks.setdefault(word % 32, set()).add(word)
         total += max(len(s) for s in banks.values())
     return total
+
+
+def value_pairs(fr: "AccFragment", vals):
+    """``(pairs, singles)``: the values ``vals`` of one thread grouped 2-wide where two are
+    adjacent in n (``(v, w)`` with the same row, ``n(w) = n(v) + 1``, ``n(v)`` even and every
+    thread's column origin even, so the pair is one aligned 2-element access); the rest single.
+    Law: every value of ``vals`` is in exactly one pair or single."""
+    thr_even = all(n % 2 == 0 for n in fr.n_thr)
+    used, pairs, singles = set(), [], []
+    for v in vals:
+        if v in used:
+            continue
+        w = next((w for w in vals if w not in used and w != v and fr.m_val[w] == fr.m_val[v]
+                  and fr.n_val[w] == fr.n_val[v] + 1), None)
+        if thr_even and fr.n_val[v] % 2 == 0 and w is not None:
+            pairs.append((v, w))
+            used |= {v, w}
+        else:
+            singles.append(v)
+            used.add(v)
+    return pairs, singles

@@ -49,7 +49,7 @@ from cute_py.epilogue import evt
 from cute_py.errors import LaunchError, LayoutError
 from cute_py.numeric import BYTES, C_STORAGE
 
-from .fragment import AccFragment, bank_wavefronts
+from .fragment import AccFragment, bank_wavefronts, value_pairs
 from .lower import (MATH_HELPERS, LoweredTree, atomic_reduce, lower_tree, reduce_combine,
                     reduce_identity_literal)
 from .sm90 import EpilogueConfig, ParamSpec
@@ -174,24 +174,6 @@ class Sm80EpilogueConfig:
 def _shfl_fold(op: str, x: str, mask: int) -> str:
     """``x`` combined with lane ``lane ^ mask``'s ``x`` (one butterfly step of a reduction)."""
     return reduce_combine(op, x, f"__shfl_xor_sync(0xffffffffu, {x}, {mask})")
-
-
-def _value_pairs(fr: AccFragment, vals):
-    """Values of one thread that are adjacent in n (v, v+1 column, even column): 2-wide."""
-    thr_even = all(n % 2 == 0 for n in fr.n_thr)
-    used, pairs, singles = set(), [], []
-    for v in vals:
-        if v in used:
-            continue
-        w = next((w for w in vals if w not in used and w != v and fr.m_val[w] == fr.m_val[v]
-                  and fr.n_val[w] == fr.n_val[v] + 1), None)
-        if thr_even and fr.n_val[v] % 2 == 0 and w is not None:
-            pairs.append((v, w))
-            used |= {v, w}
-        else:
-            singles.append(v)
-            used.add(v)
-    return pairs, singles
 
 
 class Sm80Epilogue:
@@ -328,7 +310,7 @@ class Sm80Epilogue:
         fr, b = self.cfg.fragment, _BYTES[dt]
         rb, cpr, _, total, iters = self._chunk_geometry(dt)
         s0 = self.subtiles[0]
-        pairs, singles = _value_pairs(fr, self.values[s0])
+        pairs, singles = value_pairs(fr, self.values[s0])
         fw = fi = 0
         for w0 in range(0, self.nc, 32):
             lanes = range(w0, w0 + 32)
@@ -585,7 +567,7 @@ class Sm80Epilogue:
                 L.append("cute_py::sm80::cp_async_commit();")
         for s, (i, j) in enumerate(self.subtiles):
             vals = self.values[(i, j)]
-            pairs, singles = _value_pairs(fr, vals)
+            pairs, singles = value_pairs(fr, vals)
             L.append(f"{{ // subtile ({i}, {j})")
             B = []
             if lt.loads:

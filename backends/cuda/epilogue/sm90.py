@@ -28,7 +28,7 @@ register<->smem accesses conflict-free (see ``tests/backend/test_epilogue_sm90.p
 from __future__ import annotations
 
 import hashlib
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from cute_py.epilogue import evt
 from cute_py.errors import LaunchError
@@ -39,8 +39,8 @@ from ..arch.sm90.epilogue_maps import (composed_apply, staging_layout, subtile_o
                                        subtile_origins, thread_offsets)
 from ..builder import KernelBuilder
 from ..ir import Node
-from .fragment import AccFragment, bank_wavefronts
-from .lower import (CTYPE, MATH_HELPERS, LoweredTree, atomic_reduce, lower_tree, reduce_combine,
+from .fragment import AccFragment, bank_wavefronts, value_pairs
+from .lower import (MATH_HELPERS, LoweredTree, atomic_reduce, lower_tree, reduce_combine,
                     reduce_identity_literal)
 
 __all__ = ["EpilogueConfig", "Sm90Epilogue", "ParamSpec", "swizzle_offset", "dtype_bytes",
@@ -519,7 +519,6 @@ class Sm90Epilogue:
         kernel already ran :meth:`emit_prefetch` for this tile."""
         cfg, fr, lt = self.cfg, self.cfg.fragment, self.lt
         acc_of = acc if callable(acc) else (lambda v, a=acc: f"{a}[{v}]")
-        em, en = self.epi_m, self.epi_n
         tid = self._tid()
         if not prefetched:
             self.emit_prefetch(kb)
@@ -641,12 +640,8 @@ class Sm90Epilogue:
                         continue
                     masks = fr.shuffle_masks("n")
                     for n in ns:
-                        xr = f"rr_{name}_{n}"
-                        for mk in masks:
-                            kb.stmt(f"{xr} = {reduce_combine(op, xr, f'__shfl_xor_sync(0xffffffffu, {xr}, {mk})')};")
-                        col = ir.add(ir.add(N0, nt), n)
-                        with kb.if_(ir.land(ir.eq(ir.and_(lane, sum(masks)), 0), ir.lt(col, NN))):
-                            kb.stmt(atomic_reduce(op, f"p_{name} + {kb.expr(col)}", xr))
+                        _emit_lane_reduce(kb, name, op, f"rr_{name}_{n}", masks, lane,
+                                          ir.add(ir.add(N0, nt), n), NN)
                 # -- registers -> smem -> TMA store
                 self._emit_store_phase(kb, s, pairs, singles, bar_id, x, y)
         self._emit_tile_end(kb, reds, col_m, reuse_lag)
@@ -785,12 +780,8 @@ class Sm90Epilogue:
             if kind == "col":
                 masks = fr.shuffle_masks("m")
                 for m in col_m:
-                    xr = f"cr_{name}_{m}"
-                    for mk in masks:
-                        kb.stmt(f"{xr} = {reduce_combine(op, xr, f'__shfl_xor_sync(0xffffffffu, {xr}, {mk})')};")
-                    row = ir.add(ir.add(M0, mt), m)
-                    with kb.if_(ir.land(ir.eq(ir.and_(lane, sum(masks)), 0), ir.lt(row, MM))):
-                        kb.stmt(atomic_reduce(op, f"p_{name} + {kb.expr(row)}", xr))
+                    _emit_lane_reduce(kb, name, op, f"cr_{name}_{m}", masks, lane,
+                                      ir.add(ir.add(M0, mt), m), MM)
             elif kind == "scalar":
                 xr = f"red_{name}"
                 for mk in (1, 2, 4, 8, 16):
@@ -887,21 +878,7 @@ class Sm90Epilogue:
         return out
 
     def _pairs(self, vals):
-        fr = self.cfg.fragment
-        thr_even = all(n % 2 == 0 for n in fr.n_thr)
-        used, pairs, singles = set(), [], []
-        for v in vals:
-            if v in used:
-                continue
-            w = next((w for w in vals if w not in used and w != v and fr.m_val[w] == fr.m_val[v]
-                      and fr.n_val[w] == fr.n_val[v] + 1), None)
-            if thr_even and fr.n_val[v] % 2 == 0 and w is not None:
-                pairs.append((v, w))
-                used |= {v, w}
-            else:
-                singles.append(v)
-                used.add(v)
-        return pairs, singles
+        return value_pairs(self.cfg.fragment, vals)
 
     def _use_stmatrix(self, dtype, pairs) -> bool:
         fr = self.cfg.fragment
@@ -950,6 +927,15 @@ class Sm90Epilogue:
 #: no longer needed: the staging swizzle is lowered into every address (kept, empty, for
 #: kernels that still paste ``prelude() + SWZ_HELPER``)
 SWZ_HELPER = ""
+
+
+def _emit_lane_reduce(kb, name, op, xr, masks, lane, index, bound) -> None:
+    """Combine ``xr`` over the lanes of ``masks`` (butterfly ``__shfl_xor_sync`` steps), then
+    the first of those lanes adds it into ``p_<name>[index]`` (``index < bound``) atomically."""
+    for mk in masks:
+        kb.stmt(f"{xr} = {reduce_combine(op, xr, f'__shfl_xor_sync(0xffffffffu, {xr}, {mk})')};")
+    with kb.if_(ir.land(ir.eq(ir.and_(lane, sum(masks)), 0), ir.lt(index, bound))):
+        kb.stmt(atomic_reduce(op, f"p_{name} + {kb.expr(index)}", xr))
 
 
 def build_test_kernel_source(epi: Sm90Epilogue) -> tuple[str, str]:
