@@ -598,6 +598,43 @@ def _elem_offset(ld: str, transposed: bool, batch: str | None = None) -> str:
     return render_expr(lower.layout_apply(layout, coord, symbols=syms))
 
 
+def _fixup_layout(nv: int, nthr: int):
+    """The fix-up workspace: unit ``u``'s slot holds value ``v`` of consumer thread ``t`` at
+    ``(u, v, t) : (nv * nthr, nthr, 1)`` (coalesced: consecutive threads, consecutive floats);
+    the unit count ``U`` is symbolic."""
+    import cute_py as cute
+    return cute.make_layout((cute.symbols("U"), nv, nthr), (nv * nthr, nthr, 1))
+
+
+def _fixup_offset(nv: int, nthr: int, unit, value: int = 0, thread=None) -> str:
+    """C text of the fix-up workspace offset of ``(unit, value, thread)`` (``unit`` C text of
+    an int expression of the kernel's ``tile`` / ``split_`` / ``s``, or an int), lowered from
+    :func:`_fixup_layout` through IR."""
+    from .. import ir, lower
+    from ..render import render_expr
+    u = {"tile": ir.var("tile", 0, _I32), "tile - split_": ir.sub(ir.var("tile", 0, _I32),
+                                                                   ir.var("split_", 0, _I32)),
+         "s": ir.var("s", 0, _I32)}[unit] if isinstance(unit, str) else unit
+    t = ir.var("tid", 0, nthr - 1) if thread == "tid" else 0
+    node = lower.layout_apply(_fixup_layout(nv, nthr), (u, value, t),
+                              symbols={"U": ir.var("U", 1, _I32)})
+    return render_expr(node)
+
+
+def _split_offset() -> str:
+    """C text of the split-K workspace offset of split ``split_`` of batch ``l_``: the layout
+    ``(S, L) : (ws_split, ws_l)`` (strides kernel parameters) lowered through IR."""
+    import cute_py as cute
+    from .. import ir, lower
+    from ..render import render_expr
+    S, L, a, b = cute.symbols("S L ws_split ws_l")
+    syms = {"S": ir.var("S", 1, _I32), "L": ir.var("L", 1, _I32),
+            "ws_split": ir.var("ws_split", 0, 1 << 62), "ws_l": ir.var("ws_l", 0, 1 << 62)}
+    return render_expr(lower.layout_apply(cute.make_layout((S, L), (a, b)),
+                                          (ir.var("split_", 0, _I32), ir.var("l_", 0, _I32)),
+                                          symbols=syms))
+
+
 def _epilogue_prelude(cfg: Sm90GemmConfig, maps: Sm90Maps):
     """``(pack1, unpack, lines)``: the built-in epilogue's conversion helpers and its first
     lines (the thread's row / column origin, D's and C's batch pointers)."""
@@ -707,11 +744,11 @@ def _epilogue_splitk(cfg: Sm90GemmConfig, maps: Sm90Maps) -> str:
     nv = maps.frag.num_values
     nacc = nv // maps.slabs
     nthr = 128 * cfg.consumer_wgs
-    slot = nv * nthr
     acc = [f"acc[{v // nacc}][{v % nacc}]" for v in range(nv)]
+    off = lambda unit, v=0, t=None: _fixup_offset(nv, nthr, unit, v, t)  # noqa: E731
     lines = ["if (splits_k > 1) {",
-             f"        float* wp_ = ws + (long long)tile * {slot} + tid;"]
-    lines += [f"        wp_[{v * nthr}] = {a};" for v, a in enumerate(acc)]
+             f"        float* wp_ = ws + {off('tile', 0, 'tid')};"]
+    lines += [f"        wp_[{off(0, v)}] = {a};" for v, a in enumerate(acc)]
     lines += ["        __threadfence();",
               f"        named_barrier_sync(1u, {nthr}u);",
               "        int last_ = 0;",
@@ -725,14 +762,14 @@ def _epilogue_splitk(cfg: Sm90GemmConfig, maps: Sm90Maps) -> str:
               f"        last_ = named_barrier_red_or(1u, {nthr}u, last_);",
               "        if (!last_) continue;",
               "        __threadfence();",
-              f"        const float* b_ = ws + (long long)(tile - split_) * {slot} + tid;",
+              f"        const float* b_ = ws + {off('tile - split_', 0, 'tid')};",
               f"        float fx_[{nv}];",
-              f"        for (int s = 0; s < splits_k; ++s) {{   // the fixed order: split 0, 1, ...",
-              f"          const float* q_ = b_ + (long long)s * {slot};",
+              "        for (int s = 0; s < splits_k; ++s) {   // the fixed order: split 0, 1, ...",
+              f"          const float* q_ = b_ + {off('s')};",
               "          if (s == 0) {"]
-    lines += [f"            fx_[{v}] = __ldcg(q_ + {v * nthr});" for v in range(nv)]
+    lines += [f"            fx_[{v}] = __ldcg(q_ + {off(0, v)});" for v in range(nv)]
     lines += ["          } else {"]
-    lines += [f"            fx_[{v}] += __ldcg(q_ + {v * nthr});" for v in range(nv)]
+    lines += [f"            fx_[{v}] += __ldcg(q_ + {off(0, v)});" for v in range(nv)]
     lines += ["          }", "        }"]
     lines += [f"        {a} = fx_[{v}];" for v, a in enumerate(acc)]
     lines += ["      }"]
@@ -743,7 +780,7 @@ def _epilogue_splitk(cfg: Sm90GemmConfig, maps: Sm90Maps) -> str:
 def _epilogue_splitk_store(cfg: Sm90GemmConfig, maps: Sm90Maps) -> str:
     atomic = cfg.split_k == "atomic"
     lines = _origin_lines(cfg) + [
-        "float* Wl_ = ws + (long long)split_ * ws_split + (long long)l_ * ws_l;"]
+        f"float* Wl_ = ws + {_split_offset()};"]
     for a0, a1, mo, no in _frag_pairs(cfg, maps):
         lines.append("{")
         lines.append(f"  const int r = row0_ + {mo}, c = col0_ + {no};")
