@@ -8,8 +8,8 @@ Three things live here, none of them touching a GPU:
   passes at once);
 - :class:`PipelineTmaAsync`: the *description* of a TMA-load / MMA-consume pipeline (stages,
   consumer arrivals per stage, transaction bytes, barrier counts).  The CUDA backend lowers this
-  very object to ``mbarrier`` PTX (``cute_py.backends.cuda.pipeline``), so the kernel and the
-  model below share one description;
+  very object to ``mbarrier`` PTX (``cute_py.backends.cuda.arch.sm90.pipeline``), so the kernel
+  and the model below share one description;
 - :class:`OrderedSequenceBarrier`: CUTLASS's ``OrderedSequenceBarrier<1, groups>``, the turn
   order of the ping-pong schedule's consumer warpgroups (each runs its mainloop only after the
   previous group finished issuing its own);

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 
 from . import ir, ptx
 from .ir import Node
-from .render import CodeBuilder, ctype_of
+from .render import CodeBuilder
 
 __all__ = ["KernelBuilder", "Param", "ARCH_GUARDS"]
 
@@ -272,7 +272,3 @@ class KernelBuilder(CodeBuilder):
         out.append("}")
         return "\n".join(x for x in out if x != "") + "\n"
 
-
-def ctype(node: Node) -> str:
-    """The C integer type holding ``node`` (``int`` or ``long long``)."""
-    return ctype_of(node)

@@ -37,7 +37,7 @@ def _arch_of(tiled_mma) -> int:
     return arch
 
 
-def _major(value, arg, operand):
+def _major(value, arg):
     if value in ("K", "k"):
         return "K"
     if value in ("MN", "M", "N", "mn"):
@@ -125,7 +125,7 @@ def make_gemm(tiled_mma, tile_mnk, *, smem_layout_A=None, smem_layout_B=None, co
     ``epilogue`` (an epilogue configuration).  ``stages``: default 3 (SM80) or as many as fit
     (SM90).  ``a_major`` / ``b_major``: ``"K"`` or ``"MN"``."""
     arch = _arch_of(tiled_mma)
-    am, bm = _major(a_major, "a_major", "A"), _major(b_major, "b_major", "B")
+    am, bm = _major(a_major, "a_major"), _major(b_major, "b_major")
     if arch == 80:
         for arg, val in (("schedule", schedule), ("epilogue", epilogue)):
             if val is not None:

@@ -2,14 +2,13 @@
 compile tests for sm_90a (every valid StagesC/StagesD/ReuseSmemC/DelayTmaStore combination,
 every EVT node), and GPU tests against the NumPy float64 reference of ``evt.evaluate``."""
 
-import itertools
 
 import numpy as np
 import pytest
 
 from cute_py.epilogue import evt
 from cute_py.epilogue.evt import (AccFetch, AuxLoad, AuxStore, ColBroadcast, ColReduction,
-                                  Compute, RowBroadcast, RowReduction, ScalarBroadcast,
+                                  RowBroadcast, RowReduction, ScalarBroadcast,
                                   ScalarReduction, SrcFetch)
 from cute_py.errors import LaunchError, LayoutError
 
@@ -481,10 +480,10 @@ def test_thread_layouts_and_subtiles_from_the_algebra(frag):
 def test_collective_protocol_is_native():
     """Sm90Epilogue implements the collective protocol itself (no text adapter), and its text
     methods render the same statements."""
-    from cute_py.backends.cuda.arch.common.epilogue import EpilogueCollective, as_collective
+    from cute_py.backends.cuda.arch.common.epilogue import EpilogueCollective
     from cute_py.backends.cuda.builder import KernelBuilder
     e = Sm90Epilogue(EpilogueConfig(NODE_TREES["aux_store"], FR, 128, 256))
-    assert as_collective(e) is e and isinstance(e, EpilogueCollective)
+    assert isinstance(e, EpilogueCollective)
     kb = KernelBuilder("k", threads=288)
     kb.level = 0
     e.emit_consumer(kb, "acc", 1, False)
@@ -492,25 +491,3 @@ def test_collective_protocol_is_native():
     assert "asm" not in e.consumer_code() + e.prelude() + e.producer_code()
 
 
-def test_text_adapter_still_wraps_text_collectives():
-    """A collective that renders C text goes through TextEpilogue; key() is a method on both."""
-    from cute_py.backends.cuda.arch.common.epilogue import TextEpilogue, as_collective
-    from cute_py.backends.cuda.builder import KernelBuilder
-
-    class Txt:
-        has_producer = False
-
-        def key(self):
-            return "k1"
-
-        def params(self):
-            return []
-
-        def consumer_code(self, acc, bar_id=1, prefetched=False):
-            return f"{acc}[0] = 0.0f;"
-
-    a = as_collective(Txt())
-    assert isinstance(a, TextEpilogue) and a.key() == "k1"
-    kb = KernelBuilder("k", threads=32)
-    a.emit_consumer(kb, "acc")
-    assert kb.lines[-1].strip() == "acc[0] = 0.0f;"

@@ -17,7 +17,6 @@ from cute_py.backends.cuda.kernels.gemm_sm90_maps import (derive_maps, fragment_
                                                           smem_tile)
 from cute_py.backends.cuda.kernels.gemm_sm90_ptxgen import wgmma_block
 from cute_py.backends.cuda.tma import make_tma_atom
-from cute_py.backends.cuda.pipeline import PipelineLowering
 from cute_py.backends.cuda import INCLUDE_DIR
 from cute_py.pipeline import PipelineTmaAsync
 
@@ -233,10 +232,17 @@ def test_tma_errors():
 
 def test_pipeline_lowering_uses_description():
     d = PipelineTmaAsync(stages=5, consumer_arrivals=8, transaction_bytes=49152)
-    pl = PipelineLowering(d)
-    assert "mbarrier_init((bar_empty + 8u * (u32)(s_)), 8u)" in pl.init()
-    assert "49152u" in pl.producer_acquire("i", "p")
-    assert "== 5" in pl.increment("i", "p")
+    from cute_py.backends.cuda.arch.sm90.pipeline import PipelineEmitter, smem_address
+    from cute_py.backends.cuda.builder import KernelBuilder
+    pl = PipelineEmitter(d, smem_address("bar_full"), smem_address("bar_empty"))
+    kb = KernelBuilder("k", threads=384, origin="t")
+    pl.init(kb)
+    pl.producer_acquire(kb, "i", "p")
+    pl.increment(kb, "i", "p")
+    t = kb.text()
+    assert "mbarrier_init(bar_empty + s_ * 8, 8u);" in t
+    assert "49152u" in t
+    assert "== 5" in t
     src = G.generate_source(G.SHIPPED_CONFIGS[0])
     assert G.SHIPPED_CONFIGS[0].pipeline().transaction_bytes == (128 + 256) * 64 * 2
     assert "mbarrier_arrive_expect_tx" in src and "mbarrier_wait_parity" in src
@@ -618,7 +624,6 @@ def test_gemm_sm90_prefetched_vectors_and_pointer_scalar_gpu(sched, load_path):
     sizes, poisoned D, float64 reference."""
     import cupy as cp
     from cute_py.backends.cuda.device import device_properties
-    from cute_py.epilogue import evt
     from cute_py.epilogue.evt import AccFetch, ColBroadcast, RowBroadcast, ScalarBroadcast, SrcFetch
     if device_properties().cc[0] < 9:
         pytest.skip("needs sm_90")

@@ -857,12 +857,10 @@ def generate_source(cfg: Sm90GemmConfig) -> str:
     epi = cfg.epilogue()
     if epi is not None:
         # the fused epilogue, only through the collective protocol (arch/common/epilogue.py)
-        from ..arch.common.epilogue import as_collective
         from ..builder import KernelBuilder
-        col = as_collective(epi)
         R = cfg.epilogue_region_bytes()
         hk = KernelBuilder("epilogue", threads=1)
-        col.emit_helpers(hk)
+        epi.emit_helpers(hk)
         epi_prelude = "".join(hk.helpers)
 
         def _init(kb):
@@ -871,9 +869,9 @@ def generate_source(cfg: Sm90GemmConfig) -> str:
             if pp:   # one epilogue region per warpgroup, each with its own C barriers
                 for w in range(cfg.epi_regions):
                     with kb.scope():
-                        col.emit_init(kb, f"cute_epi_smem_base + {w * R}")
+                        epi.emit_init(kb, f"cute_epi_smem_base + {w * R}")
             else:
-                col.emit_init(kb, "cute_epi_smem_base")
+                epi.emit_init(kb, "cute_epi_smem_base")
         epi_init = _render(_init, 1).lstrip()
         region_base = f"cute_epi_smem_base + {R} * cw"
         epi_tile = ("const int cute_epi_m0 = m_blk * %d, cute_epi_n0 = n_blk * %d;"
@@ -883,22 +881,22 @@ def generate_source(cfg: Sm90GemmConfig) -> str:
             # the tile origin, and (direct C / aux path) the first subtiles' loads, before the
             # tile's mainloop: those loads are in flight while the accumulators are computed
             kb.stmt(epi_tile)
-            col.emit_prefetch(kb)
+            epi.emit_prefetch(kb)
         epi_pre = _render(_prefetch, 3)
         acc_arg = "acc[0]" if slabs == 1 else (lambda v: f"acc[{v // nacc}][{v % nacc}]")
 
         def _consumer(kb):
             with kb.scope():
-                col.emit_consumer(kb, acc_arg, "(1 + cw)" if pp else 1, prefetched=True)
+                epi.emit_consumer(kb, acc_arg, "(1 + cw)" if pp else 1, prefetched=True)
         epilogue_code = _render(_consumer, 3).lstrip("\n")
 
         def _consumer_state(kb):
-            col.emit_consumer_state(kb)
+            epi.emit_consumer_state(kb)
             if pp:
-                col.emit_region(kb, region_base)
+                epi.emit_region(kb, region_base)
         epi_consumer_decls = _render(_consumer_state, 2).lstrip()
-        epi_tail = _render(col.emit_consumer_tail, 2).lstrip()
-        if col.has_producer:
+        epi_tail = _render(epi.emit_consumer_tail, 2).lstrip()
+        if epi.has_producer:
             # the C / aux loads: producer warp 1 (ping-pong: warp 1 + w for warpgroup w's
             # tiles, into w's region)
             who = ("warp_id() >= 1 && warp_id() <= 2" if pp else "warp_id() == 1")
@@ -906,12 +904,12 @@ def generate_source(cfg: Sm90GemmConfig) -> str:
             def _producer_state(kb):
                 if pp:
                     kb.stmt("const int cw = warp_id() - 1")
-                    col.emit_region(kb, region_base)
-                col.emit_producer_state(kb)
+                    epi.emit_region(kb, region_base)
+                epi.emit_producer_state(kb)
 
             def _producer_tile(kb):
                 kb.stmt(epi_tile)
-                col.emit_producer(kb)
+                epi.emit_producer(kb)
             epi_producer = f"""
     if ({who} && (threadIdx.x & 31) == 0) {{   // epilogue load producer{_render(_producer_state, 3)}
       {tile_loop} {{
@@ -1099,7 +1097,7 @@ def generate_source(cfg: Sm90GemmConfig) -> str:
     for ctype, name in _KERNEL_PARAMS:
         kb.param(ctype, name)
     if epi is not None:
-        col.emit_params(kb)
+        epi.emit_params(kb)
     if cfg.fp8:          # the FP8 built-in epilogue's scales, bias and scale strides
         from .gemm_sm90_fp8 import PARAMS as _FP8_PARAMS
         for ctype, name in _FP8_PARAMS:

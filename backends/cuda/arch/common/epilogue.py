@@ -27,17 +27,15 @@ consumer thread index, ``0 <= tid < fragment.num_threads``; the collective's ind
 lowered with these bounds), ``cute_epi_m0`` / ``cute_epi_n0`` (tile origin), ``M`` / ``N``
 (problem size).  ``emit_consumer``'s ``bar_id`` is an int or C text (``"(1 + cw)"``).
 
-:class:`TextEpilogue` adapts a collective that still renders C text (methods ``prelude``,
-``param_decls``, ``init_code``, ``region_decls``, ``producer_state_decls``, ``producer_code``,
-``consumer_state_decls``, ``prefetch_code``, ``consumer_code``, ``consumer_tail_code``) to this
-protocol; collectives written on the builder implement the ``emit_*`` methods directly.
+Both epilogues (``epilogue/sm80.py``, ``epilogue/sm90.py``) implement the ``emit_*`` methods;
+:func:`emit_text` appends C text that is not index arithmetic (a lowered tree's value code).
 """
 
 from __future__ import annotations
 
 from typing import Protocol, runtime_checkable
 
-__all__ = ["EpilogueCollective", "TextEpilogue", "as_collective", "emit_text"]
+__all__ = ["EpilogueCollective", "emit_text"]
 
 
 @runtime_checkable
@@ -72,69 +70,3 @@ def emit_text(kb, text: str) -> None:
             kb.lines.append(ln.lstrip())
         else:
             kb.line(ln[strip:])
-
-
-class TextEpilogue:
-    """A text-rendering collective seen through :class:`EpilogueCollective`."""
-
-    def __init__(self, epi):
-        self.epi = epi
-
-    def __getattr__(self, name):
-        return getattr(self.epi, name)
-
-    def key(self) -> str:
-        k = self.epi.key
-        return k() if callable(k) else k
-
-    @property
-    def has_producer(self) -> bool:
-        return bool(getattr(self.epi, "has_producer", False))
-
-    def params(self):
-        return self.epi.params()
-
-    def emit_helpers(self, kb) -> None:
-        kb.helper(self.epi.prelude())
-
-    def emit_params(self, kb) -> None:
-        for p in self.epi.params():
-            kb.param(p.ctype, p.name)
-
-    def emit_init(self, kb, base: str) -> None:
-        emit_text(kb, self.epi.init_code(base))
-
-    def emit_region(self, kb, base: str) -> None:
-        if hasattr(self.epi, "region_decls"):
-            emit_text(kb, self.epi.region_decls(base))
-
-    def emit_producer_state(self, kb) -> None:
-        emit_text(kb, self.epi.producer_state_decls())
-
-    def emit_producer(self, kb) -> None:
-        emit_text(kb, self.epi.producer_code())
-
-    def emit_consumer_state(self, kb) -> None:
-        if hasattr(self.epi, "consumer_state_decls"):
-            emit_text(kb, self.epi.consumer_state_decls())
-
-    def emit_prefetch(self, kb) -> None:
-        if hasattr(self.epi, "prefetch_code"):
-            emit_text(kb, self.epi.prefetch_code())
-
-    def emit_consumer(self, kb, acc, bar_id=1, prefetched: bool = False) -> None:
-        try:
-            text = self.epi.consumer_code(acc, bar_id, prefetched=prefetched)
-        except TypeError:
-            text = self.epi.consumer_code(acc)
-        emit_text(kb, text)
-
-    def emit_consumer_tail(self, kb) -> None:
-        emit_text(kb, self.epi.consumer_tail_code())
-
-
-def as_collective(epi):
-    """``epi`` if it implements the protocol, else its :class:`TextEpilogue` adapter."""
-    if epi is None or hasattr(epi, "emit_consumer"):
-        return epi
-    return TextEpilogue(epi)

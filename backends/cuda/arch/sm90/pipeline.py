@@ -2,9 +2,8 @@
 
 :class:`PipelineEmitter` lowers a :class:`cute_py.pipeline.PipelineTmaAsync` (the same object
 the Python model :class:`cute_py.pipeline.PipelineModel` runs) to ``mbarrier`` calls of the PTX
-library, with the mapping of :mod:`backends.cuda.pipeline` (``init``, ``producer_acquire``,
-``full_barrier``, ``producer_tail``, ``consumer_wait``, ``consumer_release``, state
-``++`` / ``+= n``).  :class:`OrderedEmitter` lowers an
+library (``init``, ``producer_acquire``, ``full_barrier``, ``producer_tail``, ``consumer_wait``,
+``consumer_release``, state ``++`` / ``+= n``).  :class:`OrderedEmitter` lowers an
 :class:`cute_py.pipeline.OrderedSequenceBarrier` to named barriers.
 
 Barrier ``i`` of an array lives at ``base + 8 * i`` (``base``: an IR variable holding the u32

@@ -13,7 +13,7 @@
 // wgmma and setmaxnreg exist on sm_90a only: they are compiled only when
 // __CUDA_ARCH_FEAT_SM90_ALL is defined (an sm_90a target), so this header also compiles for
 // sm_80 (the other wrappers need sm_90; they are under __CUDA_ARCH__ >= 900).
-// The mapping of CUTLASS's pipeline calls onto these wrappers is in backends/cuda/pipeline.py.
+// The mapping of CUTLASS's pipeline calls onto these wrappers is in backends/cuda/arch/sm90/pipeline.py.
 #pragma once
 
 #include "cute_py/ptx_common.cuh"
