@@ -487,13 +487,20 @@ def _stream(stream, like):
 def _fast_key(A, B, C, out, alpha, use_c, pa, pb, pc, pd, dev):
     """The torch fast path's key: dtypes, shapes, strides, devices and alignment classes of
     the call's tensors (pointers ``pa`` ... ``pd`` of A, B, C, out; 0 when absent), C only when
-    it is read, and whether alpha is 1."""
+    it is read, and whether alpha is 1.  One flat tuple (no nested tuples to build and hash):
+    C's and out's fields are None when they are absent."""
+    if use_c:
+        cd, cs, cst, cdev, cal = C.dtype, C.shape, C.stride(), C.get_device(), _acls(pc)
+    else:
+        cd = cs = cst = cdev = cal = None
+    if out is not None:
+        od, osh, ost, odev, oal = out.dtype, out.shape, out.stride(), out.get_device(), \
+            _acls(pd)
+    else:
+        od = osh = ost = odev = oal = None
     return (A.dtype, A.shape, A.stride(), B.dtype, B.shape, B.stride(), dev, B.get_device(),
-            pa & 127 == 0, pa & 15 == 0, pb & 127 == 0, pb & 15 == 0,
-            None if not use_c else (C.dtype, C.shape, C.stride(), C.get_device(), _acls(pc)),
-            None if out is None else (out.dtype, out.shape, out.stride(), out.get_device(),
-                                      _acls(pd)),
-            alpha == 1)
+            pa & 127 == 0, pa & 15 == 0, pb & 127 == 0, pb & 15 == 0, cd, cs, cst, cdev, cal,
+            od, osh, ost, odev, oal, alpha == 1)
 
 
 def _gemm_general(A, B, C, alpha, beta, *, out, stream, explain, backend, mainloop, config,

@@ -189,17 +189,41 @@ class CompiledKernel:
             driver.check(res, f"launch({self.name})", "cuLaunchKernel")
 
     def bound_launcher(self, grid, pack: ArgPack, *, block=None, smem=None, device: int):
-        """``launch(stream) -> CUresult``: this kernel's ``cuLaunchKernel`` with every other
-        argument fixed (a launch plan's hot path; the kernel must be loaded on ``device`` and
-        its shared-memory limit set).  Cluster kernels return None (use launch_pack)."""
-        if self.cluster != (1, 1, 1):
-            return None
-        fn = driver.libcuda().cuLaunchKernel
-        func = self.handle(device)
-        (g0, g1, g2), (b0, b1, b2) = grid, block or self.block
+        """``launch(stream) -> CUresult``: this kernel's launch with every other argument fixed
+        (a launch plan's hot path; the kernel must be loaded on ``device`` and its shared-memory
+        limit set): ``cuLaunchKernel``, or ``cuLaunchKernelEx`` with a prepared config for
+        clusters.  The driver entry points are the untyped ones
+        (:func:`~cute_py.backends.cuda.driver.untyped_launchers`): the function, parameter
+        array and config are bound as ``ctypes`` objects, the stream's ``c_void_p`` is kept per
+        handle (a small table, cleared when it grows past 64 streams)."""
+        plain, ex = driver.untyped_launchers()
+        func = ctypes.c_void_p(self.handle(device))
+        (g0, g1, g2), (b0, b1, b2) = tuple(grid), tuple(block or self.block)
         smem = self.spec.smem if smem is None and self.spec is not None else (smem or 0)
-        params = pack.params
-        return lambda stream: fn(func, g0, g1, g2, b0, b1, b2, smem, stream, params, None)
+        params = ctypes.cast(pack.params, ctypes.c_void_p)
+        streams: dict = {}
+
+        def handle_of(stream):
+            s = streams.get(stream)
+            if s is None:
+                if len(streams) >= 64:
+                    streams.clear()
+                s = streams[stream] = ctypes.c_void_p(stream)
+            return s
+
+        if self.cluster == (1, 1, 1):
+            def launch(stream):
+                return plain(func, g0, g1, g2, b0, b1, b2, smem, handle_of(stream), params,
+                             None)
+            return launch
+        cfg = driver.make_launch_config((g0, g1, g2), (b0, b1, b2), smem, self.cluster)
+        cfg_ref = ctypes.byref(cfg)
+
+        def launch_ex(stream):
+            cfg.hStream = stream
+            return ex(cfg_ref, func, params, None)
+        launch_ex.keep = cfg
+        return launch_ex
 
     def __repr__(self):
         return f"CompiledKernel({self.name!r}, {self.resources})"
