@@ -121,3 +121,22 @@ def test_composition_with_a_fused_epilogue():
         pytest.skip("no CUDA compiler")
     res = compile_module(src, arch="sm_90a").resources_for(cfg.name)
     assert res.spills == 0 and res.stack_frame == 0, res
+
+
+def test_register_pool_bounds_setmaxnreg():
+    """Law: the warpgroups' registers after ``setmaxnreg`` fit the pool the CTA holds at launch
+    (threads x ptxas' per-thread count under ``__launch_bounds__(threads, 1)``): 168 x 384 for
+    two consumer warpgroups.  More makes ``setmaxnreg.inc`` wait forever, so it is refused."""
+    import dataclasses
+
+    from cute_py.errors import LaunchError
+    cfg = G.Sm90GemmConfig()
+    assert cfg.threads == 384 and cfg.register_pool == 168 * 384
+    assert 40 * 128 + 232 * 256 <= cfg.register_pool
+    with pytest.raises(LaunchError, match="consumer_regs"):
+        dataclasses.replace(cfg, producer_regs=64, consumer_regs=224).check()
+    with pytest.raises(LaunchError, match="producer_regs"):
+        dataclasses.replace(cfg, producer_regs=42).check()
+    narrow = _compose(n=256, wgs=2, swa=1, swb=1)       # SW32 K-major: 8 TMA boxes a stage
+    assert narrow.producer_regs > 40
+    assert narrow.producer_regs * 128 + narrow.consumer_regs * 256 <= narrow.register_pool

@@ -37,7 +37,23 @@ COMPOSITIONS = {
                                             schedule="pingpong"),
     "sm90-MN-B-cluster2": lambda: make_gemm(_sm90(128, 2, "f16", "K", "MN"), (128, 128, 64),
                                             b_major="MN", cluster_m=2),
+    # narrow swizzles: several TMA boxes per stage, more producer registers (setmaxnreg)
+    "sm90-SW32-K-coop": lambda: make_gemm(_sm90(256, 2), (128, 256, 64),
+                                          smem_layout_A=_smem("f16", 128, "K", 1),
+                                          smem_layout_B=_smem("f16", 256, "K", 1)),
+    "sm90-INTER-K": lambda: make_gemm(_sm90(64, 1), (64, 64, 64),
+                                      smem_layout_A=_smem("f16", 64, "K", 0),
+                                      smem_layout_B=_smem("f16", 64, "K", 0)),
+    "sm90-SW64-MN-bf16": lambda: make_gemm(_sm90(128, 2, "bf16", "MN", "MN"), (128, 128, 64),
+                                           a_major="MN", b_major="MN",
+                                           smem_layout_A=_smem("bf16", 128, "MN", 2),
+                                           smem_layout_B=_smem("bf16", 128, "MN", 2)),
 }
+
+
+def _smem(dt, rows, major, bits):
+    from cute_py.backends.cuda.kernels.gemm_sm90_maps import smem_tile
+    return smem_tile(dt, rows, 64, major, bits)
 
 
 @pytest.mark.parametrize("name", sorted(COMPOSITIONS))

@@ -262,10 +262,27 @@ class Sm90GemmConfig:
                               actual=(self.tile_n, self.cluster_m))
         if not 2 <= self.stages <= 8:
             raise LaunchError(op, "stages", "must be in [2, 8]", actual=self.stages)
-        if self.producer_regs * 128 + self.consumer_regs * 128 * self.consumer_wgs > 65536:
-            raise LaunchError(op, "consumer_regs", "register budget exceeds 64K per SM",
+        for nm in ("producer_regs", "consumer_regs"):
+            v = getattr(self, nm)
+            if not 24 <= v <= 256 or v % 8:
+                raise LaunchError(op, nm, "setmaxnreg takes a multiple of 8 in [24, 256]",
+                                  actual=v)
+        if self.producer_regs * 128 + self.consumer_regs * 128 * self.consumer_wgs > \
+                self.register_pool:
+            raise LaunchError(op, "consumer_regs", "the warpgroups' registers after setmaxnreg "
+                              "exceed what the CTA holds at launch (setmaxnreg.inc would wait "
+                              "forever)", expected=f"<= {self.register_pool} in all",
                               actual=(self.producer_regs, self.consumer_regs))
         return self
+
+    @property
+    def register_pool(self) -> int:
+        """Registers the CTA holds at launch: ``threads`` x the per-thread count ptxas gives a
+        kernel of ``__launch_bounds__(threads, 1)`` (64K / threads, at most 255, rounded down
+        to the allocation unit of 8).  ``setmaxnreg`` only moves registers between the
+        warpgroups of this pool: 168 x 384 = 64,512 for two consumer warpgroups, not 65,536."""
+        t = self.threads
+        return t * (min(255, 65536 // t) // 8 * 8)
 
     @property
     def fp8(self) -> bool:

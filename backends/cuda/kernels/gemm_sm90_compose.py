@@ -188,16 +188,19 @@ def make_gemm_sm90(tiled_mma, tile_mnk, *, smem_layout_A=None, smem_layout_B=Non
 
 def _registers_for_loads(cfg: Sm90GemmConfig, maps) -> Sm90GemmConfig:
     """More producer registers when a stage takes many TMA boxes (narrow swizzles: SW32 /
-    interleaved K-major tiles load one box per 16 or 32 bytes of K): 40 registers spill there.
-    The consumers keep the rest of the 64K-register budget (multiples of 8)."""
+    interleaved K-major tiles load one box per 16 or 32 bytes of K): 40 registers spill there,
+    56 do not (and leave the consumers 224 with two consumer warpgroups).
+    The consumers keep the rest of the CTA's register pool (``Sm90GemmConfig.register_pool``:
+    with more, ``setmaxnreg.inc`` waits forever), in multiples of 8."""
     from ..arch.sm90.tma import TmaLoad
     boxes = sum(len(TmaLoad(a, maps.operand(w), r).boxes(cfg.tile_k))
                 for w, a, r in (("A", maps.atom_a, cfg.tile_m),
                                 ("B", maps.atom_b, maps.b_slice_rows)))
     if boxes <= 6:
         return cfg
-    producer = 64
-    consumer = min(cfg.consumer_regs, (65536 - producer * 128) // (128 * cfg.consumer_wgs) // 8 * 8)
+    producer = 56
+    consumer = min(cfg.consumer_regs,
+                   (cfg.register_pool - producer * 128) // (128 * cfg.consumer_wgs) // 8 * 8)
     return dataclasses.replace(cfg, producer_regs=producer, consumer_regs=consumer).check()
 
 
