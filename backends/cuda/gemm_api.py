@@ -301,15 +301,24 @@ def _reduce_kernel(cfg):
 PAD_B_MIN_M = 4096
 
 
+def _keeps_mn(m: TensorMeta) -> bool:
+    """Whether an operand TMA cannot read in place is copied MN-major (its rows / columns are
+    contiguous along M or N, the pitch only is off): the copy then stays a straight copy and a
+    configuration built for an MN-major operand still applies.  Otherwise K-major."""
+    return m.strides[-1] != 1 and m.strides[-2] == 1 and m.shape[-2] > 1
+
+
 def _padded_meta(m: TensorMeta, mult: int = 8) -> TensorMeta:
     """The metadata of :func:`_pad_buffer`'s view (fresh allocations are 256-byte aligned):
-    rows padded to a multiple of ``mult`` elements."""
-    K = m.shape[-1]
-    Kp = -(-K // mult) * mult
-    if len(m.shape) == 3:
-        st = (m.shape[1] * Kp, Kp, 1)
+    the pitch padded to a multiple of ``mult`` elements, in the operand's own major when it
+    has one along M / N (:func:`_keeps_mn`), else K-major."""
+    rows, K = m.shape[-2], m.shape[-1]
+    if _keeps_mn(m):
+        Rp = -(-rows // mult) * mult
+        st = (K * Rp, 1, Rp) if len(m.shape) == 3 else (1, Rp)
     else:
-        st = (Kp, 1)
+        Kp = -(-K // mult) * mult
+        st = (rows * Kp, Kp, 1) if len(m.shape) == 3 else (Kp, 1)
     return m._replace(ptr=1 << 20, strides=st)
 
 
@@ -374,19 +383,25 @@ def _on_stream(framework, device, stream):
 
 
 def _pad_buffer(X, stream, mult: int = 8):
-    """A zeroed K-major buffer for operand X (``(rows, K)`` / ``(L, rows, K)``) with a row
-    pitch of a multiple of ``mult`` elements, allocated on ``stream``; ``(view of K columns,
-    ptr)``."""
+    """A zeroed buffer for operand X (``(rows, K)`` / ``(L, rows, K)``) whose pitch is a
+    multiple of ``mult`` elements, in X's major (:func:`_keeps_mn`; K-major otherwise),
+    allocated on ``stream``; ``(view of X's shape, ptr)``."""
     m = meta_of(X, "A", _OP)
-    K = m.shape[-1]
-    Kp = -(-K // mult) * mult
+    rows, K = m.shape[-2], m.shape[-1]
+    mn = _keeps_mn(m)
+    shape = (*m.shape[:-2], K, -(-rows // mult) * mult) if mn else \
+        (*m.shape[:-2], rows, -(-K // mult) * mult)
     with _on_stream(m.framework, m.device, stream):
         if m.framework == "torch":
-            buf = X.new_zeros((*m.shape[:-1], Kp))
+            buf = X.new_zeros(shape)
         else:
             import cupy as cp
-            buf = cp.zeros((*m.shape[:-1], Kp), dtype=X.dtype)
-    v = buf[..., :K]
+            buf = cp.zeros(shape, dtype=X.dtype)
+    if mn:
+        v = (buf.transpose(-1, -2) if m.framework == "torch" else buf.swapaxes(-1, -2))
+        v = v[..., :rows, :]
+    else:
+        v = buf[..., :K]
     return v, meta_of(v, "A", _OP).ptr
 
 

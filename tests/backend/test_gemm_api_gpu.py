@@ -196,6 +196,24 @@ def test_padded_operand_paths_and_side_streams():
             assert _rel(D, x, W.T) < 2e-3, (M, N, K, trial)
 
 
+def test_mn_major_operands_with_odd_pitches_are_copied_in_their_major():
+    """``A`` M-contiguous and ``B`` N-contiguous with pitches TMA cannot read (300 and 201
+    elements): each is copied into a padded buffer of its own major, so the kernel stays the
+    MN-major one (a straight copy, not a transposition)."""
+    _skip_without_cuda()
+    if torch.cuda.get_device_capability() != (9, 0):
+        pytest.skip("needs sm_90")
+    dt = torch.bfloat16
+    M, N, K = 300, 201, 136
+    A = torch.randn(K, M, device="cuda", dtype=dt).t()        # (M, K), M-contiguous
+    B = torch.randn(K, N, device="cuda", dtype=dt)            # (K, N), N-contiguous
+    gemm_api.clear_plans()
+    D, choice = cute.gemm(A, B, explain=True)
+    assert "copied A, B" in str(choice), str(choice)
+    assert (choice.config.a_major, choice.config.b_major) == ("MN", "MN"), str(choice)
+    assert _rel(D, A, B) < 2e-2
+
+
 def test_split_k_and_swap_through_the_call_are_deterministic():
     """Decode shapes run swapped split-K kernels ("fixup" by default): the same inputs give
     bit-identical outputs, on either stream."""
