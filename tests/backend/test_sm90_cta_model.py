@@ -1,0 +1,63 @@
+"""Hopper GEMM compositions computed through the CTA model (``sm90_cta_model``): the TMA boxes,
+descriptors, k-step offsets and accumulator fragment each configuration is generated from give
+``A @ B.T`` exactly (small integers, so float64 is exact), and the model catches a wrong map."""
+
+import dataclasses
+import os
+import sys
+
+import numpy as np
+import pytest
+
+sys.path.insert(0, os.path.dirname(__file__))
+
+from sm90_cta_model import simulate_cta  # noqa: E402
+from test_gemm_sm90_compose import COMPOSITIONS, _compose  # noqa: E402
+
+from backends.cuda.kernels import gemm_sm90 as G  # noqa: E402
+from backends.cuda.kernels import gemm_sm90_maps  # noqa: E402
+
+
+def _configs():
+    out = {f"compose:{n}": (lambda n=n: _compose(**COMPOSITIONS[n])) for n in COMPOSITIONS}
+    for i, cfg in enumerate(G.SHIPPED_CONFIGS):
+        out[f"shipped:{i}:{cfg.name}"] = lambda cfg=cfg: cfg
+    for cfg in G.shipped_fp8_configs():
+        out[f"fp8:{cfg.name}"] = lambda cfg=cfg: cfg
+    return out
+
+
+CONFIGS = _configs()
+
+
+def _product(cfg, seed=0, kblocks=3):
+    rng = np.random.default_rng(seed)
+    A = rng.integers(-3, 4, (cfg.tile_m, kblocks * cfg.tile_k)).astype(float)
+    B = rng.integers(-3, 4, (cfg.tile_n, kblocks * cfg.tile_k)).astype(float)
+    return simulate_cta(cfg, A, B), A @ B.T
+
+
+@pytest.mark.parametrize("name", sorted(CONFIGS))
+def test_configuration_computes_the_product_through_its_maps(name):
+    cfg = CONFIGS[name]()
+    D, want = _product(cfg, kblocks=cfg.stages + 1)       # k-blocks wrap around the stages
+    assert np.array_equal(D, want), name
+
+
+def test_the_model_catches_a_wrong_map(monkeypatch):
+    """Mutating one map (B's descriptor k-step offset by 16 bytes; the fragment columns of
+    two values exchanged) makes the product wrong."""
+    cfg = _compose(**COMPOSITIONS["sw64_k"])
+    maps = gemm_sm90_maps.derive_maps(cfg)
+    bad_b = dataclasses.replace(maps)
+    object.__setattr__(bad_b, "desc_b_offset", lambda kk: maps.desc_b_offset(kk) + 16)
+    monkeypatch.setattr("sm90_cta_model.derive_maps", lambda c: bad_b)
+    D, want = _product(cfg)
+    assert not np.array_equal(D, want)
+    frag = maps.frag
+    n_val = list(frag.n_val)
+    n_val[0], n_val[1] = n_val[1], n_val[0]
+    bad_f = dataclasses.replace(maps, frag=dataclasses.replace(frag, n_val=tuple(n_val)))
+    monkeypatch.setattr("sm90_cta_model.derive_maps", lambda c: bad_f)
+    D, want = _product(cfg)
+    assert not np.array_equal(D, want)
