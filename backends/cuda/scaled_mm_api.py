@@ -117,16 +117,37 @@ def check_problem(Am: TensorMeta, Bm: TensorMeta, sam: TensorMeta, sbm: TensorMe
     return M, N, K, mode, out
 
 
+#: promoted tile widths and their throughput per tile relative to 128 (wider tiles read less
+#: smem per FLOP), measured on the H100 (docs/performance.md, "FP8 GEMM", v3)
+PROMOTED_TILES = {128: 1.0, 160: 1.04, 192: 1.10}
+
+
+def promoted_tile_n(M, N, sms=132) -> int:
+    """The promoted kernel's tile width: the fewest tile-rounds of ``sms`` CTAs weighted by the
+    tile's width over its relative throughput (:data:`PROMOTED_TILES`); ties to the narrower."""
+    best = None
+    for tn, eff in PROMOTED_TILES.items():
+        tiles = -(-M // 128) * -(-N // tn)
+        cost = -(-tiles // sms) * tn / eff
+        if best is None or cost < best[0] - 1e-9:
+            best = (cost, tn)
+    return best[1]
+
+
 def choose_fp8_config(M, N, K, a, b, out, mode, vec2=True, sms=132, fast_accum=False):
     """The FP8 configuration of a problem: two consumer warpgroups, tile_k 128, the most
-    stages that fit; per-k-block promotion (two accumulator sets: 128x128 tiles) unless
-    ``fast_accum`` (per-tensor / row-wise only: one accumulator, 128x256 tiles, 128x128 when
-    that gives fewer tiles than SMs or N <= 128)."""
+    stages that fit.  Per-k-block promotion (two accumulator sets) unless ``fast_accum``:
+    128 x :func:`promoted_tile_n` tiles (block scaling: 128x128, the B scale blocks);
+    fast accumulation (per-tensor / row-wise only: one accumulator) 128x256 tiles, 128x128
+    when that gives fewer tiles than SMs or N <= 128."""
     from .kernels.gemm_sm90 import Sm90GemmConfig
     promote = mode != "block" and not fast_accum
-    tn = 256
-    if mode == "block" or promote or N <= 128 or -(-M // 128) * -(-N // 256) < sms:
+    if mode == "block" or N <= 128:
         tn = 128
+    elif promote:
+        tn = promoted_tile_n(M, N, sms)
+    else:
+        tn = 128 if -(-M // 128) * -(-N // 256) < sms else 256
     return Sm90GemmConfig(tile_n=tn, tile_k=128, dtype=a, dtype_b="" if b == a else b,
                           out_dtype=out, scaling=mode, vec2=vec2,
                           promote=promote).fit_stages()

@@ -164,10 +164,10 @@ def check(cfg, op: str = "Sm90GemmConfig") -> None:
         if cfg.scaling == "block" and cfg.tile_n % BLOCK_K and BLOCK_K % cfg.tile_n:
             raise LaunchError(op, "tile_n", "block scaling needs tile_n to divide or be a "
                               "multiple of 128 (the B scale blocks)", actual=cfg.tile_n)
-        if (rows // 64) * cfg.tile_n > 128:
+        if (rows // 64) * cfg.tile_n > 192:
             raise LaunchError(op, "tile", "promotion keeps two accumulator sets: at most "
-                              "64 accumulators per thread per set", actual=(cfg.tile_m,
-                                                                            cfg.tile_n))
+                              "96 accumulators per thread per set (128x192)",
+                              actual=(cfg.tile_m, cfg.tile_n))
 
 
 #: The FP8 kernel's parameters after the 16-bit kernel's (scales, bias, scale strides), in the
