@@ -336,16 +336,17 @@ from cute_py.backends.cuda.kernels.gemm_sm90_heuristic import choose_sm90  # noq
     (128, 4096, 4096, False, 64, 1),     # 128 64x64 tiles fill the SMs: no split
     (16, 28672, 4096, True, 16, 1),
     (1, 4096, 72, True, 16, 1),          # 2 k-blocks: nothing to split
-    (1024, 1024, 1024, False, 64, 1),    # 128 128x64 tiles
+    (1024, 1024, 1024, False, 128, 1),   # 128 ping-pong 64x128 tiles
     (64, 64, 4096, False, 64, 8),        # one 64x64 tile, 64 k-blocks: split x8
 ])
 def test_choose_sm90_table(M, N, K, swap, tile_n, splits):
     c = choose_sm90(M, N, K)
     assert (c.swap, c.cfg.tile_n, c.splits) == (swap, tile_n, splits)
     assert c.units == c.tiles * c.splits and (splits == 1 or c.units <= 132)
+    assert c.cfg.schedule == ("pingpong" if (M, N, K) == (1024, 1024, 1024) else "cooperative")
     assert c.cfg.transpose_d == swap and c.cfg.splits == (splits > 1)
     assert c.cfg.split_k in ("none", H.DEFAULT_SPLIT_MODE)
-    assert str(c).startswith("sm90 cooperative") and "--" in str(c)
+    assert str(c).startswith(f"sm90 {c.cfg.schedule}") and "--" in str(c)
     assert c == choose_sm90(M, N, K)                                  # pure, hashable
     assert hash(c) == hash(choose_sm90(M, N, K))
     if splits > 1:

@@ -1590,26 +1590,33 @@ def evt_config(tree, dt: str, tile_n: int = 256, a_major: str = "K", b_major: st
 
 
 #: candidate tiles of the unswapped kernel: (tile_m, tile_n, consumer warpgroups, stages,
-#: relative efficiency of one tile's MMA work).  Efficiencies fitted to the H100 measurements
-#: of benchmarks/small_tiles.py (docs/performance.md, "Hopper GEMM", v5): the smaller
-#: the tile, the more of its time goes to loads, barriers and the epilogue.
-TILES = ((128, 256, 2, 4, 1.0), (128, 128, 2, 6, 0.85), (128, 64, 2, 8, 0.7),
-         (64, 64, 1, 8, 0.55))
+#: relative efficiency of one tile's MMA work, schedule).  Efficiencies fitted to the H100
+#: measurements of benchmarks/small_tiles.py (docs/performance.md, "Hopper GEMM", v5 and v7):
+#: the smaller the tile, the more of its time goes to loads, barriers and the epilogue; the
+#: ping-pong 64x128 tile (each consumer warpgroup its own tile, one's epilogue under the
+#: other's mainloop) ran 1024^3 in 8.5 us against 12.7 for cooperative 128x64.
+TILES = ((128, 256, 2, 4, 1.0, "cooperative"), (128, 128, 2, 6, 0.85, "cooperative"),
+         (64, 128, 2, 8, 1.0, "pingpong"), (128, 64, 2, 8, 0.7, "cooperative"),
+         (64, 64, 1, 8, 0.55, "cooperative"))
 
 
 def _pick_tile(M, N, L, num_sms):
-    """The candidate tile with the least ``waves * tile work / efficiency`` (ties: the larger
-    tile) when 128x256 tiles do not fill one wave: one persistent wave of small tiles beats a
-    fraction of a wave of big ones.  Problems with a full wave of 128x256 tiles keep them (the
-    ping-pong / cooperative default kernels, measured faster than 128x128 there)."""
+    """``(tile_m, tile_n, warpgroups, stages, schedule)``: the candidate tile with the least
+    ``waves * tile work / efficiency`` (ties: the earlier, larger tile) when 128x256 tiles do
+    not fill one wave: one persistent wave of small tiles beats a fraction of a wave of big
+    ones.  Problems with a full wave of 128x256 tiles keep them (the ping-pong / cooperative
+    default kernels, measured faster than 128x128 there).  The ping-pong candidate only where
+    its tiles fill more than half the SMs (below that split-K, a cooperative kernel, runs)."""
     if (-(-M // 128) * -(-N // 256) * L) >= num_sms:
-        return TILES[0][:4]        # a full wave of 128x256 tiles: the default kernels
+        return TILES[0][:4] + TILES[0][5:]
     best = None
-    for tm, tn, wgs, stages, eff in TILES:
-        waves = -(-(-(-M // tm) * -(-N // tn) * L) // num_sms)
-        cost = waves * tm * tn / eff
+    for tm, tn, wgs, stages, eff, sched in TILES:
+        tiles = -(-M // tm) * -(-N // tn) * L
+        if sched == "pingpong" and tiles * 2 <= num_sms:
+            continue
+        cost = -(-tiles // num_sms) * tm * tn / eff
         if best is None or cost < best[0] - 1e-9:
-            best = (cost, (tm, tn, wgs, stages))
+            best = (cost, (tm, tn, wgs, stages, sched))
     return best[1]
 
 
@@ -1621,7 +1628,8 @@ def choose_config(A: TensorMeta, B: TensorMeta, D: TensorMeta, C: TensorMeta | N
     For a single 2-D problem whose D (and C) rows are 16-byte aligned: the smem-staged
     TMA-store EVT epilogue of :func:`default_evt_config`; otherwise (batched, unaligned D) the
     cooperative kernel with the built-in predicated register->global epilogue.  128x128 tiles
-    where the heuristic's wave model prefers them to 128x256 (``gemm_sm90_heuristic``)."""
+    where the heuristic's wave model prefers them to 128x256 (``gemm_sm90_heuristic``);
+    batched problems with full waves run the ping-pong 128x128 kernel."""
     dt = "f16" if A.dtype == "float16" else "bf16"
     a_major, b_major = tma_major(A), tma_major(B)
     M, N = A.shape[-2], B.shape[-2]
@@ -1632,5 +1640,11 @@ def choose_config(A: TensorMeta, B: TensorMeta, D: TensorMeta, C: TensorMeta | N
             (use_c or alpha_one):
         return default_evt_config(dt, tn, use_c, a_major, b_major, rows_128(A) and rows_128(B))
     vec2 = all(X is None or (X.strides[-2] % 2 == 0 and X.ptr % 4 == 0) for X in (D, C))
+    if L > 1 and tn == 256:
+        # batched with full waves: ping-pong 128x128 (the predicated epilogue of one consumer
+        # warpgroup under the other's mainloop); measured 1.15-1.21x the cooperative 128x256
+        # kernel at 8x1024^3 and 4x2048^3 (docs/performance.md, "Hopper GEMM", v7)
+        return Sm90GemmConfig(128, 128, 64, 6, 2, dt, has_c=use_c, vec2=vec2,
+                              a_major=a_major, b_major=b_major, schedule="pingpong").check()
     return Sm90GemmConfig(tile_n=tn, stages=stages, dtype=dt, has_c=use_c, vec2=vec2,
                           a_major=a_major, b_major=b_major)

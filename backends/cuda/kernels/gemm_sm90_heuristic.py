@@ -11,8 +11,10 @@ them as a table; thresholds marked there as to-be-measured are first guesses):
    K-major for a 16 / 32-wide tile (an MN-major A takes 64).
 2. **Tile**: swapped: ``128 x n`` with n = 16 / 32 / 64 (the smallest of them >= M), 8 stages;
    otherwise the existing default when 128x256 tiles fill the SMs (``default_path``: the
-   ping-pong 64x256 or cooperative 128x256 kernel of ``default_evt_config``), else 128x128,
-   6 stages.
+   ping-pong 64x256 or cooperative 128x256 kernel of ``default_evt_config``), else the tile of
+   ``gemm_sm90.TILES`` with the fewest waves x tile work: 128x128 (the default path's skinny
+   tile), the ping-pong 64x128 kernel with the built-in epilogue (never split), 128x64 or
+   64x64.
 3. **Split-K** when the tiles leave more than half the SMs idle (``tiles <= SMs / 2``): ``S =
    min(SMs // tiles, k_blocks // MIN_KB_PER_SPLIT, MAX_SPLITS)`` when that is >= 2 — units
    ``tiles * S`` <= SMs (one wave), every split at least ``MIN_KB_PER_SPLIT`` k-blocks of 64.
@@ -34,7 +36,7 @@ from dataclasses import dataclass
 
 from cute_py.errors import LaunchError
 
-from .gemm_sm90 import SMALL_TILE_N, TILES, Sm90GemmConfig, _pick_tile
+from .gemm_sm90 import SMALL_TILE_N, Sm90GemmConfig, _pick_tile
 
 __all__ = ["Sm90Choice", "choose_sm90", "SWAP_MAX_M", "MIN_KB_PER_SPLIT", "MAX_SPLITS",
            "DEFAULT_SPLIT_MODE"]
@@ -145,7 +147,14 @@ def choose_sm90(M: int, N: int, K: int, L: int = 1, dtype: str = "f16", a_major:
                                  vec2=d_vec2, stream_k=True).check()
             return Sm90Choice(cfg, False, 1, t, t, num_sms, f"stream-K asked for: {t} 128x128 "
                               f"tiles ({t / num_sms:.2f} waves) shared in k-blocks by the grid")
-        tm, tn, wgs, stages = _pick_tile(M, N, L, num_sms)
+        tm, tn, wgs, stages, sched = _pick_tile(M, N, L, num_sms)
+        if sched == "pingpong":
+            t = _tiles(M, N, L, tm, tn)
+            cfg = Sm90GemmConfig(tm, tn, 64, stages, wgs, dtype, a_major=a_major,
+                                 b_major=b_major, vec2=d_vec2, schedule="pingpong").check()
+            return Sm90Choice(cfg, False, 1, t, t, num_sms,
+                              f"{t} {tm}x{tn} ping-pong tiles: fewest waves x tile work (one "
+                              "warpgroup's epilogue under the other's mainloop)")
         if tn >= 128:
             t = _tiles(M, N, L, tm, tn)
             why_tile = (f"{t256} 128x256 tiles >= {num_sms} SMs" if t256 >= num_sms else
