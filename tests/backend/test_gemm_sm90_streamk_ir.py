@@ -18,7 +18,7 @@ CFG = G.Sm90GemmConfig(128, 128, 64, 6, 2, "f16", stream_k=True)
 
 
 def _vars():
-    return dict(K=ir.var("K", 1, I32), num_m=ir.var("num_m", 1, I32 // 128 + 1),
+    return dict(K=ir.var("K", 1, I32 - 63), num_m=ir.var("num_m", 1, I32 // 128 + 1),
                 num_n=ir.var("num_n", 1, I32 // 128 + 1), L=ir.var("L", 1, I32),
                 sk_tiles=ir.var("sk_tiles", 0, I32), bid=ir.var("bid", 0, I32 - 1),
                 grid=ir.var("grid", 1, I32))

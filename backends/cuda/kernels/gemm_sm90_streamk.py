@@ -237,7 +237,8 @@ def emit_tail_ctas(kb, sv: StreamKVars, ktile, kb_lo):
 
 def _kernel_vars(cfg):
     I = _I32
-    return dict(K=ir.var("K", 1, I), num_m=ir.var("num_m", 1, -(-I // cfg.tile_m)),
+    # K >= 1 and K + tile_k - 1 < 2**31: streamk_layout refuses the others
+    return dict(K=ir.var("K", 1, I - cfg.tile_k + 1), num_m=ir.var("num_m", 1, -(-I // cfg.tile_m)),
                 num_n=ir.var("num_n", 1, -(-I // cfg.tile_n)), L=ir.var("L", 1, I),
                 sk_tiles=ir.var("sk_tiles", 0, I), bid=ir.var("sk_bid_", 0, I - 1),
                 grid=ir.var("sk_grid_", 1, I))
@@ -364,6 +365,9 @@ def streamk_layout(cfg, M: int, N: int, K: int, L: int, grid: int,
     if min(M, N, K, L, grid) < 1:
         raise LaunchError(op, "K", "needs a non-empty problem and grid",
                           actual=(M, N, K, L, grid))
+    if K > (1 << 31) - cfg.tile_k:
+        raise LaunchError(op, "K", "K + tile_k - 1 must fit in an int (the kernel's k-block "
+                          "count)", expected=f"<= {(1 << 31) - cfg.tile_k}", actual=K)
     tiles = _tiles(cfg, M, N, L)
     kb = -(-K // cfg.tile_k)
     if sk_tiles is None:
