@@ -113,3 +113,26 @@ def test_emitters_render_through_the_builder():
     assert "const int n_dp_ = (sk_bid_ < dp_tiles_ ?" in STK.schedule_code(128, 128, 64)
     assert "if (tile < n_dp_) {" in STK.coord_code()
     assert STK.HELPERS == ""
+
+
+@pytest.mark.parametrize("cfg", [CFG, G.Sm90GemmConfig(128, 64, 64, 8, 2, "f16", stream_k=True),
+                                 G.Sm90GemmConfig(128, 32, 64, 8, 2, "f16", stream_k=True)])
+def test_workspace_addresses_are_the_workspace_layout(cfg):
+    """The kernel's workspace offsets (thread base in CTA c's slot + the value's offset) are
+    ``workspace_layout`` lowered: evaluated for every (thread, value, cta) they are the layout's
+    values, one slot of V*T floats per CTA, value v of all threads contiguous; its cosize is the
+    host's ``ws_elements``."""
+    import cute_py as cute
+    grid = 5
+    W = STK.workspace_layout(cfg, grid)
+    T, V = cute.size(W, 0), cute.size(W, 1)
+    t = np.arange(T, dtype=np.int64)
+    for c in range(grid):
+        base = ir.evaluate(STK._ws_offset(cfg, ir.var("tid", 0, T - 1), 0, ir.var("c", 0, I32)),
+                           {"tid": t, "c": c, "sk_grid_": grid})
+        for v in range(V):
+            got = base + ir.evaluate(STK._ws_offset(cfg, 0, v, 0), {"sk_grid_": grid})
+            assert np.array_equal(got, [W((int(i), v, c)) for i in t])
+            assert np.array_equal(got, c * V * T + v * T + t)
+    lay = STK.streamk_layout(cfg, 4096, 4096, 4096, 1, grid)
+    assert lay.ws_elements == cute.cosize(W) == grid * V * T

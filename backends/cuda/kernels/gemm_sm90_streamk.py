@@ -283,24 +283,49 @@ def coord_code(cfg=None) -> str:
     return "\n" + _text(lambda kb: emit_coords(kb, sv, ir.var("tile", 0, _I32)), 1)
 
 
+def workspace_layout(cfg, grid=None):
+    """The stream-K workspace as a layout ``(thread, value, cta) -> float offset``: ``(T, V, G)
+    : (1, T, V*T)`` with ``T`` the consumer threads and ``V`` the accumulator values of one
+    thread (value ``v`` of all threads contiguous: coalesced), one slot of ``V*T`` floats per
+    CTA; ``grid`` (default a symbol ``G``) the CTAs.  ``streamk_layout``'s ``ws_elements`` is
+    its cosize."""
+    import cute_py as cute
+    nthr = 128 * cfg.consumer_wgs
+    nv = cfg.tile_m // cfg.mma_wgs // 64 * cfg.tile_n // 2
+    G = cute.symbols("G") if grid is None else grid
+    return cute.make_layout((nthr, nv, G), (1, nthr, nv * nthr))
+
+
+def _ws_offset(cfg, t, v, c):
+    """IR of :func:`workspace_layout` at ``(t, v, c)`` (``G``: the kernel's ``sk_grid_``)."""
+    from .. import lower
+    return lower.layout_apply(workspace_layout(cfg), (t, v, c),
+                              symbols={"G": ir.var("sk_grid_", 1, _I32)})
+
+
 def epilogue_code(cfg, maps, store: str) -> str:
     """Head pieces: partial to the CTA's slot, flag; tail pieces: wait, add the heads in k
     order, own accumulators last; then ``store`` (the built-in epilogue) for tails and whole
-    tiles."""
+    tiles.  Workspace addresses: :func:`workspace_layout` lowered (the thread's base in the
+    slot of CTA ``c``, plus the value's constant offset)."""
+    from ..render import render_expr
     nv = maps.frag.num_values
     nthr = 128 * cfg.consumer_wgs
     nacc = nv // maps.slabs
-    slot = nv * nthr
+    tid = ir.var("tid", 0, nthr - 1)
+    voff = [render_expr(_ws_offset(cfg, 0, v, 0)) for v in range(nv)]
+    head_base = render_expr(_ws_offset(cfg, tid, 0, ir.var("sk_bid_", 0, _I32 - 1)))
+    tail_base = render_expr(_ws_offset(cfg, tid, 0, ir.var("c", 0, _I32 - 1)))
     acc = [f"acc[{v // nacc}][{v % nacc}]" for v in range(nv)]
-    head = "\n".join(f"        wp_[{v * nthr}] = {a};" for v, a in enumerate(acc))
-    first = "\n".join(f"            sk_sum_[{v}] = __ldcg(pp_ + {v * nthr});" for v in range(nv))
-    more = "\n".join(f"            sk_sum_[{v}] += __ldcg(pp_ + {v * nthr});" for v in range(nv))
+    head = "\n".join(f"        wp_[{o}] = {a};" for o, a in zip(voff, acc))
+    first = "\n".join(f"            sk_sum_[{v}] = __ldcg(pp_ + {o});" for v, o in enumerate(voff))
+    more = "\n".join(f"            sk_sum_[{v}] += __ldcg(pp_ + {o});" for v, o in enumerate(voff))
     own = "\n".join(f"        {a} = sk_sum_[{v}] + {a};" for v, a in enumerate(acc))
     sv = kernel_schedule(cfg)
     ctas = _text(lambda kb: emit_tail_ctas(kb, sv, ir.var("ktile_", 0, _I32),
                                            ir.var("kb_lo_", 1, sv.k_blocks.hi)), 4)
     return f"""      if (kb_hi_ < k_blocks) {{   // stream-K head piece: another CTA finishes this tile
-        float* wp_ = ws + (long long)blockIdx.x * {slot} + tid;
+        float* wp_ = ws + {head_base};
 {head}
         __threadfence();
         named_barrier_sync(1u, {nthr}u);
@@ -319,7 +344,7 @@ def epilogue_code(cfg, maps, store: str) -> str:
         __threadfence();
         float sk_sum_[{nv}];
         for (int c = c0_; c <= c1_; ++c) {{
-          const float* pp_ = ws + (long long)c * {slot} + tid;
+          const float* pp_ = ws + {tail_base};
           if (c == c0_) {{
 {first}
           }} else {{
@@ -376,9 +401,9 @@ def streamk_layout(cfg, M: int, N: int, K: int, L: int, grid: int,
     if not 0 <= sk_tiles <= tiles or (tiles - sk_tiles) % grid:
         raise LaunchError(op, "sk_tiles", "must leave a multiple of grid data-parallel tiles",
                           expected=f"tiles - k * {grid}", actual=sk_tiles)
-    nv = cfg.tile_m // cfg.mma_wgs // 64 * cfg.tile_n // 2
+    import cute_py as cute
     return StreamKLayout(grid, tiles, sk_tiles, tiles - sk_tiles, kb,
-                         grid * nv * 128 * cfg.consumer_wgs, grid)
+                         cute.cosize(workspace_layout(cfg, grid)), grid)
 
 
 def streamk_extra_args(cfg, layout: StreamKLayout, ws, sk_flags) -> list:
