@@ -4,9 +4,12 @@
   (rows, BK))``; MN-major (A stored M-contiguous, B N-contiguous, e.g. a row-major ``(K, N)``
   B) ``tile_to_shape(GMMA.Layout_MN_SW128_Atom(T), (rows, BK), order=(1, 0))``: 64-element
   MN chunks of ``BK`` rows of 128 bytes each, the chunks one after another;
-- TMA boxes: :func:`cute_py.backends.cuda.tma.make_tma_atom` on those tiles (K-major: the whole
-  tile is one box; MN-major: one box per 64-element chunk, since a 128-byte-swizzled box is at
-  most 128 bytes wide), derived once on a global tensor of symbolic (sympy, ``cute_py.symbolic``)
+- ``BK`` (``tile_k``): any multiple of the wgmma K up to 256 the atoms tile
+  (:func:`tile_k_rule`): a K-major atom is one swizzle row wide along K, so it must divide BK
+  (and repeats along K when narrower); the other swizzles / MN-major atoms likewise;
+- TMA boxes: :func:`cute_py.backends.cuda.tma.make_tma_atom` on those tiles (K-major: one box
+  per swizzle row along K -- the whole tile for SW128 at BK 64; MN-major: one box per
+  swizzle-width chunk, since a 128-byte-swizzled box is at most 128 bytes wide), derived once on a global tensor of symbolic (sympy, ``cute_py.symbolic``)
   extents ``(rows, K, L)`` and strides ``ld`` / ``ldl`` and bound to the real tensor at launch;
 - wgmma descriptors, read off the non-swizzle part of the smem layout: K-major SW128 is the
   canonical ``Sw<3,4,3> o ((8,m),(T,2))`` whose stride-byte-offset (SBO) is the byte distance
