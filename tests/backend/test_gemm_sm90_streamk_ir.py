@@ -128,10 +128,10 @@ def test_workspace_addresses_are_the_workspace_layout(cfg):
     T, V = cute.size(W, 0), cute.size(W, 1)
     t = np.arange(T, dtype=np.int64)
     for c in range(grid):
-        base = ir.evaluate(STK._ws_offset(cfg, ir.var("tid", 0, T - 1), 0, ir.var("c", 0, I32)),
+        base = ir.evaluate(STK.workspace_offset(cfg, ir.var("tid", 0, T - 1), 0, ir.var("c", 0, I32)),
                            {"tid": t, "c": c, "sk_grid_": grid})
         for v in range(V):
-            got = base + ir.evaluate(STK._ws_offset(cfg, 0, v, 0), {"sk_grid_": grid})
+            got = base + ir.evaluate(STK.workspace_offset(cfg, 0, v, 0), {"sk_grid_": grid})
             assert np.array_equal(got, [W((int(i), v, c)) for i in t])
             assert np.array_equal(got, c * V * T + v * T + t)
     lay = STK.streamk_layout(cfg, 4096, 4096, 4096, 1, grid)

@@ -45,6 +45,8 @@ from cute_py.errors import LaunchError
 from .. import ir
 
 __all__ = ["StreamKLayout", "streamk_layout", "streamk_extra_args", "streamk_pieces",
+           "StreamKVars", "schedule_program", "piece_program", "cta_of_node", "emit_schedule",
+           "emit_coords", "emit_tail_ctas", "workspace_layout", "workspace_offset",
            "STREAMK_PARAMS"]
 
 #: names of the kernel parameters a stream-K configuration appends, in order
@@ -296,11 +298,12 @@ def workspace_layout(cfg, grid=None):
     return cute.make_layout((nthr, nv, G), (1, nthr, nv * nthr))
 
 
-def _ws_offset(cfg, t, v, c):
-    """IR of :func:`workspace_layout` at ``(t, v, c)`` (``G``: the kernel's ``sk_grid_``)."""
+def workspace_offset(cfg, t, v, c, grid=None):
+    """IR of :func:`workspace_layout` at ``(t, v, c)`` (thread, value, CTA; ints or IR);
+    ``grid``: the grid-size IR variable (default the kernel's ``sk_grid_``)."""
     from .. import lower
-    return lower.layout_apply(workspace_layout(cfg), (t, v, c),
-                              symbols={"G": ir.var("sk_grid_", 1, _I32)})
+    g = grid if grid is not None else ir.var("sk_grid_", 1, _I32)
+    return lower.layout_apply(workspace_layout(cfg), (t, v, c), symbols={"G": g})
 
 
 def epilogue_code(cfg, maps, store: str) -> str:
@@ -313,9 +316,9 @@ def epilogue_code(cfg, maps, store: str) -> str:
     nthr = 128 * cfg.consumer_wgs
     nacc = nv // maps.slabs
     tid = ir.var("tid", 0, nthr - 1)
-    voff = [render_expr(_ws_offset(cfg, 0, v, 0)) for v in range(nv)]
-    head_base = render_expr(_ws_offset(cfg, tid, 0, ir.var("sk_bid_", 0, _I32 - 1)))
-    tail_base = render_expr(_ws_offset(cfg, tid, 0, ir.var("c", 0, _I32 - 1)))
+    voff = [render_expr(workspace_offset(cfg, 0, v, 0)) for v in range(nv)]
+    head_base = render_expr(workspace_offset(cfg, tid, 0, ir.var("sk_bid_", 0, _I32 - 1)))
+    tail_base = render_expr(workspace_offset(cfg, tid, 0, ir.var("c", 0, _I32 - 1)))
     acc = [f"acc[{v // nacc}][{v % nacc}]" for v in range(nv)]
     head = "\n".join(f"        wp_[{o}] = {a};" for o, a in zip(voff, acc))
     first = "\n".join(f"            sk_sum_[{v}] = __ldcg(pp_ + {o});" for v, o in enumerate(voff))
