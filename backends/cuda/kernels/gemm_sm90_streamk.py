@@ -26,6 +26,13 @@ later CTA waits for) is computed first and its tail piece (the one that waits) l
 of waits (a CTA only waits on lower CTAs' first stream-K pieces; all CTAs are resident, one per
 SM).  The producer warp walks the same pieces, so the mainloop pipeline is unchanged.
 
+Device code: the schedule (:func:`schedule_program`), the piece -> ``(tile, kb_lo, kb_hi)``
+map (:func:`piece_program`) and the CTA owning an iteration (:func:`cta_of_node`) are IR,
+emitted through a KernelBuilder (:func:`emit_schedule`, :func:`emit_coords`,
+:func:`emit_tail_ctas`); the workspace is a layout (:func:`workspace_layout`) lowered to the
+epilogue's addresses.  ``schedule_code`` / ``coord_code`` / ``epilogue_code`` render them as
+text for the kernel's text skeleton.
+
 Kernel parameters appended (at the end, stream-K configurations only)::
 
     float* ws, int* sk_flags, int sk_tiles
