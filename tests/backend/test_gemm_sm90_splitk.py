@@ -418,8 +418,9 @@ def test_streamk_rules_and_source():
     sig = src.split(f"{cfg.name}(")[1].split(")\n{")[0]
     assert " ".join(sig.split()).endswith("float* __restrict__ ws, int* __restrict__ sk_flags, "
                                  "int sk_tiles")
-    assert "const int first_tile = 0, tile_step = 1;" in src
-    assert "const int s_ = sk_last_ - (tile - n_dp_);" in src          # last tile first
+    assert "const int first_tile = 0;" in src and "const int tile_step = 1;" in src
+    assert "const int s_ = (long long)sk_last_ - (tile - n_dp_);" in src   # last tile first
+    assert "cute_sk_cta_of" not in src                  # the CTA-of map is lowered IR
     i_head = src.index("if (kb_hi_ < k_blocks) {")
     i_rel = src.index("st_release_gpu_b32(sk_flags + blockIdx.x, 1);", i_head)
     i_tail = src.index("if (kb_lo_ > 0) {", i_rel)

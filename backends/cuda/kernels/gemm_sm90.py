@@ -177,9 +177,6 @@ class Sm90GemmConfig:
         elif self.dtype_b or self.out_dtype or self.scaling != "none" or self.promote:
             raise LaunchError(op, "dtype", "dtype_b / out_dtype / scaling belong to 8-bit "
                               "(e4m3 / e5m2) configurations", actual=self.dtype)
-        if self.tile_k != 64 and not self.fp8:
-            raise LaunchError(op, "tile_k", "must be 64 (one 128-byte swizzle row of 16-bit "
-                              "elements)", expected=64, actual=self.tile_k)
         if self.consumer_wgs not in (1, 2):
             raise LaunchError(op, "consumer_wgs", "must be 1 or 2", actual=self.consumer_wgs)
         if self.schedule not in SCHEDULES:
@@ -197,6 +194,9 @@ class Sm90GemmConfig:
         if not (isinstance(sw, tuple) and len(sw) == 2 and all(b in (0, 1, 2, 3) for b in sw)):
             raise LaunchError(op, "smem_swizzle", "must be two swizzle bits (3 SW128, 2 SW64, "
                               "1 SW32, 0 interleaved)", actual=sw)
+        # tile_k: whole wgmma k-steps, a tiling of both operands' GMMA smem atoms
+        from .gemm_sm90_maps import check_tile_k
+        check_tile_k(self, op)
         if self.tile_n % 64:
             if self.b_major != "K":
                 raise LaunchError(op, "b_major", f"a tile_n of {self.tile_n} needs a K-major B "

@@ -5,7 +5,7 @@
 the FP8 ``SM90_64xNx32_F32{E4M3,E5M2}{E4M3,E5M2}_SS_TN`` with ``BK`` = 128) over
 1 or 2 consumer warpgroups along M, the CTA tile ``(BM, BN, BK)``, and optionally the GMMA
 shared-memory layouts (``tile_to_shape(GMMA.Layout_{K,MN}_{SW128,SW64,SW32,INTER}_Atom(T),
-(rows, BK))``), the TMA copy atoms (:class:`~backends.cuda.tma.TmaAtom`), the stage count, the
+(rows, BK))``; default: the widest swizzle whose atom tiles the stage), the TMA copy atoms (:class:`~backends.cuda.tma.TmaAtom`), the stage count, the
 schedule, a cluster along M and an epilogue, checks them against what the hardware allows and
 what the generator derives, and returns the frozen :class:`Sm90GemmConfig` the kernel source
 is generated from (``generate_source(cfg)``).
@@ -13,8 +13,17 @@ is generated from (``generate_source(cfg)``).
 ``describe(cfg)`` is the inverse view: the TiledMMA, the GMMA smem layouts and the TMA atoms of
 a configuration, as algebra objects (:class:`Sm90Objects`).
 
+``BK``: any multiple of the wgmma K (16 elements of a 16-bit type) up to 256 that each
+operand's smem atom tiles (``gemm_sm90_maps.tile_k_rule``): a K-major atom is one swizzle row
+wide along K (SW128 / SW64 / SW32: 128 / 64 / 32 bytes, interleaved: 16), so a narrower
+stage needs a narrower swizzle (16-bit BK 32: SW64 or narrower; BK 16: SW32 or interleaved)
+and a wider one repeats the atom along K (a TMA box per repeat, the k-steps past the first
+atom start at the layout's offset of their k); an MN-major atom is 8 k-rows deep.
+
 Refused with :class:`~cute_py.errors.AtomError` (naming the argument): an MMA atom that is not
-an SS wgmma; an smem operand layout that is not a canonical GMMA layout; a TMA box dimension
+an SS wgmma; ``BK`` not a multiple of the wgmma K or over 256 (``tile_mnk``); an smem operand
+layout that is not a canonical GMMA layout for ``BK`` (the message names the swizzles that
+are, and the rule the others break); a TMA box dimension
 over 256; ``BM`` not a multiple of 64 per warpgroup; ``BN`` not the atom's N (a multiple of 8,
 at most 256); a shared-memory footprint over 227 KB; an output type other than the inputs'.
 
@@ -30,7 +39,8 @@ from dataclasses import dataclass
 from cute_py.errors import AtomError, LaunchError
 
 from .gemm_sm90 import SCHEDULES, Sm90GemmConfig
-from .gemm_sm90_maps import SWIZZLES, derive_maps, smem_tile
+from .gemm_sm90_maps import (SWIZZLES, TMA_BOX_MAX, derive_maps, smem_tile, tile_k_rule,
+                             wgmma_k, widest_swizzle)
 
 __all__ = ["make_gemm_sm90", "describe", "Sm90Objects"]
 
@@ -63,20 +73,26 @@ def _same_function(a, b, rows: int, cols: int) -> bool:
         return False
 
 
-def _swizzle_of(layout, dt, rows, cols, major, arg) -> int:
+def _swizzle_of(layout, dt, rows, cols, major, arg, eb=2) -> int:
     """The swizzle bits of the canonical GMMA layout ``layout`` is (as a function), else
-    AtomError."""
+    AtomError naming the swizzles a ``cols``-wide stage allows and why the others are not
+    canonical.  ``None``: the widest swizzle whose atom tiles the stage."""
     if layout is None:
-        return 3
-    for B in (3, 2, 1, 0):
+        return widest_swizzle(cols, eb, major)
+    allowed = [B for B in (3, 2, 1, 0) if tile_k_rule(cols, eb, major, B) is None]
+    for B in allowed:
         try:
             canon = smem_tile(dt, rows, cols, major, B)
         except Exception:
             continue
         if _same_function(layout, canon, rows, cols):
             return B
-    raise AtomError(_OP, arg, "is not a canonical GMMA shared-memory layout for this operand",
-                    expected=f"tile_to_shape(GMMA.Layout_{major}_{{SW128,SW64,SW32,INTER}}_Atom,"
+    refused = "; ".join(f"{SWIZZLES[B]}: {tile_k_rule(cols, eb, major, B)}"
+                        for B in (3, 2, 1, 0) if B not in allowed)
+    raise AtomError(_OP, arg, "is not a canonical GMMA shared-memory layout for this operand "
+                    f"and BK = {cols}" + (f" ({refused})" if refused else ""),
+                    expected=f"tile_to_shape(GMMA.Layout_{major}_"
+                             f"{{{','.join(SWIZZLES[B] for B in allowed)}}}_Atom,"
                              f" ({rows}, {cols}))", actual=str(layout))
 
 
@@ -125,10 +141,14 @@ def make_gemm_sm90(tiled_mma, tile_mnk, *, smem_layout_A=None, smem_layout_B=Non
     if tn != N:
         raise AtomError(_OP, "tile_mnk", "BN must be the wgmma atom's N (a multiple of 8, at "
                         "most 256)", expected=N, actual=tn)
-    want_k = 128 if fp8 else 64
-    if tk != want_k:
-        raise AtomError(_OP, "tile_mnk", f"BK must be {want_k} (four k{atom.shape_mnk[2]} "
-                        "steps per stage: one 128-byte swizzle row)", expected=want_k, actual=tk)
+    if fp8 and tk != 128:
+        raise AtomError(_OP, "tile_mnk", "BK must be 128 for 8-bit operands (the FP8 scaling "
+                        "and promotion work on 128-wide k-blocks)", expected=128, actual=tk)
+    why = tile_k_rule(tk, 1 if fp8 else 2, "MN", 3)     # the rules of every operand layout
+    if why is not None:
+        raise AtomError(_OP, "tile_mnk", f"BK {why}",
+                        expected=f"a multiple of {wgmma_k(1 if fp8 else 2)} up to "
+                                 f"{TMA_BOX_MAX}", actual=tk)
     if schedule not in SCHEDULES:
         raise AtomError(_OP, "schedule", "is not a kernel schedule", expected=SCHEDULES,
                         actual=schedule)
@@ -158,8 +178,9 @@ def make_gemm_sm90(tiled_mma, tile_mnk, *, smem_layout_A=None, smem_layout_B=Non
         raise AtomError(_OP, "scaling", "scaling / promote belong to FP8 atoms",
                         actual=(scaling, promote))
     sdt = "uint8" if fp8 else dt
-    swa = _swizzle_of(smem_layout_A, sdt, tm, tk, a_major, "smem_layout_A")
-    swb = _swizzle_of(smem_layout_B, sdt, tn, tk, b_major, "smem_layout_B")
+    eb = 1 if fp8 else 2
+    swa = _swizzle_of(smem_layout_A, sdt, tm, tk, a_major, "smem_layout_A", eb)
+    swb = _swizzle_of(smem_layout_B, sdt, tn, tk, b_major, "smem_layout_B", eb)
     cfg = Sm90GemmConfig(tile_m=tm, tile_n=tn, tile_k=tk, stages=stages or 2,
                          consumer_wgs=consumer_wgs, dtype=dt, cluster_m=cluster_m, epi=epilogue,
                          a_major=a_major, b_major=b_major, schedule=schedule,

@@ -4,9 +4,12 @@
   (rows, BK))``; MN-major (A stored M-contiguous, B N-contiguous, e.g. a row-major ``(K, N)``
   B) ``tile_to_shape(GMMA.Layout_MN_SW128_Atom(T), (rows, BK), order=(1, 0))``: 64-element
   MN chunks of ``BK`` rows of 128 bytes each, the chunks one after another;
-- TMA boxes: :func:`cute_py.backends.cuda.tma.make_tma_atom` on those tiles (K-major: the whole
-  tile is one box; MN-major: one box per 64-element chunk, since a 128-byte-swizzled box is at
-  most 128 bytes wide), derived once on a global tensor of symbolic (sympy, ``cute_py.symbolic``)
+- ``BK`` (``tile_k``): any multiple of the wgmma K up to 256 the atoms tile
+  (:func:`tile_k_rule`): a K-major atom is one swizzle row wide along K, so it must divide BK
+  (and repeats along K when narrower); the other swizzles / MN-major atoms likewise;
+- TMA boxes: :func:`cute_py.backends.cuda.tma.make_tma_atom` on those tiles (K-major: one box
+  per swizzle row along K -- the whole tile for SW128 at BK 64; MN-major: one box per
+  swizzle-width chunk, since a 128-byte-swizzled box is at most 128 bytes wide), derived once on a global tensor of symbolic (sympy, ``cute_py.symbolic``)
   extents ``(rows, K, L)`` and strides ``ld`` / ``ldl`` and bound to the real tensor at launch;
 - wgmma descriptors, read off the non-swizzle part of the smem layout: K-major SW128 is the
   canonical ``Sw<3,4,3> o ((8,m),(T,2))`` whose stride-byte-offset (SBO) is the byte distance
@@ -57,6 +60,67 @@ def smem_atom(dtype: str, major: str = "K", swizzle: int = 3):
 def swizzle_width(swizzle: int, elem_bytes: int = 2) -> int:
     """Elements of one swizzle row (the widest TMA box row / MN chunk of the atom)."""
     return (16 << swizzle) // elem_bytes if swizzle else 16 // elem_bytes
+
+
+#: the widest TMA box dimension (elements), and so the widest MN-major stage along K
+TMA_BOX_MAX = 256
+
+
+def wgmma_k(elem_bytes: int) -> int:
+    """Elements of K one wgmma reads (32 bytes of an operand row: k16 / k32 for 8-bit)."""
+    return 32 // elem_bytes
+
+
+def tile_k_rule(tile_k: int, elem_bytes: int, major: str, swizzle: int) -> str | None:
+    """``None`` when ``tile_to_shape(GMMA.Layout_{major}_{swizzle}_Atom, (rows, tile_k))`` is a
+    canonical GMMA operand tile the mainloop takes, else the rule it breaks:
+
+    - the wgmma K (16 elements, 32 for 8-bit) divides ``tile_k`` (a stage is whole k-steps);
+    - ``tile_k <= 256`` (a TMA box dimension: an MN-major box spans the stage's K);
+    - K-major: the atom's K extent (one swizzle row: 128 / 64 / 32 bytes for SW128 / SW64 /
+      SW32, one 16-byte core matrix interleaved) divides ``tile_k``: a narrower stage is not a
+      tiling of the atom (a K-major SW128 tile needs ``tile_k * elem_bytes`` a multiple of 128);
+      a wider one repeats the atom along K, each repeat its own TMA box;
+    - MN-major: the atom's K extent (8 k-rows) divides ``tile_k`` (implied by the first rule).
+    """
+    k = wgmma_k(elem_bytes)
+    if tile_k < k or tile_k % k:
+        return f"must be a multiple of the wgmma K ({k} elements of {elem_bytes}-byte type)"
+    if tile_k > TMA_BOX_MAX:
+        return f"must be at most {TMA_BOX_MAX} (a TMA box dimension)"
+    if major == "K":
+        W = swizzle_width(swizzle, elem_bytes)
+        if tile_k % W:
+            return (f"a K-major {SWIZZLES[swizzle]} smem atom is {W * elem_bytes} bytes ({W} "
+                    f"elements) wide along K: tile_k * elem_bytes must be a multiple of "
+                    f"{W * elem_bytes} bytes (use a narrower swizzle)")
+    elif tile_k % 8:
+        return "an MN-major smem atom is 8 k-rows deep: tile_k must be a multiple of 8"
+    return None
+
+
+def widest_swizzle(tile_k: int, elem_bytes: int, major: str) -> int:
+    """The widest swizzle whose atom tiles a ``tile_k`` stage (3 = SW128 when it fits)."""
+    for B in (3, 2, 1, 0):
+        if tile_k_rule(tile_k, elem_bytes, major, B) is None:
+            return B
+    return 3
+
+
+def check_tile_k(cfg, op: str) -> None:
+    """``LaunchError`` (``tile_k`` / ``smem_swizzle``) when ``cfg.tile_k`` does not fit both
+    operands' smem atoms (:func:`tile_k_rule`)."""
+    from cute_py.errors import LaunchError
+    eb = cfg.elem_bytes
+    for which, major, B in (("A", cfg.a_major, cfg.smem_swizzle[0]),
+                            ("B", cfg.b_major, cfg.smem_swizzle[1])):
+        why = tile_k_rule(cfg.tile_k, eb, major, B)
+        if why is not None:
+            arg = "tile_k" if tile_k_rule(cfg.tile_k, eb, "MN", 3) else "smem_swizzle"
+            raise LaunchError(op, arg, f"{which}: {why}",
+                              expected=f"tile_k in multiples of {wgmma_k(eb)} up to "
+                              f"{TMA_BOX_MAX}, K-major swizzle rows dividing it",
+                              actual=(cfg.tile_k, major, SWIZZLES[B]))
 
 
 def smem_tile(dtype: str, rows: int, cols: int, major: str = "K", swizzle: int = 3):

@@ -8,7 +8,9 @@ offset of row ``i * box_rows`` and read at global row ``row0 + i * box_rows``.  
 IR expressions ordered by the box's global modes (``g_modes``: mode 0 rows, 1 K, 2 batch).
 
 A K-major operand whose swizzle row is narrower than the stage's K extent (SW64, SW32,
-interleaved) takes one box per swizzle row along K as well.
+interleaved at BK 64; any swizzle when BK is wider than its row, e.g. SW128 at BK 128) takes one
+box per swizzle row along K as well, box ``(r0, k0)`` written at the smem layout's byte offset
+of ``(r0, k0)`` (the atom's repeat along K).
 
 Law (``tests/backend/test_arch_sm90.py``): the boxes' smem ranges ``[offset, offset +
 box bytes)`` tile the stage's bytes exactly once, and their origins cover the tile once.
