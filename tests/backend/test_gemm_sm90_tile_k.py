@@ -10,6 +10,9 @@ swizzled on the address) fill exactly the stage with each element where the layo
 Refusals name ``tile_mnk`` / ``smem_layout_A`` / ``tile_k`` and the rule.  GPU (``gpu``):
 a few compositions against a float64 reference."""
 
+import os
+import sys
+
 import numpy as np
 import pytest
 
@@ -21,6 +24,12 @@ from backends.cuda.arch.sm90.tma import TmaLoad
 from backends.cuda.kernels import gemm_sm90 as G
 from backends.cuda.kernels.gemm_sm90_compose import make_gemm_sm90
 from backends.cuda.kernels.gemm_sm90_maps import derive_maps, smem_tile, tile_k_rule
+
+sys.path.insert(0, os.path.dirname(__file__))
+from sm90_cta_model import desc_add as _desc_add  # noqa: E402
+from sm90_cta_model import encode_desc as _encode_desc  # noqa: E402
+from sm90_cta_model import tma_writes as _tma_writes  # noqa: E402
+from sm90_cta_model import wgmma_reads as _wgmma_reads  # noqa: E402
 
 
 def _mma(n, wgs=1, dt="f16", a="K", b="K"):
@@ -72,48 +81,6 @@ def test_tile_k_composition_compiles_without_spills(name):
 # ------------------------------------------------------------------ the hardware's side
 
 
-def _encode_desc(addr, lbo, sbo, layout_type):
-    """``make_gmma_desc`` (ptx_sm90.cuh), bit for bit."""
-    d = ((addr & 0x3FFFF) >> 4) | (((lbo & 0x3FFFF) >> 4) << 16)
-    return d | (((sbo & 0x3FFFF) >> 4) << 32) | ((layout_type & 3) << 62)
-
-
-def _desc_add(d, nbytes):
-    """``gmma_desc_add``."""
-    return d + (nbytes >> 4)
-
-
-def _swizzle_bytes(addr, B):
-    """``Sw<B,4,3>`` on byte addresses: bits [7, 7+B) xor-ed into bits [4, 4+B)."""
-    return addr ^ ((addr >> 3) & (((1 << B) - 1) << 4)) if B else addr
-
-
-_BITS = {1: 3, 2: 2, 3: 1, 0: 0}          # descriptor layout type -> swizzle bits
-
-
-def _wgmma_reads(desc, major, rows, k, eb):
-    """``addr[mn, kk]``: the byte address wgmma reads element ``(mn, kk)`` of an operand of
-    ``rows x k`` at (PTX ISA, "matrix descriptor" canonical layouts, T = 16 bytes of
-    elements, W = swizzle width): K-major ``((8,m),(T,2)) : ((W, SBO),(1, T | LBO))``,
-    MN-major ``((W,m),(8,k)) : ((1, LBO),(W, SBO))`` (interleaved: ``((T,m),(8,k)) :
-    ((1, SBO),(T, LBO))``), the swizzle on the resulting address."""
-    start = (desc & 0x3FFF) << 4
-    lbo = ((desc >> 16) & 0x3FFF) << 4
-    sbo = ((desc >> 32) & 0x3FFF) << 4
-    B = _BITS[desc >> 62]
-    t = 16 // eb
-    mn, kk = np.meshgrid(np.arange(rows), np.arange(k), indexing="ij")
-    if major == "K":
-        row = (16 << B) if B else 16
-        off = (mn % 8) * row + (mn // 8) * sbo + (kk % t) * eb + (kk // t) * (16 if B else lbo)
-    elif B:
-        w = (16 << B) // eb
-        off = (mn % w) * eb + (mn // w) * lbo + (kk % 8) * (w * eb) + (kk // 8) * sbo
-    else:
-        off = (mn % t) * eb + (mn // t) * sbo + (kk % 8) * 16 + (kk // 8) * lbo
-    return _swizzle_bytes(start + off, B)
-
-
 def _image(layout, r0, k0, rows, k, eb, base):
     """Byte addresses the smem layout gives ``(r0 + i, k0 + j)`` in a stage at ``base``: a
     GMMA atom is ``Swizzle o smem_ptr_flag o Layout`` -- the layout gives element offsets,
@@ -160,16 +127,6 @@ def test_descriptors_read_the_smem_layout_slices(name):
                         got = _wgmma_reads(_desc_add(d0, off), op.major, rows, k, eb)
                         want = _image(op.layout, r0, k * kk, rows, k, eb, base)
                         assert np.array_equal(got, want), (name, which, stage, w, kk, j)
-
-
-def _tma_writes(atom, off, eb, base):
-    """``addr[r, k]`` of box element ``(r, k)`` (rows, K coordinates): TMA fills the box row
-    by row, inner (contiguous global) mode first, at ``base + off``, swizzled on the address."""
-    dims = {m: atom.box[i] for i, m in enumerate(atom.g_modes)}
-    rows, k = dims[0], dims[1]
-    r, kk = np.meshgrid(np.arange(rows), np.arange(k), indexing="ij")
-    lin = r * k + kk if atom.g_modes[0] == 1 else kk * rows + r   # inner mode first
-    return _swizzle_bytes(base + off + lin * eb, atom.swizzle_bits)
 
 
 @pytest.mark.parametrize("name", sorted(COMBOS))

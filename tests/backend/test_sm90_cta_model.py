@@ -13,6 +13,8 @@ sys.path.insert(0, os.path.dirname(__file__))
 
 from sm90_cta_model import simulate_cta  # noqa: E402
 from test_gemm_sm90_compose import COMPOSITIONS, _compose  # noqa: E402
+from test_gemm_sm90_tile_k import COMBOS  # noqa: E402
+from test_gemm_sm90_tile_k import _compose as _compose_tile_k  # noqa: E402
 
 from backends.cuda.kernels import gemm_sm90 as G  # noqa: E402
 from backends.cuda.kernels import gemm_sm90_maps  # noqa: E402
@@ -20,6 +22,7 @@ from backends.cuda.kernels import gemm_sm90_maps  # noqa: E402
 
 def _configs():
     out = {f"compose:{n}": (lambda n=n: _compose(**COMPOSITIONS[n])) for n in COMPOSITIONS}
+    out.update({f"tile_k:{n}": (lambda n=n: _compose_tile_k(n)) for n in COMBOS})
     for i, cfg in enumerate(G.SHIPPED_CONFIGS):
         out[f"shipped:{i}:{cfg.name}"] = lambda cfg=cfg: cfg
     for cfg in G.shipped_fp8_configs():
