@@ -51,7 +51,7 @@ class PipelineEmitter:
 
     def init(self, kb) -> None:
         d = self.desc
-        with kb.for_("s_", 0, d.stages) as s:
+        with kb.for_("s_", 0, d.stages, hint=False) as s:
             kb.call("mbarrier_init", self.barrier(self.full, s), f"{d.full_arrive_count}u")
             kb.call("mbarrier_init", self.barrier(self.empty, s), f"{d.empty_arrive_count}u")
         kb.call("fence_mbarrier_init")
@@ -80,7 +80,7 @@ class PipelineEmitter:
                 f"{self.desc.transaction_bytes}u")
 
     def producer_tail(self, kb, idx: str, phase: str) -> None:
-        with kb.for_("t_", 0, self.desc.stages):
+        with kb.for_("t_", 0, self.desc.stages, hint=False):
             kb.call("mbarrier_wait_parity", self.barrier(self.empty, idx), phase)
             self.increment(kb, idx, phase)
 
@@ -95,7 +95,7 @@ class PipelineEmitter:
             if c == 1:
                 kb.call("mbarrier_arrive", self.barrier(self.empty, idx))
             else:
-                with kb.for_("c_", 0, c, ctype="u32") as cc:
+                with kb.for_("c_", 0, c, ctype="u32", hint=False) as cc:
                     kb.call("mbarrier_arrive_cluster", self.barrier(self.empty, idx), cc)
 
 
