@@ -57,7 +57,10 @@ class PipelineEmitter:
         kb.call("fence_mbarrier_init")
 
     def increment(self, kb, idx: str, phase: str) -> None:
-        kb.stmt(f"if (++{idx} == {self.desc.stages}) {{ {idx} = 0; {phase} ^= 1u; }}")
+        """``state++``: the next stage; past the last one, stage 0 with the phase flipped."""
+        with kb.if_(f"++{idx} == {self.desc.stages}"):
+            kb.assign(idx, 0)
+            kb.assign(phase, "1u", "^=")
 
     def advance(self, kb, idx: str, phase: str, n: str, scoped: bool = True) -> None:
         """``state += n`` (``n``: a non-negative C expression); ``scoped``: in a block of its
@@ -65,9 +68,9 @@ class PipelineEmitter:
         S = self.desc.stages
 
         def body():
-            kb.stmt(f"const int a_ = {idx} + ({n})")
-            kb.stmt(f"{phase} ^= (u32)((a_ / {S}) & 1)")
-            kb.stmt(f"{idx} = a_ % {S}")
+            kb.decl("const int", "a_", f"{idx} + ({n})", hint=False)
+            kb.assign(phase, f"(u32)((a_ / {S}) & 1)", "^=")
+            kb.assign(idx, f"a_ % {S}")
         if scoped:
             with kb.scope():
                 body()

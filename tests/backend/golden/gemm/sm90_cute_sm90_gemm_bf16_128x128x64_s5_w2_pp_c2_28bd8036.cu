@@ -81,12 +81,18 @@ extern "C" __global__ void CUTE_PY_SM90_CLUSTER_DIMS __launch_bounds__(384, 1) c
           const u32 fb_ = bar_full + idx * 8;
           tma_load_3d(sA + idx * 16384, &tmA, fb_, kb * 64, m_blk * 128, l_);
           tma_load_3d_multicast(sB + idx * 16384 + rank_ * 8192, &tmB, fb_, (u16)0x3, kb * 64, n_blk * 128 + rank_ * 64, l_);
-          if (++idx == 5) { idx = 0; phase ^= 1u; }
+          if (++idx == 5) {
+            idx = 0;
+            phase ^= 1u;
+          }
         }
       }
       for (int t_ = 0; t_ < 5; ++t_) {
         mbarrier_wait_parity(bar_empty + idx * 8, phase);
-        if (++idx == 5) { idx = 0; phase ^= 1u; }
+        if (++idx == 5) {
+          idx = 0;
+          phase ^= 1u;
+        }
       }
     }
   } else {
@@ -152,7 +158,10 @@ extern "C" __global__ void CUTE_PY_SM90_CLUSTER_DIMS __launch_bounds__(384, 1) c
           }
         }
         prev_ = idx;
-        if (++idx == 5) { idx = 0; phase ^= 1u; }
+        if (++idx == 5) {
+          idx = 0;
+          phase ^= 1u;
+        }
       }
       if (tile + tile_step < num_tiles) {
         named_barrier_arrive(3u + (u32)(cw), 256u);

@@ -133,12 +133,18 @@ extern "C" __global__ void CUTE_PY_SM90_CLUSTER_DIMS __launch_bounds__(384, 1) c
           const u32 fb_ = bar_full + idx * 8;
           tma_load_3d(sA + idx * 16384, &tmA, fb_, kb * 64, m_blk * 128, l_);
           tma_load_3d_multicast(sB + idx * 32768 + rank_ * 16384, &tmB, fb_, (u16)0x3, kb * 64, n_blk * 256 + rank_ * 128, l_);
-          if (++idx == 4) { idx = 0; phase ^= 1u; }
+          if (++idx == 4) {
+            idx = 0;
+            phase ^= 1u;
+          }
         }
       }
       for (int t_ = 0; t_ < 4; ++t_) {
         mbarrier_wait_parity(bar_empty + idx * 8, phase);
-        if (++idx == 4) { idx = 0; phase ^= 1u; }
+        if (++idx == 4) {
+          idx = 0;
+          phase ^= 1u;
+        }
       }
     }
     if (warp_id() == 1 && (threadIdx.x & 31) == 0) {
@@ -228,7 +234,10 @@ extern "C" __global__ void CUTE_PY_SM90_CLUSTER_DIMS __launch_bounds__(384, 1) c
           }
         }
         prev_ = idx;
-        if (++idx == 4) { idx = 0; phase ^= 1u; }
+        if (++idx == 4) {
+          idx = 0;
+          phase ^= 1u;
+        }
       }
       wgmma_wait_group<0>();
       if (prev_ >= 0) {

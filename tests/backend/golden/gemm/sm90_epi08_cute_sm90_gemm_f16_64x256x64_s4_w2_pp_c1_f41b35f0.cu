@@ -109,12 +109,18 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_64x256x6
           const u32 fb_ = bar_full + idx * 8;
           tma_load_3d(sA + idx * 8192, &tmA, fb_, kb * 64, m_blk * 64, l_);
           tma_load_3d(sB + idx * 32768, &tmB, fb_, kb * 64, n_blk * 256, l_);
-          if (++idx == 4) { idx = 0; phase ^= 1u; }
+          if (++idx == 4) {
+            idx = 0;
+            phase ^= 1u;
+          }
         }
       }
       for (int t_ = 0; t_ < 4; ++t_) {
         mbarrier_wait_parity(bar_empty + idx * 8, phase);
-        if (++idx == 4) { idx = 0; phase ^= 1u; }
+        if (++idx == 4) {
+          idx = 0;
+          phase ^= 1u;
+        }
       }
     }
   } else {
@@ -181,7 +187,10 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_64x256x6
           }
         }
         prev_ = idx;
-        if (++idx == 4) { idx = 0; phase ^= 1u; }
+        if (++idx == 4) {
+          idx = 0;
+          phase ^= 1u;
+        }
       }
       if (tile + tile_step < num_tiles) {
         named_barrier_arrive(3u + (u32)(cw), 256u);

@@ -80,12 +80,18 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_e4m3e5m2_f16
           const u32 fb_ = bar_full + idx * 8;
           tma_load_3d(sA + idx * 16384, &tmA, fb_, kb * 128, m_blk * 128, l_);
           tma_load_3d(sB + idx * 16384, &tmB, fb_, kb * 128, n_blk * 128, l_);
-          if (++idx == 7) { idx = 0; phase ^= 1u; }
+          if (++idx == 7) {
+            idx = 0;
+            phase ^= 1u;
+          }
         }
       }
       for (int t_ = 0; t_ < 7; ++t_) {
         mbarrier_wait_parity(bar_empty + idx * 8, phase);
-        if (++idx == 7) { idx = 0; phase ^= 1u; }
+        if (++idx == 7) {
+          idx = 0;
+          phase ^= 1u;
+        }
       }
     }
   } else {
@@ -209,7 +215,10 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_e4m3e5m2_f16
         tot_[0][61] += acc[0][61];
         tot_[0][62] += acc[0][62];
         tot_[0][63] += acc[0][63];
-        if (++idx == 7) { idx = 0; phase ^= 1u; }
+        if (++idx == 7) {
+          idx = 0;
+          phase ^= 1u;
+        }
       }
       wgmma_wait_group<0>();
       if (prev_ >= 0) {
