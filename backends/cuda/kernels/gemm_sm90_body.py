@@ -123,6 +123,16 @@ class Sm90Body:
                                smem_address("bar_empty"))
 
     @cached_property
+    def mainloop(self):
+        """The k-block's loads and MMAs (``arch.sm90.mainloop``)."""
+        from ..arch.sm90.mainloop import Mainloop
+        from ..arch.sm90.tma import TmaLoad
+        cfg, maps = self.cfg, self.maps
+        return Mainloop(self.pl, TmaLoad(maps.atom_a, maps.operand("A"), cfg.tile_m),
+                        TmaLoad(maps.atom_b, maps.operand("B"), maps.b_slice_rows),
+                        maps.wgmma_atom, cfg.tile_k, maps.slabs, self.a_bytes, self.b_bytes)
+
+    @cached_property
     def epi(self):
         return self.cfg.epilogue()
 
@@ -271,34 +281,22 @@ class Sm90Body:
     def emit_producer_tile(self, kb) -> None:
         """One unit of the mainloop producer: per k-block, acquire the stage, then its TMA
         loads (A's box, B's box or its cluster slice, multicast) on the stage's full barrier."""
-        from ..arch.sm90.pipeline import smem_address
-        from ..arch.sm90.tma import TmaLoad
-        cfg, maps, idx = self.cfg, self.maps, self.idx
+        cfg, maps = self.cfg, self.maps
         self.emit_tile_decls(kb, unit=True)
         first, end, _ = self.k_range
-        sA, sB = smem_address("sA"), smem_address("sB")
         m_blk = ir.var("m_blk", 0, _I32 // cfg.tile_m)
         n_blk = ir.var("n_blk", 0, _I32 // cfg.tile_n)
-        if cfg.cluster_m > 1:
+        b_offset, b_row0, b_mask = 0, n_blk * cfg.tile_n, None
+        if cfg.cluster_m > 1:       # this CTA's slice of B, multicast to the cluster
             rank = ir.var("rank_", 0, cfg.cluster_m - 1)
-            b_dst = sB + idx * self.b_bytes + rank * maps.b_slice_offset(1)
-            b_row0 = n_blk * cfg.tile_n + rank * maps.b_slice_rows
+            b_offset = rank * maps.b_slice_offset(1)
+            b_row0 = b_row0 + rank * maps.b_slice_rows
             b_mask = hex((1 << cfg.cluster_m) - 1)
-        else:
-            b_dst, b_row0, b_mask = sB + idx * self.b_bytes, n_blk * cfg.tile_n, None
         with kb.for_("kb", first, end, hint=False):
             k = ir.var("kb", 0, _I32 // cfg.tile_k)
-            fb = ir.var("fb_", 0, (1 << 32) - 1)
-            l_ = ir.var("l_", 0, _I32)
-            self.pl.producer_acquire(kb, "idx", "phase")
-            kb.decl("const u32", "fb_", self.pl.full_barrier(idx), hint=False)
-            TmaLoad(maps.atom_a, maps.operand("A"), cfg.tile_m).emit(
-                kb, sA + idx * self.a_bytes, "&tmA", fb, m_blk * cfg.tile_m, k * cfg.tile_k, l_,
-                tile_k=cfg.tile_k)
-            TmaLoad(maps.atom_b, maps.operand("B"), maps.b_slice_rows).emit(
-                kb, b_dst, "&tmB", fb, b_row0, k * cfg.tile_k, l_, mask=b_mask,
-                tile_k=cfg.tile_k)
-            self.pl.increment(kb, "idx", "phase")
+            self.mainloop.emit_producer_k_block(
+                kb, "idx", "phase", k * cfg.tile_k, m_blk * cfg.tile_m, b_row0,
+                ir.var("l_", 0, _I32), b_offset=b_offset, b_mask=b_mask)
 
     def emit_epilogue_producer(self, kb) -> None:
         """The fused epilogue's C / aux loads: producer warp 1 (ping-pong: warp 1 + w for
@@ -396,39 +394,28 @@ class Sm90Body:
                                      "release_lane")
 
     def emit_k_block(self, kb) -> None:
-        """One k-block of the consumer: wait for the stage, its smem descriptors, the wgmmas
-        (one group in flight: after ``wait_group<1>`` the previous stage is released; FP8
-        promotion waits for its own group instead), the stage state ``++``."""
-        from ..arch.sm90.pipeline import smem_address
-        cfg, maps, idx = self.cfg, self.maps, self.idx
-        op_a, op_b = maps.operand("A"), maps.operand("B")
-        sA, sB = smem_address("sA"), smem_address("sB")
-        a_wg_off = 0 if self.pp else ir.var("cw", 0, cfg.consumer_wgs - 1) * maps.wg_a_offset(1)
-        self.pl.consumer_wait(kb, "idx", "phase")
-        kb.decl("const u64", "da_", kb.call_expr("make_gmma_desc", sA + idx * self.a_bytes +
-                                                 a_wg_off, op_a.desc_args()), hint=False)
-        kb.decl("const u64", "db_", kb.call_expr("make_gmma_desc", sB + idx * self.b_bytes,
-                                                 op_b.desc_args()), hint=False)
-        first = self.k_range[0]
-        if not self.block:
-            kb.decl("const int", "scale_d", f"kb > {first} ? 1 : 0", hint=False)
-        kb.call("wgmma_fence")
-        atom = maps.wgmma_atom
-        with kb.scope():
-            atom.emit_k_block(kb, "acc", "da_", "db_", op_a, op_b, maps.slabs,
-                              cfg.tile_k // atom.k, "0" if self.block else "scale_d")
-        kb.call("wgmma_commit_group")
+        """One k-block of the consumer (:meth:`Mainloop.emit_consumer_k_block`): one wgmma
+        group in flight, after ``wait_group<1>`` the previous k-block's stage is released; FP8
+        promotion waits for its own group and releases its own stage instead."""
+        cfg, maps = self.cfg, self.maps
+        a_off = 0 if self.pp else ir.var("cw", 0, cfg.consumer_wgs - 1) * maps.wg_a_offset(1)
         if self.block:
-            # FP8 block scaling / promotion (gemm_sm90_fp8): the k-block's scale loads,
-            # wait_group<0>, release of its own stage, promotion into tot_
+            # FP8 block scaling / promotion (gemm_sm90_fp8): every k-block starts from zero;
+            # the k-block's scale loads, wait_group<0>, release of its stage, promotion
             from . import gemm_sm90_fp8 as f8
-            f8.emit_k_block_tail(kb, cfg, maps,
-                                 lambda k: self.pl.consumer_release(k, idx, "release_lane"))
+
+            def tail(k):
+                f8.emit_k_block_tail(k, cfg, maps, lambda k2: self.pl.consumer_release(
+                    k2, self.idx, "release_lane"))
+            accumulate = None
         else:
-            kb.call("wgmma_wait_group", template="1")
-            self.emit_release_previous(kb)
-            kb.assign("prev_", "idx")
-        self.pl.increment(kb, "idx", "phase")
+            def tail(k):
+                k.call("wgmma_wait_group", template="1")
+                self.emit_release_previous(k)
+                k.assign("prev_", "idx")
+            accumulate = f"kb > {self.k_range[0]}"
+        self.mainloop.emit_consumer_k_block(kb, "idx", "phase", tail, a_offset=a_off,
+                                            accumulate=accumulate)
 
     # ------------------------------------------------------------------ epilogue dispatch
 
