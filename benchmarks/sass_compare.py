@@ -12,6 +12,9 @@ an instruction sequence.
     python benchmarks/sass_compare.py /tmp/old_src /tmp/new_src \\
         --old-include /tmp/old_inc --new-include backends/cuda/include
 
+Configurations without a golden copy (split-K, stream-K, more FP8): write both trees' sources
+with ``benchmarks/sass_sources.py`` and compare the two directories.
+
 Output: one line per file (registers old -> new, spills, SASS identical or the instruction
 count delta and the opcodes whose counts differ), then a summary.  Exit status 1 when a file
 differs (``--strict``) or fails to compile.
