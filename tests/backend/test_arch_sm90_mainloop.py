@@ -33,6 +33,10 @@ def test_expected_bytes_are_the_boxes_bytes(cfg):
     b = _box_bytes(ml.load_b, cfg.tile_k) * cfg.cluster_m     # every CTA's slice lands here
     assert a == ml.a_bytes and b == ml.b_bytes
     assert ml.pipeline.desc.transaction_bytes == a + b
+    # the stages of each operand: (stages):(stage bytes), back to back from sA / sB
+    for which, nbytes in (("A", a), ("B", b)):
+        L = ml.stage_layout(which)
+        assert [L(i) for i in range(cfg.stages)] == [i * nbytes for i in range(cfg.stages)]
 
 
 def _calls(kb):

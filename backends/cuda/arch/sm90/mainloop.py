@@ -3,8 +3,8 @@
 :class:`Mainloop` joins the stage pipeline (:class:`~.pipeline.PipelineEmitter`), the
 operands' TMA loads (:class:`~.tma.TmaLoad`: box and smem layout of A and of B) and the wgmma
 atom (:class:`~.wgmma.WgmmaAtom`).  Stage ``idx`` of operand X occupies ``stage_bytes(X)``
-bytes at ``sX + idx * stage_bytes(X)`` (``sA`` / ``sB``: IR variables of the u32 shared
-addresses of stage 0).
+bytes at ``sX + L(idx)``, ``L = (stages) : (stage_bytes(X))`` (:meth:`Mainloop.stage_layout`;
+``sA`` / ``sB``: IR variables of the u32 shared addresses of stage 0).
 
 - :meth:`Mainloop.emit_producer_k_block`: acquire stage ``idx`` (wait for it to be empty,
   expect its transaction bytes), the TMA loads of A's and B's boxes completing on the stage's
@@ -54,11 +54,17 @@ class Mainloop:
     def stages(self) -> int:
         return self.pipeline.desc.stages
 
+    def stage_layout(self, which: str):
+        """The stages of operand ``which`` ("A" / "B") in shared memory: ``(stages) :
+        (stage bytes)``, byte offsets from ``sA`` / ``sB``."""
+        import cute_py as cute
+        return cute.make_layout(self.stages, self.a_bytes if which == "A" else self.b_bytes)
+
     def stage(self, which: str, idx, offset=0):
-        """IR of the u32 shared address of stage ``idx`` of operand ``which`` ("A" / "B"),
-        plus ``offset`` bytes (an IR node or int)."""
-        base = smem_address("s" + which) + idx * (self.a_bytes if which == "A" else
-                                                  self.b_bytes)
+        """IR of the u32 shared address of stage ``idx`` of operand ``which`` (its
+        :meth:`stage_layout` lowered at ``idx``), plus ``offset`` bytes (an IR node or int)."""
+        from ...lower import layout_apply
+        base = smem_address("s" + which) + layout_apply(self.stage_layout(which), idx)
         return base + offset if not (isinstance(offset, int) and offset == 0) else base
 
     def emit_producer_k_block(self, kb, idx: str, phase: str, k0, a_row0, b_row0, l, *,
