@@ -182,18 +182,24 @@ class Sm90Body:
             self.emit_consumer_role(kb)
 
     def emit_smem(self, kb) -> None:
+        """The 1024-aligned dynamic smem base and the carve-out (``Sm90GemmConfig.smem_bytes``):
+        A's and B's stages, the epilogue regions, the pipeline's two barrier arrays (the empty
+        barriers are barriers ``S .. 2S-1`` of the full array)."""
+        from ..arch.sm90.pipeline import smem_address
         cfg, maps, S = self.cfg, self.maps, self.cfg.stages
         kb.stmt("extern __shared__ unsigned char smem_raw_[]")
         kb.decl("const u32", "smem0_",
                 f"({kb.call_expr('cvta_to_shared_u32', 'smem_raw_')} + 1023u) & ~1023u",
                 hint=False)
+        # [A stages][B stages][epilogue regions][full barriers][empty barriers]
         kb.comment(f"A: {S} stages x {self.a_bytes} B: {maps.smem_a}")
         kb.decl("const u32", "sA", "smem0_", hint=False)
         kb.comment(f"B: {S} stages x {self.b_bytes} B: {maps.smem_b}")
-        kb.decl("const u32", "sB", f"sA + {S * self.a_bytes}u", hint=False)
-        kb.decl("const u32", "bar_full", f"sB + {S * self.b_bytes + cfg.epilogue_smem_bytes()}u",
+        kb.decl("const u32", "sB", smem_address("sA") + S * self.a_bytes, hint=False)
+        kb.decl("const u32", "bar_full", smem_address("sB") + (S * self.b_bytes +
+                                                               cfg.epilogue_smem_bytes()),
                 hint=False)
-        kb.decl("const u32", "bar_empty", f"bar_full + {8 * S}u", hint=False)
+        kb.decl("const u32", "bar_empty", self.pl.barrier(self.pl.full, S), hint=False)
 
     def emit_epilogue_init(self, kb) -> None:
         """The fused epilogue's smem regions (one per ping-pong warpgroup, each with its own C

@@ -28,9 +28,9 @@ extern "C" __global__ void CUTE_PY_SM90_CLUSTER_DIMS __launch_bounds__(384, 1) c
   // A: 5 stages x 16384 B: Sw<3,4,3> o smem_ptr[16b](unset) o ((8,16),(64,1)):((64,512),(1,0))
   const u32 sA = smem0_;
   // B: 5 stages x 16384 B: Sw<3,4,3> o smem_ptr[16b](unset) o ((8,16),(64,1)):((64,512),(1,0))
-  const u32 sB = sA + 81920u;
-  const u32 bar_full = sB + 81920u;
-  const u32 bar_empty = bar_full + 40u;
+  const u32 sB = sA + 81920;
+  const u32 bar_full = sB + 81920;
+  const u32 bar_empty = bar_full + 40;
   const int wg = __shfl_sync(0xffffffffu, (int)(threadIdx.x / 128), 0);
   if (threadIdx.x == 0) {
     for (int s_ = 0; s_ < 5; ++s_) {

@@ -23,9 +23,9 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_bf16_128x256
   // A: 4 stages x 16384 B: Sw<3,4,3> o smem_ptr[16b](unset) o ((8,16),(64,1)):((64,512),(1,0))
   const u32 sA = smem0_;
   // B: 4 stages x 32768 B: Sw<3,4,3> o smem_ptr[16b](unset) o ((8,32),(64,1)):((64,512),(1,0))
-  const u32 sB = sA + 65536u;
-  const u32 bar_full = sB + 131072u;
-  const u32 bar_empty = bar_full + 32u;
+  const u32 sB = sA + 65536;
+  const u32 bar_full = sB + 131072;
+  const u32 bar_empty = bar_full + 32;
   const int wg = __shfl_sync(0xffffffffu, (int)(threadIdx.x / 128), 0);
   if (threadIdx.x == 0) {
     for (int s_ = 0; s_ < 4; ++s_) {

@@ -23,9 +23,9 @@ extern "C" __global__ void __launch_bounds__(256, 1) cute_sm90_gemm_f16_128x128x
   // A: 6 stages x 16384 B: Sw<3,4,3> o smem_ptr[16b](unset) o ((8,16),(64,1)):((64,512),(1,0))
   const u32 sA = smem0_;
   // B: 6 stages x 16384 B: Sw<3,4,3> o smem_ptr[16b](unset) o ((8,16),(64,1)):((64,512),(1,0))
-  const u32 sB = sA + 98304u;
-  const u32 bar_full = sB + 98304u;
-  const u32 bar_empty = bar_full + 48u;
+  const u32 sB = sA + 98304;
+  const u32 bar_full = sB + 98304;
+  const u32 bar_empty = bar_full + 48;
   const int wg = __shfl_sync(0xffffffffu, (int)(threadIdx.x / 128), 0);
   if (threadIdx.x == 0) {
     for (int s_ = 0; s_ < 6; ++s_) {

@@ -59,9 +59,9 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_128x256x
   // A: 4 stages x 16384 B: Sw<3,4,3> o smem_ptr[16b](unset) o ((8,16),(64,1)):((64,512),(1,0))
   const u32 sA = smem0_;
   // B: 4 stages x 32768 B: Sw<3,4,3> o smem_ptr[16b](unset) o ((8,32),(64,1)):((64,512),(1,0))
-  const u32 sB = sA + 65536u;
-  const u32 bar_full = sB + 163872u;
-  const u32 bar_empty = bar_full + 32u;
+  const u32 sB = sA + 65536;
+  const u32 bar_full = sB + 163872;
+  const u32 bar_empty = bar_full + 32;
   unsigned char* cute_epi_smem_base = smem_raw_ + (smem0_ - cvta_to_shared_u32(smem_raw_)) + 196608;
   const u32 cute_epi_smem = static_cast<u32>(__cvta_generic_to_shared(cute_epi_smem_base));
   const u32 cute_epi_full = cute_epi_smem + 32768;

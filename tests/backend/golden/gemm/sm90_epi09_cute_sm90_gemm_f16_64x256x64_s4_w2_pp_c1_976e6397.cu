@@ -65,9 +65,9 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_64x256x6
   // A: 4 stages x 8192 B: Sw<3,4,3> o smem_ptr[16b](unset) o ((8,8),(64,1)):((64,512),(1,0))
   const u32 sA = smem0_;
   // B: 4 stages x 32768 B: Sw<3,4,3> o smem_ptr[16b](unset) o ((8,32),(64,1)):((64,512),(1,0))
-  const u32 sB = sA + 32768u;
-  const u32 bar_full = sB + 151552u;
-  const u32 bar_empty = bar_full + 32u;
+  const u32 sB = sA + 32768;
+  const u32 bar_full = sB + 151552;
+  const u32 bar_empty = bar_full + 32;
   unsigned char* cute_epi_smem_base = smem_raw_ + (smem0_ - cvta_to_shared_u32(smem_raw_)) + 163840;
   {
     const u32 cute_epi_smem = static_cast<u32>(__cvta_generic_to_shared(cute_epi_smem_base + 0));

@@ -64,9 +64,9 @@ extern "C" __global__ void CUTE_PY_SM90_CLUSTER_DIMS __launch_bounds__(384, 1) c
   // A: 3 stages x 32768 B: Sw<3,4,3> o smem_ptr[16b](unset) o ((8,32),(64,1)):((64,512),(1,0))
   const u32 sA = smem0_;
   // B: 3 stages x 16384 B: Sw<3,4,3> o smem_ptr[16b](unset) o ((8,16),(64,1)):((64,512),(1,0))
-  const u32 sB = sA + 98304u;
-  const u32 bar_full = sB + 114720u;
-  const u32 bar_empty = bar_full + 24u;
+  const u32 sB = sA + 98304;
+  const u32 bar_full = sB + 114720;
+  const u32 bar_empty = bar_full + 24;
   unsigned char* cute_epi_smem_base = smem_raw_ + (smem0_ - cvta_to_shared_u32(smem_raw_)) + 147456;
   const u32 cute_epi_smem = static_cast<u32>(__cvta_generic_to_shared(cute_epi_smem_base));
   const u32 cute_epi_full = cute_epi_smem + 65536;
