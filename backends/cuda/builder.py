@@ -197,11 +197,19 @@ class KernelBuilder(CodeBuilder):
         return self.block("")
 
     @contextmanager
-    def for_(self, name: str, start, stop, step=1, *, unroll=None, ctype: str = "int"):
+    def for_(self, name: str, start, stop, step=1, *, unroll=None, ctype: str = "int",
+             hint: bool = True):
         """``for (int name = start; name < stop; name += step)``; yields the counter as an IR
         variable whose bounds follow from constant (or bounded IR) ``start`` / ``stop``.
-        ``unroll``: True -> ``#pragma unroll``, an int n -> ``#pragma unroll n``."""
-        nm = self.fresh(name)
+        ``unroll``: True -> ``#pragma unroll``, an int n -> ``#pragma unroll n``.  With
+        ``hint`` the counter's name is made unique (``name_1``...); ``hint=False`` keeps
+        ``name`` (as :meth:`decl`: a loop whose counter other code names, e.g. a kernel's
+        ``tile`` loop that occurs once per warp role)."""
+        if hint:
+            nm = self.fresh(name)
+        else:
+            nm = name
+            self.reserve(name)
         lo = start.lo if isinstance(start, Node) else (start if isinstance(start, int) else 0)
         hi = (stop.hi - 1) if isinstance(stop, Node) else (
             stop - 1 if isinstance(stop, int) else (1 << 31) - 1)

@@ -40,6 +40,22 @@ def test_cse_name_dies_with_its_block():
     assert kb.expr(ir.var("i", 0, 3) * 128 + tid) == "i * 128 + tid"
 
 
+def test_loop_counter_names():
+    """A loop counter is made unique unless ``hint=False`` keeps the name (a counter other
+    code names, declared once per C scope)."""
+    kb = KernelBuilder("k", threads=32, origin="test")
+    for _ in range(2):
+        with kb.for_("j", 0, 2) as j:
+            kb.stmt(f"x[{kb.expr(j)}] = 0")
+    for _ in range(2):
+        with kb.for_("tile", "first", "n", "step", hint=False) as t:
+            assert kb.expr(t) == "tile"
+    src = kb.text()
+    assert "for (int j = 0; j < 2; ++j)" in src and "for (int j_1 = 0; j_1 < 2; ++j_1)" in src
+    assert src.count("for (int tile = first; tile < n; tile += step) {") == 2
+    assert kb.fresh("tile") == "tile_1"       # the kept name is reserved
+
+
 def test_else_follows_if_only():
     kb = KernelBuilder("k", threads=32, origin="test")
     kb.stmt("int x = 0")

@@ -108,7 +108,8 @@ def test_fixup_source_structure():
     i_sum = src.index("for (int s = 0; s < splits_k; ++s)", i_red)
     i_d = src.index("dp[0] = f32_to_f16_bits(x);", i_sum)
     assert i_store < i_fence < i_bar < i_cnt < i_red < i_sum < i_d
-    assert "if (last_) tile_count[tix_] = 0;" in src and "if (!last_) continue;" in src
+    assert "if (last_) {\n            tile_count[tix_] = 0;" in src
+    assert "if (!last_) {\n          continue;" in src
     assert "fx_[7] += __ldcg(q_ + 1792);" in src and "if (splits_k > 1) {" in src
     assert "const float* b_ = ws + (long long)(tile - split_) * 2048 + tid;" in src
     # the separate-reduce modes have neither the counter nor the epilogue
@@ -525,6 +526,12 @@ def test_streamk_layout_and_args():
 # scheduler text, run as host C++: the pieces / units it computes are the Python models'
 
 
+def _lines_in(part: str, src: str) -> bool:
+    """The lines of ``part`` occur consecutively in ``src`` (indentation aside)."""
+    strip = lambda t: "\n".join(ln.strip() for ln in t.split("\n") if ln.strip())  # noqa: E731
+    return strip(part) in strip(src)
+
+
 def _run_host_cpp(body: str) -> str:
     import shutil
     import subprocess
@@ -570,7 +577,7 @@ def test_streamk_generated_scheduler_matches_model(tiles_mn, K, grid, sk):
     lay = STK.streamk_layout(cfg, M, N, K, 1, grid, sk)
     sched = STK.schedule_code(cfg.tile_m, cfg.tile_n, cfg.tile_k)
     src = G.generate_source(cfg)
-    assert sched in src and G._tile_coord_code(cfg) in src
+    assert _lines_in(sched, src) and _lines_in(G._tile_coord_code(cfg), src)
     out = _run_host_cpp(_loop_cpp(cfg, M, N, K, 1, grid, sched,
                                   f"const int sk_tiles = {lay.sk_tiles};"))
     got = {}
@@ -594,7 +601,7 @@ def test_splitk_generated_units_match_model(M, N, K, splits, grid):
     cfg = NEW_CONFIGS[0] if N <= 16 else NEW_CONFIGS[3]
     src = G.generate_source(cfg)
     sched = G._sched_code(cfg)      # the tile scheduler's unit count and persistent loop
-    assert "num_n * L * splits_k;" in sched and sched in src
+    assert "num_n * L * splits_k;" in sched and _lines_in(sched, src)
     out = _run_host_cpp(_loop_cpp(cfg, M, N, K, 1, grid, sched,
                                   f"const int splits_k = {splits};"))
     kb = -(-K // 64)

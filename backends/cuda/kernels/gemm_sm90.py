@@ -39,8 +39,12 @@ parameters, helpers, cluster dims, arch guard) from per-architecture components:
   origin lowered from ``CLayout_64xN``;
 - the fused epilogue only through the collective protocol (``arch.common.epilogue``).
 
-The statement skeleton between the components (warp-role branches, the mainloop's loop nest,
-the built-in epilogue's per-value stores) is still C text assembled here.
+The statement skeleton between the components (warp-role branches, the producer and consumer
+loops, the mainloop's k-block, the epilogue dispatch) is emitted into the same builder by
+``gemm_sm90_body.Sm90Body``, one method per piece; the built-in epilogue's stores by
+``gemm_sm90_store``, split-K's partials and fix-up by ``gemm_sm90_splitk``, FP8's promotion
+and epilogue by ``gemm_sm90_fp8``.  Stream-K's schedule, piece map and head / tail are still
+C text of ``gemm_sm90_streamk`` inserted line by line (``gemm_sm90_body._emit_text``).
 """
 
 from __future__ import annotations
@@ -56,7 +60,7 @@ from cute_py.pipeline import OrderedSequenceBarrier, PipelineTmaAsync
 from ..gemm_common import empty
 from ..kernel import LaunchPlan, make_plan
 from ..tensors import TensorMeta, is_array, meta_of
-from .gemm_sm90_maps import Sm90Maps, derive_maps
+from .gemm_sm90_maps import derive_maps
 
 __all__ = ["Sm90GemmConfig", "generate_source", "Sm90Gemm", "SHIPPED_CONFIGS",
            "make_epilogue_config", "shipped_epilogue_configs", "shipped_fp8_configs"]
@@ -493,24 +497,16 @@ def shipped_fp8_configs() -> tuple:
 
 
 def tile_scheduler(cfg: Sm90GemmConfig):
-    """The kernel's :class:`~backends.cuda.arch.common.scheduler.TileScheduler`: groups of
-    ``group_m`` tile-rows (tile-columns with ``raster_n``; a cluster always rasters along M),
-    cluster units of ``cluster_m`` CTAs, split-K units with ``split_k``."""
-    from ..arch.common.scheduler import TileScheduler
-    return TileScheduler(group=cfg.group_m, raster="n" if cfg.raster_n and cfg.cluster_m == 1
-                         else "m", cluster_m=cfg.cluster_m, splits=cfg.splits)
-
-
-def _sched_vars(cfg: Sm90GemmConfig):
-    """IR variables of the kernel's tile counts (``num_m``, ``num_n``, ``L``)."""
-    from .. import ir
-    return (ir.var("num_m", 1, -(-_I32 // cfg.tile_m)), ir.var("num_n", 1, -(-_I32 // cfg.tile_n)),
-            ir.var("L", 1, _I32))
+    """The kernel's :class:`~backends.cuda.arch.common.scheduler.TileScheduler` (see
+    :func:`gemm_sm90_body.tile_scheduler`)."""
+    from .gemm_sm90_body import tile_scheduler as ts
+    return ts(cfg)
 
 
 def _render(emit, level: int = 1) -> str:
-    """C text of the statements ``emit(kb)`` puts into a fresh builder (each line on its own
-    line, ``level`` indentation steps)."""
+    """C text of the statements ``emit(kb)`` puts into a scratch builder (each line on its own
+    line, ``level`` indentation steps).  Only for the host-C++ tests of the scheduler text
+    (:func:`_sched_code`, :func:`_tile_coord_code`); the kernel is emitted into one builder."""
     from ..builder import KernelBuilder
     kb = KernelBuilder("scheduler", threads=1)
     kb.level = level
@@ -519,600 +515,35 @@ def _render(emit, level: int = 1) -> str:
 
 
 def _sched_code(cfg: Sm90GemmConfig) -> str:
-    """``num_tiles`` (work units), ``first_tile`` and ``tile_step`` of the persistent loop."""
-    from .. import ir
-    sch = tile_scheduler(cfg)
-    num_m, num_n, L = _sched_vars(cfg)
-    units = sch.num_units(num_m, num_n, L, ir.var("splits_k", 1, _I32) if cfg.splits else None)
-    blk, grid = ir.var("blockIdx.x", 0, _I32), ir.var("gridDim.x", 1, _I32)
-
-    def emit(kb):
-        kb.decl("const int", "num_tiles", units, hint=False)
-        kb.decl("const int", "first_tile", sch.first_unit(blk), hint=False)
-        kb.decl("const int", "tile_step", sch.unit_step(grid), hint=False)
-    return _render(emit).lstrip("\n").lstrip()
+    """C text of ``num_tiles`` (work units), ``first_tile`` and ``tile_step`` of the persistent
+    loop, as the kernel declares them (host-C++ tests)."""
+    from .gemm_sm90_body import emit_schedule
+    return _render(lambda kb: emit_schedule(kb, cfg)).lstrip("\n").lstrip()
 
 
 def _tile_coord_code(cfg: Sm90GemmConfig) -> str:
-    """Work unit ``tile`` -> ``m_blk``, ``n_blk``, ``l_`` (declared by the caller) through the
-    tile scheduler (:func:`tile_scheduler`).
-
-    Split-K (``cfg.split_k``): the loop index ``tile`` is a work unit ``tile * splits_k +
-    split_`` (the splits of one tile on consecutive CTAs); split ``s`` of ``S`` covers k-blocks
-    ``[floor(s * k_blocks / S), floor((s + 1) * k_blocks / S))`` (``kb_lo_`` / ``kb_hi_``, declared
-    by the caller): contiguous, disjoint, covering every k-block, sizes differing by at most 1.
-    Stream-K: the piece ``tile`` of this CTA gives the output tile ``ktile_`` first
-    (``gemm_sm90_streamk.coord_code``), the scheduler maps that."""
-    from .. import ir
-    sch = tile_scheduler(cfg)
-    num_m, num_n, _ = _sched_vars(cfg)
-    unit = ir.var("ktile_" if cfg.stream_k else "tile", 0, _I32)
-    kw = {}
-    if cfg.cluster_m > 1:
-        kw["rank"] = ir.var("rank_", 0, cfg.cluster_m - 1)
-    if cfg.splits:
-        kw["splits_k"] = ir.var("splits_k", 1, _I32)
-        kw["k_blocks"] = ir.var("k_blocks", 0, -(-_I32 // cfg.tile_k))
-    text = _render(lambda kb: sch.emit(kb, unit, num_m, num_n, **kw))
-    if cfg.stream_k:
-        from .gemm_sm90_streamk import coord_code
-        return coord_code() + text
-    return text
-
-
-def _epilogue_direct(cfg: Sm90GemmConfig, maps: Sm90Maps) -> str:
-    """Built-in epilogue: alpha*acc (+ beta*C), predicated register -> global stores.
-    Value coordinates from the fragment map (``maps.frag``).
-
-    ``transpose_d``: element ``(r, c)`` of the kernel's D (and C) lives at ``c * ldd + r``
-    (scalar stores).  ``split_k``: the raw fp32 accumulators go to the workspace instead,
-    element ``(r, c)`` of unit ``(tile, split_)`` of batch ``l_`` at ``ws + split_ * ws_split +
-    l_ * ws_l + r * ldw + c`` (``c * ldw + r`` with ``transpose_d``); "workspace" stores (paired
-    8-byte stores, ``ldw`` even), "atomic" adds (``atomicAdd``, the host passes ``ws_split`` 0)."""
-    if cfg.splits:
-        return _epilogue_splitk(cfg, maps)
-    if cfg.stream_k:
-        from .gemm_sm90_streamk import epilogue_code
-        return epilogue_code(cfg, maps, _epilogue_store(cfg, maps))
-    return _epilogue_store(cfg, maps)
-
-
-def _origin_lines(cfg: Sm90GemmConfig) -> list:
-    """``row0_`` / ``col0_``: the global row and column of the consumer thread's first
-    accumulator, lowered from the wgmma C layout (``arch.sm90.wgmma.accumulator_origin``)."""
-    from .. import ir
-    from ..arch.sm90.wgmma import accumulator_origin
-    from ..render import render_expr
-    tid = ir.var("tid", 0, 128 * cfg.mma_wgs - 1)
-    m, n = accumulator_origin(cfg.tile_n, cfg.mma_wgs, cfg.tile_m // cfg.mma_wgs, tid)
-    row0 = ir.var("m_blk", 0, _I32 // cfg.tile_m) * cfg.tile_m + m
-    col0 = ir.var("n_blk", 0, _I32 // cfg.tile_n) * cfg.tile_n + n
-    return [f"const int row0_ = {render_expr(row0)};", f"const int col0_ = {render_expr(col0)};"]
-
-
-@lru_cache(maxsize=None)
-def _elem_offset(ld: str, transposed: bool, batch: str | None = None) -> str:
-    """C text of the element offset of ``(r, c)`` (and batch ``l_`` with ``batch``) in the
-    output tensor's layout ``(M, N[, L]) : (ld, 1[, batch])`` (``(1, ld)`` transposed: D^T
-    stored row-major), lowered from the layout through IR (``lower.layout_apply``; ``r``,
-    ``c``, ``l_`` are the kernel's int variables, ``ld`` / ``batch`` its long long
-    parameters)."""
-    import cute_py as cute
-    from .. import ir, lower
-    from ..render import render_expr
-    M, N, L, lds = cute.symbols(f"M N L {ld}")
-    stride = (1, lds) if transposed else (lds, 1)
-    syms = {"M": ir.var("M", 1, _I32), "N": ir.var("N", 1, _I32), "L": ir.var("L", 1, _I32),
-            ld: ir.var(ld, 0, 1 << 62)}
-    if batch is None:
-        layout, coord = cute.make_layout((M, N), stride), (ir.var("r", 0, _I32),
-                                                           ir.var("c", 0, _I32))
-    else:   # only the batch mode: the tile's batch pointer
-        bs = cute.symbols(batch)
-        syms[batch] = ir.var(batch, 0, 1 << 62)
-        layout, coord = cute.make_layout((M, N, L), stride + (bs,)), (0, 0, ir.var("l_", 0,
-                                                                                   _I32))
-    return render_expr(lower.layout_apply(layout, coord, symbols=syms))
-
-
-def _fixup_layout(nv: int, nthr: int):
-    """The fix-up workspace: unit ``u``'s slot holds value ``v`` of consumer thread ``t`` at
-    ``(u, v, t) : (nv * nthr, nthr, 1)`` (coalesced: consecutive threads, consecutive floats);
-    the unit count ``U`` is symbolic."""
-    import cute_py as cute
-    return cute.make_layout((cute.symbols("U"), nv, nthr), (nv * nthr, nthr, 1))
-
-
-def _fixup_offset(nv: int, nthr: int, unit, value: int = 0, thread=None) -> str:
-    """C text of the fix-up workspace offset of ``(unit, value, thread)`` (``unit`` C text of
-    an int expression of the kernel's ``tile`` / ``split_`` / ``s``, or an int), lowered from
-    :func:`_fixup_layout` through IR."""
-    from .. import ir, lower
-    from ..render import render_expr
-    u = {"tile": ir.var("tile", 0, _I32), "tile - split_": ir.sub(ir.var("tile", 0, _I32),
-                                                                   ir.var("split_", 0, _I32)),
-         "s": ir.var("s", 0, _I32)}[unit] if isinstance(unit, str) else unit
-    t = ir.var("tid", 0, nthr - 1) if thread == "tid" else 0
-    node = lower.layout_apply(_fixup_layout(nv, nthr), (u, value, t),
-                              symbols={"U": ir.var("U", 1, _I32)})
-    return render_expr(node)
-
-
-def _split_offset() -> str:
-    """C text of the split-K workspace offset of split ``split_`` of batch ``l_``: the layout
-    ``(S, L) : (ws_split, ws_l)`` (strides kernel parameters) lowered through IR."""
-    import cute_py as cute
-    from .. import ir, lower
-    from ..render import render_expr
-    S, L, a, b = cute.symbols("S L ws_split ws_l")
-    syms = {"S": ir.var("S", 1, _I32), "L": ir.var("L", 1, _I32),
-            "ws_split": ir.var("ws_split", 0, 1 << 62), "ws_l": ir.var("ws_l", 0, 1 << 62)}
-    return render_expr(lower.layout_apply(cute.make_layout((S, L), (a, b)),
-                                          (ir.var("split_", 0, _I32), ir.var("l_", 0, _I32)),
-                                          symbols=syms))
-
-
-def _epilogue_prelude(cfg: Sm90GemmConfig, maps: Sm90Maps):
-    """``(pack1, unpack, lines)``: the built-in epilogue's conversion helpers and its first
-    lines (the thread's row / column origin, D's and C's batch pointers)."""
-    dt = _DT[cfg.dtype]
-    pack1 = "f32_to_f16_bits" if dt == "f16" else "f32_to_bf16_bits"
-    unpack = "f16_bits_to_f32" if dt == "f16" else "bf16_bits_to_f32"
-    lines = _origin_lines(cfg) + [
-        f"u16* Dl_ = D + {_elem_offset('ldd', cfg.transpose_d, 'ldl_d')};"]
-    if cfg.has_c:
-        lines.append(f"const u16* Cl_ = C + {_elem_offset('ldc', cfg.transpose_d, 'ldl_c')};")
-    return pack1, unpack, lines
-
-
-def _epilogue_store(cfg: Sm90GemmConfig, maps: Sm90Maps) -> str:
-    if cfg.transpose_d:
-        return _epilogue_transposed(cfg, maps)
-    dt = _DT[cfg.dtype]
-    pack2 = "pack_f16x2" if dt == "f16" else "pack_bf16x2"
-    pack1, unpack, lines = _epilogue_prelude(cfg, maps)
-    fr = maps.frag
-    nv = fr.num_values
-    slab_vals = nv // maps.slabs
-    # group values by (m_val): each pair (v, v+1) has the same row and adjacent columns
-    for v in range(0, nv, 2):
-        j, vv = divmod(v, slab_vals)
-        mo, no = fr.m_val[v], fr.n_val[v]
-        a0, a1 = f"acc[{j}][{vv}]", f"acc[{j}][{vv + 1}]"
-        lines.append("{")
-        lines.append(f"  const int r = row0_ + {mo}, c = col0_ + {no};")
-        lines.append("  if (r < M) {")
-        lines.append(f"    float x0 = alpha * {a0}, x1 = alpha * {a1};")
-        lines.append(f"    u16* dp = Dl_ + {_elem_offset('ldd', False)};")
-        if cfg.has_c:
-            lines.append(f"    const u16* cp = Cl_ + {_elem_offset('ldc', False)};")
-        if cfg.vec2:
-            lines.append("    if (c + 1 < N) {")
-            if cfg.has_c:
-                lines.append("      const u32 cc = *reinterpret_cast<const u32*>(cp);")
-                lines.append(f"      x0 += beta * {unpack}((u16)(cc & 0xffffu)); "
-                             f"x1 += beta * {unpack}((u16)(cc >> 16));")
-            lines.append(f"      *reinterpret_cast<u32*>(dp) = {pack2}(x0, x1);")
-            lines.append("    } else if (c < N) {")
-            if cfg.has_c:
-                lines.append(f"      x0 += beta * {unpack}(cp[0]);")
-            lines.append(f"      dp[0] = {pack1}(x0);")
-            lines.append("    }")
-        else:
-            for i, x in ((0, "x0"), (1, "x1")):
-                lines.append(f"    if (c + {i} < N) {{")
-                if cfg.has_c:
-                    lines.append(f"      {x} += beta * {unpack}(cp[{i}]);")
-                lines.append(f"      dp[{i}] = {pack1}({x});")
-                lines.append("    }")
-        lines.append("  }")
-        lines.append("}")
-    return "\n".join("      " + s for s in lines)
-
-
-def _frag_pairs(cfg, maps):
-    """``(a0, a1, m_off, n_off)`` for each accumulator pair (v, v+1): same row, columns
-    ``n_off`` and ``n_off + 1``."""
-    fr = maps.frag
-    slab_vals = fr.num_values // maps.slabs
-    for v in range(0, fr.num_values, 2):
-        j, vv = divmod(v, slab_vals)
-        assert fr.m_val[v] == fr.m_val[v + 1] and fr.n_val[v + 1] == fr.n_val[v] + 1
-        yield f"acc[{j}][{vv}]", f"acc[{j}][{vv + 1}]", fr.m_val[v], fr.n_val[v]
-
-
-def _epilogue_transposed(cfg: Sm90GemmConfig, maps: Sm90Maps) -> str:
-    """The built-in epilogue storing D(r, c) at ``c * ldd + r`` (C read the same way)."""
-    pack1, unpack, lines = _epilogue_prelude(cfg, maps)
-    for a0, a1, mo, no in _frag_pairs(cfg, maps):
-        lines.append("{")
-        lines.append(f"  const int r = row0_ + {mo}, c = col0_ + {no};")
-        lines.append("  if (r < M) {")
-        lines.append(f"    u16* dp = Dl_ + {_elem_offset('ldd', True)};")
-        if cfg.has_c:
-            lines.append(f"    const u16* cp = Cl_ + {_elem_offset('ldc', True)};")
-        for i, a in ((0, a0), (1, a1)):
-            lines.append(f"    if (c + {i} < N) {{")
-            lines.append(f"      float x = alpha * {a};")
-            if cfg.has_c:
-                lines.append(f"      x += beta * {unpack}(cp[{'ldc' if i else '0'}]);")
-            lines.append(f"      dp[{'ldd' if i else '0'}] = {pack1}(x);")
-            lines.append("    }")
-        lines.append("  }")
-        lines.append("}")
-    return "\n".join("      " + s for s in lines)
-
-
-def _epilogue_splitk(cfg: Sm90GemmConfig, maps: Sm90Maps) -> str:
-    """Split-K: this unit's fp32 partial tile into the workspace (see ``_epilogue_direct``).
-
-    "fixup" keeps its partials in fragment order instead: unit ``u`` (= the loop index ``tile``)
-    owns the slot ``ws[u][v][t]`` (value ``v`` of consumer thread ``t``: coalesced, no
-    predicates).  After storing, every consumer thread fences, the consumer warpgroups meet at
-    named barrier 1, consumer thread 0 counts the unit on ``tile_count[tile]`` (``atomicAdd``;
-    the last unit resets it to 0 for the next launch) and ``bar.red.or`` hands "this unit is
-    the tile's last" to every consumer thread; the last unit's threads add the slots of the
-    tile's splits 0, 1, ..., S-1 in that order (``__ldcg``: L2, past the SM's non-coherent L1;
-    their own slot too, so the sum does not depend on which unit came last) and run the
-    built-in epilogue on the sums.  With ``splits_k == 1`` the workspace is not touched."""
-    if cfg.split_k != "fixup":
-        return _epilogue_splitk_store(cfg, maps)
-    import dataclasses
-    nv = maps.frag.num_values
-    nacc = nv // maps.slabs
-    nthr = 128 * cfg.consumer_wgs
-    acc = [f"acc[{v // nacc}][{v % nacc}]" for v in range(nv)]
-    off = lambda unit, v=0, t=None: _fixup_offset(nv, nthr, unit, v, t)  # noqa: E731
-    lines = ["if (splits_k > 1) {",
-             f"        float* wp_ = ws + {off('tile', 0, 'tid')};"]
-    lines += [f"        wp_[{off(0, v)}] = {a};" for v, a in enumerate(acc)]
-    lines += ["        __threadfence();",
-              f"        named_barrier_sync(1u, {nthr}u);",
-              "        int last_ = 0;",
-              "        if (tid == 0) {",
-              "          const int tix_ = tile / splits_k;",
-              "          last_ = atomicAdd(tile_count + tix_, 1) == splits_k - 1;",
-              "          if (last_) tile_count[tix_] = 0;     // ready for the next launch",
-              "          __threadfence();",
-              "        }",
-              "        // every consumer thread learns thread 0's answer (bar.red.or, barrier 1)",
-              f"        last_ = named_barrier_red_or(1u, {nthr}u, last_);",
-              "        if (!last_) continue;",
-              "        __threadfence();",
-              f"        const float* b_ = ws + {off('tile - split_', 0, 'tid')};",
-              f"        float fx_[{nv}];",
-              "        for (int s = 0; s < splits_k; ++s) {   // the fixed order: split 0, 1, ...",
-              f"          const float* q_ = b_ + {off('s')};",
-              "          if (s == 0) {"]
-    lines += [f"            fx_[{v}] = __ldcg(q_ + {off(0, v)});" for v in range(nv)]
-    lines += ["          } else {"]
-    lines += [f"            fx_[{v}] += __ldcg(q_ + {off(0, v)});" for v in range(nv)]
-    lines += ["          }", "        }"]
-    lines += [f"        {a} = fx_[{v}];" for v, a in enumerate(acc)]
-    lines += ["      }"]
-    body = _epilogue_store(dataclasses.replace(cfg, split_k="none"), maps)
-    return "      " + "\n".join(lines) + "\n      {\n" + body + "\n      }"
-
-
-def _epilogue_splitk_store(cfg: Sm90GemmConfig, maps: Sm90Maps) -> str:
-    atomic = cfg.split_k == "atomic"
-    lines = _origin_lines(cfg) + [
-        f"float* Wl_ = ws + {_split_offset()};"]
-    for a0, a1, mo, no in _frag_pairs(cfg, maps):
-        lines.append("{")
-        lines.append(f"  const int r = row0_ + {mo}, c = col0_ + {no};")
-        lines.append("  if (r < M && c < N) {")
-        if cfg.transpose_d:
-            lines.append(f"    float* wp = Wl_ + {_elem_offset('ldw', True)};")
-            if atomic:
-                lines.append(f"    atomicAdd(wp, {a0});")
-                lines.append(f"    if (c + 1 < N) atomicAdd(wp + ldw, {a1});")
-            else:
-                lines.append(f"    wp[0] = {a0};")
-                lines.append(f"    if (c + 1 < N) wp[ldw] = {a1};")
-        else:
-            lines.append(f"    float* wp = Wl_ + {_elem_offset('ldw', False)};")
-            if atomic:
-                lines.append(f"    atomicAdd(wp, {a0});")
-                lines.append(f"    if (c + 1 < N) atomicAdd(wp + 1, {a1});")
-            else:   # ldw even: column c + 1 < ldw is inside the row (padding when c + 1 == N)
-                lines.append(f"    *reinterpret_cast<float2*>(wp) = make_float2({a0}, {a1});")
-        lines.append("  }")
-        lines.append("}")
-    return "\n".join("      " + s for s in lines)
+    """C text of the work unit -> tile map the kernel emits (``gemm_sm90_body
+    .emit_tile_coords``; host-C++ tests)."""
+    from .gemm_sm90_body import emit_tile_coords
+    return _render(lambda kb: emit_tile_coords(kb, cfg))
 
 
 def generate_source(cfg: Sm90GemmConfig) -> str:
-    """CUDA C for one configuration (deterministic: the same config gives the same text)."""
+    """CUDA C for one configuration (deterministic: the same config gives the same text).
+
+    One kernel builder: typed parameters in the host plans' order (the kernel's own, the
+    epilogue collective's, then FP8's, split-K's or stream-K's), helpers, cluster dims, arch
+    guard; the body emitted statement by statement (:class:`gemm_sm90_body.Sm90Body`)."""
     cfg.check()
     maps = derive_maps(cfg)
-    from .. import ir
-    from ..arch.sm90.pipeline import OrderedEmitter, PipelineEmitter, smem_address
-    from ..arch.sm90.tma import TmaLoad
-    from ..render import render_expr
-    pl = PipelineEmitter(cfg.pipeline(), smem_address("bar_full"), smem_address("bar_empty"))
-    sA_, sB_ = smem_address("sA"), smem_address("sB")
-    S, W = cfg.stages, cfg.consumer_wgs
-    eb = cfg.elem_bytes
-    a_bytes, b_bytes = cfg.tile_m * cfg.tile_k * eb, cfg.tile_n * cfg.tile_k * eb
-    slabs = maps.slabs
-    nacc = cfg.tile_n // 2
-    atom = maps.wgmma_atom
-    op_a, op_b = maps.operand("A"), maps.operand("B")
-    idx_ = ir.var("idx", 0, S - 1)
-    m_blk_ = ir.var("m_blk", 0, _I32 // cfg.tile_m)
-    n_blk_ = ir.var("n_blk", 0, _I32 // cfg.tile_n)
-    small_prelude = ""
-    # split-K: the loop index is a (tile, split) unit; its k-block range comes with its coords
-    if cfg.splits:
-        unit_decl = " int kb_lo_, kb_hi_, split_;"
-        kb_first, kb_end = "kb_lo_", "kb_hi_"
-        k_empty = "kb_hi_ == kb_lo_"
-    elif cfg.stream_k:
-        from . import gemm_sm90_streamk as _sk
-        small_prelude += _sk.HELPERS
-        unit_decl = " int kb_lo_, kb_hi_, split_, ktile_;"
-        kb_first, kb_end = "kb_lo_", "kb_hi_"
-        k_empty = "kb_hi_ == kb_lo_"
-    else:
-        unit_decl = ""
-        kb_first, kb_end, k_empty = "0", "k_blocks", "k_blocks == 0"
-    sched = _sched_code(cfg)
-    if cfg.stream_k:
-        sched = _sk.schedule_code(cfg.tile_m, cfg.tile_n, cfg.tile_k)
-    # FP8 block scaling / promotion: every k-block starts from zero, then goes into tot_
-    from .gemm_sm90_fp8 import promotes
-    block = promotes(cfg)
-    mma = _render(lambda kb: atom.emit_k_block(kb, "acc", "da_", "db_", op_a, op_b, slabs,
-                                               cfg.tile_k // atom.k, "0" if block else
-                                               "scale_d"), 5).lstrip("\n")
-    pp = cfg.schedule == "pingpong"
-    # ping-pong: warpgroup cw owns tiles first_tile + (cw + 2i) * tile_step, whole
-    tile_loop = ("for (int tile = first_tile + cw * tile_step; tile < num_tiles; "
-                 "tile += 2 * tile_step)" if pp else
-                 "for (int tile = first_tile; tile < num_tiles; tile += tile_step)")
-    epi = cfg.epilogue()
-    if epi is not None:
-        # the fused epilogue, only through the collective protocol (arch/common/epilogue.py)
-        from ..builder import KernelBuilder
-        R = cfg.epilogue_region_bytes()
-        hk = KernelBuilder("epilogue", threads=1)
-        epi.emit_helpers(hk)
-        epi_prelude = "".join(hk.helpers)
-
-        def _init(kb):
-            kb.stmt(f"unsigned char* cute_epi_smem_base = smem_raw_ + (smem0_ - "
-                    f"cvta_to_shared_u32(smem_raw_)) + {S * cfg.stage_bytes}")
-            if pp:   # one epilogue region per warpgroup, each with its own C barriers
-                for w in range(cfg.epi_regions):
-                    with kb.scope():
-                        epi.emit_init(kb, f"cute_epi_smem_base + {w * R}")
-            else:
-                epi.emit_init(kb, "cute_epi_smem_base")
-        epi_init = _render(_init, 1).lstrip()
-        region_base = f"cute_epi_smem_base + {R} * cw"
-        epi_tile = ("const int cute_epi_m0 = m_blk * %d, cute_epi_n0 = n_blk * %d;"
-                    % (cfg.tile_m, cfg.tile_n))
-
-        def _prefetch(kb):
-            # the tile origin, and (direct C / aux path) the first subtiles' loads, before the
-            # tile's mainloop: those loads are in flight while the accumulators are computed
-            kb.stmt(epi_tile)
-            epi.emit_prefetch(kb)
-        epi_pre = _render(_prefetch, 3)
-        acc_arg = "acc[0]" if slabs == 1 else (lambda v: f"acc[{v // nacc}][{v % nacc}]")
-
-        def _consumer(kb):
-            with kb.scope():
-                epi.emit_consumer(kb, acc_arg, "(1 + cw)" if pp else 1, prefetched=True)
-        epilogue_code = _render(_consumer, 3).lstrip("\n")
-
-        def _consumer_state(kb):
-            epi.emit_consumer_state(kb)
-            if pp:
-                epi.emit_region(kb, region_base)
-        epi_consumer_decls = _render(_consumer_state, 2).lstrip()
-        epi_tail = _render(epi.emit_consumer_tail, 2).lstrip()
-        if epi.has_producer:
-            # the C / aux loads: producer warp 1 (ping-pong: warp 1 + w for warpgroup w's
-            # tiles, into w's region)
-            who = ("warp_id() >= 1 && warp_id() <= 2" if pp else "warp_id() == 1")
-
-            def _producer_state(kb):
-                if pp:
-                    kb.stmt("const int cw = warp_id() - 1")
-                    epi.emit_region(kb, region_base)
-                epi.emit_producer_state(kb)
-
-            def _producer_tile(kb):
-                kb.stmt(epi_tile)
-                epi.emit_producer(kb)
-            epi_producer = f"""
-    if ({who} && (threadIdx.x & 31) == 0) {{   // epilogue load producer{_render(_producer_state, 3)}
-      {tile_loop} {{
-        int m_blk, n_blk, l_;
-        {{ {_tile_coord_code(cfg)}
-        }}{_render(_producer_tile, 4)}
-      }}
-    }}"""
-        else:
-            epi_producer = ""
-    elif cfg.fp8:
-        from . import gemm_sm90_fp8 as _f8
-        epi_prelude = epi_init = epi_consumer_decls = epi_tail = epi_producer = ""
-        epilogue_code = _f8.epilogue_code(cfg, maps, [] if block else _origin_lines(cfg))
-        epi_pre = ""
-    else:
-        epi_prelude = epi_init = epi_consumer_decls = epi_tail = epi_producer = ""
-        epi_pre = ""
-        epilogue_code = _epilogue_direct(cfg, maps)
-    if pp:
-        order = OrderedEmitter(cfg.order(), base=3, threads=128)
-        cw_ = ir.var("cw", 0, W - 1)
-        tid_base = "128 * wg"
-        a_wg_off = 0
-
-        def _pp_start(kb):
-            kb.comment("ping-pong: this warpgroup's k-blocks start after warpgroup 0's first tile")
-            with kb.if_("cw > 0"):
-                pl.advance(kb, "idx", "phase", "cw * k_blocks", scoped=False)
-
-        def _pp_wait(kb):
-            kb.comment("turn order: start after the other warpgroup issued its tile's mainloop")
-            with kb.if_("tile != first_tile"):
-                order.wait(kb, cw_)
-
-        def _pp_signal(kb):
-            with kb.if_("tile + tile_step < num_tiles"):   # the other warpgroup's turn
-                order.signal(kb, cw_)
-
-        def _pp_skip(kb):
-            kb.comment("skip the other warpgroup's tile")
-            pl.advance(kb, "idx", "phase", "k_blocks")
-        pp_start, pp_wait = _render(_pp_start, 2), _render(_pp_wait, 3)
-        pp_signal, pp_skip = _render(_pp_signal, 3), _render(_pp_skip, 3)
-    else:
-        tid_base, pp_start, pp_wait, pp_signal, pp_skip = "128", "", "", "", ""
-        a_wg_off = ir.var("cw", 0, W - 1) * maps.wg_a_offset(1)
-    if cfg.cluster_m > 1:
-        # sm_80 builds of this source (an empty body) must not carry the sm_90 attribute
-        # (the builder emits __cluster_dims__ behind a macro empty in sm_80 builds)
-        sync_all = "cluster_arrive(); cluster_wait();"
-        rank_expr = "cluster_ctarank()"
-        rank_int = "\n  const int rank_ = (int)cta_rank;"
-        rank_ = ir.var("rank_", 0, cfg.cluster_m - 1)
-        b_dst = sB_ + idx_ * b_bytes + rank_ * maps.b_slice_offset(1)
-        b_row0 = n_blk_ * cfg.tile_n + rank_ * maps.b_slice_rows
-        b_mask = hex((1 << cfg.cluster_m) - 1)
-    else:
-        sync_all, rank_expr, rank_int = "__syncthreads();", "0u", ""
-        b_dst, b_row0, b_mask = sB_ + idx_ * b_bytes, n_blk_ * cfg.tile_n, None
-    kb_, fb_ = ir.var("kb", 0, _I32 // cfg.tile_k), ir.var("fb_", 0, (1 << 32) - 1)
-
-    def _loads(kb):
-        l_ = ir.var("l_", 0, _I32)
-        TmaLoad(maps.atom_a, op_a, cfg.tile_m).emit(kb, sA_ + idx_ * a_bytes, "&tmA", fb_,
-                                                     m_blk_ * cfg.tile_m, kb_ * cfg.tile_k, l_,
-                                                     tile_k=cfg.tile_k)
-        TmaLoad(maps.atom_b, op_b, maps.b_slice_rows).emit(kb, b_dst, "&tmB", fb_, b_row0,
-                                                            kb_ * cfg.tile_k, l_, mask=b_mask,
-                                                            tile_k=cfg.tile_k)
-    loads = _render(_loads, 5).lstrip()
-    descs = _render(lambda kb: (
-        kb.decl("const u64", "da_", f"make_gmma_desc({kb.expr(sA_ + idx_ * a_bytes + a_wg_off)}, "
-                f"{op_a.desc_args()})", hint=False),
-        kb.decl("const u64", "db_", f"make_gmma_desc({kb.expr(sB_ + idx_ * b_bytes)}, "
-                f"{op_b.desc_args()})", hint=False)), 4).lstrip()
-    p_acquire = _render(lambda kb: pl.producer_acquire(kb, "idx", "phase"), 5).lstrip()
-    p_tail = _render(lambda kb: pl.producer_tail(kb, "idx", "phase"), 3).lstrip()
-    p_init = _render(pl.init, 2).lstrip()
-    p_inc5 = _render(lambda kb: pl.increment(kb, "idx", "phase"), 5).lstrip()
-    p_inc4 = _render(lambda kb: pl.increment(kb, "idx", "phase"), 4).lstrip()
-    c_wait = _render(lambda kb: pl.consumer_wait(kb, "idx", "phase"), 4).lstrip()
-
-    def _release(kb):
-        with kb.if_("prev_ >= 0"):
-            pl.consumer_release(kb, ir.var("prev_", 0, S - 1), "release_lane")
-    rel4, rel3 = _render(_release, 4).lstrip(), _render(_release, 3).lstrip()
-    if block:
-        # FP8 block scaling / promotion (gemm_sm90_fp8): tot_ zeroed before the mainloop; after
-        # each k-block's commit its scale loads, wait_group<0>, release of its stage, promotion
-        from . import gemm_sm90_fp8 as _f8
-        scale_d_line = ""
-        blk_init = _render(lambda kb: _f8.emit_promotion_init(kb, cfg, maps,
-                                                                _origin_lines(cfg)), 3)
-        k_block_tail = _render(lambda kb: _f8.emit_k_block_tail(
-            kb, cfg, maps, lambda k: pl.consumer_release(k, idx_, "release_lane")), 4).lstrip()
-    else:
-        scale_d_line = f"\n        const int scale_d = kb > {kb_first} ? 1 : 0;"
-        blk_init = ""
-        k_block_tail = "\n        ".join(["wgmma_wait_group<1>();", rel4, "prev_ = idx;"])
-    body = f"""  extern __shared__ unsigned char smem_raw_[];
-  const u32 smem0_ = (cvta_to_shared_u32(smem_raw_) + 1023u) & ~1023u;
-  const u32 sA = smem0_;                        // {S} stages x {a_bytes} B: {maps.smem_a}
-  const u32 sB = sA + {S * a_bytes}u;           // {S} stages x {b_bytes} B: {maps.smem_b}
-  const u32 bar_full = sB + {S * b_bytes + cfg.epilogue_smem_bytes()}u;
-  const u32 bar_empty = bar_full + {8 * S}u;
-  {epi_init}
-  const int wg = __shfl_sync(0xffffffffu, (int)(threadIdx.x / 128), 0);
-  if (threadIdx.x == 0) {{
-    {p_init}
-    prefetch_tma_descriptor(&tmA);
-    prefetch_tma_descriptor(&tmB);
-  }}
-  {sync_all}
-  const u32 cta_rank = {rank_expr};{rank_int}
-  const int num_m = (M + {cfg.tile_m - 1}) / {cfg.tile_m};
-  const int num_n = (N + {cfg.tile_n - 1}) / {cfg.tile_n};
-  {sched}
-  const int k_blocks = (K + {cfg.tile_k - 1}) / {cfg.tile_k};
-  if (wg == 0) {{
-    // ---------------- producer warpgroup ----------------
-    setmaxnreg_dec<{cfg.producer_regs}>();
-    if (warp_id() == 0 && elect_one_sync()) {{
-      int idx = 0; u32 phase = 1u;               // make_producer_start_state
-      for (int tile = first_tile; tile < num_tiles; tile += tile_step) {{
-        int m_blk, n_blk, l_;{unit_decl}
-        {{ {_tile_coord_code(cfg)}
-        }}
-        for (int kb = {kb_first}; kb < {kb_end}; ++kb) {{
-          {p_acquire}
-          const u32 fb_ = {render_expr(pl.full_barrier(idx_))};
-          {loads}
-          {p_inc5}
-        }}
-      }}
-      {p_tail}
-    }}{epi_producer}
-  }} else {{
-    // ---------------- consumer warpgroups ----------------
-    setmaxnreg_inc<{cfg.consumer_regs}>();
-    const int tid = threadIdx.x - {tid_base};
-    const int cw = wg - 1;
-    const bool release_lane = (threadIdx.x & 31) == 0;
-    int idx = 0; u32 phase = 0u;{pp_start}
-    {epi_consumer_decls}
-    float acc[{slabs}][{nacc}];
-    {tile_loop} {{
-      int m_blk, n_blk, l_;{unit_decl}
-      {{ {_tile_coord_code(cfg)}
-      }}{epi_pre}{pp_wait}
-      int prev_ = -1;{blk_init}
-      for (int kb = {kb_first}; kb < {kb_end}; ++kb) {{
-        {c_wait}
-        {descs}{scale_d_line}
-        wgmma_fence();
-        {{
-{mma}
-        }}
-        wgmma_commit_group();
-        {k_block_tail}
-        {p_inc4}
-      }}{pp_signal}
-      wgmma_wait_group<0>();
-      {rel3}
-#pragma unroll
-      for (int j = 0; j < {slabs}; ++j) wgmma_fence_operands(acc[j]);
-      if ({k_empty}) {{
-#pragma unroll
-        for (int j = 0; j < {slabs}; ++j)
-#pragma unroll
-          for (int i = 0; i < {nacc}; ++i) acc[j][i] = 0.0f;
-      }}
-      // ---------------- epilogue ----------------
-{epilogue_code}{pp_skip}
-    }}
-    {epi_tail}
-  }}"""
-    # one kernel builder: typed parameters in the host plans' order (the kernel's own, the
-    # epilogue collective's, then split-K / stream-K's), helpers, cluster dims, arch guard
-    from ..arch.common.epilogue import emit_text
     from ..builder import KernelBuilder
+    from .gemm_sm90_body import Sm90Body
     kb = KernelBuilder(cfg.name, threads=cfg.threads, min_blocks=1,
                        cluster=(cfg.cluster_m,) if cfg.cluster_m > 1 else None, arch="sm90a",
                        origin="cute_py.backends.cuda.kernels.gemm_sm90", description=repr(cfg))
     for ctype, name in _KERNEL_PARAMS:
         kb.param(ctype, name)
+    epi = cfg.epilogue()
     if epi is not None:
         epi.emit_params(kb)
     if cfg.fp8:          # the FP8 built-in epilogue's scales, bias and scale strides
@@ -1121,12 +552,12 @@ def generate_source(cfg: Sm90GemmConfig) -> str:
             kb.param(ctype, name)
     for ctype, name in _extra_params(cfg):
         kb.param(ctype, name)
-    for h in (small_prelude, epi_prelude):
-        if h:
-            kb.helper(h)
-    kb.level = 0           # the body text carries its own indentation (and column-0 pragmas)
-    emit_text(kb, body)
-    kb.level = 1
+    if cfg.stream_k:     # stream-K's device helper (gemm_sm90_streamk)
+        from .gemm_sm90_streamk import HELPERS
+        kb.helper(HELPERS)
+    if epi is not None:
+        epi.emit_helpers(kb)
+    Sm90Body(cfg, maps).emit(kb)
     return kb.source()
 
 

@@ -31,7 +31,8 @@ or "e5m2", ``dtype_b`` B's format when it differs) changes only
 
 The kernel's builder gets the pieces of this module: :data:`PARAMS` (after the kernel's own
 parameters), :func:`emit_promotion_init` / :func:`emit_k_block_tail` (the promoting mainloop's
-second accumulator set and per-k-block tail) and :func:`epilogue_code`.
+second accumulator set and per-k-block tail) and :func:`emit_epilogue`, each emitting
+builder statements.
 
 Accumulation: FP8 wgmma is reported to keep fewer mantissa bits in its accumulator than
 IEEE fp32 (DeepSeek-V3: about 14).  With ``promote`` (and always with "block") each 128-element
@@ -45,9 +46,9 @@ accumulator 1.3e-2 relative-norm error, promoted 1.2e-4 (bf16 output rounding: 1
 
 from __future__ import annotations
 
-__all__ = ["FP8_DTYPES", "OUT_DTYPES", "SCALINGS", "check", "PARAMS", "promotion_loads",
-           "promotion_code", "promotes", "emit_promotion_init", "emit_k_block_tail",
-           "epilogue_code", "name_part", "scale_shapes", "check_scales", "scaling_of",
+__all__ = ["FP8_DTYPES", "OUT_DTYPES", "SCALINGS", "check", "PARAMS", "emit_promotion_loads",
+           "emit_promotion", "promotes", "emit_promotion_init", "emit_k_block_tail",
+           "emit_epilogue", "name_part", "scale_shapes", "check_scales", "scaling_of",
            "scale_layouts", "scale_offset", "d_layout", "d_offset"]
 
 #: 8-bit input formats
@@ -197,41 +198,46 @@ def _acc(maps, v, name="acc"):
     return f"{name}[{v // nacc}][{v % nacc}]"
 
 
-def promotion_loads(cfg, maps) -> list:
+def emit_promotion_loads(kb, cfg, maps) -> None:
     """Block scaling: the statements loading this k-block's scales while its wgmmas run --
     ``sa_[i]`` for each distinct row of the thread (0 past M), ``sb_[i]`` for each 128-column
     block (a comment only for the unscaled promotion of ``promote``); offsets lowered from
     :func:`scale_layouts`."""
     if cfg.scaling != "block":
-        return ["// promotion: tot_ += acc after the k-block's wgmmas"]
+        kb.comment("promotion: tot_ += acc after the k-block's wgmmas")
+        return
     from .. import ir
     rows, _ = _rows(maps)
     nbs, _ = _nblocks(cfg, maps)
     SA, SB = scale_layouts("block")
     k0 = ir.var("kb", 0, _I32 // cfg.tile_k) * cfg.tile_k      # the k-block's first k
     r = ir.var("r", 0, _I32)
-    out = [f"float sa_[{len(rows)}], sb_[{len(nbs)}];"]
+    kb.decl("float", f"sa_[{len(rows)}]", hint=False)
+    kb.decl("float", f"sb_[{len(nbs)}]", hint=False)
     for i, m in enumerate(rows):
-        out.append(f"{{ const int r = row0_ + {m}; sa_[{i}] = r < M ? __ldg(scale_a + "
-                   f"{scale_offset(SA, r, k0)}) : 0.0f; }}")
+        with kb.scope():
+            kb.decl("const int", "r", f"row0_ + {m}", hint=False)
+            kb.assign(f"sa_[{i}]", f"r < M ? __ldg(scale_a + {scale_offset(SA, r, k0)}) : 0.0f")
     # the first column of each 128-column block of the thread's values (the tile's first
     # column plus the block's offset; SB is constant over the block)
     n0 = ir.var("n_blk", 0, _I32 // cfg.tile_n) * cfg.tile_n
     for i, nb in enumerate(nbs):
-        out.append(f"sb_[{i}] = __ldg(scale_b + {scale_offset(SB, n0 + nb * BLOCK_K, k0)});")
-    return out
+        kb.assign(f"sb_[{i}]", f"__ldg(scale_b + {scale_offset(SB, n0 + nb * BLOCK_K, k0)})")
 
 
-def promotion_code(cfg, maps) -> list:
-    """Block scaling, after the k-block's wgmmas completed: ``tot += acc * sa * sb``
-    (``promote``: ``tot += acc``), one statement per accumulator."""
+def emit_promotion(kb, cfg, maps) -> None:
+    """After the k-block's wgmmas completed: ``tot += acc * sa * sb`` (block scaling;
+    ``promote``: ``tot += acc``), one statement per accumulator."""
+    nv = maps.frag.num_values
     if cfg.scaling != "block":
-        return [f"{_acc(maps, v, 'tot_')} += {_acc(maps, v)};"
-                for v in range(maps.frag.num_values)]
+        for v in range(nv):
+            kb.assign(_acc(maps, v, "tot_"), _acc(maps, v), "+=")
+        return
     _, ri = _rows(maps)
     _, ni = _nblocks(cfg, maps)
-    return [f"{_acc(maps, v, 'tot_')} += {_acc(maps, v)} * (sa_[{ri[v]}] * sb_[{ni[v]}]);"
-            for v in range(maps.frag.num_values)]
+    for v in range(nv):
+        kb.assign(_acc(maps, v, "tot_"), f"{_acc(maps, v)} * (sa_[{ri[v]}] * sb_[{ni[v]}])",
+                  "+=")
 
 
 def promotes(cfg) -> bool:
@@ -240,16 +246,15 @@ def promotes(cfg) -> bool:
     return is_fp8(cfg) and (cfg.scaling == "block" or cfg.promote)
 
 
-def emit_promotion_init(kb, cfg, maps, origin: list) -> None:
+def emit_promotion_init(kb, cfg, maps, emit_origin) -> None:
     """Before a tile's mainloop (promoting kernels): the thread's accumulator origin
-    ``row0_`` / ``col0_`` (``origin``: its declarations; the scale loads use it) and the second
-    accumulator set ``tot_`` set to zero."""
-    for ln in origin:
-        kb.stmt(ln)
+    ``row0_`` / ``col0_`` (``emit_origin(kb)`` declares them; the scale loads use them) and
+    the second accumulator set ``tot_`` set to zero."""
+    emit_origin(kb)
     nacc = maps.frag.num_values // maps.slabs
-    kb.stmt(f"float tot_[{maps.slabs}][{nacc}]")
-    with kb.for_("j", 0, maps.slabs, unroll=True) as j:
-        with kb.for_("i", 0, nacc, unroll=True) as i:
+    kb.decl("float", f"tot_[{maps.slabs}][{nacc}]", hint=False)
+    with kb.for_("j", 0, maps.slabs, unroll=True, hint=False) as j:
+        with kb.for_("i", 0, nacc, unroll=True, hint=False) as i:
             kb.assign(f"tot_[{kb.expr(j)}][{kb.expr(i)}]", "0.0f")
 
 
@@ -258,47 +263,45 @@ def emit_k_block_tail(kb, cfg, maps, release) -> None:
     (issued before the wait, so they overlap the wgmmas), ``wgmma_wait_group<0>``, the
     accumulators' operand fence, the stage's release (``release(kb)``: the pipeline's consumer
     release of the current stage) and the promotion into ``tot_``."""
-    for ln in promotion_loads(cfg, maps):
-        if ln.startswith("// "):
-            kb.comment(ln[3:])
-        else:
-            kb.stmt(ln)
+    emit_promotion_loads(kb, cfg, maps)
     kb.call("wgmma_wait_group", template="0")
-    with kb.for_("j", 0, maps.slabs, unroll=True) as j:
+    with kb.for_("j", 0, maps.slabs, unroll=True, hint=False) as j:
         kb.call("wgmma_fence_operands", f"acc[{kb.expr(j)}]")
     release(kb)
-    for ln in promotion_code(cfg, maps):
-        kb.stmt(ln)
+    emit_promotion(kb, cfg, maps)
 
 
-def epilogue_code(cfg, maps, origin: list) -> str:
-    """The FP8 built-in epilogue: scale, add the bias, convert, predicated stores.  ``origin``:
-    the lines declaring ``row0_`` / ``col0_`` (empty when the block kernel declared them
-    before its mainloop)."""
+def emit_epilogue(kb, cfg, maps, emit_origin=None) -> None:
+    """The FP8 built-in epilogue: scale, add the bias, convert, predicated stores.
+    ``emit_origin(kb)`` declares ``row0_`` / ``col0_`` (None when the promoting kernel declared
+    them before its mainloop)."""
     f16, f32 = cfg.out_dtype == "f16", cfg.out_dtype == "f32"
     pack1 = "f32_to_f16_bits" if f16 else "f32_to_bf16_bits"
     pack2 = "pack_f16x2" if f16 else "pack_bf16x2"
     unpack = "f16_bits_to_f32" if f16 else "bf16_bits_to_f32"
     from .. import ir
-    lines = list(origin)
+    if emit_origin is not None:
+        emit_origin(kb)
     l_off = d_offset(0, 0, ir.var("l_", 0, _I32))      # the tile's batch
     if f32:     # D (and the bias) are float32 arrays behind the kernel's u16 pointers
-        lines.append(f"float* Dl_ = reinterpret_cast<float*>(D) + {l_off};")
-        lines.append("const float* bias_ = reinterpret_cast<const float*>(bias);")
+        kb.decl("float*", "Dl_", f"reinterpret_cast<float*>(D) + {l_off}", hint=False)
+        kb.decl("const float*", "bias_", "reinterpret_cast<const float*>(bias)", hint=False)
     else:
-        lines.append(f"u16* Dl_ = D + {l_off};")
+        kb.decl("u16*", "Dl_", f"D + {l_off}", hint=False)
     row0, cc = ir.var("row0_", 0, _I32), ir.var("cc_", 0, _I32)
     src = "tot_" if cfg.scaling == "block" or cfg.promote else "acc"
     if cfg.scaling == "tensor":
-        lines.append("const float s_ = __ldg(scale_a) * __ldg(scale_b);")
+        kb.decl("const float", "s_", "__ldg(scale_a) * __ldg(scale_b)", hint=False)
     rows, ri = _rows(maps)
     if cfg.scaling == "row":
         SA, SB = scale_layouts("row")
-        r_, cc_ = ir.var("r", 0, _I32), ir.var("cc_", 0, _I32)
-        lines.append(f"float rs_[{len(rows)}];")
+        r_ = ir.var("r", 0, _I32)
+        kb.decl("float", f"rs_[{len(rows)}]", hint=False)
         for i, m in enumerate(rows):
-            lines.append(f"{{ const int r = row0_ + {m}; rs_[{i}] = r < M ? "
-                         f"__ldg(scale_a + {scale_offset(SA, r_, 0)}) : 0.0f; }}")
+            with kb.scope():
+                kb.decl("const int", "r", f"row0_ + {m}", hint=False)
+                kb.assign(f"rs_[{i}]", f"r < M ? __ldg(scale_a + {scale_offset(SA, r_, 0)}) "
+                          ": 0.0f")
     fr = maps.frag
     # values sharing a column pair share its column scales and bias values: loaded once per
     # column pair (the pairs visited column by column)
@@ -308,43 +311,44 @@ def epilogue_code(cfg, maps, origin: list) -> str:
     for v in pairs:
         groups.setdefault(fr.n_val[v], []).append(v)
     for no, vs in groups.items():
-        lines.append("{")
-        g = [f"const int cc_ = col0_ + {no};"]
-        if cfg.scaling == "row":
-            g.append(f"const float cs0_ = cc_ < N ? __ldg(scale_b + "
-                     f"{scale_offset(SB, cc_, 0)}) : 0.0f;")
-            g.append(f"const float cs1_ = cc_ + 1 < N ? __ldg(scale_b + "
-                     f"{scale_offset(SB, cc_ + 1, 0)}) : 0.0f;")
-        g.append(f"const float b0_ = bias != nullptr && cc_ < N ? {b_load.format(c='cc_')} "
-                 ": 0.0f;")
-        g.append(f"const float b1_ = bias != nullptr && cc_ + 1 < N ? "
-                 f"{b_load.format(c='cc_ + 1')} : 0.0f;")
-        for v in vs:
-            mo = fr.m_val[v]
-            a0, a1 = _acc(maps, v, src), _acc(maps, v + 1, src)
-            g.append(f"if (row0_ + {mo} < M) {{")
-            if cfg.scaling == "tensor":
-                x0, x1 = f"s_ * {a0}", f"s_ * {a1}"
-            elif cfg.scaling == "row":
-                x0, x1 = f"{a0} * rs_[{ri[v]}] * cs0_", f"{a1} * rs_[{ri[v]}] * cs1_"
-            else:
-                x0, x1 = a0, a1
-            g.append(f"  const float x0 = {x0} + b0_, x1 = {x1} + b1_;")
-            g.append(f"  {'float' if f32 else 'u16'}* dp = Dl_ + {d_offset(row0 + mo, cc)};")
-            if cfg.vec2:
-                g.append("  if (cc_ + 1 < N) {")
-                g.append("    *reinterpret_cast<float2*>(dp) = make_float2(x0, x1);" if f32
-                         else f"    *reinterpret_cast<u32*>(dp) = {pack2}(x0, x1);")
-                g.append("  } else if (cc_ < N) {")
-                g.append("    dp[0] = x0;" if f32 else f"    dp[0] = {pack1}(x0);")
-                g.append("  }")
-            else:
-                g.append("  if (cc_ < N) dp[0] = " + ("x0;" if f32 else f"{pack1}(x0);"))
-                g.append("  if (cc_ + 1 < N) dp[1] = " + ("x1;" if f32 else f"{pack1}(x1);"))
-            g.append("}")
-        lines += ["  " + x for x in g]
-        lines.append("}")
-    return "\n".join("      " + s for s in lines)
+        with kb.scope():
+            kb.decl("const int", "cc_", f"col0_ + {no}", hint=False)
+            if cfg.scaling == "row":
+                kb.decl("const float", "cs0_", f"cc_ < N ? __ldg(scale_b + "
+                        f"{scale_offset(SB, cc, 0)}) : 0.0f", hint=False)
+                kb.decl("const float", "cs1_", f"cc_ + 1 < N ? __ldg(scale_b + "
+                        f"{scale_offset(SB, cc + 1, 0)}) : 0.0f", hint=False)
+            kb.decl("const float", "b0_", f"bias != nullptr && cc_ < N ? "
+                    f"{b_load.format(c='cc_')} : 0.0f", hint=False)
+            kb.decl("const float", "b1_", f"bias != nullptr && cc_ + 1 < N ? "
+                    f"{b_load.format(c='cc_ + 1')} : 0.0f", hint=False)
+            for v in vs:
+                mo = fr.m_val[v]
+                a0, a1 = _acc(maps, v, src), _acc(maps, v + 1, src)
+                with kb.if_(f"row0_ + {mo} < M"):
+                    if cfg.scaling == "tensor":
+                        x0, x1 = f"s_ * {a0}", f"s_ * {a1}"
+                    elif cfg.scaling == "row":
+                        x0, x1 = f"{a0} * rs_[{ri[v]}] * cs0_", f"{a1} * rs_[{ri[v]}] * cs1_"
+                    else:
+                        x0, x1 = a0, a1
+                    kb.decl("const float", "x0", f"{x0} + b0_", hint=False)
+                    kb.decl("const float", "x1", f"{x1} + b1_", hint=False)
+                    kb.decl("float*" if f32 else "u16*", "dp",
+                            f"Dl_ + {d_offset(row0 + mo, cc)}", hint=False)
+                    if cfg.vec2:
+                        with kb.if_("cc_ + 1 < N"):
+                            if f32:
+                                kb.assign("*reinterpret_cast<float2*>(dp)", "make_float2(x0, x1)")
+                            else:
+                                kb.assign("*reinterpret_cast<u32*>(dp)", f"{pack2}(x0, x1)")
+                        with kb.else_("cc_ < N"):
+                            kb.assign("dp[0]", "x0" if f32 else f"{pack1}(x0)")
+                    else:
+                        with kb.if_("cc_ < N"):
+                            kb.assign("dp[0]", "x0" if f32 else f"{pack1}(x0)")
+                        with kb.if_("cc_ + 1 < N"):
+                            kb.assign("dp[1]", "x1" if f32 else f"{pack1}(x1)")
 
 
 def scale_shapes(scaling: str, M: int, N: int, K: int) -> tuple:

@@ -43,7 +43,8 @@ from dataclasses import dataclass
 from cute_py.errors import LaunchError
 
 __all__ = ["SplitKLayout", "splitk_layout", "splitk_extra_args", "split_ranges", "EXTRA_PARAMS",
-           "FIXUP_PARAMS"]
+           "FIXUP_PARAMS", "emit_partials", "emit_fixup", "fixup_layout", "fixup_offset",
+           "split_offset"]
 
 #: names of the kernel parameters a split-K configuration appends, in order
 EXTRA_PARAMS = ("ws", "splits_k", "ldw", "ws_l", "ws_split")
@@ -146,3 +147,123 @@ def _array_facts(X):
     return int(X.data.ptr), int(X.nbytes), str(X.dtype)
 
 
+# ------------------------------------------------------------------------------ device code
+# (the kernel's epilogue for split-K units, as builder statements; ``gemm_sm90`` calls them)
+
+_I32 = (1 << 31) - 1
+
+
+def fixup_layout(nv: int, nthr: int):
+    """The fix-up workspace: unit ``u``'s slot holds value ``v`` of consumer thread ``t`` at
+    ``(u, v, t) : (nv * nthr, nthr, 1)`` (coalesced: consecutive threads, consecutive floats);
+    the unit count ``U`` is symbolic."""
+    import cute_py as cute
+    return cute.make_layout((cute.symbols("U"), nv, nthr), (nv * nthr, nthr, 1))
+
+
+def fixup_offset(nv: int, nthr: int, unit, value: int = 0, thread=None):
+    """IR of the fix-up workspace offset of ``(unit, value, thread)`` (``unit``: an IR node or
+    an int; ``thread`` "tid" for the consumer thread, else 0), lowered from
+    :func:`fixup_layout`."""
+    from .. import ir, lower
+    t = ir.var("tid", 0, nthr - 1) if thread == "tid" else 0
+    return lower.layout_apply(fixup_layout(nv, nthr), (unit, value, t),
+                              symbols={"U": ir.var("U", 1, _I32)})
+
+
+def split_offset():
+    """IR of the split-K workspace offset of split ``split_`` of batch ``l_``: the layout
+    ``(S, L) : (ws_split, ws_l)`` (strides kernel parameters) lowered through IR."""
+    import cute_py as cute
+    from .. import ir, lower
+    S, L, a, b = cute.symbols("S L ws_split ws_l")
+    syms = {"S": ir.var("S", 1, _I32), "L": ir.var("L", 1, _I32),
+            "ws_split": ir.var("ws_split", 0, 1 << 62), "ws_l": ir.var("ws_l", 0, 1 << 62)}
+    return lower.layout_apply(cute.make_layout((S, L), (a, b)),
+                              (ir.var("split_", 0, _I32), ir.var("l_", 0, _I32)), symbols=syms)
+
+
+def emit_partials(kb, cfg, maps) -> None:
+    """"workspace" / "atomic": the unit's raw fp32 accumulators into the workspace, element
+    ``(r, c)`` of unit ``(tile, split_)`` of batch ``l_`` at ``ws + split_ * ws_split + l_ *
+    ws_l + r * ldw + c`` (``c * ldw + r`` with ``transpose_d``); "workspace" stores (paired
+    8-byte stores, ``ldw`` even), "atomic" adds (``atomicAdd``, the host passes ``ws_split``
+    0)."""
+    from .gemm_sm90_store import elem_offset, emit_origin, frag_pairs
+    atomic = cfg.split_k == "atomic"
+    emit_origin(kb, cfg)
+    kb.decl("float*", "Wl_", f"ws + {kb.expr(split_offset())}", hint=False)
+    w_off = kb.expr(elem_offset("ldw", cfg.transpose_d))
+    for a0, a1, mo, no in frag_pairs(maps):
+        with kb.scope():
+            kb.decl("const int", "r", f"row0_ + {mo}", hint=False)
+            kb.decl("const int", "c", f"col0_ + {no}", hint=False)
+            with kb.if_("r < M && c < N"):
+                kb.decl("float*", "wp", f"Wl_ + {w_off}", hint=False)
+                step = "ldw" if cfg.transpose_d else "1"
+                if atomic:
+                    kb.stmt(f"atomicAdd(wp, {a0})")
+                    with kb.if_("c + 1 < N"):
+                        kb.stmt(f"atomicAdd(wp + {step}, {a1})")
+                elif cfg.transpose_d:
+                    kb.assign("wp[0]", a0)
+                    with kb.if_("c + 1 < N"):
+                        kb.assign("wp[ldw]", a1)
+                else:   # ldw even: column c + 1 < ldw is inside the row (padding at c + 1 == N)
+                    kb.assign("*reinterpret_cast<float2*>(wp)", f"make_float2({a0}, {a1})")
+
+
+def emit_fixup(kb, cfg, maps) -> None:
+    """"fixup": the unit's partials in fragment order, and the tile's last unit sums them.
+
+    Unit ``u`` (= the loop index ``tile``) owns the slot ``ws[u][v][t]`` (value ``v`` of
+    consumer thread ``t``: coalesced, no predicates).  After storing, every consumer thread
+    fences, the consumer warpgroups meet at named barrier 1, consumer thread 0 counts the unit
+    on ``tile_count[tile]`` (``atomicAdd``; the last unit resets it to 0 for the next launch)
+    and ``bar.red.or`` hands "this unit is the tile's last" to every consumer thread; the other
+    units go on to their next unit (``continue``).  The last unit's threads add the slots of the
+    tile's splits 0, 1, ..., S-1 in that order (``__ldcg``: L2, past the SM's non-coherent L1;
+    their own slot too, so the sum does not depend on which unit came last) into ``acc``; the
+    caller then runs the built-in epilogue on the sums.  With ``splits_k == 1`` the workspace is
+    not touched."""
+    from .. import ir
+    nv = maps.frag.num_values
+    nacc = nv // maps.slabs
+    nthr = 128 * cfg.consumer_wgs
+    acc = [f"acc[{v // nacc}][{v % nacc}]" for v in range(nv)]
+    tile, split = ir.var("tile", 0, _I32), ir.var("split_", 0, _I32)
+
+    def off(unit, v=0, t=None):
+        return kb.expr(fixup_offset(nv, nthr, unit, v, t))
+    with kb.if_("splits_k > 1"):
+        kb.decl("float*", "wp_", f"ws + {off(tile, 0, 'tid')}", hint=False)
+        for v, a in enumerate(acc):
+            kb.assign(f"wp_[{off(0, v)}]", a)
+        kb.stmt("__threadfence()")
+        kb.call("named_barrier_sync", "1u", f"{nthr}u")
+        kb.decl("int", "last_", 0, hint=False)
+        with kb.if_("tid == 0"):
+            kb.decl("const int", "tix_", "tile / splits_k", hint=False)
+            kb.assign("last_", "atomicAdd(tile_count + tix_, 1) == splits_k - 1")
+            kb.comment("the last unit leaves the counter ready for the next launch")
+            with kb.if_("last_"):
+                kb.assign("tile_count[tix_]", 0)
+            kb.stmt("__threadfence()")
+        kb.comment("every consumer thread learns thread 0's answer (bar.red.or, barrier 1)")
+        kb.assign("last_", kb.call_expr("named_barrier_red_or", "1u", f"{nthr}u", "last_"))
+        with kb.if_("!last_"):
+            kb.stmt("continue")
+        kb.stmt("__threadfence()")
+        kb.decl("const float*", "b_", f"ws + {off(ir.sub(tile, split), 0, 'tid')}", hint=False)
+        kb.decl("float", f"fx_[{nv}]", hint=False)
+        kb.comment("the fixed order: split 0, 1, ...")
+        with kb.for_("s", 0, "splits_k", hint=False):
+            kb.decl("const float*", "q_", f"b_ + {off(ir.var('s', 0, _I32))}", hint=False)
+            with kb.if_("s == 0"):
+                for v in range(nv):
+                    kb.assign(f"fx_[{v}]", f"__ldcg(q_ + {off(0, v)})")
+            with kb.else_():
+                for v in range(nv):
+                    kb.assign(f"fx_[{v}]", f"__ldcg(q_ + {off(0, v)})", "+=")
+        for v, a in enumerate(acc):
+            kb.assign(a, f"fx_[{v}]")

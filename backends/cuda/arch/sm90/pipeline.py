@@ -51,13 +51,16 @@ class PipelineEmitter:
 
     def init(self, kb) -> None:
         d = self.desc
-        with kb.for_("s_", 0, d.stages) as s:
+        with kb.for_("s_", 0, d.stages, hint=False) as s:
             kb.call("mbarrier_init", self.barrier(self.full, s), f"{d.full_arrive_count}u")
             kb.call("mbarrier_init", self.barrier(self.empty, s), f"{d.empty_arrive_count}u")
         kb.call("fence_mbarrier_init")
 
     def increment(self, kb, idx: str, phase: str) -> None:
-        kb.stmt(f"if (++{idx} == {self.desc.stages}) {{ {idx} = 0; {phase} ^= 1u; }}")
+        """``state++``: the next stage; past the last one, stage 0 with the phase flipped."""
+        with kb.if_(f"++{idx} == {self.desc.stages}"):
+            kb.assign(idx, 0)
+            kb.assign(phase, "1u", "^=")
 
     def advance(self, kb, idx: str, phase: str, n: str, scoped: bool = True) -> None:
         """``state += n`` (``n``: a non-negative C expression); ``scoped``: in a block of its
@@ -65,9 +68,9 @@ class PipelineEmitter:
         S = self.desc.stages
 
         def body():
-            kb.stmt(f"const int a_ = {idx} + ({n})")
-            kb.stmt(f"{phase} ^= (u32)((a_ / {S}) & 1)")
-            kb.stmt(f"{idx} = a_ % {S}")
+            kb.decl("const int", "a_", f"{idx} + ({n})", hint=False)
+            kb.assign(phase, f"(u32)((a_ / {S}) & 1)", "^=")
+            kb.assign(idx, f"a_ % {S}")
         if scoped:
             with kb.scope():
                 body()
@@ -80,7 +83,7 @@ class PipelineEmitter:
                 f"{self.desc.transaction_bytes}u")
 
     def producer_tail(self, kb, idx: str, phase: str) -> None:
-        with kb.for_("t_", 0, self.desc.stages):
+        with kb.for_("t_", 0, self.desc.stages, hint=False):
             kb.call("mbarrier_wait_parity", self.barrier(self.empty, idx), phase)
             self.increment(kb, idx, phase)
 
@@ -95,7 +98,7 @@ class PipelineEmitter:
             if c == 1:
                 kb.call("mbarrier_arrive", self.barrier(self.empty, idx))
             else:
-                with kb.for_("c_", 0, c, ctype="u32") as cc:
+                with kb.for_("c_", 0, c, ctype="u32", hint=False) as cc:
                     kb.call("mbarrier_arrive_cluster", self.barrier(self.empty, idx), cc)
 
 

@@ -25,10 +25,12 @@ extern "C" __global__ void CUTE_PY_SM90_CLUSTER_DIMS __launch_bounds__(384, 1) c
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
   extern __shared__ unsigned char smem_raw_[];
   const u32 smem0_ = (cvta_to_shared_u32(smem_raw_) + 1023u) & ~1023u;
-  const u32 sA = smem0_;                        // 5 stages x 16384 B: Sw<3,4,3> o smem_ptr[16b](unset) o ((8,16),(64,1)):((64,512),(1,0))
-  const u32 sB = sA + 81920u;           // 5 stages x 16384 B: Sw<3,4,3> o smem_ptr[16b](unset) o ((8,16),(64,1)):((64,512),(1,0))
-  const u32 bar_full = sB + 81920u;
-  const u32 bar_empty = bar_full + 40u;
+  // A: 5 stages x 16384 B: Sw<3,4,3> o smem_ptr[16b](unset) o ((8,16),(64,1)):((64,512),(1,0))
+  const u32 sA = smem0_;
+  // B: 5 stages x 16384 B: Sw<3,4,3> o smem_ptr[16b](unset) o ((8,16),(64,1)):((64,512),(1,0))
+  const u32 sB = sA + 81920;
+  const u32 bar_full = sB + 81920;
+  const u32 bar_empty = bar_full + 40;
   const int wg = __shfl_sync(0xffffffffu, (int)(threadIdx.x / 128), 0);
   if (threadIdx.x == 0) {
     for (int s_ = 0; s_ < 5; ++s_) {
@@ -39,7 +41,8 @@ extern "C" __global__ void CUTE_PY_SM90_CLUSTER_DIMS __launch_bounds__(384, 1) c
     prefetch_tma_descriptor(&tmA);
     prefetch_tma_descriptor(&tmB);
   }
-  cluster_arrive(); cluster_wait();
+  cluster_arrive();
+  cluster_wait();
   const u32 cta_rank = cluster_ctarank();
   const int rank_ = (int)cta_rank;
   const int num_m = (M + 127) / 128;
@@ -52,21 +55,25 @@ extern "C" __global__ void CUTE_PY_SM90_CLUSTER_DIMS __launch_bounds__(384, 1) c
     // ---------------- producer warpgroup ----------------
     setmaxnreg_dec<40>();
     if (warp_id() == 0 && elect_one_sync()) {
-      int idx = 0; u32 phase = 1u;               // make_producer_start_state
+      // make_producer_start_state
+      int idx = 0;
+      u32 phase = 1u;
       for (int tile = first_tile; tile < num_tiles; tile += tile_step) {
-        int m_blk, n_blk, l_;
+        int m_blk;
+        int n_blk;
+        int l_;
         {
-  const int num_mc_ = (num_m + 1) >> 1;
-  const int per_l_ = (long long)num_mc_ * num_n;
-  l_ = tile / per_l_;
-  const int r_ = tile - (long long)l_ * per_l_;
-  const int gw_ = num_n * 4;
-  const int g_ = r_ / gw_;
-  const int first_ = g_ * 4;
-  const int gs_ = (num_mc_ - first_ < 4 ? num_mc_ - first_ : 4);
-  const int rr_ = r_ - (long long)g_ * gw_;
-  m_blk = (first_ + rr_ % gs_) * 2 + rank_;
-  n_blk = rr_ / gs_;
+          const int num_mc_ = (num_m + 1) >> 1;
+          const int per_l_ = (long long)num_mc_ * num_n;
+          l_ = tile / per_l_;
+          const int r_ = tile - (long long)l_ * per_l_;
+          const int gw_ = num_n * 4;
+          const int g_ = r_ / gw_;
+          const int first_ = g_ * 4;
+          const int gs_ = (num_mc_ - first_ < 4 ? num_mc_ - first_ : 4);
+          const int rr_ = r_ - (long long)g_ * gw_;
+          m_blk = (first_ + rr_ % gs_) * 2 + rank_;
+          n_blk = rr_ / gs_;
         }
         for (int kb = 0; kb < k_blocks; ++kb) {
           mbarrier_wait_parity(bar_empty + idx * 8, phase);
@@ -74,12 +81,18 @@ extern "C" __global__ void CUTE_PY_SM90_CLUSTER_DIMS __launch_bounds__(384, 1) c
           const u32 fb_ = bar_full + idx * 8;
           tma_load_3d(sA + idx * 16384, &tmA, fb_, kb * 64, m_blk * 128, l_);
           tma_load_3d_multicast(sB + idx * 16384 + rank_ * 8192, &tmB, fb_, (u16)0x3, kb * 64, n_blk * 128 + rank_ * 64, l_);
-          if (++idx == 5) { idx = 0; phase ^= 1u; }
+          if (++idx == 5) {
+            idx = 0;
+            phase ^= 1u;
+          }
         }
       }
       for (int t_ = 0; t_ < 5; ++t_) {
         mbarrier_wait_parity(bar_empty + idx * 8, phase);
-        if (++idx == 5) { idx = 0; phase ^= 1u; }
+        if (++idx == 5) {
+          idx = 0;
+          phase ^= 1u;
+        }
       }
     }
   } else {
@@ -88,7 +101,8 @@ extern "C" __global__ void CUTE_PY_SM90_CLUSTER_DIMS __launch_bounds__(384, 1) c
     const int tid = threadIdx.x - 128 * wg;
     const int cw = wg - 1;
     const bool release_lane = (threadIdx.x & 31) == 0;
-    int idx = 0; u32 phase = 0u;
+    int idx = 0;
+    u32 phase = 0u;
     // ping-pong: this warpgroup's k-blocks start after warpgroup 0's first tile
     if (cw > 0) {
       const int a_ = idx + (cw * k_blocks);
@@ -97,19 +111,21 @@ extern "C" __global__ void CUTE_PY_SM90_CLUSTER_DIMS __launch_bounds__(384, 1) c
     }
     float acc[2][64];
     for (int tile = first_tile + cw * tile_step; tile < num_tiles; tile += 2 * tile_step) {
-      int m_blk, n_blk, l_;
+      int m_blk;
+      int n_blk;
+      int l_;
       {
-  const int num_mc_ = (num_m + 1) >> 1;
-  const int per_l_ = (long long)num_mc_ * num_n;
-  l_ = tile / per_l_;
-  const int r_ = tile - (long long)l_ * per_l_;
-  const int gw_ = num_n * 4;
-  const int g_ = r_ / gw_;
-  const int first_ = g_ * 4;
-  const int gs_ = (num_mc_ - first_ < 4 ? num_mc_ - first_ : 4);
-  const int rr_ = r_ - (long long)g_ * gw_;
-  m_blk = (first_ + rr_ % gs_) * 2 + rank_;
-  n_blk = rr_ / gs_;
+        const int num_mc_ = (num_m + 1) >> 1;
+        const int per_l_ = (long long)num_mc_ * num_n;
+        l_ = tile / per_l_;
+        const int r_ = tile - (long long)l_ * per_l_;
+        const int gw_ = num_n * 4;
+        const int g_ = r_ / gw_;
+        const int first_ = g_ * 4;
+        const int gs_ = (num_mc_ - first_ < 4 ? num_mc_ - first_ : 4);
+        const int rr_ = r_ - (long long)g_ * gw_;
+        m_blk = (first_ + rr_ % gs_) * 2 + rank_;
+        n_blk = rr_ / gs_;
       }
       // turn order: start after the other warpgroup issued its tile's mainloop
       if (tile != first_tile) {
@@ -142,7 +158,10 @@ extern "C" __global__ void CUTE_PY_SM90_CLUSTER_DIMS __launch_bounds__(384, 1) c
           }
         }
         prev_ = idx;
-        if (++idx == 5) { idx = 0; phase ^= 1u; }
+        if (++idx == 5) {
+          idx = 0;
+          phase ^= 1u;
+        }
       }
       if (tile + tile_step < num_tiles) {
         named_barrier_arrive(3u + (u32)(cw), 256u);
@@ -155,22 +174,29 @@ extern "C" __global__ void CUTE_PY_SM90_CLUSTER_DIMS __launch_bounds__(384, 1) c
           }
         }
       }
-#pragma unroll
-      for (int j = 0; j < 2; ++j) wgmma_fence_operands(acc[j]);
+      #pragma unroll
+      for (int j = 0; j < 2; ++j) {
+        wgmma_fence_operands(acc[j]);
+      }
       if (k_blocks == 0) {
-#pragma unroll
-        for (int j = 0; j < 2; ++j)
-#pragma unroll
-          for (int i = 0; i < 64; ++i) acc[j][i] = 0.0f;
+        #pragma unroll
+        for (int j = 0; j < 2; ++j) {
+          #pragma unroll
+          for (int i = 0; i < 64; ++i) {
+            acc[j][i] = 0.0f;
+          }
+        }
       }
       // ---------------- epilogue ----------------
       const int row0_ = m_blk * 128 + (((tid >> 2) & 7) + (tid >> 5) * 16);
       const int col0_ = n_blk * 128 + (tid & 3) * 2;
       u16* Dl_ = D + l_ * ldl_d;
       {
-        const int r = row0_ + 0, c = col0_ + 0;
+        const int r = row0_ + 0;
+        const int c = col0_ + 0;
         if (r < M) {
-          float x0 = alpha * acc[0][0], x1 = alpha * acc[0][1];
+          float x0 = alpha * acc[0][0];
+          float x1 = alpha * acc[0][1];
           u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_bf16x2(x0, x1);
@@ -180,9 +206,11 @@ extern "C" __global__ void CUTE_PY_SM90_CLUSTER_DIMS __launch_bounds__(384, 1) c
         }
       }
       {
-        const int r = row0_ + 8, c = col0_ + 0;
+        const int r = row0_ + 8;
+        const int c = col0_ + 0;
         if (r < M) {
-          float x0 = alpha * acc[0][2], x1 = alpha * acc[0][3];
+          float x0 = alpha * acc[0][2];
+          float x1 = alpha * acc[0][3];
           u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_bf16x2(x0, x1);
@@ -192,9 +220,11 @@ extern "C" __global__ void CUTE_PY_SM90_CLUSTER_DIMS __launch_bounds__(384, 1) c
         }
       }
       {
-        const int r = row0_ + 0, c = col0_ + 8;
+        const int r = row0_ + 0;
+        const int c = col0_ + 8;
         if (r < M) {
-          float x0 = alpha * acc[0][4], x1 = alpha * acc[0][5];
+          float x0 = alpha * acc[0][4];
+          float x1 = alpha * acc[0][5];
           u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_bf16x2(x0, x1);
@@ -204,9 +234,11 @@ extern "C" __global__ void CUTE_PY_SM90_CLUSTER_DIMS __launch_bounds__(384, 1) c
         }
       }
       {
-        const int r = row0_ + 8, c = col0_ + 8;
+        const int r = row0_ + 8;
+        const int c = col0_ + 8;
         if (r < M) {
-          float x0 = alpha * acc[0][6], x1 = alpha * acc[0][7];
+          float x0 = alpha * acc[0][6];
+          float x1 = alpha * acc[0][7];
           u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_bf16x2(x0, x1);
@@ -216,9 +248,11 @@ extern "C" __global__ void CUTE_PY_SM90_CLUSTER_DIMS __launch_bounds__(384, 1) c
         }
       }
       {
-        const int r = row0_ + 0, c = col0_ + 16;
+        const int r = row0_ + 0;
+        const int c = col0_ + 16;
         if (r < M) {
-          float x0 = alpha * acc[0][8], x1 = alpha * acc[0][9];
+          float x0 = alpha * acc[0][8];
+          float x1 = alpha * acc[0][9];
           u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_bf16x2(x0, x1);
@@ -228,9 +262,11 @@ extern "C" __global__ void CUTE_PY_SM90_CLUSTER_DIMS __launch_bounds__(384, 1) c
         }
       }
       {
-        const int r = row0_ + 8, c = col0_ + 16;
+        const int r = row0_ + 8;
+        const int c = col0_ + 16;
         if (r < M) {
-          float x0 = alpha * acc[0][10], x1 = alpha * acc[0][11];
+          float x0 = alpha * acc[0][10];
+          float x1 = alpha * acc[0][11];
           u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_bf16x2(x0, x1);
@@ -240,9 +276,11 @@ extern "C" __global__ void CUTE_PY_SM90_CLUSTER_DIMS __launch_bounds__(384, 1) c
         }
       }
       {
-        const int r = row0_ + 0, c = col0_ + 24;
+        const int r = row0_ + 0;
+        const int c = col0_ + 24;
         if (r < M) {
-          float x0 = alpha * acc[0][12], x1 = alpha * acc[0][13];
+          float x0 = alpha * acc[0][12];
+          float x1 = alpha * acc[0][13];
           u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_bf16x2(x0, x1);
@@ -252,9 +290,11 @@ extern "C" __global__ void CUTE_PY_SM90_CLUSTER_DIMS __launch_bounds__(384, 1) c
         }
       }
       {
-        const int r = row0_ + 8, c = col0_ + 24;
+        const int r = row0_ + 8;
+        const int c = col0_ + 24;
         if (r < M) {
-          float x0 = alpha * acc[0][14], x1 = alpha * acc[0][15];
+          float x0 = alpha * acc[0][14];
+          float x1 = alpha * acc[0][15];
           u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_bf16x2(x0, x1);
@@ -264,9 +304,11 @@ extern "C" __global__ void CUTE_PY_SM90_CLUSTER_DIMS __launch_bounds__(384, 1) c
         }
       }
       {
-        const int r = row0_ + 0, c = col0_ + 32;
+        const int r = row0_ + 0;
+        const int c = col0_ + 32;
         if (r < M) {
-          float x0 = alpha * acc[0][16], x1 = alpha * acc[0][17];
+          float x0 = alpha * acc[0][16];
+          float x1 = alpha * acc[0][17];
           u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_bf16x2(x0, x1);
@@ -276,9 +318,11 @@ extern "C" __global__ void CUTE_PY_SM90_CLUSTER_DIMS __launch_bounds__(384, 1) c
         }
       }
       {
-        const int r = row0_ + 8, c = col0_ + 32;
+        const int r = row0_ + 8;
+        const int c = col0_ + 32;
         if (r < M) {
-          float x0 = alpha * acc[0][18], x1 = alpha * acc[0][19];
+          float x0 = alpha * acc[0][18];
+          float x1 = alpha * acc[0][19];
           u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_bf16x2(x0, x1);
@@ -288,9 +332,11 @@ extern "C" __global__ void CUTE_PY_SM90_CLUSTER_DIMS __launch_bounds__(384, 1) c
         }
       }
       {
-        const int r = row0_ + 0, c = col0_ + 40;
+        const int r = row0_ + 0;
+        const int c = col0_ + 40;
         if (r < M) {
-          float x0 = alpha * acc[0][20], x1 = alpha * acc[0][21];
+          float x0 = alpha * acc[0][20];
+          float x1 = alpha * acc[0][21];
           u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_bf16x2(x0, x1);
@@ -300,9 +346,11 @@ extern "C" __global__ void CUTE_PY_SM90_CLUSTER_DIMS __launch_bounds__(384, 1) c
         }
       }
       {
-        const int r = row0_ + 8, c = col0_ + 40;
+        const int r = row0_ + 8;
+        const int c = col0_ + 40;
         if (r < M) {
-          float x0 = alpha * acc[0][22], x1 = alpha * acc[0][23];
+          float x0 = alpha * acc[0][22];
+          float x1 = alpha * acc[0][23];
           u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_bf16x2(x0, x1);
@@ -312,9 +360,11 @@ extern "C" __global__ void CUTE_PY_SM90_CLUSTER_DIMS __launch_bounds__(384, 1) c
         }
       }
       {
-        const int r = row0_ + 0, c = col0_ + 48;
+        const int r = row0_ + 0;
+        const int c = col0_ + 48;
         if (r < M) {
-          float x0 = alpha * acc[0][24], x1 = alpha * acc[0][25];
+          float x0 = alpha * acc[0][24];
+          float x1 = alpha * acc[0][25];
           u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_bf16x2(x0, x1);
@@ -324,9 +374,11 @@ extern "C" __global__ void CUTE_PY_SM90_CLUSTER_DIMS __launch_bounds__(384, 1) c
         }
       }
       {
-        const int r = row0_ + 8, c = col0_ + 48;
+        const int r = row0_ + 8;
+        const int c = col0_ + 48;
         if (r < M) {
-          float x0 = alpha * acc[0][26], x1 = alpha * acc[0][27];
+          float x0 = alpha * acc[0][26];
+          float x1 = alpha * acc[0][27];
           u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_bf16x2(x0, x1);
@@ -336,9 +388,11 @@ extern "C" __global__ void CUTE_PY_SM90_CLUSTER_DIMS __launch_bounds__(384, 1) c
         }
       }
       {
-        const int r = row0_ + 0, c = col0_ + 56;
+        const int r = row0_ + 0;
+        const int c = col0_ + 56;
         if (r < M) {
-          float x0 = alpha * acc[0][28], x1 = alpha * acc[0][29];
+          float x0 = alpha * acc[0][28];
+          float x1 = alpha * acc[0][29];
           u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_bf16x2(x0, x1);
@@ -348,9 +402,11 @@ extern "C" __global__ void CUTE_PY_SM90_CLUSTER_DIMS __launch_bounds__(384, 1) c
         }
       }
       {
-        const int r = row0_ + 8, c = col0_ + 56;
+        const int r = row0_ + 8;
+        const int c = col0_ + 56;
         if (r < M) {
-          float x0 = alpha * acc[0][30], x1 = alpha * acc[0][31];
+          float x0 = alpha * acc[0][30];
+          float x1 = alpha * acc[0][31];
           u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_bf16x2(x0, x1);
@@ -360,9 +416,11 @@ extern "C" __global__ void CUTE_PY_SM90_CLUSTER_DIMS __launch_bounds__(384, 1) c
         }
       }
       {
-        const int r = row0_ + 0, c = col0_ + 64;
+        const int r = row0_ + 0;
+        const int c = col0_ + 64;
         if (r < M) {
-          float x0 = alpha * acc[0][32], x1 = alpha * acc[0][33];
+          float x0 = alpha * acc[0][32];
+          float x1 = alpha * acc[0][33];
           u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_bf16x2(x0, x1);
@@ -372,9 +430,11 @@ extern "C" __global__ void CUTE_PY_SM90_CLUSTER_DIMS __launch_bounds__(384, 1) c
         }
       }
       {
-        const int r = row0_ + 8, c = col0_ + 64;
+        const int r = row0_ + 8;
+        const int c = col0_ + 64;
         if (r < M) {
-          float x0 = alpha * acc[0][34], x1 = alpha * acc[0][35];
+          float x0 = alpha * acc[0][34];
+          float x1 = alpha * acc[0][35];
           u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_bf16x2(x0, x1);
@@ -384,9 +444,11 @@ extern "C" __global__ void CUTE_PY_SM90_CLUSTER_DIMS __launch_bounds__(384, 1) c
         }
       }
       {
-        const int r = row0_ + 0, c = col0_ + 72;
+        const int r = row0_ + 0;
+        const int c = col0_ + 72;
         if (r < M) {
-          float x0 = alpha * acc[0][36], x1 = alpha * acc[0][37];
+          float x0 = alpha * acc[0][36];
+          float x1 = alpha * acc[0][37];
           u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_bf16x2(x0, x1);
@@ -396,9 +458,11 @@ extern "C" __global__ void CUTE_PY_SM90_CLUSTER_DIMS __launch_bounds__(384, 1) c
         }
       }
       {
-        const int r = row0_ + 8, c = col0_ + 72;
+        const int r = row0_ + 8;
+        const int c = col0_ + 72;
         if (r < M) {
-          float x0 = alpha * acc[0][38], x1 = alpha * acc[0][39];
+          float x0 = alpha * acc[0][38];
+          float x1 = alpha * acc[0][39];
           u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_bf16x2(x0, x1);
@@ -408,9 +472,11 @@ extern "C" __global__ void CUTE_PY_SM90_CLUSTER_DIMS __launch_bounds__(384, 1) c
         }
       }
       {
-        const int r = row0_ + 0, c = col0_ + 80;
+        const int r = row0_ + 0;
+        const int c = col0_ + 80;
         if (r < M) {
-          float x0 = alpha * acc[0][40], x1 = alpha * acc[0][41];
+          float x0 = alpha * acc[0][40];
+          float x1 = alpha * acc[0][41];
           u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_bf16x2(x0, x1);
@@ -420,9 +486,11 @@ extern "C" __global__ void CUTE_PY_SM90_CLUSTER_DIMS __launch_bounds__(384, 1) c
         }
       }
       {
-        const int r = row0_ + 8, c = col0_ + 80;
+        const int r = row0_ + 8;
+        const int c = col0_ + 80;
         if (r < M) {
-          float x0 = alpha * acc[0][42], x1 = alpha * acc[0][43];
+          float x0 = alpha * acc[0][42];
+          float x1 = alpha * acc[0][43];
           u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_bf16x2(x0, x1);
@@ -432,9 +500,11 @@ extern "C" __global__ void CUTE_PY_SM90_CLUSTER_DIMS __launch_bounds__(384, 1) c
         }
       }
       {
-        const int r = row0_ + 0, c = col0_ + 88;
+        const int r = row0_ + 0;
+        const int c = col0_ + 88;
         if (r < M) {
-          float x0 = alpha * acc[0][44], x1 = alpha * acc[0][45];
+          float x0 = alpha * acc[0][44];
+          float x1 = alpha * acc[0][45];
           u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_bf16x2(x0, x1);
@@ -444,9 +514,11 @@ extern "C" __global__ void CUTE_PY_SM90_CLUSTER_DIMS __launch_bounds__(384, 1) c
         }
       }
       {
-        const int r = row0_ + 8, c = col0_ + 88;
+        const int r = row0_ + 8;
+        const int c = col0_ + 88;
         if (r < M) {
-          float x0 = alpha * acc[0][46], x1 = alpha * acc[0][47];
+          float x0 = alpha * acc[0][46];
+          float x1 = alpha * acc[0][47];
           u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_bf16x2(x0, x1);
@@ -456,9 +528,11 @@ extern "C" __global__ void CUTE_PY_SM90_CLUSTER_DIMS __launch_bounds__(384, 1) c
         }
       }
       {
-        const int r = row0_ + 0, c = col0_ + 96;
+        const int r = row0_ + 0;
+        const int c = col0_ + 96;
         if (r < M) {
-          float x0 = alpha * acc[0][48], x1 = alpha * acc[0][49];
+          float x0 = alpha * acc[0][48];
+          float x1 = alpha * acc[0][49];
           u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_bf16x2(x0, x1);
@@ -468,9 +542,11 @@ extern "C" __global__ void CUTE_PY_SM90_CLUSTER_DIMS __launch_bounds__(384, 1) c
         }
       }
       {
-        const int r = row0_ + 8, c = col0_ + 96;
+        const int r = row0_ + 8;
+        const int c = col0_ + 96;
         if (r < M) {
-          float x0 = alpha * acc[0][50], x1 = alpha * acc[0][51];
+          float x0 = alpha * acc[0][50];
+          float x1 = alpha * acc[0][51];
           u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_bf16x2(x0, x1);
@@ -480,9 +556,11 @@ extern "C" __global__ void CUTE_PY_SM90_CLUSTER_DIMS __launch_bounds__(384, 1) c
         }
       }
       {
-        const int r = row0_ + 0, c = col0_ + 104;
+        const int r = row0_ + 0;
+        const int c = col0_ + 104;
         if (r < M) {
-          float x0 = alpha * acc[0][52], x1 = alpha * acc[0][53];
+          float x0 = alpha * acc[0][52];
+          float x1 = alpha * acc[0][53];
           u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_bf16x2(x0, x1);
@@ -492,9 +570,11 @@ extern "C" __global__ void CUTE_PY_SM90_CLUSTER_DIMS __launch_bounds__(384, 1) c
         }
       }
       {
-        const int r = row0_ + 8, c = col0_ + 104;
+        const int r = row0_ + 8;
+        const int c = col0_ + 104;
         if (r < M) {
-          float x0 = alpha * acc[0][54], x1 = alpha * acc[0][55];
+          float x0 = alpha * acc[0][54];
+          float x1 = alpha * acc[0][55];
           u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_bf16x2(x0, x1);
@@ -504,9 +584,11 @@ extern "C" __global__ void CUTE_PY_SM90_CLUSTER_DIMS __launch_bounds__(384, 1) c
         }
       }
       {
-        const int r = row0_ + 0, c = col0_ + 112;
+        const int r = row0_ + 0;
+        const int c = col0_ + 112;
         if (r < M) {
-          float x0 = alpha * acc[0][56], x1 = alpha * acc[0][57];
+          float x0 = alpha * acc[0][56];
+          float x1 = alpha * acc[0][57];
           u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_bf16x2(x0, x1);
@@ -516,9 +598,11 @@ extern "C" __global__ void CUTE_PY_SM90_CLUSTER_DIMS __launch_bounds__(384, 1) c
         }
       }
       {
-        const int r = row0_ + 8, c = col0_ + 112;
+        const int r = row0_ + 8;
+        const int c = col0_ + 112;
         if (r < M) {
-          float x0 = alpha * acc[0][58], x1 = alpha * acc[0][59];
+          float x0 = alpha * acc[0][58];
+          float x1 = alpha * acc[0][59];
           u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_bf16x2(x0, x1);
@@ -528,9 +612,11 @@ extern "C" __global__ void CUTE_PY_SM90_CLUSTER_DIMS __launch_bounds__(384, 1) c
         }
       }
       {
-        const int r = row0_ + 0, c = col0_ + 120;
+        const int r = row0_ + 0;
+        const int c = col0_ + 120;
         if (r < M) {
-          float x0 = alpha * acc[0][60], x1 = alpha * acc[0][61];
+          float x0 = alpha * acc[0][60];
+          float x1 = alpha * acc[0][61];
           u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_bf16x2(x0, x1);
@@ -540,9 +626,11 @@ extern "C" __global__ void CUTE_PY_SM90_CLUSTER_DIMS __launch_bounds__(384, 1) c
         }
       }
       {
-        const int r = row0_ + 8, c = col0_ + 120;
+        const int r = row0_ + 8;
+        const int c = col0_ + 120;
         if (r < M) {
-          float x0 = alpha * acc[0][62], x1 = alpha * acc[0][63];
+          float x0 = alpha * acc[0][62];
+          float x1 = alpha * acc[0][63];
           u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_bf16x2(x0, x1);
@@ -552,9 +640,11 @@ extern "C" __global__ void CUTE_PY_SM90_CLUSTER_DIMS __launch_bounds__(384, 1) c
         }
       }
       {
-        const int r = row0_ + 64, c = col0_ + 0;
+        const int r = row0_ + 64;
+        const int c = col0_ + 0;
         if (r < M) {
-          float x0 = alpha * acc[1][0], x1 = alpha * acc[1][1];
+          float x0 = alpha * acc[1][0];
+          float x1 = alpha * acc[1][1];
           u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_bf16x2(x0, x1);
@@ -564,9 +654,11 @@ extern "C" __global__ void CUTE_PY_SM90_CLUSTER_DIMS __launch_bounds__(384, 1) c
         }
       }
       {
-        const int r = row0_ + 72, c = col0_ + 0;
+        const int r = row0_ + 72;
+        const int c = col0_ + 0;
         if (r < M) {
-          float x0 = alpha * acc[1][2], x1 = alpha * acc[1][3];
+          float x0 = alpha * acc[1][2];
+          float x1 = alpha * acc[1][3];
           u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_bf16x2(x0, x1);
@@ -576,9 +668,11 @@ extern "C" __global__ void CUTE_PY_SM90_CLUSTER_DIMS __launch_bounds__(384, 1) c
         }
       }
       {
-        const int r = row0_ + 64, c = col0_ + 8;
+        const int r = row0_ + 64;
+        const int c = col0_ + 8;
         if (r < M) {
-          float x0 = alpha * acc[1][4], x1 = alpha * acc[1][5];
+          float x0 = alpha * acc[1][4];
+          float x1 = alpha * acc[1][5];
           u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_bf16x2(x0, x1);
@@ -588,9 +682,11 @@ extern "C" __global__ void CUTE_PY_SM90_CLUSTER_DIMS __launch_bounds__(384, 1) c
         }
       }
       {
-        const int r = row0_ + 72, c = col0_ + 8;
+        const int r = row0_ + 72;
+        const int c = col0_ + 8;
         if (r < M) {
-          float x0 = alpha * acc[1][6], x1 = alpha * acc[1][7];
+          float x0 = alpha * acc[1][6];
+          float x1 = alpha * acc[1][7];
           u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_bf16x2(x0, x1);
@@ -600,9 +696,11 @@ extern "C" __global__ void CUTE_PY_SM90_CLUSTER_DIMS __launch_bounds__(384, 1) c
         }
       }
       {
-        const int r = row0_ + 64, c = col0_ + 16;
+        const int r = row0_ + 64;
+        const int c = col0_ + 16;
         if (r < M) {
-          float x0 = alpha * acc[1][8], x1 = alpha * acc[1][9];
+          float x0 = alpha * acc[1][8];
+          float x1 = alpha * acc[1][9];
           u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_bf16x2(x0, x1);
@@ -612,9 +710,11 @@ extern "C" __global__ void CUTE_PY_SM90_CLUSTER_DIMS __launch_bounds__(384, 1) c
         }
       }
       {
-        const int r = row0_ + 72, c = col0_ + 16;
+        const int r = row0_ + 72;
+        const int c = col0_ + 16;
         if (r < M) {
-          float x0 = alpha * acc[1][10], x1 = alpha * acc[1][11];
+          float x0 = alpha * acc[1][10];
+          float x1 = alpha * acc[1][11];
           u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_bf16x2(x0, x1);
@@ -624,9 +724,11 @@ extern "C" __global__ void CUTE_PY_SM90_CLUSTER_DIMS __launch_bounds__(384, 1) c
         }
       }
       {
-        const int r = row0_ + 64, c = col0_ + 24;
+        const int r = row0_ + 64;
+        const int c = col0_ + 24;
         if (r < M) {
-          float x0 = alpha * acc[1][12], x1 = alpha * acc[1][13];
+          float x0 = alpha * acc[1][12];
+          float x1 = alpha * acc[1][13];
           u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_bf16x2(x0, x1);
@@ -636,9 +738,11 @@ extern "C" __global__ void CUTE_PY_SM90_CLUSTER_DIMS __launch_bounds__(384, 1) c
         }
       }
       {
-        const int r = row0_ + 72, c = col0_ + 24;
+        const int r = row0_ + 72;
+        const int c = col0_ + 24;
         if (r < M) {
-          float x0 = alpha * acc[1][14], x1 = alpha * acc[1][15];
+          float x0 = alpha * acc[1][14];
+          float x1 = alpha * acc[1][15];
           u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_bf16x2(x0, x1);
@@ -648,9 +752,11 @@ extern "C" __global__ void CUTE_PY_SM90_CLUSTER_DIMS __launch_bounds__(384, 1) c
         }
       }
       {
-        const int r = row0_ + 64, c = col0_ + 32;
+        const int r = row0_ + 64;
+        const int c = col0_ + 32;
         if (r < M) {
-          float x0 = alpha * acc[1][16], x1 = alpha * acc[1][17];
+          float x0 = alpha * acc[1][16];
+          float x1 = alpha * acc[1][17];
           u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_bf16x2(x0, x1);
@@ -660,9 +766,11 @@ extern "C" __global__ void CUTE_PY_SM90_CLUSTER_DIMS __launch_bounds__(384, 1) c
         }
       }
       {
-        const int r = row0_ + 72, c = col0_ + 32;
+        const int r = row0_ + 72;
+        const int c = col0_ + 32;
         if (r < M) {
-          float x0 = alpha * acc[1][18], x1 = alpha * acc[1][19];
+          float x0 = alpha * acc[1][18];
+          float x1 = alpha * acc[1][19];
           u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_bf16x2(x0, x1);
@@ -672,9 +780,11 @@ extern "C" __global__ void CUTE_PY_SM90_CLUSTER_DIMS __launch_bounds__(384, 1) c
         }
       }
       {
-        const int r = row0_ + 64, c = col0_ + 40;
+        const int r = row0_ + 64;
+        const int c = col0_ + 40;
         if (r < M) {
-          float x0 = alpha * acc[1][20], x1 = alpha * acc[1][21];
+          float x0 = alpha * acc[1][20];
+          float x1 = alpha * acc[1][21];
           u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_bf16x2(x0, x1);
@@ -684,9 +794,11 @@ extern "C" __global__ void CUTE_PY_SM90_CLUSTER_DIMS __launch_bounds__(384, 1) c
         }
       }
       {
-        const int r = row0_ + 72, c = col0_ + 40;
+        const int r = row0_ + 72;
+        const int c = col0_ + 40;
         if (r < M) {
-          float x0 = alpha * acc[1][22], x1 = alpha * acc[1][23];
+          float x0 = alpha * acc[1][22];
+          float x1 = alpha * acc[1][23];
           u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_bf16x2(x0, x1);
@@ -696,9 +808,11 @@ extern "C" __global__ void CUTE_PY_SM90_CLUSTER_DIMS __launch_bounds__(384, 1) c
         }
       }
       {
-        const int r = row0_ + 64, c = col0_ + 48;
+        const int r = row0_ + 64;
+        const int c = col0_ + 48;
         if (r < M) {
-          float x0 = alpha * acc[1][24], x1 = alpha * acc[1][25];
+          float x0 = alpha * acc[1][24];
+          float x1 = alpha * acc[1][25];
           u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_bf16x2(x0, x1);
@@ -708,9 +822,11 @@ extern "C" __global__ void CUTE_PY_SM90_CLUSTER_DIMS __launch_bounds__(384, 1) c
         }
       }
       {
-        const int r = row0_ + 72, c = col0_ + 48;
+        const int r = row0_ + 72;
+        const int c = col0_ + 48;
         if (r < M) {
-          float x0 = alpha * acc[1][26], x1 = alpha * acc[1][27];
+          float x0 = alpha * acc[1][26];
+          float x1 = alpha * acc[1][27];
           u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_bf16x2(x0, x1);
@@ -720,9 +836,11 @@ extern "C" __global__ void CUTE_PY_SM90_CLUSTER_DIMS __launch_bounds__(384, 1) c
         }
       }
       {
-        const int r = row0_ + 64, c = col0_ + 56;
+        const int r = row0_ + 64;
+        const int c = col0_ + 56;
         if (r < M) {
-          float x0 = alpha * acc[1][28], x1 = alpha * acc[1][29];
+          float x0 = alpha * acc[1][28];
+          float x1 = alpha * acc[1][29];
           u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_bf16x2(x0, x1);
@@ -732,9 +850,11 @@ extern "C" __global__ void CUTE_PY_SM90_CLUSTER_DIMS __launch_bounds__(384, 1) c
         }
       }
       {
-        const int r = row0_ + 72, c = col0_ + 56;
+        const int r = row0_ + 72;
+        const int c = col0_ + 56;
         if (r < M) {
-          float x0 = alpha * acc[1][30], x1 = alpha * acc[1][31];
+          float x0 = alpha * acc[1][30];
+          float x1 = alpha * acc[1][31];
           u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_bf16x2(x0, x1);
@@ -744,9 +864,11 @@ extern "C" __global__ void CUTE_PY_SM90_CLUSTER_DIMS __launch_bounds__(384, 1) c
         }
       }
       {
-        const int r = row0_ + 64, c = col0_ + 64;
+        const int r = row0_ + 64;
+        const int c = col0_ + 64;
         if (r < M) {
-          float x0 = alpha * acc[1][32], x1 = alpha * acc[1][33];
+          float x0 = alpha * acc[1][32];
+          float x1 = alpha * acc[1][33];
           u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_bf16x2(x0, x1);
@@ -756,9 +878,11 @@ extern "C" __global__ void CUTE_PY_SM90_CLUSTER_DIMS __launch_bounds__(384, 1) c
         }
       }
       {
-        const int r = row0_ + 72, c = col0_ + 64;
+        const int r = row0_ + 72;
+        const int c = col0_ + 64;
         if (r < M) {
-          float x0 = alpha * acc[1][34], x1 = alpha * acc[1][35];
+          float x0 = alpha * acc[1][34];
+          float x1 = alpha * acc[1][35];
           u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_bf16x2(x0, x1);
@@ -768,9 +892,11 @@ extern "C" __global__ void CUTE_PY_SM90_CLUSTER_DIMS __launch_bounds__(384, 1) c
         }
       }
       {
-        const int r = row0_ + 64, c = col0_ + 72;
+        const int r = row0_ + 64;
+        const int c = col0_ + 72;
         if (r < M) {
-          float x0 = alpha * acc[1][36], x1 = alpha * acc[1][37];
+          float x0 = alpha * acc[1][36];
+          float x1 = alpha * acc[1][37];
           u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_bf16x2(x0, x1);
@@ -780,9 +906,11 @@ extern "C" __global__ void CUTE_PY_SM90_CLUSTER_DIMS __launch_bounds__(384, 1) c
         }
       }
       {
-        const int r = row0_ + 72, c = col0_ + 72;
+        const int r = row0_ + 72;
+        const int c = col0_ + 72;
         if (r < M) {
-          float x0 = alpha * acc[1][38], x1 = alpha * acc[1][39];
+          float x0 = alpha * acc[1][38];
+          float x1 = alpha * acc[1][39];
           u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_bf16x2(x0, x1);
@@ -792,9 +920,11 @@ extern "C" __global__ void CUTE_PY_SM90_CLUSTER_DIMS __launch_bounds__(384, 1) c
         }
       }
       {
-        const int r = row0_ + 64, c = col0_ + 80;
+        const int r = row0_ + 64;
+        const int c = col0_ + 80;
         if (r < M) {
-          float x0 = alpha * acc[1][40], x1 = alpha * acc[1][41];
+          float x0 = alpha * acc[1][40];
+          float x1 = alpha * acc[1][41];
           u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_bf16x2(x0, x1);
@@ -804,9 +934,11 @@ extern "C" __global__ void CUTE_PY_SM90_CLUSTER_DIMS __launch_bounds__(384, 1) c
         }
       }
       {
-        const int r = row0_ + 72, c = col0_ + 80;
+        const int r = row0_ + 72;
+        const int c = col0_ + 80;
         if (r < M) {
-          float x0 = alpha * acc[1][42], x1 = alpha * acc[1][43];
+          float x0 = alpha * acc[1][42];
+          float x1 = alpha * acc[1][43];
           u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_bf16x2(x0, x1);
@@ -816,9 +948,11 @@ extern "C" __global__ void CUTE_PY_SM90_CLUSTER_DIMS __launch_bounds__(384, 1) c
         }
       }
       {
-        const int r = row0_ + 64, c = col0_ + 88;
+        const int r = row0_ + 64;
+        const int c = col0_ + 88;
         if (r < M) {
-          float x0 = alpha * acc[1][44], x1 = alpha * acc[1][45];
+          float x0 = alpha * acc[1][44];
+          float x1 = alpha * acc[1][45];
           u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_bf16x2(x0, x1);
@@ -828,9 +962,11 @@ extern "C" __global__ void CUTE_PY_SM90_CLUSTER_DIMS __launch_bounds__(384, 1) c
         }
       }
       {
-        const int r = row0_ + 72, c = col0_ + 88;
+        const int r = row0_ + 72;
+        const int c = col0_ + 88;
         if (r < M) {
-          float x0 = alpha * acc[1][46], x1 = alpha * acc[1][47];
+          float x0 = alpha * acc[1][46];
+          float x1 = alpha * acc[1][47];
           u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_bf16x2(x0, x1);
@@ -840,9 +976,11 @@ extern "C" __global__ void CUTE_PY_SM90_CLUSTER_DIMS __launch_bounds__(384, 1) c
         }
       }
       {
-        const int r = row0_ + 64, c = col0_ + 96;
+        const int r = row0_ + 64;
+        const int c = col0_ + 96;
         if (r < M) {
-          float x0 = alpha * acc[1][48], x1 = alpha * acc[1][49];
+          float x0 = alpha * acc[1][48];
+          float x1 = alpha * acc[1][49];
           u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_bf16x2(x0, x1);
@@ -852,9 +990,11 @@ extern "C" __global__ void CUTE_PY_SM90_CLUSTER_DIMS __launch_bounds__(384, 1) c
         }
       }
       {
-        const int r = row0_ + 72, c = col0_ + 96;
+        const int r = row0_ + 72;
+        const int c = col0_ + 96;
         if (r < M) {
-          float x0 = alpha * acc[1][50], x1 = alpha * acc[1][51];
+          float x0 = alpha * acc[1][50];
+          float x1 = alpha * acc[1][51];
           u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_bf16x2(x0, x1);
@@ -864,9 +1004,11 @@ extern "C" __global__ void CUTE_PY_SM90_CLUSTER_DIMS __launch_bounds__(384, 1) c
         }
       }
       {
-        const int r = row0_ + 64, c = col0_ + 104;
+        const int r = row0_ + 64;
+        const int c = col0_ + 104;
         if (r < M) {
-          float x0 = alpha * acc[1][52], x1 = alpha * acc[1][53];
+          float x0 = alpha * acc[1][52];
+          float x1 = alpha * acc[1][53];
           u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_bf16x2(x0, x1);
@@ -876,9 +1018,11 @@ extern "C" __global__ void CUTE_PY_SM90_CLUSTER_DIMS __launch_bounds__(384, 1) c
         }
       }
       {
-        const int r = row0_ + 72, c = col0_ + 104;
+        const int r = row0_ + 72;
+        const int c = col0_ + 104;
         if (r < M) {
-          float x0 = alpha * acc[1][54], x1 = alpha * acc[1][55];
+          float x0 = alpha * acc[1][54];
+          float x1 = alpha * acc[1][55];
           u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_bf16x2(x0, x1);
@@ -888,9 +1032,11 @@ extern "C" __global__ void CUTE_PY_SM90_CLUSTER_DIMS __launch_bounds__(384, 1) c
         }
       }
       {
-        const int r = row0_ + 64, c = col0_ + 112;
+        const int r = row0_ + 64;
+        const int c = col0_ + 112;
         if (r < M) {
-          float x0 = alpha * acc[1][56], x1 = alpha * acc[1][57];
+          float x0 = alpha * acc[1][56];
+          float x1 = alpha * acc[1][57];
           u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_bf16x2(x0, x1);
@@ -900,9 +1046,11 @@ extern "C" __global__ void CUTE_PY_SM90_CLUSTER_DIMS __launch_bounds__(384, 1) c
         }
       }
       {
-        const int r = row0_ + 72, c = col0_ + 112;
+        const int r = row0_ + 72;
+        const int c = col0_ + 112;
         if (r < M) {
-          float x0 = alpha * acc[1][58], x1 = alpha * acc[1][59];
+          float x0 = alpha * acc[1][58];
+          float x1 = alpha * acc[1][59];
           u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_bf16x2(x0, x1);
@@ -912,9 +1060,11 @@ extern "C" __global__ void CUTE_PY_SM90_CLUSTER_DIMS __launch_bounds__(384, 1) c
         }
       }
       {
-        const int r = row0_ + 64, c = col0_ + 120;
+        const int r = row0_ + 64;
+        const int c = col0_ + 120;
         if (r < M) {
-          float x0 = alpha * acc[1][60], x1 = alpha * acc[1][61];
+          float x0 = alpha * acc[1][60];
+          float x1 = alpha * acc[1][61];
           u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_bf16x2(x0, x1);
@@ -924,9 +1074,11 @@ extern "C" __global__ void CUTE_PY_SM90_CLUSTER_DIMS __launch_bounds__(384, 1) c
         }
       }
       {
-        const int r = row0_ + 72, c = col0_ + 120;
+        const int r = row0_ + 72;
+        const int c = col0_ + 120;
         if (r < M) {
-          float x0 = alpha * acc[1][62], x1 = alpha * acc[1][63];
+          float x0 = alpha * acc[1][62];
+          float x1 = alpha * acc[1][63];
           u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_bf16x2(x0, x1);

@@ -20,10 +20,12 @@ extern "C" __global__ void __launch_bounds__(256, 1) cute_sm90_gemm_f16_128x128x
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
   extern __shared__ unsigned char smem_raw_[];
   const u32 smem0_ = (cvta_to_shared_u32(smem_raw_) + 1023u) & ~1023u;
-  const u32 sA = smem0_;                        // 6 stages x 16384 B: Sw<3,4,3> o smem_ptr[16b](unset) o ((8,16),(64,1)):((64,512),(1,0))
-  const u32 sB = sA + 98304u;           // 6 stages x 16384 B: Sw<3,4,3> o smem_ptr[16b](unset) o ((8,16),(64,1)):((64,512),(1,0))
-  const u32 bar_full = sB + 98304u;
-  const u32 bar_empty = bar_full + 48u;
+  // A: 6 stages x 16384 B: Sw<3,4,3> o smem_ptr[16b](unset) o ((8,16),(64,1)):((64,512),(1,0))
+  const u32 sA = smem0_;
+  // B: 6 stages x 16384 B: Sw<3,4,3> o smem_ptr[16b](unset) o ((8,16),(64,1)):((64,512),(1,0))
+  const u32 sB = sA + 98304;
+  const u32 bar_full = sB + 98304;
+  const u32 bar_empty = bar_full + 48;
   const int wg = __shfl_sync(0xffffffffu, (int)(threadIdx.x / 128), 0);
   if (threadIdx.x == 0) {
     for (int s_ = 0; s_ < 6; ++s_) {
@@ -46,20 +48,24 @@ extern "C" __global__ void __launch_bounds__(256, 1) cute_sm90_gemm_f16_128x128x
     // ---------------- producer warpgroup ----------------
     setmaxnreg_dec<40>();
     if (warp_id() == 0 && elect_one_sync()) {
-      int idx = 0; u32 phase = 1u;               // make_producer_start_state
+      // make_producer_start_state
+      int idx = 0;
+      u32 phase = 1u;
       for (int tile = first_tile; tile < num_tiles; tile += tile_step) {
-        int m_blk, n_blk, l_;
+        int m_blk;
+        int n_blk;
+        int l_;
         {
-  const int per_l_ = (long long)num_m * num_n;
-  l_ = tile / per_l_;
-  const int r_ = tile - (long long)l_ * per_l_;
-  const int gw_ = num_n * 8;
-  const int g_ = r_ / gw_;
-  const int first_ = g_ * 8;
-  const int gs_ = (num_m - first_ < 8 ? num_m - first_ : 8);
-  const int rr_ = r_ - (long long)g_ * gw_;
-  m_blk = first_ + rr_ % gs_;
-  n_blk = rr_ / gs_;
+          const int per_l_ = (long long)num_m * num_n;
+          l_ = tile / per_l_;
+          const int r_ = tile - (long long)l_ * per_l_;
+          const int gw_ = num_n * 8;
+          const int g_ = r_ / gw_;
+          const int first_ = g_ * 8;
+          const int gs_ = (num_m - first_ < 8 ? num_m - first_ : 8);
+          const int rr_ = r_ - (long long)g_ * gw_;
+          m_blk = first_ + rr_ % gs_;
+          n_blk = rr_ / gs_;
         }
         for (int kb = 0; kb < k_blocks; ++kb) {
           mbarrier_wait_parity(bar_empty + idx * 8, phase);
@@ -67,12 +73,18 @@ extern "C" __global__ void __launch_bounds__(256, 1) cute_sm90_gemm_f16_128x128x
           const u32 fb_ = bar_full + idx * 8;
           tma_load_3d(sA + idx * 16384, &tmA, fb_, kb * 64, m_blk * 128, l_);
           tma_load_3d(sB + idx * 16384, &tmB, fb_, kb * 64, n_blk * 128, l_);
-          if (++idx == 6) { idx = 0; phase ^= 1u; }
+          if (++idx == 6) {
+            idx = 0;
+            phase ^= 1u;
+          }
         }
       }
       for (int t_ = 0; t_ < 6; ++t_) {
         mbarrier_wait_parity(bar_empty + idx * 8, phase);
-        if (++idx == 6) { idx = 0; phase ^= 1u; }
+        if (++idx == 6) {
+          idx = 0;
+          phase ^= 1u;
+        }
       }
     }
   } else {
@@ -81,21 +93,24 @@ extern "C" __global__ void __launch_bounds__(256, 1) cute_sm90_gemm_f16_128x128x
     const int tid = threadIdx.x - 128;
     const int cw = wg - 1;
     const bool release_lane = (threadIdx.x & 31) == 0;
-    int idx = 0; u32 phase = 0u;
+    int idx = 0;
+    u32 phase = 0u;
     float acc[2][64];
     for (int tile = first_tile; tile < num_tiles; tile += tile_step) {
-      int m_blk, n_blk, l_;
+      int m_blk;
+      int n_blk;
+      int l_;
       {
-  const int per_l_ = (long long)num_m * num_n;
-  l_ = tile / per_l_;
-  const int r_ = tile - (long long)l_ * per_l_;
-  const int gw_ = num_n * 8;
-  const int g_ = r_ / gw_;
-  const int first_ = g_ * 8;
-  const int gs_ = (num_m - first_ < 8 ? num_m - first_ : 8);
-  const int rr_ = r_ - (long long)g_ * gw_;
-  m_blk = first_ + rr_ % gs_;
-  n_blk = rr_ / gs_;
+        const int per_l_ = (long long)num_m * num_n;
+        l_ = tile / per_l_;
+        const int r_ = tile - (long long)l_ * per_l_;
+        const int gw_ = num_n * 8;
+        const int g_ = r_ / gw_;
+        const int first_ = g_ * 8;
+        const int gs_ = (num_m - first_ < 8 ? num_m - first_ : 8);
+        const int rr_ = r_ - (long long)g_ * gw_;
+        m_blk = first_ + rr_ % gs_;
+        n_blk = rr_ / gs_;
       }
       int prev_ = -1;
       for (int kb = 0; kb < k_blocks; ++kb) {
@@ -122,7 +137,10 @@ extern "C" __global__ void __launch_bounds__(256, 1) cute_sm90_gemm_f16_128x128x
           }
         }
         prev_ = idx;
-        if (++idx == 6) { idx = 0; phase ^= 1u; }
+        if (++idx == 6) {
+          idx = 0;
+          phase ^= 1u;
+        }
       }
       wgmma_wait_group<0>();
       if (prev_ >= 0) {
@@ -130,22 +148,29 @@ extern "C" __global__ void __launch_bounds__(256, 1) cute_sm90_gemm_f16_128x128x
           mbarrier_arrive(bar_empty + prev_ * 8);
         }
       }
-#pragma unroll
-      for (int j = 0; j < 2; ++j) wgmma_fence_operands(acc[j]);
+      #pragma unroll
+      for (int j = 0; j < 2; ++j) {
+        wgmma_fence_operands(acc[j]);
+      }
       if (k_blocks == 0) {
-#pragma unroll
-        for (int j = 0; j < 2; ++j)
-#pragma unroll
-          for (int i = 0; i < 64; ++i) acc[j][i] = 0.0f;
+        #pragma unroll
+        for (int j = 0; j < 2; ++j) {
+          #pragma unroll
+          for (int i = 0; i < 64; ++i) {
+            acc[j][i] = 0.0f;
+          }
+        }
       }
       // ---------------- epilogue ----------------
       const int row0_ = m_blk * 128 + (((tid >> 2) & 7) + (tid >> 5) * 16);
       const int col0_ = n_blk * 128 + (tid & 3) * 2;
       u16* Dl_ = D + l_ * ldl_d;
       {
-        const int r = row0_ + 0, c = col0_ + 0;
+        const int r = row0_ + 0;
+        const int c = col0_ + 0;
         if (r < M) {
-          float x0 = alpha * acc[0][0], x1 = alpha * acc[0][1];
+          float x0 = alpha * acc[0][0];
+          float x1 = alpha * acc[0][1];
           u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_f16x2(x0, x1);
@@ -155,9 +180,11 @@ extern "C" __global__ void __launch_bounds__(256, 1) cute_sm90_gemm_f16_128x128x
         }
       }
       {
-        const int r = row0_ + 8, c = col0_ + 0;
+        const int r = row0_ + 8;
+        const int c = col0_ + 0;
         if (r < M) {
-          float x0 = alpha * acc[0][2], x1 = alpha * acc[0][3];
+          float x0 = alpha * acc[0][2];
+          float x1 = alpha * acc[0][3];
           u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_f16x2(x0, x1);
@@ -167,9 +194,11 @@ extern "C" __global__ void __launch_bounds__(256, 1) cute_sm90_gemm_f16_128x128x
         }
       }
       {
-        const int r = row0_ + 0, c = col0_ + 8;
+        const int r = row0_ + 0;
+        const int c = col0_ + 8;
         if (r < M) {
-          float x0 = alpha * acc[0][4], x1 = alpha * acc[0][5];
+          float x0 = alpha * acc[0][4];
+          float x1 = alpha * acc[0][5];
           u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_f16x2(x0, x1);
@@ -179,9 +208,11 @@ extern "C" __global__ void __launch_bounds__(256, 1) cute_sm90_gemm_f16_128x128x
         }
       }
       {
-        const int r = row0_ + 8, c = col0_ + 8;
+        const int r = row0_ + 8;
+        const int c = col0_ + 8;
         if (r < M) {
-          float x0 = alpha * acc[0][6], x1 = alpha * acc[0][7];
+          float x0 = alpha * acc[0][6];
+          float x1 = alpha * acc[0][7];
           u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_f16x2(x0, x1);
@@ -191,9 +222,11 @@ extern "C" __global__ void __launch_bounds__(256, 1) cute_sm90_gemm_f16_128x128x
         }
       }
       {
-        const int r = row0_ + 0, c = col0_ + 16;
+        const int r = row0_ + 0;
+        const int c = col0_ + 16;
         if (r < M) {
-          float x0 = alpha * acc[0][8], x1 = alpha * acc[0][9];
+          float x0 = alpha * acc[0][8];
+          float x1 = alpha * acc[0][9];
           u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_f16x2(x0, x1);
@@ -203,9 +236,11 @@ extern "C" __global__ void __launch_bounds__(256, 1) cute_sm90_gemm_f16_128x128x
         }
       }
       {
-        const int r = row0_ + 8, c = col0_ + 16;
+        const int r = row0_ + 8;
+        const int c = col0_ + 16;
         if (r < M) {
-          float x0 = alpha * acc[0][10], x1 = alpha * acc[0][11];
+          float x0 = alpha * acc[0][10];
+          float x1 = alpha * acc[0][11];
           u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_f16x2(x0, x1);
@@ -215,9 +250,11 @@ extern "C" __global__ void __launch_bounds__(256, 1) cute_sm90_gemm_f16_128x128x
         }
       }
       {
-        const int r = row0_ + 0, c = col0_ + 24;
+        const int r = row0_ + 0;
+        const int c = col0_ + 24;
         if (r < M) {
-          float x0 = alpha * acc[0][12], x1 = alpha * acc[0][13];
+          float x0 = alpha * acc[0][12];
+          float x1 = alpha * acc[0][13];
           u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_f16x2(x0, x1);
@@ -227,9 +264,11 @@ extern "C" __global__ void __launch_bounds__(256, 1) cute_sm90_gemm_f16_128x128x
         }
       }
       {
-        const int r = row0_ + 8, c = col0_ + 24;
+        const int r = row0_ + 8;
+        const int c = col0_ + 24;
         if (r < M) {
-          float x0 = alpha * acc[0][14], x1 = alpha * acc[0][15];
+          float x0 = alpha * acc[0][14];
+          float x1 = alpha * acc[0][15];
           u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_f16x2(x0, x1);
@@ -239,9 +278,11 @@ extern "C" __global__ void __launch_bounds__(256, 1) cute_sm90_gemm_f16_128x128x
         }
       }
       {
-        const int r = row0_ + 0, c = col0_ + 32;
+        const int r = row0_ + 0;
+        const int c = col0_ + 32;
         if (r < M) {
-          float x0 = alpha * acc[0][16], x1 = alpha * acc[0][17];
+          float x0 = alpha * acc[0][16];
+          float x1 = alpha * acc[0][17];
           u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_f16x2(x0, x1);
@@ -251,9 +292,11 @@ extern "C" __global__ void __launch_bounds__(256, 1) cute_sm90_gemm_f16_128x128x
         }
       }
       {
-        const int r = row0_ + 8, c = col0_ + 32;
+        const int r = row0_ + 8;
+        const int c = col0_ + 32;
         if (r < M) {
-          float x0 = alpha * acc[0][18], x1 = alpha * acc[0][19];
+          float x0 = alpha * acc[0][18];
+          float x1 = alpha * acc[0][19];
           u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_f16x2(x0, x1);
@@ -263,9 +306,11 @@ extern "C" __global__ void __launch_bounds__(256, 1) cute_sm90_gemm_f16_128x128x
         }
       }
       {
-        const int r = row0_ + 0, c = col0_ + 40;
+        const int r = row0_ + 0;
+        const int c = col0_ + 40;
         if (r < M) {
-          float x0 = alpha * acc[0][20], x1 = alpha * acc[0][21];
+          float x0 = alpha * acc[0][20];
+          float x1 = alpha * acc[0][21];
           u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_f16x2(x0, x1);
@@ -275,9 +320,11 @@ extern "C" __global__ void __launch_bounds__(256, 1) cute_sm90_gemm_f16_128x128x
         }
       }
       {
-        const int r = row0_ + 8, c = col0_ + 40;
+        const int r = row0_ + 8;
+        const int c = col0_ + 40;
         if (r < M) {
-          float x0 = alpha * acc[0][22], x1 = alpha * acc[0][23];
+          float x0 = alpha * acc[0][22];
+          float x1 = alpha * acc[0][23];
           u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_f16x2(x0, x1);
@@ -287,9 +334,11 @@ extern "C" __global__ void __launch_bounds__(256, 1) cute_sm90_gemm_f16_128x128x
         }
       }
       {
-        const int r = row0_ + 0, c = col0_ + 48;
+        const int r = row0_ + 0;
+        const int c = col0_ + 48;
         if (r < M) {
-          float x0 = alpha * acc[0][24], x1 = alpha * acc[0][25];
+          float x0 = alpha * acc[0][24];
+          float x1 = alpha * acc[0][25];
           u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_f16x2(x0, x1);
@@ -299,9 +348,11 @@ extern "C" __global__ void __launch_bounds__(256, 1) cute_sm90_gemm_f16_128x128x
         }
       }
       {
-        const int r = row0_ + 8, c = col0_ + 48;
+        const int r = row0_ + 8;
+        const int c = col0_ + 48;
         if (r < M) {
-          float x0 = alpha * acc[0][26], x1 = alpha * acc[0][27];
+          float x0 = alpha * acc[0][26];
+          float x1 = alpha * acc[0][27];
           u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_f16x2(x0, x1);
@@ -311,9 +362,11 @@ extern "C" __global__ void __launch_bounds__(256, 1) cute_sm90_gemm_f16_128x128x
         }
       }
       {
-        const int r = row0_ + 0, c = col0_ + 56;
+        const int r = row0_ + 0;
+        const int c = col0_ + 56;
         if (r < M) {
-          float x0 = alpha * acc[0][28], x1 = alpha * acc[0][29];
+          float x0 = alpha * acc[0][28];
+          float x1 = alpha * acc[0][29];
           u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_f16x2(x0, x1);
@@ -323,9 +376,11 @@ extern "C" __global__ void __launch_bounds__(256, 1) cute_sm90_gemm_f16_128x128x
         }
       }
       {
-        const int r = row0_ + 8, c = col0_ + 56;
+        const int r = row0_ + 8;
+        const int c = col0_ + 56;
         if (r < M) {
-          float x0 = alpha * acc[0][30], x1 = alpha * acc[0][31];
+          float x0 = alpha * acc[0][30];
+          float x1 = alpha * acc[0][31];
           u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_f16x2(x0, x1);
@@ -335,9 +390,11 @@ extern "C" __global__ void __launch_bounds__(256, 1) cute_sm90_gemm_f16_128x128x
         }
       }
       {
-        const int r = row0_ + 0, c = col0_ + 64;
+        const int r = row0_ + 0;
+        const int c = col0_ + 64;
         if (r < M) {
-          float x0 = alpha * acc[0][32], x1 = alpha * acc[0][33];
+          float x0 = alpha * acc[0][32];
+          float x1 = alpha * acc[0][33];
           u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_f16x2(x0, x1);
@@ -347,9 +404,11 @@ extern "C" __global__ void __launch_bounds__(256, 1) cute_sm90_gemm_f16_128x128x
         }
       }
       {
-        const int r = row0_ + 8, c = col0_ + 64;
+        const int r = row0_ + 8;
+        const int c = col0_ + 64;
         if (r < M) {
-          float x0 = alpha * acc[0][34], x1 = alpha * acc[0][35];
+          float x0 = alpha * acc[0][34];
+          float x1 = alpha * acc[0][35];
           u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_f16x2(x0, x1);
@@ -359,9 +418,11 @@ extern "C" __global__ void __launch_bounds__(256, 1) cute_sm90_gemm_f16_128x128x
         }
       }
       {
-        const int r = row0_ + 0, c = col0_ + 72;
+        const int r = row0_ + 0;
+        const int c = col0_ + 72;
         if (r < M) {
-          float x0 = alpha * acc[0][36], x1 = alpha * acc[0][37];
+          float x0 = alpha * acc[0][36];
+          float x1 = alpha * acc[0][37];
           u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_f16x2(x0, x1);
@@ -371,9 +432,11 @@ extern "C" __global__ void __launch_bounds__(256, 1) cute_sm90_gemm_f16_128x128x
         }
       }
       {
-        const int r = row0_ + 8, c = col0_ + 72;
+        const int r = row0_ + 8;
+        const int c = col0_ + 72;
         if (r < M) {
-          float x0 = alpha * acc[0][38], x1 = alpha * acc[0][39];
+          float x0 = alpha * acc[0][38];
+          float x1 = alpha * acc[0][39];
           u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_f16x2(x0, x1);
@@ -383,9 +446,11 @@ extern "C" __global__ void __launch_bounds__(256, 1) cute_sm90_gemm_f16_128x128x
         }
       }
       {
-        const int r = row0_ + 0, c = col0_ + 80;
+        const int r = row0_ + 0;
+        const int c = col0_ + 80;
         if (r < M) {
-          float x0 = alpha * acc[0][40], x1 = alpha * acc[0][41];
+          float x0 = alpha * acc[0][40];
+          float x1 = alpha * acc[0][41];
           u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_f16x2(x0, x1);
@@ -395,9 +460,11 @@ extern "C" __global__ void __launch_bounds__(256, 1) cute_sm90_gemm_f16_128x128x
         }
       }
       {
-        const int r = row0_ + 8, c = col0_ + 80;
+        const int r = row0_ + 8;
+        const int c = col0_ + 80;
         if (r < M) {
-          float x0 = alpha * acc[0][42], x1 = alpha * acc[0][43];
+          float x0 = alpha * acc[0][42];
+          float x1 = alpha * acc[0][43];
           u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_f16x2(x0, x1);
@@ -407,9 +474,11 @@ extern "C" __global__ void __launch_bounds__(256, 1) cute_sm90_gemm_f16_128x128x
         }
       }
       {
-        const int r = row0_ + 0, c = col0_ + 88;
+        const int r = row0_ + 0;
+        const int c = col0_ + 88;
         if (r < M) {
-          float x0 = alpha * acc[0][44], x1 = alpha * acc[0][45];
+          float x0 = alpha * acc[0][44];
+          float x1 = alpha * acc[0][45];
           u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_f16x2(x0, x1);
@@ -419,9 +488,11 @@ extern "C" __global__ void __launch_bounds__(256, 1) cute_sm90_gemm_f16_128x128x
         }
       }
       {
-        const int r = row0_ + 8, c = col0_ + 88;
+        const int r = row0_ + 8;
+        const int c = col0_ + 88;
         if (r < M) {
-          float x0 = alpha * acc[0][46], x1 = alpha * acc[0][47];
+          float x0 = alpha * acc[0][46];
+          float x1 = alpha * acc[0][47];
           u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_f16x2(x0, x1);
@@ -431,9 +502,11 @@ extern "C" __global__ void __launch_bounds__(256, 1) cute_sm90_gemm_f16_128x128x
         }
       }
       {
-        const int r = row0_ + 0, c = col0_ + 96;
+        const int r = row0_ + 0;
+        const int c = col0_ + 96;
         if (r < M) {
-          float x0 = alpha * acc[0][48], x1 = alpha * acc[0][49];
+          float x0 = alpha * acc[0][48];
+          float x1 = alpha * acc[0][49];
           u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_f16x2(x0, x1);
@@ -443,9 +516,11 @@ extern "C" __global__ void __launch_bounds__(256, 1) cute_sm90_gemm_f16_128x128x
         }
       }
       {
-        const int r = row0_ + 8, c = col0_ + 96;
+        const int r = row0_ + 8;
+        const int c = col0_ + 96;
         if (r < M) {
-          float x0 = alpha * acc[0][50], x1 = alpha * acc[0][51];
+          float x0 = alpha * acc[0][50];
+          float x1 = alpha * acc[0][51];
           u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_f16x2(x0, x1);
@@ -455,9 +530,11 @@ extern "C" __global__ void __launch_bounds__(256, 1) cute_sm90_gemm_f16_128x128x
         }
       }
       {
-        const int r = row0_ + 0, c = col0_ + 104;
+        const int r = row0_ + 0;
+        const int c = col0_ + 104;
         if (r < M) {
-          float x0 = alpha * acc[0][52], x1 = alpha * acc[0][53];
+          float x0 = alpha * acc[0][52];
+          float x1 = alpha * acc[0][53];
           u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_f16x2(x0, x1);
@@ -467,9 +544,11 @@ extern "C" __global__ void __launch_bounds__(256, 1) cute_sm90_gemm_f16_128x128x
         }
       }
       {
-        const int r = row0_ + 8, c = col0_ + 104;
+        const int r = row0_ + 8;
+        const int c = col0_ + 104;
         if (r < M) {
-          float x0 = alpha * acc[0][54], x1 = alpha * acc[0][55];
+          float x0 = alpha * acc[0][54];
+          float x1 = alpha * acc[0][55];
           u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_f16x2(x0, x1);
@@ -479,9 +558,11 @@ extern "C" __global__ void __launch_bounds__(256, 1) cute_sm90_gemm_f16_128x128x
         }
       }
       {
-        const int r = row0_ + 0, c = col0_ + 112;
+        const int r = row0_ + 0;
+        const int c = col0_ + 112;
         if (r < M) {
-          float x0 = alpha * acc[0][56], x1 = alpha * acc[0][57];
+          float x0 = alpha * acc[0][56];
+          float x1 = alpha * acc[0][57];
           u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_f16x2(x0, x1);
@@ -491,9 +572,11 @@ extern "C" __global__ void __launch_bounds__(256, 1) cute_sm90_gemm_f16_128x128x
         }
       }
       {
-        const int r = row0_ + 8, c = col0_ + 112;
+        const int r = row0_ + 8;
+        const int c = col0_ + 112;
         if (r < M) {
-          float x0 = alpha * acc[0][58], x1 = alpha * acc[0][59];
+          float x0 = alpha * acc[0][58];
+          float x1 = alpha * acc[0][59];
           u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_f16x2(x0, x1);
@@ -503,9 +586,11 @@ extern "C" __global__ void __launch_bounds__(256, 1) cute_sm90_gemm_f16_128x128x
         }
       }
       {
-        const int r = row0_ + 0, c = col0_ + 120;
+        const int r = row0_ + 0;
+        const int c = col0_ + 120;
         if (r < M) {
-          float x0 = alpha * acc[0][60], x1 = alpha * acc[0][61];
+          float x0 = alpha * acc[0][60];
+          float x1 = alpha * acc[0][61];
           u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_f16x2(x0, x1);
@@ -515,9 +600,11 @@ extern "C" __global__ void __launch_bounds__(256, 1) cute_sm90_gemm_f16_128x128x
         }
       }
       {
-        const int r = row0_ + 8, c = col0_ + 120;
+        const int r = row0_ + 8;
+        const int c = col0_ + 120;
         if (r < M) {
-          float x0 = alpha * acc[0][62], x1 = alpha * acc[0][63];
+          float x0 = alpha * acc[0][62];
+          float x1 = alpha * acc[0][63];
           u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_f16x2(x0, x1);
@@ -527,9 +614,11 @@ extern "C" __global__ void __launch_bounds__(256, 1) cute_sm90_gemm_f16_128x128x
         }
       }
       {
-        const int r = row0_ + 64, c = col0_ + 0;
+        const int r = row0_ + 64;
+        const int c = col0_ + 0;
         if (r < M) {
-          float x0 = alpha * acc[1][0], x1 = alpha * acc[1][1];
+          float x0 = alpha * acc[1][0];
+          float x1 = alpha * acc[1][1];
           u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_f16x2(x0, x1);
@@ -539,9 +628,11 @@ extern "C" __global__ void __launch_bounds__(256, 1) cute_sm90_gemm_f16_128x128x
         }
       }
       {
-        const int r = row0_ + 72, c = col0_ + 0;
+        const int r = row0_ + 72;
+        const int c = col0_ + 0;
         if (r < M) {
-          float x0 = alpha * acc[1][2], x1 = alpha * acc[1][3];
+          float x0 = alpha * acc[1][2];
+          float x1 = alpha * acc[1][3];
           u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_f16x2(x0, x1);
@@ -551,9 +642,11 @@ extern "C" __global__ void __launch_bounds__(256, 1) cute_sm90_gemm_f16_128x128x
         }
       }
       {
-        const int r = row0_ + 64, c = col0_ + 8;
+        const int r = row0_ + 64;
+        const int c = col0_ + 8;
         if (r < M) {
-          float x0 = alpha * acc[1][4], x1 = alpha * acc[1][5];
+          float x0 = alpha * acc[1][4];
+          float x1 = alpha * acc[1][5];
           u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_f16x2(x0, x1);
@@ -563,9 +656,11 @@ extern "C" __global__ void __launch_bounds__(256, 1) cute_sm90_gemm_f16_128x128x
         }
       }
       {
-        const int r = row0_ + 72, c = col0_ + 8;
+        const int r = row0_ + 72;
+        const int c = col0_ + 8;
         if (r < M) {
-          float x0 = alpha * acc[1][6], x1 = alpha * acc[1][7];
+          float x0 = alpha * acc[1][6];
+          float x1 = alpha * acc[1][7];
           u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_f16x2(x0, x1);
@@ -575,9 +670,11 @@ extern "C" __global__ void __launch_bounds__(256, 1) cute_sm90_gemm_f16_128x128x
         }
       }
       {
-        const int r = row0_ + 64, c = col0_ + 16;
+        const int r = row0_ + 64;
+        const int c = col0_ + 16;
         if (r < M) {
-          float x0 = alpha * acc[1][8], x1 = alpha * acc[1][9];
+          float x0 = alpha * acc[1][8];
+          float x1 = alpha * acc[1][9];
           u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_f16x2(x0, x1);
@@ -587,9 +684,11 @@ extern "C" __global__ void __launch_bounds__(256, 1) cute_sm90_gemm_f16_128x128x
         }
       }
       {
-        const int r = row0_ + 72, c = col0_ + 16;
+        const int r = row0_ + 72;
+        const int c = col0_ + 16;
         if (r < M) {
-          float x0 = alpha * acc[1][10], x1 = alpha * acc[1][11];
+          float x0 = alpha * acc[1][10];
+          float x1 = alpha * acc[1][11];
           u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_f16x2(x0, x1);
@@ -599,9 +698,11 @@ extern "C" __global__ void __launch_bounds__(256, 1) cute_sm90_gemm_f16_128x128x
         }
       }
       {
-        const int r = row0_ + 64, c = col0_ + 24;
+        const int r = row0_ + 64;
+        const int c = col0_ + 24;
         if (r < M) {
-          float x0 = alpha * acc[1][12], x1 = alpha * acc[1][13];
+          float x0 = alpha * acc[1][12];
+          float x1 = alpha * acc[1][13];
           u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_f16x2(x0, x1);
@@ -611,9 +712,11 @@ extern "C" __global__ void __launch_bounds__(256, 1) cute_sm90_gemm_f16_128x128x
         }
       }
       {
-        const int r = row0_ + 72, c = col0_ + 24;
+        const int r = row0_ + 72;
+        const int c = col0_ + 24;
         if (r < M) {
-          float x0 = alpha * acc[1][14], x1 = alpha * acc[1][15];
+          float x0 = alpha * acc[1][14];
+          float x1 = alpha * acc[1][15];
           u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_f16x2(x0, x1);
@@ -623,9 +726,11 @@ extern "C" __global__ void __launch_bounds__(256, 1) cute_sm90_gemm_f16_128x128x
         }
       }
       {
-        const int r = row0_ + 64, c = col0_ + 32;
+        const int r = row0_ + 64;
+        const int c = col0_ + 32;
         if (r < M) {
-          float x0 = alpha * acc[1][16], x1 = alpha * acc[1][17];
+          float x0 = alpha * acc[1][16];
+          float x1 = alpha * acc[1][17];
           u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_f16x2(x0, x1);
@@ -635,9 +740,11 @@ extern "C" __global__ void __launch_bounds__(256, 1) cute_sm90_gemm_f16_128x128x
         }
       }
       {
-        const int r = row0_ + 72, c = col0_ + 32;
+        const int r = row0_ + 72;
+        const int c = col0_ + 32;
         if (r < M) {
-          float x0 = alpha * acc[1][18], x1 = alpha * acc[1][19];
+          float x0 = alpha * acc[1][18];
+          float x1 = alpha * acc[1][19];
           u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_f16x2(x0, x1);
@@ -647,9 +754,11 @@ extern "C" __global__ void __launch_bounds__(256, 1) cute_sm90_gemm_f16_128x128x
         }
       }
       {
-        const int r = row0_ + 64, c = col0_ + 40;
+        const int r = row0_ + 64;
+        const int c = col0_ + 40;
         if (r < M) {
-          float x0 = alpha * acc[1][20], x1 = alpha * acc[1][21];
+          float x0 = alpha * acc[1][20];
+          float x1 = alpha * acc[1][21];
           u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_f16x2(x0, x1);
@@ -659,9 +768,11 @@ extern "C" __global__ void __launch_bounds__(256, 1) cute_sm90_gemm_f16_128x128x
         }
       }
       {
-        const int r = row0_ + 72, c = col0_ + 40;
+        const int r = row0_ + 72;
+        const int c = col0_ + 40;
         if (r < M) {
-          float x0 = alpha * acc[1][22], x1 = alpha * acc[1][23];
+          float x0 = alpha * acc[1][22];
+          float x1 = alpha * acc[1][23];
           u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_f16x2(x0, x1);
@@ -671,9 +782,11 @@ extern "C" __global__ void __launch_bounds__(256, 1) cute_sm90_gemm_f16_128x128x
         }
       }
       {
-        const int r = row0_ + 64, c = col0_ + 48;
+        const int r = row0_ + 64;
+        const int c = col0_ + 48;
         if (r < M) {
-          float x0 = alpha * acc[1][24], x1 = alpha * acc[1][25];
+          float x0 = alpha * acc[1][24];
+          float x1 = alpha * acc[1][25];
           u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_f16x2(x0, x1);
@@ -683,9 +796,11 @@ extern "C" __global__ void __launch_bounds__(256, 1) cute_sm90_gemm_f16_128x128x
         }
       }
       {
-        const int r = row0_ + 72, c = col0_ + 48;
+        const int r = row0_ + 72;
+        const int c = col0_ + 48;
         if (r < M) {
-          float x0 = alpha * acc[1][26], x1 = alpha * acc[1][27];
+          float x0 = alpha * acc[1][26];
+          float x1 = alpha * acc[1][27];
           u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_f16x2(x0, x1);
@@ -695,9 +810,11 @@ extern "C" __global__ void __launch_bounds__(256, 1) cute_sm90_gemm_f16_128x128x
         }
       }
       {
-        const int r = row0_ + 64, c = col0_ + 56;
+        const int r = row0_ + 64;
+        const int c = col0_ + 56;
         if (r < M) {
-          float x0 = alpha * acc[1][28], x1 = alpha * acc[1][29];
+          float x0 = alpha * acc[1][28];
+          float x1 = alpha * acc[1][29];
           u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_f16x2(x0, x1);
@@ -707,9 +824,11 @@ extern "C" __global__ void __launch_bounds__(256, 1) cute_sm90_gemm_f16_128x128x
         }
       }
       {
-        const int r = row0_ + 72, c = col0_ + 56;
+        const int r = row0_ + 72;
+        const int c = col0_ + 56;
         if (r < M) {
-          float x0 = alpha * acc[1][30], x1 = alpha * acc[1][31];
+          float x0 = alpha * acc[1][30];
+          float x1 = alpha * acc[1][31];
           u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_f16x2(x0, x1);
@@ -719,9 +838,11 @@ extern "C" __global__ void __launch_bounds__(256, 1) cute_sm90_gemm_f16_128x128x
         }
       }
       {
-        const int r = row0_ + 64, c = col0_ + 64;
+        const int r = row0_ + 64;
+        const int c = col0_ + 64;
         if (r < M) {
-          float x0 = alpha * acc[1][32], x1 = alpha * acc[1][33];
+          float x0 = alpha * acc[1][32];
+          float x1 = alpha * acc[1][33];
           u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_f16x2(x0, x1);
@@ -731,9 +852,11 @@ extern "C" __global__ void __launch_bounds__(256, 1) cute_sm90_gemm_f16_128x128x
         }
       }
       {
-        const int r = row0_ + 72, c = col0_ + 64;
+        const int r = row0_ + 72;
+        const int c = col0_ + 64;
         if (r < M) {
-          float x0 = alpha * acc[1][34], x1 = alpha * acc[1][35];
+          float x0 = alpha * acc[1][34];
+          float x1 = alpha * acc[1][35];
           u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_f16x2(x0, x1);
@@ -743,9 +866,11 @@ extern "C" __global__ void __launch_bounds__(256, 1) cute_sm90_gemm_f16_128x128x
         }
       }
       {
-        const int r = row0_ + 64, c = col0_ + 72;
+        const int r = row0_ + 64;
+        const int c = col0_ + 72;
         if (r < M) {
-          float x0 = alpha * acc[1][36], x1 = alpha * acc[1][37];
+          float x0 = alpha * acc[1][36];
+          float x1 = alpha * acc[1][37];
           u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_f16x2(x0, x1);
@@ -755,9 +880,11 @@ extern "C" __global__ void __launch_bounds__(256, 1) cute_sm90_gemm_f16_128x128x
         }
       }
       {
-        const int r = row0_ + 72, c = col0_ + 72;
+        const int r = row0_ + 72;
+        const int c = col0_ + 72;
         if (r < M) {
-          float x0 = alpha * acc[1][38], x1 = alpha * acc[1][39];
+          float x0 = alpha * acc[1][38];
+          float x1 = alpha * acc[1][39];
           u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_f16x2(x0, x1);
@@ -767,9 +894,11 @@ extern "C" __global__ void __launch_bounds__(256, 1) cute_sm90_gemm_f16_128x128x
         }
       }
       {
-        const int r = row0_ + 64, c = col0_ + 80;
+        const int r = row0_ + 64;
+        const int c = col0_ + 80;
         if (r < M) {
-          float x0 = alpha * acc[1][40], x1 = alpha * acc[1][41];
+          float x0 = alpha * acc[1][40];
+          float x1 = alpha * acc[1][41];
           u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_f16x2(x0, x1);
@@ -779,9 +908,11 @@ extern "C" __global__ void __launch_bounds__(256, 1) cute_sm90_gemm_f16_128x128x
         }
       }
       {
-        const int r = row0_ + 72, c = col0_ + 80;
+        const int r = row0_ + 72;
+        const int c = col0_ + 80;
         if (r < M) {
-          float x0 = alpha * acc[1][42], x1 = alpha * acc[1][43];
+          float x0 = alpha * acc[1][42];
+          float x1 = alpha * acc[1][43];
           u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_f16x2(x0, x1);
@@ -791,9 +922,11 @@ extern "C" __global__ void __launch_bounds__(256, 1) cute_sm90_gemm_f16_128x128x
         }
       }
       {
-        const int r = row0_ + 64, c = col0_ + 88;
+        const int r = row0_ + 64;
+        const int c = col0_ + 88;
         if (r < M) {
-          float x0 = alpha * acc[1][44], x1 = alpha * acc[1][45];
+          float x0 = alpha * acc[1][44];
+          float x1 = alpha * acc[1][45];
           u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_f16x2(x0, x1);
@@ -803,9 +936,11 @@ extern "C" __global__ void __launch_bounds__(256, 1) cute_sm90_gemm_f16_128x128x
         }
       }
       {
-        const int r = row0_ + 72, c = col0_ + 88;
+        const int r = row0_ + 72;
+        const int c = col0_ + 88;
         if (r < M) {
-          float x0 = alpha * acc[1][46], x1 = alpha * acc[1][47];
+          float x0 = alpha * acc[1][46];
+          float x1 = alpha * acc[1][47];
           u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_f16x2(x0, x1);
@@ -815,9 +950,11 @@ extern "C" __global__ void __launch_bounds__(256, 1) cute_sm90_gemm_f16_128x128x
         }
       }
       {
-        const int r = row0_ + 64, c = col0_ + 96;
+        const int r = row0_ + 64;
+        const int c = col0_ + 96;
         if (r < M) {
-          float x0 = alpha * acc[1][48], x1 = alpha * acc[1][49];
+          float x0 = alpha * acc[1][48];
+          float x1 = alpha * acc[1][49];
           u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_f16x2(x0, x1);
@@ -827,9 +964,11 @@ extern "C" __global__ void __launch_bounds__(256, 1) cute_sm90_gemm_f16_128x128x
         }
       }
       {
-        const int r = row0_ + 72, c = col0_ + 96;
+        const int r = row0_ + 72;
+        const int c = col0_ + 96;
         if (r < M) {
-          float x0 = alpha * acc[1][50], x1 = alpha * acc[1][51];
+          float x0 = alpha * acc[1][50];
+          float x1 = alpha * acc[1][51];
           u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_f16x2(x0, x1);
@@ -839,9 +978,11 @@ extern "C" __global__ void __launch_bounds__(256, 1) cute_sm90_gemm_f16_128x128x
         }
       }
       {
-        const int r = row0_ + 64, c = col0_ + 104;
+        const int r = row0_ + 64;
+        const int c = col0_ + 104;
         if (r < M) {
-          float x0 = alpha * acc[1][52], x1 = alpha * acc[1][53];
+          float x0 = alpha * acc[1][52];
+          float x1 = alpha * acc[1][53];
           u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_f16x2(x0, x1);
@@ -851,9 +992,11 @@ extern "C" __global__ void __launch_bounds__(256, 1) cute_sm90_gemm_f16_128x128x
         }
       }
       {
-        const int r = row0_ + 72, c = col0_ + 104;
+        const int r = row0_ + 72;
+        const int c = col0_ + 104;
         if (r < M) {
-          float x0 = alpha * acc[1][54], x1 = alpha * acc[1][55];
+          float x0 = alpha * acc[1][54];
+          float x1 = alpha * acc[1][55];
           u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_f16x2(x0, x1);
@@ -863,9 +1006,11 @@ extern "C" __global__ void __launch_bounds__(256, 1) cute_sm90_gemm_f16_128x128x
         }
       }
       {
-        const int r = row0_ + 64, c = col0_ + 112;
+        const int r = row0_ + 64;
+        const int c = col0_ + 112;
         if (r < M) {
-          float x0 = alpha * acc[1][56], x1 = alpha * acc[1][57];
+          float x0 = alpha * acc[1][56];
+          float x1 = alpha * acc[1][57];
           u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_f16x2(x0, x1);
@@ -875,9 +1020,11 @@ extern "C" __global__ void __launch_bounds__(256, 1) cute_sm90_gemm_f16_128x128x
         }
       }
       {
-        const int r = row0_ + 72, c = col0_ + 112;
+        const int r = row0_ + 72;
+        const int c = col0_ + 112;
         if (r < M) {
-          float x0 = alpha * acc[1][58], x1 = alpha * acc[1][59];
+          float x0 = alpha * acc[1][58];
+          float x1 = alpha * acc[1][59];
           u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_f16x2(x0, x1);
@@ -887,9 +1034,11 @@ extern "C" __global__ void __launch_bounds__(256, 1) cute_sm90_gemm_f16_128x128x
         }
       }
       {
-        const int r = row0_ + 64, c = col0_ + 120;
+        const int r = row0_ + 64;
+        const int c = col0_ + 120;
         if (r < M) {
-          float x0 = alpha * acc[1][60], x1 = alpha * acc[1][61];
+          float x0 = alpha * acc[1][60];
+          float x1 = alpha * acc[1][61];
           u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_f16x2(x0, x1);
@@ -899,9 +1048,11 @@ extern "C" __global__ void __launch_bounds__(256, 1) cute_sm90_gemm_f16_128x128x
         }
       }
       {
-        const int r = row0_ + 72, c = col0_ + 120;
+        const int r = row0_ + 72;
+        const int c = col0_ + 120;
         if (r < M) {
-          float x0 = alpha * acc[1][62], x1 = alpha * acc[1][63];
+          float x0 = alpha * acc[1][62];
+          float x1 = alpha * acc[1][63];
           u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_f16x2(x0, x1);

@@ -20,10 +20,12 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_128x256x
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
   extern __shared__ unsigned char smem_raw_[];
   const u32 smem0_ = (cvta_to_shared_u32(smem_raw_) + 1023u) & ~1023u;
-  const u32 sA = smem0_;                        // 4 stages x 16384 B: Sw<3,4,3> o smem_ptr[16b](unset) o ((8,16),(64,1)):((64,512),(1,0))
-  const u32 sB = sA + 65536u;           // 4 stages x 32768 B: Sw<3,4,3> o smem_ptr[16b](unset) o ((8,32),(64,1)):((64,512),(1,0))
-  const u32 bar_full = sB + 131072u;
-  const u32 bar_empty = bar_full + 32u;
+  // A: 4 stages x 16384 B: Sw<3,4,3> o smem_ptr[16b](unset) o ((8,16),(64,1)):((64,512),(1,0))
+  const u32 sA = smem0_;
+  // B: 4 stages x 32768 B: Sw<3,4,3> o smem_ptr[16b](unset) o ((8,32),(64,1)):((64,512),(1,0))
+  const u32 sB = sA + 65536;
+  const u32 bar_full = sB + 131072;
+  const u32 bar_empty = bar_full + 32;
   const int wg = __shfl_sync(0xffffffffu, (int)(threadIdx.x / 128), 0);
   if (threadIdx.x == 0) {
     for (int s_ = 0; s_ < 4; ++s_) {
@@ -46,20 +48,24 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_128x256x
     // ---------------- producer warpgroup ----------------
     setmaxnreg_dec<40>();
     if (warp_id() == 0 && elect_one_sync()) {
-      int idx = 0; u32 phase = 1u;               // make_producer_start_state
+      // make_producer_start_state
+      int idx = 0;
+      u32 phase = 1u;
       for (int tile = first_tile; tile < num_tiles; tile += tile_step) {
-        int m_blk, n_blk, l_;
+        int m_blk;
+        int n_blk;
+        int l_;
         {
-  const int per_l_ = (long long)num_m * num_n;
-  l_ = tile / per_l_;
-  const int r_ = tile - (long long)l_ * per_l_;
-  const int gw_ = num_n * 8;
-  const int g_ = r_ / gw_;
-  const int first_ = g_ * 8;
-  const int gs_ = (num_m - first_ < 8 ? num_m - first_ : 8);
-  const int rr_ = r_ - (long long)g_ * gw_;
-  m_blk = first_ + rr_ % gs_;
-  n_blk = rr_ / gs_;
+          const int per_l_ = (long long)num_m * num_n;
+          l_ = tile / per_l_;
+          const int r_ = tile - (long long)l_ * per_l_;
+          const int gw_ = num_n * 8;
+          const int g_ = r_ / gw_;
+          const int first_ = g_ * 8;
+          const int gs_ = (num_m - first_ < 8 ? num_m - first_ : 8);
+          const int rr_ = r_ - (long long)g_ * gw_;
+          m_blk = first_ + rr_ % gs_;
+          n_blk = rr_ / gs_;
         }
         for (int kb = 0; kb < k_blocks; ++kb) {
           mbarrier_wait_parity(bar_empty + idx * 8, phase);
@@ -67,12 +73,18 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_128x256x
           const u32 fb_ = bar_full + idx * 8;
           tma_load_3d(sA + idx * 16384, &tmA, fb_, kb * 64, m_blk * 128, l_);
           tma_load_3d(sB + idx * 32768, &tmB, fb_, kb * 64, n_blk * 256, l_);
-          if (++idx == 4) { idx = 0; phase ^= 1u; }
+          if (++idx == 4) {
+            idx = 0;
+            phase ^= 1u;
+          }
         }
       }
       for (int t_ = 0; t_ < 4; ++t_) {
         mbarrier_wait_parity(bar_empty + idx * 8, phase);
-        if (++idx == 4) { idx = 0; phase ^= 1u; }
+        if (++idx == 4) {
+          idx = 0;
+          phase ^= 1u;
+        }
       }
     }
   } else {
@@ -81,21 +93,24 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_128x256x
     const int tid = threadIdx.x - 128;
     const int cw = wg - 1;
     const bool release_lane = (threadIdx.x & 31) == 0;
-    int idx = 0; u32 phase = 0u;
+    int idx = 0;
+    u32 phase = 0u;
     float acc[1][128];
     for (int tile = first_tile; tile < num_tiles; tile += tile_step) {
-      int m_blk, n_blk, l_;
+      int m_blk;
+      int n_blk;
+      int l_;
       {
-  const int per_l_ = (long long)num_m * num_n;
-  l_ = tile / per_l_;
-  const int r_ = tile - (long long)l_ * per_l_;
-  const int gw_ = num_n * 8;
-  const int g_ = r_ / gw_;
-  const int first_ = g_ * 8;
-  const int gs_ = (num_m - first_ < 8 ? num_m - first_ : 8);
-  const int rr_ = r_ - (long long)g_ * gw_;
-  m_blk = first_ + rr_ % gs_;
-  n_blk = rr_ / gs_;
+        const int per_l_ = (long long)num_m * num_n;
+        l_ = tile / per_l_;
+        const int r_ = tile - (long long)l_ * per_l_;
+        const int gw_ = num_n * 8;
+        const int g_ = r_ / gw_;
+        const int first_ = g_ * 8;
+        const int gs_ = (num_m - first_ < 8 ? num_m - first_ : 8);
+        const int rr_ = r_ - (long long)g_ * gw_;
+        m_blk = first_ + rr_ % gs_;
+        n_blk = rr_ / gs_;
       }
       int prev_ = -1;
       for (int kb = 0; kb < k_blocks; ++kb) {
@@ -118,7 +133,10 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_128x256x
           }
         }
         prev_ = idx;
-        if (++idx == 4) { idx = 0; phase ^= 1u; }
+        if (++idx == 4) {
+          idx = 0;
+          phase ^= 1u;
+        }
       }
       wgmma_wait_group<0>();
       if (prev_ >= 0) {
@@ -126,13 +144,18 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_128x256x
           mbarrier_arrive(bar_empty + prev_ * 8);
         }
       }
-#pragma unroll
-      for (int j = 0; j < 1; ++j) wgmma_fence_operands(acc[j]);
+      #pragma unroll
+      for (int j = 0; j < 1; ++j) {
+        wgmma_fence_operands(acc[j]);
+      }
       if (k_blocks == 0) {
-#pragma unroll
-        for (int j = 0; j < 1; ++j)
-#pragma unroll
-          for (int i = 0; i < 128; ++i) acc[j][i] = 0.0f;
+        #pragma unroll
+        for (int j = 0; j < 1; ++j) {
+          #pragma unroll
+          for (int i = 0; i < 128; ++i) {
+            acc[j][i] = 0.0f;
+          }
+        }
       }
       // ---------------- epilogue ----------------
       const int row0_ = m_blk * 128 + ((tid >> 7) * 64 + ((((tid & 127) >> 2) & 7) + ((tid & 127) >> 5) * 16));
@@ -140,14 +163,17 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_128x256x
       u16* Dl_ = D + l_ * ldl_d;
       const u16* Cl_ = C + l_ * ldl_c;
       {
-        const int r = row0_ + 0, c = col0_ + 0;
+        const int r = row0_ + 0;
+        const int c = col0_ + 0;
         if (r < M) {
-          float x0 = alpha * acc[0][0], x1 = alpha * acc[0][1];
+          float x0 = alpha * acc[0][0];
+          float x1 = alpha * acc[0][1];
           u16* dp = Dl_ + r * ldd + c;
           const u16* cp = Cl_ + r * ldc + c;
           if (c + 1 < N) {
             const u32 cc = *reinterpret_cast<const u32*>(cp);
-            x0 += beta * f16_bits_to_f32((u16)(cc & 0xffffu)); x1 += beta * f16_bits_to_f32((u16)(cc >> 16));
+            x0 += beta * f16_bits_to_f32((u16)(cc & 0xffffu));
+            x1 += beta * f16_bits_to_f32((u16)(cc >> 16));
             *reinterpret_cast<u32*>(dp) = pack_f16x2(x0, x1);
           } else if (c < N) {
             x0 += beta * f16_bits_to_f32(cp[0]);
@@ -156,14 +182,17 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_128x256x
         }
       }
       {
-        const int r = row0_ + 8, c = col0_ + 0;
+        const int r = row0_ + 8;
+        const int c = col0_ + 0;
         if (r < M) {
-          float x0 = alpha * acc[0][2], x1 = alpha * acc[0][3];
+          float x0 = alpha * acc[0][2];
+          float x1 = alpha * acc[0][3];
           u16* dp = Dl_ + r * ldd + c;
           const u16* cp = Cl_ + r * ldc + c;
           if (c + 1 < N) {
             const u32 cc = *reinterpret_cast<const u32*>(cp);
-            x0 += beta * f16_bits_to_f32((u16)(cc & 0xffffu)); x1 += beta * f16_bits_to_f32((u16)(cc >> 16));
+            x0 += beta * f16_bits_to_f32((u16)(cc & 0xffffu));
+            x1 += beta * f16_bits_to_f32((u16)(cc >> 16));
             *reinterpret_cast<u32*>(dp) = pack_f16x2(x0, x1);
           } else if (c < N) {
             x0 += beta * f16_bits_to_f32(cp[0]);
@@ -172,14 +201,17 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_128x256x
         }
       }
       {
-        const int r = row0_ + 0, c = col0_ + 8;
+        const int r = row0_ + 0;
+        const int c = col0_ + 8;
         if (r < M) {
-          float x0 = alpha * acc[0][4], x1 = alpha * acc[0][5];
+          float x0 = alpha * acc[0][4];
+          float x1 = alpha * acc[0][5];
           u16* dp = Dl_ + r * ldd + c;
           const u16* cp = Cl_ + r * ldc + c;
           if (c + 1 < N) {
             const u32 cc = *reinterpret_cast<const u32*>(cp);
-            x0 += beta * f16_bits_to_f32((u16)(cc & 0xffffu)); x1 += beta * f16_bits_to_f32((u16)(cc >> 16));
+            x0 += beta * f16_bits_to_f32((u16)(cc & 0xffffu));
+            x1 += beta * f16_bits_to_f32((u16)(cc >> 16));
             *reinterpret_cast<u32*>(dp) = pack_f16x2(x0, x1);
           } else if (c < N) {
             x0 += beta * f16_bits_to_f32(cp[0]);
@@ -188,14 +220,17 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_128x256x
         }
       }
       {
-        const int r = row0_ + 8, c = col0_ + 8;
+        const int r = row0_ + 8;
+        const int c = col0_ + 8;
         if (r < M) {
-          float x0 = alpha * acc[0][6], x1 = alpha * acc[0][7];
+          float x0 = alpha * acc[0][6];
+          float x1 = alpha * acc[0][7];
           u16* dp = Dl_ + r * ldd + c;
           const u16* cp = Cl_ + r * ldc + c;
           if (c + 1 < N) {
             const u32 cc = *reinterpret_cast<const u32*>(cp);
-            x0 += beta * f16_bits_to_f32((u16)(cc & 0xffffu)); x1 += beta * f16_bits_to_f32((u16)(cc >> 16));
+            x0 += beta * f16_bits_to_f32((u16)(cc & 0xffffu));
+            x1 += beta * f16_bits_to_f32((u16)(cc >> 16));
             *reinterpret_cast<u32*>(dp) = pack_f16x2(x0, x1);
           } else if (c < N) {
             x0 += beta * f16_bits_to_f32(cp[0]);
@@ -204,14 +239,17 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_128x256x
         }
       }
       {
-        const int r = row0_ + 0, c = col0_ + 16;
+        const int r = row0_ + 0;
+        const int c = col0_ + 16;
         if (r < M) {
-          float x0 = alpha * acc[0][8], x1 = alpha * acc[0][9];
+          float x0 = alpha * acc[0][8];
+          float x1 = alpha * acc[0][9];
           u16* dp = Dl_ + r * ldd + c;
           const u16* cp = Cl_ + r * ldc + c;
           if (c + 1 < N) {
             const u32 cc = *reinterpret_cast<const u32*>(cp);
-            x0 += beta * f16_bits_to_f32((u16)(cc & 0xffffu)); x1 += beta * f16_bits_to_f32((u16)(cc >> 16));
+            x0 += beta * f16_bits_to_f32((u16)(cc & 0xffffu));
+            x1 += beta * f16_bits_to_f32((u16)(cc >> 16));
             *reinterpret_cast<u32*>(dp) = pack_f16x2(x0, x1);
           } else if (c < N) {
             x0 += beta * f16_bits_to_f32(cp[0]);
@@ -220,14 +258,17 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_128x256x
         }
       }
       {
-        const int r = row0_ + 8, c = col0_ + 16;
+        const int r = row0_ + 8;
+        const int c = col0_ + 16;
         if (r < M) {
-          float x0 = alpha * acc[0][10], x1 = alpha * acc[0][11];
+          float x0 = alpha * acc[0][10];
+          float x1 = alpha * acc[0][11];
           u16* dp = Dl_ + r * ldd + c;
           const u16* cp = Cl_ + r * ldc + c;
           if (c + 1 < N) {
             const u32 cc = *reinterpret_cast<const u32*>(cp);
-            x0 += beta * f16_bits_to_f32((u16)(cc & 0xffffu)); x1 += beta * f16_bits_to_f32((u16)(cc >> 16));
+            x0 += beta * f16_bits_to_f32((u16)(cc & 0xffffu));
+            x1 += beta * f16_bits_to_f32((u16)(cc >> 16));
             *reinterpret_cast<u32*>(dp) = pack_f16x2(x0, x1);
           } else if (c < N) {
             x0 += beta * f16_bits_to_f32(cp[0]);
@@ -236,14 +277,17 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_128x256x
         }
       }
       {
-        const int r = row0_ + 0, c = col0_ + 24;
+        const int r = row0_ + 0;
+        const int c = col0_ + 24;
         if (r < M) {
-          float x0 = alpha * acc[0][12], x1 = alpha * acc[0][13];
+          float x0 = alpha * acc[0][12];
+          float x1 = alpha * acc[0][13];
           u16* dp = Dl_ + r * ldd + c;
           const u16* cp = Cl_ + r * ldc + c;
           if (c + 1 < N) {
             const u32 cc = *reinterpret_cast<const u32*>(cp);
-            x0 += beta * f16_bits_to_f32((u16)(cc & 0xffffu)); x1 += beta * f16_bits_to_f32((u16)(cc >> 16));
+            x0 += beta * f16_bits_to_f32((u16)(cc & 0xffffu));
+            x1 += beta * f16_bits_to_f32((u16)(cc >> 16));
             *reinterpret_cast<u32*>(dp) = pack_f16x2(x0, x1);
           } else if (c < N) {
             x0 += beta * f16_bits_to_f32(cp[0]);
@@ -252,14 +296,17 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_128x256x
         }
       }
       {
-        const int r = row0_ + 8, c = col0_ + 24;
+        const int r = row0_ + 8;
+        const int c = col0_ + 24;
         if (r < M) {
-          float x0 = alpha * acc[0][14], x1 = alpha * acc[0][15];
+          float x0 = alpha * acc[0][14];
+          float x1 = alpha * acc[0][15];
           u16* dp = Dl_ + r * ldd + c;
           const u16* cp = Cl_ + r * ldc + c;
           if (c + 1 < N) {
             const u32 cc = *reinterpret_cast<const u32*>(cp);
-            x0 += beta * f16_bits_to_f32((u16)(cc & 0xffffu)); x1 += beta * f16_bits_to_f32((u16)(cc >> 16));
+            x0 += beta * f16_bits_to_f32((u16)(cc & 0xffffu));
+            x1 += beta * f16_bits_to_f32((u16)(cc >> 16));
             *reinterpret_cast<u32*>(dp) = pack_f16x2(x0, x1);
           } else if (c < N) {
             x0 += beta * f16_bits_to_f32(cp[0]);
@@ -268,14 +315,17 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_128x256x
         }
       }
       {
-        const int r = row0_ + 0, c = col0_ + 32;
+        const int r = row0_ + 0;
+        const int c = col0_ + 32;
         if (r < M) {
-          float x0 = alpha * acc[0][16], x1 = alpha * acc[0][17];
+          float x0 = alpha * acc[0][16];
+          float x1 = alpha * acc[0][17];
           u16* dp = Dl_ + r * ldd + c;
           const u16* cp = Cl_ + r * ldc + c;
           if (c + 1 < N) {
             const u32 cc = *reinterpret_cast<const u32*>(cp);
-            x0 += beta * f16_bits_to_f32((u16)(cc & 0xffffu)); x1 += beta * f16_bits_to_f32((u16)(cc >> 16));
+            x0 += beta * f16_bits_to_f32((u16)(cc & 0xffffu));
+            x1 += beta * f16_bits_to_f32((u16)(cc >> 16));
             *reinterpret_cast<u32*>(dp) = pack_f16x2(x0, x1);
           } else if (c < N) {
             x0 += beta * f16_bits_to_f32(cp[0]);
@@ -284,14 +334,17 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_128x256x
         }
       }
       {
-        const int r = row0_ + 8, c = col0_ + 32;
+        const int r = row0_ + 8;
+        const int c = col0_ + 32;
         if (r < M) {
-          float x0 = alpha * acc[0][18], x1 = alpha * acc[0][19];
+          float x0 = alpha * acc[0][18];
+          float x1 = alpha * acc[0][19];
           u16* dp = Dl_ + r * ldd + c;
           const u16* cp = Cl_ + r * ldc + c;
           if (c + 1 < N) {
             const u32 cc = *reinterpret_cast<const u32*>(cp);
-            x0 += beta * f16_bits_to_f32((u16)(cc & 0xffffu)); x1 += beta * f16_bits_to_f32((u16)(cc >> 16));
+            x0 += beta * f16_bits_to_f32((u16)(cc & 0xffffu));
+            x1 += beta * f16_bits_to_f32((u16)(cc >> 16));
             *reinterpret_cast<u32*>(dp) = pack_f16x2(x0, x1);
           } else if (c < N) {
             x0 += beta * f16_bits_to_f32(cp[0]);
@@ -300,14 +353,17 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_128x256x
         }
       }
       {
-        const int r = row0_ + 0, c = col0_ + 40;
+        const int r = row0_ + 0;
+        const int c = col0_ + 40;
         if (r < M) {
-          float x0 = alpha * acc[0][20], x1 = alpha * acc[0][21];
+          float x0 = alpha * acc[0][20];
+          float x1 = alpha * acc[0][21];
           u16* dp = Dl_ + r * ldd + c;
           const u16* cp = Cl_ + r * ldc + c;
           if (c + 1 < N) {
             const u32 cc = *reinterpret_cast<const u32*>(cp);
-            x0 += beta * f16_bits_to_f32((u16)(cc & 0xffffu)); x1 += beta * f16_bits_to_f32((u16)(cc >> 16));
+            x0 += beta * f16_bits_to_f32((u16)(cc & 0xffffu));
+            x1 += beta * f16_bits_to_f32((u16)(cc >> 16));
             *reinterpret_cast<u32*>(dp) = pack_f16x2(x0, x1);
           } else if (c < N) {
             x0 += beta * f16_bits_to_f32(cp[0]);
@@ -316,14 +372,17 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_128x256x
         }
       }
       {
-        const int r = row0_ + 8, c = col0_ + 40;
+        const int r = row0_ + 8;
+        const int c = col0_ + 40;
         if (r < M) {
-          float x0 = alpha * acc[0][22], x1 = alpha * acc[0][23];
+          float x0 = alpha * acc[0][22];
+          float x1 = alpha * acc[0][23];
           u16* dp = Dl_ + r * ldd + c;
           const u16* cp = Cl_ + r * ldc + c;
           if (c + 1 < N) {
             const u32 cc = *reinterpret_cast<const u32*>(cp);
-            x0 += beta * f16_bits_to_f32((u16)(cc & 0xffffu)); x1 += beta * f16_bits_to_f32((u16)(cc >> 16));
+            x0 += beta * f16_bits_to_f32((u16)(cc & 0xffffu));
+            x1 += beta * f16_bits_to_f32((u16)(cc >> 16));
             *reinterpret_cast<u32*>(dp) = pack_f16x2(x0, x1);
           } else if (c < N) {
             x0 += beta * f16_bits_to_f32(cp[0]);
@@ -332,14 +391,17 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_128x256x
         }
       }
       {
-        const int r = row0_ + 0, c = col0_ + 48;
+        const int r = row0_ + 0;
+        const int c = col0_ + 48;
         if (r < M) {
-          float x0 = alpha * acc[0][24], x1 = alpha * acc[0][25];
+          float x0 = alpha * acc[0][24];
+          float x1 = alpha * acc[0][25];
           u16* dp = Dl_ + r * ldd + c;
           const u16* cp = Cl_ + r * ldc + c;
           if (c + 1 < N) {
             const u32 cc = *reinterpret_cast<const u32*>(cp);
-            x0 += beta * f16_bits_to_f32((u16)(cc & 0xffffu)); x1 += beta * f16_bits_to_f32((u16)(cc >> 16));
+            x0 += beta * f16_bits_to_f32((u16)(cc & 0xffffu));
+            x1 += beta * f16_bits_to_f32((u16)(cc >> 16));
             *reinterpret_cast<u32*>(dp) = pack_f16x2(x0, x1);
           } else if (c < N) {
             x0 += beta * f16_bits_to_f32(cp[0]);
@@ -348,14 +410,17 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_128x256x
         }
       }
       {
-        const int r = row0_ + 8, c = col0_ + 48;
+        const int r = row0_ + 8;
+        const int c = col0_ + 48;
         if (r < M) {
-          float x0 = alpha * acc[0][26], x1 = alpha * acc[0][27];
+          float x0 = alpha * acc[0][26];
+          float x1 = alpha * acc[0][27];
           u16* dp = Dl_ + r * ldd + c;
           const u16* cp = Cl_ + r * ldc + c;
           if (c + 1 < N) {
             const u32 cc = *reinterpret_cast<const u32*>(cp);
-            x0 += beta * f16_bits_to_f32((u16)(cc & 0xffffu)); x1 += beta * f16_bits_to_f32((u16)(cc >> 16));
+            x0 += beta * f16_bits_to_f32((u16)(cc & 0xffffu));
+            x1 += beta * f16_bits_to_f32((u16)(cc >> 16));
             *reinterpret_cast<u32*>(dp) = pack_f16x2(x0, x1);
           } else if (c < N) {
             x0 += beta * f16_bits_to_f32(cp[0]);
@@ -364,14 +429,17 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_128x256x
         }
       }
       {
-        const int r = row0_ + 0, c = col0_ + 56;
+        const int r = row0_ + 0;
+        const int c = col0_ + 56;
         if (r < M) {
-          float x0 = alpha * acc[0][28], x1 = alpha * acc[0][29];
+          float x0 = alpha * acc[0][28];
+          float x1 = alpha * acc[0][29];
           u16* dp = Dl_ + r * ldd + c;
           const u16* cp = Cl_ + r * ldc + c;
           if (c + 1 < N) {
             const u32 cc = *reinterpret_cast<const u32*>(cp);
-            x0 += beta * f16_bits_to_f32((u16)(cc & 0xffffu)); x1 += beta * f16_bits_to_f32((u16)(cc >> 16));
+            x0 += beta * f16_bits_to_f32((u16)(cc & 0xffffu));
+            x1 += beta * f16_bits_to_f32((u16)(cc >> 16));
             *reinterpret_cast<u32*>(dp) = pack_f16x2(x0, x1);
           } else if (c < N) {
             x0 += beta * f16_bits_to_f32(cp[0]);
@@ -380,14 +448,17 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_128x256x
         }
       }
       {
-        const int r = row0_ + 8, c = col0_ + 56;
+        const int r = row0_ + 8;
+        const int c = col0_ + 56;
         if (r < M) {
-          float x0 = alpha * acc[0][30], x1 = alpha * acc[0][31];
+          float x0 = alpha * acc[0][30];
+          float x1 = alpha * acc[0][31];
           u16* dp = Dl_ + r * ldd + c;
           const u16* cp = Cl_ + r * ldc + c;
           if (c + 1 < N) {
             const u32 cc = *reinterpret_cast<const u32*>(cp);
-            x0 += beta * f16_bits_to_f32((u16)(cc & 0xffffu)); x1 += beta * f16_bits_to_f32((u16)(cc >> 16));
+            x0 += beta * f16_bits_to_f32((u16)(cc & 0xffffu));
+            x1 += beta * f16_bits_to_f32((u16)(cc >> 16));
             *reinterpret_cast<u32*>(dp) = pack_f16x2(x0, x1);
           } else if (c < N) {
             x0 += beta * f16_bits_to_f32(cp[0]);
@@ -396,14 +467,17 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_128x256x
         }
       }
       {
-        const int r = row0_ + 0, c = col0_ + 64;
+        const int r = row0_ + 0;
+        const int c = col0_ + 64;
         if (r < M) {
-          float x0 = alpha * acc[0][32], x1 = alpha * acc[0][33];
+          float x0 = alpha * acc[0][32];
+          float x1 = alpha * acc[0][33];
           u16* dp = Dl_ + r * ldd + c;
           const u16* cp = Cl_ + r * ldc + c;
           if (c + 1 < N) {
             const u32 cc = *reinterpret_cast<const u32*>(cp);
-            x0 += beta * f16_bits_to_f32((u16)(cc & 0xffffu)); x1 += beta * f16_bits_to_f32((u16)(cc >> 16));
+            x0 += beta * f16_bits_to_f32((u16)(cc & 0xffffu));
+            x1 += beta * f16_bits_to_f32((u16)(cc >> 16));
             *reinterpret_cast<u32*>(dp) = pack_f16x2(x0, x1);
           } else if (c < N) {
             x0 += beta * f16_bits_to_f32(cp[0]);
@@ -412,14 +486,17 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_128x256x
         }
       }
       {
-        const int r = row0_ + 8, c = col0_ + 64;
+        const int r = row0_ + 8;
+        const int c = col0_ + 64;
         if (r < M) {
-          float x0 = alpha * acc[0][34], x1 = alpha * acc[0][35];
+          float x0 = alpha * acc[0][34];
+          float x1 = alpha * acc[0][35];
           u16* dp = Dl_ + r * ldd + c;
           const u16* cp = Cl_ + r * ldc + c;
           if (c + 1 < N) {
             const u32 cc = *reinterpret_cast<const u32*>(cp);
-            x0 += beta * f16_bits_to_f32((u16)(cc & 0xffffu)); x1 += beta * f16_bits_to_f32((u16)(cc >> 16));
+            x0 += beta * f16_bits_to_f32((u16)(cc & 0xffffu));
+            x1 += beta * f16_bits_to_f32((u16)(cc >> 16));
             *reinterpret_cast<u32*>(dp) = pack_f16x2(x0, x1);
           } else if (c < N) {
             x0 += beta * f16_bits_to_f32(cp[0]);
@@ -428,14 +505,17 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_128x256x
         }
       }
       {
-        const int r = row0_ + 0, c = col0_ + 72;
+        const int r = row0_ + 0;
+        const int c = col0_ + 72;
         if (r < M) {
-          float x0 = alpha * acc[0][36], x1 = alpha * acc[0][37];
+          float x0 = alpha * acc[0][36];
+          float x1 = alpha * acc[0][37];
           u16* dp = Dl_ + r * ldd + c;
           const u16* cp = Cl_ + r * ldc + c;
           if (c + 1 < N) {
             const u32 cc = *reinterpret_cast<const u32*>(cp);
-            x0 += beta * f16_bits_to_f32((u16)(cc & 0xffffu)); x1 += beta * f16_bits_to_f32((u16)(cc >> 16));
+            x0 += beta * f16_bits_to_f32((u16)(cc & 0xffffu));
+            x1 += beta * f16_bits_to_f32((u16)(cc >> 16));
             *reinterpret_cast<u32*>(dp) = pack_f16x2(x0, x1);
           } else if (c < N) {
             x0 += beta * f16_bits_to_f32(cp[0]);
@@ -444,14 +524,17 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_128x256x
         }
       }
       {
-        const int r = row0_ + 8, c = col0_ + 72;
+        const int r = row0_ + 8;
+        const int c = col0_ + 72;
         if (r < M) {
-          float x0 = alpha * acc[0][38], x1 = alpha * acc[0][39];
+          float x0 = alpha * acc[0][38];
+          float x1 = alpha * acc[0][39];
           u16* dp = Dl_ + r * ldd + c;
           const u16* cp = Cl_ + r * ldc + c;
           if (c + 1 < N) {
             const u32 cc = *reinterpret_cast<const u32*>(cp);
-            x0 += beta * f16_bits_to_f32((u16)(cc & 0xffffu)); x1 += beta * f16_bits_to_f32((u16)(cc >> 16));
+            x0 += beta * f16_bits_to_f32((u16)(cc & 0xffffu));
+            x1 += beta * f16_bits_to_f32((u16)(cc >> 16));
             *reinterpret_cast<u32*>(dp) = pack_f16x2(x0, x1);
           } else if (c < N) {
             x0 += beta * f16_bits_to_f32(cp[0]);
@@ -460,14 +543,17 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_128x256x
         }
       }
       {
-        const int r = row0_ + 0, c = col0_ + 80;
+        const int r = row0_ + 0;
+        const int c = col0_ + 80;
         if (r < M) {
-          float x0 = alpha * acc[0][40], x1 = alpha * acc[0][41];
+          float x0 = alpha * acc[0][40];
+          float x1 = alpha * acc[0][41];
           u16* dp = Dl_ + r * ldd + c;
           const u16* cp = Cl_ + r * ldc + c;
           if (c + 1 < N) {
             const u32 cc = *reinterpret_cast<const u32*>(cp);
-            x0 += beta * f16_bits_to_f32((u16)(cc & 0xffffu)); x1 += beta * f16_bits_to_f32((u16)(cc >> 16));
+            x0 += beta * f16_bits_to_f32((u16)(cc & 0xffffu));
+            x1 += beta * f16_bits_to_f32((u16)(cc >> 16));
             *reinterpret_cast<u32*>(dp) = pack_f16x2(x0, x1);
           } else if (c < N) {
             x0 += beta * f16_bits_to_f32(cp[0]);
@@ -476,14 +562,17 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_128x256x
         }
       }
       {
-        const int r = row0_ + 8, c = col0_ + 80;
+        const int r = row0_ + 8;
+        const int c = col0_ + 80;
         if (r < M) {
-          float x0 = alpha * acc[0][42], x1 = alpha * acc[0][43];
+          float x0 = alpha * acc[0][42];
+          float x1 = alpha * acc[0][43];
           u16* dp = Dl_ + r * ldd + c;
           const u16* cp = Cl_ + r * ldc + c;
           if (c + 1 < N) {
             const u32 cc = *reinterpret_cast<const u32*>(cp);
-            x0 += beta * f16_bits_to_f32((u16)(cc & 0xffffu)); x1 += beta * f16_bits_to_f32((u16)(cc >> 16));
+            x0 += beta * f16_bits_to_f32((u16)(cc & 0xffffu));
+            x1 += beta * f16_bits_to_f32((u16)(cc >> 16));
             *reinterpret_cast<u32*>(dp) = pack_f16x2(x0, x1);
           } else if (c < N) {
             x0 += beta * f16_bits_to_f32(cp[0]);
@@ -492,14 +581,17 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_128x256x
         }
       }
       {
-        const int r = row0_ + 0, c = col0_ + 88;
+        const int r = row0_ + 0;
+        const int c = col0_ + 88;
         if (r < M) {
-          float x0 = alpha * acc[0][44], x1 = alpha * acc[0][45];
+          float x0 = alpha * acc[0][44];
+          float x1 = alpha * acc[0][45];
           u16* dp = Dl_ + r * ldd + c;
           const u16* cp = Cl_ + r * ldc + c;
           if (c + 1 < N) {
             const u32 cc = *reinterpret_cast<const u32*>(cp);
-            x0 += beta * f16_bits_to_f32((u16)(cc & 0xffffu)); x1 += beta * f16_bits_to_f32((u16)(cc >> 16));
+            x0 += beta * f16_bits_to_f32((u16)(cc & 0xffffu));
+            x1 += beta * f16_bits_to_f32((u16)(cc >> 16));
             *reinterpret_cast<u32*>(dp) = pack_f16x2(x0, x1);
           } else if (c < N) {
             x0 += beta * f16_bits_to_f32(cp[0]);
@@ -508,14 +600,17 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_128x256x
         }
       }
       {
-        const int r = row0_ + 8, c = col0_ + 88;
+        const int r = row0_ + 8;
+        const int c = col0_ + 88;
         if (r < M) {
-          float x0 = alpha * acc[0][46], x1 = alpha * acc[0][47];
+          float x0 = alpha * acc[0][46];
+          float x1 = alpha * acc[0][47];
           u16* dp = Dl_ + r * ldd + c;
           const u16* cp = Cl_ + r * ldc + c;
           if (c + 1 < N) {
             const u32 cc = *reinterpret_cast<const u32*>(cp);
-            x0 += beta * f16_bits_to_f32((u16)(cc & 0xffffu)); x1 += beta * f16_bits_to_f32((u16)(cc >> 16));
+            x0 += beta * f16_bits_to_f32((u16)(cc & 0xffffu));
+            x1 += beta * f16_bits_to_f32((u16)(cc >> 16));
             *reinterpret_cast<u32*>(dp) = pack_f16x2(x0, x1);
           } else if (c < N) {
             x0 += beta * f16_bits_to_f32(cp[0]);
@@ -524,14 +619,17 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_128x256x
         }
       }
       {
-        const int r = row0_ + 0, c = col0_ + 96;
+        const int r = row0_ + 0;
+        const int c = col0_ + 96;
         if (r < M) {
-          float x0 = alpha * acc[0][48], x1 = alpha * acc[0][49];
+          float x0 = alpha * acc[0][48];
+          float x1 = alpha * acc[0][49];
           u16* dp = Dl_ + r * ldd + c;
           const u16* cp = Cl_ + r * ldc + c;
           if (c + 1 < N) {
             const u32 cc = *reinterpret_cast<const u32*>(cp);
-            x0 += beta * f16_bits_to_f32((u16)(cc & 0xffffu)); x1 += beta * f16_bits_to_f32((u16)(cc >> 16));
+            x0 += beta * f16_bits_to_f32((u16)(cc & 0xffffu));
+            x1 += beta * f16_bits_to_f32((u16)(cc >> 16));
             *reinterpret_cast<u32*>(dp) = pack_f16x2(x0, x1);
           } else if (c < N) {
             x0 += beta * f16_bits_to_f32(cp[0]);
@@ -540,14 +638,17 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_128x256x
         }
       }
       {
-        const int r = row0_ + 8, c = col0_ + 96;
+        const int r = row0_ + 8;
+        const int c = col0_ + 96;
         if (r < M) {
-          float x0 = alpha * acc[0][50], x1 = alpha * acc[0][51];
+          float x0 = alpha * acc[0][50];
+          float x1 = alpha * acc[0][51];
           u16* dp = Dl_ + r * ldd + c;
           const u16* cp = Cl_ + r * ldc + c;
           if (c + 1 < N) {
             const u32 cc = *reinterpret_cast<const u32*>(cp);
-            x0 += beta * f16_bits_to_f32((u16)(cc & 0xffffu)); x1 += beta * f16_bits_to_f32((u16)(cc >> 16));
+            x0 += beta * f16_bits_to_f32((u16)(cc & 0xffffu));
+            x1 += beta * f16_bits_to_f32((u16)(cc >> 16));
             *reinterpret_cast<u32*>(dp) = pack_f16x2(x0, x1);
           } else if (c < N) {
             x0 += beta * f16_bits_to_f32(cp[0]);
@@ -556,14 +657,17 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_128x256x
         }
       }
       {
-        const int r = row0_ + 0, c = col0_ + 104;
+        const int r = row0_ + 0;
+        const int c = col0_ + 104;
         if (r < M) {
-          float x0 = alpha * acc[0][52], x1 = alpha * acc[0][53];
+          float x0 = alpha * acc[0][52];
+          float x1 = alpha * acc[0][53];
           u16* dp = Dl_ + r * ldd + c;
           const u16* cp = Cl_ + r * ldc + c;
           if (c + 1 < N) {
             const u32 cc = *reinterpret_cast<const u32*>(cp);
-            x0 += beta * f16_bits_to_f32((u16)(cc & 0xffffu)); x1 += beta * f16_bits_to_f32((u16)(cc >> 16));
+            x0 += beta * f16_bits_to_f32((u16)(cc & 0xffffu));
+            x1 += beta * f16_bits_to_f32((u16)(cc >> 16));
             *reinterpret_cast<u32*>(dp) = pack_f16x2(x0, x1);
           } else if (c < N) {
             x0 += beta * f16_bits_to_f32(cp[0]);
@@ -572,14 +676,17 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_128x256x
         }
       }
       {
-        const int r = row0_ + 8, c = col0_ + 104;
+        const int r = row0_ + 8;
+        const int c = col0_ + 104;
         if (r < M) {
-          float x0 = alpha * acc[0][54], x1 = alpha * acc[0][55];
+          float x0 = alpha * acc[0][54];
+          float x1 = alpha * acc[0][55];
           u16* dp = Dl_ + r * ldd + c;
           const u16* cp = Cl_ + r * ldc + c;
           if (c + 1 < N) {
             const u32 cc = *reinterpret_cast<const u32*>(cp);
-            x0 += beta * f16_bits_to_f32((u16)(cc & 0xffffu)); x1 += beta * f16_bits_to_f32((u16)(cc >> 16));
+            x0 += beta * f16_bits_to_f32((u16)(cc & 0xffffu));
+            x1 += beta * f16_bits_to_f32((u16)(cc >> 16));
             *reinterpret_cast<u32*>(dp) = pack_f16x2(x0, x1);
           } else if (c < N) {
             x0 += beta * f16_bits_to_f32(cp[0]);
@@ -588,14 +695,17 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_128x256x
         }
       }
       {
-        const int r = row0_ + 0, c = col0_ + 112;
+        const int r = row0_ + 0;
+        const int c = col0_ + 112;
         if (r < M) {
-          float x0 = alpha * acc[0][56], x1 = alpha * acc[0][57];
+          float x0 = alpha * acc[0][56];
+          float x1 = alpha * acc[0][57];
           u16* dp = Dl_ + r * ldd + c;
           const u16* cp = Cl_ + r * ldc + c;
           if (c + 1 < N) {
             const u32 cc = *reinterpret_cast<const u32*>(cp);
-            x0 += beta * f16_bits_to_f32((u16)(cc & 0xffffu)); x1 += beta * f16_bits_to_f32((u16)(cc >> 16));
+            x0 += beta * f16_bits_to_f32((u16)(cc & 0xffffu));
+            x1 += beta * f16_bits_to_f32((u16)(cc >> 16));
             *reinterpret_cast<u32*>(dp) = pack_f16x2(x0, x1);
           } else if (c < N) {
             x0 += beta * f16_bits_to_f32(cp[0]);
@@ -604,14 +714,17 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_128x256x
         }
       }
       {
-        const int r = row0_ + 8, c = col0_ + 112;
+        const int r = row0_ + 8;
+        const int c = col0_ + 112;
         if (r < M) {
-          float x0 = alpha * acc[0][58], x1 = alpha * acc[0][59];
+          float x0 = alpha * acc[0][58];
+          float x1 = alpha * acc[0][59];
           u16* dp = Dl_ + r * ldd + c;
           const u16* cp = Cl_ + r * ldc + c;
           if (c + 1 < N) {
             const u32 cc = *reinterpret_cast<const u32*>(cp);
-            x0 += beta * f16_bits_to_f32((u16)(cc & 0xffffu)); x1 += beta * f16_bits_to_f32((u16)(cc >> 16));
+            x0 += beta * f16_bits_to_f32((u16)(cc & 0xffffu));
+            x1 += beta * f16_bits_to_f32((u16)(cc >> 16));
             *reinterpret_cast<u32*>(dp) = pack_f16x2(x0, x1);
           } else if (c < N) {
             x0 += beta * f16_bits_to_f32(cp[0]);
@@ -620,14 +733,17 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_128x256x
         }
       }
       {
-        const int r = row0_ + 0, c = col0_ + 120;
+        const int r = row0_ + 0;
+        const int c = col0_ + 120;
         if (r < M) {
-          float x0 = alpha * acc[0][60], x1 = alpha * acc[0][61];
+          float x0 = alpha * acc[0][60];
+          float x1 = alpha * acc[0][61];
           u16* dp = Dl_ + r * ldd + c;
           const u16* cp = Cl_ + r * ldc + c;
           if (c + 1 < N) {
             const u32 cc = *reinterpret_cast<const u32*>(cp);
-            x0 += beta * f16_bits_to_f32((u16)(cc & 0xffffu)); x1 += beta * f16_bits_to_f32((u16)(cc >> 16));
+            x0 += beta * f16_bits_to_f32((u16)(cc & 0xffffu));
+            x1 += beta * f16_bits_to_f32((u16)(cc >> 16));
             *reinterpret_cast<u32*>(dp) = pack_f16x2(x0, x1);
           } else if (c < N) {
             x0 += beta * f16_bits_to_f32(cp[0]);
@@ -636,14 +752,17 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_128x256x
         }
       }
       {
-        const int r = row0_ + 8, c = col0_ + 120;
+        const int r = row0_ + 8;
+        const int c = col0_ + 120;
         if (r < M) {
-          float x0 = alpha * acc[0][62], x1 = alpha * acc[0][63];
+          float x0 = alpha * acc[0][62];
+          float x1 = alpha * acc[0][63];
           u16* dp = Dl_ + r * ldd + c;
           const u16* cp = Cl_ + r * ldc + c;
           if (c + 1 < N) {
             const u32 cc = *reinterpret_cast<const u32*>(cp);
-            x0 += beta * f16_bits_to_f32((u16)(cc & 0xffffu)); x1 += beta * f16_bits_to_f32((u16)(cc >> 16));
+            x0 += beta * f16_bits_to_f32((u16)(cc & 0xffffu));
+            x1 += beta * f16_bits_to_f32((u16)(cc >> 16));
             *reinterpret_cast<u32*>(dp) = pack_f16x2(x0, x1);
           } else if (c < N) {
             x0 += beta * f16_bits_to_f32(cp[0]);
@@ -652,14 +771,17 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_128x256x
         }
       }
       {
-        const int r = row0_ + 0, c = col0_ + 128;
+        const int r = row0_ + 0;
+        const int c = col0_ + 128;
         if (r < M) {
-          float x0 = alpha * acc[0][64], x1 = alpha * acc[0][65];
+          float x0 = alpha * acc[0][64];
+          float x1 = alpha * acc[0][65];
           u16* dp = Dl_ + r * ldd + c;
           const u16* cp = Cl_ + r * ldc + c;
           if (c + 1 < N) {
             const u32 cc = *reinterpret_cast<const u32*>(cp);
-            x0 += beta * f16_bits_to_f32((u16)(cc & 0xffffu)); x1 += beta * f16_bits_to_f32((u16)(cc >> 16));
+            x0 += beta * f16_bits_to_f32((u16)(cc & 0xffffu));
+            x1 += beta * f16_bits_to_f32((u16)(cc >> 16));
             *reinterpret_cast<u32*>(dp) = pack_f16x2(x0, x1);
           } else if (c < N) {
             x0 += beta * f16_bits_to_f32(cp[0]);
@@ -668,14 +790,17 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_128x256x
         }
       }
       {
-        const int r = row0_ + 8, c = col0_ + 128;
+        const int r = row0_ + 8;
+        const int c = col0_ + 128;
         if (r < M) {
-          float x0 = alpha * acc[0][66], x1 = alpha * acc[0][67];
+          float x0 = alpha * acc[0][66];
+          float x1 = alpha * acc[0][67];
           u16* dp = Dl_ + r * ldd + c;
           const u16* cp = Cl_ + r * ldc + c;
           if (c + 1 < N) {
             const u32 cc = *reinterpret_cast<const u32*>(cp);
-            x0 += beta * f16_bits_to_f32((u16)(cc & 0xffffu)); x1 += beta * f16_bits_to_f32((u16)(cc >> 16));
+            x0 += beta * f16_bits_to_f32((u16)(cc & 0xffffu));
+            x1 += beta * f16_bits_to_f32((u16)(cc >> 16));
             *reinterpret_cast<u32*>(dp) = pack_f16x2(x0, x1);
           } else if (c < N) {
             x0 += beta * f16_bits_to_f32(cp[0]);
@@ -684,14 +809,17 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_128x256x
         }
       }
       {
-        const int r = row0_ + 0, c = col0_ + 136;
+        const int r = row0_ + 0;
+        const int c = col0_ + 136;
         if (r < M) {
-          float x0 = alpha * acc[0][68], x1 = alpha * acc[0][69];
+          float x0 = alpha * acc[0][68];
+          float x1 = alpha * acc[0][69];
           u16* dp = Dl_ + r * ldd + c;
           const u16* cp = Cl_ + r * ldc + c;
           if (c + 1 < N) {
             const u32 cc = *reinterpret_cast<const u32*>(cp);
-            x0 += beta * f16_bits_to_f32((u16)(cc & 0xffffu)); x1 += beta * f16_bits_to_f32((u16)(cc >> 16));
+            x0 += beta * f16_bits_to_f32((u16)(cc & 0xffffu));
+            x1 += beta * f16_bits_to_f32((u16)(cc >> 16));
             *reinterpret_cast<u32*>(dp) = pack_f16x2(x0, x1);
           } else if (c < N) {
             x0 += beta * f16_bits_to_f32(cp[0]);
@@ -700,14 +828,17 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_128x256x
         }
       }
       {
-        const int r = row0_ + 8, c = col0_ + 136;
+        const int r = row0_ + 8;
+        const int c = col0_ + 136;
         if (r < M) {
-          float x0 = alpha * acc[0][70], x1 = alpha * acc[0][71];
+          float x0 = alpha * acc[0][70];
+          float x1 = alpha * acc[0][71];
           u16* dp = Dl_ + r * ldd + c;
           const u16* cp = Cl_ + r * ldc + c;
           if (c + 1 < N) {
             const u32 cc = *reinterpret_cast<const u32*>(cp);
-            x0 += beta * f16_bits_to_f32((u16)(cc & 0xffffu)); x1 += beta * f16_bits_to_f32((u16)(cc >> 16));
+            x0 += beta * f16_bits_to_f32((u16)(cc & 0xffffu));
+            x1 += beta * f16_bits_to_f32((u16)(cc >> 16));
             *reinterpret_cast<u32*>(dp) = pack_f16x2(x0, x1);
           } else if (c < N) {
             x0 += beta * f16_bits_to_f32(cp[0]);
@@ -716,14 +847,17 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_128x256x
         }
       }
       {
-        const int r = row0_ + 0, c = col0_ + 144;
+        const int r = row0_ + 0;
+        const int c = col0_ + 144;
         if (r < M) {
-          float x0 = alpha * acc[0][72], x1 = alpha * acc[0][73];
+          float x0 = alpha * acc[0][72];
+          float x1 = alpha * acc[0][73];
           u16* dp = Dl_ + r * ldd + c;
           const u16* cp = Cl_ + r * ldc + c;
           if (c + 1 < N) {
             const u32 cc = *reinterpret_cast<const u32*>(cp);
-            x0 += beta * f16_bits_to_f32((u16)(cc & 0xffffu)); x1 += beta * f16_bits_to_f32((u16)(cc >> 16));
+            x0 += beta * f16_bits_to_f32((u16)(cc & 0xffffu));
+            x1 += beta * f16_bits_to_f32((u16)(cc >> 16));
             *reinterpret_cast<u32*>(dp) = pack_f16x2(x0, x1);
           } else if (c < N) {
             x0 += beta * f16_bits_to_f32(cp[0]);
@@ -732,14 +866,17 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_128x256x
         }
       }
       {
-        const int r = row0_ + 8, c = col0_ + 144;
+        const int r = row0_ + 8;
+        const int c = col0_ + 144;
         if (r < M) {
-          float x0 = alpha * acc[0][74], x1 = alpha * acc[0][75];
+          float x0 = alpha * acc[0][74];
+          float x1 = alpha * acc[0][75];
           u16* dp = Dl_ + r * ldd + c;
           const u16* cp = Cl_ + r * ldc + c;
           if (c + 1 < N) {
             const u32 cc = *reinterpret_cast<const u32*>(cp);
-            x0 += beta * f16_bits_to_f32((u16)(cc & 0xffffu)); x1 += beta * f16_bits_to_f32((u16)(cc >> 16));
+            x0 += beta * f16_bits_to_f32((u16)(cc & 0xffffu));
+            x1 += beta * f16_bits_to_f32((u16)(cc >> 16));
             *reinterpret_cast<u32*>(dp) = pack_f16x2(x0, x1);
           } else if (c < N) {
             x0 += beta * f16_bits_to_f32(cp[0]);
@@ -748,14 +885,17 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_128x256x
         }
       }
       {
-        const int r = row0_ + 0, c = col0_ + 152;
+        const int r = row0_ + 0;
+        const int c = col0_ + 152;
         if (r < M) {
-          float x0 = alpha * acc[0][76], x1 = alpha * acc[0][77];
+          float x0 = alpha * acc[0][76];
+          float x1 = alpha * acc[0][77];
           u16* dp = Dl_ + r * ldd + c;
           const u16* cp = Cl_ + r * ldc + c;
           if (c + 1 < N) {
             const u32 cc = *reinterpret_cast<const u32*>(cp);
-            x0 += beta * f16_bits_to_f32((u16)(cc & 0xffffu)); x1 += beta * f16_bits_to_f32((u16)(cc >> 16));
+            x0 += beta * f16_bits_to_f32((u16)(cc & 0xffffu));
+            x1 += beta * f16_bits_to_f32((u16)(cc >> 16));
             *reinterpret_cast<u32*>(dp) = pack_f16x2(x0, x1);
           } else if (c < N) {
             x0 += beta * f16_bits_to_f32(cp[0]);
@@ -764,14 +904,17 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_128x256x
         }
       }
       {
-        const int r = row0_ + 8, c = col0_ + 152;
+        const int r = row0_ + 8;
+        const int c = col0_ + 152;
         if (r < M) {
-          float x0 = alpha * acc[0][78], x1 = alpha * acc[0][79];
+          float x0 = alpha * acc[0][78];
+          float x1 = alpha * acc[0][79];
           u16* dp = Dl_ + r * ldd + c;
           const u16* cp = Cl_ + r * ldc + c;
           if (c + 1 < N) {
             const u32 cc = *reinterpret_cast<const u32*>(cp);
-            x0 += beta * f16_bits_to_f32((u16)(cc & 0xffffu)); x1 += beta * f16_bits_to_f32((u16)(cc >> 16));
+            x0 += beta * f16_bits_to_f32((u16)(cc & 0xffffu));
+            x1 += beta * f16_bits_to_f32((u16)(cc >> 16));
             *reinterpret_cast<u32*>(dp) = pack_f16x2(x0, x1);
           } else if (c < N) {
             x0 += beta * f16_bits_to_f32(cp[0]);
@@ -780,14 +923,17 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_128x256x
         }
       }
       {
-        const int r = row0_ + 0, c = col0_ + 160;
+        const int r = row0_ + 0;
+        const int c = col0_ + 160;
         if (r < M) {
-          float x0 = alpha * acc[0][80], x1 = alpha * acc[0][81];
+          float x0 = alpha * acc[0][80];
+          float x1 = alpha * acc[0][81];
           u16* dp = Dl_ + r * ldd + c;
           const u16* cp = Cl_ + r * ldc + c;
           if (c + 1 < N) {
             const u32 cc = *reinterpret_cast<const u32*>(cp);
-            x0 += beta * f16_bits_to_f32((u16)(cc & 0xffffu)); x1 += beta * f16_bits_to_f32((u16)(cc >> 16));
+            x0 += beta * f16_bits_to_f32((u16)(cc & 0xffffu));
+            x1 += beta * f16_bits_to_f32((u16)(cc >> 16));
             *reinterpret_cast<u32*>(dp) = pack_f16x2(x0, x1);
           } else if (c < N) {
             x0 += beta * f16_bits_to_f32(cp[0]);
@@ -796,14 +942,17 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_128x256x
         }
       }
       {
-        const int r = row0_ + 8, c = col0_ + 160;
+        const int r = row0_ + 8;
+        const int c = col0_ + 160;
         if (r < M) {
-          float x0 = alpha * acc[0][82], x1 = alpha * acc[0][83];
+          float x0 = alpha * acc[0][82];
+          float x1 = alpha * acc[0][83];
           u16* dp = Dl_ + r * ldd + c;
           const u16* cp = Cl_ + r * ldc + c;
           if (c + 1 < N) {
             const u32 cc = *reinterpret_cast<const u32*>(cp);
-            x0 += beta * f16_bits_to_f32((u16)(cc & 0xffffu)); x1 += beta * f16_bits_to_f32((u16)(cc >> 16));
+            x0 += beta * f16_bits_to_f32((u16)(cc & 0xffffu));
+            x1 += beta * f16_bits_to_f32((u16)(cc >> 16));
             *reinterpret_cast<u32*>(dp) = pack_f16x2(x0, x1);
           } else if (c < N) {
             x0 += beta * f16_bits_to_f32(cp[0]);
@@ -812,14 +961,17 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_128x256x
         }
       }
       {
-        const int r = row0_ + 0, c = col0_ + 168;
+        const int r = row0_ + 0;
+        const int c = col0_ + 168;
         if (r < M) {
-          float x0 = alpha * acc[0][84], x1 = alpha * acc[0][85];
+          float x0 = alpha * acc[0][84];
+          float x1 = alpha * acc[0][85];
           u16* dp = Dl_ + r * ldd + c;
           const u16* cp = Cl_ + r * ldc + c;
           if (c + 1 < N) {
             const u32 cc = *reinterpret_cast<const u32*>(cp);
-            x0 += beta * f16_bits_to_f32((u16)(cc & 0xffffu)); x1 += beta * f16_bits_to_f32((u16)(cc >> 16));
+            x0 += beta * f16_bits_to_f32((u16)(cc & 0xffffu));
+            x1 += beta * f16_bits_to_f32((u16)(cc >> 16));
             *reinterpret_cast<u32*>(dp) = pack_f16x2(x0, x1);
           } else if (c < N) {
             x0 += beta * f16_bits_to_f32(cp[0]);
@@ -828,14 +980,17 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_128x256x
         }
       }
       {
-        const int r = row0_ + 8, c = col0_ + 168;
+        const int r = row0_ + 8;
+        const int c = col0_ + 168;
         if (r < M) {
-          float x0 = alpha * acc[0][86], x1 = alpha * acc[0][87];
+          float x0 = alpha * acc[0][86];
+          float x1 = alpha * acc[0][87];
           u16* dp = Dl_ + r * ldd + c;
           const u16* cp = Cl_ + r * ldc + c;
           if (c + 1 < N) {
             const u32 cc = *reinterpret_cast<const u32*>(cp);
-            x0 += beta * f16_bits_to_f32((u16)(cc & 0xffffu)); x1 += beta * f16_bits_to_f32((u16)(cc >> 16));
+            x0 += beta * f16_bits_to_f32((u16)(cc & 0xffffu));
+            x1 += beta * f16_bits_to_f32((u16)(cc >> 16));
             *reinterpret_cast<u32*>(dp) = pack_f16x2(x0, x1);
           } else if (c < N) {
             x0 += beta * f16_bits_to_f32(cp[0]);
@@ -844,14 +999,17 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_128x256x
         }
       }
       {
-        const int r = row0_ + 0, c = col0_ + 176;
+        const int r = row0_ + 0;
+        const int c = col0_ + 176;
         if (r < M) {
-          float x0 = alpha * acc[0][88], x1 = alpha * acc[0][89];
+          float x0 = alpha * acc[0][88];
+          float x1 = alpha * acc[0][89];
           u16* dp = Dl_ + r * ldd + c;
           const u16* cp = Cl_ + r * ldc + c;
           if (c + 1 < N) {
             const u32 cc = *reinterpret_cast<const u32*>(cp);
-            x0 += beta * f16_bits_to_f32((u16)(cc & 0xffffu)); x1 += beta * f16_bits_to_f32((u16)(cc >> 16));
+            x0 += beta * f16_bits_to_f32((u16)(cc & 0xffffu));
+            x1 += beta * f16_bits_to_f32((u16)(cc >> 16));
             *reinterpret_cast<u32*>(dp) = pack_f16x2(x0, x1);
           } else if (c < N) {
             x0 += beta * f16_bits_to_f32(cp[0]);
@@ -860,14 +1018,17 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_128x256x
         }
       }
       {
-        const int r = row0_ + 8, c = col0_ + 176;
+        const int r = row0_ + 8;
+        const int c = col0_ + 176;
         if (r < M) {
-          float x0 = alpha * acc[0][90], x1 = alpha * acc[0][91];
+          float x0 = alpha * acc[0][90];
+          float x1 = alpha * acc[0][91];
           u16* dp = Dl_ + r * ldd + c;
           const u16* cp = Cl_ + r * ldc + c;
           if (c + 1 < N) {
             const u32 cc = *reinterpret_cast<const u32*>(cp);
-            x0 += beta * f16_bits_to_f32((u16)(cc & 0xffffu)); x1 += beta * f16_bits_to_f32((u16)(cc >> 16));
+            x0 += beta * f16_bits_to_f32((u16)(cc & 0xffffu));
+            x1 += beta * f16_bits_to_f32((u16)(cc >> 16));
             *reinterpret_cast<u32*>(dp) = pack_f16x2(x0, x1);
           } else if (c < N) {
             x0 += beta * f16_bits_to_f32(cp[0]);
@@ -876,14 +1037,17 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_128x256x
         }
       }
       {
-        const int r = row0_ + 0, c = col0_ + 184;
+        const int r = row0_ + 0;
+        const int c = col0_ + 184;
         if (r < M) {
-          float x0 = alpha * acc[0][92], x1 = alpha * acc[0][93];
+          float x0 = alpha * acc[0][92];
+          float x1 = alpha * acc[0][93];
           u16* dp = Dl_ + r * ldd + c;
           const u16* cp = Cl_ + r * ldc + c;
           if (c + 1 < N) {
             const u32 cc = *reinterpret_cast<const u32*>(cp);
-            x0 += beta * f16_bits_to_f32((u16)(cc & 0xffffu)); x1 += beta * f16_bits_to_f32((u16)(cc >> 16));
+            x0 += beta * f16_bits_to_f32((u16)(cc & 0xffffu));
+            x1 += beta * f16_bits_to_f32((u16)(cc >> 16));
             *reinterpret_cast<u32*>(dp) = pack_f16x2(x0, x1);
           } else if (c < N) {
             x0 += beta * f16_bits_to_f32(cp[0]);
@@ -892,14 +1056,17 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_128x256x
         }
       }
       {
-        const int r = row0_ + 8, c = col0_ + 184;
+        const int r = row0_ + 8;
+        const int c = col0_ + 184;
         if (r < M) {
-          float x0 = alpha * acc[0][94], x1 = alpha * acc[0][95];
+          float x0 = alpha * acc[0][94];
+          float x1 = alpha * acc[0][95];
           u16* dp = Dl_ + r * ldd + c;
           const u16* cp = Cl_ + r * ldc + c;
           if (c + 1 < N) {
             const u32 cc = *reinterpret_cast<const u32*>(cp);
-            x0 += beta * f16_bits_to_f32((u16)(cc & 0xffffu)); x1 += beta * f16_bits_to_f32((u16)(cc >> 16));
+            x0 += beta * f16_bits_to_f32((u16)(cc & 0xffffu));
+            x1 += beta * f16_bits_to_f32((u16)(cc >> 16));
             *reinterpret_cast<u32*>(dp) = pack_f16x2(x0, x1);
           } else if (c < N) {
             x0 += beta * f16_bits_to_f32(cp[0]);
@@ -908,14 +1075,17 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_128x256x
         }
       }
       {
-        const int r = row0_ + 0, c = col0_ + 192;
+        const int r = row0_ + 0;
+        const int c = col0_ + 192;
         if (r < M) {
-          float x0 = alpha * acc[0][96], x1 = alpha * acc[0][97];
+          float x0 = alpha * acc[0][96];
+          float x1 = alpha * acc[0][97];
           u16* dp = Dl_ + r * ldd + c;
           const u16* cp = Cl_ + r * ldc + c;
           if (c + 1 < N) {
             const u32 cc = *reinterpret_cast<const u32*>(cp);
-            x0 += beta * f16_bits_to_f32((u16)(cc & 0xffffu)); x1 += beta * f16_bits_to_f32((u16)(cc >> 16));
+            x0 += beta * f16_bits_to_f32((u16)(cc & 0xffffu));
+            x1 += beta * f16_bits_to_f32((u16)(cc >> 16));
             *reinterpret_cast<u32*>(dp) = pack_f16x2(x0, x1);
           } else if (c < N) {
             x0 += beta * f16_bits_to_f32(cp[0]);
@@ -924,14 +1094,17 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_128x256x
         }
       }
       {
-        const int r = row0_ + 8, c = col0_ + 192;
+        const int r = row0_ + 8;
+        const int c = col0_ + 192;
         if (r < M) {
-          float x0 = alpha * acc[0][98], x1 = alpha * acc[0][99];
+          float x0 = alpha * acc[0][98];
+          float x1 = alpha * acc[0][99];
           u16* dp = Dl_ + r * ldd + c;
           const u16* cp = Cl_ + r * ldc + c;
           if (c + 1 < N) {
             const u32 cc = *reinterpret_cast<const u32*>(cp);
-            x0 += beta * f16_bits_to_f32((u16)(cc & 0xffffu)); x1 += beta * f16_bits_to_f32((u16)(cc >> 16));
+            x0 += beta * f16_bits_to_f32((u16)(cc & 0xffffu));
+            x1 += beta * f16_bits_to_f32((u16)(cc >> 16));
             *reinterpret_cast<u32*>(dp) = pack_f16x2(x0, x1);
           } else if (c < N) {
             x0 += beta * f16_bits_to_f32(cp[0]);
@@ -940,14 +1113,17 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_128x256x
         }
       }
       {
-        const int r = row0_ + 0, c = col0_ + 200;
+        const int r = row0_ + 0;
+        const int c = col0_ + 200;
         if (r < M) {
-          float x0 = alpha * acc[0][100], x1 = alpha * acc[0][101];
+          float x0 = alpha * acc[0][100];
+          float x1 = alpha * acc[0][101];
           u16* dp = Dl_ + r * ldd + c;
           const u16* cp = Cl_ + r * ldc + c;
           if (c + 1 < N) {
             const u32 cc = *reinterpret_cast<const u32*>(cp);
-            x0 += beta * f16_bits_to_f32((u16)(cc & 0xffffu)); x1 += beta * f16_bits_to_f32((u16)(cc >> 16));
+            x0 += beta * f16_bits_to_f32((u16)(cc & 0xffffu));
+            x1 += beta * f16_bits_to_f32((u16)(cc >> 16));
             *reinterpret_cast<u32*>(dp) = pack_f16x2(x0, x1);
           } else if (c < N) {
             x0 += beta * f16_bits_to_f32(cp[0]);
@@ -956,14 +1132,17 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_128x256x
         }
       }
       {
-        const int r = row0_ + 8, c = col0_ + 200;
+        const int r = row0_ + 8;
+        const int c = col0_ + 200;
         if (r < M) {
-          float x0 = alpha * acc[0][102], x1 = alpha * acc[0][103];
+          float x0 = alpha * acc[0][102];
+          float x1 = alpha * acc[0][103];
           u16* dp = Dl_ + r * ldd + c;
           const u16* cp = Cl_ + r * ldc + c;
           if (c + 1 < N) {
             const u32 cc = *reinterpret_cast<const u32*>(cp);
-            x0 += beta * f16_bits_to_f32((u16)(cc & 0xffffu)); x1 += beta * f16_bits_to_f32((u16)(cc >> 16));
+            x0 += beta * f16_bits_to_f32((u16)(cc & 0xffffu));
+            x1 += beta * f16_bits_to_f32((u16)(cc >> 16));
             *reinterpret_cast<u32*>(dp) = pack_f16x2(x0, x1);
           } else if (c < N) {
             x0 += beta * f16_bits_to_f32(cp[0]);
@@ -972,14 +1151,17 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_128x256x
         }
       }
       {
-        const int r = row0_ + 0, c = col0_ + 208;
+        const int r = row0_ + 0;
+        const int c = col0_ + 208;
         if (r < M) {
-          float x0 = alpha * acc[0][104], x1 = alpha * acc[0][105];
+          float x0 = alpha * acc[0][104];
+          float x1 = alpha * acc[0][105];
           u16* dp = Dl_ + r * ldd + c;
           const u16* cp = Cl_ + r * ldc + c;
           if (c + 1 < N) {
             const u32 cc = *reinterpret_cast<const u32*>(cp);
-            x0 += beta * f16_bits_to_f32((u16)(cc & 0xffffu)); x1 += beta * f16_bits_to_f32((u16)(cc >> 16));
+            x0 += beta * f16_bits_to_f32((u16)(cc & 0xffffu));
+            x1 += beta * f16_bits_to_f32((u16)(cc >> 16));
             *reinterpret_cast<u32*>(dp) = pack_f16x2(x0, x1);
           } else if (c < N) {
             x0 += beta * f16_bits_to_f32(cp[0]);
@@ -988,14 +1170,17 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_128x256x
         }
       }
       {
-        const int r = row0_ + 8, c = col0_ + 208;
+        const int r = row0_ + 8;
+        const int c = col0_ + 208;
         if (r < M) {
-          float x0 = alpha * acc[0][106], x1 = alpha * acc[0][107];
+          float x0 = alpha * acc[0][106];
+          float x1 = alpha * acc[0][107];
           u16* dp = Dl_ + r * ldd + c;
           const u16* cp = Cl_ + r * ldc + c;
           if (c + 1 < N) {
             const u32 cc = *reinterpret_cast<const u32*>(cp);
-            x0 += beta * f16_bits_to_f32((u16)(cc & 0xffffu)); x1 += beta * f16_bits_to_f32((u16)(cc >> 16));
+            x0 += beta * f16_bits_to_f32((u16)(cc & 0xffffu));
+            x1 += beta * f16_bits_to_f32((u16)(cc >> 16));
             *reinterpret_cast<u32*>(dp) = pack_f16x2(x0, x1);
           } else if (c < N) {
             x0 += beta * f16_bits_to_f32(cp[0]);
@@ -1004,14 +1189,17 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_128x256x
         }
       }
       {
-        const int r = row0_ + 0, c = col0_ + 216;
+        const int r = row0_ + 0;
+        const int c = col0_ + 216;
         if (r < M) {
-          float x0 = alpha * acc[0][108], x1 = alpha * acc[0][109];
+          float x0 = alpha * acc[0][108];
+          float x1 = alpha * acc[0][109];
           u16* dp = Dl_ + r * ldd + c;
           const u16* cp = Cl_ + r * ldc + c;
           if (c + 1 < N) {
             const u32 cc = *reinterpret_cast<const u32*>(cp);
-            x0 += beta * f16_bits_to_f32((u16)(cc & 0xffffu)); x1 += beta * f16_bits_to_f32((u16)(cc >> 16));
+            x0 += beta * f16_bits_to_f32((u16)(cc & 0xffffu));
+            x1 += beta * f16_bits_to_f32((u16)(cc >> 16));
             *reinterpret_cast<u32*>(dp) = pack_f16x2(x0, x1);
           } else if (c < N) {
             x0 += beta * f16_bits_to_f32(cp[0]);
@@ -1020,14 +1208,17 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_128x256x
         }
       }
       {
-        const int r = row0_ + 8, c = col0_ + 216;
+        const int r = row0_ + 8;
+        const int c = col0_ + 216;
         if (r < M) {
-          float x0 = alpha * acc[0][110], x1 = alpha * acc[0][111];
+          float x0 = alpha * acc[0][110];
+          float x1 = alpha * acc[0][111];
           u16* dp = Dl_ + r * ldd + c;
           const u16* cp = Cl_ + r * ldc + c;
           if (c + 1 < N) {
             const u32 cc = *reinterpret_cast<const u32*>(cp);
-            x0 += beta * f16_bits_to_f32((u16)(cc & 0xffffu)); x1 += beta * f16_bits_to_f32((u16)(cc >> 16));
+            x0 += beta * f16_bits_to_f32((u16)(cc & 0xffffu));
+            x1 += beta * f16_bits_to_f32((u16)(cc >> 16));
             *reinterpret_cast<u32*>(dp) = pack_f16x2(x0, x1);
           } else if (c < N) {
             x0 += beta * f16_bits_to_f32(cp[0]);
@@ -1036,14 +1227,17 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_128x256x
         }
       }
       {
-        const int r = row0_ + 0, c = col0_ + 224;
+        const int r = row0_ + 0;
+        const int c = col0_ + 224;
         if (r < M) {
-          float x0 = alpha * acc[0][112], x1 = alpha * acc[0][113];
+          float x0 = alpha * acc[0][112];
+          float x1 = alpha * acc[0][113];
           u16* dp = Dl_ + r * ldd + c;
           const u16* cp = Cl_ + r * ldc + c;
           if (c + 1 < N) {
             const u32 cc = *reinterpret_cast<const u32*>(cp);
-            x0 += beta * f16_bits_to_f32((u16)(cc & 0xffffu)); x1 += beta * f16_bits_to_f32((u16)(cc >> 16));
+            x0 += beta * f16_bits_to_f32((u16)(cc & 0xffffu));
+            x1 += beta * f16_bits_to_f32((u16)(cc >> 16));
             *reinterpret_cast<u32*>(dp) = pack_f16x2(x0, x1);
           } else if (c < N) {
             x0 += beta * f16_bits_to_f32(cp[0]);
@@ -1052,14 +1246,17 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_128x256x
         }
       }
       {
-        const int r = row0_ + 8, c = col0_ + 224;
+        const int r = row0_ + 8;
+        const int c = col0_ + 224;
         if (r < M) {
-          float x0 = alpha * acc[0][114], x1 = alpha * acc[0][115];
+          float x0 = alpha * acc[0][114];
+          float x1 = alpha * acc[0][115];
           u16* dp = Dl_ + r * ldd + c;
           const u16* cp = Cl_ + r * ldc + c;
           if (c + 1 < N) {
             const u32 cc = *reinterpret_cast<const u32*>(cp);
-            x0 += beta * f16_bits_to_f32((u16)(cc & 0xffffu)); x1 += beta * f16_bits_to_f32((u16)(cc >> 16));
+            x0 += beta * f16_bits_to_f32((u16)(cc & 0xffffu));
+            x1 += beta * f16_bits_to_f32((u16)(cc >> 16));
             *reinterpret_cast<u32*>(dp) = pack_f16x2(x0, x1);
           } else if (c < N) {
             x0 += beta * f16_bits_to_f32(cp[0]);
@@ -1068,14 +1265,17 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_128x256x
         }
       }
       {
-        const int r = row0_ + 0, c = col0_ + 232;
+        const int r = row0_ + 0;
+        const int c = col0_ + 232;
         if (r < M) {
-          float x0 = alpha * acc[0][116], x1 = alpha * acc[0][117];
+          float x0 = alpha * acc[0][116];
+          float x1 = alpha * acc[0][117];
           u16* dp = Dl_ + r * ldd + c;
           const u16* cp = Cl_ + r * ldc + c;
           if (c + 1 < N) {
             const u32 cc = *reinterpret_cast<const u32*>(cp);
-            x0 += beta * f16_bits_to_f32((u16)(cc & 0xffffu)); x1 += beta * f16_bits_to_f32((u16)(cc >> 16));
+            x0 += beta * f16_bits_to_f32((u16)(cc & 0xffffu));
+            x1 += beta * f16_bits_to_f32((u16)(cc >> 16));
             *reinterpret_cast<u32*>(dp) = pack_f16x2(x0, x1);
           } else if (c < N) {
             x0 += beta * f16_bits_to_f32(cp[0]);
@@ -1084,14 +1284,17 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_128x256x
         }
       }
       {
-        const int r = row0_ + 8, c = col0_ + 232;
+        const int r = row0_ + 8;
+        const int c = col0_ + 232;
         if (r < M) {
-          float x0 = alpha * acc[0][118], x1 = alpha * acc[0][119];
+          float x0 = alpha * acc[0][118];
+          float x1 = alpha * acc[0][119];
           u16* dp = Dl_ + r * ldd + c;
           const u16* cp = Cl_ + r * ldc + c;
           if (c + 1 < N) {
             const u32 cc = *reinterpret_cast<const u32*>(cp);
-            x0 += beta * f16_bits_to_f32((u16)(cc & 0xffffu)); x1 += beta * f16_bits_to_f32((u16)(cc >> 16));
+            x0 += beta * f16_bits_to_f32((u16)(cc & 0xffffu));
+            x1 += beta * f16_bits_to_f32((u16)(cc >> 16));
             *reinterpret_cast<u32*>(dp) = pack_f16x2(x0, x1);
           } else if (c < N) {
             x0 += beta * f16_bits_to_f32(cp[0]);
@@ -1100,14 +1303,17 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_128x256x
         }
       }
       {
-        const int r = row0_ + 0, c = col0_ + 240;
+        const int r = row0_ + 0;
+        const int c = col0_ + 240;
         if (r < M) {
-          float x0 = alpha * acc[0][120], x1 = alpha * acc[0][121];
+          float x0 = alpha * acc[0][120];
+          float x1 = alpha * acc[0][121];
           u16* dp = Dl_ + r * ldd + c;
           const u16* cp = Cl_ + r * ldc + c;
           if (c + 1 < N) {
             const u32 cc = *reinterpret_cast<const u32*>(cp);
-            x0 += beta * f16_bits_to_f32((u16)(cc & 0xffffu)); x1 += beta * f16_bits_to_f32((u16)(cc >> 16));
+            x0 += beta * f16_bits_to_f32((u16)(cc & 0xffffu));
+            x1 += beta * f16_bits_to_f32((u16)(cc >> 16));
             *reinterpret_cast<u32*>(dp) = pack_f16x2(x0, x1);
           } else if (c < N) {
             x0 += beta * f16_bits_to_f32(cp[0]);
@@ -1116,14 +1322,17 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_128x256x
         }
       }
       {
-        const int r = row0_ + 8, c = col0_ + 240;
+        const int r = row0_ + 8;
+        const int c = col0_ + 240;
         if (r < M) {
-          float x0 = alpha * acc[0][122], x1 = alpha * acc[0][123];
+          float x0 = alpha * acc[0][122];
+          float x1 = alpha * acc[0][123];
           u16* dp = Dl_ + r * ldd + c;
           const u16* cp = Cl_ + r * ldc + c;
           if (c + 1 < N) {
             const u32 cc = *reinterpret_cast<const u32*>(cp);
-            x0 += beta * f16_bits_to_f32((u16)(cc & 0xffffu)); x1 += beta * f16_bits_to_f32((u16)(cc >> 16));
+            x0 += beta * f16_bits_to_f32((u16)(cc & 0xffffu));
+            x1 += beta * f16_bits_to_f32((u16)(cc >> 16));
             *reinterpret_cast<u32*>(dp) = pack_f16x2(x0, x1);
           } else if (c < N) {
             x0 += beta * f16_bits_to_f32(cp[0]);
@@ -1132,14 +1341,17 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_128x256x
         }
       }
       {
-        const int r = row0_ + 0, c = col0_ + 248;
+        const int r = row0_ + 0;
+        const int c = col0_ + 248;
         if (r < M) {
-          float x0 = alpha * acc[0][124], x1 = alpha * acc[0][125];
+          float x0 = alpha * acc[0][124];
+          float x1 = alpha * acc[0][125];
           u16* dp = Dl_ + r * ldd + c;
           const u16* cp = Cl_ + r * ldc + c;
           if (c + 1 < N) {
             const u32 cc = *reinterpret_cast<const u32*>(cp);
-            x0 += beta * f16_bits_to_f32((u16)(cc & 0xffffu)); x1 += beta * f16_bits_to_f32((u16)(cc >> 16));
+            x0 += beta * f16_bits_to_f32((u16)(cc & 0xffffu));
+            x1 += beta * f16_bits_to_f32((u16)(cc >> 16));
             *reinterpret_cast<u32*>(dp) = pack_f16x2(x0, x1);
           } else if (c < N) {
             x0 += beta * f16_bits_to_f32(cp[0]);
@@ -1148,14 +1360,17 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_128x256x
         }
       }
       {
-        const int r = row0_ + 8, c = col0_ + 248;
+        const int r = row0_ + 8;
+        const int c = col0_ + 248;
         if (r < M) {
-          float x0 = alpha * acc[0][126], x1 = alpha * acc[0][127];
+          float x0 = alpha * acc[0][126];
+          float x1 = alpha * acc[0][127];
           u16* dp = Dl_ + r * ldd + c;
           const u16* cp = Cl_ + r * ldc + c;
           if (c + 1 < N) {
             const u32 cc = *reinterpret_cast<const u32*>(cp);
-            x0 += beta * f16_bits_to_f32((u16)(cc & 0xffffu)); x1 += beta * f16_bits_to_f32((u16)(cc >> 16));
+            x0 += beta * f16_bits_to_f32((u16)(cc & 0xffffu));
+            x1 += beta * f16_bits_to_f32((u16)(cc >> 16));
             *reinterpret_cast<u32*>(dp) = pack_f16x2(x0, x1);
           } else if (c < N) {
             x0 += beta * f16_bits_to_f32(cp[0]);

@@ -20,10 +20,12 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_64x256x6
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
   extern __shared__ unsigned char smem_raw_[];
   const u32 smem0_ = (cvta_to_shared_u32(smem_raw_) + 1023u) & ~1023u;
-  const u32 sA = smem0_;                        // 4 stages x 8192 B: Sw<3,4,3> o smem_ptr[16b](unset) o ((8,8),(64,1)):((64,512),(1,0))
-  const u32 sB = sA + 32768u;           // 4 stages x 32768 B: Sw<3,4,3> o smem_ptr[16b](unset) o ((8,32),(64,1)):((64,512),(1,0))
-  const u32 bar_full = sB + 131072u;
-  const u32 bar_empty = bar_full + 32u;
+  // A: 4 stages x 8192 B: Sw<3,4,3> o smem_ptr[16b](unset) o ((8,8),(64,1)):((64,512),(1,0))
+  const u32 sA = smem0_;
+  // B: 4 stages x 32768 B: Sw<3,4,3> o smem_ptr[16b](unset) o ((8,32),(64,1)):((64,512),(1,0))
+  const u32 sB = sA + 32768;
+  const u32 bar_full = sB + 131072;
+  const u32 bar_empty = bar_full + 32;
   const int wg = __shfl_sync(0xffffffffu, (int)(threadIdx.x / 128), 0);
   if (threadIdx.x == 0) {
     for (int s_ = 0; s_ < 4; ++s_) {
@@ -46,20 +48,24 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_64x256x6
     // ---------------- producer warpgroup ----------------
     setmaxnreg_dec<40>();
     if (warp_id() == 0 && elect_one_sync()) {
-      int idx = 0; u32 phase = 1u;               // make_producer_start_state
+      // make_producer_start_state
+      int idx = 0;
+      u32 phase = 1u;
       for (int tile = first_tile; tile < num_tiles; tile += tile_step) {
-        int m_blk, n_blk, l_;
+        int m_blk;
+        int n_blk;
+        int l_;
         {
-  const int per_l_ = (long long)num_m * num_n;
-  l_ = tile / per_l_;
-  const int r_ = tile - (long long)l_ * per_l_;
-  const int gw_ = num_n * 16;
-  const int g_ = r_ / gw_;
-  const int first_ = g_ * 16;
-  const int gs_ = (num_m - first_ < 16 ? num_m - first_ : 16);
-  const int rr_ = r_ - (long long)g_ * gw_;
-  m_blk = first_ + rr_ % gs_;
-  n_blk = rr_ / gs_;
+          const int per_l_ = (long long)num_m * num_n;
+          l_ = tile / per_l_;
+          const int r_ = tile - (long long)l_ * per_l_;
+          const int gw_ = num_n * 16;
+          const int g_ = r_ / gw_;
+          const int first_ = g_ * 16;
+          const int gs_ = (num_m - first_ < 16 ? num_m - first_ : 16);
+          const int rr_ = r_ - (long long)g_ * gw_;
+          m_blk = first_ + rr_ % gs_;
+          n_blk = rr_ / gs_;
         }
         for (int kb = 0; kb < k_blocks; ++kb) {
           mbarrier_wait_parity(bar_empty + idx * 8, phase);
@@ -67,12 +73,18 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_64x256x6
           const u32 fb_ = bar_full + idx * 8;
           tma_load_3d(sA + idx * 8192, &tmA, fb_, kb * 64, m_blk * 64, l_);
           tma_load_3d(sB + idx * 32768, &tmB, fb_, kb * 64, n_blk * 256, l_);
-          if (++idx == 4) { idx = 0; phase ^= 1u; }
+          if (++idx == 4) {
+            idx = 0;
+            phase ^= 1u;
+          }
         }
       }
       for (int t_ = 0; t_ < 4; ++t_) {
         mbarrier_wait_parity(bar_empty + idx * 8, phase);
-        if (++idx == 4) { idx = 0; phase ^= 1u; }
+        if (++idx == 4) {
+          idx = 0;
+          phase ^= 1u;
+        }
       }
     }
   } else {
@@ -81,7 +93,8 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_64x256x6
     const int tid = threadIdx.x - 128 * wg;
     const int cw = wg - 1;
     const bool release_lane = (threadIdx.x & 31) == 0;
-    int idx = 0; u32 phase = 0u;
+    int idx = 0;
+    u32 phase = 0u;
     // ping-pong: this warpgroup's k-blocks start after warpgroup 0's first tile
     if (cw > 0) {
       const int a_ = idx + (cw * k_blocks);
@@ -90,18 +103,20 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_64x256x6
     }
     float acc[1][128];
     for (int tile = first_tile + cw * tile_step; tile < num_tiles; tile += 2 * tile_step) {
-      int m_blk, n_blk, l_;
+      int m_blk;
+      int n_blk;
+      int l_;
       {
-  const int per_l_ = (long long)num_m * num_n;
-  l_ = tile / per_l_;
-  const int r_ = tile - (long long)l_ * per_l_;
-  const int gw_ = num_n * 16;
-  const int g_ = r_ / gw_;
-  const int first_ = g_ * 16;
-  const int gs_ = (num_m - first_ < 16 ? num_m - first_ : 16);
-  const int rr_ = r_ - (long long)g_ * gw_;
-  m_blk = first_ + rr_ % gs_;
-  n_blk = rr_ / gs_;
+        const int per_l_ = (long long)num_m * num_n;
+        l_ = tile / per_l_;
+        const int r_ = tile - (long long)l_ * per_l_;
+        const int gw_ = num_n * 16;
+        const int g_ = r_ / gw_;
+        const int first_ = g_ * 16;
+        const int gs_ = (num_m - first_ < 16 ? num_m - first_ : 16);
+        const int rr_ = r_ - (long long)g_ * gw_;
+        m_blk = first_ + rr_ % gs_;
+        n_blk = rr_ / gs_;
       }
       // turn order: start after the other warpgroup issued its tile's mainloop
       if (tile != first_tile) {
@@ -128,7 +143,10 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_64x256x6
           }
         }
         prev_ = idx;
-        if (++idx == 4) { idx = 0; phase ^= 1u; }
+        if (++idx == 4) {
+          idx = 0;
+          phase ^= 1u;
+        }
       }
       if (tile + tile_step < num_tiles) {
         named_barrier_arrive(3u + (u32)(cw), 256u);
@@ -139,22 +157,29 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_64x256x6
           mbarrier_arrive(bar_empty + prev_ * 8);
         }
       }
-#pragma unroll
-      for (int j = 0; j < 1; ++j) wgmma_fence_operands(acc[j]);
+      #pragma unroll
+      for (int j = 0; j < 1; ++j) {
+        wgmma_fence_operands(acc[j]);
+      }
       if (k_blocks == 0) {
-#pragma unroll
-        for (int j = 0; j < 1; ++j)
-#pragma unroll
-          for (int i = 0; i < 128; ++i) acc[j][i] = 0.0f;
+        #pragma unroll
+        for (int j = 0; j < 1; ++j) {
+          #pragma unroll
+          for (int i = 0; i < 128; ++i) {
+            acc[j][i] = 0.0f;
+          }
+        }
       }
       // ---------------- epilogue ----------------
       const int row0_ = m_blk * 64 + (((tid >> 2) & 7) + (tid >> 5) * 16);
       const int col0_ = n_blk * 256 + (tid & 3) * 2;
       u16* Dl_ = D + l_ * ldl_d;
       {
-        const int r = row0_ + 0, c = col0_ + 0;
+        const int r = row0_ + 0;
+        const int c = col0_ + 0;
         if (r < M) {
-          float x0 = alpha * acc[0][0], x1 = alpha * acc[0][1];
+          float x0 = alpha * acc[0][0];
+          float x1 = alpha * acc[0][1];
           u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_f16x2(x0, x1);
@@ -164,9 +189,11 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_64x256x6
         }
       }
       {
-        const int r = row0_ + 8, c = col0_ + 0;
+        const int r = row0_ + 8;
+        const int c = col0_ + 0;
         if (r < M) {
-          float x0 = alpha * acc[0][2], x1 = alpha * acc[0][3];
+          float x0 = alpha * acc[0][2];
+          float x1 = alpha * acc[0][3];
           u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_f16x2(x0, x1);
@@ -176,9 +203,11 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_64x256x6
         }
       }
       {
-        const int r = row0_ + 0, c = col0_ + 8;
+        const int r = row0_ + 0;
+        const int c = col0_ + 8;
         if (r < M) {
-          float x0 = alpha * acc[0][4], x1 = alpha * acc[0][5];
+          float x0 = alpha * acc[0][4];
+          float x1 = alpha * acc[0][5];
           u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_f16x2(x0, x1);
@@ -188,9 +217,11 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_64x256x6
         }
       }
       {
-        const int r = row0_ + 8, c = col0_ + 8;
+        const int r = row0_ + 8;
+        const int c = col0_ + 8;
         if (r < M) {
-          float x0 = alpha * acc[0][6], x1 = alpha * acc[0][7];
+          float x0 = alpha * acc[0][6];
+          float x1 = alpha * acc[0][7];
           u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_f16x2(x0, x1);
@@ -200,9 +231,11 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_64x256x6
         }
       }
       {
-        const int r = row0_ + 0, c = col0_ + 16;
+        const int r = row0_ + 0;
+        const int c = col0_ + 16;
         if (r < M) {
-          float x0 = alpha * acc[0][8], x1 = alpha * acc[0][9];
+          float x0 = alpha * acc[0][8];
+          float x1 = alpha * acc[0][9];
           u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_f16x2(x0, x1);
@@ -212,9 +245,11 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_64x256x6
         }
       }
       {
-        const int r = row0_ + 8, c = col0_ + 16;
+        const int r = row0_ + 8;
+        const int c = col0_ + 16;
         if (r < M) {
-          float x0 = alpha * acc[0][10], x1 = alpha * acc[0][11];
+          float x0 = alpha * acc[0][10];
+          float x1 = alpha * acc[0][11];
           u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_f16x2(x0, x1);
@@ -224,9 +259,11 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_64x256x6
         }
       }
       {
-        const int r = row0_ + 0, c = col0_ + 24;
+        const int r = row0_ + 0;
+        const int c = col0_ + 24;
         if (r < M) {
-          float x0 = alpha * acc[0][12], x1 = alpha * acc[0][13];
+          float x0 = alpha * acc[0][12];
+          float x1 = alpha * acc[0][13];
           u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_f16x2(x0, x1);
@@ -236,9 +273,11 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_64x256x6
         }
       }
       {
-        const int r = row0_ + 8, c = col0_ + 24;
+        const int r = row0_ + 8;
+        const int c = col0_ + 24;
         if (r < M) {
-          float x0 = alpha * acc[0][14], x1 = alpha * acc[0][15];
+          float x0 = alpha * acc[0][14];
+          float x1 = alpha * acc[0][15];
           u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_f16x2(x0, x1);
@@ -248,9 +287,11 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_64x256x6
         }
       }
       {
-        const int r = row0_ + 0, c = col0_ + 32;
+        const int r = row0_ + 0;
+        const int c = col0_ + 32;
         if (r < M) {
-          float x0 = alpha * acc[0][16], x1 = alpha * acc[0][17];
+          float x0 = alpha * acc[0][16];
+          float x1 = alpha * acc[0][17];
           u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_f16x2(x0, x1);
@@ -260,9 +301,11 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_64x256x6
         }
       }
       {
-        const int r = row0_ + 8, c = col0_ + 32;
+        const int r = row0_ + 8;
+        const int c = col0_ + 32;
         if (r < M) {
-          float x0 = alpha * acc[0][18], x1 = alpha * acc[0][19];
+          float x0 = alpha * acc[0][18];
+          float x1 = alpha * acc[0][19];
           u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_f16x2(x0, x1);
@@ -272,9 +315,11 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_64x256x6
         }
       }
       {
-        const int r = row0_ + 0, c = col0_ + 40;
+        const int r = row0_ + 0;
+        const int c = col0_ + 40;
         if (r < M) {
-          float x0 = alpha * acc[0][20], x1 = alpha * acc[0][21];
+          float x0 = alpha * acc[0][20];
+          float x1 = alpha * acc[0][21];
           u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_f16x2(x0, x1);
@@ -284,9 +329,11 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_64x256x6
         }
       }
       {
-        const int r = row0_ + 8, c = col0_ + 40;
+        const int r = row0_ + 8;
+        const int c = col0_ + 40;
         if (r < M) {
-          float x0 = alpha * acc[0][22], x1 = alpha * acc[0][23];
+          float x0 = alpha * acc[0][22];
+          float x1 = alpha * acc[0][23];
           u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_f16x2(x0, x1);
@@ -296,9 +343,11 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_64x256x6
         }
       }
       {
-        const int r = row0_ + 0, c = col0_ + 48;
+        const int r = row0_ + 0;
+        const int c = col0_ + 48;
         if (r < M) {
-          float x0 = alpha * acc[0][24], x1 = alpha * acc[0][25];
+          float x0 = alpha * acc[0][24];
+          float x1 = alpha * acc[0][25];
           u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_f16x2(x0, x1);
@@ -308,9 +357,11 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_64x256x6
         }
       }
       {
-        const int r = row0_ + 8, c = col0_ + 48;
+        const int r = row0_ + 8;
+        const int c = col0_ + 48;
         if (r < M) {
-          float x0 = alpha * acc[0][26], x1 = alpha * acc[0][27];
+          float x0 = alpha * acc[0][26];
+          float x1 = alpha * acc[0][27];
           u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_f16x2(x0, x1);
@@ -320,9 +371,11 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_64x256x6
         }
       }
       {
-        const int r = row0_ + 0, c = col0_ + 56;
+        const int r = row0_ + 0;
+        const int c = col0_ + 56;
         if (r < M) {
-          float x0 = alpha * acc[0][28], x1 = alpha * acc[0][29];
+          float x0 = alpha * acc[0][28];
+          float x1 = alpha * acc[0][29];
           u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_f16x2(x0, x1);
@@ -332,9 +385,11 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_64x256x6
         }
       }
       {
-        const int r = row0_ + 8, c = col0_ + 56;
+        const int r = row0_ + 8;
+        const int c = col0_ + 56;
         if (r < M) {
-          float x0 = alpha * acc[0][30], x1 = alpha * acc[0][31];
+          float x0 = alpha * acc[0][30];
+          float x1 = alpha * acc[0][31];
           u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_f16x2(x0, x1);
@@ -344,9 +399,11 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_64x256x6
         }
       }
       {
-        const int r = row0_ + 0, c = col0_ + 64;
+        const int r = row0_ + 0;
+        const int c = col0_ + 64;
         if (r < M) {
-          float x0 = alpha * acc[0][32], x1 = alpha * acc[0][33];
+          float x0 = alpha * acc[0][32];
+          float x1 = alpha * acc[0][33];
           u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_f16x2(x0, x1);
@@ -356,9 +413,11 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_64x256x6
         }
       }
       {
-        const int r = row0_ + 8, c = col0_ + 64;
+        const int r = row0_ + 8;
+        const int c = col0_ + 64;
         if (r < M) {
-          float x0 = alpha * acc[0][34], x1 = alpha * acc[0][35];
+          float x0 = alpha * acc[0][34];
+          float x1 = alpha * acc[0][35];
           u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_f16x2(x0, x1);
@@ -368,9 +427,11 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_64x256x6
         }
       }
       {
-        const int r = row0_ + 0, c = col0_ + 72;
+        const int r = row0_ + 0;
+        const int c = col0_ + 72;
         if (r < M) {
-          float x0 = alpha * acc[0][36], x1 = alpha * acc[0][37];
+          float x0 = alpha * acc[0][36];
+          float x1 = alpha * acc[0][37];
           u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_f16x2(x0, x1);
@@ -380,9 +441,11 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_64x256x6
         }
       }
       {
-        const int r = row0_ + 8, c = col0_ + 72;
+        const int r = row0_ + 8;
+        const int c = col0_ + 72;
         if (r < M) {
-          float x0 = alpha * acc[0][38], x1 = alpha * acc[0][39];
+          float x0 = alpha * acc[0][38];
+          float x1 = alpha * acc[0][39];
           u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_f16x2(x0, x1);
@@ -392,9 +455,11 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_64x256x6
         }
       }
       {
-        const int r = row0_ + 0, c = col0_ + 80;
+        const int r = row0_ + 0;
+        const int c = col0_ + 80;
         if (r < M) {
-          float x0 = alpha * acc[0][40], x1 = alpha * acc[0][41];
+          float x0 = alpha * acc[0][40];
+          float x1 = alpha * acc[0][41];
           u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_f16x2(x0, x1);
@@ -404,9 +469,11 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_64x256x6
         }
       }
       {
-        const int r = row0_ + 8, c = col0_ + 80;
+        const int r = row0_ + 8;
+        const int c = col0_ + 80;
         if (r < M) {
-          float x0 = alpha * acc[0][42], x1 = alpha * acc[0][43];
+          float x0 = alpha * acc[0][42];
+          float x1 = alpha * acc[0][43];
           u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_f16x2(x0, x1);
@@ -416,9 +483,11 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_64x256x6
         }
       }
       {
-        const int r = row0_ + 0, c = col0_ + 88;
+        const int r = row0_ + 0;
+        const int c = col0_ + 88;
         if (r < M) {
-          float x0 = alpha * acc[0][44], x1 = alpha * acc[0][45];
+          float x0 = alpha * acc[0][44];
+          float x1 = alpha * acc[0][45];
           u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_f16x2(x0, x1);
@@ -428,9 +497,11 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_64x256x6
         }
       }
       {
-        const int r = row0_ + 8, c = col0_ + 88;
+        const int r = row0_ + 8;
+        const int c = col0_ + 88;
         if (r < M) {
-          float x0 = alpha * acc[0][46], x1 = alpha * acc[0][47];
+          float x0 = alpha * acc[0][46];
+          float x1 = alpha * acc[0][47];
           u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_f16x2(x0, x1);
@@ -440,9 +511,11 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_64x256x6
         }
       }
       {
-        const int r = row0_ + 0, c = col0_ + 96;
+        const int r = row0_ + 0;
+        const int c = col0_ + 96;
         if (r < M) {
-          float x0 = alpha * acc[0][48], x1 = alpha * acc[0][49];
+          float x0 = alpha * acc[0][48];
+          float x1 = alpha * acc[0][49];
           u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_f16x2(x0, x1);
@@ -452,9 +525,11 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_64x256x6
         }
       }
       {
-        const int r = row0_ + 8, c = col0_ + 96;
+        const int r = row0_ + 8;
+        const int c = col0_ + 96;
         if (r < M) {
-          float x0 = alpha * acc[0][50], x1 = alpha * acc[0][51];
+          float x0 = alpha * acc[0][50];
+          float x1 = alpha * acc[0][51];
           u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_f16x2(x0, x1);
@@ -464,9 +539,11 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_64x256x6
         }
       }
       {
-        const int r = row0_ + 0, c = col0_ + 104;
+        const int r = row0_ + 0;
+        const int c = col0_ + 104;
         if (r < M) {
-          float x0 = alpha * acc[0][52], x1 = alpha * acc[0][53];
+          float x0 = alpha * acc[0][52];
+          float x1 = alpha * acc[0][53];
           u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_f16x2(x0, x1);
@@ -476,9 +553,11 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_64x256x6
         }
       }
       {
-        const int r = row0_ + 8, c = col0_ + 104;
+        const int r = row0_ + 8;
+        const int c = col0_ + 104;
         if (r < M) {
-          float x0 = alpha * acc[0][54], x1 = alpha * acc[0][55];
+          float x0 = alpha * acc[0][54];
+          float x1 = alpha * acc[0][55];
           u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_f16x2(x0, x1);
@@ -488,9 +567,11 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_64x256x6
         }
       }
       {
-        const int r = row0_ + 0, c = col0_ + 112;
+        const int r = row0_ + 0;
+        const int c = col0_ + 112;
         if (r < M) {
-          float x0 = alpha * acc[0][56], x1 = alpha * acc[0][57];
+          float x0 = alpha * acc[0][56];
+          float x1 = alpha * acc[0][57];
           u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_f16x2(x0, x1);
@@ -500,9 +581,11 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_64x256x6
         }
       }
       {
-        const int r = row0_ + 8, c = col0_ + 112;
+        const int r = row0_ + 8;
+        const int c = col0_ + 112;
         if (r < M) {
-          float x0 = alpha * acc[0][58], x1 = alpha * acc[0][59];
+          float x0 = alpha * acc[0][58];
+          float x1 = alpha * acc[0][59];
           u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_f16x2(x0, x1);
@@ -512,9 +595,11 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_64x256x6
         }
       }
       {
-        const int r = row0_ + 0, c = col0_ + 120;
+        const int r = row0_ + 0;
+        const int c = col0_ + 120;
         if (r < M) {
-          float x0 = alpha * acc[0][60], x1 = alpha * acc[0][61];
+          float x0 = alpha * acc[0][60];
+          float x1 = alpha * acc[0][61];
           u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_f16x2(x0, x1);
@@ -524,9 +609,11 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_64x256x6
         }
       }
       {
-        const int r = row0_ + 8, c = col0_ + 120;
+        const int r = row0_ + 8;
+        const int c = col0_ + 120;
         if (r < M) {
-          float x0 = alpha * acc[0][62], x1 = alpha * acc[0][63];
+          float x0 = alpha * acc[0][62];
+          float x1 = alpha * acc[0][63];
           u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_f16x2(x0, x1);
@@ -536,9 +623,11 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_64x256x6
         }
       }
       {
-        const int r = row0_ + 0, c = col0_ + 128;
+        const int r = row0_ + 0;
+        const int c = col0_ + 128;
         if (r < M) {
-          float x0 = alpha * acc[0][64], x1 = alpha * acc[0][65];
+          float x0 = alpha * acc[0][64];
+          float x1 = alpha * acc[0][65];
           u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_f16x2(x0, x1);
@@ -548,9 +637,11 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_64x256x6
         }
       }
       {
-        const int r = row0_ + 8, c = col0_ + 128;
+        const int r = row0_ + 8;
+        const int c = col0_ + 128;
         if (r < M) {
-          float x0 = alpha * acc[0][66], x1 = alpha * acc[0][67];
+          float x0 = alpha * acc[0][66];
+          float x1 = alpha * acc[0][67];
           u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_f16x2(x0, x1);
@@ -560,9 +651,11 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_64x256x6
         }
       }
       {
-        const int r = row0_ + 0, c = col0_ + 136;
+        const int r = row0_ + 0;
+        const int c = col0_ + 136;
         if (r < M) {
-          float x0 = alpha * acc[0][68], x1 = alpha * acc[0][69];
+          float x0 = alpha * acc[0][68];
+          float x1 = alpha * acc[0][69];
           u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_f16x2(x0, x1);
@@ -572,9 +665,11 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_64x256x6
         }
       }
       {
-        const int r = row0_ + 8, c = col0_ + 136;
+        const int r = row0_ + 8;
+        const int c = col0_ + 136;
         if (r < M) {
-          float x0 = alpha * acc[0][70], x1 = alpha * acc[0][71];
+          float x0 = alpha * acc[0][70];
+          float x1 = alpha * acc[0][71];
           u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_f16x2(x0, x1);
@@ -584,9 +679,11 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_64x256x6
         }
       }
       {
-        const int r = row0_ + 0, c = col0_ + 144;
+        const int r = row0_ + 0;
+        const int c = col0_ + 144;
         if (r < M) {
-          float x0 = alpha * acc[0][72], x1 = alpha * acc[0][73];
+          float x0 = alpha * acc[0][72];
+          float x1 = alpha * acc[0][73];
           u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_f16x2(x0, x1);
@@ -596,9 +693,11 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_64x256x6
         }
       }
       {
-        const int r = row0_ + 8, c = col0_ + 144;
+        const int r = row0_ + 8;
+        const int c = col0_ + 144;
         if (r < M) {
-          float x0 = alpha * acc[0][74], x1 = alpha * acc[0][75];
+          float x0 = alpha * acc[0][74];
+          float x1 = alpha * acc[0][75];
           u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_f16x2(x0, x1);
@@ -608,9 +707,11 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_64x256x6
         }
       }
       {
-        const int r = row0_ + 0, c = col0_ + 152;
+        const int r = row0_ + 0;
+        const int c = col0_ + 152;
         if (r < M) {
-          float x0 = alpha * acc[0][76], x1 = alpha * acc[0][77];
+          float x0 = alpha * acc[0][76];
+          float x1 = alpha * acc[0][77];
           u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_f16x2(x0, x1);
@@ -620,9 +721,11 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_64x256x6
         }
       }
       {
-        const int r = row0_ + 8, c = col0_ + 152;
+        const int r = row0_ + 8;
+        const int c = col0_ + 152;
         if (r < M) {
-          float x0 = alpha * acc[0][78], x1 = alpha * acc[0][79];
+          float x0 = alpha * acc[0][78];
+          float x1 = alpha * acc[0][79];
           u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_f16x2(x0, x1);
@@ -632,9 +735,11 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_64x256x6
         }
       }
       {
-        const int r = row0_ + 0, c = col0_ + 160;
+        const int r = row0_ + 0;
+        const int c = col0_ + 160;
         if (r < M) {
-          float x0 = alpha * acc[0][80], x1 = alpha * acc[0][81];
+          float x0 = alpha * acc[0][80];
+          float x1 = alpha * acc[0][81];
           u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_f16x2(x0, x1);
@@ -644,9 +749,11 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_64x256x6
         }
       }
       {
-        const int r = row0_ + 8, c = col0_ + 160;
+        const int r = row0_ + 8;
+        const int c = col0_ + 160;
         if (r < M) {
-          float x0 = alpha * acc[0][82], x1 = alpha * acc[0][83];
+          float x0 = alpha * acc[0][82];
+          float x1 = alpha * acc[0][83];
           u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_f16x2(x0, x1);
@@ -656,9 +763,11 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_64x256x6
         }
       }
       {
-        const int r = row0_ + 0, c = col0_ + 168;
+        const int r = row0_ + 0;
+        const int c = col0_ + 168;
         if (r < M) {
-          float x0 = alpha * acc[0][84], x1 = alpha * acc[0][85];
+          float x0 = alpha * acc[0][84];
+          float x1 = alpha * acc[0][85];
           u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_f16x2(x0, x1);
@@ -668,9 +777,11 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_64x256x6
         }
       }
       {
-        const int r = row0_ + 8, c = col0_ + 168;
+        const int r = row0_ + 8;
+        const int c = col0_ + 168;
         if (r < M) {
-          float x0 = alpha * acc[0][86], x1 = alpha * acc[0][87];
+          float x0 = alpha * acc[0][86];
+          float x1 = alpha * acc[0][87];
           u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_f16x2(x0, x1);
@@ -680,9 +791,11 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_64x256x6
         }
       }
       {
-        const int r = row0_ + 0, c = col0_ + 176;
+        const int r = row0_ + 0;
+        const int c = col0_ + 176;
         if (r < M) {
-          float x0 = alpha * acc[0][88], x1 = alpha * acc[0][89];
+          float x0 = alpha * acc[0][88];
+          float x1 = alpha * acc[0][89];
           u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_f16x2(x0, x1);
@@ -692,9 +805,11 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_64x256x6
         }
       }
       {
-        const int r = row0_ + 8, c = col0_ + 176;
+        const int r = row0_ + 8;
+        const int c = col0_ + 176;
         if (r < M) {
-          float x0 = alpha * acc[0][90], x1 = alpha * acc[0][91];
+          float x0 = alpha * acc[0][90];
+          float x1 = alpha * acc[0][91];
           u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_f16x2(x0, x1);
@@ -704,9 +819,11 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_64x256x6
         }
       }
       {
-        const int r = row0_ + 0, c = col0_ + 184;
+        const int r = row0_ + 0;
+        const int c = col0_ + 184;
         if (r < M) {
-          float x0 = alpha * acc[0][92], x1 = alpha * acc[0][93];
+          float x0 = alpha * acc[0][92];
+          float x1 = alpha * acc[0][93];
           u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_f16x2(x0, x1);
@@ -716,9 +833,11 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_64x256x6
         }
       }
       {
-        const int r = row0_ + 8, c = col0_ + 184;
+        const int r = row0_ + 8;
+        const int c = col0_ + 184;
         if (r < M) {
-          float x0 = alpha * acc[0][94], x1 = alpha * acc[0][95];
+          float x0 = alpha * acc[0][94];
+          float x1 = alpha * acc[0][95];
           u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_f16x2(x0, x1);
@@ -728,9 +847,11 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_64x256x6
         }
       }
       {
-        const int r = row0_ + 0, c = col0_ + 192;
+        const int r = row0_ + 0;
+        const int c = col0_ + 192;
         if (r < M) {
-          float x0 = alpha * acc[0][96], x1 = alpha * acc[0][97];
+          float x0 = alpha * acc[0][96];
+          float x1 = alpha * acc[0][97];
           u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_f16x2(x0, x1);
@@ -740,9 +861,11 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_64x256x6
         }
       }
       {
-        const int r = row0_ + 8, c = col0_ + 192;
+        const int r = row0_ + 8;
+        const int c = col0_ + 192;
         if (r < M) {
-          float x0 = alpha * acc[0][98], x1 = alpha * acc[0][99];
+          float x0 = alpha * acc[0][98];
+          float x1 = alpha * acc[0][99];
           u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_f16x2(x0, x1);
@@ -752,9 +875,11 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_64x256x6
         }
       }
       {
-        const int r = row0_ + 0, c = col0_ + 200;
+        const int r = row0_ + 0;
+        const int c = col0_ + 200;
         if (r < M) {
-          float x0 = alpha * acc[0][100], x1 = alpha * acc[0][101];
+          float x0 = alpha * acc[0][100];
+          float x1 = alpha * acc[0][101];
           u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_f16x2(x0, x1);
@@ -764,9 +889,11 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_64x256x6
         }
       }
       {
-        const int r = row0_ + 8, c = col0_ + 200;
+        const int r = row0_ + 8;
+        const int c = col0_ + 200;
         if (r < M) {
-          float x0 = alpha * acc[0][102], x1 = alpha * acc[0][103];
+          float x0 = alpha * acc[0][102];
+          float x1 = alpha * acc[0][103];
           u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_f16x2(x0, x1);
@@ -776,9 +903,11 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_64x256x6
         }
       }
       {
-        const int r = row0_ + 0, c = col0_ + 208;
+        const int r = row0_ + 0;
+        const int c = col0_ + 208;
         if (r < M) {
-          float x0 = alpha * acc[0][104], x1 = alpha * acc[0][105];
+          float x0 = alpha * acc[0][104];
+          float x1 = alpha * acc[0][105];
           u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_f16x2(x0, x1);
@@ -788,9 +917,11 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_64x256x6
         }
       }
       {
-        const int r = row0_ + 8, c = col0_ + 208;
+        const int r = row0_ + 8;
+        const int c = col0_ + 208;
         if (r < M) {
-          float x0 = alpha * acc[0][106], x1 = alpha * acc[0][107];
+          float x0 = alpha * acc[0][106];
+          float x1 = alpha * acc[0][107];
           u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_f16x2(x0, x1);
@@ -800,9 +931,11 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_64x256x6
         }
       }
       {
-        const int r = row0_ + 0, c = col0_ + 216;
+        const int r = row0_ + 0;
+        const int c = col0_ + 216;
         if (r < M) {
-          float x0 = alpha * acc[0][108], x1 = alpha * acc[0][109];
+          float x0 = alpha * acc[0][108];
+          float x1 = alpha * acc[0][109];
           u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_f16x2(x0, x1);
@@ -812,9 +945,11 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_64x256x6
         }
       }
       {
-        const int r = row0_ + 8, c = col0_ + 216;
+        const int r = row0_ + 8;
+        const int c = col0_ + 216;
         if (r < M) {
-          float x0 = alpha * acc[0][110], x1 = alpha * acc[0][111];
+          float x0 = alpha * acc[0][110];
+          float x1 = alpha * acc[0][111];
           u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_f16x2(x0, x1);
@@ -824,9 +959,11 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_64x256x6
         }
       }
       {
-        const int r = row0_ + 0, c = col0_ + 224;
+        const int r = row0_ + 0;
+        const int c = col0_ + 224;
         if (r < M) {
-          float x0 = alpha * acc[0][112], x1 = alpha * acc[0][113];
+          float x0 = alpha * acc[0][112];
+          float x1 = alpha * acc[0][113];
           u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_f16x2(x0, x1);
@@ -836,9 +973,11 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_64x256x6
         }
       }
       {
-        const int r = row0_ + 8, c = col0_ + 224;
+        const int r = row0_ + 8;
+        const int c = col0_ + 224;
         if (r < M) {
-          float x0 = alpha * acc[0][114], x1 = alpha * acc[0][115];
+          float x0 = alpha * acc[0][114];
+          float x1 = alpha * acc[0][115];
           u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_f16x2(x0, x1);
@@ -848,9 +987,11 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_64x256x6
         }
       }
       {
-        const int r = row0_ + 0, c = col0_ + 232;
+        const int r = row0_ + 0;
+        const int c = col0_ + 232;
         if (r < M) {
-          float x0 = alpha * acc[0][116], x1 = alpha * acc[0][117];
+          float x0 = alpha * acc[0][116];
+          float x1 = alpha * acc[0][117];
           u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_f16x2(x0, x1);
@@ -860,9 +1001,11 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_64x256x6
         }
       }
       {
-        const int r = row0_ + 8, c = col0_ + 232;
+        const int r = row0_ + 8;
+        const int c = col0_ + 232;
         if (r < M) {
-          float x0 = alpha * acc[0][118], x1 = alpha * acc[0][119];
+          float x0 = alpha * acc[0][118];
+          float x1 = alpha * acc[0][119];
           u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_f16x2(x0, x1);
@@ -872,9 +1015,11 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_64x256x6
         }
       }
       {
-        const int r = row0_ + 0, c = col0_ + 240;
+        const int r = row0_ + 0;
+        const int c = col0_ + 240;
         if (r < M) {
-          float x0 = alpha * acc[0][120], x1 = alpha * acc[0][121];
+          float x0 = alpha * acc[0][120];
+          float x1 = alpha * acc[0][121];
           u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_f16x2(x0, x1);
@@ -884,9 +1029,11 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_64x256x6
         }
       }
       {
-        const int r = row0_ + 8, c = col0_ + 240;
+        const int r = row0_ + 8;
+        const int c = col0_ + 240;
         if (r < M) {
-          float x0 = alpha * acc[0][122], x1 = alpha * acc[0][123];
+          float x0 = alpha * acc[0][122];
+          float x1 = alpha * acc[0][123];
           u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_f16x2(x0, x1);
@@ -896,9 +1043,11 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_64x256x6
         }
       }
       {
-        const int r = row0_ + 0, c = col0_ + 248;
+        const int r = row0_ + 0;
+        const int c = col0_ + 248;
         if (r < M) {
-          float x0 = alpha * acc[0][124], x1 = alpha * acc[0][125];
+          float x0 = alpha * acc[0][124];
+          float x1 = alpha * acc[0][125];
           u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_f16x2(x0, x1);
@@ -908,9 +1057,11 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_64x256x6
         }
       }
       {
-        const int r = row0_ + 8, c = col0_ + 248;
+        const int r = row0_ + 8;
+        const int c = col0_ + 248;
         if (r < M) {
-          float x0 = alpha * acc[0][126], x1 = alpha * acc[0][127];
+          float x0 = alpha * acc[0][126];
+          float x1 = alpha * acc[0][127];
           u16* dp = Dl_ + r * ldd + c;
           if (c + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_f16x2(x0, x1);

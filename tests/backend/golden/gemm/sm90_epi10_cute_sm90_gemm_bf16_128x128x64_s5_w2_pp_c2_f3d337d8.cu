@@ -50,10 +50,12 @@ extern "C" __global__ void CUTE_PY_SM90_CLUSTER_DIMS __launch_bounds__(384, 1) c
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
   extern __shared__ unsigned char smem_raw_[];
   const u32 smem0_ = (cvta_to_shared_u32(smem_raw_) + 1023u) & ~1023u;
-  const u32 sA = smem0_;                        // 5 stages x 16384 B: Sw<3,4,3> o smem_ptr[16b](unset) o ((8,16),(64,1)):((64,512),(1,0))
-  const u32 sB = sA + 81920u;           // 5 stages x 16384 B: Sw<3,4,3> o smem_ptr[16b](unset) o ((8,16),(64,1)):((64,512),(1,0))
-  const u32 bar_full = sB + 116736u;
-  const u32 bar_empty = bar_full + 40u;
+  // A: 5 stages x 16384 B: Sw<3,4,3> o smem_ptr[16b](unset) o ((8,16),(64,1)):((64,512),(1,0))
+  const u32 sA = smem0_;
+  // B: 5 stages x 16384 B: Sw<3,4,3> o smem_ptr[16b](unset) o ((8,16),(64,1)):((64,512),(1,0))
+  const u32 sB = sA + 81920;
+  const u32 bar_full = sB + 116736;
+  const u32 bar_empty = bar_full + 40;
   unsigned char* cute_epi_smem_base = smem_raw_ + (smem0_ - cvta_to_shared_u32(smem_raw_)) + 163840;
   {
     const u32 cute_epi_smem = static_cast<u32>(__cvta_generic_to_shared(cute_epi_smem_base + 0));
@@ -75,7 +77,8 @@ extern "C" __global__ void CUTE_PY_SM90_CLUSTER_DIMS __launch_bounds__(384, 1) c
     prefetch_tma_descriptor(&tmA);
     prefetch_tma_descriptor(&tmB);
   }
-  cluster_arrive(); cluster_wait();
+  cluster_arrive();
+  cluster_wait();
   const u32 cta_rank = cluster_ctarank();
   const int rank_ = (int)cta_rank;
   const int num_m = (M + 127) / 128;
@@ -88,21 +91,25 @@ extern "C" __global__ void CUTE_PY_SM90_CLUSTER_DIMS __launch_bounds__(384, 1) c
     // ---------------- producer warpgroup ----------------
     setmaxnreg_dec<40>();
     if (warp_id() == 0 && elect_one_sync()) {
-      int idx = 0; u32 phase = 1u;               // make_producer_start_state
+      // make_producer_start_state
+      int idx = 0;
+      u32 phase = 1u;
       for (int tile = first_tile; tile < num_tiles; tile += tile_step) {
-        int m_blk, n_blk, l_;
+        int m_blk;
+        int n_blk;
+        int l_;
         {
-  const int num_mc_ = (num_m + 1) >> 1;
-  const int per_l_ = (long long)num_mc_ * num_n;
-  l_ = tile / per_l_;
-  const int r_ = tile - (long long)l_ * per_l_;
-  const int gw_ = num_n * 4;
-  const int g_ = r_ / gw_;
-  const int first_ = g_ * 4;
-  const int gs_ = (num_mc_ - first_ < 4 ? num_mc_ - first_ : 4);
-  const int rr_ = r_ - (long long)g_ * gw_;
-  m_blk = (first_ + rr_ % gs_) * 2 + rank_;
-  n_blk = rr_ / gs_;
+          const int num_mc_ = (num_m + 1) >> 1;
+          const int per_l_ = (long long)num_mc_ * num_n;
+          l_ = tile / per_l_;
+          const int r_ = tile - (long long)l_ * per_l_;
+          const int gw_ = num_n * 4;
+          const int g_ = r_ / gw_;
+          const int first_ = g_ * 4;
+          const int gs_ = (num_mc_ - first_ < 4 ? num_mc_ - first_ : 4);
+          const int rr_ = r_ - (long long)g_ * gw_;
+          m_blk = (first_ + rr_ % gs_) * 2 + rank_;
+          n_blk = rr_ / gs_;
         }
         for (int kb = 0; kb < k_blocks; ++kb) {
           mbarrier_wait_parity(bar_empty + idx * 8, phase);
@@ -110,12 +117,18 @@ extern "C" __global__ void CUTE_PY_SM90_CLUSTER_DIMS __launch_bounds__(384, 1) c
           const u32 fb_ = bar_full + idx * 8;
           tma_load_3d(sA + idx * 16384, &tmA, fb_, kb * 64, m_blk * 128, l_);
           tma_load_3d_multicast(sB + idx * 16384 + rank_ * 8192, &tmB, fb_, (u16)0x3, kb * 64, n_blk * 128 + rank_ * 64, l_);
-          if (++idx == 5) { idx = 0; phase ^= 1u; }
+          if (++idx == 5) {
+            idx = 0;
+            phase ^= 1u;
+          }
         }
       }
       for (int t_ = 0; t_ < 5; ++t_) {
         mbarrier_wait_parity(bar_empty + idx * 8, phase);
-        if (++idx == 5) { idx = 0; phase ^= 1u; }
+        if (++idx == 5) {
+          idx = 0;
+          phase ^= 1u;
+        }
       }
     }
   } else {
@@ -124,7 +137,8 @@ extern "C" __global__ void CUTE_PY_SM90_CLUSTER_DIMS __launch_bounds__(384, 1) c
     const int tid = threadIdx.x - 128 * wg;
     const int cw = wg - 1;
     const bool release_lane = (threadIdx.x & 31) == 0;
-    int idx = 0; u32 phase = 0u;
+    int idx = 0;
+    u32 phase = 0u;
     // ping-pong: this warpgroup's k-blocks start after warpgroup 0's first tile
     if (cw > 0) {
       const int a_ = idx + (cw * k_blocks);
@@ -139,21 +153,24 @@ extern "C" __global__ void CUTE_PY_SM90_CLUSTER_DIMS __launch_bounds__(384, 1) c
     const u32 cute_epi_empty = cute_epi_full + 16;
     float acc[2][64];
     for (int tile = first_tile + cw * tile_step; tile < num_tiles; tile += 2 * tile_step) {
-      int m_blk, n_blk, l_;
+      int m_blk;
+      int n_blk;
+      int l_;
       {
-  const int num_mc_ = (num_m + 1) >> 1;
-  const int per_l_ = (long long)num_mc_ * num_n;
-  l_ = tile / per_l_;
-  const int r_ = tile - (long long)l_ * per_l_;
-  const int gw_ = num_n * 4;
-  const int g_ = r_ / gw_;
-  const int first_ = g_ * 4;
-  const int gs_ = (num_mc_ - first_ < 4 ? num_mc_ - first_ : 4);
-  const int rr_ = r_ - (long long)g_ * gw_;
-  m_blk = (first_ + rr_ % gs_) * 2 + rank_;
-  n_blk = rr_ / gs_;
+        const int num_mc_ = (num_m + 1) >> 1;
+        const int per_l_ = (long long)num_mc_ * num_n;
+        l_ = tile / per_l_;
+        const int r_ = tile - (long long)l_ * per_l_;
+        const int gw_ = num_n * 4;
+        const int g_ = r_ / gw_;
+        const int first_ = g_ * 4;
+        const int gs_ = (num_mc_ - first_ < 4 ? num_mc_ - first_ : 4);
+        const int rr_ = r_ - (long long)g_ * gw_;
+        m_blk = (first_ + rr_ % gs_) * 2 + rank_;
+        n_blk = rr_ / gs_;
       }
-      const int cute_epi_m0 = m_blk * 128, cute_epi_n0 = n_blk * 128;
+      const int cute_epi_m0 = m_blk * 128;
+      const int cute_epi_n0 = n_blk * 128;
       // turn order: start after the other warpgroup issued its tile's mainloop
       if (tile != first_tile) {
         named_barrier_sync(3u + (u32)((cw + 1) & 1), 256u);
@@ -185,7 +202,10 @@ extern "C" __global__ void CUTE_PY_SM90_CLUSTER_DIMS __launch_bounds__(384, 1) c
           }
         }
         prev_ = idx;
-        if (++idx == 5) { idx = 0; phase ^= 1u; }
+        if (++idx == 5) {
+          idx = 0;
+          phase ^= 1u;
+        }
       }
       if (tile + tile_step < num_tiles) {
         named_barrier_arrive(3u + (u32)(cw), 256u);
@@ -198,13 +218,18 @@ extern "C" __global__ void CUTE_PY_SM90_CLUSTER_DIMS __launch_bounds__(384, 1) c
           }
         }
       }
-#pragma unroll
-      for (int j = 0; j < 2; ++j) wgmma_fence_operands(acc[j]);
+      #pragma unroll
+      for (int j = 0; j < 2; ++j) {
+        wgmma_fence_operands(acc[j]);
+      }
       if (k_blocks == 0) {
-#pragma unroll
-        for (int j = 0; j < 2; ++j)
-#pragma unroll
-          for (int i = 0; i < 64; ++i) acc[j][i] = 0.0f;
+        #pragma unroll
+        for (int j = 0; j < 2; ++j) {
+          #pragma unroll
+          for (int i = 0; i < 64; ++i) {
+            acc[j][i] = 0.0f;
+          }
+        }
       }
       // ---------------- epilogue ----------------
       {

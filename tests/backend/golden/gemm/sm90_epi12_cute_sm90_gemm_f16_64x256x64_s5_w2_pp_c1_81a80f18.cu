@@ -62,10 +62,12 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_64x256x6
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
   extern __shared__ unsigned char smem_raw_[];
   const u32 smem0_ = (cvta_to_shared_u32(smem_raw_) + 1023u) & ~1023u;
-  const u32 sA = smem0_;                        // 5 stages x 8192 B: Sw<3,4,3> o smem_ptr[16b](unset) o ((8,8),(64,1)):((64,512),(1,0))
-  const u32 sB = sA + 40960u;           // 5 stages x 32768 B: Sw<3,4,3> o smem_ptr[16b](unset) o ((8,32),(64,1)):((64,512),(1,0))
-  const u32 bar_full = sB + 184320u;
-  const u32 bar_empty = bar_full + 40u;
+  // A: 5 stages x 8192 B: Sw<3,4,3> o smem_ptr[16b](unset) o ((8,8),(64,1)):((64,512),(1,0))
+  const u32 sA = smem0_;
+  // B: 5 stages x 32768 B: Sw<3,4,3> o smem_ptr[16b](unset) o ((8,32),(64,1)):((64,512),(1,0))
+  const u32 sB = sA + 40960;
+  const u32 bar_full = sB + 184320;
+  const u32 bar_empty = bar_full + 40;
   unsigned char* cute_epi_smem_base = smem_raw_ + (smem0_ - cvta_to_shared_u32(smem_raw_)) + 204800;
   {
     const u32 cute_epi_smem = static_cast<u32>(__cvta_generic_to_shared(cute_epi_smem_base + 0));
@@ -99,20 +101,24 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_64x256x6
     // ---------------- producer warpgroup ----------------
     setmaxnreg_dec<40>();
     if (warp_id() == 0 && elect_one_sync()) {
-      int idx = 0; u32 phase = 1u;               // make_producer_start_state
+      // make_producer_start_state
+      int idx = 0;
+      u32 phase = 1u;
       for (int tile = first_tile; tile < num_tiles; tile += tile_step) {
-        int m_blk, n_blk, l_;
+        int m_blk;
+        int n_blk;
+        int l_;
         {
-  const int per_l_ = (long long)num_m * num_n;
-  l_ = tile / per_l_;
-  const int r_ = tile - (long long)l_ * per_l_;
-  const int gw_ = num_n * 16;
-  const int g_ = r_ / gw_;
-  const int first_ = g_ * 16;
-  const int gs_ = (num_m - first_ < 16 ? num_m - first_ : 16);
-  const int rr_ = r_ - (long long)g_ * gw_;
-  m_blk = first_ + rr_ % gs_;
-  n_blk = rr_ / gs_;
+          const int per_l_ = (long long)num_m * num_n;
+          l_ = tile / per_l_;
+          const int r_ = tile - (long long)l_ * per_l_;
+          const int gw_ = num_n * 16;
+          const int g_ = r_ / gw_;
+          const int first_ = g_ * 16;
+          const int gs_ = (num_m - first_ < 16 ? num_m - first_ : 16);
+          const int rr_ = r_ - (long long)g_ * gw_;
+          m_blk = first_ + rr_ % gs_;
+          n_blk = rr_ / gs_;
         }
         for (int kb = 0; kb < k_blocks; ++kb) {
           mbarrier_wait_parity(bar_empty + idx * 8, phase);
@@ -120,12 +126,18 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_64x256x6
           const u32 fb_ = bar_full + idx * 8;
           tma_load_3d(sA + idx * 8192, &tmA, fb_, kb * 64, m_blk * 64, l_);
           tma_load_3d(sB + idx * 32768, &tmB, fb_, kb * 64, n_blk * 256, l_);
-          if (++idx == 5) { idx = 0; phase ^= 1u; }
+          if (++idx == 5) {
+            idx = 0;
+            phase ^= 1u;
+          }
         }
       }
       for (int t_ = 0; t_ < 5; ++t_) {
         mbarrier_wait_parity(bar_empty + idx * 8, phase);
-        if (++idx == 5) { idx = 0; phase ^= 1u; }
+        if (++idx == 5) {
+          idx = 0;
+          phase ^= 1u;
+        }
       }
     }
   } else {
@@ -134,7 +146,8 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_64x256x6
     const int tid = threadIdx.x - 128 * wg;
     const int cw = wg - 1;
     const bool release_lane = (threadIdx.x & 31) == 0;
-    int idx = 0; u32 phase = 0u;
+    int idx = 0;
+    u32 phase = 0u;
     // ping-pong: this warpgroup's k-blocks start after warpgroup 0's first tile
     if (cw > 0) {
       const int a_ = idx + (cw * k_blocks);
@@ -149,20 +162,23 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_64x256x6
     const u32 cute_epi_empty = cute_epi_full + 16;
     float acc[1][128];
     for (int tile = first_tile + cw * tile_step; tile < num_tiles; tile += 2 * tile_step) {
-      int m_blk, n_blk, l_;
+      int m_blk;
+      int n_blk;
+      int l_;
       {
-  const int per_l_ = (long long)num_m * num_n;
-  l_ = tile / per_l_;
-  const int r_ = tile - (long long)l_ * per_l_;
-  const int gw_ = num_n * 16;
-  const int g_ = r_ / gw_;
-  const int first_ = g_ * 16;
-  const int gs_ = (num_m - first_ < 16 ? num_m - first_ : 16);
-  const int rr_ = r_ - (long long)g_ * gw_;
-  m_blk = first_ + rr_ % gs_;
-  n_blk = rr_ / gs_;
+        const int per_l_ = (long long)num_m * num_n;
+        l_ = tile / per_l_;
+        const int r_ = tile - (long long)l_ * per_l_;
+        const int gw_ = num_n * 16;
+        const int g_ = r_ / gw_;
+        const int first_ = g_ * 16;
+        const int gs_ = (num_m - first_ < 16 ? num_m - first_ : 16);
+        const int rr_ = r_ - (long long)g_ * gw_;
+        m_blk = first_ + rr_ % gs_;
+        n_blk = rr_ / gs_;
       }
-      const int cute_epi_m0 = m_blk * 64, cute_epi_n0 = n_blk * 256;
+      const int cute_epi_m0 = m_blk * 64;
+      const int cute_epi_n0 = n_blk * 256;
       const float cb_bias_0 = (cute_epi_n0 + tid < N ? f16_bits_to_f32(__ldg(p_bias + (cute_epi_n0 + tid))) : 0.0f);
       const float cb_bias_1 = (cute_epi_n0 + tid + 128 < N ? f16_bits_to_f32(__ldg(p_bias + (cute_epi_n0 + tid + 128))) : 0.0f);
       u32 cq_C_0, cq_C_2, cq_C_4, cq_C_6, cq_C_8, cq_C_10, cq_C_12, cq_C_14, cq_C_16, cq_C_18, cq_C_20, cq_C_22, cq_C_24, cq_C_26, cq_C_28, cq_C_30, cq_C_32, cq_C_34, cq_C_36, cq_C_38, cq_C_40, cq_C_42, cq_C_44, cq_C_46, cq_C_48, cq_C_50, cq_C_52, cq_C_54, cq_C_56, cq_C_58, cq_C_60, cq_C_62, cq_C_64, cq_C_66, cq_C_68, cq_C_70, cq_C_72, cq_C_74, cq_C_76, cq_C_78, cq_C_80, cq_C_82, cq_C_84, cq_C_86, cq_C_88, cq_C_90, cq_C_92, cq_C_94, cq_C_96, cq_C_98, cq_C_100, cq_C_102, cq_C_104, cq_C_106, cq_C_108, cq_C_110, cq_C_112, cq_C_114, cq_C_116, cq_C_118, cq_C_120, cq_C_122, cq_C_124, cq_C_126;
@@ -206,7 +222,10 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_64x256x6
           }
         }
         prev_ = idx;
-        if (++idx == 5) { idx = 0; phase ^= 1u; }
+        if (++idx == 5) {
+          idx = 0;
+          phase ^= 1u;
+        }
       }
       if (tile + tile_step < num_tiles) {
         named_barrier_arrive(3u + (u32)(cw), 256u);
@@ -217,19 +236,22 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_f16_64x256x6
           mbarrier_arrive(bar_empty + prev_ * 8);
         }
       }
-#pragma unroll
-      for (int j = 0; j < 1; ++j) wgmma_fence_operands(acc[j]);
+      #pragma unroll
+      for (int j = 0; j < 1; ++j) {
+        wgmma_fence_operands(acc[j]);
+      }
       if (k_blocks == 0) {
-#pragma unroll
-        for (int j = 0; j < 1; ++j)
-#pragma unroll
-          for (int i = 0; i < 128; ++i) acc[j][i] = 0.0f;
+        #pragma unroll
+        for (int j = 0; j < 1; ++j) {
+          #pragma unroll
+          for (int i = 0; i < 128; ++i) {
+            acc[j][i] = 0.0f;
+          }
+        }
       }
       // ---------------- epilogue ----------------
       {
         const int cute_lane = tid & 31;
-        const int cute_mt = ((tid >> 2) & 7) + (tid >> 5) * 16;
-        const int cute_nt = (tid & 3) * 2;
         st_shared_f32(cute_epi_smem + tid * 4 + 8192, cb_bias_0);
         st_shared_f32(cute_epi_smem + tid * 4 + 8704, cb_bias_1);
         named_barrier_sync((1 + cw), 128);

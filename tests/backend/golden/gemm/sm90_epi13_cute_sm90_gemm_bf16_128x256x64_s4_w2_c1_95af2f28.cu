@@ -57,10 +57,12 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_bf16_128x256
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
   extern __shared__ unsigned char smem_raw_[];
   const u32 smem0_ = (cvta_to_shared_u32(smem_raw_) + 1023u) & ~1023u;
-  const u32 sA = smem0_;                        // 4 stages x 16384 B: Sw<3,4,3> o smem_ptr[16b](unset) o ((8,16),(64,1)):((64,512),(1,0))
-  const u32 sB = sA + 65536u;           // 4 stages x 32768 B: Sw<3,4,3> o smem_ptr[16b](unset) o ((8,32),(64,1)):((64,512),(1,0))
-  const u32 bar_full = sB + 147472u;
-  const u32 bar_empty = bar_full + 32u;
+  // A: 4 stages x 16384 B: Sw<3,4,3> o smem_ptr[16b](unset) o ((8,16),(64,1)):((64,512),(1,0))
+  const u32 sA = smem0_;
+  // B: 4 stages x 32768 B: Sw<3,4,3> o smem_ptr[16b](unset) o ((8,32),(64,1)):((64,512),(1,0))
+  const u32 sB = sA + 65536;
+  const u32 bar_full = sB + 147472;
+  const u32 bar_empty = bar_full + 32;
   unsigned char* cute_epi_smem_base = smem_raw_ + (smem0_ - cvta_to_shared_u32(smem_raw_)) + 196608;
   const u32 cute_epi_smem = static_cast<u32>(__cvta_generic_to_shared(cute_epi_smem_base));
   const u32 cute_epi_full = cute_epi_smem + 16384;
@@ -87,20 +89,24 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_bf16_128x256
     // ---------------- producer warpgroup ----------------
     setmaxnreg_dec<40>();
     if (warp_id() == 0 && elect_one_sync()) {
-      int idx = 0; u32 phase = 1u;               // make_producer_start_state
+      // make_producer_start_state
+      int idx = 0;
+      u32 phase = 1u;
       for (int tile = first_tile; tile < num_tiles; tile += tile_step) {
-        int m_blk, n_blk, l_;
+        int m_blk;
+        int n_blk;
+        int l_;
         {
-  const int per_l_ = (long long)num_m * num_n;
-  l_ = tile / per_l_;
-  const int r_ = tile - (long long)l_ * per_l_;
-  const int gw_ = num_n * 8;
-  const int g_ = r_ / gw_;
-  const int first_ = g_ * 8;
-  const int gs_ = (num_m - first_ < 8 ? num_m - first_ : 8);
-  const int rr_ = r_ - (long long)g_ * gw_;
-  m_blk = first_ + rr_ % gs_;
-  n_blk = rr_ / gs_;
+          const int per_l_ = (long long)num_m * num_n;
+          l_ = tile / per_l_;
+          const int r_ = tile - (long long)l_ * per_l_;
+          const int gw_ = num_n * 8;
+          const int g_ = r_ / gw_;
+          const int first_ = g_ * 8;
+          const int gs_ = (num_m - first_ < 8 ? num_m - first_ : 8);
+          const int rr_ = r_ - (long long)g_ * gw_;
+          m_blk = first_ + rr_ % gs_;
+          n_blk = rr_ / gs_;
         }
         for (int kb = 0; kb < k_blocks; ++kb) {
           mbarrier_wait_parity(bar_empty + idx * 8, phase);
@@ -108,12 +114,18 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_bf16_128x256
           const u32 fb_ = bar_full + idx * 8;
           tma_load_3d(sA + idx * 16384, &tmA, fb_, kb * 64, m_blk * 128, l_);
           tma_load_3d(sB + idx * 32768, &tmB, fb_, kb * 64, n_blk * 256, l_);
-          if (++idx == 4) { idx = 0; phase ^= 1u; }
+          if (++idx == 4) {
+            idx = 0;
+            phase ^= 1u;
+          }
         }
       }
       for (int t_ = 0; t_ < 4; ++t_) {
         mbarrier_wait_parity(bar_empty + idx * 8, phase);
-        if (++idx == 4) { idx = 0; phase ^= 1u; }
+        if (++idx == 4) {
+          idx = 0;
+          phase ^= 1u;
+        }
       }
     }
   } else {
@@ -122,26 +134,30 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_bf16_128x256
     const int tid = threadIdx.x - 128;
     const int cw = wg - 1;
     const bool release_lane = (threadIdx.x & 31) == 0;
-    int idx = 0; u32 phase = 0u;
+    int idx = 0;
+    u32 phase = 0u;
     int cute_epi_c_idx = 0;
     u32 cute_epi_c_phase = 0;
     int cute_epi_d_idx = 0;
     float acc[1][128];
     for (int tile = first_tile; tile < num_tiles; tile += tile_step) {
-      int m_blk, n_blk, l_;
+      int m_blk;
+      int n_blk;
+      int l_;
       {
-  const int per_l_ = (long long)num_m * num_n;
-  l_ = tile / per_l_;
-  const int r_ = tile - (long long)l_ * per_l_;
-  const int gw_ = num_n * 8;
-  const int g_ = r_ / gw_;
-  const int first_ = g_ * 8;
-  const int gs_ = (num_m - first_ < 8 ? num_m - first_ : 8);
-  const int rr_ = r_ - (long long)g_ * gw_;
-  m_blk = first_ + rr_ % gs_;
-  n_blk = rr_ / gs_;
+        const int per_l_ = (long long)num_m * num_n;
+        l_ = tile / per_l_;
+        const int r_ = tile - (long long)l_ * per_l_;
+        const int gw_ = num_n * 8;
+        const int g_ = r_ / gw_;
+        const int first_ = g_ * 8;
+        const int gs_ = (num_m - first_ < 8 ? num_m - first_ : 8);
+        const int rr_ = r_ - (long long)g_ * gw_;
+        m_blk = first_ + rr_ % gs_;
+        n_blk = rr_ / gs_;
       }
-      const int cute_epi_m0 = m_blk * 128, cute_epi_n0 = n_blk * 256;
+      const int cute_epi_m0 = m_blk * 128;
+      const int cute_epi_n0 = n_blk * 256;
       u32 cq_C_0, cq_C_2, cq_C_4, cq_C_6, cq_C_8, cq_C_10, cq_C_12, cq_C_14, cq_C_16, cq_C_18, cq_C_20, cq_C_22, cq_C_24, cq_C_26, cq_C_28, cq_C_30, cq_C_32, cq_C_34, cq_C_36, cq_C_38, cq_C_40, cq_C_42, cq_C_44, cq_C_46, cq_C_48, cq_C_50, cq_C_52, cq_C_54, cq_C_56, cq_C_58, cq_C_60, cq_C_62, cq_C_64, cq_C_66, cq_C_68, cq_C_70, cq_C_72, cq_C_74, cq_C_76, cq_C_78, cq_C_80, cq_C_82, cq_C_84, cq_C_86, cq_C_88, cq_C_90, cq_C_92, cq_C_94, cq_C_96, cq_C_98, cq_C_100, cq_C_102, cq_C_104, cq_C_106, cq_C_108, cq_C_110, cq_C_112, cq_C_114, cq_C_116, cq_C_118, cq_C_120, cq_C_122, cq_C_124, cq_C_126;
       const int cute_mt = ((tid >> 2) & 7) + (tid >> 5) * 16;
       const int cute_nt = (tid & 3) * 2;
@@ -179,7 +195,10 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_bf16_128x256
           }
         }
         prev_ = idx;
-        if (++idx == 4) { idx = 0; phase ^= 1u; }
+        if (++idx == 4) {
+          idx = 0;
+          phase ^= 1u;
+        }
       }
       wgmma_wait_group<0>();
       if (prev_ >= 0) {
@@ -187,19 +206,22 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_bf16_128x256
           mbarrier_arrive(bar_empty + prev_ * 8);
         }
       }
-#pragma unroll
-      for (int j = 0; j < 1; ++j) wgmma_fence_operands(acc[j]);
+      #pragma unroll
+      for (int j = 0; j < 1; ++j) {
+        wgmma_fence_operands(acc[j]);
+      }
       if (k_blocks == 0) {
-#pragma unroll
-        for (int j = 0; j < 1; ++j)
-#pragma unroll
-          for (int i = 0; i < 128; ++i) acc[j][i] = 0.0f;
+        #pragma unroll
+        for (int j = 0; j < 1; ++j) {
+          #pragma unroll
+          for (int i = 0; i < 128; ++i) {
+            acc[j][i] = 0.0f;
+          }
+        }
       }
       // ---------------- epilogue ----------------
       {
         const int cute_lane = tid & 31;
-        const int cute_mt = ((tid >> 2) & 7) + (tid >> 5) * 16;
-        const int cute_nt = (tid & 3) * 2;
         {
           // subtile (0, 0)
           ld_global_quad16_hint<128>(cute_dq_C_0, cute_dqn_C_0, cute_dv_C, cq_C_64, cq_C_68, cq_C_72, cq_C_76, l2_policy_evict_first());

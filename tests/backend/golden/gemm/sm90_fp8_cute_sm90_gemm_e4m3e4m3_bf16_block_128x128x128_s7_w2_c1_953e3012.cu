@@ -27,10 +27,12 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_e4m3e4m3_bf1
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
   extern __shared__ unsigned char smem_raw_[];
   const u32 smem0_ = (cvta_to_shared_u32(smem_raw_) + 1023u) & ~1023u;
-  const u32 sA = smem0_;                        // 7 stages x 16384 B: Sw<3,4,3> o smem_ptr[8b](unset) o ((8,16),(128,1)):((128,1024),(1,0))
-  const u32 sB = sA + 114688u;           // 7 stages x 16384 B: Sw<3,4,3> o smem_ptr[8b](unset) o ((8,16),(128,1)):((128,1024),(1,0))
-  const u32 bar_full = sB + 114688u;
-  const u32 bar_empty = bar_full + 56u;
+  // A: 7 stages x 16384 B: Sw<3,4,3> o smem_ptr[8b](unset) o ((8,16),(128,1)):((128,1024),(1,0))
+  const u32 sA = smem0_;
+  // B: 7 stages x 16384 B: Sw<3,4,3> o smem_ptr[8b](unset) o ((8,16),(128,1)):((128,1024),(1,0))
+  const u32 sB = sA + 114688;
+  const u32 bar_full = sB + 114688;
+  const u32 bar_empty = bar_full + 56;
   const int wg = __shfl_sync(0xffffffffu, (int)(threadIdx.x / 128), 0);
   if (threadIdx.x == 0) {
     for (int s_ = 0; s_ < 7; ++s_) {
@@ -53,20 +55,24 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_e4m3e4m3_bf1
     // ---------------- producer warpgroup ----------------
     setmaxnreg_dec<40>();
     if (warp_id() == 0 && elect_one_sync()) {
-      int idx = 0; u32 phase = 1u;               // make_producer_start_state
+      // make_producer_start_state
+      int idx = 0;
+      u32 phase = 1u;
       for (int tile = first_tile; tile < num_tiles; tile += tile_step) {
-        int m_blk, n_blk, l_;
+        int m_blk;
+        int n_blk;
+        int l_;
         {
-  const int per_l_ = (long long)num_m * num_n;
-  l_ = tile / per_l_;
-  const int r_ = tile - (long long)l_ * per_l_;
-  const int gw_ = num_n * 8;
-  const int g_ = r_ / gw_;
-  const int first_ = g_ * 8;
-  const int gs_ = (num_m - first_ < 8 ? num_m - first_ : 8);
-  const int rr_ = r_ - (long long)g_ * gw_;
-  m_blk = first_ + rr_ % gs_;
-  n_blk = rr_ / gs_;
+          const int per_l_ = (long long)num_m * num_n;
+          l_ = tile / per_l_;
+          const int r_ = tile - (long long)l_ * per_l_;
+          const int gw_ = num_n * 8;
+          const int g_ = r_ / gw_;
+          const int first_ = g_ * 8;
+          const int gs_ = (num_m - first_ < 8 ? num_m - first_ : 8);
+          const int rr_ = r_ - (long long)g_ * gw_;
+          m_blk = first_ + rr_ % gs_;
+          n_blk = rr_ / gs_;
         }
         for (int kb = 0; kb < k_blocks; ++kb) {
           mbarrier_wait_parity(bar_empty + idx * 8, phase);
@@ -74,12 +80,18 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_e4m3e4m3_bf1
           const u32 fb_ = bar_full + idx * 8;
           tma_load_3d(sA + idx * 16384, &tmA, fb_, kb * 128, m_blk * 128, l_);
           tma_load_3d(sB + idx * 16384, &tmB, fb_, kb * 128, n_blk * 128, l_);
-          if (++idx == 7) { idx = 0; phase ^= 1u; }
+          if (++idx == 7) {
+            idx = 0;
+            phase ^= 1u;
+          }
         }
       }
       for (int t_ = 0; t_ < 7; ++t_) {
         mbarrier_wait_parity(bar_empty + idx * 8, phase);
-        if (++idx == 7) { idx = 0; phase ^= 1u; }
+        if (++idx == 7) {
+          idx = 0;
+          phase ^= 1u;
+        }
       }
     }
   } else {
@@ -88,29 +100,32 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_e4m3e4m3_bf1
     const int tid = threadIdx.x - 128;
     const int cw = wg - 1;
     const bool release_lane = (threadIdx.x & 31) == 0;
-    int idx = 0; u32 phase = 0u;
+    int idx = 0;
+    u32 phase = 0u;
     float acc[1][64];
     for (int tile = first_tile; tile < num_tiles; tile += tile_step) {
-      int m_blk, n_blk, l_;
+      int m_blk;
+      int n_blk;
+      int l_;
       {
-  const int per_l_ = (long long)num_m * num_n;
-  l_ = tile / per_l_;
-  const int r_ = tile - (long long)l_ * per_l_;
-  const int gw_ = num_n * 8;
-  const int g_ = r_ / gw_;
-  const int first_ = g_ * 8;
-  const int gs_ = (num_m - first_ < 8 ? num_m - first_ : 8);
-  const int rr_ = r_ - (long long)g_ * gw_;
-  m_blk = first_ + rr_ % gs_;
-  n_blk = rr_ / gs_;
+        const int per_l_ = (long long)num_m * num_n;
+        l_ = tile / per_l_;
+        const int r_ = tile - (long long)l_ * per_l_;
+        const int gw_ = num_n * 8;
+        const int g_ = r_ / gw_;
+        const int first_ = g_ * 8;
+        const int gs_ = (num_m - first_ < 8 ? num_m - first_ : 8);
+        const int rr_ = r_ - (long long)g_ * gw_;
+        m_blk = first_ + rr_ % gs_;
+        n_blk = rr_ / gs_;
       }
       int prev_ = -1;
       const int row0_ = m_blk * 128 + ((tid >> 7) * 64 + ((((tid & 127) >> 2) & 7) + ((tid & 127) >> 5) * 16));
       const int col0_ = n_blk * 128 + (tid & 3) * 2;
       float tot_[1][64];
-#pragma unroll
+      #pragma unroll
       for (int j = 0; j < 1; ++j) {
-#pragma unroll
+        #pragma unroll
         for (int i = 0; i < 64; ++i) {
           tot_[j][i] = 0.0f;
         }
@@ -127,12 +142,19 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_e4m3e4m3_bf1
           wgmma_m64n128k32_f32_e4m3_e4m3_ss(acc[0], gmma_desc_add(da_, 96u), gmma_desc_add(db_, 96u), 1);
         }
         wgmma_commit_group();
-        float sa_[2], sb_[1];
-        { const int r = row0_ + 0; sa_[0] = r < M ? __ldg(scale_a + (long long)r * ld_sa_m + (long long)kb * ld_sa_k) : 0.0f; }
-        { const int r = row0_ + 8; sa_[1] = r < M ? __ldg(scale_a + (long long)r * ld_sa_m + (long long)kb * ld_sa_k) : 0.0f; }
+        float sa_[2];
+        float sb_[1];
+        {
+          const int r = row0_ + 0;
+          sa_[0] = r < M ? __ldg(scale_a + (long long)r * ld_sa_m + (long long)kb * ld_sa_k) : 0.0f;
+        }
+        {
+          const int r = row0_ + 8;
+          sa_[1] = r < M ? __ldg(scale_a + (long long)r * ld_sa_m + (long long)kb * ld_sa_k) : 0.0f;
+        }
         sb_[0] = __ldg(scale_b + (long long)n_blk * ld_sb_n + (long long)kb * ld_sb_k);
         wgmma_wait_group<0>();
-#pragma unroll
+        #pragma unroll
         for (int j = 0; j < 1; ++j) {
           wgmma_fence_operands(acc[j]);
         }
@@ -203,7 +225,10 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_e4m3e4m3_bf1
         tot_[0][61] += acc[0][61] * (sa_[0] * sb_[0]);
         tot_[0][62] += acc[0][62] * (sa_[1] * sb_[0]);
         tot_[0][63] += acc[0][63] * (sa_[1] * sb_[0]);
-        if (++idx == 7) { idx = 0; phase ^= 1u; }
+        if (++idx == 7) {
+          idx = 0;
+          phase ^= 1u;
+        }
       }
       wgmma_wait_group<0>();
       if (prev_ >= 0) {
@@ -211,13 +236,18 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_e4m3e4m3_bf1
           mbarrier_arrive(bar_empty + prev_ * 8);
         }
       }
-#pragma unroll
-      for (int j = 0; j < 1; ++j) wgmma_fence_operands(acc[j]);
+      #pragma unroll
+      for (int j = 0; j < 1; ++j) {
+        wgmma_fence_operands(acc[j]);
+      }
       if (k_blocks == 0) {
-#pragma unroll
-        for (int j = 0; j < 1; ++j)
-#pragma unroll
-          for (int i = 0; i < 64; ++i) acc[j][i] = 0.0f;
+        #pragma unroll
+        for (int j = 0; j < 1; ++j) {
+          #pragma unroll
+          for (int i = 0; i < 64; ++i) {
+            acc[j][i] = 0.0f;
+          }
+        }
       }
       // ---------------- epilogue ----------------
       u16* Dl_ = D + (long long)l_ * ldl_d;
@@ -226,7 +256,8 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_e4m3e4m3_bf1
         const float b0_ = bias != nullptr && cc_ < N ? bf16_bits_to_f32(bias[cc_]) : 0.0f;
         const float b1_ = bias != nullptr && cc_ + 1 < N ? bf16_bits_to_f32(bias[cc_ + 1]) : 0.0f;
         if (row0_ + 0 < M) {
-          const float x0 = tot_[0][0] + b0_, x1 = tot_[0][1] + b1_;
+          const float x0 = tot_[0][0] + b0_;
+          const float x1 = tot_[0][1] + b1_;
           u16* dp = Dl_ + (long long)row0_ * ldd + cc_;
           if (cc_ + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_bf16x2(x0, x1);
@@ -235,7 +266,8 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_e4m3e4m3_bf1
           }
         }
         if (row0_ + 8 < M) {
-          const float x0 = tot_[0][2] + b0_, x1 = tot_[0][3] + b1_;
+          const float x0 = tot_[0][2] + b0_;
+          const float x1 = tot_[0][3] + b1_;
           u16* dp = Dl_ + ((long long)row0_ + 8) * ldd + cc_;
           if (cc_ + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_bf16x2(x0, x1);
@@ -249,7 +281,8 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_e4m3e4m3_bf1
         const float b0_ = bias != nullptr && cc_ < N ? bf16_bits_to_f32(bias[cc_]) : 0.0f;
         const float b1_ = bias != nullptr && cc_ + 1 < N ? bf16_bits_to_f32(bias[cc_ + 1]) : 0.0f;
         if (row0_ + 0 < M) {
-          const float x0 = tot_[0][4] + b0_, x1 = tot_[0][5] + b1_;
+          const float x0 = tot_[0][4] + b0_;
+          const float x1 = tot_[0][5] + b1_;
           u16* dp = Dl_ + (long long)row0_ * ldd + cc_;
           if (cc_ + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_bf16x2(x0, x1);
@@ -258,7 +291,8 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_e4m3e4m3_bf1
           }
         }
         if (row0_ + 8 < M) {
-          const float x0 = tot_[0][6] + b0_, x1 = tot_[0][7] + b1_;
+          const float x0 = tot_[0][6] + b0_;
+          const float x1 = tot_[0][7] + b1_;
           u16* dp = Dl_ + ((long long)row0_ + 8) * ldd + cc_;
           if (cc_ + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_bf16x2(x0, x1);
@@ -272,7 +306,8 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_e4m3e4m3_bf1
         const float b0_ = bias != nullptr && cc_ < N ? bf16_bits_to_f32(bias[cc_]) : 0.0f;
         const float b1_ = bias != nullptr && cc_ + 1 < N ? bf16_bits_to_f32(bias[cc_ + 1]) : 0.0f;
         if (row0_ + 0 < M) {
-          const float x0 = tot_[0][8] + b0_, x1 = tot_[0][9] + b1_;
+          const float x0 = tot_[0][8] + b0_;
+          const float x1 = tot_[0][9] + b1_;
           u16* dp = Dl_ + (long long)row0_ * ldd + cc_;
           if (cc_ + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_bf16x2(x0, x1);
@@ -281,7 +316,8 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_e4m3e4m3_bf1
           }
         }
         if (row0_ + 8 < M) {
-          const float x0 = tot_[0][10] + b0_, x1 = tot_[0][11] + b1_;
+          const float x0 = tot_[0][10] + b0_;
+          const float x1 = tot_[0][11] + b1_;
           u16* dp = Dl_ + ((long long)row0_ + 8) * ldd + cc_;
           if (cc_ + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_bf16x2(x0, x1);
@@ -295,7 +331,8 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_e4m3e4m3_bf1
         const float b0_ = bias != nullptr && cc_ < N ? bf16_bits_to_f32(bias[cc_]) : 0.0f;
         const float b1_ = bias != nullptr && cc_ + 1 < N ? bf16_bits_to_f32(bias[cc_ + 1]) : 0.0f;
         if (row0_ + 0 < M) {
-          const float x0 = tot_[0][12] + b0_, x1 = tot_[0][13] + b1_;
+          const float x0 = tot_[0][12] + b0_;
+          const float x1 = tot_[0][13] + b1_;
           u16* dp = Dl_ + (long long)row0_ * ldd + cc_;
           if (cc_ + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_bf16x2(x0, x1);
@@ -304,7 +341,8 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_e4m3e4m3_bf1
           }
         }
         if (row0_ + 8 < M) {
-          const float x0 = tot_[0][14] + b0_, x1 = tot_[0][15] + b1_;
+          const float x0 = tot_[0][14] + b0_;
+          const float x1 = tot_[0][15] + b1_;
           u16* dp = Dl_ + ((long long)row0_ + 8) * ldd + cc_;
           if (cc_ + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_bf16x2(x0, x1);
@@ -318,7 +356,8 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_e4m3e4m3_bf1
         const float b0_ = bias != nullptr && cc_ < N ? bf16_bits_to_f32(bias[cc_]) : 0.0f;
         const float b1_ = bias != nullptr && cc_ + 1 < N ? bf16_bits_to_f32(bias[cc_ + 1]) : 0.0f;
         if (row0_ + 0 < M) {
-          const float x0 = tot_[0][16] + b0_, x1 = tot_[0][17] + b1_;
+          const float x0 = tot_[0][16] + b0_;
+          const float x1 = tot_[0][17] + b1_;
           u16* dp = Dl_ + (long long)row0_ * ldd + cc_;
           if (cc_ + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_bf16x2(x0, x1);
@@ -327,7 +366,8 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_e4m3e4m3_bf1
           }
         }
         if (row0_ + 8 < M) {
-          const float x0 = tot_[0][18] + b0_, x1 = tot_[0][19] + b1_;
+          const float x0 = tot_[0][18] + b0_;
+          const float x1 = tot_[0][19] + b1_;
           u16* dp = Dl_ + ((long long)row0_ + 8) * ldd + cc_;
           if (cc_ + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_bf16x2(x0, x1);
@@ -341,7 +381,8 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_e4m3e4m3_bf1
         const float b0_ = bias != nullptr && cc_ < N ? bf16_bits_to_f32(bias[cc_]) : 0.0f;
         const float b1_ = bias != nullptr && cc_ + 1 < N ? bf16_bits_to_f32(bias[cc_ + 1]) : 0.0f;
         if (row0_ + 0 < M) {
-          const float x0 = tot_[0][20] + b0_, x1 = tot_[0][21] + b1_;
+          const float x0 = tot_[0][20] + b0_;
+          const float x1 = tot_[0][21] + b1_;
           u16* dp = Dl_ + (long long)row0_ * ldd + cc_;
           if (cc_ + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_bf16x2(x0, x1);
@@ -350,7 +391,8 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_e4m3e4m3_bf1
           }
         }
         if (row0_ + 8 < M) {
-          const float x0 = tot_[0][22] + b0_, x1 = tot_[0][23] + b1_;
+          const float x0 = tot_[0][22] + b0_;
+          const float x1 = tot_[0][23] + b1_;
           u16* dp = Dl_ + ((long long)row0_ + 8) * ldd + cc_;
           if (cc_ + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_bf16x2(x0, x1);
@@ -364,7 +406,8 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_e4m3e4m3_bf1
         const float b0_ = bias != nullptr && cc_ < N ? bf16_bits_to_f32(bias[cc_]) : 0.0f;
         const float b1_ = bias != nullptr && cc_ + 1 < N ? bf16_bits_to_f32(bias[cc_ + 1]) : 0.0f;
         if (row0_ + 0 < M) {
-          const float x0 = tot_[0][24] + b0_, x1 = tot_[0][25] + b1_;
+          const float x0 = tot_[0][24] + b0_;
+          const float x1 = tot_[0][25] + b1_;
           u16* dp = Dl_ + (long long)row0_ * ldd + cc_;
           if (cc_ + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_bf16x2(x0, x1);
@@ -373,7 +416,8 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_e4m3e4m3_bf1
           }
         }
         if (row0_ + 8 < M) {
-          const float x0 = tot_[0][26] + b0_, x1 = tot_[0][27] + b1_;
+          const float x0 = tot_[0][26] + b0_;
+          const float x1 = tot_[0][27] + b1_;
           u16* dp = Dl_ + ((long long)row0_ + 8) * ldd + cc_;
           if (cc_ + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_bf16x2(x0, x1);
@@ -387,7 +431,8 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_e4m3e4m3_bf1
         const float b0_ = bias != nullptr && cc_ < N ? bf16_bits_to_f32(bias[cc_]) : 0.0f;
         const float b1_ = bias != nullptr && cc_ + 1 < N ? bf16_bits_to_f32(bias[cc_ + 1]) : 0.0f;
         if (row0_ + 0 < M) {
-          const float x0 = tot_[0][28] + b0_, x1 = tot_[0][29] + b1_;
+          const float x0 = tot_[0][28] + b0_;
+          const float x1 = tot_[0][29] + b1_;
           u16* dp = Dl_ + (long long)row0_ * ldd + cc_;
           if (cc_ + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_bf16x2(x0, x1);
@@ -396,7 +441,8 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_e4m3e4m3_bf1
           }
         }
         if (row0_ + 8 < M) {
-          const float x0 = tot_[0][30] + b0_, x1 = tot_[0][31] + b1_;
+          const float x0 = tot_[0][30] + b0_;
+          const float x1 = tot_[0][31] + b1_;
           u16* dp = Dl_ + ((long long)row0_ + 8) * ldd + cc_;
           if (cc_ + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_bf16x2(x0, x1);
@@ -410,7 +456,8 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_e4m3e4m3_bf1
         const float b0_ = bias != nullptr && cc_ < N ? bf16_bits_to_f32(bias[cc_]) : 0.0f;
         const float b1_ = bias != nullptr && cc_ + 1 < N ? bf16_bits_to_f32(bias[cc_ + 1]) : 0.0f;
         if (row0_ + 0 < M) {
-          const float x0 = tot_[0][32] + b0_, x1 = tot_[0][33] + b1_;
+          const float x0 = tot_[0][32] + b0_;
+          const float x1 = tot_[0][33] + b1_;
           u16* dp = Dl_ + (long long)row0_ * ldd + cc_;
           if (cc_ + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_bf16x2(x0, x1);
@@ -419,7 +466,8 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_e4m3e4m3_bf1
           }
         }
         if (row0_ + 8 < M) {
-          const float x0 = tot_[0][34] + b0_, x1 = tot_[0][35] + b1_;
+          const float x0 = tot_[0][34] + b0_;
+          const float x1 = tot_[0][35] + b1_;
           u16* dp = Dl_ + ((long long)row0_ + 8) * ldd + cc_;
           if (cc_ + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_bf16x2(x0, x1);
@@ -433,7 +481,8 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_e4m3e4m3_bf1
         const float b0_ = bias != nullptr && cc_ < N ? bf16_bits_to_f32(bias[cc_]) : 0.0f;
         const float b1_ = bias != nullptr && cc_ + 1 < N ? bf16_bits_to_f32(bias[cc_ + 1]) : 0.0f;
         if (row0_ + 0 < M) {
-          const float x0 = tot_[0][36] + b0_, x1 = tot_[0][37] + b1_;
+          const float x0 = tot_[0][36] + b0_;
+          const float x1 = tot_[0][37] + b1_;
           u16* dp = Dl_ + (long long)row0_ * ldd + cc_;
           if (cc_ + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_bf16x2(x0, x1);
@@ -442,7 +491,8 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_e4m3e4m3_bf1
           }
         }
         if (row0_ + 8 < M) {
-          const float x0 = tot_[0][38] + b0_, x1 = tot_[0][39] + b1_;
+          const float x0 = tot_[0][38] + b0_;
+          const float x1 = tot_[0][39] + b1_;
           u16* dp = Dl_ + ((long long)row0_ + 8) * ldd + cc_;
           if (cc_ + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_bf16x2(x0, x1);
@@ -456,7 +506,8 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_e4m3e4m3_bf1
         const float b0_ = bias != nullptr && cc_ < N ? bf16_bits_to_f32(bias[cc_]) : 0.0f;
         const float b1_ = bias != nullptr && cc_ + 1 < N ? bf16_bits_to_f32(bias[cc_ + 1]) : 0.0f;
         if (row0_ + 0 < M) {
-          const float x0 = tot_[0][40] + b0_, x1 = tot_[0][41] + b1_;
+          const float x0 = tot_[0][40] + b0_;
+          const float x1 = tot_[0][41] + b1_;
           u16* dp = Dl_ + (long long)row0_ * ldd + cc_;
           if (cc_ + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_bf16x2(x0, x1);
@@ -465,7 +516,8 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_e4m3e4m3_bf1
           }
         }
         if (row0_ + 8 < M) {
-          const float x0 = tot_[0][42] + b0_, x1 = tot_[0][43] + b1_;
+          const float x0 = tot_[0][42] + b0_;
+          const float x1 = tot_[0][43] + b1_;
           u16* dp = Dl_ + ((long long)row0_ + 8) * ldd + cc_;
           if (cc_ + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_bf16x2(x0, x1);
@@ -479,7 +531,8 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_e4m3e4m3_bf1
         const float b0_ = bias != nullptr && cc_ < N ? bf16_bits_to_f32(bias[cc_]) : 0.0f;
         const float b1_ = bias != nullptr && cc_ + 1 < N ? bf16_bits_to_f32(bias[cc_ + 1]) : 0.0f;
         if (row0_ + 0 < M) {
-          const float x0 = tot_[0][44] + b0_, x1 = tot_[0][45] + b1_;
+          const float x0 = tot_[0][44] + b0_;
+          const float x1 = tot_[0][45] + b1_;
           u16* dp = Dl_ + (long long)row0_ * ldd + cc_;
           if (cc_ + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_bf16x2(x0, x1);
@@ -488,7 +541,8 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_e4m3e4m3_bf1
           }
         }
         if (row0_ + 8 < M) {
-          const float x0 = tot_[0][46] + b0_, x1 = tot_[0][47] + b1_;
+          const float x0 = tot_[0][46] + b0_;
+          const float x1 = tot_[0][47] + b1_;
           u16* dp = Dl_ + ((long long)row0_ + 8) * ldd + cc_;
           if (cc_ + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_bf16x2(x0, x1);
@@ -502,7 +556,8 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_e4m3e4m3_bf1
         const float b0_ = bias != nullptr && cc_ < N ? bf16_bits_to_f32(bias[cc_]) : 0.0f;
         const float b1_ = bias != nullptr && cc_ + 1 < N ? bf16_bits_to_f32(bias[cc_ + 1]) : 0.0f;
         if (row0_ + 0 < M) {
-          const float x0 = tot_[0][48] + b0_, x1 = tot_[0][49] + b1_;
+          const float x0 = tot_[0][48] + b0_;
+          const float x1 = tot_[0][49] + b1_;
           u16* dp = Dl_ + (long long)row0_ * ldd + cc_;
           if (cc_ + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_bf16x2(x0, x1);
@@ -511,7 +566,8 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_e4m3e4m3_bf1
           }
         }
         if (row0_ + 8 < M) {
-          const float x0 = tot_[0][50] + b0_, x1 = tot_[0][51] + b1_;
+          const float x0 = tot_[0][50] + b0_;
+          const float x1 = tot_[0][51] + b1_;
           u16* dp = Dl_ + ((long long)row0_ + 8) * ldd + cc_;
           if (cc_ + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_bf16x2(x0, x1);
@@ -525,7 +581,8 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_e4m3e4m3_bf1
         const float b0_ = bias != nullptr && cc_ < N ? bf16_bits_to_f32(bias[cc_]) : 0.0f;
         const float b1_ = bias != nullptr && cc_ + 1 < N ? bf16_bits_to_f32(bias[cc_ + 1]) : 0.0f;
         if (row0_ + 0 < M) {
-          const float x0 = tot_[0][52] + b0_, x1 = tot_[0][53] + b1_;
+          const float x0 = tot_[0][52] + b0_;
+          const float x1 = tot_[0][53] + b1_;
           u16* dp = Dl_ + (long long)row0_ * ldd + cc_;
           if (cc_ + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_bf16x2(x0, x1);
@@ -534,7 +591,8 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_e4m3e4m3_bf1
           }
         }
         if (row0_ + 8 < M) {
-          const float x0 = tot_[0][54] + b0_, x1 = tot_[0][55] + b1_;
+          const float x0 = tot_[0][54] + b0_;
+          const float x1 = tot_[0][55] + b1_;
           u16* dp = Dl_ + ((long long)row0_ + 8) * ldd + cc_;
           if (cc_ + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_bf16x2(x0, x1);
@@ -548,7 +606,8 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_e4m3e4m3_bf1
         const float b0_ = bias != nullptr && cc_ < N ? bf16_bits_to_f32(bias[cc_]) : 0.0f;
         const float b1_ = bias != nullptr && cc_ + 1 < N ? bf16_bits_to_f32(bias[cc_ + 1]) : 0.0f;
         if (row0_ + 0 < M) {
-          const float x0 = tot_[0][56] + b0_, x1 = tot_[0][57] + b1_;
+          const float x0 = tot_[0][56] + b0_;
+          const float x1 = tot_[0][57] + b1_;
           u16* dp = Dl_ + (long long)row0_ * ldd + cc_;
           if (cc_ + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_bf16x2(x0, x1);
@@ -557,7 +616,8 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_e4m3e4m3_bf1
           }
         }
         if (row0_ + 8 < M) {
-          const float x0 = tot_[0][58] + b0_, x1 = tot_[0][59] + b1_;
+          const float x0 = tot_[0][58] + b0_;
+          const float x1 = tot_[0][59] + b1_;
           u16* dp = Dl_ + ((long long)row0_ + 8) * ldd + cc_;
           if (cc_ + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_bf16x2(x0, x1);
@@ -571,7 +631,8 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_e4m3e4m3_bf1
         const float b0_ = bias != nullptr && cc_ < N ? bf16_bits_to_f32(bias[cc_]) : 0.0f;
         const float b1_ = bias != nullptr && cc_ + 1 < N ? bf16_bits_to_f32(bias[cc_ + 1]) : 0.0f;
         if (row0_ + 0 < M) {
-          const float x0 = tot_[0][60] + b0_, x1 = tot_[0][61] + b1_;
+          const float x0 = tot_[0][60] + b0_;
+          const float x1 = tot_[0][61] + b1_;
           u16* dp = Dl_ + (long long)row0_ * ldd + cc_;
           if (cc_ + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_bf16x2(x0, x1);
@@ -580,7 +641,8 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_e4m3e4m3_bf1
           }
         }
         if (row0_ + 8 < M) {
-          const float x0 = tot_[0][62] + b0_, x1 = tot_[0][63] + b1_;
+          const float x0 = tot_[0][62] + b0_;
+          const float x1 = tot_[0][63] + b1_;
           u16* dp = Dl_ + ((long long)row0_ + 8) * ldd + cc_;
           if (cc_ + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_bf16x2(x0, x1);

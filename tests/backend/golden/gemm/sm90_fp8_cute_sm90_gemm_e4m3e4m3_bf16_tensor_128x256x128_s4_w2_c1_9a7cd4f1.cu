@@ -27,10 +27,12 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_e4m3e4m3_bf1
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
   extern __shared__ unsigned char smem_raw_[];
   const u32 smem0_ = (cvta_to_shared_u32(smem_raw_) + 1023u) & ~1023u;
-  const u32 sA = smem0_;                        // 4 stages x 16384 B: Sw<3,4,3> o smem_ptr[8b](unset) o ((8,16),(128,1)):((128,1024),(1,0))
-  const u32 sB = sA + 65536u;           // 4 stages x 32768 B: Sw<3,4,3> o smem_ptr[8b](unset) o ((8,32),(128,1)):((128,1024),(1,0))
-  const u32 bar_full = sB + 131072u;
-  const u32 bar_empty = bar_full + 32u;
+  // A: 4 stages x 16384 B: Sw<3,4,3> o smem_ptr[8b](unset) o ((8,16),(128,1)):((128,1024),(1,0))
+  const u32 sA = smem0_;
+  // B: 4 stages x 32768 B: Sw<3,4,3> o smem_ptr[8b](unset) o ((8,32),(128,1)):((128,1024),(1,0))
+  const u32 sB = sA + 65536;
+  const u32 bar_full = sB + 131072;
+  const u32 bar_empty = bar_full + 32;
   const int wg = __shfl_sync(0xffffffffu, (int)(threadIdx.x / 128), 0);
   if (threadIdx.x == 0) {
     for (int s_ = 0; s_ < 4; ++s_) {
@@ -53,20 +55,24 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_e4m3e4m3_bf1
     // ---------------- producer warpgroup ----------------
     setmaxnreg_dec<40>();
     if (warp_id() == 0 && elect_one_sync()) {
-      int idx = 0; u32 phase = 1u;               // make_producer_start_state
+      // make_producer_start_state
+      int idx = 0;
+      u32 phase = 1u;
       for (int tile = first_tile; tile < num_tiles; tile += tile_step) {
-        int m_blk, n_blk, l_;
+        int m_blk;
+        int n_blk;
+        int l_;
         {
-  const int per_l_ = (long long)num_m * num_n;
-  l_ = tile / per_l_;
-  const int r_ = tile - (long long)l_ * per_l_;
-  const int gw_ = num_n * 8;
-  const int g_ = r_ / gw_;
-  const int first_ = g_ * 8;
-  const int gs_ = (num_m - first_ < 8 ? num_m - first_ : 8);
-  const int rr_ = r_ - (long long)g_ * gw_;
-  m_blk = first_ + rr_ % gs_;
-  n_blk = rr_ / gs_;
+          const int per_l_ = (long long)num_m * num_n;
+          l_ = tile / per_l_;
+          const int r_ = tile - (long long)l_ * per_l_;
+          const int gw_ = num_n * 8;
+          const int g_ = r_ / gw_;
+          const int first_ = g_ * 8;
+          const int gs_ = (num_m - first_ < 8 ? num_m - first_ : 8);
+          const int rr_ = r_ - (long long)g_ * gw_;
+          m_blk = first_ + rr_ % gs_;
+          n_blk = rr_ / gs_;
         }
         for (int kb = 0; kb < k_blocks; ++kb) {
           mbarrier_wait_parity(bar_empty + idx * 8, phase);
@@ -74,12 +80,18 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_e4m3e4m3_bf1
           const u32 fb_ = bar_full + idx * 8;
           tma_load_3d(sA + idx * 16384, &tmA, fb_, kb * 128, m_blk * 128, l_);
           tma_load_3d(sB + idx * 32768, &tmB, fb_, kb * 128, n_blk * 256, l_);
-          if (++idx == 4) { idx = 0; phase ^= 1u; }
+          if (++idx == 4) {
+            idx = 0;
+            phase ^= 1u;
+          }
         }
       }
       for (int t_ = 0; t_ < 4; ++t_) {
         mbarrier_wait_parity(bar_empty + idx * 8, phase);
-        if (++idx == 4) { idx = 0; phase ^= 1u; }
+        if (++idx == 4) {
+          idx = 0;
+          phase ^= 1u;
+        }
       }
     }
   } else {
@@ -88,21 +100,24 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_e4m3e4m3_bf1
     const int tid = threadIdx.x - 128;
     const int cw = wg - 1;
     const bool release_lane = (threadIdx.x & 31) == 0;
-    int idx = 0; u32 phase = 0u;
+    int idx = 0;
+    u32 phase = 0u;
     float acc[1][128];
     for (int tile = first_tile; tile < num_tiles; tile += tile_step) {
-      int m_blk, n_blk, l_;
+      int m_blk;
+      int n_blk;
+      int l_;
       {
-  const int per_l_ = (long long)num_m * num_n;
-  l_ = tile / per_l_;
-  const int r_ = tile - (long long)l_ * per_l_;
-  const int gw_ = num_n * 8;
-  const int g_ = r_ / gw_;
-  const int first_ = g_ * 8;
-  const int gs_ = (num_m - first_ < 8 ? num_m - first_ : 8);
-  const int rr_ = r_ - (long long)g_ * gw_;
-  m_blk = first_ + rr_ % gs_;
-  n_blk = rr_ / gs_;
+        const int per_l_ = (long long)num_m * num_n;
+        l_ = tile / per_l_;
+        const int r_ = tile - (long long)l_ * per_l_;
+        const int gw_ = num_n * 8;
+        const int g_ = r_ / gw_;
+        const int first_ = g_ * 8;
+        const int gs_ = (num_m - first_ < 8 ? num_m - first_ : 8);
+        const int rr_ = r_ - (long long)g_ * gw_;
+        m_blk = first_ + rr_ % gs_;
+        n_blk = rr_ / gs_;
       }
       int prev_ = -1;
       for (int kb = 0; kb < k_blocks; ++kb) {
@@ -125,7 +140,10 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_e4m3e4m3_bf1
           }
         }
         prev_ = idx;
-        if (++idx == 4) { idx = 0; phase ^= 1u; }
+        if (++idx == 4) {
+          idx = 0;
+          phase ^= 1u;
+        }
       }
       wgmma_wait_group<0>();
       if (prev_ >= 0) {
@@ -133,13 +151,18 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_e4m3e4m3_bf1
           mbarrier_arrive(bar_empty + prev_ * 8);
         }
       }
-#pragma unroll
-      for (int j = 0; j < 1; ++j) wgmma_fence_operands(acc[j]);
+      #pragma unroll
+      for (int j = 0; j < 1; ++j) {
+        wgmma_fence_operands(acc[j]);
+      }
       if (k_blocks == 0) {
-#pragma unroll
-        for (int j = 0; j < 1; ++j)
-#pragma unroll
-          for (int i = 0; i < 128; ++i) acc[j][i] = 0.0f;
+        #pragma unroll
+        for (int j = 0; j < 1; ++j) {
+          #pragma unroll
+          for (int i = 0; i < 128; ++i) {
+            acc[j][i] = 0.0f;
+          }
+        }
       }
       // ---------------- epilogue ----------------
       const int row0_ = m_blk * 128 + ((tid >> 7) * 64 + ((((tid & 127) >> 2) & 7) + ((tid & 127) >> 5) * 16));
@@ -151,7 +174,8 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_e4m3e4m3_bf1
         const float b0_ = bias != nullptr && cc_ < N ? bf16_bits_to_f32(bias[cc_]) : 0.0f;
         const float b1_ = bias != nullptr && cc_ + 1 < N ? bf16_bits_to_f32(bias[cc_ + 1]) : 0.0f;
         if (row0_ + 0 < M) {
-          const float x0 = s_ * acc[0][0] + b0_, x1 = s_ * acc[0][1] + b1_;
+          const float x0 = s_ * acc[0][0] + b0_;
+          const float x1 = s_ * acc[0][1] + b1_;
           u16* dp = Dl_ + (long long)row0_ * ldd + cc_;
           if (cc_ + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_bf16x2(x0, x1);
@@ -160,7 +184,8 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_e4m3e4m3_bf1
           }
         }
         if (row0_ + 8 < M) {
-          const float x0 = s_ * acc[0][2] + b0_, x1 = s_ * acc[0][3] + b1_;
+          const float x0 = s_ * acc[0][2] + b0_;
+          const float x1 = s_ * acc[0][3] + b1_;
           u16* dp = Dl_ + ((long long)row0_ + 8) * ldd + cc_;
           if (cc_ + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_bf16x2(x0, x1);
@@ -174,7 +199,8 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_e4m3e4m3_bf1
         const float b0_ = bias != nullptr && cc_ < N ? bf16_bits_to_f32(bias[cc_]) : 0.0f;
         const float b1_ = bias != nullptr && cc_ + 1 < N ? bf16_bits_to_f32(bias[cc_ + 1]) : 0.0f;
         if (row0_ + 0 < M) {
-          const float x0 = s_ * acc[0][4] + b0_, x1 = s_ * acc[0][5] + b1_;
+          const float x0 = s_ * acc[0][4] + b0_;
+          const float x1 = s_ * acc[0][5] + b1_;
           u16* dp = Dl_ + (long long)row0_ * ldd + cc_;
           if (cc_ + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_bf16x2(x0, x1);
@@ -183,7 +209,8 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_e4m3e4m3_bf1
           }
         }
         if (row0_ + 8 < M) {
-          const float x0 = s_ * acc[0][6] + b0_, x1 = s_ * acc[0][7] + b1_;
+          const float x0 = s_ * acc[0][6] + b0_;
+          const float x1 = s_ * acc[0][7] + b1_;
           u16* dp = Dl_ + ((long long)row0_ + 8) * ldd + cc_;
           if (cc_ + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_bf16x2(x0, x1);
@@ -197,7 +224,8 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_e4m3e4m3_bf1
         const float b0_ = bias != nullptr && cc_ < N ? bf16_bits_to_f32(bias[cc_]) : 0.0f;
         const float b1_ = bias != nullptr && cc_ + 1 < N ? bf16_bits_to_f32(bias[cc_ + 1]) : 0.0f;
         if (row0_ + 0 < M) {
-          const float x0 = s_ * acc[0][8] + b0_, x1 = s_ * acc[0][9] + b1_;
+          const float x0 = s_ * acc[0][8] + b0_;
+          const float x1 = s_ * acc[0][9] + b1_;
           u16* dp = Dl_ + (long long)row0_ * ldd + cc_;
           if (cc_ + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_bf16x2(x0, x1);
@@ -206,7 +234,8 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_e4m3e4m3_bf1
           }
         }
         if (row0_ + 8 < M) {
-          const float x0 = s_ * acc[0][10] + b0_, x1 = s_ * acc[0][11] + b1_;
+          const float x0 = s_ * acc[0][10] + b0_;
+          const float x1 = s_ * acc[0][11] + b1_;
           u16* dp = Dl_ + ((long long)row0_ + 8) * ldd + cc_;
           if (cc_ + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_bf16x2(x0, x1);
@@ -220,7 +249,8 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_e4m3e4m3_bf1
         const float b0_ = bias != nullptr && cc_ < N ? bf16_bits_to_f32(bias[cc_]) : 0.0f;
         const float b1_ = bias != nullptr && cc_ + 1 < N ? bf16_bits_to_f32(bias[cc_ + 1]) : 0.0f;
         if (row0_ + 0 < M) {
-          const float x0 = s_ * acc[0][12] + b0_, x1 = s_ * acc[0][13] + b1_;
+          const float x0 = s_ * acc[0][12] + b0_;
+          const float x1 = s_ * acc[0][13] + b1_;
           u16* dp = Dl_ + (long long)row0_ * ldd + cc_;
           if (cc_ + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_bf16x2(x0, x1);
@@ -229,7 +259,8 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_e4m3e4m3_bf1
           }
         }
         if (row0_ + 8 < M) {
-          const float x0 = s_ * acc[0][14] + b0_, x1 = s_ * acc[0][15] + b1_;
+          const float x0 = s_ * acc[0][14] + b0_;
+          const float x1 = s_ * acc[0][15] + b1_;
           u16* dp = Dl_ + ((long long)row0_ + 8) * ldd + cc_;
           if (cc_ + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_bf16x2(x0, x1);
@@ -243,7 +274,8 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_e4m3e4m3_bf1
         const float b0_ = bias != nullptr && cc_ < N ? bf16_bits_to_f32(bias[cc_]) : 0.0f;
         const float b1_ = bias != nullptr && cc_ + 1 < N ? bf16_bits_to_f32(bias[cc_ + 1]) : 0.0f;
         if (row0_ + 0 < M) {
-          const float x0 = s_ * acc[0][16] + b0_, x1 = s_ * acc[0][17] + b1_;
+          const float x0 = s_ * acc[0][16] + b0_;
+          const float x1 = s_ * acc[0][17] + b1_;
           u16* dp = Dl_ + (long long)row0_ * ldd + cc_;
           if (cc_ + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_bf16x2(x0, x1);
@@ -252,7 +284,8 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_e4m3e4m3_bf1
           }
         }
         if (row0_ + 8 < M) {
-          const float x0 = s_ * acc[0][18] + b0_, x1 = s_ * acc[0][19] + b1_;
+          const float x0 = s_ * acc[0][18] + b0_;
+          const float x1 = s_ * acc[0][19] + b1_;
           u16* dp = Dl_ + ((long long)row0_ + 8) * ldd + cc_;
           if (cc_ + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_bf16x2(x0, x1);
@@ -266,7 +299,8 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_e4m3e4m3_bf1
         const float b0_ = bias != nullptr && cc_ < N ? bf16_bits_to_f32(bias[cc_]) : 0.0f;
         const float b1_ = bias != nullptr && cc_ + 1 < N ? bf16_bits_to_f32(bias[cc_ + 1]) : 0.0f;
         if (row0_ + 0 < M) {
-          const float x0 = s_ * acc[0][20] + b0_, x1 = s_ * acc[0][21] + b1_;
+          const float x0 = s_ * acc[0][20] + b0_;
+          const float x1 = s_ * acc[0][21] + b1_;
           u16* dp = Dl_ + (long long)row0_ * ldd + cc_;
           if (cc_ + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_bf16x2(x0, x1);
@@ -275,7 +309,8 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_e4m3e4m3_bf1
           }
         }
         if (row0_ + 8 < M) {
-          const float x0 = s_ * acc[0][22] + b0_, x1 = s_ * acc[0][23] + b1_;
+          const float x0 = s_ * acc[0][22] + b0_;
+          const float x1 = s_ * acc[0][23] + b1_;
           u16* dp = Dl_ + ((long long)row0_ + 8) * ldd + cc_;
           if (cc_ + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_bf16x2(x0, x1);
@@ -289,7 +324,8 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_e4m3e4m3_bf1
         const float b0_ = bias != nullptr && cc_ < N ? bf16_bits_to_f32(bias[cc_]) : 0.0f;
         const float b1_ = bias != nullptr && cc_ + 1 < N ? bf16_bits_to_f32(bias[cc_ + 1]) : 0.0f;
         if (row0_ + 0 < M) {
-          const float x0 = s_ * acc[0][24] + b0_, x1 = s_ * acc[0][25] + b1_;
+          const float x0 = s_ * acc[0][24] + b0_;
+          const float x1 = s_ * acc[0][25] + b1_;
           u16* dp = Dl_ + (long long)row0_ * ldd + cc_;
           if (cc_ + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_bf16x2(x0, x1);
@@ -298,7 +334,8 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_e4m3e4m3_bf1
           }
         }
         if (row0_ + 8 < M) {
-          const float x0 = s_ * acc[0][26] + b0_, x1 = s_ * acc[0][27] + b1_;
+          const float x0 = s_ * acc[0][26] + b0_;
+          const float x1 = s_ * acc[0][27] + b1_;
           u16* dp = Dl_ + ((long long)row0_ + 8) * ldd + cc_;
           if (cc_ + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_bf16x2(x0, x1);
@@ -312,7 +349,8 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_e4m3e4m3_bf1
         const float b0_ = bias != nullptr && cc_ < N ? bf16_bits_to_f32(bias[cc_]) : 0.0f;
         const float b1_ = bias != nullptr && cc_ + 1 < N ? bf16_bits_to_f32(bias[cc_ + 1]) : 0.0f;
         if (row0_ + 0 < M) {
-          const float x0 = s_ * acc[0][28] + b0_, x1 = s_ * acc[0][29] + b1_;
+          const float x0 = s_ * acc[0][28] + b0_;
+          const float x1 = s_ * acc[0][29] + b1_;
           u16* dp = Dl_ + (long long)row0_ * ldd + cc_;
           if (cc_ + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_bf16x2(x0, x1);
@@ -321,7 +359,8 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_e4m3e4m3_bf1
           }
         }
         if (row0_ + 8 < M) {
-          const float x0 = s_ * acc[0][30] + b0_, x1 = s_ * acc[0][31] + b1_;
+          const float x0 = s_ * acc[0][30] + b0_;
+          const float x1 = s_ * acc[0][31] + b1_;
           u16* dp = Dl_ + ((long long)row0_ + 8) * ldd + cc_;
           if (cc_ + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_bf16x2(x0, x1);
@@ -335,7 +374,8 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_e4m3e4m3_bf1
         const float b0_ = bias != nullptr && cc_ < N ? bf16_bits_to_f32(bias[cc_]) : 0.0f;
         const float b1_ = bias != nullptr && cc_ + 1 < N ? bf16_bits_to_f32(bias[cc_ + 1]) : 0.0f;
         if (row0_ + 0 < M) {
-          const float x0 = s_ * acc[0][32] + b0_, x1 = s_ * acc[0][33] + b1_;
+          const float x0 = s_ * acc[0][32] + b0_;
+          const float x1 = s_ * acc[0][33] + b1_;
           u16* dp = Dl_ + (long long)row0_ * ldd + cc_;
           if (cc_ + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_bf16x2(x0, x1);
@@ -344,7 +384,8 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_e4m3e4m3_bf1
           }
         }
         if (row0_ + 8 < M) {
-          const float x0 = s_ * acc[0][34] + b0_, x1 = s_ * acc[0][35] + b1_;
+          const float x0 = s_ * acc[0][34] + b0_;
+          const float x1 = s_ * acc[0][35] + b1_;
           u16* dp = Dl_ + ((long long)row0_ + 8) * ldd + cc_;
           if (cc_ + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_bf16x2(x0, x1);
@@ -358,7 +399,8 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_e4m3e4m3_bf1
         const float b0_ = bias != nullptr && cc_ < N ? bf16_bits_to_f32(bias[cc_]) : 0.0f;
         const float b1_ = bias != nullptr && cc_ + 1 < N ? bf16_bits_to_f32(bias[cc_ + 1]) : 0.0f;
         if (row0_ + 0 < M) {
-          const float x0 = s_ * acc[0][36] + b0_, x1 = s_ * acc[0][37] + b1_;
+          const float x0 = s_ * acc[0][36] + b0_;
+          const float x1 = s_ * acc[0][37] + b1_;
           u16* dp = Dl_ + (long long)row0_ * ldd + cc_;
           if (cc_ + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_bf16x2(x0, x1);
@@ -367,7 +409,8 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_e4m3e4m3_bf1
           }
         }
         if (row0_ + 8 < M) {
-          const float x0 = s_ * acc[0][38] + b0_, x1 = s_ * acc[0][39] + b1_;
+          const float x0 = s_ * acc[0][38] + b0_;
+          const float x1 = s_ * acc[0][39] + b1_;
           u16* dp = Dl_ + ((long long)row0_ + 8) * ldd + cc_;
           if (cc_ + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_bf16x2(x0, x1);
@@ -381,7 +424,8 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_e4m3e4m3_bf1
         const float b0_ = bias != nullptr && cc_ < N ? bf16_bits_to_f32(bias[cc_]) : 0.0f;
         const float b1_ = bias != nullptr && cc_ + 1 < N ? bf16_bits_to_f32(bias[cc_ + 1]) : 0.0f;
         if (row0_ + 0 < M) {
-          const float x0 = s_ * acc[0][40] + b0_, x1 = s_ * acc[0][41] + b1_;
+          const float x0 = s_ * acc[0][40] + b0_;
+          const float x1 = s_ * acc[0][41] + b1_;
           u16* dp = Dl_ + (long long)row0_ * ldd + cc_;
           if (cc_ + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_bf16x2(x0, x1);
@@ -390,7 +434,8 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_e4m3e4m3_bf1
           }
         }
         if (row0_ + 8 < M) {
-          const float x0 = s_ * acc[0][42] + b0_, x1 = s_ * acc[0][43] + b1_;
+          const float x0 = s_ * acc[0][42] + b0_;
+          const float x1 = s_ * acc[0][43] + b1_;
           u16* dp = Dl_ + ((long long)row0_ + 8) * ldd + cc_;
           if (cc_ + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_bf16x2(x0, x1);
@@ -404,7 +449,8 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_e4m3e4m3_bf1
         const float b0_ = bias != nullptr && cc_ < N ? bf16_bits_to_f32(bias[cc_]) : 0.0f;
         const float b1_ = bias != nullptr && cc_ + 1 < N ? bf16_bits_to_f32(bias[cc_ + 1]) : 0.0f;
         if (row0_ + 0 < M) {
-          const float x0 = s_ * acc[0][44] + b0_, x1 = s_ * acc[0][45] + b1_;
+          const float x0 = s_ * acc[0][44] + b0_;
+          const float x1 = s_ * acc[0][45] + b1_;
           u16* dp = Dl_ + (long long)row0_ * ldd + cc_;
           if (cc_ + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_bf16x2(x0, x1);
@@ -413,7 +459,8 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_e4m3e4m3_bf1
           }
         }
         if (row0_ + 8 < M) {
-          const float x0 = s_ * acc[0][46] + b0_, x1 = s_ * acc[0][47] + b1_;
+          const float x0 = s_ * acc[0][46] + b0_;
+          const float x1 = s_ * acc[0][47] + b1_;
           u16* dp = Dl_ + ((long long)row0_ + 8) * ldd + cc_;
           if (cc_ + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_bf16x2(x0, x1);
@@ -427,7 +474,8 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_e4m3e4m3_bf1
         const float b0_ = bias != nullptr && cc_ < N ? bf16_bits_to_f32(bias[cc_]) : 0.0f;
         const float b1_ = bias != nullptr && cc_ + 1 < N ? bf16_bits_to_f32(bias[cc_ + 1]) : 0.0f;
         if (row0_ + 0 < M) {
-          const float x0 = s_ * acc[0][48] + b0_, x1 = s_ * acc[0][49] + b1_;
+          const float x0 = s_ * acc[0][48] + b0_;
+          const float x1 = s_ * acc[0][49] + b1_;
           u16* dp = Dl_ + (long long)row0_ * ldd + cc_;
           if (cc_ + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_bf16x2(x0, x1);
@@ -436,7 +484,8 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_e4m3e4m3_bf1
           }
         }
         if (row0_ + 8 < M) {
-          const float x0 = s_ * acc[0][50] + b0_, x1 = s_ * acc[0][51] + b1_;
+          const float x0 = s_ * acc[0][50] + b0_;
+          const float x1 = s_ * acc[0][51] + b1_;
           u16* dp = Dl_ + ((long long)row0_ + 8) * ldd + cc_;
           if (cc_ + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_bf16x2(x0, x1);
@@ -450,7 +499,8 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_e4m3e4m3_bf1
         const float b0_ = bias != nullptr && cc_ < N ? bf16_bits_to_f32(bias[cc_]) : 0.0f;
         const float b1_ = bias != nullptr && cc_ + 1 < N ? bf16_bits_to_f32(bias[cc_ + 1]) : 0.0f;
         if (row0_ + 0 < M) {
-          const float x0 = s_ * acc[0][52] + b0_, x1 = s_ * acc[0][53] + b1_;
+          const float x0 = s_ * acc[0][52] + b0_;
+          const float x1 = s_ * acc[0][53] + b1_;
           u16* dp = Dl_ + (long long)row0_ * ldd + cc_;
           if (cc_ + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_bf16x2(x0, x1);
@@ -459,7 +509,8 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_e4m3e4m3_bf1
           }
         }
         if (row0_ + 8 < M) {
-          const float x0 = s_ * acc[0][54] + b0_, x1 = s_ * acc[0][55] + b1_;
+          const float x0 = s_ * acc[0][54] + b0_;
+          const float x1 = s_ * acc[0][55] + b1_;
           u16* dp = Dl_ + ((long long)row0_ + 8) * ldd + cc_;
           if (cc_ + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_bf16x2(x0, x1);
@@ -473,7 +524,8 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_e4m3e4m3_bf1
         const float b0_ = bias != nullptr && cc_ < N ? bf16_bits_to_f32(bias[cc_]) : 0.0f;
         const float b1_ = bias != nullptr && cc_ + 1 < N ? bf16_bits_to_f32(bias[cc_ + 1]) : 0.0f;
         if (row0_ + 0 < M) {
-          const float x0 = s_ * acc[0][56] + b0_, x1 = s_ * acc[0][57] + b1_;
+          const float x0 = s_ * acc[0][56] + b0_;
+          const float x1 = s_ * acc[0][57] + b1_;
           u16* dp = Dl_ + (long long)row0_ * ldd + cc_;
           if (cc_ + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_bf16x2(x0, x1);
@@ -482,7 +534,8 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_e4m3e4m3_bf1
           }
         }
         if (row0_ + 8 < M) {
-          const float x0 = s_ * acc[0][58] + b0_, x1 = s_ * acc[0][59] + b1_;
+          const float x0 = s_ * acc[0][58] + b0_;
+          const float x1 = s_ * acc[0][59] + b1_;
           u16* dp = Dl_ + ((long long)row0_ + 8) * ldd + cc_;
           if (cc_ + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_bf16x2(x0, x1);
@@ -496,7 +549,8 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_e4m3e4m3_bf1
         const float b0_ = bias != nullptr && cc_ < N ? bf16_bits_to_f32(bias[cc_]) : 0.0f;
         const float b1_ = bias != nullptr && cc_ + 1 < N ? bf16_bits_to_f32(bias[cc_ + 1]) : 0.0f;
         if (row0_ + 0 < M) {
-          const float x0 = s_ * acc[0][60] + b0_, x1 = s_ * acc[0][61] + b1_;
+          const float x0 = s_ * acc[0][60] + b0_;
+          const float x1 = s_ * acc[0][61] + b1_;
           u16* dp = Dl_ + (long long)row0_ * ldd + cc_;
           if (cc_ + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_bf16x2(x0, x1);
@@ -505,7 +559,8 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_e4m3e4m3_bf1
           }
         }
         if (row0_ + 8 < M) {
-          const float x0 = s_ * acc[0][62] + b0_, x1 = s_ * acc[0][63] + b1_;
+          const float x0 = s_ * acc[0][62] + b0_;
+          const float x1 = s_ * acc[0][63] + b1_;
           u16* dp = Dl_ + ((long long)row0_ + 8) * ldd + cc_;
           if (cc_ + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_bf16x2(x0, x1);
@@ -519,7 +574,8 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_e4m3e4m3_bf1
         const float b0_ = bias != nullptr && cc_ < N ? bf16_bits_to_f32(bias[cc_]) : 0.0f;
         const float b1_ = bias != nullptr && cc_ + 1 < N ? bf16_bits_to_f32(bias[cc_ + 1]) : 0.0f;
         if (row0_ + 0 < M) {
-          const float x0 = s_ * acc[0][64] + b0_, x1 = s_ * acc[0][65] + b1_;
+          const float x0 = s_ * acc[0][64] + b0_;
+          const float x1 = s_ * acc[0][65] + b1_;
           u16* dp = Dl_ + (long long)row0_ * ldd + cc_;
           if (cc_ + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_bf16x2(x0, x1);
@@ -528,7 +584,8 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_e4m3e4m3_bf1
           }
         }
         if (row0_ + 8 < M) {
-          const float x0 = s_ * acc[0][66] + b0_, x1 = s_ * acc[0][67] + b1_;
+          const float x0 = s_ * acc[0][66] + b0_;
+          const float x1 = s_ * acc[0][67] + b1_;
           u16* dp = Dl_ + ((long long)row0_ + 8) * ldd + cc_;
           if (cc_ + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_bf16x2(x0, x1);
@@ -542,7 +599,8 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_e4m3e4m3_bf1
         const float b0_ = bias != nullptr && cc_ < N ? bf16_bits_to_f32(bias[cc_]) : 0.0f;
         const float b1_ = bias != nullptr && cc_ + 1 < N ? bf16_bits_to_f32(bias[cc_ + 1]) : 0.0f;
         if (row0_ + 0 < M) {
-          const float x0 = s_ * acc[0][68] + b0_, x1 = s_ * acc[0][69] + b1_;
+          const float x0 = s_ * acc[0][68] + b0_;
+          const float x1 = s_ * acc[0][69] + b1_;
           u16* dp = Dl_ + (long long)row0_ * ldd + cc_;
           if (cc_ + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_bf16x2(x0, x1);
@@ -551,7 +609,8 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_e4m3e4m3_bf1
           }
         }
         if (row0_ + 8 < M) {
-          const float x0 = s_ * acc[0][70] + b0_, x1 = s_ * acc[0][71] + b1_;
+          const float x0 = s_ * acc[0][70] + b0_;
+          const float x1 = s_ * acc[0][71] + b1_;
           u16* dp = Dl_ + ((long long)row0_ + 8) * ldd + cc_;
           if (cc_ + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_bf16x2(x0, x1);
@@ -565,7 +624,8 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_e4m3e4m3_bf1
         const float b0_ = bias != nullptr && cc_ < N ? bf16_bits_to_f32(bias[cc_]) : 0.0f;
         const float b1_ = bias != nullptr && cc_ + 1 < N ? bf16_bits_to_f32(bias[cc_ + 1]) : 0.0f;
         if (row0_ + 0 < M) {
-          const float x0 = s_ * acc[0][72] + b0_, x1 = s_ * acc[0][73] + b1_;
+          const float x0 = s_ * acc[0][72] + b0_;
+          const float x1 = s_ * acc[0][73] + b1_;
           u16* dp = Dl_ + (long long)row0_ * ldd + cc_;
           if (cc_ + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_bf16x2(x0, x1);
@@ -574,7 +634,8 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_e4m3e4m3_bf1
           }
         }
         if (row0_ + 8 < M) {
-          const float x0 = s_ * acc[0][74] + b0_, x1 = s_ * acc[0][75] + b1_;
+          const float x0 = s_ * acc[0][74] + b0_;
+          const float x1 = s_ * acc[0][75] + b1_;
           u16* dp = Dl_ + ((long long)row0_ + 8) * ldd + cc_;
           if (cc_ + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_bf16x2(x0, x1);
@@ -588,7 +649,8 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_e4m3e4m3_bf1
         const float b0_ = bias != nullptr && cc_ < N ? bf16_bits_to_f32(bias[cc_]) : 0.0f;
         const float b1_ = bias != nullptr && cc_ + 1 < N ? bf16_bits_to_f32(bias[cc_ + 1]) : 0.0f;
         if (row0_ + 0 < M) {
-          const float x0 = s_ * acc[0][76] + b0_, x1 = s_ * acc[0][77] + b1_;
+          const float x0 = s_ * acc[0][76] + b0_;
+          const float x1 = s_ * acc[0][77] + b1_;
           u16* dp = Dl_ + (long long)row0_ * ldd + cc_;
           if (cc_ + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_bf16x2(x0, x1);
@@ -597,7 +659,8 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_e4m3e4m3_bf1
           }
         }
         if (row0_ + 8 < M) {
-          const float x0 = s_ * acc[0][78] + b0_, x1 = s_ * acc[0][79] + b1_;
+          const float x0 = s_ * acc[0][78] + b0_;
+          const float x1 = s_ * acc[0][79] + b1_;
           u16* dp = Dl_ + ((long long)row0_ + 8) * ldd + cc_;
           if (cc_ + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_bf16x2(x0, x1);
@@ -611,7 +674,8 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_e4m3e4m3_bf1
         const float b0_ = bias != nullptr && cc_ < N ? bf16_bits_to_f32(bias[cc_]) : 0.0f;
         const float b1_ = bias != nullptr && cc_ + 1 < N ? bf16_bits_to_f32(bias[cc_ + 1]) : 0.0f;
         if (row0_ + 0 < M) {
-          const float x0 = s_ * acc[0][80] + b0_, x1 = s_ * acc[0][81] + b1_;
+          const float x0 = s_ * acc[0][80] + b0_;
+          const float x1 = s_ * acc[0][81] + b1_;
           u16* dp = Dl_ + (long long)row0_ * ldd + cc_;
           if (cc_ + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_bf16x2(x0, x1);
@@ -620,7 +684,8 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_e4m3e4m3_bf1
           }
         }
         if (row0_ + 8 < M) {
-          const float x0 = s_ * acc[0][82] + b0_, x1 = s_ * acc[0][83] + b1_;
+          const float x0 = s_ * acc[0][82] + b0_;
+          const float x1 = s_ * acc[0][83] + b1_;
           u16* dp = Dl_ + ((long long)row0_ + 8) * ldd + cc_;
           if (cc_ + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_bf16x2(x0, x1);
@@ -634,7 +699,8 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_e4m3e4m3_bf1
         const float b0_ = bias != nullptr && cc_ < N ? bf16_bits_to_f32(bias[cc_]) : 0.0f;
         const float b1_ = bias != nullptr && cc_ + 1 < N ? bf16_bits_to_f32(bias[cc_ + 1]) : 0.0f;
         if (row0_ + 0 < M) {
-          const float x0 = s_ * acc[0][84] + b0_, x1 = s_ * acc[0][85] + b1_;
+          const float x0 = s_ * acc[0][84] + b0_;
+          const float x1 = s_ * acc[0][85] + b1_;
           u16* dp = Dl_ + (long long)row0_ * ldd + cc_;
           if (cc_ + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_bf16x2(x0, x1);
@@ -643,7 +709,8 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_e4m3e4m3_bf1
           }
         }
         if (row0_ + 8 < M) {
-          const float x0 = s_ * acc[0][86] + b0_, x1 = s_ * acc[0][87] + b1_;
+          const float x0 = s_ * acc[0][86] + b0_;
+          const float x1 = s_ * acc[0][87] + b1_;
           u16* dp = Dl_ + ((long long)row0_ + 8) * ldd + cc_;
           if (cc_ + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_bf16x2(x0, x1);
@@ -657,7 +724,8 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_e4m3e4m3_bf1
         const float b0_ = bias != nullptr && cc_ < N ? bf16_bits_to_f32(bias[cc_]) : 0.0f;
         const float b1_ = bias != nullptr && cc_ + 1 < N ? bf16_bits_to_f32(bias[cc_ + 1]) : 0.0f;
         if (row0_ + 0 < M) {
-          const float x0 = s_ * acc[0][88] + b0_, x1 = s_ * acc[0][89] + b1_;
+          const float x0 = s_ * acc[0][88] + b0_;
+          const float x1 = s_ * acc[0][89] + b1_;
           u16* dp = Dl_ + (long long)row0_ * ldd + cc_;
           if (cc_ + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_bf16x2(x0, x1);
@@ -666,7 +734,8 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_e4m3e4m3_bf1
           }
         }
         if (row0_ + 8 < M) {
-          const float x0 = s_ * acc[0][90] + b0_, x1 = s_ * acc[0][91] + b1_;
+          const float x0 = s_ * acc[0][90] + b0_;
+          const float x1 = s_ * acc[0][91] + b1_;
           u16* dp = Dl_ + ((long long)row0_ + 8) * ldd + cc_;
           if (cc_ + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_bf16x2(x0, x1);
@@ -680,7 +749,8 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_e4m3e4m3_bf1
         const float b0_ = bias != nullptr && cc_ < N ? bf16_bits_to_f32(bias[cc_]) : 0.0f;
         const float b1_ = bias != nullptr && cc_ + 1 < N ? bf16_bits_to_f32(bias[cc_ + 1]) : 0.0f;
         if (row0_ + 0 < M) {
-          const float x0 = s_ * acc[0][92] + b0_, x1 = s_ * acc[0][93] + b1_;
+          const float x0 = s_ * acc[0][92] + b0_;
+          const float x1 = s_ * acc[0][93] + b1_;
           u16* dp = Dl_ + (long long)row0_ * ldd + cc_;
           if (cc_ + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_bf16x2(x0, x1);
@@ -689,7 +759,8 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_e4m3e4m3_bf1
           }
         }
         if (row0_ + 8 < M) {
-          const float x0 = s_ * acc[0][94] + b0_, x1 = s_ * acc[0][95] + b1_;
+          const float x0 = s_ * acc[0][94] + b0_;
+          const float x1 = s_ * acc[0][95] + b1_;
           u16* dp = Dl_ + ((long long)row0_ + 8) * ldd + cc_;
           if (cc_ + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_bf16x2(x0, x1);
@@ -703,7 +774,8 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_e4m3e4m3_bf1
         const float b0_ = bias != nullptr && cc_ < N ? bf16_bits_to_f32(bias[cc_]) : 0.0f;
         const float b1_ = bias != nullptr && cc_ + 1 < N ? bf16_bits_to_f32(bias[cc_ + 1]) : 0.0f;
         if (row0_ + 0 < M) {
-          const float x0 = s_ * acc[0][96] + b0_, x1 = s_ * acc[0][97] + b1_;
+          const float x0 = s_ * acc[0][96] + b0_;
+          const float x1 = s_ * acc[0][97] + b1_;
           u16* dp = Dl_ + (long long)row0_ * ldd + cc_;
           if (cc_ + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_bf16x2(x0, x1);
@@ -712,7 +784,8 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_e4m3e4m3_bf1
           }
         }
         if (row0_ + 8 < M) {
-          const float x0 = s_ * acc[0][98] + b0_, x1 = s_ * acc[0][99] + b1_;
+          const float x0 = s_ * acc[0][98] + b0_;
+          const float x1 = s_ * acc[0][99] + b1_;
           u16* dp = Dl_ + ((long long)row0_ + 8) * ldd + cc_;
           if (cc_ + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_bf16x2(x0, x1);
@@ -726,7 +799,8 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_e4m3e4m3_bf1
         const float b0_ = bias != nullptr && cc_ < N ? bf16_bits_to_f32(bias[cc_]) : 0.0f;
         const float b1_ = bias != nullptr && cc_ + 1 < N ? bf16_bits_to_f32(bias[cc_ + 1]) : 0.0f;
         if (row0_ + 0 < M) {
-          const float x0 = s_ * acc[0][100] + b0_, x1 = s_ * acc[0][101] + b1_;
+          const float x0 = s_ * acc[0][100] + b0_;
+          const float x1 = s_ * acc[0][101] + b1_;
           u16* dp = Dl_ + (long long)row0_ * ldd + cc_;
           if (cc_ + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_bf16x2(x0, x1);
@@ -735,7 +809,8 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_e4m3e4m3_bf1
           }
         }
         if (row0_ + 8 < M) {
-          const float x0 = s_ * acc[0][102] + b0_, x1 = s_ * acc[0][103] + b1_;
+          const float x0 = s_ * acc[0][102] + b0_;
+          const float x1 = s_ * acc[0][103] + b1_;
           u16* dp = Dl_ + ((long long)row0_ + 8) * ldd + cc_;
           if (cc_ + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_bf16x2(x0, x1);
@@ -749,7 +824,8 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_e4m3e4m3_bf1
         const float b0_ = bias != nullptr && cc_ < N ? bf16_bits_to_f32(bias[cc_]) : 0.0f;
         const float b1_ = bias != nullptr && cc_ + 1 < N ? bf16_bits_to_f32(bias[cc_ + 1]) : 0.0f;
         if (row0_ + 0 < M) {
-          const float x0 = s_ * acc[0][104] + b0_, x1 = s_ * acc[0][105] + b1_;
+          const float x0 = s_ * acc[0][104] + b0_;
+          const float x1 = s_ * acc[0][105] + b1_;
           u16* dp = Dl_ + (long long)row0_ * ldd + cc_;
           if (cc_ + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_bf16x2(x0, x1);
@@ -758,7 +834,8 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_e4m3e4m3_bf1
           }
         }
         if (row0_ + 8 < M) {
-          const float x0 = s_ * acc[0][106] + b0_, x1 = s_ * acc[0][107] + b1_;
+          const float x0 = s_ * acc[0][106] + b0_;
+          const float x1 = s_ * acc[0][107] + b1_;
           u16* dp = Dl_ + ((long long)row0_ + 8) * ldd + cc_;
           if (cc_ + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_bf16x2(x0, x1);
@@ -772,7 +849,8 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_e4m3e4m3_bf1
         const float b0_ = bias != nullptr && cc_ < N ? bf16_bits_to_f32(bias[cc_]) : 0.0f;
         const float b1_ = bias != nullptr && cc_ + 1 < N ? bf16_bits_to_f32(bias[cc_ + 1]) : 0.0f;
         if (row0_ + 0 < M) {
-          const float x0 = s_ * acc[0][108] + b0_, x1 = s_ * acc[0][109] + b1_;
+          const float x0 = s_ * acc[0][108] + b0_;
+          const float x1 = s_ * acc[0][109] + b1_;
           u16* dp = Dl_ + (long long)row0_ * ldd + cc_;
           if (cc_ + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_bf16x2(x0, x1);
@@ -781,7 +859,8 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_e4m3e4m3_bf1
           }
         }
         if (row0_ + 8 < M) {
-          const float x0 = s_ * acc[0][110] + b0_, x1 = s_ * acc[0][111] + b1_;
+          const float x0 = s_ * acc[0][110] + b0_;
+          const float x1 = s_ * acc[0][111] + b1_;
           u16* dp = Dl_ + ((long long)row0_ + 8) * ldd + cc_;
           if (cc_ + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_bf16x2(x0, x1);
@@ -795,7 +874,8 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_e4m3e4m3_bf1
         const float b0_ = bias != nullptr && cc_ < N ? bf16_bits_to_f32(bias[cc_]) : 0.0f;
         const float b1_ = bias != nullptr && cc_ + 1 < N ? bf16_bits_to_f32(bias[cc_ + 1]) : 0.0f;
         if (row0_ + 0 < M) {
-          const float x0 = s_ * acc[0][112] + b0_, x1 = s_ * acc[0][113] + b1_;
+          const float x0 = s_ * acc[0][112] + b0_;
+          const float x1 = s_ * acc[0][113] + b1_;
           u16* dp = Dl_ + (long long)row0_ * ldd + cc_;
           if (cc_ + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_bf16x2(x0, x1);
@@ -804,7 +884,8 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_e4m3e4m3_bf1
           }
         }
         if (row0_ + 8 < M) {
-          const float x0 = s_ * acc[0][114] + b0_, x1 = s_ * acc[0][115] + b1_;
+          const float x0 = s_ * acc[0][114] + b0_;
+          const float x1 = s_ * acc[0][115] + b1_;
           u16* dp = Dl_ + ((long long)row0_ + 8) * ldd + cc_;
           if (cc_ + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_bf16x2(x0, x1);
@@ -818,7 +899,8 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_e4m3e4m3_bf1
         const float b0_ = bias != nullptr && cc_ < N ? bf16_bits_to_f32(bias[cc_]) : 0.0f;
         const float b1_ = bias != nullptr && cc_ + 1 < N ? bf16_bits_to_f32(bias[cc_ + 1]) : 0.0f;
         if (row0_ + 0 < M) {
-          const float x0 = s_ * acc[0][116] + b0_, x1 = s_ * acc[0][117] + b1_;
+          const float x0 = s_ * acc[0][116] + b0_;
+          const float x1 = s_ * acc[0][117] + b1_;
           u16* dp = Dl_ + (long long)row0_ * ldd + cc_;
           if (cc_ + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_bf16x2(x0, x1);
@@ -827,7 +909,8 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_e4m3e4m3_bf1
           }
         }
         if (row0_ + 8 < M) {
-          const float x0 = s_ * acc[0][118] + b0_, x1 = s_ * acc[0][119] + b1_;
+          const float x0 = s_ * acc[0][118] + b0_;
+          const float x1 = s_ * acc[0][119] + b1_;
           u16* dp = Dl_ + ((long long)row0_ + 8) * ldd + cc_;
           if (cc_ + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_bf16x2(x0, x1);
@@ -841,7 +924,8 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_e4m3e4m3_bf1
         const float b0_ = bias != nullptr && cc_ < N ? bf16_bits_to_f32(bias[cc_]) : 0.0f;
         const float b1_ = bias != nullptr && cc_ + 1 < N ? bf16_bits_to_f32(bias[cc_ + 1]) : 0.0f;
         if (row0_ + 0 < M) {
-          const float x0 = s_ * acc[0][120] + b0_, x1 = s_ * acc[0][121] + b1_;
+          const float x0 = s_ * acc[0][120] + b0_;
+          const float x1 = s_ * acc[0][121] + b1_;
           u16* dp = Dl_ + (long long)row0_ * ldd + cc_;
           if (cc_ + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_bf16x2(x0, x1);
@@ -850,7 +934,8 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_e4m3e4m3_bf1
           }
         }
         if (row0_ + 8 < M) {
-          const float x0 = s_ * acc[0][122] + b0_, x1 = s_ * acc[0][123] + b1_;
+          const float x0 = s_ * acc[0][122] + b0_;
+          const float x1 = s_ * acc[0][123] + b1_;
           u16* dp = Dl_ + ((long long)row0_ + 8) * ldd + cc_;
           if (cc_ + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_bf16x2(x0, x1);
@@ -864,7 +949,8 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_e4m3e4m3_bf1
         const float b0_ = bias != nullptr && cc_ < N ? bf16_bits_to_f32(bias[cc_]) : 0.0f;
         const float b1_ = bias != nullptr && cc_ + 1 < N ? bf16_bits_to_f32(bias[cc_ + 1]) : 0.0f;
         if (row0_ + 0 < M) {
-          const float x0 = s_ * acc[0][124] + b0_, x1 = s_ * acc[0][125] + b1_;
+          const float x0 = s_ * acc[0][124] + b0_;
+          const float x1 = s_ * acc[0][125] + b1_;
           u16* dp = Dl_ + (long long)row0_ * ldd + cc_;
           if (cc_ + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_bf16x2(x0, x1);
@@ -873,7 +959,8 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_e4m3e4m3_bf1
           }
         }
         if (row0_ + 8 < M) {
-          const float x0 = s_ * acc[0][126] + b0_, x1 = s_ * acc[0][127] + b1_;
+          const float x0 = s_ * acc[0][126] + b0_;
+          const float x1 = s_ * acc[0][127] + b1_;
           u16* dp = Dl_ + ((long long)row0_ + 8) * ldd + cc_;
           if (cc_ + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_bf16x2(x0, x1);

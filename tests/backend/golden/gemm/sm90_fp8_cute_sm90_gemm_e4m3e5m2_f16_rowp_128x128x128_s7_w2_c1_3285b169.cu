@@ -27,10 +27,12 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_e4m3e5m2_f16
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
   extern __shared__ unsigned char smem_raw_[];
   const u32 smem0_ = (cvta_to_shared_u32(smem_raw_) + 1023u) & ~1023u;
-  const u32 sA = smem0_;                        // 7 stages x 16384 B: Sw<3,4,3> o smem_ptr[8b](unset) o ((8,16),(128,1)):((128,1024),(1,0))
-  const u32 sB = sA + 114688u;           // 7 stages x 16384 B: Sw<3,4,3> o smem_ptr[8b](unset) o ((8,16),(128,1)):((128,1024),(1,0))
-  const u32 bar_full = sB + 114688u;
-  const u32 bar_empty = bar_full + 56u;
+  // A: 7 stages x 16384 B: Sw<3,4,3> o smem_ptr[8b](unset) o ((8,16),(128,1)):((128,1024),(1,0))
+  const u32 sA = smem0_;
+  // B: 7 stages x 16384 B: Sw<3,4,3> o smem_ptr[8b](unset) o ((8,16),(128,1)):((128,1024),(1,0))
+  const u32 sB = sA + 114688;
+  const u32 bar_full = sB + 114688;
+  const u32 bar_empty = bar_full + 56;
   const int wg = __shfl_sync(0xffffffffu, (int)(threadIdx.x / 128), 0);
   if (threadIdx.x == 0) {
     for (int s_ = 0; s_ < 7; ++s_) {
@@ -53,20 +55,24 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_e4m3e5m2_f16
     // ---------------- producer warpgroup ----------------
     setmaxnreg_dec<40>();
     if (warp_id() == 0 && elect_one_sync()) {
-      int idx = 0; u32 phase = 1u;               // make_producer_start_state
+      // make_producer_start_state
+      int idx = 0;
+      u32 phase = 1u;
       for (int tile = first_tile; tile < num_tiles; tile += tile_step) {
-        int m_blk, n_blk, l_;
+        int m_blk;
+        int n_blk;
+        int l_;
         {
-  const int per_l_ = (long long)num_m * num_n;
-  l_ = tile / per_l_;
-  const int r_ = tile - (long long)l_ * per_l_;
-  const int gw_ = num_n * 8;
-  const int g_ = r_ / gw_;
-  const int first_ = g_ * 8;
-  const int gs_ = (num_m - first_ < 8 ? num_m - first_ : 8);
-  const int rr_ = r_ - (long long)g_ * gw_;
-  m_blk = first_ + rr_ % gs_;
-  n_blk = rr_ / gs_;
+          const int per_l_ = (long long)num_m * num_n;
+          l_ = tile / per_l_;
+          const int r_ = tile - (long long)l_ * per_l_;
+          const int gw_ = num_n * 8;
+          const int g_ = r_ / gw_;
+          const int first_ = g_ * 8;
+          const int gs_ = (num_m - first_ < 8 ? num_m - first_ : 8);
+          const int rr_ = r_ - (long long)g_ * gw_;
+          m_blk = first_ + rr_ % gs_;
+          n_blk = rr_ / gs_;
         }
         for (int kb = 0; kb < k_blocks; ++kb) {
           mbarrier_wait_parity(bar_empty + idx * 8, phase);
@@ -74,12 +80,18 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_e4m3e5m2_f16
           const u32 fb_ = bar_full + idx * 8;
           tma_load_3d(sA + idx * 16384, &tmA, fb_, kb * 128, m_blk * 128, l_);
           tma_load_3d(sB + idx * 16384, &tmB, fb_, kb * 128, n_blk * 128, l_);
-          if (++idx == 7) { idx = 0; phase ^= 1u; }
+          if (++idx == 7) {
+            idx = 0;
+            phase ^= 1u;
+          }
         }
       }
       for (int t_ = 0; t_ < 7; ++t_) {
         mbarrier_wait_parity(bar_empty + idx * 8, phase);
-        if (++idx == 7) { idx = 0; phase ^= 1u; }
+        if (++idx == 7) {
+          idx = 0;
+          phase ^= 1u;
+        }
       }
     }
   } else {
@@ -88,29 +100,32 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_e4m3e5m2_f16
     const int tid = threadIdx.x - 128;
     const int cw = wg - 1;
     const bool release_lane = (threadIdx.x & 31) == 0;
-    int idx = 0; u32 phase = 0u;
+    int idx = 0;
+    u32 phase = 0u;
     float acc[1][64];
     for (int tile = first_tile; tile < num_tiles; tile += tile_step) {
-      int m_blk, n_blk, l_;
+      int m_blk;
+      int n_blk;
+      int l_;
       {
-  const int per_l_ = (long long)num_m * num_n;
-  l_ = tile / per_l_;
-  const int r_ = tile - (long long)l_ * per_l_;
-  const int gw_ = num_n * 8;
-  const int g_ = r_ / gw_;
-  const int first_ = g_ * 8;
-  const int gs_ = (num_m - first_ < 8 ? num_m - first_ : 8);
-  const int rr_ = r_ - (long long)g_ * gw_;
-  m_blk = first_ + rr_ % gs_;
-  n_blk = rr_ / gs_;
+        const int per_l_ = (long long)num_m * num_n;
+        l_ = tile / per_l_;
+        const int r_ = tile - (long long)l_ * per_l_;
+        const int gw_ = num_n * 8;
+        const int g_ = r_ / gw_;
+        const int first_ = g_ * 8;
+        const int gs_ = (num_m - first_ < 8 ? num_m - first_ : 8);
+        const int rr_ = r_ - (long long)g_ * gw_;
+        m_blk = first_ + rr_ % gs_;
+        n_blk = rr_ / gs_;
       }
       int prev_ = -1;
       const int row0_ = m_blk * 128 + ((tid >> 7) * 64 + ((((tid & 127) >> 2) & 7) + ((tid & 127) >> 5) * 16));
       const int col0_ = n_blk * 128 + (tid & 3) * 2;
       float tot_[1][64];
-#pragma unroll
+      #pragma unroll
       for (int j = 0; j < 1; ++j) {
-#pragma unroll
+        #pragma unroll
         for (int i = 0; i < 64; ++i) {
           tot_[j][i] = 0.0f;
         }
@@ -129,7 +144,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_e4m3e5m2_f16
         wgmma_commit_group();
         // promotion: tot_ += acc after the k-block's wgmmas
         wgmma_wait_group<0>();
-#pragma unroll
+        #pragma unroll
         for (int j = 0; j < 1; ++j) {
           wgmma_fence_operands(acc[j]);
         }
@@ -200,7 +215,10 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_e4m3e5m2_f16
         tot_[0][61] += acc[0][61];
         tot_[0][62] += acc[0][62];
         tot_[0][63] += acc[0][63];
-        if (++idx == 7) { idx = 0; phase ^= 1u; }
+        if (++idx == 7) {
+          idx = 0;
+          phase ^= 1u;
+        }
       }
       wgmma_wait_group<0>();
       if (prev_ >= 0) {
@@ -208,19 +226,30 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_e4m3e5m2_f16
           mbarrier_arrive(bar_empty + prev_ * 8);
         }
       }
-#pragma unroll
-      for (int j = 0; j < 1; ++j) wgmma_fence_operands(acc[j]);
+      #pragma unroll
+      for (int j = 0; j < 1; ++j) {
+        wgmma_fence_operands(acc[j]);
+      }
       if (k_blocks == 0) {
-#pragma unroll
-        for (int j = 0; j < 1; ++j)
-#pragma unroll
-          for (int i = 0; i < 64; ++i) acc[j][i] = 0.0f;
+        #pragma unroll
+        for (int j = 0; j < 1; ++j) {
+          #pragma unroll
+          for (int i = 0; i < 64; ++i) {
+            acc[j][i] = 0.0f;
+          }
+        }
       }
       // ---------------- epilogue ----------------
       u16* Dl_ = D + (long long)l_ * ldl_d;
       float rs_[2];
-      { const int r = row0_ + 0; rs_[0] = r < M ? __ldg(scale_a + (long long)r * ld_sa_m) : 0.0f; }
-      { const int r = row0_ + 8; rs_[1] = r < M ? __ldg(scale_a + (long long)r * ld_sa_m) : 0.0f; }
+      {
+        const int r = row0_ + 0;
+        rs_[0] = r < M ? __ldg(scale_a + (long long)r * ld_sa_m) : 0.0f;
+      }
+      {
+        const int r = row0_ + 8;
+        rs_[1] = r < M ? __ldg(scale_a + (long long)r * ld_sa_m) : 0.0f;
+      }
       {
         const int cc_ = col0_ + 0;
         const float cs0_ = cc_ < N ? __ldg(scale_b + (long long)cc_ * ld_sb_n) : 0.0f;
@@ -228,7 +257,8 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_e4m3e5m2_f16
         const float b0_ = bias != nullptr && cc_ < N ? f16_bits_to_f32(bias[cc_]) : 0.0f;
         const float b1_ = bias != nullptr && cc_ + 1 < N ? f16_bits_to_f32(bias[cc_ + 1]) : 0.0f;
         if (row0_ + 0 < M) {
-          const float x0 = tot_[0][0] * rs_[0] * cs0_ + b0_, x1 = tot_[0][1] * rs_[0] * cs1_ + b1_;
+          const float x0 = tot_[0][0] * rs_[0] * cs0_ + b0_;
+          const float x1 = tot_[0][1] * rs_[0] * cs1_ + b1_;
           u16* dp = Dl_ + (long long)row0_ * ldd + cc_;
           if (cc_ + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_f16x2(x0, x1);
@@ -237,7 +267,8 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_e4m3e5m2_f16
           }
         }
         if (row0_ + 8 < M) {
-          const float x0 = tot_[0][2] * rs_[1] * cs0_ + b0_, x1 = tot_[0][3] * rs_[1] * cs1_ + b1_;
+          const float x0 = tot_[0][2] * rs_[1] * cs0_ + b0_;
+          const float x1 = tot_[0][3] * rs_[1] * cs1_ + b1_;
           u16* dp = Dl_ + ((long long)row0_ + 8) * ldd + cc_;
           if (cc_ + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_f16x2(x0, x1);
@@ -253,7 +284,8 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_e4m3e5m2_f16
         const float b0_ = bias != nullptr && cc_ < N ? f16_bits_to_f32(bias[cc_]) : 0.0f;
         const float b1_ = bias != nullptr && cc_ + 1 < N ? f16_bits_to_f32(bias[cc_ + 1]) : 0.0f;
         if (row0_ + 0 < M) {
-          const float x0 = tot_[0][4] * rs_[0] * cs0_ + b0_, x1 = tot_[0][5] * rs_[0] * cs1_ + b1_;
+          const float x0 = tot_[0][4] * rs_[0] * cs0_ + b0_;
+          const float x1 = tot_[0][5] * rs_[0] * cs1_ + b1_;
           u16* dp = Dl_ + (long long)row0_ * ldd + cc_;
           if (cc_ + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_f16x2(x0, x1);
@@ -262,7 +294,8 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_e4m3e5m2_f16
           }
         }
         if (row0_ + 8 < M) {
-          const float x0 = tot_[0][6] * rs_[1] * cs0_ + b0_, x1 = tot_[0][7] * rs_[1] * cs1_ + b1_;
+          const float x0 = tot_[0][6] * rs_[1] * cs0_ + b0_;
+          const float x1 = tot_[0][7] * rs_[1] * cs1_ + b1_;
           u16* dp = Dl_ + ((long long)row0_ + 8) * ldd + cc_;
           if (cc_ + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_f16x2(x0, x1);
@@ -278,7 +311,8 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_e4m3e5m2_f16
         const float b0_ = bias != nullptr && cc_ < N ? f16_bits_to_f32(bias[cc_]) : 0.0f;
         const float b1_ = bias != nullptr && cc_ + 1 < N ? f16_bits_to_f32(bias[cc_ + 1]) : 0.0f;
         if (row0_ + 0 < M) {
-          const float x0 = tot_[0][8] * rs_[0] * cs0_ + b0_, x1 = tot_[0][9] * rs_[0] * cs1_ + b1_;
+          const float x0 = tot_[0][8] * rs_[0] * cs0_ + b0_;
+          const float x1 = tot_[0][9] * rs_[0] * cs1_ + b1_;
           u16* dp = Dl_ + (long long)row0_ * ldd + cc_;
           if (cc_ + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_f16x2(x0, x1);
@@ -287,7 +321,8 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_e4m3e5m2_f16
           }
         }
         if (row0_ + 8 < M) {
-          const float x0 = tot_[0][10] * rs_[1] * cs0_ + b0_, x1 = tot_[0][11] * rs_[1] * cs1_ + b1_;
+          const float x0 = tot_[0][10] * rs_[1] * cs0_ + b0_;
+          const float x1 = tot_[0][11] * rs_[1] * cs1_ + b1_;
           u16* dp = Dl_ + ((long long)row0_ + 8) * ldd + cc_;
           if (cc_ + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_f16x2(x0, x1);
@@ -303,7 +338,8 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_e4m3e5m2_f16
         const float b0_ = bias != nullptr && cc_ < N ? f16_bits_to_f32(bias[cc_]) : 0.0f;
         const float b1_ = bias != nullptr && cc_ + 1 < N ? f16_bits_to_f32(bias[cc_ + 1]) : 0.0f;
         if (row0_ + 0 < M) {
-          const float x0 = tot_[0][12] * rs_[0] * cs0_ + b0_, x1 = tot_[0][13] * rs_[0] * cs1_ + b1_;
+          const float x0 = tot_[0][12] * rs_[0] * cs0_ + b0_;
+          const float x1 = tot_[0][13] * rs_[0] * cs1_ + b1_;
           u16* dp = Dl_ + (long long)row0_ * ldd + cc_;
           if (cc_ + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_f16x2(x0, x1);
@@ -312,7 +348,8 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_e4m3e5m2_f16
           }
         }
         if (row0_ + 8 < M) {
-          const float x0 = tot_[0][14] * rs_[1] * cs0_ + b0_, x1 = tot_[0][15] * rs_[1] * cs1_ + b1_;
+          const float x0 = tot_[0][14] * rs_[1] * cs0_ + b0_;
+          const float x1 = tot_[0][15] * rs_[1] * cs1_ + b1_;
           u16* dp = Dl_ + ((long long)row0_ + 8) * ldd + cc_;
           if (cc_ + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_f16x2(x0, x1);
@@ -328,7 +365,8 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_e4m3e5m2_f16
         const float b0_ = bias != nullptr && cc_ < N ? f16_bits_to_f32(bias[cc_]) : 0.0f;
         const float b1_ = bias != nullptr && cc_ + 1 < N ? f16_bits_to_f32(bias[cc_ + 1]) : 0.0f;
         if (row0_ + 0 < M) {
-          const float x0 = tot_[0][16] * rs_[0] * cs0_ + b0_, x1 = tot_[0][17] * rs_[0] * cs1_ + b1_;
+          const float x0 = tot_[0][16] * rs_[0] * cs0_ + b0_;
+          const float x1 = tot_[0][17] * rs_[0] * cs1_ + b1_;
           u16* dp = Dl_ + (long long)row0_ * ldd + cc_;
           if (cc_ + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_f16x2(x0, x1);
@@ -337,7 +375,8 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_e4m3e5m2_f16
           }
         }
         if (row0_ + 8 < M) {
-          const float x0 = tot_[0][18] * rs_[1] * cs0_ + b0_, x1 = tot_[0][19] * rs_[1] * cs1_ + b1_;
+          const float x0 = tot_[0][18] * rs_[1] * cs0_ + b0_;
+          const float x1 = tot_[0][19] * rs_[1] * cs1_ + b1_;
           u16* dp = Dl_ + ((long long)row0_ + 8) * ldd + cc_;
           if (cc_ + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_f16x2(x0, x1);
@@ -353,7 +392,8 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_e4m3e5m2_f16
         const float b0_ = bias != nullptr && cc_ < N ? f16_bits_to_f32(bias[cc_]) : 0.0f;
         const float b1_ = bias != nullptr && cc_ + 1 < N ? f16_bits_to_f32(bias[cc_ + 1]) : 0.0f;
         if (row0_ + 0 < M) {
-          const float x0 = tot_[0][20] * rs_[0] * cs0_ + b0_, x1 = tot_[0][21] * rs_[0] * cs1_ + b1_;
+          const float x0 = tot_[0][20] * rs_[0] * cs0_ + b0_;
+          const float x1 = tot_[0][21] * rs_[0] * cs1_ + b1_;
           u16* dp = Dl_ + (long long)row0_ * ldd + cc_;
           if (cc_ + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_f16x2(x0, x1);
@@ -362,7 +402,8 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_e4m3e5m2_f16
           }
         }
         if (row0_ + 8 < M) {
-          const float x0 = tot_[0][22] * rs_[1] * cs0_ + b0_, x1 = tot_[0][23] * rs_[1] * cs1_ + b1_;
+          const float x0 = tot_[0][22] * rs_[1] * cs0_ + b0_;
+          const float x1 = tot_[0][23] * rs_[1] * cs1_ + b1_;
           u16* dp = Dl_ + ((long long)row0_ + 8) * ldd + cc_;
           if (cc_ + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_f16x2(x0, x1);
@@ -378,7 +419,8 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_e4m3e5m2_f16
         const float b0_ = bias != nullptr && cc_ < N ? f16_bits_to_f32(bias[cc_]) : 0.0f;
         const float b1_ = bias != nullptr && cc_ + 1 < N ? f16_bits_to_f32(bias[cc_ + 1]) : 0.0f;
         if (row0_ + 0 < M) {
-          const float x0 = tot_[0][24] * rs_[0] * cs0_ + b0_, x1 = tot_[0][25] * rs_[0] * cs1_ + b1_;
+          const float x0 = tot_[0][24] * rs_[0] * cs0_ + b0_;
+          const float x1 = tot_[0][25] * rs_[0] * cs1_ + b1_;
           u16* dp = Dl_ + (long long)row0_ * ldd + cc_;
           if (cc_ + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_f16x2(x0, x1);
@@ -387,7 +429,8 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_e4m3e5m2_f16
           }
         }
         if (row0_ + 8 < M) {
-          const float x0 = tot_[0][26] * rs_[1] * cs0_ + b0_, x1 = tot_[0][27] * rs_[1] * cs1_ + b1_;
+          const float x0 = tot_[0][26] * rs_[1] * cs0_ + b0_;
+          const float x1 = tot_[0][27] * rs_[1] * cs1_ + b1_;
           u16* dp = Dl_ + ((long long)row0_ + 8) * ldd + cc_;
           if (cc_ + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_f16x2(x0, x1);
@@ -403,7 +446,8 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_e4m3e5m2_f16
         const float b0_ = bias != nullptr && cc_ < N ? f16_bits_to_f32(bias[cc_]) : 0.0f;
         const float b1_ = bias != nullptr && cc_ + 1 < N ? f16_bits_to_f32(bias[cc_ + 1]) : 0.0f;
         if (row0_ + 0 < M) {
-          const float x0 = tot_[0][28] * rs_[0] * cs0_ + b0_, x1 = tot_[0][29] * rs_[0] * cs1_ + b1_;
+          const float x0 = tot_[0][28] * rs_[0] * cs0_ + b0_;
+          const float x1 = tot_[0][29] * rs_[0] * cs1_ + b1_;
           u16* dp = Dl_ + (long long)row0_ * ldd + cc_;
           if (cc_ + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_f16x2(x0, x1);
@@ -412,7 +456,8 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_e4m3e5m2_f16
           }
         }
         if (row0_ + 8 < M) {
-          const float x0 = tot_[0][30] * rs_[1] * cs0_ + b0_, x1 = tot_[0][31] * rs_[1] * cs1_ + b1_;
+          const float x0 = tot_[0][30] * rs_[1] * cs0_ + b0_;
+          const float x1 = tot_[0][31] * rs_[1] * cs1_ + b1_;
           u16* dp = Dl_ + ((long long)row0_ + 8) * ldd + cc_;
           if (cc_ + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_f16x2(x0, x1);
@@ -428,7 +473,8 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_e4m3e5m2_f16
         const float b0_ = bias != nullptr && cc_ < N ? f16_bits_to_f32(bias[cc_]) : 0.0f;
         const float b1_ = bias != nullptr && cc_ + 1 < N ? f16_bits_to_f32(bias[cc_ + 1]) : 0.0f;
         if (row0_ + 0 < M) {
-          const float x0 = tot_[0][32] * rs_[0] * cs0_ + b0_, x1 = tot_[0][33] * rs_[0] * cs1_ + b1_;
+          const float x0 = tot_[0][32] * rs_[0] * cs0_ + b0_;
+          const float x1 = tot_[0][33] * rs_[0] * cs1_ + b1_;
           u16* dp = Dl_ + (long long)row0_ * ldd + cc_;
           if (cc_ + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_f16x2(x0, x1);
@@ -437,7 +483,8 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_e4m3e5m2_f16
           }
         }
         if (row0_ + 8 < M) {
-          const float x0 = tot_[0][34] * rs_[1] * cs0_ + b0_, x1 = tot_[0][35] * rs_[1] * cs1_ + b1_;
+          const float x0 = tot_[0][34] * rs_[1] * cs0_ + b0_;
+          const float x1 = tot_[0][35] * rs_[1] * cs1_ + b1_;
           u16* dp = Dl_ + ((long long)row0_ + 8) * ldd + cc_;
           if (cc_ + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_f16x2(x0, x1);
@@ -453,7 +500,8 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_e4m3e5m2_f16
         const float b0_ = bias != nullptr && cc_ < N ? f16_bits_to_f32(bias[cc_]) : 0.0f;
         const float b1_ = bias != nullptr && cc_ + 1 < N ? f16_bits_to_f32(bias[cc_ + 1]) : 0.0f;
         if (row0_ + 0 < M) {
-          const float x0 = tot_[0][36] * rs_[0] * cs0_ + b0_, x1 = tot_[0][37] * rs_[0] * cs1_ + b1_;
+          const float x0 = tot_[0][36] * rs_[0] * cs0_ + b0_;
+          const float x1 = tot_[0][37] * rs_[0] * cs1_ + b1_;
           u16* dp = Dl_ + (long long)row0_ * ldd + cc_;
           if (cc_ + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_f16x2(x0, x1);
@@ -462,7 +510,8 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_e4m3e5m2_f16
           }
         }
         if (row0_ + 8 < M) {
-          const float x0 = tot_[0][38] * rs_[1] * cs0_ + b0_, x1 = tot_[0][39] * rs_[1] * cs1_ + b1_;
+          const float x0 = tot_[0][38] * rs_[1] * cs0_ + b0_;
+          const float x1 = tot_[0][39] * rs_[1] * cs1_ + b1_;
           u16* dp = Dl_ + ((long long)row0_ + 8) * ldd + cc_;
           if (cc_ + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_f16x2(x0, x1);
@@ -478,7 +527,8 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_e4m3e5m2_f16
         const float b0_ = bias != nullptr && cc_ < N ? f16_bits_to_f32(bias[cc_]) : 0.0f;
         const float b1_ = bias != nullptr && cc_ + 1 < N ? f16_bits_to_f32(bias[cc_ + 1]) : 0.0f;
         if (row0_ + 0 < M) {
-          const float x0 = tot_[0][40] * rs_[0] * cs0_ + b0_, x1 = tot_[0][41] * rs_[0] * cs1_ + b1_;
+          const float x0 = tot_[0][40] * rs_[0] * cs0_ + b0_;
+          const float x1 = tot_[0][41] * rs_[0] * cs1_ + b1_;
           u16* dp = Dl_ + (long long)row0_ * ldd + cc_;
           if (cc_ + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_f16x2(x0, x1);
@@ -487,7 +537,8 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_e4m3e5m2_f16
           }
         }
         if (row0_ + 8 < M) {
-          const float x0 = tot_[0][42] * rs_[1] * cs0_ + b0_, x1 = tot_[0][43] * rs_[1] * cs1_ + b1_;
+          const float x0 = tot_[0][42] * rs_[1] * cs0_ + b0_;
+          const float x1 = tot_[0][43] * rs_[1] * cs1_ + b1_;
           u16* dp = Dl_ + ((long long)row0_ + 8) * ldd + cc_;
           if (cc_ + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_f16x2(x0, x1);
@@ -503,7 +554,8 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_e4m3e5m2_f16
         const float b0_ = bias != nullptr && cc_ < N ? f16_bits_to_f32(bias[cc_]) : 0.0f;
         const float b1_ = bias != nullptr && cc_ + 1 < N ? f16_bits_to_f32(bias[cc_ + 1]) : 0.0f;
         if (row0_ + 0 < M) {
-          const float x0 = tot_[0][44] * rs_[0] * cs0_ + b0_, x1 = tot_[0][45] * rs_[0] * cs1_ + b1_;
+          const float x0 = tot_[0][44] * rs_[0] * cs0_ + b0_;
+          const float x1 = tot_[0][45] * rs_[0] * cs1_ + b1_;
           u16* dp = Dl_ + (long long)row0_ * ldd + cc_;
           if (cc_ + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_f16x2(x0, x1);
@@ -512,7 +564,8 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_e4m3e5m2_f16
           }
         }
         if (row0_ + 8 < M) {
-          const float x0 = tot_[0][46] * rs_[1] * cs0_ + b0_, x1 = tot_[0][47] * rs_[1] * cs1_ + b1_;
+          const float x0 = tot_[0][46] * rs_[1] * cs0_ + b0_;
+          const float x1 = tot_[0][47] * rs_[1] * cs1_ + b1_;
           u16* dp = Dl_ + ((long long)row0_ + 8) * ldd + cc_;
           if (cc_ + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_f16x2(x0, x1);
@@ -528,7 +581,8 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_e4m3e5m2_f16
         const float b0_ = bias != nullptr && cc_ < N ? f16_bits_to_f32(bias[cc_]) : 0.0f;
         const float b1_ = bias != nullptr && cc_ + 1 < N ? f16_bits_to_f32(bias[cc_ + 1]) : 0.0f;
         if (row0_ + 0 < M) {
-          const float x0 = tot_[0][48] * rs_[0] * cs0_ + b0_, x1 = tot_[0][49] * rs_[0] * cs1_ + b1_;
+          const float x0 = tot_[0][48] * rs_[0] * cs0_ + b0_;
+          const float x1 = tot_[0][49] * rs_[0] * cs1_ + b1_;
           u16* dp = Dl_ + (long long)row0_ * ldd + cc_;
           if (cc_ + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_f16x2(x0, x1);
@@ -537,7 +591,8 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_e4m3e5m2_f16
           }
         }
         if (row0_ + 8 < M) {
-          const float x0 = tot_[0][50] * rs_[1] * cs0_ + b0_, x1 = tot_[0][51] * rs_[1] * cs1_ + b1_;
+          const float x0 = tot_[0][50] * rs_[1] * cs0_ + b0_;
+          const float x1 = tot_[0][51] * rs_[1] * cs1_ + b1_;
           u16* dp = Dl_ + ((long long)row0_ + 8) * ldd + cc_;
           if (cc_ + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_f16x2(x0, x1);
@@ -553,7 +608,8 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_e4m3e5m2_f16
         const float b0_ = bias != nullptr && cc_ < N ? f16_bits_to_f32(bias[cc_]) : 0.0f;
         const float b1_ = bias != nullptr && cc_ + 1 < N ? f16_bits_to_f32(bias[cc_ + 1]) : 0.0f;
         if (row0_ + 0 < M) {
-          const float x0 = tot_[0][52] * rs_[0] * cs0_ + b0_, x1 = tot_[0][53] * rs_[0] * cs1_ + b1_;
+          const float x0 = tot_[0][52] * rs_[0] * cs0_ + b0_;
+          const float x1 = tot_[0][53] * rs_[0] * cs1_ + b1_;
           u16* dp = Dl_ + (long long)row0_ * ldd + cc_;
           if (cc_ + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_f16x2(x0, x1);
@@ -562,7 +618,8 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_e4m3e5m2_f16
           }
         }
         if (row0_ + 8 < M) {
-          const float x0 = tot_[0][54] * rs_[1] * cs0_ + b0_, x1 = tot_[0][55] * rs_[1] * cs1_ + b1_;
+          const float x0 = tot_[0][54] * rs_[1] * cs0_ + b0_;
+          const float x1 = tot_[0][55] * rs_[1] * cs1_ + b1_;
           u16* dp = Dl_ + ((long long)row0_ + 8) * ldd + cc_;
           if (cc_ + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_f16x2(x0, x1);
@@ -578,7 +635,8 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_e4m3e5m2_f16
         const float b0_ = bias != nullptr && cc_ < N ? f16_bits_to_f32(bias[cc_]) : 0.0f;
         const float b1_ = bias != nullptr && cc_ + 1 < N ? f16_bits_to_f32(bias[cc_ + 1]) : 0.0f;
         if (row0_ + 0 < M) {
-          const float x0 = tot_[0][56] * rs_[0] * cs0_ + b0_, x1 = tot_[0][57] * rs_[0] * cs1_ + b1_;
+          const float x0 = tot_[0][56] * rs_[0] * cs0_ + b0_;
+          const float x1 = tot_[0][57] * rs_[0] * cs1_ + b1_;
           u16* dp = Dl_ + (long long)row0_ * ldd + cc_;
           if (cc_ + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_f16x2(x0, x1);
@@ -587,7 +645,8 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_e4m3e5m2_f16
           }
         }
         if (row0_ + 8 < M) {
-          const float x0 = tot_[0][58] * rs_[1] * cs0_ + b0_, x1 = tot_[0][59] * rs_[1] * cs1_ + b1_;
+          const float x0 = tot_[0][58] * rs_[1] * cs0_ + b0_;
+          const float x1 = tot_[0][59] * rs_[1] * cs1_ + b1_;
           u16* dp = Dl_ + ((long long)row0_ + 8) * ldd + cc_;
           if (cc_ + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_f16x2(x0, x1);
@@ -603,7 +662,8 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_e4m3e5m2_f16
         const float b0_ = bias != nullptr && cc_ < N ? f16_bits_to_f32(bias[cc_]) : 0.0f;
         const float b1_ = bias != nullptr && cc_ + 1 < N ? f16_bits_to_f32(bias[cc_ + 1]) : 0.0f;
         if (row0_ + 0 < M) {
-          const float x0 = tot_[0][60] * rs_[0] * cs0_ + b0_, x1 = tot_[0][61] * rs_[0] * cs1_ + b1_;
+          const float x0 = tot_[0][60] * rs_[0] * cs0_ + b0_;
+          const float x1 = tot_[0][61] * rs_[0] * cs1_ + b1_;
           u16* dp = Dl_ + (long long)row0_ * ldd + cc_;
           if (cc_ + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_f16x2(x0, x1);
@@ -612,7 +672,8 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_e4m3e5m2_f16
           }
         }
         if (row0_ + 8 < M) {
-          const float x0 = tot_[0][62] * rs_[1] * cs0_ + b0_, x1 = tot_[0][63] * rs_[1] * cs1_ + b1_;
+          const float x0 = tot_[0][62] * rs_[1] * cs0_ + b0_;
+          const float x1 = tot_[0][63] * rs_[1] * cs1_ + b1_;
           u16* dp = Dl_ + ((long long)row0_ + 8) * ldd + cc_;
           if (cc_ + 1 < N) {
             *reinterpret_cast<u32*>(dp) = pack_f16x2(x0, x1);

@@ -1,0 +1,473 @@
+"""The Hopper GEMM's kernel body, emitted statement by statement into one KernelBuilder.
+
+:class:`Sm90Body` holds a configuration (``gemm_sm90.Sm90GemmConfig``) and its maps
+(``gemm_sm90_maps.Sm90Maps``) and emits, into the kernel's
+:class:`~backends.cuda.builder.KernelBuilder`, one small piece per method:
+
+=============================  ===============================================================
+``emit_smem``                  the dynamic smem carve-out: stages of A and B, epilogue
+                               regions, the pipeline's barrier arrays
+``emit_epilogue_init``         the fused epilogue's regions and barriers (collective protocol)
+``emit_setup``                 barrier init, descriptor prefetch, CTA / cluster sync, cluster
+                               rank, tile counts, the persistent loop bounds (scheduler)
+``emit_producer_role``         warpgroup 0: registers given away, the mainloop producer and
+                               the epilogue's load producer
+``emit_producer_tile``         one tile of the mainloop producer: k-blocks of acquire + TMA
+``emit_consumer_role``         the consumer warpgroups: state, the tile loop, the drain
+``emit_consumer_tile``         one tile: coordinates, the mainloop, the epilogue
+``emit_k_block``               one k-block of the consumer mainloop: wait, descriptors,
+                               wgmma, commit, release of the previous stage
+``emit_epilogue``              the epilogue dispatch: fused collective, FP8, split-K, stream-K
+                               or the built-in stores
+=============================  ===============================================================
+
+The components emit into the same builder at the point their statements belong: the pipeline
+(``arch.sm90.pipeline``), the TMA loads (``arch.sm90.tma``), the wgmma atom
+(``arch.sm90.wgmma``), the tile scheduler (``arch.common.scheduler``), the epilogue
+collective's ``emit_*`` methods, the FP8 hooks (``gemm_sm90_fp8``), split-K
+(``gemm_sm90_splitk``) and the built-in stores (``gemm_sm90_store``).
+
+Stream-K's piece -> tile map, schedule and head / tail fix-up are still C text of
+``gemm_sm90_streamk`` (``schedule_code``, ``coord_code``, ``epilogue_code``), inserted line by
+line with :func:`_emit_text` at the three call sites marked ``# stream-K text``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import cached_property
+
+from .. import ir
+
+__all__ = ["Sm90Body", "tile_scheduler", "sched_vars"]
+
+_I32 = (1 << 31) - 1
+
+
+def tile_scheduler(cfg):
+    """The kernel's :class:`~backends.cuda.arch.common.scheduler.TileScheduler`: groups of
+    ``group_m`` tile-rows (tile-columns with ``raster_n``; a cluster always rasters along M),
+    cluster units of ``cluster_m`` CTAs, split-K units with ``split_k``."""
+    from ..arch.common.scheduler import TileScheduler
+    return TileScheduler(group=cfg.group_m, raster="n" if cfg.raster_n and cfg.cluster_m == 1
+                         else "m", cluster_m=cfg.cluster_m, splits=cfg.splits)
+
+
+def sched_vars(cfg):
+    """IR variables of the kernel's tile counts (``num_m``, ``num_n``, ``L``)."""
+    return (ir.var("num_m", 1, -(-_I32 // cfg.tile_m)), ir.var("num_n", 1, -(-_I32 // cfg.tile_n)),
+            ir.var("L", 1, _I32))
+
+
+def emit_schedule(kb, cfg) -> None:
+    """``num_tiles`` (work units), ``first_tile`` and ``tile_step`` of the persistent loop."""
+    sch = tile_scheduler(cfg)
+    num_m, num_n, L = sched_vars(cfg)
+    units = sch.num_units(num_m, num_n, L, ir.var("splits_k", 1, _I32) if cfg.splits else None)
+    blk, grid = ir.var("blockIdx.x", 0, _I32), ir.var("gridDim.x", 1, _I32)
+    kb.decl("const int", "num_tiles", units, hint=False)
+    kb.decl("const int", "first_tile", sch.first_unit(blk), hint=False)
+    kb.decl("const int", "tile_step", sch.unit_step(grid), hint=False)
+
+
+def emit_tile_coords(kb, cfg) -> None:
+    """Work unit ``tile`` -> ``m_blk``, ``n_blk``, ``l_`` (declared by the caller) through the
+    tile scheduler (:func:`tile_scheduler`).
+
+    Split-K (``cfg.split_k``): the loop index ``tile`` is a work unit ``tile * splits_k +
+    split_`` (the splits of one tile on consecutive CTAs); split ``s`` of ``S`` covers k-blocks
+    ``[floor(s * k_blocks / S), floor((s + 1) * k_blocks / S))`` (``kb_lo_`` / ``kb_hi_``,
+    declared by the caller): contiguous, disjoint, covering every k-block, sizes differing by at
+    most 1.  Stream-K: the piece ``tile`` of this CTA gives the output tile ``ktile_`` first
+    (``gemm_sm90_streamk.coord_code``), the scheduler maps that."""
+    sch = tile_scheduler(cfg)
+    num_m, num_n, _ = sched_vars(cfg)
+    unit = ir.var("ktile_" if cfg.stream_k else "tile", 0, _I32)
+    kw = {}
+    if cfg.cluster_m > 1:
+        kw["rank"] = ir.var("rank_", 0, cfg.cluster_m - 1)
+    if cfg.splits:
+        kw["splits_k"] = ir.var("splits_k", 1, _I32)
+        kw["k_blocks"] = ir.var("k_blocks", 0, -(-_I32 // cfg.tile_k))
+    if cfg.stream_k:    # stream-K text (gemm_sm90_streamk): piece -> ktile_, kb_lo_, kb_hi_
+        from .gemm_sm90_streamk import coord_code
+        _emit_text(kb, coord_code())
+    sch.emit(kb, unit, num_m, num_n, **kw)
+
+
+def _emit_text(kb, text: str) -> None:
+    """C text (stream-K's, until it is lowered) line by line at the builder's level, its
+    relative indentation kept (the first line may be unindented)."""
+    lines = [ln.rstrip() for ln in text.split("\n") if ln.strip()]
+    if not lines:
+        return
+    ind = [len(ln) - len(ln.lstrip()) for ln in lines]
+    base = min(ind[1:]) if len(lines) > 1 else ind[0]
+    for ln, i in zip(lines, ind):
+        kb.line(" " * max(0, i - base) + ln.strip())
+
+
+@dataclass(frozen=True)
+class Sm90Body:
+    """The statement skeleton of one configuration (see the module docstring)."""
+
+    cfg: object
+    maps: object
+
+    # ------------------------------------------------------------------ shared facts
+
+    @cached_property
+    def pl(self):
+        from ..arch.sm90.pipeline import PipelineEmitter, smem_address
+        return PipelineEmitter(self.cfg.pipeline(), smem_address("bar_full"),
+                               smem_address("bar_empty"))
+
+    @cached_property
+    def mainloop(self):
+        """The k-block's loads and MMAs (``arch.sm90.mainloop``)."""
+        from ..arch.sm90.mainloop import Mainloop
+        from ..arch.sm90.tma import TmaLoad
+        cfg, maps = self.cfg, self.maps
+        return Mainloop(self.pl, TmaLoad(maps.atom_a, maps.operand("A"), cfg.tile_m),
+                        TmaLoad(maps.atom_b, maps.operand("B"), maps.b_slice_rows),
+                        maps.wgmma_atom, cfg.tile_k, maps.slabs, self.a_bytes, self.b_bytes)
+
+    @cached_property
+    def epi(self):
+        return self.cfg.epilogue()
+
+    @property
+    def pp(self) -> bool:
+        return self.cfg.schedule == "pingpong"
+
+    @property
+    def block(self) -> bool:
+        """FP8 block scaling / promotion: every k-block starts from zero, then goes into
+        ``tot_``."""
+        from .gemm_sm90_fp8 import promotes
+        return promotes(self.cfg)
+
+    @property
+    def a_bytes(self) -> int:
+        c = self.cfg
+        return c.tile_m * c.tile_k * c.elem_bytes
+
+    @property
+    def b_bytes(self) -> int:
+        c = self.cfg
+        return c.tile_n * c.tile_k * c.elem_bytes
+
+    @property
+    def idx(self):
+        return ir.var("idx", 0, self.cfg.stages - 1)
+
+    @property
+    def k_range(self) -> tuple:
+        """``(first, end, empty)``: the unit's k-block loop bounds and its "no k-block" test."""
+        if self.cfg.splits or self.cfg.stream_k:
+            return "kb_lo_", "kb_hi_", "kb_hi_ == kb_lo_"
+        return 0, "k_blocks", "k_blocks == 0"
+
+    # ------------------------------------------------------------------ the kernel
+
+    def emit(self, kb) -> None:
+        """The whole kernel body."""
+        self.emit_smem(kb)
+        if self.epi is not None:
+            self.emit_epilogue_init(kb)
+        self.emit_setup(kb)
+        with kb.if_("wg == 0"):
+            self.emit_producer_role(kb)
+        with kb.else_():
+            self.emit_consumer_role(kb)
+
+    def emit_smem(self, kb) -> None:
+        """The 1024-aligned dynamic smem base and the carve-out (``Sm90GemmConfig.smem_bytes``):
+        A's and B's stages, the epilogue regions, the pipeline's two barrier arrays (the empty
+        barriers are barriers ``S .. 2S-1`` of the full array)."""
+        from ..arch.sm90.pipeline import smem_address
+        cfg, maps, S = self.cfg, self.maps, self.cfg.stages
+        kb.stmt("extern __shared__ unsigned char smem_raw_[]")
+        kb.decl("const u32", "smem0_",
+                f"({kb.call_expr('cvta_to_shared_u32', 'smem_raw_')} + 1023u) & ~1023u",
+                hint=False)
+        # [A stages][B stages][epilogue regions][full barriers][empty barriers]
+        kb.comment(f"A: {S} stages x {self.a_bytes} B: {maps.smem_a}")
+        kb.decl("const u32", "sA", "smem0_", hint=False)
+        kb.comment(f"B: {S} stages x {self.b_bytes} B: {maps.smem_b}")
+        kb.decl("const u32", "sB", smem_address("sA") + S * self.a_bytes, hint=False)
+        kb.decl("const u32", "bar_full", smem_address("sB") + (S * self.b_bytes +
+                                                               cfg.epilogue_smem_bytes()),
+                hint=False)
+        kb.decl("const u32", "bar_empty", self.pl.barrier(self.pl.full, S), hint=False)
+
+    def emit_epilogue_init(self, kb) -> None:
+        """The fused epilogue's smem regions (one per ping-pong warpgroup, each with its own C
+        barriers) after the mainloop stages."""
+        cfg, epi = self.cfg, self.epi
+        kb.decl("unsigned char*", "cute_epi_smem_base",
+                f"smem_raw_ + (smem0_ - {kb.call_expr('cvta_to_shared_u32', 'smem_raw_')}) + "
+                f"{cfg.stages * cfg.stage_bytes}", hint=False)
+        if self.pp:
+            R = cfg.epilogue_region_bytes()
+            for w in range(cfg.epi_regions):
+                with kb.scope():
+                    epi.emit_init(kb, f"cute_epi_smem_base + {w * R}")
+        else:
+            epi.emit_init(kb, "cute_epi_smem_base")
+
+    def emit_setup(self, kb) -> None:
+        cfg = self.cfg
+        kb.decl("const int", "wg", "__shfl_sync(0xffffffffu, (int)(threadIdx.x / 128), 0)",
+                hint=False)
+        with kb.if_("threadIdx.x == 0"):
+            self.pl.init(kb)
+            kb.call("prefetch_tma_descriptor", "&tmA")
+            kb.call("prefetch_tma_descriptor", "&tmB")
+        if cfg.cluster_m > 1:
+            kb.call("cluster_arrive")
+            kb.call("cluster_wait")
+            kb.decl("const u32", "cta_rank", kb.call_expr("cluster_ctarank"), hint=False)
+            kb.decl("const int", "rank_", "(int)cta_rank", hint=False)
+        else:
+            kb.sync_threads()
+            kb.decl("const u32", "cta_rank", "0u", hint=False)
+        kb.decl("const int", "num_m", f"(M + {cfg.tile_m - 1}) / {cfg.tile_m}", hint=False)
+        kb.decl("const int", "num_n", f"(N + {cfg.tile_n - 1}) / {cfg.tile_n}", hint=False)
+        if cfg.stream_k:    # stream-K text (gemm_sm90_streamk): this CTA's pieces
+            from .gemm_sm90_streamk import schedule_code
+            _emit_text(kb, schedule_code(cfg.tile_m, cfg.tile_n, cfg.tile_k))
+        else:
+            emit_schedule(kb, cfg)
+        kb.decl("const int", "k_blocks", f"(K + {cfg.tile_k - 1}) / {cfg.tile_k}", hint=False)
+
+    # ------------------------------------------------------------------ tiles
+
+    def emit_tile_decls(self, kb, unit: bool) -> None:
+        """The tile's coordinates (and, with ``unit``, the unit's k-block range / split /
+        stream-K tile), then their values in a block of their own."""
+        for nm in ("m_blk", "n_blk", "l_"):
+            kb.decl("int", nm, hint=False)
+        if unit and (self.cfg.splits or self.cfg.stream_k):
+            for nm in ("kb_lo_", "kb_hi_", "split_") + (("ktile_",) if self.cfg.stream_k
+                                                         else ()):
+                kb.decl("int", nm, hint=False)
+        with kb.scope():
+            emit_tile_coords(kb, self.cfg)
+
+    def tile_loop(self, kb, pingpong: bool):
+        """The persistent loop over this CTA's units (ping-pong: warpgroup ``cw`` takes the
+        tiles ``first_tile + (cw + 2i) * tile_step``, whole)."""
+        if pingpong:
+            return kb.for_("tile", "first_tile + cw * tile_step", "num_tiles",
+                           "2 * tile_step", hint=False)
+        return kb.for_("tile", "first_tile", "num_tiles", "tile_step", hint=False)
+
+    def tile_origin(self, kb) -> None:
+        """``cute_epi_m0`` / ``cute_epi_n0``: the fused epilogue's tile origin."""
+        kb.decl("const int", "cute_epi_m0", f"m_blk * {self.cfg.tile_m}", hint=False)
+        kb.decl("const int", "cute_epi_n0", f"n_blk * {self.cfg.tile_n}", hint=False)
+
+    # ------------------------------------------------------------------ producer warpgroup
+
+    def emit_producer_role(self, kb) -> None:
+        cfg = self.cfg
+        kb.comment("---------------- producer warpgroup ----------------")
+        kb.call("setmaxnreg_dec", template=str(cfg.producer_regs))
+        with kb.if_(f"{kb.call_expr('warp_id')} == 0 && {kb.call_expr('elect_one_sync')}"):
+            kb.comment("make_producer_start_state")
+            kb.decl("int", "idx", 0, hint=False)
+            kb.decl("u32", "phase", "1u", hint=False)
+            with self.tile_loop(kb, False):
+                self.emit_producer_tile(kb)
+            self.pl.producer_tail(kb, "idx", "phase")
+        if self.epi is not None and self.epi.has_producer:
+            self.emit_epilogue_producer(kb)
+
+    def emit_producer_tile(self, kb) -> None:
+        """One unit of the mainloop producer: per k-block, acquire the stage, then its TMA
+        loads (A's box, B's box or its cluster slice, multicast) on the stage's full barrier."""
+        cfg, maps = self.cfg, self.maps
+        self.emit_tile_decls(kb, unit=True)
+        first, end, _ = self.k_range
+        m_blk = ir.var("m_blk", 0, _I32 // cfg.tile_m)
+        n_blk = ir.var("n_blk", 0, _I32 // cfg.tile_n)
+        b_offset, b_row0, b_mask = 0, n_blk * cfg.tile_n, None
+        if cfg.cluster_m > 1:       # this CTA's slice of B, multicast to the cluster
+            rank = ir.var("rank_", 0, cfg.cluster_m - 1)
+            b_offset = rank * maps.b_slice_offset(1)
+            b_row0 = b_row0 + rank * maps.b_slice_rows
+            b_mask = hex((1 << cfg.cluster_m) - 1)
+        with kb.for_("kb", first, end, hint=False):
+            k = ir.var("kb", 0, _I32 // cfg.tile_k)
+            self.mainloop.emit_producer_k_block(
+                kb, "idx", "phase", k * cfg.tile_k, m_blk * cfg.tile_m, b_row0,
+                ir.var("l_", 0, _I32), b_offset=b_offset, b_mask=b_mask)
+
+    def emit_epilogue_producer(self, kb) -> None:
+        """The fused epilogue's C / aux loads: producer warp 1 (ping-pong: warp 1 + w for
+        warpgroup w's tiles, into w's region)."""
+        epi = self.epi
+        who = "warp_id() >= 1 && warp_id() <= 2" if self.pp else "warp_id() == 1"
+        with kb.if_(f"{who} && (threadIdx.x & 31) == 0"):
+            kb.comment("epilogue load producer")
+            if self.pp:
+                kb.decl("const int", "cw", "warp_id() - 1", hint=False)
+                epi.emit_region(kb, self.region_base)
+            epi.emit_producer_state(kb)
+            with self.tile_loop(kb, self.pp):
+                self.emit_tile_decls(kb, unit=False)
+                self.tile_origin(kb)
+                epi.emit_producer(kb)
+
+    @property
+    def region_base(self) -> str:
+        return f"cute_epi_smem_base + {self.cfg.epilogue_region_bytes()} * cw"
+
+    # ------------------------------------------------------------------ consumer warpgroups
+
+    def emit_consumer_role(self, kb) -> None:
+        cfg, maps, epi = self.cfg, self.maps, self.epi
+        kb.comment("---------------- consumer warpgroups ----------------")
+        kb.call("setmaxnreg_inc", template=str(cfg.consumer_regs))
+        kb.decl("const int", "tid", f"threadIdx.x - {'128 * wg' if self.pp else '128'}",
+                hint=False)
+        kb.decl("const int", "cw", "wg - 1", hint=False)
+        kb.decl("const bool", "release_lane", "(threadIdx.x & 31) == 0", hint=False)
+        kb.decl("int", "idx", 0, hint=False)
+        kb.decl("u32", "phase", "0u", hint=False)
+        if self.pp:
+            kb.comment("ping-pong: this warpgroup's k-blocks start after warpgroup 0's first "
+                       "tile")
+            with kb.if_("cw > 0"):
+                self.pl.advance(kb, "idx", "phase", "cw * k_blocks", scoped=False)
+        if epi is not None:
+            epi.emit_consumer_state(kb)
+            if self.pp:
+                epi.emit_region(kb, self.region_base)
+        kb.decl("float", f"acc[{maps.slabs}][{cfg.tile_n // 2}]", hint=False)
+        with self.tile_loop(kb, self.pp):
+            self.emit_consumer_tile(kb)
+        if epi is not None:
+            epi.emit_consumer_tail(kb)
+
+    def emit_consumer_tile(self, kb) -> None:
+        """One unit: coordinates, the mainloop (ping-pong: in turn with the other warpgroup),
+        the drain, the epilogue."""
+        from ..arch.sm90.pipeline import OrderedEmitter
+        cfg, maps, epi = self.cfg, self.maps, self.epi
+        self.emit_tile_decls(kb, unit=True)
+        if epi is not None:
+            # the tile origin, and (direct C / aux path) the first subtiles' loads, before the
+            # tile's mainloop: those loads are in flight while the accumulators are computed
+            self.tile_origin(kb)
+            epi.emit_prefetch(kb)
+        cw = ir.var("cw", 0, cfg.consumer_wgs - 1)
+        if self.pp:
+            order = OrderedEmitter(cfg.order(), base=3, threads=128)
+            kb.comment("turn order: start after the other warpgroup issued its tile's mainloop")
+            with kb.if_("tile != first_tile"):
+                order.wait(kb, cw)
+        kb.decl("int", "prev_", -1, hint=False)
+        if self.block:
+            from . import gemm_sm90_fp8 as f8
+            from .gemm_sm90_store import emit_origin
+            f8.emit_promotion_init(kb, cfg, maps, lambda k: emit_origin(k, cfg))
+        first, end, empty = self.k_range
+        with kb.for_("kb", first, end, hint=False):
+            self.emit_k_block(kb)
+        if self.pp:
+            with kb.if_("tile + tile_step < num_tiles"):   # the other warpgroup's turn
+                order.signal(kb, cw)
+        kb.call("wgmma_wait_group", template="0")
+        self.emit_release_previous(kb)
+        with kb.for_("j", 0, maps.slabs, unroll=True, hint=False) as j:
+            kb.call("wgmma_fence_operands", f"acc[{kb.expr(j)}]")
+        with kb.if_(empty):
+            with kb.for_("j", 0, maps.slabs, unroll=True, hint=False) as j:
+                with kb.for_("i", 0, cfg.tile_n // 2, unroll=True, hint=False) as i:
+                    kb.assign(f"acc[{kb.expr(j)}][{kb.expr(i)}]", "0.0f")
+        kb.comment("---------------- epilogue ----------------")
+        self.emit_epilogue(kb)
+        if self.pp:
+            kb.comment("skip the other warpgroup's tile")
+            self.pl.advance(kb, "idx", "phase", "k_blocks")
+
+    def emit_release_previous(self, kb) -> None:
+        """Release the stage of the previous k-block (``prev_``; none before the first)."""
+        with kb.if_("prev_ >= 0"):
+            self.pl.consumer_release(kb, ir.var("prev_", 0, self.cfg.stages - 1),
+                                     "release_lane")
+
+    def emit_k_block(self, kb) -> None:
+        """One k-block of the consumer (:meth:`Mainloop.emit_consumer_k_block`): one wgmma
+        group in flight, after ``wait_group<1>`` the previous k-block's stage is released; FP8
+        promotion waits for its own group and releases its own stage instead."""
+        cfg, maps = self.cfg, self.maps
+        a_off = 0 if self.pp else ir.var("cw", 0, cfg.consumer_wgs - 1) * maps.wg_a_offset(1)
+        if self.block:
+            # FP8 block scaling / promotion (gemm_sm90_fp8): every k-block starts from zero;
+            # the k-block's scale loads, wait_group<0>, release of its stage, promotion
+            from . import gemm_sm90_fp8 as f8
+
+            def tail(k):
+                f8.emit_k_block_tail(k, cfg, maps, lambda k2: self.pl.consumer_release(
+                    k2, self.idx, "release_lane"))
+            accumulate = None
+        else:
+            def tail(k):
+                k.call("wgmma_wait_group", template="1")
+                self.emit_release_previous(k)
+                k.assign("prev_", "idx")
+            accumulate = f"kb > {self.k_range[0]}"
+        self.mainloop.emit_consumer_k_block(kb, "idx", "phase", tail, a_offset=a_off,
+                                            accumulate=accumulate)
+
+    # ------------------------------------------------------------------ epilogue dispatch
+
+    def emit_epilogue(self, kb) -> None:
+        """The tile's epilogue on ``acc``: the fused collective, the FP8 epilogue, split-K's
+        partials / fix-up, stream-K's head / tail, or the built-in stores."""
+        from . import gemm_sm90_store as st
+        cfg, maps, epi = self.cfg, self.maps, self.epi
+        if epi is not None:
+            nacc = cfg.tile_n // 2
+            acc = "acc[0]" if maps.slabs == 1 else (lambda v: f"acc[{v // nacc}][{v % nacc}]")
+            with kb.scope():
+                epi.emit_consumer(kb, acc, "(1 + cw)" if self.pp else 1, prefetched=True)
+        elif cfg.fp8:
+            from . import gemm_sm90_fp8 as f8
+            f8.emit_epilogue(kb, cfg, maps, None if self.block else
+                             (lambda k: st.emit_origin(k, cfg)))
+        elif cfg.splits:
+            from . import gemm_sm90_splitk as sk
+            if cfg.split_k != "fixup":
+                sk.emit_partials(kb, cfg, maps)
+                return
+            import dataclasses
+            sk.emit_fixup(kb, cfg, maps)
+            plain = dataclasses.replace(cfg, split_k="none")
+            with kb.scope():
+                st.emit_prelude(kb, plain)
+                st.emit_store(kb, plain, maps)
+        elif cfg.stream_k:
+            self.emit_streamk_epilogue(kb)
+        else:
+            st.emit_prelude(kb, cfg)
+            st.emit_store(kb, cfg, maps)
+
+    def emit_streamk_epilogue(self, kb) -> None:
+        """Stream-K text (``gemm_sm90_streamk.epilogue_code``): head pieces store their partial
+        and ``continue``, tail pieces add the heads' partials; then, in a block of its own, the
+        built-in stores (emitted here)."""
+        from . import gemm_sm90_store as st
+        from .gemm_sm90_streamk import epilogue_code
+        mark = "@@cute_py_store@@"
+        head, tail = epilogue_code(self.cfg, self.maps, mark).split(mark)
+        head_lines = head.rstrip().split("\n")
+        if head_lines[-1].strip() != "{" or tail.strip() != "}":
+            raise ValueError("gemm_sm90_streamk.epilogue_code: the store block moved")
+        _emit_text(kb, "\n".join(head_lines[:-1]))
+        with kb.scope():
+            st.emit_prelude(kb, self.cfg)
+            st.emit_store(kb, self.cfg, self.maps)
