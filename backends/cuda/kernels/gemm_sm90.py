@@ -43,8 +43,8 @@ The statement skeleton between the components (warp-role branches, the producer 
 loops, the mainloop's k-block, the epilogue dispatch) is emitted into the same builder by
 ``gemm_sm90_body.Sm90Body``, one method per piece; the built-in epilogue's stores by
 ``gemm_sm90_store``, split-K's partials and fix-up by ``gemm_sm90_splitk``, FP8's promotion
-and epilogue by ``gemm_sm90_fp8``.  Stream-K's schedule, piece map and head / tail are still
-C text of ``gemm_sm90_streamk`` inserted line by line (``gemm_sm90_body._emit_text``).
+and epilogue by ``gemm_sm90_fp8``, stream-K's schedule, piece map and head / tail by
+``gemm_sm90_streamk``.
 """
 
 from __future__ import annotations

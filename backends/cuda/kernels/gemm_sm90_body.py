@@ -27,9 +27,8 @@ The components emit into the same builder at the point their statements belong: 
 collective's ``emit_*`` methods, the FP8 hooks (``gemm_sm90_fp8``), split-K
 (``gemm_sm90_splitk``) and the built-in stores (``gemm_sm90_store``).
 
-Stream-K's piece -> tile map, schedule and head / tail fix-up are still C text of
-``gemm_sm90_streamk`` (``schedule_code``, ``coord_code``, ``epilogue_code``), inserted line by
-line with :func:`_emit_text` at the three call sites marked ``# stream-K text``.
+Stream-K's schedule, piece -> tile map and head / tail fix-up are ``gemm_sm90_streamk``'s
+emitters (``emit_kernel_schedule``, ``emit_kernel_coords``, ``emit_epilogue``).
 """
 
 from __future__ import annotations
@@ -89,22 +88,10 @@ def emit_tile_coords(kb, cfg) -> None:
     if cfg.splits:
         kw["splits_k"] = ir.var("splits_k", 1, _I32)
         kw["k_blocks"] = ir.var("k_blocks", 0, -(-_I32 // cfg.tile_k))
-    if cfg.stream_k:    # stream-K text (gemm_sm90_streamk): piece -> ktile_, kb_lo_, kb_hi_
-        from .gemm_sm90_streamk import coord_code
-        _emit_text(kb, coord_code())
+    if cfg.stream_k:    # stream-K: piece -> ktile_, kb_lo_, kb_hi_
+        from .gemm_sm90_streamk import emit_kernel_coords
+        emit_kernel_coords(kb, cfg)
     sch.emit(kb, unit, num_m, num_n, **kw)
-
-
-def _emit_text(kb, text: str) -> None:
-    """C text (stream-K's, until it is lowered) line by line at the builder's level, its
-    relative indentation kept (the first line may be unindented)."""
-    lines = [ln.rstrip() for ln in text.split("\n") if ln.strip()]
-    if not lines:
-        return
-    ind = [len(ln) - len(ln.lstrip()) for ln in lines]
-    base = min(ind[1:]) if len(lines) > 1 else ind[0]
-    for ln, i in zip(lines, ind):
-        kb.line(" " * max(0, i - base) + ln.strip())
 
 
 @dataclass(frozen=True)
@@ -234,9 +221,9 @@ class Sm90Body:
             kb.decl("const u32", "cta_rank", "0u", hint=False)
         kb.decl("const int", "num_m", f"(M + {cfg.tile_m - 1}) / {cfg.tile_m}", hint=False)
         kb.decl("const int", "num_n", f"(N + {cfg.tile_n - 1}) / {cfg.tile_n}", hint=False)
-        if cfg.stream_k:    # stream-K text (gemm_sm90_streamk): this CTA's pieces
-            from .gemm_sm90_streamk import schedule_code
-            _emit_text(kb, schedule_code(cfg.tile_m, cfg.tile_n, cfg.tile_k))
+        if cfg.stream_k:    # stream-K: this CTA's pieces
+            from .gemm_sm90_streamk import emit_kernel_schedule
+            emit_kernel_schedule(kb, cfg)
         else:
             emit_schedule(kb, cfg)
         kb.decl("const int", "k_blocks", f"(K + {cfg.tile_k - 1}) / {cfg.tile_k}", hint=False)
@@ -457,17 +444,13 @@ class Sm90Body:
             st.emit_store(kb, cfg, maps)
 
     def emit_streamk_epilogue(self, kb) -> None:
-        """Stream-K text (``gemm_sm90_streamk.epilogue_code``): head pieces store their partial
+        """Stream-K (``gemm_sm90_streamk.emit_epilogue``): head pieces store their partial
         and ``continue``, tail pieces add the heads' partials; then, in a block of its own, the
-        built-in stores (emitted here)."""
+        built-in stores."""
         from . import gemm_sm90_store as st
-        from .gemm_sm90_streamk import epilogue_code
-        mark = "@@cute_py_store@@"
-        head, tail = epilogue_code(self.cfg, self.maps, mark).split(mark)
-        head_lines = head.rstrip().split("\n")
-        if head_lines[-1].strip() != "{" or tail.strip() != "}":
-            raise ValueError("gemm_sm90_streamk.epilogue_code: the store block moved")
-        _emit_text(kb, "\n".join(head_lines[:-1]))
-        with kb.scope():
+        from .gemm_sm90_streamk import emit_epilogue
+
+        def store(kb):
             st.emit_prelude(kb, self.cfg)
             st.emit_store(kb, self.cfg, self.maps)
+        emit_epilogue(kb, self.cfg, self.maps, store)

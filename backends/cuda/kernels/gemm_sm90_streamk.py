@@ -29,9 +29,11 @@ SM).  The producer warp walks the same pieces, so the mainloop pipeline is uncha
 Device code: the schedule (:func:`schedule_program`), the piece -> ``(tile, kb_lo, kb_hi)``
 map (:func:`piece_program`) and the CTA owning an iteration (:func:`cta_of_node`) are IR,
 emitted through a KernelBuilder (:func:`emit_schedule`, :func:`emit_coords`,
-:func:`emit_tail_ctas`); the workspace is a layout (:func:`workspace_layout`) lowered to the
-epilogue's addresses.  ``schedule_code`` / ``coord_code`` / ``epilogue_code`` render them as
-text for the kernel's text skeleton.
+:func:`emit_tail_ctas`; on the kernel's names :func:`emit_kernel_schedule`,
+:func:`emit_kernel_coords`, and the head / tail pieces :func:`emit_epilogue`); the workspace
+is a layout (:func:`workspace_layout`) lowered to the epilogue's addresses.
+``schedule_code`` / ``coord_code`` render the first two as text for the host-side scheduler
+tests.
 
 Kernel parameters appended (at the end, stream-K configurations only)::
 
@@ -267,29 +269,34 @@ def kernel_schedule(cfg) -> StreamKVars:
     return schedule_program(cfg.tile_k, **_kernel_vars(cfg))[1]
 
 
+def emit_kernel_schedule(kb, cfg) -> StreamKVars:
+    """:func:`emit_schedule` on the kernel's names (``K``, ``num_m``, ``num_n``, ``L``,
+    ``sk_tiles``), with ``sk_bid_`` / ``sk_grid_`` declared from ``blockIdx.x`` /
+    ``gridDim.x``."""
+    kb.decl("const int", "sk_bid_", "(int)blockIdx.x", hint=False)
+    kb.decl("const int", "sk_grid_", "(int)gridDim.x", hint=False)
+    return emit_schedule(kb, cfg, **_kernel_vars(cfg))
+
+
+def emit_kernel_coords(kb, cfg) -> None:
+    """:func:`emit_coords` of the kernel's piece counter ``tile`` on the kernel's names."""
+    emit_coords(kb, kernel_schedule(cfg), ir.var("tile", 0, _I32))
+
+
 def schedule_code(tile_m: int, tile_n: int, tile_k: int) -> str:
-    """C text of :func:`emit_schedule` on the kernel's names (``K``, ``num_m``, ``num_n``,
-    ``L``, ``sk_tiles``; ``sk_bid_`` / ``sk_grid_`` declared here from ``blockIdx.x`` /
-    ``gridDim.x``)."""
+    """C text of :func:`emit_kernel_schedule` (for the host-side scheduler tests)."""
     from types import SimpleNamespace
     cfg = SimpleNamespace(tile_m=tile_m, tile_n=tile_n, tile_k=tile_k)
-
-    def emit(kb):
-        kb.decl("const int", "sk_bid_", "(int)blockIdx.x", hint=False)
-        kb.decl("const int", "sk_grid_", "(int)gridDim.x", hint=False)
-        emit_schedule(kb, cfg, **_kernel_vars(cfg))
-    return _text(emit, 1).lstrip()
+    return _text(lambda kb: emit_kernel_schedule(kb, cfg), 1).lstrip()
 
 
 def coord_code(cfg=None) -> str:
-    """Piece ``tile`` of this CTA -> ``ktile_`` (the output tile in raster order), ``kb_lo_``,
-    ``kb_hi_`` (declared by the caller), :func:`emit_coords` as C text; the raster code
-    follows, on ``ktile_``.  ``cfg`` (any with ``tile_m`` / ``tile_n`` / ``tile_k``) sets the
-    names' bounds; the text does not depend on it."""
+    """C text of :func:`emit_kernel_coords` (piece ``tile`` -> ``ktile_``, ``kb_lo_``,
+    ``kb_hi_``); ``cfg`` (any with ``tile_m`` / ``tile_n`` / ``tile_k``) sets the names'
+    bounds, the text does not depend on it."""
     from types import SimpleNamespace
     cfg = cfg or SimpleNamespace(tile_m=64, tile_n=8, tile_k=64)
-    sv = kernel_schedule(cfg)
-    return "\n" + _text(lambda kb: emit_coords(kb, sv, ir.var("tile", 0, _I32)), 1)
+    return "\n" + _text(lambda kb: emit_kernel_coords(kb, cfg), 1)
 
 
 def workspace_layout(cfg, grid=None):
@@ -313,59 +320,55 @@ def workspace_offset(cfg, t, v, c, grid=None):
     return lower.layout_apply(workspace_layout(cfg), (t, v, c), symbols={"G": g})
 
 
-def epilogue_code(cfg, maps, store: str) -> str:
-    """Head pieces: partial to the CTA's slot, flag; tail pieces: wait, add the heads in k
-    order, own accumulators last; then ``store`` (the built-in epilogue) for tails and whole
-    tiles.  Workspace addresses: :func:`workspace_layout` lowered (the thread's base in the
-    slot of CTA ``c``, plus the value's constant offset)."""
+def emit_epilogue(kb, cfg, maps, emit_store) -> None:
+    """Head pieces: the partial to the CTA's workspace slot, flag, ``continue``; tail pieces:
+    wait for the flags of the heads' CTAs, add their partials in k order, own accumulators
+    last; then ``emit_store(kb)`` (the built-in epilogue) in a block of its own, for tails and
+    whole tiles.  Workspace addresses: :func:`workspace_layout` lowered (the thread's base in
+    the slot of CTA ``c``, plus the value's constant offset)."""
     from ..render import render_expr
     nv = maps.frag.num_values
     nthr = 128 * cfg.consumer_wgs
     nacc = nv // maps.slabs
     tid = ir.var("tid", 0, nthr - 1)
     voff = [render_expr(workspace_offset(cfg, 0, v, 0)) for v in range(nv)]
-    head_base = render_expr(workspace_offset(cfg, tid, 0, ir.var("sk_bid_", 0, _I32 - 1)))
-    tail_base = render_expr(workspace_offset(cfg, tid, 0, ir.var("c", 0, _I32 - 1)))
     acc = [f"acc[{v // nacc}][{v % nacc}]" for v in range(nv)]
-    head = "\n".join(f"        wp_[{o}] = {a};" for o, a in zip(voff, acc))
-    first = "\n".join(f"            sk_sum_[{v}] = __ldcg(pp_ + {o});" for v, o in enumerate(voff))
-    more = "\n".join(f"            sk_sum_[{v}] += __ldcg(pp_ + {o});" for v, o in enumerate(voff))
-    own = "\n".join(f"        {a} = sk_sum_[{v}] + {a};" for v, a in enumerate(acc))
-    sv = kernel_schedule(cfg)
-    ctas = _text(lambda kb: emit_tail_ctas(kb, sv, ir.var("ktile_", 0, _I32),
-                                           ir.var("kb_lo_", 1, sv.k_blocks.hi)), 4)
-    return f"""      if (kb_hi_ < k_blocks) {{   // stream-K head piece: another CTA finishes this tile
-        float* wp_ = ws + {head_base};
-{head}
-        __threadfence();
-        named_barrier_sync(1u, {nthr}u);
-        if (tid == 0) st_release_gpu_b32(sk_flags + blockIdx.x, 1);
-        continue;
-      }}
-      if (kb_lo_ > 0) {{          // stream-K tail piece: add the heads, in k order
-{ctas}
-        if (tid == 0) {{
-          for (int c = c0_; c <= c1_; ++c) {{
-            while (ld_acquire_gpu_b32(sk_flags + c) == 0) {{ }}
-            sk_flags[c] = 0;                  // ready for the next launch
-          }}
-        }}
-        named_barrier_sync(1u, {nthr}u);
-        __threadfence();
-        float sk_sum_[{nv}];
-        for (int c = c0_; c <= c1_; ++c) {{
-          const float* pp_ = ws + {tail_base};
-          if (c == c0_) {{
-{first}
-          }} else {{
-{more}
-          }}
-        }}
-{own}
-      }}
-      {{
-{store}
-      }}"""
+    with kb.if_("kb_hi_ < k_blocks"):
+        kb.comment("stream-K head piece: another CTA finishes this tile")
+        kb.decl("float*", "wp_", f"ws + {kb.expr(workspace_offset(cfg, tid, 0, ir.var('sk_bid_', 0, _I32 - 1)))}", hint=False)
+        for o, a in zip(voff, acc):
+            kb.assign(f"wp_[{o}]", a)
+        kb.stmt("__threadfence()")
+        kb.call("named_barrier_sync", f"1u", f"{nthr}u")
+        with kb.if_("tid == 0"):
+            kb.call("st_release_gpu_b32", "sk_flags + blockIdx.x", 1)
+        kb.stmt("continue")
+    with kb.if_("kb_lo_ > 0"):
+        kb.comment("stream-K tail piece: add the heads, in k order")
+        sv = kernel_schedule(cfg)
+        c0, c1 = emit_tail_ctas(kb, sv, ir.var("ktile_", 0, _I32),
+                                ir.var("kb_lo_", 1, sv.k_blocks.hi))
+        with kb.if_("tid == 0"):
+            with kb.for_("c", c0, c1 + 1, hint=False):
+                kb.stmt(f"while ({kb.call_expr('ld_acquire_gpu_b32', 'sk_flags + c')} == 0) {{ }}")
+                kb.comment("ready for the next launch")
+                kb.assign("sk_flags[c]", 0)
+        kb.call("named_barrier_sync", "1u", f"{nthr}u")
+        kb.stmt("__threadfence()")
+        kb.decl(f"float", f"sk_sum_[{nv}]", hint=False)
+        with kb.for_("c", c0, c1 + 1, hint=False) as c:
+            kb.decl("const float*", "pp_", f"ws + {kb.expr(workspace_offset(cfg, tid, 0, c))}",
+                    hint=False)
+            with kb.if_(f"c == {kb.expr(c0)}"):
+                for v, o in enumerate(voff):
+                    kb.assign(f"sk_sum_[{v}]", f"__ldcg(pp_ + {o})")
+            with kb.else_():
+                for v, o in enumerate(voff):
+                    kb.assign(f"sk_sum_[{v}]", f"__ldcg(pp_ + {o})", "+=")
+        for v, a in enumerate(acc):
+            kb.assign(a, f"sk_sum_[{v}] + {a}")
+    with kb.scope():
+        emit_store(kb)
 
 
 # ------------------------------------------------------------------------------ host side
