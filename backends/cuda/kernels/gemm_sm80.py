@@ -509,8 +509,12 @@ class _CopyPlan:
                                     i)
 
     def c_coord(self, i) -> tuple[str, str]:
-        """C expressions (in ``tid``) of the (r, k) of copy ``i``'s first value."""
-        return tuple(f"({_render(x)})" for x in self.coord_ir(i))
+        """C expressions (in ``tid``) of the (r, k) of copy ``i``'s first value, with ``/`` and
+        ``%`` for the power-of-2 splits of ``tid`` (``render_expr(divide=True)``: spelled with
+        ``>>`` / ``&``, NVVM rematerializes them, and every address derived from them, inside
+        the k-loop: up to 84 more instructions per iteration and 1.2x the time on the H100)."""
+        from ..render import render_expr
+        return tuple(f"({render_expr(x, divide=True)})" for x in self.coord_ir(i))
 
 
 def _copy_steps(cm: _CopyPlan):
