@@ -10,11 +10,19 @@ k-loop of a GEMM mainloop -- with the opcodes whose count differs.
 Cubins are cached under ``--cache`` by the SHA-256 of (source, include tree name, arch), so a
 re-run only compiles what changed.  One nvcc at a time.
 
-Usage::
+Output per file and arch: ``regs OLD/NEW spill ... sass IDENTICAL | same-mod-regs | differs
+ins OLD/NEW loop OLD/NEW loop-same(mod regs) | loop-differs {opcode: new - old}``;
+``--loop`` also prints a diff of the two mainloops.
 
-    python benchmarks/sass_compare_sm80.py --old-dir OLD --old-inc OLD_INC \\
-        --new-dir tests/backend/golden/gemm --new-inc backends/cuda/include \\
-        [--arch sm_90a --arch sm_80] [--loop] sm80_fused_gelu.cu ...
+Usage (old sources of the pre-builder tag, with their headers)::
+
+    mkdir -p /tmp/old/src /tmp/old/inc
+    git archive pre-builder backends/cuda/include | tar -x -C /tmp/old/inc
+    for f in $(git ls-tree --name-only pre-builder:tests/backend/golden/gemm/ | grep ^sm80); do
+        git show pre-builder:tests/backend/golden/gemm/$f > /tmp/old/src/$f; done
+    python benchmarks/sass_compare_sm80.py --old-dir /tmp/old/src \\
+        --old-inc /tmp/old/inc/backends/cuda/include [--arch sm_90a --arch sm_80] [--loop] \\
+        sm80_fused_gelu.cu ...
 """
 
 from __future__ import annotations
@@ -150,12 +158,19 @@ def compare(name: str, old_dir: str, old_inc: str, new_dir: str, new_inc: str, a
     delta = {k: cn[k] - co[k] for k in sorted(set(co) | set(cn)) if cn[k] != co[k]}
     res = dict(name=name, arch=arch, regs=(so["regs"], sn["regs"]),
                spill=(so["spill"], sn["spill"]), stack=(so["stack"], sn["stack"]),
-               sass_identical=same, sass_same_mod_regs=same_mod_regs, total=(len(ao), len(an)), loop=(len(lo), len(ln)),
+               sass_identical=same, sass_same_mod_regs=same_mod_regs,
+               total=(len(ao), len(an)), loop=(len(lo), len(ln)),
                loop_same=canon(lo) == canon(ln),
                loop_delta=delta)
     if show_loop:
         res["loop_old"], res["loop_new"] = lo, ln
     return res
+
+
+def _verdict(r) -> str:
+    if r["sass_identical"]:
+        return "IDENTICAL"
+    return "same-mod-regs" if r["sass_same_mod_regs"] else "differs"
 
 
 def main(argv=None):
@@ -176,9 +191,10 @@ def main(argv=None):
                         os.path.abspath(a.new_inc), arch, a.cache, a.loop)
             print(f"{name} {arch}: regs {r['regs'][0]}/{r['regs'][1]} spill {r['spill'][0]}/"
                   f"{r['spill'][1]} stack {r['stack'][0]}/{r['stack'][1]} "
-                  f"sass {'IDENTICAL' if r['sass_identical'] else 'same-mod-regs' if r['sass_same_mod_regs'] else 'differs'} "
+                  f"sass {_verdict(r)} "
                   f"ins {r['total'][0]}/{r['total'][1]} loop {r['loop'][0]}/{r['loop'][1]} "
-                  f"{'loop-same(mod regs)' if r['loop_same'] else 'loop-differs'} {r['loop_delta']}",
+                  f"{'loop-same(mod regs)' if r['loop_same'] else 'loop-differs'} "
+                  f"{r['loop_delta']}",
                   flush=True)
             if a.loop:
                 import difflib
