@@ -34,12 +34,30 @@ def ctype_of(node: Node) -> str:
     return "int" if fits_int32(node) else "long long"
 
 
-def render_expr(node: Node, names: dict | None = None) -> str:
-    """C text of ``node``; nodes in ``names`` print as their names."""
-    return _render(node, names or {})[0]
+def render_expr(node: Node, names: dict | None = None, *, divide: bool = False) -> str:
+    """C text of ``node``; nodes in ``names`` print as their names.
+
+    ``divide``: spell ``x >> k`` and ``x & (2**k - 1)`` of a non-negative ``x`` as ``x / 2**k``
+    and ``x % 2**k`` (the same value).  The spelling matters to NVVM: it rematerializes cheap
+    shift / mask chains of ``threadIdx.x`` inside loops (re-reading ``%tid.x`` and redoing the
+    address arithmetic every iteration) but keeps a signed ``int`` division hoisted -- the
+    per-thread copy coordinates of the SM80 GEMM mainloop are rendered this way
+    (``benchmarks/sass_compare_sm80.py``)."""
+    return _render(node, names or {}, divide)[0]
 
 
-def _render(n: Node, names) -> tuple[str, int]:
+def _pow2_operand(n: Node):
+    """``(x, d)`` when ``n`` is ``x >> k`` (d = 2**k, op ``/``) or ``x & (2**k - 1)`` (d =
+    2**k, op ``%``) with ``x >= 0``; else None."""
+    if n.op not in ("shr", "and") or n.args[0].lo < 0 or n.args[1].op != "const":
+        return None
+    c = n.args[1].value
+    if n.op == "shr":
+        return n.args[0], 1 << c
+    return (n.args[0], c + 1) if c > 0 and (c + 1) & c == 0 else None
+
+
+def _render(n: Node, names, divide: bool = False) -> tuple[str, int]:
     if n in names:
         return names[n], 0
     if n.op == "const":
@@ -49,24 +67,29 @@ def _render(n: Node, names) -> tuple[str, int]:
     if n.op == "var":
         return n.args[0], 0
     if n.op == "select":
-        c, _ = _render(n.args[0], names)
-        a, _ = _render(n.args[1], names)
-        b, _ = _render(n.args[2], names)
+        c, _ = _render(n.args[0], names, divide)
+        a, _ = _render(n.args[1], names, divide)
+        b, _ = _render(n.args[2], names, divide)
         return f"({c} ? {a} : {b})", 0
     a, b = n.args
     if n.op == "add":
         if b.op == "const" and b.value < 0:
-            return _binary("-", 6, a, const(-b.value), n, names)
+            return _binary("-", 6, a, const(-b.value), n, names, divide)
         if b.op == "mul" and b.args[1].op == "const" and b.args[1].value < 0 and b not in names:
-            return _binary("-", 6, a, mul(b.args[0], -b.args[1].value), n, names)
+            return _binary("-", 6, a, mul(b.args[0], -b.args[1].value), n, names, divide)
+    if divide:
+        p2 = _pow2_operand(n)
+        if p2 is not None:
+            return _binary("/" if n.op == "shr" else "%", 5, p2[0], const(p2[1]), n, names,
+                           divide, bitwise=False)
     sym, prec = OPS[n.op]
-    return _binary(sym, prec, a, b, n, names)
+    return _binary(sym, prec, a, b, n, names, divide)
 
 
-def _binary(sym, prec, a, b, n, names):
-    la, pa = _render(a, names)
-    lb, pb = _render(b, names)
-    bitwise = n.op in _BITWISE
+def _binary(sym, prec, a, b, n, names, divide=False, bitwise=None):
+    la, pa = _render(a, names, divide)
+    lb, pb = _render(b, names, divide)
+    bitwise = n.op in _BITWISE if bitwise is None else bitwise
     # both operands are int but the result is not: compute in 64 bits
     widen = (not fits_int32(n) and fits_int32(a) and fits_int32(b)
              and n.op in ("add", "mul", "shl") and a.op != "const")

@@ -98,6 +98,17 @@ def test_simplification_preserves_value_and_bounds(p, seed):
         assert node.lo <= got <= node.hi
         if ir.fits_int32(node):
             assert c_eval(render_expr(node), env) == want
+            # the same value with power-of-2 shifts / masks of non-negatives spelled / and %
+            assert c_eval(render_expr(node, divide=True), env) == want
+
+
+def test_render_divide_spelling():
+    t = ir.var("tid", 0, 255)
+    assert render_expr(ir.shr(t, 2), divide=True) == "tid / 4"
+    assert render_expr(ir.mul(ir.and_(t, 3), 8), divide=True) == "tid % 4 * 8"
+    assert render_expr(ir.and_(ir.shr(t, 3), 1), divide=True) == "tid / 8 % 2"
+    assert render_expr(ir.and_(t, 6), divide=True) == "tid & 6"    # not a low mask
+    assert render_expr(ir.shr(t, 2)) == "tid >> 2"
 
 
 @given(programs(), st.integers(0, 10**6))

@@ -31,7 +31,12 @@ Shared-memory buffers carry a swizzle ``Sw<B,M,S>`` (CuTe's ``Swizzle``: ``o ^ (
 (((1 << B) - 1) << M))`` on byte offsets, ``M >= 4`` so 16-byte vectors stay whole) chosen per
 buffer by the 32-bank model of :func:`.fragment.bank_wavefronts`: the first candidate (TMA's
 ``Swizzle<B,4,3>`` first) whose fragment accesses and 16-byte chunk accesses need the ideal
-number of wavefronts, else the one needing fewest (:meth:`Sm80Epilogue.bank_report`).
+number of wavefronts, else the one needing fewest (:meth:`Sm80Epilogue.bank_report`).  A
+buffer's byte layout is the ComposedLayout ``Sw<B,M,S> o 0 o (rows, cols):(row_bytes,
+elem_bytes)`` (:meth:`Sm80Epilogue.staging`); it, the fragment's thread layouts and the chunk
+walk are lowered to IR by :mod:`backends.cuda.arch.sm80.epilogue_maps`, and the consumer code is
+emitted statement by statement into the kernel's ``KernelBuilder`` (:meth:`emit_consumer`;
+``consumer_code`` is its text, for the standalone test kernel).
 
 Residues.  With ``vectorized=True`` every matrix (C, aux, D) needs a 16-byte aligned base and
 ``ld * sizeof(T) % 16 == 0`` (so ``N * sizeof(D) % 16 == 0`` for packed rows): any M, N then
@@ -42,6 +47,7 @@ smem path is the same.  :class:`Sm80EpilogueTestKernel` picks the variant per la
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 from dataclasses import dataclass, replace
 
@@ -49,6 +55,11 @@ from cute_py.epilogue import evt
 from cute_py.errors import LaunchError, LayoutError
 from cute_py.numeric import BYTES, C_STORAGE
 
+from .. import ir, lower
+from ..arch.sm80.epilogue_maps import (buffer_to_tile, chunk_coord, composed_apply,
+                                       staging_layout, tile_to_buffer)
+from ..arch.sm90.epilogue_maps import thread_offsets
+from ..builder import KernelBuilder
 from .fragment import AccFragment, bank_wavefronts, value_pairs
 from .lower import (MATH_HELPERS, LoweredTree, atomic_reduce, lower_tree, reduce_combine,
                     reduce_identity_literal)
@@ -61,12 +72,22 @@ __all__ = ["Sm80EpilogueConfig", "Sm80Epilogue", "SmemSwizzle", "fragment_period
 _BYTES = {t: BYTES[t] for t in evt.DTYPES}
 _CT = {t: C_STORAGE[t] for t in evt.DTYPES}
 
+# the kernel's variables the consumer code reads (IR, with their bounds)
+_I32 = (1 << 31) - 1
+_SMEM_HI = 1 << 18
+SMEM = ir.var("cute_epi_smem", 0, _SMEM_HI)
+M0 = ir.var("cute_epi_m0", 0, 1 << 30)
+N0 = ir.var("cute_epi_n0", 0, 1 << 30)
+MM = ir.var("M", 0, _I32)
+NN = ir.var("N", 0, _I32)
+
 
 # -- swizzles ---------------------------------------------------------------------------------
 
 @dataclass(frozen=True)
 class SmemSwizzle:
-    """CuTe's ``Swizzle<B, M, S>`` on byte offsets: ``o ^ ((o >> S) & (((1<<B)-1) << M))``.
+    """A candidate swizzle of a staging buffer: CuTe's ``Swizzle<B, M, S>`` on byte offsets
+    (``o ^ ((o >> S) & (((1<<B)-1) << M))``), evaluated by the algebra's own ``Swizzle``.
 
     Law (for ``S >= B``): an involution, so a bijection on every range of ``2**(M+B)``-aligned
     blocks; it changes bits ``[M, M+B)`` only, so ``2**M``-byte blocks stay contiguous."""
@@ -76,13 +97,17 @@ class SmemSwizzle:
     shift: int
 
     def __call__(self, off: int) -> int:
-        return off ^ ((off >> self.shift) & (((1 << self.bits) - 1) << self.base))
+        return self.swizzle()(off)
 
-    def c_call(self, off_expr: str) -> str:
-        if self.bits == 0:
-            return f"static_cast<u32>({off_expr})"
-        return (f"cute_epi_swz80<{self.shift}, {((1 << self.bits) - 1) << self.base}u>"
-                f"({off_expr})")
+    def swizzle(self):
+        """The algebra object: ``cute_py.Swizzle(B, M, S)``."""
+        from cute_py import Swizzle
+        return Swizzle(self.bits, self.base, self.shift)
+
+    def staging(self, rows: int, cols: int, elem_bytes: int):
+        """The buffer's byte layout ``Sw<B,M,S> o 0 o (rows, cols):(row_bytes, elem_bytes)``
+        (a ComposedLayout; :mod:`backends.cuda.arch.sm80.epilogue_maps`)."""
+        return staging_layout(rows, cols, elem_bytes, self.bits, self.base, self.shift)
 
     def __str__(self) -> str:
         return f"Sw<{self.bits},{self.base},{self.shift}>"
@@ -183,9 +208,10 @@ class Sm80Epilogue:
     ``prelude()`` at file scope; runs ``init_code(smem_ptr)`` once (``smem_ptr``: a 128-byte
     aligned ``unsigned char*`` with ``smem_bytes`` bytes; it may alias the mainloop's buffers if
     the kernel drains its ``cp.async`` groups and syncs the CTA first); per output tile runs
-    ``consumer_code(acc)`` in all ``fragment.num_threads`` threads with ``tid`` (thread index),
-    ``cute_epi_m0``/``cute_epi_n0`` (tile origin), ``M``/``N`` (problem size, ints) in scope;
-    ends with ``consumer_tail_code()``.  Named barrier 1 is used among the threads.
+    ``emit_consumer(kb, acc)`` (or pastes ``consumer_code(acc)``) in all
+    ``fragment.num_threads`` threads with ``tid`` (thread index), ``cute_epi_m0`` /
+    ``cute_epi_n0`` (tile origin), ``M`` / ``N`` (problem size, ints) in scope; ends with
+    ``consumer_tail_code()``.  Named barrier 1 is used among the threads.
     ``producer_code()`` is empty: the loads are issued by the same threads.
     """
 
@@ -391,216 +417,299 @@ class Sm80Epilogue:
     def producer_code(self) -> str:
         return "/* SM80 epilogue: loads are issued by the consumer threads (cp.async) */"
 
-    def _buf_expr(self, key, stage):
+    # -- index maps (algebra -> IR) ----------------------------------------------------------
+    def _tid(self):
+        return ir.var("tid", 0, self.nc - 1)
+
+    def _buf(self, key, stage):
+        """Shared address (IR) of stage ``stage`` of buffer ``key``."""
         o, nb, _, _, _ = self.buf[key]
-        return f"(cute_epi_smem + {o + stage * nb}u)"
+        return ir.add(SMEM, o + stage * nb)
 
-    def _faddr(self, base, dt, sw, i, j, v):
-        fr, b = self.cfg.fragment, _BYTES[dt]
-        rb = self.cols_b * b
+    def staging(self, key):
+        """The swizzled byte layout of buffer ``key`` (a ComposedLayout ``Sw o 0 o (rows_b,
+        cols_b):(row_bytes, elem_bytes)``)."""
+        _, _, _, dt, sw = self.buf[key]
+        return sw.staging(self.rows_b, self.cols_b, _BYTES[dt])
+
+    def _faddr(self, base, key, bm, bn, i, j, v):
+        """Shared address (IR) of fragment value ``v`` of subtile ``(i, j)`` in buffer ``key``:
+        ``base + staging(bm + dm, bn + dn)`` with the thread's buffer row / column ``bm`` /
+        ``bn`` and the value's offset in the subtile."""
+        fr = self.cfg.fragment
         dm, dn = fr.m_val[v] - i * self.epi_m, fr.n_val[v] - j * self.epi_n
-        return f"({base} + {sw.c_call(f'(cute_bm + {dm}) * {rb} + (cute_bn + {dn}) * {b}')})"
+        return ir.add(base, composed_apply(self.staging(key), (ir.add(bm, dm), ir.add(bn, dn))))
 
-    def _chunk_loop(self, key, i, j, stage, body):
-        """A loop over the 16-byte chunks of one subtile buffer: ``body(lines)`` appends the
-        per-chunk statements using ``sa_`` (smem address), ``gm_``/``gn_`` (global coords),
-        ``row_ok_`` and ``p_``-relative ``go_`` (element offset)."""
+    @staticmethod
+    def _bind(kb, ctype, name, node):
+        """``ctype name = node;`` and the declared variable as IR (with ``node``'s bounds)."""
+        kb.decl(ctype, name, node, hint=False)
+        return ir.var(name, node.lo, node.hi)
+
+    def _chunk_loop(self, kb, key, i, j, stage, body):
+        """A loop over the 16-byte chunks of one subtile buffer: ``body(kb, dt, vec, name, ch)``
+        emits the per-chunk statements; ``ch`` holds the IR variables ``sa`` (smem address),
+        ``gm`` / ``gn`` (global coordinates), ``row_ok`` and ``go`` (element offset from
+        ``p_<name>``)."""
         _, _, _, dt, sw = self.buf[key]
         name = key[1]
         rb, cpr, cps, total, iters = self._chunk_geometry(dt)
         vec = 16 // _BYTES[dt]
-        base = self._buf_expr(key, stage)
-        L = ["#pragma unroll 1", f"for (int it_ = 0; it_ < {iters}; ++it_) {{",
-             f"  const int c_ = tid + it_ * {self.nc};"]
-        ind = "  "
-        if total % self.nc:
-            L.append(f"  if (c_ < {total}) {{")
-            ind = "    "
-        L += [ind + f"const int br_ = c_ / {cpr}, cc_ = c_ % {cpr};",
-              ind + f"const int gm_ = cute_epi_m0 + (br_ / {self.epi_m}) * {self.pm} + "
-                    f"{i * self.epi_m} + br_ % {self.epi_m};",
-              ind + f"const int gn_ = cute_epi_n0 + (cc_ / {cps}) * {self.pn} + "
-                    f"{j * self.epi_n} + (cc_ % {cps}) * {vec};",
-              ind + f"const u32 sa_ = {base} + {sw.c_call(f'br_ * {rb} + cc_ * 16')};",
-              ind + "const bool row_ok_ = gm_ < M;",
-              ind + f"const long long go_ = row_ok_ ? (long long)gm_ * ld_{name} + gn_ : 0;"]
-        L += [ind + x for x in body(dt, vec, name)]
-        if total % self.nc:
-            L.append("  }")
-        L.append("}")
-        return L
+        tid = self._tid()
+        with kb.for_("it_", 0, iters, unroll=1) as it:
+            c = self._bind(kb, "const int", "c_", ir.add(tid, ir.mul(it, self.nc)))
+            guard = kb.if_(ir.lt(c, total)) if total % self.nc else contextlib.nullcontext()
+            with guard:
+                if total % self.nc:
+                    c = ir.var(c.args[0], c.lo, min(c.hi, total - 1))
+                br, cc = chunk_coord(c, cpr, self.rows_b)
+                br = self._bind(kb, "const int", "br_", br)
+                cc = self._bind(kb, "const int", "cc_", cc)
+                lm = buffer_to_tile(self.epi_m, self.pm, self.bm)
+                ln = buffer_to_tile(self.epi_n, self.pn, self.bn, vec)
+                gm = self._bind(kb, "const int", "gm_", ir.add(
+                    ir.add(M0, lower.layout_apply(lm, br)), i * self.epi_m))
+                gn = self._bind(kb, "const int", "gn_", ir.add(
+                    ir.add(N0, lower.layout_apply(ln, cc)), j * self.epi_n))
+                sa = self._bind(kb, "const u32", "sa_", ir.add(
+                    self._buf(key, stage), composed_apply(self.staging(key),
+                                                          (br, ir.mul(cc, vec)))))
+                row_ok = self._bind(kb, "const bool", "row_ok_", ir.lt(gm, MM))
+                ld = ir.var(f"ld_{name}", 0, _I32)
+                go = self._bind(kb, "const long long", "go_",
+                                ir.select(row_ok, ir.add(ir.mul(gm, ld), gn), 0))
+                body(kb, dt, vec, name, dict(sa=sa, gm=gm, gn=gn, row_ok=row_ok, go=go))
 
-    def _issue_loads(self, s):
+    def _issue_loads(self, kb, s):
         """cp.async of subtile s of every loaded matrix into stage s % StagesC."""
         i, j = self.subtiles[s]
-        L = []
         for name, _ in self.lt.loads:
-            def body(dt, vec, name):
+            def body(kb, dt, vec, name, ch):
                 if self.cfg.vectorized:
-                    return ["const bool ok_ = row_ok_ && gn_ < N;",
-                            f"cute_py::sm80::cp_async_pred_zfill<16>(sa_, p_{name} + (ok_ ? go_ : 0), ok_);"]
-                return [f"cute_epi_ld_chunk_scalar(sa_, p_{name} + go_, "
-                        f"row_ok_ ? max(0, min({vec}, N - gn_)) : 0);"]
-            L += self._chunk_loop(("load", name), i, j, s % self.cfg.stages_c, body)
-        return L
+                    ok = self._bind(kb, "const bool", "ok_",
+                                    ir.land(ch["row_ok"], ir.lt(ch["gn"], NN)))
+                    kb.call("cute_py::sm80::cp_async_pred_zfill", ch["sa"],
+                            f"p_{name} + {kb.expr(ir.select(ok, ch['go'], 0))}", ok,
+                            template="16")
+                else:
+                    n = kb.expr(ir.select(ch["row_ok"], self._valid(ch["gn"], vec), 0))
+                    kb.stmt(f"cute_epi_ld_chunk_scalar(sa_, p_{name} + go_, {n});")
+            self._chunk_loop(kb, ("load", name), i, j, s % self.cfg.stages_c, body)
 
-    def _store_chunks(self, key, i, j, stage):
-        def body(dt, vec, name):
+    @staticmethod
+    def _valid(gn, vec):
+        """``max(0, min(vec, N - gn))``: the elements of a chunk at column ``gn`` inside N."""
+        d = ir.sub(NN, gn)
+        return ir.select(ir.lt(d, 0), 0, ir.select(ir.lt(d, vec), d, vec))
+
+    def _store_chunks(self, kb, key, i, j, stage):
+        def body(kb, dt, vec, name, ch):
+            kb.decl("const uint4", "v_", kb.call_expr("cute_py::ld_shared_128", ch["sa"]),
+                    hint=False)
             if self.cfg.vectorized:
-                return ["const uint4 v_ = cute_py::ld_shared_128(sa_);",
-                        f"if (row_ok_ && gn_ < N) cute_py::st_global_128(p_{name} + go_, v_);"]
-            return ["const uint4 v_ = cute_py::ld_shared_128(sa_);",
-                    f"if (row_ok_) cute_epi_st_chunk_scalar(p_{name} + go_, v_, "
-                    f"max(0, min({vec}, N - gn_)));"]
-        return self._chunk_loop(key, i, j, stage, body)
+                with kb.if_(ir.land(ch["row_ok"], ir.lt(ch["gn"], NN))):
+                    kb.call("cute_py::st_global_128", f"p_{name} + go_", "v_")
+            else:
+                with kb.if_(ch["row_ok"]):
+                    n = kb.expr(self._valid(ch["gn"], vec))
+                    kb.stmt(f"cute_epi_st_chunk_scalar(p_{name} + go_, v_, {n});")
+        self._chunk_loop(kb, key, i, j, stage, body)
 
-    def _write_values(self, key, stage, i, j, src, grp):
+    def _write_values(self, kb, key, stage, i, j, src, grp, bm, bn):
         """Registers -> smem: one value or an n-adjacent pair ``grp`` (2-wide store)."""
-        _, _, _, dt, sw = self.buf[key]
-        a = self._faddr(self._buf_expr(key, stage), dt, sw, i, j, grp[0])
+        dt = self.buf[key][3]
+        a = self._faddr(self._buf(key, stage), key, bm, bn, i, j, grp[0])
         k = "f16" if dt == "float16" else "bf16"
         if len(grp) == 2:
             if dt == "float32":
-                return [f"st_shared_f32x2({a}, {src(grp[0])}, {src(grp[1])});"]
-            return [f"st_shared_32({a}, pack_{k}x2({src(grp[0])}, {src(grp[1])}));"]
-        if dt == "float32":
-            return [f"st_shared_f32({a}, {src(grp[0])});"]
-        return [f"st_shared_16({a}, f32_to_{k}_bits({src(grp[0])}));"]
+                kb.call("st_shared_f32x2", a, src(grp[0]), src(grp[1]))
+            else:
+                kb.call("st_shared_32", a, kb.call_expr(f"pack_{k}x2", src(grp[0]), src(grp[1])))
+        elif dt == "float32":
+            kb.call("st_shared_f32", a, src(grp[0]))
+        else:
+            kb.call("st_shared_16", a, kb.call_expr(f"f32_to_{k}_bits", src(grp[0])))
 
-    def _load_values(self, grp, i, j):
+    def _load_values(self, kb, grp, i, j, bm, bn, lbs):
         """smem -> registers of every loaded matrix (C, aux) for ``grp`` (``ld_<name>_<v>``)."""
-        B = []
         for name, dt in self.lt.loads:
-            sw = self.buf[("load", name)][4]
-            a = self._faddr(f"lb_{name}", dt, sw, i, j, grp[0])
+            a = self._faddr(lbs[name], ("load", name), bm, bn, i, j, grp[0])
             v = grp[0]
             if len(grp) == 2:
                 w = grp[1]
                 if dt == "float32":
-                    B.append(f"const float2 lp_{name}_{v} = ld_shared_f32x2({a});")
+                    kb.decl("const float2", f"lp_{name}_{v}",
+                            kb.call_expr("ld_shared_f32x2", a), hint=False)
                 else:
                     k = "f16x2" if dt == "float16" else "bf16x2"
-                    B.append(f"const float2 lp_{name}_{v} = "
-                             f"{k}_bits_to_f32x2(ld_shared_32({a}));")
-                B.append(f"const float ld_{name}_{v} = lp_{name}_{v}.x, "
-                         f"ld_{name}_{w} = lp_{name}_{v}.y;")
+                    kb.decl("const float2", f"lp_{name}_{v}", kb.call_expr(
+                        f"{k}_bits_to_f32x2", kb.call_expr("ld_shared_32", a)), hint=False)
+                kb.stmt(f"const float ld_{name}_{v} = lp_{name}_{v}.x, "
+                        f"ld_{name}_{w} = lp_{name}_{v}.y;")
             elif dt == "float32":
-                B.append(f"const float ld_{name}_{v} = ld_shared_f32({a});")
+                kb.decl("const float", f"ld_{name}_{v}", kb.call_expr("ld_shared_f32", a),
+                        hint=False)
             else:
                 k = "f16" if dt == "float16" else "bf16"
-                B.append(f"const float ld_{name}_{v} = {k}_bits_to_f32(ld_shared_16({a}));")
-        return B
+                kb.decl("const float", f"ld_{name}_{v}", kb.call_expr(
+                    f"{k}_bits_to_f32", kb.call_expr("ld_shared_16", a)), hint=False)
 
-    def _visit_values(self, grp, accx, reds):
+    def _visit_values(self, kb, grp, accx, reds, mt, nt):
         """``dv_<v> = cute_epi_visit(...)`` for each value of ``grp`` (same argument order as
         :meth:`LoweredTree.visit_params`)."""
-        fr, lt, B = self.cfg.fragment, self.lt, []
+        fr, lt = self.cfg.fragment, self.lt
         for v in grp:
             args = [accx(v)]
             args += [f"ld_{name}_{v}" for name, _ in lt.loads]
             args += [f"row_{name}_{fr.n_val[v]}" for name, _ in lt.rows]
             args += [f"col_{name}_{fr.m_val[v]}" for name, _ in lt.cols]
-            args.append(f"(cute_epi_m0 + cute_mt + {fr.m_val[v]} < M) && "
-                        f"(cute_epi_n0 + cute_nt + {fr.n_val[v]} < N)")
+            args.append(kb.expr(ir.land(ir.lt(ir.add(ir.add(M0, mt), fr.m_val[v]), MM),
+                                        ir.lt(ir.add(ir.add(N0, nt), fr.n_val[v]), NN))))
             args += [f"s_{name}" for name in lt.scalars]
             args += [f"s_{name}" for name, _ in lt.scalar_ptrs]
             for name, _ in lt.stores:
-                B.append(f"float st_{name}_{v};")
+                kb.stmt(f"float st_{name}_{v};")
                 args.append(f"st_{name}_{v}")
             for name, (kind, op) in reds.items():
                 args.append({"scalar": f"red_{name}", "col": f"cr_{name}_{fr.m_val[v]}",
                              "row": f"rr_{name}_{fr.n_val[v]}"}[kind])
-            B.append(f"const float dv_{v} = cute_epi_visit({', '.join(args)});")
-        return B
+            kb.stmt(f"const float dv_{v} = cute_epi_visit({', '.join(args)});")
 
-    def _gload(self, name, dt, idx, bound):
-        v = f"__ldg(p_{name} + ({idx}))"
+    def _gload(self, name, dt, idx, bound, kb):
+        """``idx < bound ? p_name[idx] : 0`` as float (bounds-checked ``__ldg``)."""
+        i = kb.expr(idx)
+        v = f"__ldg(p_{name} + ({i}))"
         if dt != "float32":
             v = f"{'f16' if dt == 'float16' else 'bf16'}_bits_to_f32({v})"
-        return f"(({idx}) < {bound} ? {v} : 0.0f)"
+        return f"({kb.expr(ir.lt(idx, bound))} ? {v} : 0.0f)"
 
     def consumer_code(self, acc="acc") -> str:
-        """Every thread (``tid`` in [0, num_threads)): the epilogue of one tile.  ``acc`` is
-        the accumulator array's name (value ``v`` is ``acc[v]``) or a callable ``v -> C++
-        expression`` (e.g. :func:`gemm_sm80_acc` for ``gemm_sm80``'s ``acc[MI][NI][4]``)."""
+        """The statements of :meth:`emit_consumer` as text (for the standalone test kernel)."""
+        kb = KernelBuilder("cute_epi_text", threads=1)
+        kb.level = 0
+        self.emit_consumer(kb, acc)
+        return "\n".join(kb.lines)
+
+    def emit_consumer(self, kb, acc="acc", bar_id=1, prefetched: bool = False) -> None:
+        """Every thread (``tid`` in [0, num_threads)): the epilogue of one tile, statement by
+        statement into ``kb``.  ``acc`` is the accumulator array's name (value ``v`` is
+        ``acc[v]``) or a callable ``v -> C++ expression`` (e.g. :func:`gemm_sm80_acc` for
+        ``gemm_sm80``'s ``acc[MI][NI][4]``).  Every address is lowered from the algebra: the
+        fragment's thread layouts, the buffer's row / column maps and its ComposedLayout."""
         accx = acc if callable(acc) else (lambda v, a=acc: f"{a}[{v}]")
         cfg, fr, lt = self.cfg, self.cfg.fragment, self.lt
-        sc, sd, nc = cfg.stages_c, cfg.stages_d, self.nc
-        bar = f"named_barrier_sync(1, {nc});"
-        L = ["{ // SM80 epilogue: " + str(cfg.tree),
-             "const int cute_lane = tid & 31;",
-             f"const int cute_mt = {fr.m_thr_expr};",
-             f"const int cute_nt = {fr.n_thr_expr};",
-             f"const int cute_bm = (cute_mt / {self.pm}) * {self.epi_m} + cute_mt % {self.pm};",
-             f"const int cute_bn = (cute_nt / {self.pn}) * {self.epi_n} + cute_nt % {self.pn};",
-             "(void)cute_lane; (void)cute_bm; (void)cute_bn;"]
-        for name, dt in lt.scalar_ptrs:
-            x = f"p_{name}[0]"
-            L.append(f"const float s_{name} = "
-                     + (x if dt == "float32" else
-                        f"{'f16' if dt == 'float16' else 'bf16'}_bits_to_f32({x})") + ";")
-        reds = {n: (k, o) for n, k, o in lt.reductions}
-        col_m = sorted({fr.m_val[v] for v in range(fr.num_values)})
-        for name, (kind, op) in reds.items():
-            ident = reduce_identity_literal(op)
-            if kind == "scalar":
-                L.append(f"float red_{name} = {ident};")
-            elif kind == "col":
-                L += [f"float cr_{name}_{m} = {ident};" for m in col_m]
-        for name, dt in lt.rows:
-            o = self.buf[("row", name)][0]
-            L.append(f"for (int i_ = tid; i_ < {cfg.tile_n}; i_ += {nc}) "
-                     f"st_shared_f32(cute_epi_smem + {o}u + 4u * i_, "
-                     f"{self._gload(name, dt, 'cute_epi_n0 + i_', 'N')});")
-        for name, dt in lt.cols:
-            o = self.buf[("col", name)][0]
-            L.append(f"for (int i_ = tid; i_ < {cfg.tile_m}; i_ += {nc}) "
-                     f"st_shared_f32(cute_epi_smem + {o}u + 4u * i_, "
-                     f"{self._gload(name, dt, 'cute_epi_m0 + i_', 'M')});")
-        if (lt.rows or lt.cols) and not lt.loads:
-            L.append(bar)    # with loads, the first C-stage barrier orders these writes
+        sc, nc = cfg.stages_c, self.nc
+        tid = self._tid()
+
+        def bar():
+            kb.call("named_barrier_sync", bar_id, nc)
+        with kb.scope():
+            kb.comment(f"SM80 epilogue: {cfg.tree}")
+            lane = self._bind(kb, "const int", "cute_lane", ir.and_(tid, 31))
+            mt, nt = thread_offsets(fr, tid)
+            mt = self._bind(kb, "const int", "cute_mt", mt)
+            nt = self._bind(kb, "const int", "cute_nt", nt)
+            bm = self._bind(kb, "const int", "cute_bm", lower.layout_apply(
+                tile_to_buffer(self.pm, self.epi_m, self.bm), mt))
+            bn = self._bind(kb, "const int", "cute_bn", lower.layout_apply(
+                tile_to_buffer(self.pn, self.epi_n, self.bn), nt))
+            kb.stmt("(void)cute_lane; (void)cute_bm; (void)cute_bn;")
+            for name, dt in lt.scalar_ptrs:
+                x = f"p_{name}[0]"
+                kb.decl("const float", f"s_{name}", x if dt == "float32" else
+                        f"{'f16' if dt == 'float16' else 'bf16'}_bits_to_f32({x})", hint=False)
+            reds = {n: (k, o) for n, k, o in lt.reductions}
+            col_m = sorted({fr.m_val[v] for v in range(fr.num_values)})
+            for name, (kind, op) in reds.items():
+                ident = reduce_identity_literal(op)
+                if kind == "scalar":
+                    kb.decl("float", f"red_{name}", ident, hint=False)
+                elif kind == "col":
+                    for m in col_m:
+                        kb.decl("float", f"cr_{name}_{m}", ident, hint=False)
+            for kind, vecs, ext, org, bound in (("row", lt.rows, cfg.tile_n, N0, NN),
+                                                ("col", lt.cols, cfg.tile_m, M0, MM)):
+                for name, dt in vecs:
+                    o = self.buf[(kind, name)][0]
+                    with kb.for_("i_", tid, ext, step=nc) as i_:
+                        kb.call("st_shared_f32", ir.add(ir.add(SMEM, o), ir.mul(i_, 4)),
+                                self._gload(name, dt, ir.add(org, i_), bound, kb))
+            if (lt.rows or lt.cols) and not lt.loads:
+                bar()    # with loads, the first C-stage barrier orders these writes
+            nsub = len(self.subtiles)
+            if lt.loads:     # prologue: StagesC - 1 subtiles in flight
+                for p in range(sc - 1):
+                    if p < nsub:
+                        self._issue_loads(kb, p)
+                    kb.call("cute_py::sm80::cp_async_commit")
+            for s, (i, j) in enumerate(self.subtiles):
+                self._emit_subtile(kb, s, i, j, accx, reds, mt, nt, bm, bn, bar)
+            for name, (kind, op) in reds.items():
+                if kind == "col":
+                    masks = fr.shuffle_masks("m")
+                    for m in col_m:
+                        x = f"cr_{name}_{m}"
+                        for mk in masks:
+                            kb.assign(x, _shfl_fold(op, x, mk))
+                        with kb.if_(ir.land(ir.eq(ir.and_(lane, sum(masks)), 0),
+                                            ir.lt(ir.add(ir.add(M0, mt), m), MM))):
+                            kb.stmt(atomic_reduce(op, f"p_{name} + "
+                                                  f"{kb.expr(ir.add(ir.add(M0, mt), m))}", x))
+                elif kind == "scalar":
+                    x = f"red_{name}"
+                    for mk in (1, 2, 4, 8, 16):
+                        kb.assign(x, _shfl_fold(op, x, mk))
+                    with kb.if_(ir.eq(lane, 0)):
+                        kb.stmt(atomic_reduce(op, f"p_{name}", x))
+
+    def _emit_subtile(self, kb, s, i, j, accx, reds, mt, nt, bm, bn, bar):
+        cfg, fr, lt = self.cfg, self.cfg.fragment, self.lt
+        sc, sd = cfg.stages_c, cfg.stages_d
         nsub = len(self.subtiles)
-        if lt.loads:     # prologue: StagesC - 1 subtiles in flight
-            for p in range(sc - 1):
-                if p < nsub:
-                    L += self._issue_loads(p)
-                L.append("cute_py::sm80::cp_async_commit();")
-        for s, (i, j) in enumerate(self.subtiles):
-            vals = self.values[(i, j)]
-            pairs, singles = value_pairs(fr, vals)
-            L.append(f"{{ // subtile ({i}, {j})")
-            B = []
+        vals = self.values[(i, j)]
+        pairs, singles = value_pairs(fr, vals)
+        with kb.scope():
+            kb.comment(f"subtile ({i}, {j})")
+            lbs = {}
             if lt.loads:
                 # the stage refilled here was last read in subtile s-1, before its D barrier
                 if s + sc - 1 < nsub:
-                    B += self._issue_loads(s + sc - 1)
-                B += ["cute_py::sm80::cp_async_commit();",
-                      f"cute_py::sm80::cp_async_wait<{sc - 1}>();", bar]
+                    self._issue_loads(kb, s + sc - 1)
+                kb.call("cute_py::sm80::cp_async_commit")
+                kb.call("cute_py::sm80::cp_async_wait", template=str(sc - 1))
+                bar()
                 for name, _ in lt.loads:
-                    lb = self._buf_expr(("load", name), s % sc)
-                    B.append(f"const u32 lb_{name} = {lb};")
+                    lbs[name] = self._bind(kb, "const u32", f"lb_{name}",
+                                           self._buf(("load", name), s % sc))
             ns = sorted({fr.n_val[v] for v in vals})
             ms = sorted({fr.m_val[v] for v in vals})
             for name, _ in lt.rows:
                 o = self.buf[("row", name)][0]
-                B += [f"const float row_{name}_{n} = ld_shared_f32(cute_epi_smem + {o}u + "
-                      f"4u * (cute_nt + {n}));" for n in ns]
+                for n in ns:
+                    kb.decl("const float", f"row_{name}_{n}", kb.call_expr(
+                        "ld_shared_f32", ir.add(ir.add(SMEM, o), ir.mul(ir.add(nt, n), 4))),
+                        hint=False)
             for name, _ in lt.cols:
                 o = self.buf[("col", name)][0]
-                B += [f"const float col_{name}_{m} = ld_shared_f32(cute_epi_smem + {o}u + "
-                      f"4u * (cute_mt + {m}));" for m in ms]
+                for m in ms:
+                    kb.decl("const float", f"col_{name}_{m}", kb.call_expr(
+                        "ld_shared_f32", ir.add(ir.add(SMEM, o), ir.mul(ir.add(mt, m), 4))),
+                        hint=False)
             for name, (kind, op) in reds.items():
                 if kind == "row":
-                    B += [f"float rr_{name}_{n} = {reduce_identity_literal(op)};" for n in ns]
+                    for n in ns:
+                        kb.decl("float", f"rr_{name}_{n}", reduce_identity_literal(op),
+                                hint=False)
             if not lt.loads and s > 0 and sd == 1:
-                B.append(bar)   # the D buffer's previous subtile has been stored by everyone
+                bar()   # the D buffer's previous subtile has been stored by everyone
             for grp in [list(p) for p in pairs] + [[v] for v in singles]:
-                B += self._load_values(grp, i, j)
-                B += self._visit_values(grp, accx, reds)
-                B += self._write_values(('store', 'D'), s % sd, i, j, lambda v: f'dv_{v}', grp)
+                self._load_values(kb, grp, i, j, bm, bn, lbs)
+                self._visit_values(kb, grp, accx, reds, mt, nt)
+                self._write_values(kb, ("store", "D"), s % sd, i, j, lambda v: f"dv_{v}", grp,
+                                   bm, bn)
                 for name, _ in lt.stores:
-                    B += self._write_values(('store', name), s % sd, i, j,
-                                            lambda v, name=name: f'st_{name}_{v}', grp)
+                    self._write_values(kb, ("store", name), s % sd, i, j,
+                                       lambda v, name=name: f"st_{name}_{v}", grp, bm, bn)
             for name, (kind, op) in reds.items():
                 if kind != "row":
                     continue
@@ -608,34 +717,16 @@ class Sm80Epilogue:
                 for n in ns:
                     x = f"rr_{name}_{n}"
                     for mk in masks:
-                        B.append(f"{x} = {_shfl_fold(op, x, mk)};")
-                    cond = f"(cute_lane & {sum(masks)}) == 0 && cute_epi_n0 + cute_nt + {n} < N"
-                    B.append(f"if ({cond}) "
-                             f"{atomic_reduce(op, f'p_{name} + cute_epi_n0 + cute_nt + {n}', x)}")
+                        kb.assign(x, _shfl_fold(op, x, mk))
+                    col = ir.add(ir.add(N0, nt), n)
+                    with kb.if_(ir.land(ir.eq(ir.and_(ir.var("cute_lane", 0, 31), sum(masks)),
+                                              0), ir.lt(col, NN))):
+                        kb.stmt(atomic_reduce(op, f"p_{name} + {kb.expr(col)}", x))
             # all of D (and aux stores) in smem: barrier, smem -> global 16-byte stores
-            B.append(bar)
-            B += self._store_chunks(("store", "D"), i, j, s % sd)
+            bar()
+            self._store_chunks(kb, ("store", "D"), i, j, s % sd)
             for name, _ in lt.stores:
-                B += self._store_chunks(("store", name), i, j, s % sd)
-            L += ["  " + b for b in B]
-            L.append("}")
-        for name, (kind, op) in reds.items():
-            if kind == "col":
-                masks = fr.shuffle_masks("m")
-                for m in col_m:
-                    x = f"cr_{name}_{m}"
-                    for mk in masks:
-                        L.append(f"{x} = {_shfl_fold(op, x, mk)};")
-                    cond = f"(cute_lane & {sum(masks)}) == 0 && cute_epi_m0 + cute_mt + {m} < M"
-                    L.append(f"if ({cond}) "
-                             f"{atomic_reduce(op, f'p_{name} + cute_epi_m0 + cute_mt + {m}', x)}")
-            elif kind == "scalar":
-                x = f"red_{name}"
-                for mk in (1, 2, 4, 8, 16):
-                    L.append(f"{x} = {_shfl_fold(op, x, mk)};")
-                L.append(f"if (cute_lane == 0) {atomic_reduce(op, f'p_{name}', x)}")
-        L.append("}")
-        return "\n".join(L)
+                self._store_chunks(kb, ("store", name), i, j, s % sd)
 
     def consumer_tail_code(self) -> str:
         """After the last tile: no cp.async group is left in flight (the stores are
@@ -673,10 +764,6 @@ class Sm80Epilogue:
     def emit_prefetch(self, kb) -> None:
         """The loads are issued inside :meth:`emit_consumer`, after the mainloop drains."""
 
-    def emit_consumer(self, kb, acc, bar_id=1, prefetched: bool = False) -> None:
-        from ..arch.common.epilogue import emit_text
-        emit_text(kb, self.consumer_code(acc))
-
     def emit_consumer_tail(self, kb) -> None:
         kb.call("cp_async_wait", template="0")
 
@@ -688,11 +775,6 @@ class Sm80Epilogue:
 
 
 PRELUDE_SM80_EPI = r"""
-template <int S, unsigned MASK> __device__ __forceinline__ u32 cute_epi_swz80(int off) {
-  // CuTe Swizzle<B,M,S> on a byte offset: MASK = ((1 << B) - 1) << M
-  const u32 o = static_cast<u32>(off);
-  return o ^ ((o >> S) & MASK);
-}
 // element-wise fallbacks (any alignment): ``valid`` leading elements of a 16-byte chunk
 __device__ __forceinline__ void cute_epi_ld_chunk_scalar(u32 sa, const unsigned short* p,
                                                          int valid) {

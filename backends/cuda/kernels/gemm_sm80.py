@@ -162,14 +162,21 @@ def _warp_tid(cfg: GemmSm80Config):
     return ir.add(lane, ir.mul(ir.add(wm, ir.mul(wn, cfg.warps[0])), 32))
 
 
+def _register_bound(cfg: GemmSm80Config, T: int) -> bool:
+    """One warp holds 128 or more accumulators in a 4-warp CTA: the kernel is at the register
+    limit, and every value kept live across the k-loop risks a spill (see :func:`_lm_thread`,
+    :meth:`_CopyPlan.c_coord`)."""
+    MI, NI, _ = cfg.mma_iters
+    return T == 128 and MI * NI * 4 >= 128
+
+
 def _lm_thread(cfg: GemmSm80Config, T: int):
     """The thread index the ldmatrix row bases are lowered over: ``lane`` / ``warp_m`` /
     ``warp_n`` (the kernel's variables), which ptxas allocates best on the shipped tiles (up
     to 1.3x faster on the H100 than the same address over ``tid``: docs/performance.md,
-    "Kernel builder port"); ``tid`` when one warp holds 128 or more accumulators in a
-    4-warp CTA, where the lane / warp form costs a register spill."""
-    MI, NI, _ = cfg.mma_iters
-    if T == 128 and MI * NI * 4 >= 128:
+    "Kernel builder port"); ``tid`` when the kernel is register-bound
+    (:func:`_register_bound`), where the lane / warp form costs a register spill."""
+    if _register_bound(cfg, T):
         return ir.var("tid", 0, T - 1)
     return _warp_tid(cfg)
 
@@ -266,7 +273,7 @@ def generate_source(cfg: GemmSm80Config) -> str:
                             "translations of copy 0", actual=(cfg.tile, str(cm.tc.layout_tv)))
         DR, DS = aff if aff is not None else (None, None)
         affine[op] = aff
-        r, k = cm.c_coord(0)
+        r, k = cm.c_coord(0, divide=not _register_bound(cfg, T))
         if aff is not None:
             e(f"// {op}: gmem->smem thread map, {cm.iterations} iterations of {cm.vec} elements, "
               f"{DR} lines apart (+{'?' if DS is None else DS * eb} smem bytes)")
@@ -508,9 +515,15 @@ class _CopyPlan:
         return sm80_copy.tile_coord(self.tc, self.R, self.BK, ir.var("tid", 0, self.threads - 1),
                                     i)
 
-    def c_coord(self, i) -> tuple[str, str]:
-        """C expressions (in ``tid``) of the (r, k) of copy ``i``'s first value."""
-        return tuple(f"({_render(x)})" for x in self.coord_ir(i))
+    def c_coord(self, i, divide: bool = True) -> tuple[str, str]:
+        """C expressions (in ``tid``) of the (r, k) of copy ``i``'s first value.  ``divide``:
+        ``/`` and ``%`` for the power-of-2 splits of ``tid`` (``render_expr(divide=True)``):
+        spelled with ``>>`` / ``&``, NVVM rematerializes them, and every address derived from
+        them, inside the k-loop (up to 84 more instructions per iteration, 1.2x the time on the
+        H100: benchmarks/sass_compare_sm80.py).  A register-bound kernel keeps ``>>`` / ``&``:
+        there the hoisted coordinates cost a 4-byte spill (outside the loop)."""
+        from ..render import render_expr
+        return tuple(f"({render_expr(x, divide=divide)})" for x in self.coord_ir(i))
 
 
 def _copy_steps(cm: _CopyPlan):

@@ -10,4 +10,6 @@
 * :mod:`.mma`      -- the ``mma.sync`` atoms, the TiledMMA of a warp arrangement (with the
   permutation that gives each warp a contiguous block) and the accumulator coordinates;
 * :mod:`.pipeline` -- the ``cp.async`` commit / wait-group multistage pipeline.
+* :mod:`.epilogue_maps` -- the epilogue's staging buffers (a ComposedLayout ``Swizzle o
+  (rows, cols):(row_bytes, elem_bytes)``), the thread / chunk row and column maps, lowered to IR.
 """

@@ -9,11 +9,6 @@ using namespace cute_py;
 #include "cute_py/ptx_sm80.cuh"
 using namespace cute_py;
 
-template <int S, unsigned MASK> __device__ __forceinline__ u32 cute_epi_swz80(int off) {
-  // CuTe Swizzle<B,M,S> on a byte offset: MASK = ((1 << B) - 1) << M
-  const u32 o = static_cast<u32>(off);
-  return o ^ ((o >> S) & MASK);
-}
 // element-wise fallbacks (any alignment): ``valid`` leading elements of a 16-byte chunk
 __device__ __forceinline__ void cute_epi_ld_chunk_scalar(u32 sa, const unsigned short* p,
                                                          int valid) {
@@ -151,13 +146,13 @@ extern "C" __global__ void __launch_bounds__(256, 1) gemm_sm80_multistage_f16_f1
   const u32 sA = smem_u32(smem), sB = sA + 24576;
   const int k_tiles = (K + 31) / 32;
   // A: gmem->smem thread map, 2 iterations of 8 elements, 64 lines apart (+4096 smem bytes)
-  const int ac_r = (tid >> 2), ac_k = ((tid & 3) * 8);
+  const int ac_r = (tid / 4), ac_k = (tid % 4 * 8);
   const u32 ac_s = smem_off_A(ac_r, ac_k) * 2;
   const EA* ac_g = A + (long long)(m0 + ac_r) * lda + ac_k;
   const long long ac_step = (long long)64 * lda;
   (void)ac_step;
   // B: gmem->smem thread map, 4 iterations of 8 elements, 64 lines apart (+4096 smem bytes)
-  const int bc_r = (tid >> 2), bc_k = ((tid & 3) * 8);
+  const int bc_r = (tid / 4), bc_k = (tid % 4 * 8);
   const u32 bc_s = smem_off_B(bc_r, bc_k) * 2;
   const EA* bc_g = B + (long long)(n0 + bc_r) * ldb + bc_k;
   const long long bc_step = (long long)64 * ldb;
@@ -259,286 +254,305 @@ extern "C" __global__ void __launch_bounds__(256, 1) gemm_sm80_multistage_f16_f1
   unsigned char* cute_epi_smem_base = smem;
   const u32 cute_epi_smem = (u32)__cvta_generic_to_shared(cute_epi_smem_base);
   const int cute_epi_m0 = m0, cute_epi_n0 = n0;
-  { // SM80 epilogue: gelu(add(acc, bias[n]))
-  const int cute_lane = tid & 31;
-  const int cute_mt = (((tid >> 5) % 2) * 64 + ((tid & 31) >> 2));
-  const int cute_nt = (((tid >> 5) / 2) * 64 + (tid & 3) * 2);
-  const int cute_bm = (cute_mt / 64) * 64 + cute_mt % 64;
-  const int cute_bn = (cute_nt / 64) * 16 + cute_nt % 64;
-  (void)cute_lane; (void)cute_bm; (void)cute_bn;
-  for (int i_ = tid; i_ < 256; i_ += 256) st_shared_f32(cute_epi_smem + 16384u + 4u * i_, ((cute_epi_n0 + i_) < N ? f16_bits_to_f32(__ldg(p_bias + (cute_epi_n0 + i_))) : 0.0f));
-  named_barrier_sync(1, 256);
-  { // subtile (0, 0)
-    const float row_bias_0 = ld_shared_f32(cute_epi_smem + 16384u + 4u * (cute_nt + 0));
-    const float row_bias_1 = ld_shared_f32(cute_epi_smem + 16384u + 4u * (cute_nt + 1));
-    const float row_bias_8 = ld_shared_f32(cute_epi_smem + 16384u + 4u * (cute_nt + 8));
-    const float row_bias_9 = ld_shared_f32(cute_epi_smem + 16384u + 4u * (cute_nt + 9));
-    const float dv_0 = cute_epi_visit(acc[0][0][0], row_bias_0, (cute_epi_m0 + cute_mt + 0 < M) && (cute_epi_n0 + cute_nt + 0 < N));
-    const float dv_1 = cute_epi_visit(acc[0][0][1], row_bias_1, (cute_epi_m0 + cute_mt + 0 < M) && (cute_epi_n0 + cute_nt + 1 < N));
-    st_shared_32(((cute_epi_smem + 0u) + cute_epi_swz80<3, 112u>((cute_bm + 0) * 128 + (cute_bn + 0) * 2)), pack_f16x2(dv_0, dv_1));
-    const float dv_2 = cute_epi_visit(acc[0][0][2], row_bias_0, (cute_epi_m0 + cute_mt + 8 < M) && (cute_epi_n0 + cute_nt + 0 < N));
-    const float dv_3 = cute_epi_visit(acc[0][0][3], row_bias_1, (cute_epi_m0 + cute_mt + 8 < M) && (cute_epi_n0 + cute_nt + 1 < N));
-    st_shared_32(((cute_epi_smem + 0u) + cute_epi_swz80<3, 112u>((cute_bm + 8) * 128 + (cute_bn + 0) * 2)), pack_f16x2(dv_2, dv_3));
-    const float dv_4 = cute_epi_visit(acc[1][0][0], row_bias_0, (cute_epi_m0 + cute_mt + 16 < M) && (cute_epi_n0 + cute_nt + 0 < N));
-    const float dv_5 = cute_epi_visit(acc[1][0][1], row_bias_1, (cute_epi_m0 + cute_mt + 16 < M) && (cute_epi_n0 + cute_nt + 1 < N));
-    st_shared_32(((cute_epi_smem + 0u) + cute_epi_swz80<3, 112u>((cute_bm + 16) * 128 + (cute_bn + 0) * 2)), pack_f16x2(dv_4, dv_5));
-    const float dv_6 = cute_epi_visit(acc[1][0][2], row_bias_0, (cute_epi_m0 + cute_mt + 24 < M) && (cute_epi_n0 + cute_nt + 0 < N));
-    const float dv_7 = cute_epi_visit(acc[1][0][3], row_bias_1, (cute_epi_m0 + cute_mt + 24 < M) && (cute_epi_n0 + cute_nt + 1 < N));
-    st_shared_32(((cute_epi_smem + 0u) + cute_epi_swz80<3, 112u>((cute_bm + 24) * 128 + (cute_bn + 0) * 2)), pack_f16x2(dv_6, dv_7));
-    const float dv_8 = cute_epi_visit(acc[2][0][0], row_bias_0, (cute_epi_m0 + cute_mt + 32 < M) && (cute_epi_n0 + cute_nt + 0 < N));
-    const float dv_9 = cute_epi_visit(acc[2][0][1], row_bias_1, (cute_epi_m0 + cute_mt + 32 < M) && (cute_epi_n0 + cute_nt + 1 < N));
-    st_shared_32(((cute_epi_smem + 0u) + cute_epi_swz80<3, 112u>((cute_bm + 32) * 128 + (cute_bn + 0) * 2)), pack_f16x2(dv_8, dv_9));
-    const float dv_10 = cute_epi_visit(acc[2][0][2], row_bias_0, (cute_epi_m0 + cute_mt + 40 < M) && (cute_epi_n0 + cute_nt + 0 < N));
-    const float dv_11 = cute_epi_visit(acc[2][0][3], row_bias_1, (cute_epi_m0 + cute_mt + 40 < M) && (cute_epi_n0 + cute_nt + 1 < N));
-    st_shared_32(((cute_epi_smem + 0u) + cute_epi_swz80<3, 112u>((cute_bm + 40) * 128 + (cute_bn + 0) * 2)), pack_f16x2(dv_10, dv_11));
-    const float dv_12 = cute_epi_visit(acc[3][0][0], row_bias_0, (cute_epi_m0 + cute_mt + 48 < M) && (cute_epi_n0 + cute_nt + 0 < N));
-    const float dv_13 = cute_epi_visit(acc[3][0][1], row_bias_1, (cute_epi_m0 + cute_mt + 48 < M) && (cute_epi_n0 + cute_nt + 1 < N));
-    st_shared_32(((cute_epi_smem + 0u) + cute_epi_swz80<3, 112u>((cute_bm + 48) * 128 + (cute_bn + 0) * 2)), pack_f16x2(dv_12, dv_13));
-    const float dv_14 = cute_epi_visit(acc[3][0][2], row_bias_0, (cute_epi_m0 + cute_mt + 56 < M) && (cute_epi_n0 + cute_nt + 0 < N));
-    const float dv_15 = cute_epi_visit(acc[3][0][3], row_bias_1, (cute_epi_m0 + cute_mt + 56 < M) && (cute_epi_n0 + cute_nt + 1 < N));
-    st_shared_32(((cute_epi_smem + 0u) + cute_epi_swz80<3, 112u>((cute_bm + 56) * 128 + (cute_bn + 0) * 2)), pack_f16x2(dv_14, dv_15));
-    const float dv_16 = cute_epi_visit(acc[0][1][0], row_bias_8, (cute_epi_m0 + cute_mt + 0 < M) && (cute_epi_n0 + cute_nt + 8 < N));
-    const float dv_17 = cute_epi_visit(acc[0][1][1], row_bias_9, (cute_epi_m0 + cute_mt + 0 < M) && (cute_epi_n0 + cute_nt + 9 < N));
-    st_shared_32(((cute_epi_smem + 0u) + cute_epi_swz80<3, 112u>((cute_bm + 0) * 128 + (cute_bn + 8) * 2)), pack_f16x2(dv_16, dv_17));
-    const float dv_18 = cute_epi_visit(acc[0][1][2], row_bias_8, (cute_epi_m0 + cute_mt + 8 < M) && (cute_epi_n0 + cute_nt + 8 < N));
-    const float dv_19 = cute_epi_visit(acc[0][1][3], row_bias_9, (cute_epi_m0 + cute_mt + 8 < M) && (cute_epi_n0 + cute_nt + 9 < N));
-    st_shared_32(((cute_epi_smem + 0u) + cute_epi_swz80<3, 112u>((cute_bm + 8) * 128 + (cute_bn + 8) * 2)), pack_f16x2(dv_18, dv_19));
-    const float dv_20 = cute_epi_visit(acc[1][1][0], row_bias_8, (cute_epi_m0 + cute_mt + 16 < M) && (cute_epi_n0 + cute_nt + 8 < N));
-    const float dv_21 = cute_epi_visit(acc[1][1][1], row_bias_9, (cute_epi_m0 + cute_mt + 16 < M) && (cute_epi_n0 + cute_nt + 9 < N));
-    st_shared_32(((cute_epi_smem + 0u) + cute_epi_swz80<3, 112u>((cute_bm + 16) * 128 + (cute_bn + 8) * 2)), pack_f16x2(dv_20, dv_21));
-    const float dv_22 = cute_epi_visit(acc[1][1][2], row_bias_8, (cute_epi_m0 + cute_mt + 24 < M) && (cute_epi_n0 + cute_nt + 8 < N));
-    const float dv_23 = cute_epi_visit(acc[1][1][3], row_bias_9, (cute_epi_m0 + cute_mt + 24 < M) && (cute_epi_n0 + cute_nt + 9 < N));
-    st_shared_32(((cute_epi_smem + 0u) + cute_epi_swz80<3, 112u>((cute_bm + 24) * 128 + (cute_bn + 8) * 2)), pack_f16x2(dv_22, dv_23));
-    const float dv_24 = cute_epi_visit(acc[2][1][0], row_bias_8, (cute_epi_m0 + cute_mt + 32 < M) && (cute_epi_n0 + cute_nt + 8 < N));
-    const float dv_25 = cute_epi_visit(acc[2][1][1], row_bias_9, (cute_epi_m0 + cute_mt + 32 < M) && (cute_epi_n0 + cute_nt + 9 < N));
-    st_shared_32(((cute_epi_smem + 0u) + cute_epi_swz80<3, 112u>((cute_bm + 32) * 128 + (cute_bn + 8) * 2)), pack_f16x2(dv_24, dv_25));
-    const float dv_26 = cute_epi_visit(acc[2][1][2], row_bias_8, (cute_epi_m0 + cute_mt + 40 < M) && (cute_epi_n0 + cute_nt + 8 < N));
-    const float dv_27 = cute_epi_visit(acc[2][1][3], row_bias_9, (cute_epi_m0 + cute_mt + 40 < M) && (cute_epi_n0 + cute_nt + 9 < N));
-    st_shared_32(((cute_epi_smem + 0u) + cute_epi_swz80<3, 112u>((cute_bm + 40) * 128 + (cute_bn + 8) * 2)), pack_f16x2(dv_26, dv_27));
-    const float dv_28 = cute_epi_visit(acc[3][1][0], row_bias_8, (cute_epi_m0 + cute_mt + 48 < M) && (cute_epi_n0 + cute_nt + 8 < N));
-    const float dv_29 = cute_epi_visit(acc[3][1][1], row_bias_9, (cute_epi_m0 + cute_mt + 48 < M) && (cute_epi_n0 + cute_nt + 9 < N));
-    st_shared_32(((cute_epi_smem + 0u) + cute_epi_swz80<3, 112u>((cute_bm + 48) * 128 + (cute_bn + 8) * 2)), pack_f16x2(dv_28, dv_29));
-    const float dv_30 = cute_epi_visit(acc[3][1][2], row_bias_8, (cute_epi_m0 + cute_mt + 56 < M) && (cute_epi_n0 + cute_nt + 8 < N));
-    const float dv_31 = cute_epi_visit(acc[3][1][3], row_bias_9, (cute_epi_m0 + cute_mt + 56 < M) && (cute_epi_n0 + cute_nt + 9 < N));
-    st_shared_32(((cute_epi_smem + 0u) + cute_epi_swz80<3, 112u>((cute_bm + 56) * 128 + (cute_bn + 8) * 2)), pack_f16x2(dv_30, dv_31));
-    named_barrier_sync(1, 256);
-#pragma unroll 1
-    for (int it_ = 0; it_ < 4; ++it_) {
-      const int c_ = tid + it_ * 256;
-      const int br_ = c_ / 8, cc_ = c_ % 8;
-      const int gm_ = cute_epi_m0 + (br_ / 64) * 64 + 0 + br_ % 64;
-      const int gn_ = cute_epi_n0 + (cc_ / 2) * 64 + 0 + (cc_ % 2) * 8;
-      const u32 sa_ = (cute_epi_smem + 0u) + cute_epi_swz80<3, 112u>(br_ * 128 + cc_ * 16);
-      const bool row_ok_ = gm_ < M;
-      const long long go_ = row_ok_ ? (long long)gm_ * ld_D + gn_ : 0;
-      const uint4 v_ = cute_py::ld_shared_128(sa_);
-      if (row_ok_ && gn_ < N) cute_py::st_global_128(p_D + go_, v_);
+  {
+    // SM80 epilogue: gelu(add(acc, bias[n]))
+    const int cute_lane = tid & 31;
+    const int cute_mt = ((tid >> 2) & 7) + ((tid >> 5) & 1) * 64;
+    const int cute_nt = (tid & 3) * 2 + (tid >> 6) * 64;
+    const int cute_bm = cute_mt;
+    const int cute_bn = (cute_nt & 63) + (cute_nt >> 6) * 16;
+    (void)cute_lane; (void)cute_bm; (void)cute_bn;
+    for (int i_ = tid; i_ < 256; i_ += 256) {
+      st_shared_f32(cute_epi_smem + i_ * 4 + 16384, (cute_epi_n0 + i_ < N ? f16_bits_to_f32(__ldg(p_bias + (cute_epi_n0 + i_))) : 0.0f));
     }
-  }
-  { // subtile (0, 1)
-    const float row_bias_16 = ld_shared_f32(cute_epi_smem + 16384u + 4u * (cute_nt + 16));
-    const float row_bias_17 = ld_shared_f32(cute_epi_smem + 16384u + 4u * (cute_nt + 17));
-    const float row_bias_24 = ld_shared_f32(cute_epi_smem + 16384u + 4u * (cute_nt + 24));
-    const float row_bias_25 = ld_shared_f32(cute_epi_smem + 16384u + 4u * (cute_nt + 25));
     named_barrier_sync(1, 256);
-    const float dv_32 = cute_epi_visit(acc[0][2][0], row_bias_16, (cute_epi_m0 + cute_mt + 0 < M) && (cute_epi_n0 + cute_nt + 16 < N));
-    const float dv_33 = cute_epi_visit(acc[0][2][1], row_bias_17, (cute_epi_m0 + cute_mt + 0 < M) && (cute_epi_n0 + cute_nt + 17 < N));
-    st_shared_32(((cute_epi_smem + 0u) + cute_epi_swz80<3, 112u>((cute_bm + 0) * 128 + (cute_bn + 0) * 2)), pack_f16x2(dv_32, dv_33));
-    const float dv_34 = cute_epi_visit(acc[0][2][2], row_bias_16, (cute_epi_m0 + cute_mt + 8 < M) && (cute_epi_n0 + cute_nt + 16 < N));
-    const float dv_35 = cute_epi_visit(acc[0][2][3], row_bias_17, (cute_epi_m0 + cute_mt + 8 < M) && (cute_epi_n0 + cute_nt + 17 < N));
-    st_shared_32(((cute_epi_smem + 0u) + cute_epi_swz80<3, 112u>((cute_bm + 8) * 128 + (cute_bn + 0) * 2)), pack_f16x2(dv_34, dv_35));
-    const float dv_36 = cute_epi_visit(acc[1][2][0], row_bias_16, (cute_epi_m0 + cute_mt + 16 < M) && (cute_epi_n0 + cute_nt + 16 < N));
-    const float dv_37 = cute_epi_visit(acc[1][2][1], row_bias_17, (cute_epi_m0 + cute_mt + 16 < M) && (cute_epi_n0 + cute_nt + 17 < N));
-    st_shared_32(((cute_epi_smem + 0u) + cute_epi_swz80<3, 112u>((cute_bm + 16) * 128 + (cute_bn + 0) * 2)), pack_f16x2(dv_36, dv_37));
-    const float dv_38 = cute_epi_visit(acc[1][2][2], row_bias_16, (cute_epi_m0 + cute_mt + 24 < M) && (cute_epi_n0 + cute_nt + 16 < N));
-    const float dv_39 = cute_epi_visit(acc[1][2][3], row_bias_17, (cute_epi_m0 + cute_mt + 24 < M) && (cute_epi_n0 + cute_nt + 17 < N));
-    st_shared_32(((cute_epi_smem + 0u) + cute_epi_swz80<3, 112u>((cute_bm + 24) * 128 + (cute_bn + 0) * 2)), pack_f16x2(dv_38, dv_39));
-    const float dv_40 = cute_epi_visit(acc[2][2][0], row_bias_16, (cute_epi_m0 + cute_mt + 32 < M) && (cute_epi_n0 + cute_nt + 16 < N));
-    const float dv_41 = cute_epi_visit(acc[2][2][1], row_bias_17, (cute_epi_m0 + cute_mt + 32 < M) && (cute_epi_n0 + cute_nt + 17 < N));
-    st_shared_32(((cute_epi_smem + 0u) + cute_epi_swz80<3, 112u>((cute_bm + 32) * 128 + (cute_bn + 0) * 2)), pack_f16x2(dv_40, dv_41));
-    const float dv_42 = cute_epi_visit(acc[2][2][2], row_bias_16, (cute_epi_m0 + cute_mt + 40 < M) && (cute_epi_n0 + cute_nt + 16 < N));
-    const float dv_43 = cute_epi_visit(acc[2][2][3], row_bias_17, (cute_epi_m0 + cute_mt + 40 < M) && (cute_epi_n0 + cute_nt + 17 < N));
-    st_shared_32(((cute_epi_smem + 0u) + cute_epi_swz80<3, 112u>((cute_bm + 40) * 128 + (cute_bn + 0) * 2)), pack_f16x2(dv_42, dv_43));
-    const float dv_44 = cute_epi_visit(acc[3][2][0], row_bias_16, (cute_epi_m0 + cute_mt + 48 < M) && (cute_epi_n0 + cute_nt + 16 < N));
-    const float dv_45 = cute_epi_visit(acc[3][2][1], row_bias_17, (cute_epi_m0 + cute_mt + 48 < M) && (cute_epi_n0 + cute_nt + 17 < N));
-    st_shared_32(((cute_epi_smem + 0u) + cute_epi_swz80<3, 112u>((cute_bm + 48) * 128 + (cute_bn + 0) * 2)), pack_f16x2(dv_44, dv_45));
-    const float dv_46 = cute_epi_visit(acc[3][2][2], row_bias_16, (cute_epi_m0 + cute_mt + 56 < M) && (cute_epi_n0 + cute_nt + 16 < N));
-    const float dv_47 = cute_epi_visit(acc[3][2][3], row_bias_17, (cute_epi_m0 + cute_mt + 56 < M) && (cute_epi_n0 + cute_nt + 17 < N));
-    st_shared_32(((cute_epi_smem + 0u) + cute_epi_swz80<3, 112u>((cute_bm + 56) * 128 + (cute_bn + 0) * 2)), pack_f16x2(dv_46, dv_47));
-    const float dv_48 = cute_epi_visit(acc[0][3][0], row_bias_24, (cute_epi_m0 + cute_mt + 0 < M) && (cute_epi_n0 + cute_nt + 24 < N));
-    const float dv_49 = cute_epi_visit(acc[0][3][1], row_bias_25, (cute_epi_m0 + cute_mt + 0 < M) && (cute_epi_n0 + cute_nt + 25 < N));
-    st_shared_32(((cute_epi_smem + 0u) + cute_epi_swz80<3, 112u>((cute_bm + 0) * 128 + (cute_bn + 8) * 2)), pack_f16x2(dv_48, dv_49));
-    const float dv_50 = cute_epi_visit(acc[0][3][2], row_bias_24, (cute_epi_m0 + cute_mt + 8 < M) && (cute_epi_n0 + cute_nt + 24 < N));
-    const float dv_51 = cute_epi_visit(acc[0][3][3], row_bias_25, (cute_epi_m0 + cute_mt + 8 < M) && (cute_epi_n0 + cute_nt + 25 < N));
-    st_shared_32(((cute_epi_smem + 0u) + cute_epi_swz80<3, 112u>((cute_bm + 8) * 128 + (cute_bn + 8) * 2)), pack_f16x2(dv_50, dv_51));
-    const float dv_52 = cute_epi_visit(acc[1][3][0], row_bias_24, (cute_epi_m0 + cute_mt + 16 < M) && (cute_epi_n0 + cute_nt + 24 < N));
-    const float dv_53 = cute_epi_visit(acc[1][3][1], row_bias_25, (cute_epi_m0 + cute_mt + 16 < M) && (cute_epi_n0 + cute_nt + 25 < N));
-    st_shared_32(((cute_epi_smem + 0u) + cute_epi_swz80<3, 112u>((cute_bm + 16) * 128 + (cute_bn + 8) * 2)), pack_f16x2(dv_52, dv_53));
-    const float dv_54 = cute_epi_visit(acc[1][3][2], row_bias_24, (cute_epi_m0 + cute_mt + 24 < M) && (cute_epi_n0 + cute_nt + 24 < N));
-    const float dv_55 = cute_epi_visit(acc[1][3][3], row_bias_25, (cute_epi_m0 + cute_mt + 24 < M) && (cute_epi_n0 + cute_nt + 25 < N));
-    st_shared_32(((cute_epi_smem + 0u) + cute_epi_swz80<3, 112u>((cute_bm + 24) * 128 + (cute_bn + 8) * 2)), pack_f16x2(dv_54, dv_55));
-    const float dv_56 = cute_epi_visit(acc[2][3][0], row_bias_24, (cute_epi_m0 + cute_mt + 32 < M) && (cute_epi_n0 + cute_nt + 24 < N));
-    const float dv_57 = cute_epi_visit(acc[2][3][1], row_bias_25, (cute_epi_m0 + cute_mt + 32 < M) && (cute_epi_n0 + cute_nt + 25 < N));
-    st_shared_32(((cute_epi_smem + 0u) + cute_epi_swz80<3, 112u>((cute_bm + 32) * 128 + (cute_bn + 8) * 2)), pack_f16x2(dv_56, dv_57));
-    const float dv_58 = cute_epi_visit(acc[2][3][2], row_bias_24, (cute_epi_m0 + cute_mt + 40 < M) && (cute_epi_n0 + cute_nt + 24 < N));
-    const float dv_59 = cute_epi_visit(acc[2][3][3], row_bias_25, (cute_epi_m0 + cute_mt + 40 < M) && (cute_epi_n0 + cute_nt + 25 < N));
-    st_shared_32(((cute_epi_smem + 0u) + cute_epi_swz80<3, 112u>((cute_bm + 40) * 128 + (cute_bn + 8) * 2)), pack_f16x2(dv_58, dv_59));
-    const float dv_60 = cute_epi_visit(acc[3][3][0], row_bias_24, (cute_epi_m0 + cute_mt + 48 < M) && (cute_epi_n0 + cute_nt + 24 < N));
-    const float dv_61 = cute_epi_visit(acc[3][3][1], row_bias_25, (cute_epi_m0 + cute_mt + 48 < M) && (cute_epi_n0 + cute_nt + 25 < N));
-    st_shared_32(((cute_epi_smem + 0u) + cute_epi_swz80<3, 112u>((cute_bm + 48) * 128 + (cute_bn + 8) * 2)), pack_f16x2(dv_60, dv_61));
-    const float dv_62 = cute_epi_visit(acc[3][3][2], row_bias_24, (cute_epi_m0 + cute_mt + 56 < M) && (cute_epi_n0 + cute_nt + 24 < N));
-    const float dv_63 = cute_epi_visit(acc[3][3][3], row_bias_25, (cute_epi_m0 + cute_mt + 56 < M) && (cute_epi_n0 + cute_nt + 25 < N));
-    st_shared_32(((cute_epi_smem + 0u) + cute_epi_swz80<3, 112u>((cute_bm + 56) * 128 + (cute_bn + 8) * 2)), pack_f16x2(dv_62, dv_63));
-    named_barrier_sync(1, 256);
-#pragma unroll 1
-    for (int it_ = 0; it_ < 4; ++it_) {
-      const int c_ = tid + it_ * 256;
-      const int br_ = c_ / 8, cc_ = c_ % 8;
-      const int gm_ = cute_epi_m0 + (br_ / 64) * 64 + 0 + br_ % 64;
-      const int gn_ = cute_epi_n0 + (cc_ / 2) * 64 + 16 + (cc_ % 2) * 8;
-      const u32 sa_ = (cute_epi_smem + 0u) + cute_epi_swz80<3, 112u>(br_ * 128 + cc_ * 16);
-      const bool row_ok_ = gm_ < M;
-      const long long go_ = row_ok_ ? (long long)gm_ * ld_D + gn_ : 0;
-      const uint4 v_ = cute_py::ld_shared_128(sa_);
-      if (row_ok_ && gn_ < N) cute_py::st_global_128(p_D + go_, v_);
+    {
+      // subtile (0, 0)
+      const float row_bias_0 = ld_shared_f32(cute_epi_smem + cute_nt * 4 + 16384);
+      const float row_bias_1 = ld_shared_f32(cute_epi_smem + cute_nt * 4 + 16388);
+      const float row_bias_8 = ld_shared_f32(cute_epi_smem + cute_nt * 4 + 16416);
+      const float row_bias_9 = ld_shared_f32(cute_epi_smem + cute_nt * 4 + 16420);
+      const float dv_0 = cute_epi_visit(acc[0][0][0], row_bias_0, cute_epi_m0 + cute_mt < M && cute_epi_n0 + cute_nt < N);
+      const float dv_1 = cute_epi_visit(acc[0][0][1], row_bias_1, cute_epi_m0 + cute_mt < M && cute_epi_n0 + cute_nt + 1 < N);
+      st_shared_32(cute_epi_smem + ((cute_bm * 128 + cute_bn * 2) ^ (((cute_bm * 128 + cute_bn * 2) & 896) >> 3)), pack_f16x2(dv_0, dv_1));
+      const float dv_2 = cute_epi_visit(acc[0][0][2], row_bias_0, cute_epi_m0 + cute_mt + 8 < M && cute_epi_n0 + cute_nt < N);
+      const float dv_3 = cute_epi_visit(acc[0][0][3], row_bias_1, cute_epi_m0 + cute_mt + 8 < M && cute_epi_n0 + cute_nt + 1 < N);
+      st_shared_32(cute_epi_smem + ((cute_bm * 128 + cute_bn * 2 + 1024) ^ (((cute_bm * 128 + cute_bn * 2 + 1024) & 896) >> 3)), pack_f16x2(dv_2, dv_3));
+      const float dv_4 = cute_epi_visit(acc[1][0][0], row_bias_0, cute_epi_m0 + cute_mt + 16 < M && cute_epi_n0 + cute_nt < N);
+      const float dv_5 = cute_epi_visit(acc[1][0][1], row_bias_1, cute_epi_m0 + cute_mt + 16 < M && cute_epi_n0 + cute_nt + 1 < N);
+      st_shared_32(cute_epi_smem + ((cute_bm * 128 + cute_bn * 2 + 2048) ^ (((cute_bm * 128 + cute_bn * 2 + 2048) & 896) >> 3)), pack_f16x2(dv_4, dv_5));
+      const float dv_6 = cute_epi_visit(acc[1][0][2], row_bias_0, cute_epi_m0 + cute_mt + 24 < M && cute_epi_n0 + cute_nt < N);
+      const float dv_7 = cute_epi_visit(acc[1][0][3], row_bias_1, cute_epi_m0 + cute_mt + 24 < M && cute_epi_n0 + cute_nt + 1 < N);
+      st_shared_32(cute_epi_smem + ((cute_bm * 128 + cute_bn * 2 + 3072) ^ (((cute_bm * 128 + cute_bn * 2 + 3072) & 896) >> 3)), pack_f16x2(dv_6, dv_7));
+      const float dv_8 = cute_epi_visit(acc[2][0][0], row_bias_0, cute_epi_m0 + cute_mt + 32 < M && cute_epi_n0 + cute_nt < N);
+      const float dv_9 = cute_epi_visit(acc[2][0][1], row_bias_1, cute_epi_m0 + cute_mt + 32 < M && cute_epi_n0 + cute_nt + 1 < N);
+      st_shared_32(cute_epi_smem + ((cute_bm * 128 + cute_bn * 2 + 4096) ^ (((cute_bm * 128 + cute_bn * 2 + 4096) & 896) >> 3)), pack_f16x2(dv_8, dv_9));
+      const float dv_10 = cute_epi_visit(acc[2][0][2], row_bias_0, cute_epi_m0 + cute_mt + 40 < M && cute_epi_n0 + cute_nt < N);
+      const float dv_11 = cute_epi_visit(acc[2][0][3], row_bias_1, cute_epi_m0 + cute_mt + 40 < M && cute_epi_n0 + cute_nt + 1 < N);
+      st_shared_32(cute_epi_smem + ((cute_bm * 128 + cute_bn * 2 + 5120) ^ (((cute_bm * 128 + cute_bn * 2 + 5120) & 896) >> 3)), pack_f16x2(dv_10, dv_11));
+      const float dv_12 = cute_epi_visit(acc[3][0][0], row_bias_0, cute_epi_m0 + cute_mt + 48 < M && cute_epi_n0 + cute_nt < N);
+      const float dv_13 = cute_epi_visit(acc[3][0][1], row_bias_1, cute_epi_m0 + cute_mt + 48 < M && cute_epi_n0 + cute_nt + 1 < N);
+      st_shared_32(cute_epi_smem + ((cute_bm * 128 + cute_bn * 2 + 6144) ^ (((cute_bm * 128 + cute_bn * 2 + 6144) & 896) >> 3)), pack_f16x2(dv_12, dv_13));
+      const float dv_14 = cute_epi_visit(acc[3][0][2], row_bias_0, cute_epi_m0 + cute_mt + 56 < M && cute_epi_n0 + cute_nt < N);
+      const float dv_15 = cute_epi_visit(acc[3][0][3], row_bias_1, cute_epi_m0 + cute_mt + 56 < M && cute_epi_n0 + cute_nt + 1 < N);
+      st_shared_32(cute_epi_smem + ((cute_bm * 128 + cute_bn * 2 + 7168) ^ (((cute_bm * 128 + cute_bn * 2 + 7168) & 896) >> 3)), pack_f16x2(dv_14, dv_15));
+      const float dv_16 = cute_epi_visit(acc[0][1][0], row_bias_8, cute_epi_m0 + cute_mt < M && cute_epi_n0 + cute_nt + 8 < N);
+      const float dv_17 = cute_epi_visit(acc[0][1][1], row_bias_9, cute_epi_m0 + cute_mt < M && cute_epi_n0 + cute_nt + 9 < N);
+      st_shared_32(cute_epi_smem + ((cute_bm * 128 + cute_bn * 2 + 16) ^ (((cute_bm * 128 + cute_bn * 2 + 16) & 896) >> 3)), pack_f16x2(dv_16, dv_17));
+      const float dv_18 = cute_epi_visit(acc[0][1][2], row_bias_8, cute_epi_m0 + cute_mt + 8 < M && cute_epi_n0 + cute_nt + 8 < N);
+      const float dv_19 = cute_epi_visit(acc[0][1][3], row_bias_9, cute_epi_m0 + cute_mt + 8 < M && cute_epi_n0 + cute_nt + 9 < N);
+      st_shared_32(cute_epi_smem + ((cute_bm * 128 + cute_bn * 2 + 1040) ^ (((cute_bm * 128 + cute_bn * 2 + 1040) & 896) >> 3)), pack_f16x2(dv_18, dv_19));
+      const float dv_20 = cute_epi_visit(acc[1][1][0], row_bias_8, cute_epi_m0 + cute_mt + 16 < M && cute_epi_n0 + cute_nt + 8 < N);
+      const float dv_21 = cute_epi_visit(acc[1][1][1], row_bias_9, cute_epi_m0 + cute_mt + 16 < M && cute_epi_n0 + cute_nt + 9 < N);
+      st_shared_32(cute_epi_smem + ((cute_bm * 128 + cute_bn * 2 + 2064) ^ (((cute_bm * 128 + cute_bn * 2 + 2064) & 896) >> 3)), pack_f16x2(dv_20, dv_21));
+      const float dv_22 = cute_epi_visit(acc[1][1][2], row_bias_8, cute_epi_m0 + cute_mt + 24 < M && cute_epi_n0 + cute_nt + 8 < N);
+      const float dv_23 = cute_epi_visit(acc[1][1][3], row_bias_9, cute_epi_m0 + cute_mt + 24 < M && cute_epi_n0 + cute_nt + 9 < N);
+      st_shared_32(cute_epi_smem + ((cute_bm * 128 + cute_bn * 2 + 3088) ^ (((cute_bm * 128 + cute_bn * 2 + 3088) & 896) >> 3)), pack_f16x2(dv_22, dv_23));
+      const float dv_24 = cute_epi_visit(acc[2][1][0], row_bias_8, cute_epi_m0 + cute_mt + 32 < M && cute_epi_n0 + cute_nt + 8 < N);
+      const float dv_25 = cute_epi_visit(acc[2][1][1], row_bias_9, cute_epi_m0 + cute_mt + 32 < M && cute_epi_n0 + cute_nt + 9 < N);
+      st_shared_32(cute_epi_smem + ((cute_bm * 128 + cute_bn * 2 + 4112) ^ (((cute_bm * 128 + cute_bn * 2 + 4112) & 896) >> 3)), pack_f16x2(dv_24, dv_25));
+      const float dv_26 = cute_epi_visit(acc[2][1][2], row_bias_8, cute_epi_m0 + cute_mt + 40 < M && cute_epi_n0 + cute_nt + 8 < N);
+      const float dv_27 = cute_epi_visit(acc[2][1][3], row_bias_9, cute_epi_m0 + cute_mt + 40 < M && cute_epi_n0 + cute_nt + 9 < N);
+      st_shared_32(cute_epi_smem + ((cute_bm * 128 + cute_bn * 2 + 5136) ^ (((cute_bm * 128 + cute_bn * 2 + 5136) & 896) >> 3)), pack_f16x2(dv_26, dv_27));
+      const float dv_28 = cute_epi_visit(acc[3][1][0], row_bias_8, cute_epi_m0 + cute_mt + 48 < M && cute_epi_n0 + cute_nt + 8 < N);
+      const float dv_29 = cute_epi_visit(acc[3][1][1], row_bias_9, cute_epi_m0 + cute_mt + 48 < M && cute_epi_n0 + cute_nt + 9 < N);
+      st_shared_32(cute_epi_smem + ((cute_bm * 128 + cute_bn * 2 + 6160) ^ (((cute_bm * 128 + cute_bn * 2 + 6160) & 896) >> 3)), pack_f16x2(dv_28, dv_29));
+      const float dv_30 = cute_epi_visit(acc[3][1][2], row_bias_8, cute_epi_m0 + cute_mt + 56 < M && cute_epi_n0 + cute_nt + 8 < N);
+      const float dv_31 = cute_epi_visit(acc[3][1][3], row_bias_9, cute_epi_m0 + cute_mt + 56 < M && cute_epi_n0 + cute_nt + 9 < N);
+      st_shared_32(cute_epi_smem + ((cute_bm * 128 + cute_bn * 2 + 7184) ^ (((cute_bm * 128 + cute_bn * 2 + 7184) & 896) >> 3)), pack_f16x2(dv_30, dv_31));
+      named_barrier_sync(1, 256);
+      #pragma unroll 1
+      for (int it_ = 0; it_ < 4; ++it_) {
+        const int c_ = tid + it_ * 256;
+        const int br_ = c_ >> 3;
+        const int cc_ = c_ & 7;
+        const int gm_ = cute_epi_m0 + br_;
+        const int gn_ = cute_epi_n0 + ((cc_ & 1) * 8 + (cc_ >> 1) * 64);
+        const u32 sa_ = cute_epi_smem + ((br_ * 128 + cc_ * 16) ^ (((br_ * 128 + cc_ * 16) & 896) >> 3));
+        const bool row_ok_ = gm_ < M;
+        const long long go_ = (row_ok_ ? (long long)gm_ * ld_D + gn_ : 0);
+        const uint4 v_ = cute_py::ld_shared_128(sa_);
+        if (row_ok_ && gn_ < N) {
+          cute_py::st_global_128(p_D + go_, v_);
+        }
+      }
     }
-  }
-  { // subtile (0, 2)
-    const float row_bias_32 = ld_shared_f32(cute_epi_smem + 16384u + 4u * (cute_nt + 32));
-    const float row_bias_33 = ld_shared_f32(cute_epi_smem + 16384u + 4u * (cute_nt + 33));
-    const float row_bias_40 = ld_shared_f32(cute_epi_smem + 16384u + 4u * (cute_nt + 40));
-    const float row_bias_41 = ld_shared_f32(cute_epi_smem + 16384u + 4u * (cute_nt + 41));
-    named_barrier_sync(1, 256);
-    const float dv_64 = cute_epi_visit(acc[0][4][0], row_bias_32, (cute_epi_m0 + cute_mt + 0 < M) && (cute_epi_n0 + cute_nt + 32 < N));
-    const float dv_65 = cute_epi_visit(acc[0][4][1], row_bias_33, (cute_epi_m0 + cute_mt + 0 < M) && (cute_epi_n0 + cute_nt + 33 < N));
-    st_shared_32(((cute_epi_smem + 0u) + cute_epi_swz80<3, 112u>((cute_bm + 0) * 128 + (cute_bn + 0) * 2)), pack_f16x2(dv_64, dv_65));
-    const float dv_66 = cute_epi_visit(acc[0][4][2], row_bias_32, (cute_epi_m0 + cute_mt + 8 < M) && (cute_epi_n0 + cute_nt + 32 < N));
-    const float dv_67 = cute_epi_visit(acc[0][4][3], row_bias_33, (cute_epi_m0 + cute_mt + 8 < M) && (cute_epi_n0 + cute_nt + 33 < N));
-    st_shared_32(((cute_epi_smem + 0u) + cute_epi_swz80<3, 112u>((cute_bm + 8) * 128 + (cute_bn + 0) * 2)), pack_f16x2(dv_66, dv_67));
-    const float dv_68 = cute_epi_visit(acc[1][4][0], row_bias_32, (cute_epi_m0 + cute_mt + 16 < M) && (cute_epi_n0 + cute_nt + 32 < N));
-    const float dv_69 = cute_epi_visit(acc[1][4][1], row_bias_33, (cute_epi_m0 + cute_mt + 16 < M) && (cute_epi_n0 + cute_nt + 33 < N));
-    st_shared_32(((cute_epi_smem + 0u) + cute_epi_swz80<3, 112u>((cute_bm + 16) * 128 + (cute_bn + 0) * 2)), pack_f16x2(dv_68, dv_69));
-    const float dv_70 = cute_epi_visit(acc[1][4][2], row_bias_32, (cute_epi_m0 + cute_mt + 24 < M) && (cute_epi_n0 + cute_nt + 32 < N));
-    const float dv_71 = cute_epi_visit(acc[1][4][3], row_bias_33, (cute_epi_m0 + cute_mt + 24 < M) && (cute_epi_n0 + cute_nt + 33 < N));
-    st_shared_32(((cute_epi_smem + 0u) + cute_epi_swz80<3, 112u>((cute_bm + 24) * 128 + (cute_bn + 0) * 2)), pack_f16x2(dv_70, dv_71));
-    const float dv_72 = cute_epi_visit(acc[2][4][0], row_bias_32, (cute_epi_m0 + cute_mt + 32 < M) && (cute_epi_n0 + cute_nt + 32 < N));
-    const float dv_73 = cute_epi_visit(acc[2][4][1], row_bias_33, (cute_epi_m0 + cute_mt + 32 < M) && (cute_epi_n0 + cute_nt + 33 < N));
-    st_shared_32(((cute_epi_smem + 0u) + cute_epi_swz80<3, 112u>((cute_bm + 32) * 128 + (cute_bn + 0) * 2)), pack_f16x2(dv_72, dv_73));
-    const float dv_74 = cute_epi_visit(acc[2][4][2], row_bias_32, (cute_epi_m0 + cute_mt + 40 < M) && (cute_epi_n0 + cute_nt + 32 < N));
-    const float dv_75 = cute_epi_visit(acc[2][4][3], row_bias_33, (cute_epi_m0 + cute_mt + 40 < M) && (cute_epi_n0 + cute_nt + 33 < N));
-    st_shared_32(((cute_epi_smem + 0u) + cute_epi_swz80<3, 112u>((cute_bm + 40) * 128 + (cute_bn + 0) * 2)), pack_f16x2(dv_74, dv_75));
-    const float dv_76 = cute_epi_visit(acc[3][4][0], row_bias_32, (cute_epi_m0 + cute_mt + 48 < M) && (cute_epi_n0 + cute_nt + 32 < N));
-    const float dv_77 = cute_epi_visit(acc[3][4][1], row_bias_33, (cute_epi_m0 + cute_mt + 48 < M) && (cute_epi_n0 + cute_nt + 33 < N));
-    st_shared_32(((cute_epi_smem + 0u) + cute_epi_swz80<3, 112u>((cute_bm + 48) * 128 + (cute_bn + 0) * 2)), pack_f16x2(dv_76, dv_77));
-    const float dv_78 = cute_epi_visit(acc[3][4][2], row_bias_32, (cute_epi_m0 + cute_mt + 56 < M) && (cute_epi_n0 + cute_nt + 32 < N));
-    const float dv_79 = cute_epi_visit(acc[3][4][3], row_bias_33, (cute_epi_m0 + cute_mt + 56 < M) && (cute_epi_n0 + cute_nt + 33 < N));
-    st_shared_32(((cute_epi_smem + 0u) + cute_epi_swz80<3, 112u>((cute_bm + 56) * 128 + (cute_bn + 0) * 2)), pack_f16x2(dv_78, dv_79));
-    const float dv_80 = cute_epi_visit(acc[0][5][0], row_bias_40, (cute_epi_m0 + cute_mt + 0 < M) && (cute_epi_n0 + cute_nt + 40 < N));
-    const float dv_81 = cute_epi_visit(acc[0][5][1], row_bias_41, (cute_epi_m0 + cute_mt + 0 < M) && (cute_epi_n0 + cute_nt + 41 < N));
-    st_shared_32(((cute_epi_smem + 0u) + cute_epi_swz80<3, 112u>((cute_bm + 0) * 128 + (cute_bn + 8) * 2)), pack_f16x2(dv_80, dv_81));
-    const float dv_82 = cute_epi_visit(acc[0][5][2], row_bias_40, (cute_epi_m0 + cute_mt + 8 < M) && (cute_epi_n0 + cute_nt + 40 < N));
-    const float dv_83 = cute_epi_visit(acc[0][5][3], row_bias_41, (cute_epi_m0 + cute_mt + 8 < M) && (cute_epi_n0 + cute_nt + 41 < N));
-    st_shared_32(((cute_epi_smem + 0u) + cute_epi_swz80<3, 112u>((cute_bm + 8) * 128 + (cute_bn + 8) * 2)), pack_f16x2(dv_82, dv_83));
-    const float dv_84 = cute_epi_visit(acc[1][5][0], row_bias_40, (cute_epi_m0 + cute_mt + 16 < M) && (cute_epi_n0 + cute_nt + 40 < N));
-    const float dv_85 = cute_epi_visit(acc[1][5][1], row_bias_41, (cute_epi_m0 + cute_mt + 16 < M) && (cute_epi_n0 + cute_nt + 41 < N));
-    st_shared_32(((cute_epi_smem + 0u) + cute_epi_swz80<3, 112u>((cute_bm + 16) * 128 + (cute_bn + 8) * 2)), pack_f16x2(dv_84, dv_85));
-    const float dv_86 = cute_epi_visit(acc[1][5][2], row_bias_40, (cute_epi_m0 + cute_mt + 24 < M) && (cute_epi_n0 + cute_nt + 40 < N));
-    const float dv_87 = cute_epi_visit(acc[1][5][3], row_bias_41, (cute_epi_m0 + cute_mt + 24 < M) && (cute_epi_n0 + cute_nt + 41 < N));
-    st_shared_32(((cute_epi_smem + 0u) + cute_epi_swz80<3, 112u>((cute_bm + 24) * 128 + (cute_bn + 8) * 2)), pack_f16x2(dv_86, dv_87));
-    const float dv_88 = cute_epi_visit(acc[2][5][0], row_bias_40, (cute_epi_m0 + cute_mt + 32 < M) && (cute_epi_n0 + cute_nt + 40 < N));
-    const float dv_89 = cute_epi_visit(acc[2][5][1], row_bias_41, (cute_epi_m0 + cute_mt + 32 < M) && (cute_epi_n0 + cute_nt + 41 < N));
-    st_shared_32(((cute_epi_smem + 0u) + cute_epi_swz80<3, 112u>((cute_bm + 32) * 128 + (cute_bn + 8) * 2)), pack_f16x2(dv_88, dv_89));
-    const float dv_90 = cute_epi_visit(acc[2][5][2], row_bias_40, (cute_epi_m0 + cute_mt + 40 < M) && (cute_epi_n0 + cute_nt + 40 < N));
-    const float dv_91 = cute_epi_visit(acc[2][5][3], row_bias_41, (cute_epi_m0 + cute_mt + 40 < M) && (cute_epi_n0 + cute_nt + 41 < N));
-    st_shared_32(((cute_epi_smem + 0u) + cute_epi_swz80<3, 112u>((cute_bm + 40) * 128 + (cute_bn + 8) * 2)), pack_f16x2(dv_90, dv_91));
-    const float dv_92 = cute_epi_visit(acc[3][5][0], row_bias_40, (cute_epi_m0 + cute_mt + 48 < M) && (cute_epi_n0 + cute_nt + 40 < N));
-    const float dv_93 = cute_epi_visit(acc[3][5][1], row_bias_41, (cute_epi_m0 + cute_mt + 48 < M) && (cute_epi_n0 + cute_nt + 41 < N));
-    st_shared_32(((cute_epi_smem + 0u) + cute_epi_swz80<3, 112u>((cute_bm + 48) * 128 + (cute_bn + 8) * 2)), pack_f16x2(dv_92, dv_93));
-    const float dv_94 = cute_epi_visit(acc[3][5][2], row_bias_40, (cute_epi_m0 + cute_mt + 56 < M) && (cute_epi_n0 + cute_nt + 40 < N));
-    const float dv_95 = cute_epi_visit(acc[3][5][3], row_bias_41, (cute_epi_m0 + cute_mt + 56 < M) && (cute_epi_n0 + cute_nt + 41 < N));
-    st_shared_32(((cute_epi_smem + 0u) + cute_epi_swz80<3, 112u>((cute_bm + 56) * 128 + (cute_bn + 8) * 2)), pack_f16x2(dv_94, dv_95));
-    named_barrier_sync(1, 256);
-#pragma unroll 1
-    for (int it_ = 0; it_ < 4; ++it_) {
-      const int c_ = tid + it_ * 256;
-      const int br_ = c_ / 8, cc_ = c_ % 8;
-      const int gm_ = cute_epi_m0 + (br_ / 64) * 64 + 0 + br_ % 64;
-      const int gn_ = cute_epi_n0 + (cc_ / 2) * 64 + 32 + (cc_ % 2) * 8;
-      const u32 sa_ = (cute_epi_smem + 0u) + cute_epi_swz80<3, 112u>(br_ * 128 + cc_ * 16);
-      const bool row_ok_ = gm_ < M;
-      const long long go_ = row_ok_ ? (long long)gm_ * ld_D + gn_ : 0;
-      const uint4 v_ = cute_py::ld_shared_128(sa_);
-      if (row_ok_ && gn_ < N) cute_py::st_global_128(p_D + go_, v_);
+    {
+      // subtile (0, 1)
+      const float row_bias_16 = ld_shared_f32(cute_epi_smem + cute_nt * 4 + 16448);
+      const float row_bias_17 = ld_shared_f32(cute_epi_smem + cute_nt * 4 + 16452);
+      const float row_bias_24 = ld_shared_f32(cute_epi_smem + cute_nt * 4 + 16480);
+      const float row_bias_25 = ld_shared_f32(cute_epi_smem + cute_nt * 4 + 16484);
+      named_barrier_sync(1, 256);
+      const float dv_32 = cute_epi_visit(acc[0][2][0], row_bias_16, cute_epi_m0 + cute_mt < M && cute_epi_n0 + cute_nt + 16 < N);
+      const float dv_33 = cute_epi_visit(acc[0][2][1], row_bias_17, cute_epi_m0 + cute_mt < M && cute_epi_n0 + cute_nt + 17 < N);
+      st_shared_32(cute_epi_smem + ((cute_bm * 128 + cute_bn * 2) ^ (((cute_bm * 128 + cute_bn * 2) & 896) >> 3)), pack_f16x2(dv_32, dv_33));
+      const float dv_34 = cute_epi_visit(acc[0][2][2], row_bias_16, cute_epi_m0 + cute_mt + 8 < M && cute_epi_n0 + cute_nt + 16 < N);
+      const float dv_35 = cute_epi_visit(acc[0][2][3], row_bias_17, cute_epi_m0 + cute_mt + 8 < M && cute_epi_n0 + cute_nt + 17 < N);
+      st_shared_32(cute_epi_smem + ((cute_bm * 128 + cute_bn * 2 + 1024) ^ (((cute_bm * 128 + cute_bn * 2 + 1024) & 896) >> 3)), pack_f16x2(dv_34, dv_35));
+      const float dv_36 = cute_epi_visit(acc[1][2][0], row_bias_16, cute_epi_m0 + cute_mt + 16 < M && cute_epi_n0 + cute_nt + 16 < N);
+      const float dv_37 = cute_epi_visit(acc[1][2][1], row_bias_17, cute_epi_m0 + cute_mt + 16 < M && cute_epi_n0 + cute_nt + 17 < N);
+      st_shared_32(cute_epi_smem + ((cute_bm * 128 + cute_bn * 2 + 2048) ^ (((cute_bm * 128 + cute_bn * 2 + 2048) & 896) >> 3)), pack_f16x2(dv_36, dv_37));
+      const float dv_38 = cute_epi_visit(acc[1][2][2], row_bias_16, cute_epi_m0 + cute_mt + 24 < M && cute_epi_n0 + cute_nt + 16 < N);
+      const float dv_39 = cute_epi_visit(acc[1][2][3], row_bias_17, cute_epi_m0 + cute_mt + 24 < M && cute_epi_n0 + cute_nt + 17 < N);
+      st_shared_32(cute_epi_smem + ((cute_bm * 128 + cute_bn * 2 + 3072) ^ (((cute_bm * 128 + cute_bn * 2 + 3072) & 896) >> 3)), pack_f16x2(dv_38, dv_39));
+      const float dv_40 = cute_epi_visit(acc[2][2][0], row_bias_16, cute_epi_m0 + cute_mt + 32 < M && cute_epi_n0 + cute_nt + 16 < N);
+      const float dv_41 = cute_epi_visit(acc[2][2][1], row_bias_17, cute_epi_m0 + cute_mt + 32 < M && cute_epi_n0 + cute_nt + 17 < N);
+      st_shared_32(cute_epi_smem + ((cute_bm * 128 + cute_bn * 2 + 4096) ^ (((cute_bm * 128 + cute_bn * 2 + 4096) & 896) >> 3)), pack_f16x2(dv_40, dv_41));
+      const float dv_42 = cute_epi_visit(acc[2][2][2], row_bias_16, cute_epi_m0 + cute_mt + 40 < M && cute_epi_n0 + cute_nt + 16 < N);
+      const float dv_43 = cute_epi_visit(acc[2][2][3], row_bias_17, cute_epi_m0 + cute_mt + 40 < M && cute_epi_n0 + cute_nt + 17 < N);
+      st_shared_32(cute_epi_smem + ((cute_bm * 128 + cute_bn * 2 + 5120) ^ (((cute_bm * 128 + cute_bn * 2 + 5120) & 896) >> 3)), pack_f16x2(dv_42, dv_43));
+      const float dv_44 = cute_epi_visit(acc[3][2][0], row_bias_16, cute_epi_m0 + cute_mt + 48 < M && cute_epi_n0 + cute_nt + 16 < N);
+      const float dv_45 = cute_epi_visit(acc[3][2][1], row_bias_17, cute_epi_m0 + cute_mt + 48 < M && cute_epi_n0 + cute_nt + 17 < N);
+      st_shared_32(cute_epi_smem + ((cute_bm * 128 + cute_bn * 2 + 6144) ^ (((cute_bm * 128 + cute_bn * 2 + 6144) & 896) >> 3)), pack_f16x2(dv_44, dv_45));
+      const float dv_46 = cute_epi_visit(acc[3][2][2], row_bias_16, cute_epi_m0 + cute_mt + 56 < M && cute_epi_n0 + cute_nt + 16 < N);
+      const float dv_47 = cute_epi_visit(acc[3][2][3], row_bias_17, cute_epi_m0 + cute_mt + 56 < M && cute_epi_n0 + cute_nt + 17 < N);
+      st_shared_32(cute_epi_smem + ((cute_bm * 128 + cute_bn * 2 + 7168) ^ (((cute_bm * 128 + cute_bn * 2 + 7168) & 896) >> 3)), pack_f16x2(dv_46, dv_47));
+      const float dv_48 = cute_epi_visit(acc[0][3][0], row_bias_24, cute_epi_m0 + cute_mt < M && cute_epi_n0 + cute_nt + 24 < N);
+      const float dv_49 = cute_epi_visit(acc[0][3][1], row_bias_25, cute_epi_m0 + cute_mt < M && cute_epi_n0 + cute_nt + 25 < N);
+      st_shared_32(cute_epi_smem + ((cute_bm * 128 + cute_bn * 2 + 16) ^ (((cute_bm * 128 + cute_bn * 2 + 16) & 896) >> 3)), pack_f16x2(dv_48, dv_49));
+      const float dv_50 = cute_epi_visit(acc[0][3][2], row_bias_24, cute_epi_m0 + cute_mt + 8 < M && cute_epi_n0 + cute_nt + 24 < N);
+      const float dv_51 = cute_epi_visit(acc[0][3][3], row_bias_25, cute_epi_m0 + cute_mt + 8 < M && cute_epi_n0 + cute_nt + 25 < N);
+      st_shared_32(cute_epi_smem + ((cute_bm * 128 + cute_bn * 2 + 1040) ^ (((cute_bm * 128 + cute_bn * 2 + 1040) & 896) >> 3)), pack_f16x2(dv_50, dv_51));
+      const float dv_52 = cute_epi_visit(acc[1][3][0], row_bias_24, cute_epi_m0 + cute_mt + 16 < M && cute_epi_n0 + cute_nt + 24 < N);
+      const float dv_53 = cute_epi_visit(acc[1][3][1], row_bias_25, cute_epi_m0 + cute_mt + 16 < M && cute_epi_n0 + cute_nt + 25 < N);
+      st_shared_32(cute_epi_smem + ((cute_bm * 128 + cute_bn * 2 + 2064) ^ (((cute_bm * 128 + cute_bn * 2 + 2064) & 896) >> 3)), pack_f16x2(dv_52, dv_53));
+      const float dv_54 = cute_epi_visit(acc[1][3][2], row_bias_24, cute_epi_m0 + cute_mt + 24 < M && cute_epi_n0 + cute_nt + 24 < N);
+      const float dv_55 = cute_epi_visit(acc[1][3][3], row_bias_25, cute_epi_m0 + cute_mt + 24 < M && cute_epi_n0 + cute_nt + 25 < N);
+      st_shared_32(cute_epi_smem + ((cute_bm * 128 + cute_bn * 2 + 3088) ^ (((cute_bm * 128 + cute_bn * 2 + 3088) & 896) >> 3)), pack_f16x2(dv_54, dv_55));
+      const float dv_56 = cute_epi_visit(acc[2][3][0], row_bias_24, cute_epi_m0 + cute_mt + 32 < M && cute_epi_n0 + cute_nt + 24 < N);
+      const float dv_57 = cute_epi_visit(acc[2][3][1], row_bias_25, cute_epi_m0 + cute_mt + 32 < M && cute_epi_n0 + cute_nt + 25 < N);
+      st_shared_32(cute_epi_smem + ((cute_bm * 128 + cute_bn * 2 + 4112) ^ (((cute_bm * 128 + cute_bn * 2 + 4112) & 896) >> 3)), pack_f16x2(dv_56, dv_57));
+      const float dv_58 = cute_epi_visit(acc[2][3][2], row_bias_24, cute_epi_m0 + cute_mt + 40 < M && cute_epi_n0 + cute_nt + 24 < N);
+      const float dv_59 = cute_epi_visit(acc[2][3][3], row_bias_25, cute_epi_m0 + cute_mt + 40 < M && cute_epi_n0 + cute_nt + 25 < N);
+      st_shared_32(cute_epi_smem + ((cute_bm * 128 + cute_bn * 2 + 5136) ^ (((cute_bm * 128 + cute_bn * 2 + 5136) & 896) >> 3)), pack_f16x2(dv_58, dv_59));
+      const float dv_60 = cute_epi_visit(acc[3][3][0], row_bias_24, cute_epi_m0 + cute_mt + 48 < M && cute_epi_n0 + cute_nt + 24 < N);
+      const float dv_61 = cute_epi_visit(acc[3][3][1], row_bias_25, cute_epi_m0 + cute_mt + 48 < M && cute_epi_n0 + cute_nt + 25 < N);
+      st_shared_32(cute_epi_smem + ((cute_bm * 128 + cute_bn * 2 + 6160) ^ (((cute_bm * 128 + cute_bn * 2 + 6160) & 896) >> 3)), pack_f16x2(dv_60, dv_61));
+      const float dv_62 = cute_epi_visit(acc[3][3][2], row_bias_24, cute_epi_m0 + cute_mt + 56 < M && cute_epi_n0 + cute_nt + 24 < N);
+      const float dv_63 = cute_epi_visit(acc[3][3][3], row_bias_25, cute_epi_m0 + cute_mt + 56 < M && cute_epi_n0 + cute_nt + 25 < N);
+      st_shared_32(cute_epi_smem + ((cute_bm * 128 + cute_bn * 2 + 7184) ^ (((cute_bm * 128 + cute_bn * 2 + 7184) & 896) >> 3)), pack_f16x2(dv_62, dv_63));
+      named_barrier_sync(1, 256);
+      #pragma unroll 1
+      for (int it__1 = 0; it__1 < 4; ++it__1) {
+        const int c_ = tid + it__1 * 256;
+        const int br_ = c_ >> 3;
+        const int cc_ = c_ & 7;
+        const int gm_ = cute_epi_m0 + br_;
+        const int gn_ = cute_epi_n0 + ((cc_ & 1) * 8 + (cc_ >> 1) * 64) + 16;
+        const u32 sa_ = cute_epi_smem + ((br_ * 128 + cc_ * 16) ^ (((br_ * 128 + cc_ * 16) & 896) >> 3));
+        const bool row_ok_ = gm_ < M;
+        const long long go_ = (row_ok_ ? (long long)gm_ * ld_D + gn_ : 0);
+        const uint4 v_ = cute_py::ld_shared_128(sa_);
+        if (row_ok_ && gn_ < N) {
+          cute_py::st_global_128(p_D + go_, v_);
+        }
+      }
     }
-  }
-  { // subtile (0, 3)
-    const float row_bias_48 = ld_shared_f32(cute_epi_smem + 16384u + 4u * (cute_nt + 48));
-    const float row_bias_49 = ld_shared_f32(cute_epi_smem + 16384u + 4u * (cute_nt + 49));
-    const float row_bias_56 = ld_shared_f32(cute_epi_smem + 16384u + 4u * (cute_nt + 56));
-    const float row_bias_57 = ld_shared_f32(cute_epi_smem + 16384u + 4u * (cute_nt + 57));
-    named_barrier_sync(1, 256);
-    const float dv_96 = cute_epi_visit(acc[0][6][0], row_bias_48, (cute_epi_m0 + cute_mt + 0 < M) && (cute_epi_n0 + cute_nt + 48 < N));
-    const float dv_97 = cute_epi_visit(acc[0][6][1], row_bias_49, (cute_epi_m0 + cute_mt + 0 < M) && (cute_epi_n0 + cute_nt + 49 < N));
-    st_shared_32(((cute_epi_smem + 0u) + cute_epi_swz80<3, 112u>((cute_bm + 0) * 128 + (cute_bn + 0) * 2)), pack_f16x2(dv_96, dv_97));
-    const float dv_98 = cute_epi_visit(acc[0][6][2], row_bias_48, (cute_epi_m0 + cute_mt + 8 < M) && (cute_epi_n0 + cute_nt + 48 < N));
-    const float dv_99 = cute_epi_visit(acc[0][6][3], row_bias_49, (cute_epi_m0 + cute_mt + 8 < M) && (cute_epi_n0 + cute_nt + 49 < N));
-    st_shared_32(((cute_epi_smem + 0u) + cute_epi_swz80<3, 112u>((cute_bm + 8) * 128 + (cute_bn + 0) * 2)), pack_f16x2(dv_98, dv_99));
-    const float dv_100 = cute_epi_visit(acc[1][6][0], row_bias_48, (cute_epi_m0 + cute_mt + 16 < M) && (cute_epi_n0 + cute_nt + 48 < N));
-    const float dv_101 = cute_epi_visit(acc[1][6][1], row_bias_49, (cute_epi_m0 + cute_mt + 16 < M) && (cute_epi_n0 + cute_nt + 49 < N));
-    st_shared_32(((cute_epi_smem + 0u) + cute_epi_swz80<3, 112u>((cute_bm + 16) * 128 + (cute_bn + 0) * 2)), pack_f16x2(dv_100, dv_101));
-    const float dv_102 = cute_epi_visit(acc[1][6][2], row_bias_48, (cute_epi_m0 + cute_mt + 24 < M) && (cute_epi_n0 + cute_nt + 48 < N));
-    const float dv_103 = cute_epi_visit(acc[1][6][3], row_bias_49, (cute_epi_m0 + cute_mt + 24 < M) && (cute_epi_n0 + cute_nt + 49 < N));
-    st_shared_32(((cute_epi_smem + 0u) + cute_epi_swz80<3, 112u>((cute_bm + 24) * 128 + (cute_bn + 0) * 2)), pack_f16x2(dv_102, dv_103));
-    const float dv_104 = cute_epi_visit(acc[2][6][0], row_bias_48, (cute_epi_m0 + cute_mt + 32 < M) && (cute_epi_n0 + cute_nt + 48 < N));
-    const float dv_105 = cute_epi_visit(acc[2][6][1], row_bias_49, (cute_epi_m0 + cute_mt + 32 < M) && (cute_epi_n0 + cute_nt + 49 < N));
-    st_shared_32(((cute_epi_smem + 0u) + cute_epi_swz80<3, 112u>((cute_bm + 32) * 128 + (cute_bn + 0) * 2)), pack_f16x2(dv_104, dv_105));
-    const float dv_106 = cute_epi_visit(acc[2][6][2], row_bias_48, (cute_epi_m0 + cute_mt + 40 < M) && (cute_epi_n0 + cute_nt + 48 < N));
-    const float dv_107 = cute_epi_visit(acc[2][6][3], row_bias_49, (cute_epi_m0 + cute_mt + 40 < M) && (cute_epi_n0 + cute_nt + 49 < N));
-    st_shared_32(((cute_epi_smem + 0u) + cute_epi_swz80<3, 112u>((cute_bm + 40) * 128 + (cute_bn + 0) * 2)), pack_f16x2(dv_106, dv_107));
-    const float dv_108 = cute_epi_visit(acc[3][6][0], row_bias_48, (cute_epi_m0 + cute_mt + 48 < M) && (cute_epi_n0 + cute_nt + 48 < N));
-    const float dv_109 = cute_epi_visit(acc[3][6][1], row_bias_49, (cute_epi_m0 + cute_mt + 48 < M) && (cute_epi_n0 + cute_nt + 49 < N));
-    st_shared_32(((cute_epi_smem + 0u) + cute_epi_swz80<3, 112u>((cute_bm + 48) * 128 + (cute_bn + 0) * 2)), pack_f16x2(dv_108, dv_109));
-    const float dv_110 = cute_epi_visit(acc[3][6][2], row_bias_48, (cute_epi_m0 + cute_mt + 56 < M) && (cute_epi_n0 + cute_nt + 48 < N));
-    const float dv_111 = cute_epi_visit(acc[3][6][3], row_bias_49, (cute_epi_m0 + cute_mt + 56 < M) && (cute_epi_n0 + cute_nt + 49 < N));
-    st_shared_32(((cute_epi_smem + 0u) + cute_epi_swz80<3, 112u>((cute_bm + 56) * 128 + (cute_bn + 0) * 2)), pack_f16x2(dv_110, dv_111));
-    const float dv_112 = cute_epi_visit(acc[0][7][0], row_bias_56, (cute_epi_m0 + cute_mt + 0 < M) && (cute_epi_n0 + cute_nt + 56 < N));
-    const float dv_113 = cute_epi_visit(acc[0][7][1], row_bias_57, (cute_epi_m0 + cute_mt + 0 < M) && (cute_epi_n0 + cute_nt + 57 < N));
-    st_shared_32(((cute_epi_smem + 0u) + cute_epi_swz80<3, 112u>((cute_bm + 0) * 128 + (cute_bn + 8) * 2)), pack_f16x2(dv_112, dv_113));
-    const float dv_114 = cute_epi_visit(acc[0][7][2], row_bias_56, (cute_epi_m0 + cute_mt + 8 < M) && (cute_epi_n0 + cute_nt + 56 < N));
-    const float dv_115 = cute_epi_visit(acc[0][7][3], row_bias_57, (cute_epi_m0 + cute_mt + 8 < M) && (cute_epi_n0 + cute_nt + 57 < N));
-    st_shared_32(((cute_epi_smem + 0u) + cute_epi_swz80<3, 112u>((cute_bm + 8) * 128 + (cute_bn + 8) * 2)), pack_f16x2(dv_114, dv_115));
-    const float dv_116 = cute_epi_visit(acc[1][7][0], row_bias_56, (cute_epi_m0 + cute_mt + 16 < M) && (cute_epi_n0 + cute_nt + 56 < N));
-    const float dv_117 = cute_epi_visit(acc[1][7][1], row_bias_57, (cute_epi_m0 + cute_mt + 16 < M) && (cute_epi_n0 + cute_nt + 57 < N));
-    st_shared_32(((cute_epi_smem + 0u) + cute_epi_swz80<3, 112u>((cute_bm + 16) * 128 + (cute_bn + 8) * 2)), pack_f16x2(dv_116, dv_117));
-    const float dv_118 = cute_epi_visit(acc[1][7][2], row_bias_56, (cute_epi_m0 + cute_mt + 24 < M) && (cute_epi_n0 + cute_nt + 56 < N));
-    const float dv_119 = cute_epi_visit(acc[1][7][3], row_bias_57, (cute_epi_m0 + cute_mt + 24 < M) && (cute_epi_n0 + cute_nt + 57 < N));
-    st_shared_32(((cute_epi_smem + 0u) + cute_epi_swz80<3, 112u>((cute_bm + 24) * 128 + (cute_bn + 8) * 2)), pack_f16x2(dv_118, dv_119));
-    const float dv_120 = cute_epi_visit(acc[2][7][0], row_bias_56, (cute_epi_m0 + cute_mt + 32 < M) && (cute_epi_n0 + cute_nt + 56 < N));
-    const float dv_121 = cute_epi_visit(acc[2][7][1], row_bias_57, (cute_epi_m0 + cute_mt + 32 < M) && (cute_epi_n0 + cute_nt + 57 < N));
-    st_shared_32(((cute_epi_smem + 0u) + cute_epi_swz80<3, 112u>((cute_bm + 32) * 128 + (cute_bn + 8) * 2)), pack_f16x2(dv_120, dv_121));
-    const float dv_122 = cute_epi_visit(acc[2][7][2], row_bias_56, (cute_epi_m0 + cute_mt + 40 < M) && (cute_epi_n0 + cute_nt + 56 < N));
-    const float dv_123 = cute_epi_visit(acc[2][7][3], row_bias_57, (cute_epi_m0 + cute_mt + 40 < M) && (cute_epi_n0 + cute_nt + 57 < N));
-    st_shared_32(((cute_epi_smem + 0u) + cute_epi_swz80<3, 112u>((cute_bm + 40) * 128 + (cute_bn + 8) * 2)), pack_f16x2(dv_122, dv_123));
-    const float dv_124 = cute_epi_visit(acc[3][7][0], row_bias_56, (cute_epi_m0 + cute_mt + 48 < M) && (cute_epi_n0 + cute_nt + 56 < N));
-    const float dv_125 = cute_epi_visit(acc[3][7][1], row_bias_57, (cute_epi_m0 + cute_mt + 48 < M) && (cute_epi_n0 + cute_nt + 57 < N));
-    st_shared_32(((cute_epi_smem + 0u) + cute_epi_swz80<3, 112u>((cute_bm + 48) * 128 + (cute_bn + 8) * 2)), pack_f16x2(dv_124, dv_125));
-    const float dv_126 = cute_epi_visit(acc[3][7][2], row_bias_56, (cute_epi_m0 + cute_mt + 56 < M) && (cute_epi_n0 + cute_nt + 56 < N));
-    const float dv_127 = cute_epi_visit(acc[3][7][3], row_bias_57, (cute_epi_m0 + cute_mt + 56 < M) && (cute_epi_n0 + cute_nt + 57 < N));
-    st_shared_32(((cute_epi_smem + 0u) + cute_epi_swz80<3, 112u>((cute_bm + 56) * 128 + (cute_bn + 8) * 2)), pack_f16x2(dv_126, dv_127));
-    named_barrier_sync(1, 256);
-#pragma unroll 1
-    for (int it_ = 0; it_ < 4; ++it_) {
-      const int c_ = tid + it_ * 256;
-      const int br_ = c_ / 8, cc_ = c_ % 8;
-      const int gm_ = cute_epi_m0 + (br_ / 64) * 64 + 0 + br_ % 64;
-      const int gn_ = cute_epi_n0 + (cc_ / 2) * 64 + 48 + (cc_ % 2) * 8;
-      const u32 sa_ = (cute_epi_smem + 0u) + cute_epi_swz80<3, 112u>(br_ * 128 + cc_ * 16);
-      const bool row_ok_ = gm_ < M;
-      const long long go_ = row_ok_ ? (long long)gm_ * ld_D + gn_ : 0;
-      const uint4 v_ = cute_py::ld_shared_128(sa_);
-      if (row_ok_ && gn_ < N) cute_py::st_global_128(p_D + go_, v_);
+    {
+      // subtile (0, 2)
+      const float row_bias_32 = ld_shared_f32(cute_epi_smem + cute_nt * 4 + 16512);
+      const float row_bias_33 = ld_shared_f32(cute_epi_smem + cute_nt * 4 + 16516);
+      const float row_bias_40 = ld_shared_f32(cute_epi_smem + cute_nt * 4 + 16544);
+      const float row_bias_41 = ld_shared_f32(cute_epi_smem + cute_nt * 4 + 16548);
+      named_barrier_sync(1, 256);
+      const float dv_64 = cute_epi_visit(acc[0][4][0], row_bias_32, cute_epi_m0 + cute_mt < M && cute_epi_n0 + cute_nt + 32 < N);
+      const float dv_65 = cute_epi_visit(acc[0][4][1], row_bias_33, cute_epi_m0 + cute_mt < M && cute_epi_n0 + cute_nt + 33 < N);
+      st_shared_32(cute_epi_smem + ((cute_bm * 128 + cute_bn * 2) ^ (((cute_bm * 128 + cute_bn * 2) & 896) >> 3)), pack_f16x2(dv_64, dv_65));
+      const float dv_66 = cute_epi_visit(acc[0][4][2], row_bias_32, cute_epi_m0 + cute_mt + 8 < M && cute_epi_n0 + cute_nt + 32 < N);
+      const float dv_67 = cute_epi_visit(acc[0][4][3], row_bias_33, cute_epi_m0 + cute_mt + 8 < M && cute_epi_n0 + cute_nt + 33 < N);
+      st_shared_32(cute_epi_smem + ((cute_bm * 128 + cute_bn * 2 + 1024) ^ (((cute_bm * 128 + cute_bn * 2 + 1024) & 896) >> 3)), pack_f16x2(dv_66, dv_67));
+      const float dv_68 = cute_epi_visit(acc[1][4][0], row_bias_32, cute_epi_m0 + cute_mt + 16 < M && cute_epi_n0 + cute_nt + 32 < N);
+      const float dv_69 = cute_epi_visit(acc[1][4][1], row_bias_33, cute_epi_m0 + cute_mt + 16 < M && cute_epi_n0 + cute_nt + 33 < N);
+      st_shared_32(cute_epi_smem + ((cute_bm * 128 + cute_bn * 2 + 2048) ^ (((cute_bm * 128 + cute_bn * 2 + 2048) & 896) >> 3)), pack_f16x2(dv_68, dv_69));
+      const float dv_70 = cute_epi_visit(acc[1][4][2], row_bias_32, cute_epi_m0 + cute_mt + 24 < M && cute_epi_n0 + cute_nt + 32 < N);
+      const float dv_71 = cute_epi_visit(acc[1][4][3], row_bias_33, cute_epi_m0 + cute_mt + 24 < M && cute_epi_n0 + cute_nt + 33 < N);
+      st_shared_32(cute_epi_smem + ((cute_bm * 128 + cute_bn * 2 + 3072) ^ (((cute_bm * 128 + cute_bn * 2 + 3072) & 896) >> 3)), pack_f16x2(dv_70, dv_71));
+      const float dv_72 = cute_epi_visit(acc[2][4][0], row_bias_32, cute_epi_m0 + cute_mt + 32 < M && cute_epi_n0 + cute_nt + 32 < N);
+      const float dv_73 = cute_epi_visit(acc[2][4][1], row_bias_33, cute_epi_m0 + cute_mt + 32 < M && cute_epi_n0 + cute_nt + 33 < N);
+      st_shared_32(cute_epi_smem + ((cute_bm * 128 + cute_bn * 2 + 4096) ^ (((cute_bm * 128 + cute_bn * 2 + 4096) & 896) >> 3)), pack_f16x2(dv_72, dv_73));
+      const float dv_74 = cute_epi_visit(acc[2][4][2], row_bias_32, cute_epi_m0 + cute_mt + 40 < M && cute_epi_n0 + cute_nt + 32 < N);
+      const float dv_75 = cute_epi_visit(acc[2][4][3], row_bias_33, cute_epi_m0 + cute_mt + 40 < M && cute_epi_n0 + cute_nt + 33 < N);
+      st_shared_32(cute_epi_smem + ((cute_bm * 128 + cute_bn * 2 + 5120) ^ (((cute_bm * 128 + cute_bn * 2 + 5120) & 896) >> 3)), pack_f16x2(dv_74, dv_75));
+      const float dv_76 = cute_epi_visit(acc[3][4][0], row_bias_32, cute_epi_m0 + cute_mt + 48 < M && cute_epi_n0 + cute_nt + 32 < N);
+      const float dv_77 = cute_epi_visit(acc[3][4][1], row_bias_33, cute_epi_m0 + cute_mt + 48 < M && cute_epi_n0 + cute_nt + 33 < N);
+      st_shared_32(cute_epi_smem + ((cute_bm * 128 + cute_bn * 2 + 6144) ^ (((cute_bm * 128 + cute_bn * 2 + 6144) & 896) >> 3)), pack_f16x2(dv_76, dv_77));
+      const float dv_78 = cute_epi_visit(acc[3][4][2], row_bias_32, cute_epi_m0 + cute_mt + 56 < M && cute_epi_n0 + cute_nt + 32 < N);
+      const float dv_79 = cute_epi_visit(acc[3][4][3], row_bias_33, cute_epi_m0 + cute_mt + 56 < M && cute_epi_n0 + cute_nt + 33 < N);
+      st_shared_32(cute_epi_smem + ((cute_bm * 128 + cute_bn * 2 + 7168) ^ (((cute_bm * 128 + cute_bn * 2 + 7168) & 896) >> 3)), pack_f16x2(dv_78, dv_79));
+      const float dv_80 = cute_epi_visit(acc[0][5][0], row_bias_40, cute_epi_m0 + cute_mt < M && cute_epi_n0 + cute_nt + 40 < N);
+      const float dv_81 = cute_epi_visit(acc[0][5][1], row_bias_41, cute_epi_m0 + cute_mt < M && cute_epi_n0 + cute_nt + 41 < N);
+      st_shared_32(cute_epi_smem + ((cute_bm * 128 + cute_bn * 2 + 16) ^ (((cute_bm * 128 + cute_bn * 2 + 16) & 896) >> 3)), pack_f16x2(dv_80, dv_81));
+      const float dv_82 = cute_epi_visit(acc[0][5][2], row_bias_40, cute_epi_m0 + cute_mt + 8 < M && cute_epi_n0 + cute_nt + 40 < N);
+      const float dv_83 = cute_epi_visit(acc[0][5][3], row_bias_41, cute_epi_m0 + cute_mt + 8 < M && cute_epi_n0 + cute_nt + 41 < N);
+      st_shared_32(cute_epi_smem + ((cute_bm * 128 + cute_bn * 2 + 1040) ^ (((cute_bm * 128 + cute_bn * 2 + 1040) & 896) >> 3)), pack_f16x2(dv_82, dv_83));
+      const float dv_84 = cute_epi_visit(acc[1][5][0], row_bias_40, cute_epi_m0 + cute_mt + 16 < M && cute_epi_n0 + cute_nt + 40 < N);
+      const float dv_85 = cute_epi_visit(acc[1][5][1], row_bias_41, cute_epi_m0 + cute_mt + 16 < M && cute_epi_n0 + cute_nt + 41 < N);
+      st_shared_32(cute_epi_smem + ((cute_bm * 128 + cute_bn * 2 + 2064) ^ (((cute_bm * 128 + cute_bn * 2 + 2064) & 896) >> 3)), pack_f16x2(dv_84, dv_85));
+      const float dv_86 = cute_epi_visit(acc[1][5][2], row_bias_40, cute_epi_m0 + cute_mt + 24 < M && cute_epi_n0 + cute_nt + 40 < N);
+      const float dv_87 = cute_epi_visit(acc[1][5][3], row_bias_41, cute_epi_m0 + cute_mt + 24 < M && cute_epi_n0 + cute_nt + 41 < N);
+      st_shared_32(cute_epi_smem + ((cute_bm * 128 + cute_bn * 2 + 3088) ^ (((cute_bm * 128 + cute_bn * 2 + 3088) & 896) >> 3)), pack_f16x2(dv_86, dv_87));
+      const float dv_88 = cute_epi_visit(acc[2][5][0], row_bias_40, cute_epi_m0 + cute_mt + 32 < M && cute_epi_n0 + cute_nt + 40 < N);
+      const float dv_89 = cute_epi_visit(acc[2][5][1], row_bias_41, cute_epi_m0 + cute_mt + 32 < M && cute_epi_n0 + cute_nt + 41 < N);
+      st_shared_32(cute_epi_smem + ((cute_bm * 128 + cute_bn * 2 + 4112) ^ (((cute_bm * 128 + cute_bn * 2 + 4112) & 896) >> 3)), pack_f16x2(dv_88, dv_89));
+      const float dv_90 = cute_epi_visit(acc[2][5][2], row_bias_40, cute_epi_m0 + cute_mt + 40 < M && cute_epi_n0 + cute_nt + 40 < N);
+      const float dv_91 = cute_epi_visit(acc[2][5][3], row_bias_41, cute_epi_m0 + cute_mt + 40 < M && cute_epi_n0 + cute_nt + 41 < N);
+      st_shared_32(cute_epi_smem + ((cute_bm * 128 + cute_bn * 2 + 5136) ^ (((cute_bm * 128 + cute_bn * 2 + 5136) & 896) >> 3)), pack_f16x2(dv_90, dv_91));
+      const float dv_92 = cute_epi_visit(acc[3][5][0], row_bias_40, cute_epi_m0 + cute_mt + 48 < M && cute_epi_n0 + cute_nt + 40 < N);
+      const float dv_93 = cute_epi_visit(acc[3][5][1], row_bias_41, cute_epi_m0 + cute_mt + 48 < M && cute_epi_n0 + cute_nt + 41 < N);
+      st_shared_32(cute_epi_smem + ((cute_bm * 128 + cute_bn * 2 + 6160) ^ (((cute_bm * 128 + cute_bn * 2 + 6160) & 896) >> 3)), pack_f16x2(dv_92, dv_93));
+      const float dv_94 = cute_epi_visit(acc[3][5][2], row_bias_40, cute_epi_m0 + cute_mt + 56 < M && cute_epi_n0 + cute_nt + 40 < N);
+      const float dv_95 = cute_epi_visit(acc[3][5][3], row_bias_41, cute_epi_m0 + cute_mt + 56 < M && cute_epi_n0 + cute_nt + 41 < N);
+      st_shared_32(cute_epi_smem + ((cute_bm * 128 + cute_bn * 2 + 7184) ^ (((cute_bm * 128 + cute_bn * 2 + 7184) & 896) >> 3)), pack_f16x2(dv_94, dv_95));
+      named_barrier_sync(1, 256);
+      #pragma unroll 1
+      for (int it__2 = 0; it__2 < 4; ++it__2) {
+        const int c_ = tid + it__2 * 256;
+        const int br_ = c_ >> 3;
+        const int cc_ = c_ & 7;
+        const int gm_ = cute_epi_m0 + br_;
+        const int gn_ = cute_epi_n0 + ((cc_ & 1) * 8 + (cc_ >> 1) * 64) + 32;
+        const u32 sa_ = cute_epi_smem + ((br_ * 128 + cc_ * 16) ^ (((br_ * 128 + cc_ * 16) & 896) >> 3));
+        const bool row_ok_ = gm_ < M;
+        const long long go_ = (row_ok_ ? (long long)gm_ * ld_D + gn_ : 0);
+        const uint4 v_ = cute_py::ld_shared_128(sa_);
+        if (row_ok_ && gn_ < N) {
+          cute_py::st_global_128(p_D + go_, v_);
+        }
+      }
     }
-  }
+    {
+      // subtile (0, 3)
+      const float row_bias_48 = ld_shared_f32(cute_epi_smem + cute_nt * 4 + 16576);
+      const float row_bias_49 = ld_shared_f32(cute_epi_smem + cute_nt * 4 + 16580);
+      const float row_bias_56 = ld_shared_f32(cute_epi_smem + cute_nt * 4 + 16608);
+      const float row_bias_57 = ld_shared_f32(cute_epi_smem + cute_nt * 4 + 16612);
+      named_barrier_sync(1, 256);
+      const float dv_96 = cute_epi_visit(acc[0][6][0], row_bias_48, cute_epi_m0 + cute_mt < M && cute_epi_n0 + cute_nt + 48 < N);
+      const float dv_97 = cute_epi_visit(acc[0][6][1], row_bias_49, cute_epi_m0 + cute_mt < M && cute_epi_n0 + cute_nt + 49 < N);
+      st_shared_32(cute_epi_smem + ((cute_bm * 128 + cute_bn * 2) ^ (((cute_bm * 128 + cute_bn * 2) & 896) >> 3)), pack_f16x2(dv_96, dv_97));
+      const float dv_98 = cute_epi_visit(acc[0][6][2], row_bias_48, cute_epi_m0 + cute_mt + 8 < M && cute_epi_n0 + cute_nt + 48 < N);
+      const float dv_99 = cute_epi_visit(acc[0][6][3], row_bias_49, cute_epi_m0 + cute_mt + 8 < M && cute_epi_n0 + cute_nt + 49 < N);
+      st_shared_32(cute_epi_smem + ((cute_bm * 128 + cute_bn * 2 + 1024) ^ (((cute_bm * 128 + cute_bn * 2 + 1024) & 896) >> 3)), pack_f16x2(dv_98, dv_99));
+      const float dv_100 = cute_epi_visit(acc[1][6][0], row_bias_48, cute_epi_m0 + cute_mt + 16 < M && cute_epi_n0 + cute_nt + 48 < N);
+      const float dv_101 = cute_epi_visit(acc[1][6][1], row_bias_49, cute_epi_m0 + cute_mt + 16 < M && cute_epi_n0 + cute_nt + 49 < N);
+      st_shared_32(cute_epi_smem + ((cute_bm * 128 + cute_bn * 2 + 2048) ^ (((cute_bm * 128 + cute_bn * 2 + 2048) & 896) >> 3)), pack_f16x2(dv_100, dv_101));
+      const float dv_102 = cute_epi_visit(acc[1][6][2], row_bias_48, cute_epi_m0 + cute_mt + 24 < M && cute_epi_n0 + cute_nt + 48 < N);
+      const float dv_103 = cute_epi_visit(acc[1][6][3], row_bias_49, cute_epi_m0 + cute_mt + 24 < M && cute_epi_n0 + cute_nt + 49 < N);
+      st_shared_32(cute_epi_smem + ((cute_bm * 128 + cute_bn * 2 + 3072) ^ (((cute_bm * 128 + cute_bn * 2 + 3072) & 896) >> 3)), pack_f16x2(dv_102, dv_103));
+      const float dv_104 = cute_epi_visit(acc[2][6][0], row_bias_48, cute_epi_m0 + cute_mt + 32 < M && cute_epi_n0 + cute_nt + 48 < N);
+      const float dv_105 = cute_epi_visit(acc[2][6][1], row_bias_49, cute_epi_m0 + cute_mt + 32 < M && cute_epi_n0 + cute_nt + 49 < N);
+      st_shared_32(cute_epi_smem + ((cute_bm * 128 + cute_bn * 2 + 4096) ^ (((cute_bm * 128 + cute_bn * 2 + 4096) & 896) >> 3)), pack_f16x2(dv_104, dv_105));
+      const float dv_106 = cute_epi_visit(acc[2][6][2], row_bias_48, cute_epi_m0 + cute_mt + 40 < M && cute_epi_n0 + cute_nt + 48 < N);
+      const float dv_107 = cute_epi_visit(acc[2][6][3], row_bias_49, cute_epi_m0 + cute_mt + 40 < M && cute_epi_n0 + cute_nt + 49 < N);
+      st_shared_32(cute_epi_smem + ((cute_bm * 128 + cute_bn * 2 + 5120) ^ (((cute_bm * 128 + cute_bn * 2 + 5120) & 896) >> 3)), pack_f16x2(dv_106, dv_107));
+      const float dv_108 = cute_epi_visit(acc[3][6][0], row_bias_48, cute_epi_m0 + cute_mt + 48 < M && cute_epi_n0 + cute_nt + 48 < N);
+      const float dv_109 = cute_epi_visit(acc[3][6][1], row_bias_49, cute_epi_m0 + cute_mt + 48 < M && cute_epi_n0 + cute_nt + 49 < N);
+      st_shared_32(cute_epi_smem + ((cute_bm * 128 + cute_bn * 2 + 6144) ^ (((cute_bm * 128 + cute_bn * 2 + 6144) & 896) >> 3)), pack_f16x2(dv_108, dv_109));
+      const float dv_110 = cute_epi_visit(acc[3][6][2], row_bias_48, cute_epi_m0 + cute_mt + 56 < M && cute_epi_n0 + cute_nt + 48 < N);
+      const float dv_111 = cute_epi_visit(acc[3][6][3], row_bias_49, cute_epi_m0 + cute_mt + 56 < M && cute_epi_n0 + cute_nt + 49 < N);
+      st_shared_32(cute_epi_smem + ((cute_bm * 128 + cute_bn * 2 + 7168) ^ (((cute_bm * 128 + cute_bn * 2 + 7168) & 896) >> 3)), pack_f16x2(dv_110, dv_111));
+      const float dv_112 = cute_epi_visit(acc[0][7][0], row_bias_56, cute_epi_m0 + cute_mt < M && cute_epi_n0 + cute_nt + 56 < N);
+      const float dv_113 = cute_epi_visit(acc[0][7][1], row_bias_57, cute_epi_m0 + cute_mt < M && cute_epi_n0 + cute_nt + 57 < N);
+      st_shared_32(cute_epi_smem + ((cute_bm * 128 + cute_bn * 2 + 16) ^ (((cute_bm * 128 + cute_bn * 2 + 16) & 896) >> 3)), pack_f16x2(dv_112, dv_113));
+      const float dv_114 = cute_epi_visit(acc[0][7][2], row_bias_56, cute_epi_m0 + cute_mt + 8 < M && cute_epi_n0 + cute_nt + 56 < N);
+      const float dv_115 = cute_epi_visit(acc[0][7][3], row_bias_57, cute_epi_m0 + cute_mt + 8 < M && cute_epi_n0 + cute_nt + 57 < N);
+      st_shared_32(cute_epi_smem + ((cute_bm * 128 + cute_bn * 2 + 1040) ^ (((cute_bm * 128 + cute_bn * 2 + 1040) & 896) >> 3)), pack_f16x2(dv_114, dv_115));
+      const float dv_116 = cute_epi_visit(acc[1][7][0], row_bias_56, cute_epi_m0 + cute_mt + 16 < M && cute_epi_n0 + cute_nt + 56 < N);
+      const float dv_117 = cute_epi_visit(acc[1][7][1], row_bias_57, cute_epi_m0 + cute_mt + 16 < M && cute_epi_n0 + cute_nt + 57 < N);
+      st_shared_32(cute_epi_smem + ((cute_bm * 128 + cute_bn * 2 + 2064) ^ (((cute_bm * 128 + cute_bn * 2 + 2064) & 896) >> 3)), pack_f16x2(dv_116, dv_117));
+      const float dv_118 = cute_epi_visit(acc[1][7][2], row_bias_56, cute_epi_m0 + cute_mt + 24 < M && cute_epi_n0 + cute_nt + 56 < N);
+      const float dv_119 = cute_epi_visit(acc[1][7][3], row_bias_57, cute_epi_m0 + cute_mt + 24 < M && cute_epi_n0 + cute_nt + 57 < N);
+      st_shared_32(cute_epi_smem + ((cute_bm * 128 + cute_bn * 2 + 3088) ^ (((cute_bm * 128 + cute_bn * 2 + 3088) & 896) >> 3)), pack_f16x2(dv_118, dv_119));
+      const float dv_120 = cute_epi_visit(acc[2][7][0], row_bias_56, cute_epi_m0 + cute_mt + 32 < M && cute_epi_n0 + cute_nt + 56 < N);
+      const float dv_121 = cute_epi_visit(acc[2][7][1], row_bias_57, cute_epi_m0 + cute_mt + 32 < M && cute_epi_n0 + cute_nt + 57 < N);
+      st_shared_32(cute_epi_smem + ((cute_bm * 128 + cute_bn * 2 + 4112) ^ (((cute_bm * 128 + cute_bn * 2 + 4112) & 896) >> 3)), pack_f16x2(dv_120, dv_121));
+      const float dv_122 = cute_epi_visit(acc[2][7][2], row_bias_56, cute_epi_m0 + cute_mt + 40 < M && cute_epi_n0 + cute_nt + 56 < N);
+      const float dv_123 = cute_epi_visit(acc[2][7][3], row_bias_57, cute_epi_m0 + cute_mt + 40 < M && cute_epi_n0 + cute_nt + 57 < N);
+      st_shared_32(cute_epi_smem + ((cute_bm * 128 + cute_bn * 2 + 5136) ^ (((cute_bm * 128 + cute_bn * 2 + 5136) & 896) >> 3)), pack_f16x2(dv_122, dv_123));
+      const float dv_124 = cute_epi_visit(acc[3][7][0], row_bias_56, cute_epi_m0 + cute_mt + 48 < M && cute_epi_n0 + cute_nt + 56 < N);
+      const float dv_125 = cute_epi_visit(acc[3][7][1], row_bias_57, cute_epi_m0 + cute_mt + 48 < M && cute_epi_n0 + cute_nt + 57 < N);
+      st_shared_32(cute_epi_smem + ((cute_bm * 128 + cute_bn * 2 + 6160) ^ (((cute_bm * 128 + cute_bn * 2 + 6160) & 896) >> 3)), pack_f16x2(dv_124, dv_125));
+      const float dv_126 = cute_epi_visit(acc[3][7][2], row_bias_56, cute_epi_m0 + cute_mt + 56 < M && cute_epi_n0 + cute_nt + 56 < N);
+      const float dv_127 = cute_epi_visit(acc[3][7][3], row_bias_57, cute_epi_m0 + cute_mt + 56 < M && cute_epi_n0 + cute_nt + 57 < N);
+      st_shared_32(cute_epi_smem + ((cute_bm * 128 + cute_bn * 2 + 7184) ^ (((cute_bm * 128 + cute_bn * 2 + 7184) & 896) >> 3)), pack_f16x2(dv_126, dv_127));
+      named_barrier_sync(1, 256);
+      #pragma unroll 1
+      for (int it__3 = 0; it__3 < 4; ++it__3) {
+        const int c_ = tid + it__3 * 256;
+        const int br_ = c_ >> 3;
+        const int cc_ = c_ & 7;
+        const int gm_ = cute_epi_m0 + br_;
+        const int gn_ = cute_epi_n0 + ((cc_ & 1) * 8 + (cc_ >> 1) * 64) + 48;
+        const u32 sa_ = cute_epi_smem + ((br_ * 128 + cc_ * 16) ^ (((br_ * 128 + cc_ * 16) & 896) >> 3));
+        const bool row_ok_ = gm_ < M;
+        const long long go_ = (row_ok_ ? (long long)gm_ * ld_D + gn_ : 0);
+        const uint4 v_ = cute_py::ld_shared_128(sa_);
+        if (row_ok_ && gn_ < N) {
+          cute_py::st_global_128(p_D + go_, v_);
+        }
+      }
+    }
   }
   cp_async_wait<0>();
 #endif

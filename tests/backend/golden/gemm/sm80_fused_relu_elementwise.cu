@@ -9,11 +9,6 @@ using namespace cute_py;
 #include "cute_py/ptx_sm80.cuh"
 using namespace cute_py;
 
-template <int S, unsigned MASK> __device__ __forceinline__ u32 cute_epi_swz80(int off) {
-  // CuTe Swizzle<B,M,S> on a byte offset: MASK = ((1 << B) - 1) << M
-  const u32 o = static_cast<u32>(off);
-  return o ^ ((o >> S) & MASK);
-}
 // element-wise fallbacks (any alignment): ``valid`` leading elements of a 16-byte chunk
 __device__ __forceinline__ void cute_epi_ld_chunk_scalar(u32 sa, const unsigned short* p,
                                                          int valid) {
@@ -163,13 +158,13 @@ extern "C" __global__ void __launch_bounds__(128, 1) gemm_sm80_multistage_f16_f1
   const u32 sA = smem_u32(smem), sB = sA + 12288;
   const int k_tiles = (K + 31) / 32;
   // A: gmem->smem thread map, 2 iterations of 8 elements, 32 lines apart (+2048 smem bytes)
-  const int ac_r = (tid >> 2), ac_k = ((tid & 3) * 8);
+  const int ac_r = (tid / 4), ac_k = (tid % 4 * 8);
   const u32 ac_s = smem_off_A(ac_r, ac_k) * 2;
   const EA* ac_g = A + (long long)(m0 + ac_r) * lda + ac_k;
   const long long ac_step = (long long)32 * lda;
   (void)ac_step;
   // B: gmem->smem thread map, 2 iterations of 8 elements, 32 lines apart (+2048 smem bytes)
-  const int bc_r = (tid >> 2), bc_k = ((tid & 3) * 8);
+  const int bc_r = (tid / 4), bc_k = (tid % 4 * 8);
   const u32 bc_s = smem_off_B(bc_r, bc_k) * 2;
   const EA* bc_g = B + (long long)(n0 + bc_r) * ldb + bc_k;
   const long long bc_step = (long long)32 * ldb;
@@ -255,133 +250,141 @@ extern "C" __global__ void __launch_bounds__(128, 1) gemm_sm80_multistage_f16_f1
   unsigned char* cute_epi_smem_base = smem;
   const u32 cute_epi_smem = (u32)__cvta_generic_to_shared(cute_epi_smem_base);
   const int cute_epi_m0 = m0, cute_epi_n0 = n0;
-  { // SM80 epilogue: relu(add(multiply_add(beta, C, multiply(alpha, acc)), bias[n]))
-  const int cute_lane = tid & 31;
-  const int cute_mt = (((tid >> 5) % 2) * 32 + ((tid & 31) >> 2));
-  const int cute_nt = (((tid >> 5) / 2) * 32 + (tid & 3) * 2);
-  const int cute_bm = (cute_mt / 32) * 32 + cute_mt % 32;
-  const int cute_bn = (cute_nt / 32) * 32 + cute_nt % 32;
-  (void)cute_lane; (void)cute_bm; (void)cute_bn;
-  for (int i_ = tid; i_ < 64; i_ += 128) st_shared_f32(cute_epi_smem + 24576u + 4u * i_, ((cute_epi_n0 + i_) < N ? f16_bits_to_f32(__ldg(p_bias + (cute_epi_n0 + i_))) : 0.0f));
-#pragma unroll 1
-  for (int it_ = 0; it_ < 4; ++it_) {
-    const int c_ = tid + it_ * 128;
-    const int br_ = c_ / 8, cc_ = c_ % 8;
-    const int gm_ = cute_epi_m0 + (br_ / 32) * 32 + 0 + br_ % 32;
-    const int gn_ = cute_epi_n0 + (cc_ / 4) * 32 + 0 + (cc_ % 4) * 8;
-    const u32 sa_ = (cute_epi_smem + 0u) + cute_epi_swz80<3, 112u>(br_ * 128 + cc_ * 16);
-    const bool row_ok_ = gm_ < M;
-    const long long go_ = row_ok_ ? (long long)gm_ * ld_C + gn_ : 0;
-    cute_epi_ld_chunk_scalar(sa_, p_C + go_, row_ok_ ? max(0, min(8, N - gn_)) : 0);
-  }
-  cute_py::sm80::cp_async_commit();
-  { // subtile (0, 0)
-    cute_py::sm80::cp_async_commit();
-    cute_py::sm80::cp_async_wait<1>();
-    named_barrier_sync(1, 128);
-    const u32 lb_C = (cute_epi_smem + 0u);
-    const float row_bias_0 = ld_shared_f32(cute_epi_smem + 24576u + 4u * (cute_nt + 0));
-    const float row_bias_1 = ld_shared_f32(cute_epi_smem + 24576u + 4u * (cute_nt + 1));
-    const float row_bias_8 = ld_shared_f32(cute_epi_smem + 24576u + 4u * (cute_nt + 8));
-    const float row_bias_9 = ld_shared_f32(cute_epi_smem + 24576u + 4u * (cute_nt + 9));
-    const float row_bias_16 = ld_shared_f32(cute_epi_smem + 24576u + 4u * (cute_nt + 16));
-    const float row_bias_17 = ld_shared_f32(cute_epi_smem + 24576u + 4u * (cute_nt + 17));
-    const float row_bias_24 = ld_shared_f32(cute_epi_smem + 24576u + 4u * (cute_nt + 24));
-    const float row_bias_25 = ld_shared_f32(cute_epi_smem + 24576u + 4u * (cute_nt + 25));
-    const float2 lp_C_0 = f16x2_bits_to_f32x2(ld_shared_32((lb_C + cute_epi_swz80<3, 112u>((cute_bm + 0) * 128 + (cute_bn + 0) * 2))));
-    const float ld_C_0 = lp_C_0.x, ld_C_1 = lp_C_0.y;
-    const float dv_0 = cute_epi_visit(acc[0][0][0], ld_C_0, row_bias_0, (cute_epi_m0 + cute_mt + 0 < M) && (cute_epi_n0 + cute_nt + 0 < N), s_beta, s_alpha);
-    const float dv_1 = cute_epi_visit(acc[0][0][1], ld_C_1, row_bias_1, (cute_epi_m0 + cute_mt + 0 < M) && (cute_epi_n0 + cute_nt + 1 < N), s_beta, s_alpha);
-    st_shared_32(((cute_epi_smem + 16384u) + cute_epi_swz80<3, 112u>((cute_bm + 0) * 128 + (cute_bn + 0) * 2)), pack_f16x2(dv_0, dv_1));
-    const float2 lp_C_2 = f16x2_bits_to_f32x2(ld_shared_32((lb_C + cute_epi_swz80<3, 112u>((cute_bm + 8) * 128 + (cute_bn + 0) * 2))));
-    const float ld_C_2 = lp_C_2.x, ld_C_3 = lp_C_2.y;
-    const float dv_2 = cute_epi_visit(acc[0][0][2], ld_C_2, row_bias_0, (cute_epi_m0 + cute_mt + 8 < M) && (cute_epi_n0 + cute_nt + 0 < N), s_beta, s_alpha);
-    const float dv_3 = cute_epi_visit(acc[0][0][3], ld_C_3, row_bias_1, (cute_epi_m0 + cute_mt + 8 < M) && (cute_epi_n0 + cute_nt + 1 < N), s_beta, s_alpha);
-    st_shared_32(((cute_epi_smem + 16384u) + cute_epi_swz80<3, 112u>((cute_bm + 8) * 128 + (cute_bn + 0) * 2)), pack_f16x2(dv_2, dv_3));
-    const float2 lp_C_4 = f16x2_bits_to_f32x2(ld_shared_32((lb_C + cute_epi_swz80<3, 112u>((cute_bm + 16) * 128 + (cute_bn + 0) * 2))));
-    const float ld_C_4 = lp_C_4.x, ld_C_5 = lp_C_4.y;
-    const float dv_4 = cute_epi_visit(acc[1][0][0], ld_C_4, row_bias_0, (cute_epi_m0 + cute_mt + 16 < M) && (cute_epi_n0 + cute_nt + 0 < N), s_beta, s_alpha);
-    const float dv_5 = cute_epi_visit(acc[1][0][1], ld_C_5, row_bias_1, (cute_epi_m0 + cute_mt + 16 < M) && (cute_epi_n0 + cute_nt + 1 < N), s_beta, s_alpha);
-    st_shared_32(((cute_epi_smem + 16384u) + cute_epi_swz80<3, 112u>((cute_bm + 16) * 128 + (cute_bn + 0) * 2)), pack_f16x2(dv_4, dv_5));
-    const float2 lp_C_6 = f16x2_bits_to_f32x2(ld_shared_32((lb_C + cute_epi_swz80<3, 112u>((cute_bm + 24) * 128 + (cute_bn + 0) * 2))));
-    const float ld_C_6 = lp_C_6.x, ld_C_7 = lp_C_6.y;
-    const float dv_6 = cute_epi_visit(acc[1][0][2], ld_C_6, row_bias_0, (cute_epi_m0 + cute_mt + 24 < M) && (cute_epi_n0 + cute_nt + 0 < N), s_beta, s_alpha);
-    const float dv_7 = cute_epi_visit(acc[1][0][3], ld_C_7, row_bias_1, (cute_epi_m0 + cute_mt + 24 < M) && (cute_epi_n0 + cute_nt + 1 < N), s_beta, s_alpha);
-    st_shared_32(((cute_epi_smem + 16384u) + cute_epi_swz80<3, 112u>((cute_bm + 24) * 128 + (cute_bn + 0) * 2)), pack_f16x2(dv_6, dv_7));
-    const float2 lp_C_8 = f16x2_bits_to_f32x2(ld_shared_32((lb_C + cute_epi_swz80<3, 112u>((cute_bm + 0) * 128 + (cute_bn + 8) * 2))));
-    const float ld_C_8 = lp_C_8.x, ld_C_9 = lp_C_8.y;
-    const float dv_8 = cute_epi_visit(acc[0][1][0], ld_C_8, row_bias_8, (cute_epi_m0 + cute_mt + 0 < M) && (cute_epi_n0 + cute_nt + 8 < N), s_beta, s_alpha);
-    const float dv_9 = cute_epi_visit(acc[0][1][1], ld_C_9, row_bias_9, (cute_epi_m0 + cute_mt + 0 < M) && (cute_epi_n0 + cute_nt + 9 < N), s_beta, s_alpha);
-    st_shared_32(((cute_epi_smem + 16384u) + cute_epi_swz80<3, 112u>((cute_bm + 0) * 128 + (cute_bn + 8) * 2)), pack_f16x2(dv_8, dv_9));
-    const float2 lp_C_10 = f16x2_bits_to_f32x2(ld_shared_32((lb_C + cute_epi_swz80<3, 112u>((cute_bm + 8) * 128 + (cute_bn + 8) * 2))));
-    const float ld_C_10 = lp_C_10.x, ld_C_11 = lp_C_10.y;
-    const float dv_10 = cute_epi_visit(acc[0][1][2], ld_C_10, row_bias_8, (cute_epi_m0 + cute_mt + 8 < M) && (cute_epi_n0 + cute_nt + 8 < N), s_beta, s_alpha);
-    const float dv_11 = cute_epi_visit(acc[0][1][3], ld_C_11, row_bias_9, (cute_epi_m0 + cute_mt + 8 < M) && (cute_epi_n0 + cute_nt + 9 < N), s_beta, s_alpha);
-    st_shared_32(((cute_epi_smem + 16384u) + cute_epi_swz80<3, 112u>((cute_bm + 8) * 128 + (cute_bn + 8) * 2)), pack_f16x2(dv_10, dv_11));
-    const float2 lp_C_12 = f16x2_bits_to_f32x2(ld_shared_32((lb_C + cute_epi_swz80<3, 112u>((cute_bm + 16) * 128 + (cute_bn + 8) * 2))));
-    const float ld_C_12 = lp_C_12.x, ld_C_13 = lp_C_12.y;
-    const float dv_12 = cute_epi_visit(acc[1][1][0], ld_C_12, row_bias_8, (cute_epi_m0 + cute_mt + 16 < M) && (cute_epi_n0 + cute_nt + 8 < N), s_beta, s_alpha);
-    const float dv_13 = cute_epi_visit(acc[1][1][1], ld_C_13, row_bias_9, (cute_epi_m0 + cute_mt + 16 < M) && (cute_epi_n0 + cute_nt + 9 < N), s_beta, s_alpha);
-    st_shared_32(((cute_epi_smem + 16384u) + cute_epi_swz80<3, 112u>((cute_bm + 16) * 128 + (cute_bn + 8) * 2)), pack_f16x2(dv_12, dv_13));
-    const float2 lp_C_14 = f16x2_bits_to_f32x2(ld_shared_32((lb_C + cute_epi_swz80<3, 112u>((cute_bm + 24) * 128 + (cute_bn + 8) * 2))));
-    const float ld_C_14 = lp_C_14.x, ld_C_15 = lp_C_14.y;
-    const float dv_14 = cute_epi_visit(acc[1][1][2], ld_C_14, row_bias_8, (cute_epi_m0 + cute_mt + 24 < M) && (cute_epi_n0 + cute_nt + 8 < N), s_beta, s_alpha);
-    const float dv_15 = cute_epi_visit(acc[1][1][3], ld_C_15, row_bias_9, (cute_epi_m0 + cute_mt + 24 < M) && (cute_epi_n0 + cute_nt + 9 < N), s_beta, s_alpha);
-    st_shared_32(((cute_epi_smem + 16384u) + cute_epi_swz80<3, 112u>((cute_bm + 24) * 128 + (cute_bn + 8) * 2)), pack_f16x2(dv_14, dv_15));
-    const float2 lp_C_16 = f16x2_bits_to_f32x2(ld_shared_32((lb_C + cute_epi_swz80<3, 112u>((cute_bm + 0) * 128 + (cute_bn + 16) * 2))));
-    const float ld_C_16 = lp_C_16.x, ld_C_17 = lp_C_16.y;
-    const float dv_16 = cute_epi_visit(acc[0][2][0], ld_C_16, row_bias_16, (cute_epi_m0 + cute_mt + 0 < M) && (cute_epi_n0 + cute_nt + 16 < N), s_beta, s_alpha);
-    const float dv_17 = cute_epi_visit(acc[0][2][1], ld_C_17, row_bias_17, (cute_epi_m0 + cute_mt + 0 < M) && (cute_epi_n0 + cute_nt + 17 < N), s_beta, s_alpha);
-    st_shared_32(((cute_epi_smem + 16384u) + cute_epi_swz80<3, 112u>((cute_bm + 0) * 128 + (cute_bn + 16) * 2)), pack_f16x2(dv_16, dv_17));
-    const float2 lp_C_18 = f16x2_bits_to_f32x2(ld_shared_32((lb_C + cute_epi_swz80<3, 112u>((cute_bm + 8) * 128 + (cute_bn + 16) * 2))));
-    const float ld_C_18 = lp_C_18.x, ld_C_19 = lp_C_18.y;
-    const float dv_18 = cute_epi_visit(acc[0][2][2], ld_C_18, row_bias_16, (cute_epi_m0 + cute_mt + 8 < M) && (cute_epi_n0 + cute_nt + 16 < N), s_beta, s_alpha);
-    const float dv_19 = cute_epi_visit(acc[0][2][3], ld_C_19, row_bias_17, (cute_epi_m0 + cute_mt + 8 < M) && (cute_epi_n0 + cute_nt + 17 < N), s_beta, s_alpha);
-    st_shared_32(((cute_epi_smem + 16384u) + cute_epi_swz80<3, 112u>((cute_bm + 8) * 128 + (cute_bn + 16) * 2)), pack_f16x2(dv_18, dv_19));
-    const float2 lp_C_20 = f16x2_bits_to_f32x2(ld_shared_32((lb_C + cute_epi_swz80<3, 112u>((cute_bm + 16) * 128 + (cute_bn + 16) * 2))));
-    const float ld_C_20 = lp_C_20.x, ld_C_21 = lp_C_20.y;
-    const float dv_20 = cute_epi_visit(acc[1][2][0], ld_C_20, row_bias_16, (cute_epi_m0 + cute_mt + 16 < M) && (cute_epi_n0 + cute_nt + 16 < N), s_beta, s_alpha);
-    const float dv_21 = cute_epi_visit(acc[1][2][1], ld_C_21, row_bias_17, (cute_epi_m0 + cute_mt + 16 < M) && (cute_epi_n0 + cute_nt + 17 < N), s_beta, s_alpha);
-    st_shared_32(((cute_epi_smem + 16384u) + cute_epi_swz80<3, 112u>((cute_bm + 16) * 128 + (cute_bn + 16) * 2)), pack_f16x2(dv_20, dv_21));
-    const float2 lp_C_22 = f16x2_bits_to_f32x2(ld_shared_32((lb_C + cute_epi_swz80<3, 112u>((cute_bm + 24) * 128 + (cute_bn + 16) * 2))));
-    const float ld_C_22 = lp_C_22.x, ld_C_23 = lp_C_22.y;
-    const float dv_22 = cute_epi_visit(acc[1][2][2], ld_C_22, row_bias_16, (cute_epi_m0 + cute_mt + 24 < M) && (cute_epi_n0 + cute_nt + 16 < N), s_beta, s_alpha);
-    const float dv_23 = cute_epi_visit(acc[1][2][3], ld_C_23, row_bias_17, (cute_epi_m0 + cute_mt + 24 < M) && (cute_epi_n0 + cute_nt + 17 < N), s_beta, s_alpha);
-    st_shared_32(((cute_epi_smem + 16384u) + cute_epi_swz80<3, 112u>((cute_bm + 24) * 128 + (cute_bn + 16) * 2)), pack_f16x2(dv_22, dv_23));
-    const float2 lp_C_24 = f16x2_bits_to_f32x2(ld_shared_32((lb_C + cute_epi_swz80<3, 112u>((cute_bm + 0) * 128 + (cute_bn + 24) * 2))));
-    const float ld_C_24 = lp_C_24.x, ld_C_25 = lp_C_24.y;
-    const float dv_24 = cute_epi_visit(acc[0][3][0], ld_C_24, row_bias_24, (cute_epi_m0 + cute_mt + 0 < M) && (cute_epi_n0 + cute_nt + 24 < N), s_beta, s_alpha);
-    const float dv_25 = cute_epi_visit(acc[0][3][1], ld_C_25, row_bias_25, (cute_epi_m0 + cute_mt + 0 < M) && (cute_epi_n0 + cute_nt + 25 < N), s_beta, s_alpha);
-    st_shared_32(((cute_epi_smem + 16384u) + cute_epi_swz80<3, 112u>((cute_bm + 0) * 128 + (cute_bn + 24) * 2)), pack_f16x2(dv_24, dv_25));
-    const float2 lp_C_26 = f16x2_bits_to_f32x2(ld_shared_32((lb_C + cute_epi_swz80<3, 112u>((cute_bm + 8) * 128 + (cute_bn + 24) * 2))));
-    const float ld_C_26 = lp_C_26.x, ld_C_27 = lp_C_26.y;
-    const float dv_26 = cute_epi_visit(acc[0][3][2], ld_C_26, row_bias_24, (cute_epi_m0 + cute_mt + 8 < M) && (cute_epi_n0 + cute_nt + 24 < N), s_beta, s_alpha);
-    const float dv_27 = cute_epi_visit(acc[0][3][3], ld_C_27, row_bias_25, (cute_epi_m0 + cute_mt + 8 < M) && (cute_epi_n0 + cute_nt + 25 < N), s_beta, s_alpha);
-    st_shared_32(((cute_epi_smem + 16384u) + cute_epi_swz80<3, 112u>((cute_bm + 8) * 128 + (cute_bn + 24) * 2)), pack_f16x2(dv_26, dv_27));
-    const float2 lp_C_28 = f16x2_bits_to_f32x2(ld_shared_32((lb_C + cute_epi_swz80<3, 112u>((cute_bm + 16) * 128 + (cute_bn + 24) * 2))));
-    const float ld_C_28 = lp_C_28.x, ld_C_29 = lp_C_28.y;
-    const float dv_28 = cute_epi_visit(acc[1][3][0], ld_C_28, row_bias_24, (cute_epi_m0 + cute_mt + 16 < M) && (cute_epi_n0 + cute_nt + 24 < N), s_beta, s_alpha);
-    const float dv_29 = cute_epi_visit(acc[1][3][1], ld_C_29, row_bias_25, (cute_epi_m0 + cute_mt + 16 < M) && (cute_epi_n0 + cute_nt + 25 < N), s_beta, s_alpha);
-    st_shared_32(((cute_epi_smem + 16384u) + cute_epi_swz80<3, 112u>((cute_bm + 16) * 128 + (cute_bn + 24) * 2)), pack_f16x2(dv_28, dv_29));
-    const float2 lp_C_30 = f16x2_bits_to_f32x2(ld_shared_32((lb_C + cute_epi_swz80<3, 112u>((cute_bm + 24) * 128 + (cute_bn + 24) * 2))));
-    const float ld_C_30 = lp_C_30.x, ld_C_31 = lp_C_30.y;
-    const float dv_30 = cute_epi_visit(acc[1][3][2], ld_C_30, row_bias_24, (cute_epi_m0 + cute_mt + 24 < M) && (cute_epi_n0 + cute_nt + 24 < N), s_beta, s_alpha);
-    const float dv_31 = cute_epi_visit(acc[1][3][3], ld_C_31, row_bias_25, (cute_epi_m0 + cute_mt + 24 < M) && (cute_epi_n0 + cute_nt + 25 < N), s_beta, s_alpha);
-    st_shared_32(((cute_epi_smem + 16384u) + cute_epi_swz80<3, 112u>((cute_bm + 24) * 128 + (cute_bn + 24) * 2)), pack_f16x2(dv_30, dv_31));
-    named_barrier_sync(1, 128);
-#pragma unroll 1
+  {
+    // SM80 epilogue: relu(add(multiply_add(beta, C, multiply(alpha, acc)), bias[n]))
+    const int cute_lane = tid & 31;
+    const int cute_mt = ((tid >> 2) & 7) + ((tid >> 5) & 1) * 32;
+    const int cute_nt = (tid & 3) * 2 + (tid >> 6) * 32;
+    const int cute_bm = cute_mt;
+    const int cute_bn = cute_nt;
+    (void)cute_lane; (void)cute_bm; (void)cute_bn;
+    for (int i_ = tid; i_ < 64; i_ += 128) {
+      st_shared_f32(cute_epi_smem + i_ * 4 + 24576, (cute_epi_n0 + i_ < N ? f16_bits_to_f32(__ldg(p_bias + (cute_epi_n0 + i_))) : 0.0f));
+    }
+    #pragma unroll 1
     for (int it_ = 0; it_ < 4; ++it_) {
       const int c_ = tid + it_ * 128;
-      const int br_ = c_ / 8, cc_ = c_ % 8;
-      const int gm_ = cute_epi_m0 + (br_ / 32) * 32 + 0 + br_ % 32;
-      const int gn_ = cute_epi_n0 + (cc_ / 4) * 32 + 0 + (cc_ % 4) * 8;
-      const u32 sa_ = (cute_epi_smem + 16384u) + cute_epi_swz80<3, 112u>(br_ * 128 + cc_ * 16);
+      const int br_ = c_ >> 3;
+      const int cc_ = c_ & 7;
+      const int gm_ = cute_epi_m0 + br_;
+      const int gn_ = cute_epi_n0 + cc_ * 8;
+      const u32 sa_ = cute_epi_smem + ((br_ * 128 + cc_ * 16) ^ (((br_ * 128 + cc_ * 16) & 896) >> 3));
       const bool row_ok_ = gm_ < M;
-      const long long go_ = row_ok_ ? (long long)gm_ * ld_D + gn_ : 0;
-      const uint4 v_ = cute_py::ld_shared_128(sa_);
-      if (row_ok_) cute_epi_st_chunk_scalar(p_D + go_, v_, max(0, min(8, N - gn_)));
+      const long long go_ = (row_ok_ ? (long long)gm_ * ld_C + gn_ : 0);
+      cute_epi_ld_chunk_scalar(sa_, p_C + go_, (row_ok_ ? (N - gn_ < 0 ? 0 : (N - gn_ < 8 ? N - gn_ : 8)) : 0));
     }
-  }
+    cute_py::sm80::cp_async_commit();
+    {
+      // subtile (0, 0)
+      cute_py::sm80::cp_async_commit();
+      cute_py::sm80::cp_async_wait<1>();
+      named_barrier_sync(1, 128);
+      const u32 lb_C = cute_epi_smem;
+      const float row_bias_0 = ld_shared_f32(cute_epi_smem + cute_nt * 4 + 24576);
+      const float row_bias_1 = ld_shared_f32(cute_epi_smem + cute_nt * 4 + 24580);
+      const float row_bias_8 = ld_shared_f32(cute_epi_smem + cute_nt * 4 + 24608);
+      const float row_bias_9 = ld_shared_f32(cute_epi_smem + cute_nt * 4 + 24612);
+      const float row_bias_16 = ld_shared_f32(cute_epi_smem + cute_nt * 4 + 24640);
+      const float row_bias_17 = ld_shared_f32(cute_epi_smem + cute_nt * 4 + 24644);
+      const float row_bias_24 = ld_shared_f32(cute_epi_smem + cute_nt * 4 + 24672);
+      const float row_bias_25 = ld_shared_f32(cute_epi_smem + cute_nt * 4 + 24676);
+      const float2 lp_C_0 = f16x2_bits_to_f32x2(ld_shared_32(lb_C + ((cute_bm * 128 + cute_bn * 2) ^ (((cute_bm * 128 + cute_bn * 2) & 896) >> 3))));
+      const float ld_C_0 = lp_C_0.x, ld_C_1 = lp_C_0.y;
+      const float dv_0 = cute_epi_visit(acc[0][0][0], ld_C_0, row_bias_0, cute_epi_m0 + cute_mt < M && cute_epi_n0 + cute_nt < N, s_beta, s_alpha);
+      const float dv_1 = cute_epi_visit(acc[0][0][1], ld_C_1, row_bias_1, cute_epi_m0 + cute_mt < M && cute_epi_n0 + cute_nt + 1 < N, s_beta, s_alpha);
+      st_shared_32(cute_epi_smem + ((cute_bm * 128 + cute_bn * 2) ^ (((cute_bm * 128 + cute_bn * 2) & 896) >> 3)) + 16384, pack_f16x2(dv_0, dv_1));
+      const float2 lp_C_2 = f16x2_bits_to_f32x2(ld_shared_32(lb_C + ((cute_bm * 128 + cute_bn * 2 + 1024) ^ (((cute_bm * 128 + cute_bn * 2 + 1024) & 896) >> 3))));
+      const float ld_C_2 = lp_C_2.x, ld_C_3 = lp_C_2.y;
+      const float dv_2 = cute_epi_visit(acc[0][0][2], ld_C_2, row_bias_0, cute_epi_m0 + cute_mt + 8 < M && cute_epi_n0 + cute_nt < N, s_beta, s_alpha);
+      const float dv_3 = cute_epi_visit(acc[0][0][3], ld_C_3, row_bias_1, cute_epi_m0 + cute_mt + 8 < M && cute_epi_n0 + cute_nt + 1 < N, s_beta, s_alpha);
+      st_shared_32(cute_epi_smem + ((cute_bm * 128 + cute_bn * 2 + 1024) ^ (((cute_bm * 128 + cute_bn * 2 + 1024) & 896) >> 3)) + 16384, pack_f16x2(dv_2, dv_3));
+      const float2 lp_C_4 = f16x2_bits_to_f32x2(ld_shared_32(lb_C + ((cute_bm * 128 + cute_bn * 2 + 2048) ^ (((cute_bm * 128 + cute_bn * 2 + 2048) & 896) >> 3))));
+      const float ld_C_4 = lp_C_4.x, ld_C_5 = lp_C_4.y;
+      const float dv_4 = cute_epi_visit(acc[1][0][0], ld_C_4, row_bias_0, cute_epi_m0 + cute_mt + 16 < M && cute_epi_n0 + cute_nt < N, s_beta, s_alpha);
+      const float dv_5 = cute_epi_visit(acc[1][0][1], ld_C_5, row_bias_1, cute_epi_m0 + cute_mt + 16 < M && cute_epi_n0 + cute_nt + 1 < N, s_beta, s_alpha);
+      st_shared_32(cute_epi_smem + ((cute_bm * 128 + cute_bn * 2 + 2048) ^ (((cute_bm * 128 + cute_bn * 2 + 2048) & 896) >> 3)) + 16384, pack_f16x2(dv_4, dv_5));
+      const float2 lp_C_6 = f16x2_bits_to_f32x2(ld_shared_32(lb_C + ((cute_bm * 128 + cute_bn * 2 + 3072) ^ (((cute_bm * 128 + cute_bn * 2 + 3072) & 896) >> 3))));
+      const float ld_C_6 = lp_C_6.x, ld_C_7 = lp_C_6.y;
+      const float dv_6 = cute_epi_visit(acc[1][0][2], ld_C_6, row_bias_0, cute_epi_m0 + cute_mt + 24 < M && cute_epi_n0 + cute_nt < N, s_beta, s_alpha);
+      const float dv_7 = cute_epi_visit(acc[1][0][3], ld_C_7, row_bias_1, cute_epi_m0 + cute_mt + 24 < M && cute_epi_n0 + cute_nt + 1 < N, s_beta, s_alpha);
+      st_shared_32(cute_epi_smem + ((cute_bm * 128 + cute_bn * 2 + 3072) ^ (((cute_bm * 128 + cute_bn * 2 + 3072) & 896) >> 3)) + 16384, pack_f16x2(dv_6, dv_7));
+      const float2 lp_C_8 = f16x2_bits_to_f32x2(ld_shared_32(lb_C + ((cute_bm * 128 + cute_bn * 2 + 16) ^ (((cute_bm * 128 + cute_bn * 2 + 16) & 896) >> 3))));
+      const float ld_C_8 = lp_C_8.x, ld_C_9 = lp_C_8.y;
+      const float dv_8 = cute_epi_visit(acc[0][1][0], ld_C_8, row_bias_8, cute_epi_m0 + cute_mt < M && cute_epi_n0 + cute_nt + 8 < N, s_beta, s_alpha);
+      const float dv_9 = cute_epi_visit(acc[0][1][1], ld_C_9, row_bias_9, cute_epi_m0 + cute_mt < M && cute_epi_n0 + cute_nt + 9 < N, s_beta, s_alpha);
+      st_shared_32(cute_epi_smem + ((cute_bm * 128 + cute_bn * 2 + 16) ^ (((cute_bm * 128 + cute_bn * 2 + 16) & 896) >> 3)) + 16384, pack_f16x2(dv_8, dv_9));
+      const float2 lp_C_10 = f16x2_bits_to_f32x2(ld_shared_32(lb_C + ((cute_bm * 128 + cute_bn * 2 + 1040) ^ (((cute_bm * 128 + cute_bn * 2 + 1040) & 896) >> 3))));
+      const float ld_C_10 = lp_C_10.x, ld_C_11 = lp_C_10.y;
+      const float dv_10 = cute_epi_visit(acc[0][1][2], ld_C_10, row_bias_8, cute_epi_m0 + cute_mt + 8 < M && cute_epi_n0 + cute_nt + 8 < N, s_beta, s_alpha);
+      const float dv_11 = cute_epi_visit(acc[0][1][3], ld_C_11, row_bias_9, cute_epi_m0 + cute_mt + 8 < M && cute_epi_n0 + cute_nt + 9 < N, s_beta, s_alpha);
+      st_shared_32(cute_epi_smem + ((cute_bm * 128 + cute_bn * 2 + 1040) ^ (((cute_bm * 128 + cute_bn * 2 + 1040) & 896) >> 3)) + 16384, pack_f16x2(dv_10, dv_11));
+      const float2 lp_C_12 = f16x2_bits_to_f32x2(ld_shared_32(lb_C + ((cute_bm * 128 + cute_bn * 2 + 2064) ^ (((cute_bm * 128 + cute_bn * 2 + 2064) & 896) >> 3))));
+      const float ld_C_12 = lp_C_12.x, ld_C_13 = lp_C_12.y;
+      const float dv_12 = cute_epi_visit(acc[1][1][0], ld_C_12, row_bias_8, cute_epi_m0 + cute_mt + 16 < M && cute_epi_n0 + cute_nt + 8 < N, s_beta, s_alpha);
+      const float dv_13 = cute_epi_visit(acc[1][1][1], ld_C_13, row_bias_9, cute_epi_m0 + cute_mt + 16 < M && cute_epi_n0 + cute_nt + 9 < N, s_beta, s_alpha);
+      st_shared_32(cute_epi_smem + ((cute_bm * 128 + cute_bn * 2 + 2064) ^ (((cute_bm * 128 + cute_bn * 2 + 2064) & 896) >> 3)) + 16384, pack_f16x2(dv_12, dv_13));
+      const float2 lp_C_14 = f16x2_bits_to_f32x2(ld_shared_32(lb_C + ((cute_bm * 128 + cute_bn * 2 + 3088) ^ (((cute_bm * 128 + cute_bn * 2 + 3088) & 896) >> 3))));
+      const float ld_C_14 = lp_C_14.x, ld_C_15 = lp_C_14.y;
+      const float dv_14 = cute_epi_visit(acc[1][1][2], ld_C_14, row_bias_8, cute_epi_m0 + cute_mt + 24 < M && cute_epi_n0 + cute_nt + 8 < N, s_beta, s_alpha);
+      const float dv_15 = cute_epi_visit(acc[1][1][3], ld_C_15, row_bias_9, cute_epi_m0 + cute_mt + 24 < M && cute_epi_n0 + cute_nt + 9 < N, s_beta, s_alpha);
+      st_shared_32(cute_epi_smem + ((cute_bm * 128 + cute_bn * 2 + 3088) ^ (((cute_bm * 128 + cute_bn * 2 + 3088) & 896) >> 3)) + 16384, pack_f16x2(dv_14, dv_15));
+      const float2 lp_C_16 = f16x2_bits_to_f32x2(ld_shared_32(lb_C + ((cute_bm * 128 + cute_bn * 2 + 32) ^ (((cute_bm * 128 + cute_bn * 2 + 32) & 896) >> 3))));
+      const float ld_C_16 = lp_C_16.x, ld_C_17 = lp_C_16.y;
+      const float dv_16 = cute_epi_visit(acc[0][2][0], ld_C_16, row_bias_16, cute_epi_m0 + cute_mt < M && cute_epi_n0 + cute_nt + 16 < N, s_beta, s_alpha);
+      const float dv_17 = cute_epi_visit(acc[0][2][1], ld_C_17, row_bias_17, cute_epi_m0 + cute_mt < M && cute_epi_n0 + cute_nt + 17 < N, s_beta, s_alpha);
+      st_shared_32(cute_epi_smem + ((cute_bm * 128 + cute_bn * 2 + 32) ^ (((cute_bm * 128 + cute_bn * 2 + 32) & 896) >> 3)) + 16384, pack_f16x2(dv_16, dv_17));
+      const float2 lp_C_18 = f16x2_bits_to_f32x2(ld_shared_32(lb_C + ((cute_bm * 128 + cute_bn * 2 + 1056) ^ (((cute_bm * 128 + cute_bn * 2 + 1056) & 896) >> 3))));
+      const float ld_C_18 = lp_C_18.x, ld_C_19 = lp_C_18.y;
+      const float dv_18 = cute_epi_visit(acc[0][2][2], ld_C_18, row_bias_16, cute_epi_m0 + cute_mt + 8 < M && cute_epi_n0 + cute_nt + 16 < N, s_beta, s_alpha);
+      const float dv_19 = cute_epi_visit(acc[0][2][3], ld_C_19, row_bias_17, cute_epi_m0 + cute_mt + 8 < M && cute_epi_n0 + cute_nt + 17 < N, s_beta, s_alpha);
+      st_shared_32(cute_epi_smem + ((cute_bm * 128 + cute_bn * 2 + 1056) ^ (((cute_bm * 128 + cute_bn * 2 + 1056) & 896) >> 3)) + 16384, pack_f16x2(dv_18, dv_19));
+      const float2 lp_C_20 = f16x2_bits_to_f32x2(ld_shared_32(lb_C + ((cute_bm * 128 + cute_bn * 2 + 2080) ^ (((cute_bm * 128 + cute_bn * 2 + 2080) & 896) >> 3))));
+      const float ld_C_20 = lp_C_20.x, ld_C_21 = lp_C_20.y;
+      const float dv_20 = cute_epi_visit(acc[1][2][0], ld_C_20, row_bias_16, cute_epi_m0 + cute_mt + 16 < M && cute_epi_n0 + cute_nt + 16 < N, s_beta, s_alpha);
+      const float dv_21 = cute_epi_visit(acc[1][2][1], ld_C_21, row_bias_17, cute_epi_m0 + cute_mt + 16 < M && cute_epi_n0 + cute_nt + 17 < N, s_beta, s_alpha);
+      st_shared_32(cute_epi_smem + ((cute_bm * 128 + cute_bn * 2 + 2080) ^ (((cute_bm * 128 + cute_bn * 2 + 2080) & 896) >> 3)) + 16384, pack_f16x2(dv_20, dv_21));
+      const float2 lp_C_22 = f16x2_bits_to_f32x2(ld_shared_32(lb_C + ((cute_bm * 128 + cute_bn * 2 + 3104) ^ (((cute_bm * 128 + cute_bn * 2 + 3104) & 896) >> 3))));
+      const float ld_C_22 = lp_C_22.x, ld_C_23 = lp_C_22.y;
+      const float dv_22 = cute_epi_visit(acc[1][2][2], ld_C_22, row_bias_16, cute_epi_m0 + cute_mt + 24 < M && cute_epi_n0 + cute_nt + 16 < N, s_beta, s_alpha);
+      const float dv_23 = cute_epi_visit(acc[1][2][3], ld_C_23, row_bias_17, cute_epi_m0 + cute_mt + 24 < M && cute_epi_n0 + cute_nt + 17 < N, s_beta, s_alpha);
+      st_shared_32(cute_epi_smem + ((cute_bm * 128 + cute_bn * 2 + 3104) ^ (((cute_bm * 128 + cute_bn * 2 + 3104) & 896) >> 3)) + 16384, pack_f16x2(dv_22, dv_23));
+      const float2 lp_C_24 = f16x2_bits_to_f32x2(ld_shared_32(lb_C + ((cute_bm * 128 + cute_bn * 2 + 48) ^ (((cute_bm * 128 + cute_bn * 2 + 48) & 896) >> 3))));
+      const float ld_C_24 = lp_C_24.x, ld_C_25 = lp_C_24.y;
+      const float dv_24 = cute_epi_visit(acc[0][3][0], ld_C_24, row_bias_24, cute_epi_m0 + cute_mt < M && cute_epi_n0 + cute_nt + 24 < N, s_beta, s_alpha);
+      const float dv_25 = cute_epi_visit(acc[0][3][1], ld_C_25, row_bias_25, cute_epi_m0 + cute_mt < M && cute_epi_n0 + cute_nt + 25 < N, s_beta, s_alpha);
+      st_shared_32(cute_epi_smem + ((cute_bm * 128 + cute_bn * 2 + 48) ^ (((cute_bm * 128 + cute_bn * 2 + 48) & 896) >> 3)) + 16384, pack_f16x2(dv_24, dv_25));
+      const float2 lp_C_26 = f16x2_bits_to_f32x2(ld_shared_32(lb_C + ((cute_bm * 128 + cute_bn * 2 + 1072) ^ (((cute_bm * 128 + cute_bn * 2 + 1072) & 896) >> 3))));
+      const float ld_C_26 = lp_C_26.x, ld_C_27 = lp_C_26.y;
+      const float dv_26 = cute_epi_visit(acc[0][3][2], ld_C_26, row_bias_24, cute_epi_m0 + cute_mt + 8 < M && cute_epi_n0 + cute_nt + 24 < N, s_beta, s_alpha);
+      const float dv_27 = cute_epi_visit(acc[0][3][3], ld_C_27, row_bias_25, cute_epi_m0 + cute_mt + 8 < M && cute_epi_n0 + cute_nt + 25 < N, s_beta, s_alpha);
+      st_shared_32(cute_epi_smem + ((cute_bm * 128 + cute_bn * 2 + 1072) ^ (((cute_bm * 128 + cute_bn * 2 + 1072) & 896) >> 3)) + 16384, pack_f16x2(dv_26, dv_27));
+      const float2 lp_C_28 = f16x2_bits_to_f32x2(ld_shared_32(lb_C + ((cute_bm * 128 + cute_bn * 2 + 2096) ^ (((cute_bm * 128 + cute_bn * 2 + 2096) & 896) >> 3))));
+      const float ld_C_28 = lp_C_28.x, ld_C_29 = lp_C_28.y;
+      const float dv_28 = cute_epi_visit(acc[1][3][0], ld_C_28, row_bias_24, cute_epi_m0 + cute_mt + 16 < M && cute_epi_n0 + cute_nt + 24 < N, s_beta, s_alpha);
+      const float dv_29 = cute_epi_visit(acc[1][3][1], ld_C_29, row_bias_25, cute_epi_m0 + cute_mt + 16 < M && cute_epi_n0 + cute_nt + 25 < N, s_beta, s_alpha);
+      st_shared_32(cute_epi_smem + ((cute_bm * 128 + cute_bn * 2 + 2096) ^ (((cute_bm * 128 + cute_bn * 2 + 2096) & 896) >> 3)) + 16384, pack_f16x2(dv_28, dv_29));
+      const float2 lp_C_30 = f16x2_bits_to_f32x2(ld_shared_32(lb_C + ((cute_bm * 128 + cute_bn * 2 + 3120) ^ (((cute_bm * 128 + cute_bn * 2 + 3120) & 896) >> 3))));
+      const float ld_C_30 = lp_C_30.x, ld_C_31 = lp_C_30.y;
+      const float dv_30 = cute_epi_visit(acc[1][3][2], ld_C_30, row_bias_24, cute_epi_m0 + cute_mt + 24 < M && cute_epi_n0 + cute_nt + 24 < N, s_beta, s_alpha);
+      const float dv_31 = cute_epi_visit(acc[1][3][3], ld_C_31, row_bias_25, cute_epi_m0 + cute_mt + 24 < M && cute_epi_n0 + cute_nt + 25 < N, s_beta, s_alpha);
+      st_shared_32(cute_epi_smem + ((cute_bm * 128 + cute_bn * 2 + 3120) ^ (((cute_bm * 128 + cute_bn * 2 + 3120) & 896) >> 3)) + 16384, pack_f16x2(dv_30, dv_31));
+      named_barrier_sync(1, 128);
+      #pragma unroll 1
+      for (int it__1 = 0; it__1 < 4; ++it__1) {
+        const int c_ = tid + it__1 * 128;
+        const int br_ = c_ >> 3;
+        const int cc_ = c_ & 7;
+        const int gm_ = cute_epi_m0 + br_;
+        const int gn_ = cute_epi_n0 + cc_ * 8;
+        const u32 sa_ = cute_epi_smem + ((br_ * 128 + cc_ * 16) ^ (((br_ * 128 + cc_ * 16) & 896) >> 3)) + 16384;
+        const bool row_ok_ = gm_ < M;
+        const long long go_ = (row_ok_ ? (long long)gm_ * ld_D + gn_ : 0);
+        const uint4 v_ = cute_py::ld_shared_128(sa_);
+        if (row_ok_) {
+          cute_epi_st_chunk_scalar(p_D + go_, v_, (N - gn_ < 0 ? 0 : (N - gn_ < 8 ? N - gn_ : 8)));
+        }
+      }
+    }
   }
   cp_async_wait<0>();
 #endif

@@ -81,13 +81,13 @@ extern "C" __global__ void __launch_bounds__(128, 1) gemm_sm80_multistage_f16_f1
   const u32 sA = smem_u32(smem), sB = sA + 12288;
   const int k_tiles = (K + 31) / 32;
   // A: gmem->smem thread map, 2 iterations of 8 elements, 32 lines apart (+2048 smem bytes)
-  const int ac_r = (tid >> 2), ac_k = ((tid & 3) * 8);
+  const int ac_r = (tid / 4), ac_k = (tid % 4 * 8);
   const u32 ac_s = smem_off_A(ac_r, ac_k) * 2;
   const EA* ac_g = A + (long long)(m0 + ac_r) * lda + ac_k;
   const long long ac_step = (long long)32 * lda;
   (void)ac_step;
   // B: gmem->smem thread map, 2 iterations of 8 elements, 32 lines apart (+2048 smem bytes)
-  const int bc_r = (tid >> 2), bc_k = ((tid & 3) * 8);
+  const int bc_r = (tid / 4), bc_k = (tid % 4 * 8);
   const u32 bc_s = smem_off_B(bc_r, bc_k) * 2;
   const EA* bc_g = B + (long long)(n0 + bc_r) * ldb + bc_k;
   const long long bc_step = (long long)32 * ldb;

@@ -81,14 +81,14 @@ extern "C" __global__ void __launch_bounds__(256, 1) gemm_sm80_multistage_f16_f1
   const u32 sA = smem_u32(smem), sB = sA + 24576;
   const int k_tiles = (K + 31) / 32;
   // A: gmem->smem thread map, 2 iterations of 8 elements, 16 lines apart (+4096 smem bytes)
-  const int ac_r = ((tid & 15) * 8), ac_k = (tid >> 4);
+  const int ac_r = (tid % 16 * 8), ac_k = (tid / 16);
   const u32 ac_s = smem_off_A(ac_r, ac_k) * 2;
   const int ac_n = max(0, min(8, M - m0 - ac_r));
   const EA* ac_g = A + (m0 + ac_r) + (long long)ac_k * lda;
   const long long ac_step = (long long)16 * lda;
   (void)ac_step;
   // B: gmem->smem thread map, 4 iterations of 8 elements, 64 lines apart (+4096 smem bytes)
-  const int bc_r = (tid >> 2), bc_k = ((tid & 3) * 8);
+  const int bc_r = (tid / 4), bc_k = (tid % 4 * 8);
   const u32 bc_s = smem_off_B(bc_r, bc_k) * 2;
   const EA* bc_g = B + (long long)(n0 + bc_r) * ldb + bc_k;
   const long long bc_step = (long long)64 * ldb;

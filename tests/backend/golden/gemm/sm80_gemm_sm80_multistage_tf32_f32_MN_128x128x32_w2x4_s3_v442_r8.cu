@@ -76,14 +76,14 @@ extern "C" __global__ void __launch_bounds__(256, 1) gemm_sm80_multistage_tf32_f
   const u32 sA = smem_u32(smem), sB = sA + 49152;
   const int k_tiles = (K + 31) / 32;
   // A: gmem->smem thread map, 4 iterations of 4 elements, 8 lines apart (+4096 smem bytes)
-  const int ac_r = ((tid & 31) * 4), ac_k = (tid >> 5);
+  const int ac_r = (tid % 32 * 4), ac_k = (tid / 32);
   const u32 ac_s = smem_off_A(ac_r, ac_k) * 4;
   const int ac_n = max(0, min(4, M - m0 - ac_r));
   const EA* ac_g = A + (m0 + ac_r) + (long long)ac_k * lda;
   const long long ac_step = (long long)8 * lda;
   (void)ac_step;
   // B: gmem->smem thread map, 4 iterations of 4 elements, 8 lines apart (+4096 smem bytes)
-  const int bc_r = ((tid & 31) * 4), bc_k = (tid >> 5);
+  const int bc_r = (tid % 32 * 4), bc_k = (tid / 32);
   const u32 bc_s = smem_off_B(bc_r, bc_k) * 4;
   const int bc_n = max(0, min(4, N - n0 - bc_r));
   const EA* bc_g = B + (n0 + bc_r) + (long long)bc_k * ldb;

@@ -81,14 +81,14 @@ extern "C" __global__ void __launch_bounds__(128, 1) gemm_sm80_pipelined_f16_f16
   const u32 sA = smem_u32(smem), sB = sA + 8192;
   const int k_tiles = (K + 31) / 32;
   // A: gmem->smem thread map, 16 iterations of 1 elements, 2 lines apart (+? smem bytes)
-  const int ac_r = (tid & 63), ac_k = (tid >> 6);
+  const int ac_r = (tid % 64), ac_k = (tid / 64);
   const u32 ac_s = smem_off_A(ac_r, ac_k) * 2;
   const int ac_n = max(0, min(1, M - m0 - ac_r));
   const EA* ac_g = A + (m0 + ac_r) + (long long)ac_k * lda;
   const long long ac_step = (long long)2 * lda;
   (void)ac_step;
   // B: gmem->smem thread map, 16 iterations of 1 elements, 2 lines apart (+? smem bytes)
-  const int bc_r = (tid & 63), bc_k = (tid >> 6);
+  const int bc_r = (tid % 64), bc_k = (tid / 64);
   const u32 bc_s = smem_off_B(bc_r, bc_k) * 2;
   const int bc_n = max(0, min(1, N - n0 - bc_r));
   const EA* bc_g = B + (n0 + bc_r) + (long long)bc_k * ldb;

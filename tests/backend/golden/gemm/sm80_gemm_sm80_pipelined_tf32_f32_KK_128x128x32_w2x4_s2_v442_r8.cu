@@ -76,13 +76,13 @@ extern "C" __global__ void __launch_bounds__(256, 1) gemm_sm80_pipelined_tf32_f3
   const u32 sA = smem_u32(smem), sB = sA + 32768;
   const int k_tiles = (K + 31) / 32;
   // A: gmem->smem thread map, 4 iterations of 4 elements, 32 lines apart (+4096 smem bytes)
-  const int ac_r = (tid >> 3), ac_k = ((tid & 7) * 4);
+  const int ac_r = (tid / 8), ac_k = (tid % 8 * 4);
   const u32 ac_s = smem_off_A(ac_r, ac_k) * 4;
   const EA* ac_g = A + (long long)(m0 + ac_r) * lda + ac_k;
   const long long ac_step = (long long)32 * lda;
   (void)ac_step;
   // B: gmem->smem thread map, 4 iterations of 4 elements, 32 lines apart (+4096 smem bytes)
-  const int bc_r = (tid >> 3), bc_k = ((tid & 7) * 4);
+  const int bc_r = (tid / 8), bc_k = (tid % 8 * 4);
   const u32 bc_s = smem_off_B(bc_r, bc_k) * 4;
   const EA* bc_g = B + (long long)(n0 + bc_r) * ldb + bc_k;
   const long long bc_step = (long long)32 * ldb;
