@@ -27,15 +27,15 @@ consumer thread index, ``0 <= tid < fragment.num_threads``; the collective's ind
 lowered with these bounds), ``cute_epi_m0`` / ``cute_epi_n0`` (tile origin), ``M`` / ``N``
 (problem size).  ``emit_consumer``'s ``bar_id`` is an int or C text (``"(1 + cw)"``).
 
-Both epilogues (``epilogue/sm80.py``, ``epilogue/sm90.py``) implement the ``emit_*`` methods;
-:func:`emit_text` appends C text that is not index arithmetic (a lowered tree's value code).
+Both epilogues (``epilogue/sm80.py``, ``epilogue/sm90.py``) implement the ``emit_*`` methods,
+statement by statement into the kernel's builder.
 """
 
 from __future__ import annotations
 
 from typing import Protocol, runtime_checkable
 
-__all__ = ["EpilogueCollective", "emit_text"]
+__all__ = ["EpilogueCollective"]
 
 
 @runtime_checkable
@@ -54,19 +54,3 @@ class EpilogueCollective(Protocol):
     def emit_prefetch(self, kb) -> None: ...
     def emit_consumer(self, kb, acc, bar_id, prefetched: bool = False) -> None: ...
     def emit_consumer_tail(self, kb) -> None: ...
-
-
-def emit_text(kb, text: str) -> None:
-    """Append C text line by line at the builder's indentation (relative indentation kept)."""
-    lines = [ln.rstrip() for ln in text.split("\n")]
-    body = [ln for ln in lines if ln.strip()]
-    if not body:
-        return
-    strip = min(len(ln) - len(ln.lstrip()) for ln in body)
-    for ln in lines:
-        if not ln.strip():
-            continue
-        if ln.lstrip().startswith("#"):
-            kb.lines.append(ln.lstrip())
-        else:
-            kb.line(ln[strip:])
