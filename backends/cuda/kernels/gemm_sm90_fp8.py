@@ -60,6 +60,9 @@ OUT_ARRAY_DTYPES = {"bf16": ("bfloat16", "uint16"), "f16": ("float16",), "f32": 
 #: scaling modes: per-tensor, row-wise (per row of A / column of B), block-wise (1x128 A,
 #: 128x128 B)
 SCALINGS = ("tensor", "row", "block")
+#: column pairs whose row-wise column scales the epilogue loads together (register budget:
+#: 2 x this many floats beside the accumulators)
+ROW_SCALE_BATCH = 8
 #: K elements of one scale block (``scaling="block"``) and of one k-block of the kernel
 BLOCK_K = 128
 
@@ -310,14 +313,23 @@ def emit_epilogue(kb, cfg, maps, emit_origin=None) -> None:
     groups = {}
     for v in pairs:
         groups.setdefault(fr.n_val[v], []).append(v)
-    for no, vs in groups.items():
+    if cfg.scaling == "row":
+        kb.decl("float", f"cs_[{2 * ROW_SCALE_BATCH}]", hint=False)
+    for gi, (no, vs) in enumerate(groups.items()):
+        if cfg.scaling == "row" and gi % ROW_SCALE_BATCH == 0:
+            # the column scales of the next ROW_SCALE_BATCH column pairs loaded together, all
+            # in flight at once (one pair's loads between the stores exposed each latency)
+            for j, nj in enumerate(list(groups)[gi:gi + ROW_SCALE_BATCH]):
+                for h in (0, 1):
+                    col = ir.var("col0_", 0, _I32) + nj + h
+                    kb.assign(f"cs_[{2 * j + h}]", f"col0_ + {nj + h} < N ? __ldg(scale_b + "
+                              f"{scale_offset(SB, col, 0)}) : 0.0f")
         with kb.scope():
             kb.decl("const int", "cc_", f"col0_ + {no}", hint=False)
             if cfg.scaling == "row":
-                kb.decl("const float", "cs0_", f"cc_ < N ? __ldg(scale_b + "
-                        f"{scale_offset(SB, cc, 0)}) : 0.0f", hint=False)
-                kb.decl("const float", "cs1_", f"cc_ + 1 < N ? __ldg(scale_b + "
-                        f"{scale_offset(SB, cc + 1, 0)}) : 0.0f", hint=False)
+                j = gi % ROW_SCALE_BATCH
+                kb.decl("const float", "cs0_", f"cs_[{2 * j}]", hint=False)
+                kb.decl("const float", "cs1_", f"cs_[{2 * j + 1}]", hint=False)
             kb.decl("const float", "b0_", f"bias != nullptr && cc_ < N ? "
                     f"{b_load.format(c='cc_')} : 0.0f", hint=False)
             kb.decl("const float", "b1_", f"bias != nullptr && cc_ + 1 < N ? "

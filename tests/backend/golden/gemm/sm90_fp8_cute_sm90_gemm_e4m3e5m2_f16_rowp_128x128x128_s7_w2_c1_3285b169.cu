@@ -250,10 +250,27 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_e4m3e5m2_f16
         const int r = row0_ + 8;
         rs_[1] = r < M ? __ldg(scale_a + (long long)r * ld_sa_m) : 0.0f;
       }
+      float cs_[16];
+      cs_[0] = col0_ + 0 < N ? __ldg(scale_b + (long long)col0_ * ld_sb_n) : 0.0f;
+      cs_[1] = col0_ + 1 < N ? __ldg(scale_b + ((long long)col0_ + 1) * ld_sb_n) : 0.0f;
+      cs_[2] = col0_ + 8 < N ? __ldg(scale_b + ((long long)col0_ + 8) * ld_sb_n) : 0.0f;
+      cs_[3] = col0_ + 9 < N ? __ldg(scale_b + ((long long)col0_ + 9) * ld_sb_n) : 0.0f;
+      cs_[4] = col0_ + 16 < N ? __ldg(scale_b + ((long long)col0_ + 16) * ld_sb_n) : 0.0f;
+      cs_[5] = col0_ + 17 < N ? __ldg(scale_b + ((long long)col0_ + 17) * ld_sb_n) : 0.0f;
+      cs_[6] = col0_ + 24 < N ? __ldg(scale_b + ((long long)col0_ + 24) * ld_sb_n) : 0.0f;
+      cs_[7] = col0_ + 25 < N ? __ldg(scale_b + ((long long)col0_ + 25) * ld_sb_n) : 0.0f;
+      cs_[8] = col0_ + 32 < N ? __ldg(scale_b + ((long long)col0_ + 32) * ld_sb_n) : 0.0f;
+      cs_[9] = col0_ + 33 < N ? __ldg(scale_b + ((long long)col0_ + 33) * ld_sb_n) : 0.0f;
+      cs_[10] = col0_ + 40 < N ? __ldg(scale_b + ((long long)col0_ + 40) * ld_sb_n) : 0.0f;
+      cs_[11] = col0_ + 41 < N ? __ldg(scale_b + ((long long)col0_ + 41) * ld_sb_n) : 0.0f;
+      cs_[12] = col0_ + 48 < N ? __ldg(scale_b + ((long long)col0_ + 48) * ld_sb_n) : 0.0f;
+      cs_[13] = col0_ + 49 < N ? __ldg(scale_b + ((long long)col0_ + 49) * ld_sb_n) : 0.0f;
+      cs_[14] = col0_ + 56 < N ? __ldg(scale_b + ((long long)col0_ + 56) * ld_sb_n) : 0.0f;
+      cs_[15] = col0_ + 57 < N ? __ldg(scale_b + ((long long)col0_ + 57) * ld_sb_n) : 0.0f;
       {
         const int cc_ = col0_ + 0;
-        const float cs0_ = cc_ < N ? __ldg(scale_b + (long long)cc_ * ld_sb_n) : 0.0f;
-        const float cs1_ = cc_ + 1 < N ? __ldg(scale_b + ((long long)cc_ + 1) * ld_sb_n) : 0.0f;
+        const float cs0_ = cs_[0];
+        const float cs1_ = cs_[1];
         const float b0_ = bias != nullptr && cc_ < N ? f16_bits_to_f32(bias[cc_]) : 0.0f;
         const float b1_ = bias != nullptr && cc_ + 1 < N ? f16_bits_to_f32(bias[cc_ + 1]) : 0.0f;
         if (row0_ + 0 < M) {
@@ -279,8 +296,8 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_e4m3e5m2_f16
       }
       {
         const int cc_ = col0_ + 8;
-        const float cs0_ = cc_ < N ? __ldg(scale_b + (long long)cc_ * ld_sb_n) : 0.0f;
-        const float cs1_ = cc_ + 1 < N ? __ldg(scale_b + ((long long)cc_ + 1) * ld_sb_n) : 0.0f;
+        const float cs0_ = cs_[2];
+        const float cs1_ = cs_[3];
         const float b0_ = bias != nullptr && cc_ < N ? f16_bits_to_f32(bias[cc_]) : 0.0f;
         const float b1_ = bias != nullptr && cc_ + 1 < N ? f16_bits_to_f32(bias[cc_ + 1]) : 0.0f;
         if (row0_ + 0 < M) {
@@ -306,8 +323,8 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_e4m3e5m2_f16
       }
       {
         const int cc_ = col0_ + 16;
-        const float cs0_ = cc_ < N ? __ldg(scale_b + (long long)cc_ * ld_sb_n) : 0.0f;
-        const float cs1_ = cc_ + 1 < N ? __ldg(scale_b + ((long long)cc_ + 1) * ld_sb_n) : 0.0f;
+        const float cs0_ = cs_[4];
+        const float cs1_ = cs_[5];
         const float b0_ = bias != nullptr && cc_ < N ? f16_bits_to_f32(bias[cc_]) : 0.0f;
         const float b1_ = bias != nullptr && cc_ + 1 < N ? f16_bits_to_f32(bias[cc_ + 1]) : 0.0f;
         if (row0_ + 0 < M) {
@@ -333,8 +350,8 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_e4m3e5m2_f16
       }
       {
         const int cc_ = col0_ + 24;
-        const float cs0_ = cc_ < N ? __ldg(scale_b + (long long)cc_ * ld_sb_n) : 0.0f;
-        const float cs1_ = cc_ + 1 < N ? __ldg(scale_b + ((long long)cc_ + 1) * ld_sb_n) : 0.0f;
+        const float cs0_ = cs_[6];
+        const float cs1_ = cs_[7];
         const float b0_ = bias != nullptr && cc_ < N ? f16_bits_to_f32(bias[cc_]) : 0.0f;
         const float b1_ = bias != nullptr && cc_ + 1 < N ? f16_bits_to_f32(bias[cc_ + 1]) : 0.0f;
         if (row0_ + 0 < M) {
@@ -360,8 +377,8 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_e4m3e5m2_f16
       }
       {
         const int cc_ = col0_ + 32;
-        const float cs0_ = cc_ < N ? __ldg(scale_b + (long long)cc_ * ld_sb_n) : 0.0f;
-        const float cs1_ = cc_ + 1 < N ? __ldg(scale_b + ((long long)cc_ + 1) * ld_sb_n) : 0.0f;
+        const float cs0_ = cs_[8];
+        const float cs1_ = cs_[9];
         const float b0_ = bias != nullptr && cc_ < N ? f16_bits_to_f32(bias[cc_]) : 0.0f;
         const float b1_ = bias != nullptr && cc_ + 1 < N ? f16_bits_to_f32(bias[cc_ + 1]) : 0.0f;
         if (row0_ + 0 < M) {
@@ -387,8 +404,8 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_e4m3e5m2_f16
       }
       {
         const int cc_ = col0_ + 40;
-        const float cs0_ = cc_ < N ? __ldg(scale_b + (long long)cc_ * ld_sb_n) : 0.0f;
-        const float cs1_ = cc_ + 1 < N ? __ldg(scale_b + ((long long)cc_ + 1) * ld_sb_n) : 0.0f;
+        const float cs0_ = cs_[10];
+        const float cs1_ = cs_[11];
         const float b0_ = bias != nullptr && cc_ < N ? f16_bits_to_f32(bias[cc_]) : 0.0f;
         const float b1_ = bias != nullptr && cc_ + 1 < N ? f16_bits_to_f32(bias[cc_ + 1]) : 0.0f;
         if (row0_ + 0 < M) {
@@ -414,8 +431,8 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_e4m3e5m2_f16
       }
       {
         const int cc_ = col0_ + 48;
-        const float cs0_ = cc_ < N ? __ldg(scale_b + (long long)cc_ * ld_sb_n) : 0.0f;
-        const float cs1_ = cc_ + 1 < N ? __ldg(scale_b + ((long long)cc_ + 1) * ld_sb_n) : 0.0f;
+        const float cs0_ = cs_[12];
+        const float cs1_ = cs_[13];
         const float b0_ = bias != nullptr && cc_ < N ? f16_bits_to_f32(bias[cc_]) : 0.0f;
         const float b1_ = bias != nullptr && cc_ + 1 < N ? f16_bits_to_f32(bias[cc_ + 1]) : 0.0f;
         if (row0_ + 0 < M) {
@@ -441,8 +458,8 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_e4m3e5m2_f16
       }
       {
         const int cc_ = col0_ + 56;
-        const float cs0_ = cc_ < N ? __ldg(scale_b + (long long)cc_ * ld_sb_n) : 0.0f;
-        const float cs1_ = cc_ + 1 < N ? __ldg(scale_b + ((long long)cc_ + 1) * ld_sb_n) : 0.0f;
+        const float cs0_ = cs_[14];
+        const float cs1_ = cs_[15];
         const float b0_ = bias != nullptr && cc_ < N ? f16_bits_to_f32(bias[cc_]) : 0.0f;
         const float b1_ = bias != nullptr && cc_ + 1 < N ? f16_bits_to_f32(bias[cc_ + 1]) : 0.0f;
         if (row0_ + 0 < M) {
@@ -466,10 +483,26 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_e4m3e5m2_f16
           }
         }
       }
+      cs_[0] = col0_ + 64 < N ? __ldg(scale_b + ((long long)col0_ + 64) * ld_sb_n) : 0.0f;
+      cs_[1] = col0_ + 65 < N ? __ldg(scale_b + ((long long)col0_ + 65) * ld_sb_n) : 0.0f;
+      cs_[2] = col0_ + 72 < N ? __ldg(scale_b + ((long long)col0_ + 72) * ld_sb_n) : 0.0f;
+      cs_[3] = col0_ + 73 < N ? __ldg(scale_b + ((long long)col0_ + 73) * ld_sb_n) : 0.0f;
+      cs_[4] = col0_ + 80 < N ? __ldg(scale_b + ((long long)col0_ + 80) * ld_sb_n) : 0.0f;
+      cs_[5] = col0_ + 81 < N ? __ldg(scale_b + ((long long)col0_ + 81) * ld_sb_n) : 0.0f;
+      cs_[6] = col0_ + 88 < N ? __ldg(scale_b + ((long long)col0_ + 88) * ld_sb_n) : 0.0f;
+      cs_[7] = col0_ + 89 < N ? __ldg(scale_b + ((long long)col0_ + 89) * ld_sb_n) : 0.0f;
+      cs_[8] = col0_ + 96 < N ? __ldg(scale_b + ((long long)col0_ + 96) * ld_sb_n) : 0.0f;
+      cs_[9] = col0_ + 97 < N ? __ldg(scale_b + ((long long)col0_ + 97) * ld_sb_n) : 0.0f;
+      cs_[10] = col0_ + 104 < N ? __ldg(scale_b + ((long long)col0_ + 104) * ld_sb_n) : 0.0f;
+      cs_[11] = col0_ + 105 < N ? __ldg(scale_b + ((long long)col0_ + 105) * ld_sb_n) : 0.0f;
+      cs_[12] = col0_ + 112 < N ? __ldg(scale_b + ((long long)col0_ + 112) * ld_sb_n) : 0.0f;
+      cs_[13] = col0_ + 113 < N ? __ldg(scale_b + ((long long)col0_ + 113) * ld_sb_n) : 0.0f;
+      cs_[14] = col0_ + 120 < N ? __ldg(scale_b + ((long long)col0_ + 120) * ld_sb_n) : 0.0f;
+      cs_[15] = col0_ + 121 < N ? __ldg(scale_b + ((long long)col0_ + 121) * ld_sb_n) : 0.0f;
       {
         const int cc_ = col0_ + 64;
-        const float cs0_ = cc_ < N ? __ldg(scale_b + (long long)cc_ * ld_sb_n) : 0.0f;
-        const float cs1_ = cc_ + 1 < N ? __ldg(scale_b + ((long long)cc_ + 1) * ld_sb_n) : 0.0f;
+        const float cs0_ = cs_[0];
+        const float cs1_ = cs_[1];
         const float b0_ = bias != nullptr && cc_ < N ? f16_bits_to_f32(bias[cc_]) : 0.0f;
         const float b1_ = bias != nullptr && cc_ + 1 < N ? f16_bits_to_f32(bias[cc_ + 1]) : 0.0f;
         if (row0_ + 0 < M) {
@@ -495,8 +528,8 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_e4m3e5m2_f16
       }
       {
         const int cc_ = col0_ + 72;
-        const float cs0_ = cc_ < N ? __ldg(scale_b + (long long)cc_ * ld_sb_n) : 0.0f;
-        const float cs1_ = cc_ + 1 < N ? __ldg(scale_b + ((long long)cc_ + 1) * ld_sb_n) : 0.0f;
+        const float cs0_ = cs_[2];
+        const float cs1_ = cs_[3];
         const float b0_ = bias != nullptr && cc_ < N ? f16_bits_to_f32(bias[cc_]) : 0.0f;
         const float b1_ = bias != nullptr && cc_ + 1 < N ? f16_bits_to_f32(bias[cc_ + 1]) : 0.0f;
         if (row0_ + 0 < M) {
@@ -522,8 +555,8 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_e4m3e5m2_f16
       }
       {
         const int cc_ = col0_ + 80;
-        const float cs0_ = cc_ < N ? __ldg(scale_b + (long long)cc_ * ld_sb_n) : 0.0f;
-        const float cs1_ = cc_ + 1 < N ? __ldg(scale_b + ((long long)cc_ + 1) * ld_sb_n) : 0.0f;
+        const float cs0_ = cs_[4];
+        const float cs1_ = cs_[5];
         const float b0_ = bias != nullptr && cc_ < N ? f16_bits_to_f32(bias[cc_]) : 0.0f;
         const float b1_ = bias != nullptr && cc_ + 1 < N ? f16_bits_to_f32(bias[cc_ + 1]) : 0.0f;
         if (row0_ + 0 < M) {
@@ -549,8 +582,8 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_e4m3e5m2_f16
       }
       {
         const int cc_ = col0_ + 88;
-        const float cs0_ = cc_ < N ? __ldg(scale_b + (long long)cc_ * ld_sb_n) : 0.0f;
-        const float cs1_ = cc_ + 1 < N ? __ldg(scale_b + ((long long)cc_ + 1) * ld_sb_n) : 0.0f;
+        const float cs0_ = cs_[6];
+        const float cs1_ = cs_[7];
         const float b0_ = bias != nullptr && cc_ < N ? f16_bits_to_f32(bias[cc_]) : 0.0f;
         const float b1_ = bias != nullptr && cc_ + 1 < N ? f16_bits_to_f32(bias[cc_ + 1]) : 0.0f;
         if (row0_ + 0 < M) {
@@ -576,8 +609,8 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_e4m3e5m2_f16
       }
       {
         const int cc_ = col0_ + 96;
-        const float cs0_ = cc_ < N ? __ldg(scale_b + (long long)cc_ * ld_sb_n) : 0.0f;
-        const float cs1_ = cc_ + 1 < N ? __ldg(scale_b + ((long long)cc_ + 1) * ld_sb_n) : 0.0f;
+        const float cs0_ = cs_[8];
+        const float cs1_ = cs_[9];
         const float b0_ = bias != nullptr && cc_ < N ? f16_bits_to_f32(bias[cc_]) : 0.0f;
         const float b1_ = bias != nullptr && cc_ + 1 < N ? f16_bits_to_f32(bias[cc_ + 1]) : 0.0f;
         if (row0_ + 0 < M) {
@@ -603,8 +636,8 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_e4m3e5m2_f16
       }
       {
         const int cc_ = col0_ + 104;
-        const float cs0_ = cc_ < N ? __ldg(scale_b + (long long)cc_ * ld_sb_n) : 0.0f;
-        const float cs1_ = cc_ + 1 < N ? __ldg(scale_b + ((long long)cc_ + 1) * ld_sb_n) : 0.0f;
+        const float cs0_ = cs_[10];
+        const float cs1_ = cs_[11];
         const float b0_ = bias != nullptr && cc_ < N ? f16_bits_to_f32(bias[cc_]) : 0.0f;
         const float b1_ = bias != nullptr && cc_ + 1 < N ? f16_bits_to_f32(bias[cc_ + 1]) : 0.0f;
         if (row0_ + 0 < M) {
@@ -630,8 +663,8 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_e4m3e5m2_f16
       }
       {
         const int cc_ = col0_ + 112;
-        const float cs0_ = cc_ < N ? __ldg(scale_b + (long long)cc_ * ld_sb_n) : 0.0f;
-        const float cs1_ = cc_ + 1 < N ? __ldg(scale_b + ((long long)cc_ + 1) * ld_sb_n) : 0.0f;
+        const float cs0_ = cs_[12];
+        const float cs1_ = cs_[13];
         const float b0_ = bias != nullptr && cc_ < N ? f16_bits_to_f32(bias[cc_]) : 0.0f;
         const float b1_ = bias != nullptr && cc_ + 1 < N ? f16_bits_to_f32(bias[cc_ + 1]) : 0.0f;
         if (row0_ + 0 < M) {
@@ -657,8 +690,8 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_e4m3e5m2_f16
       }
       {
         const int cc_ = col0_ + 120;
-        const float cs0_ = cc_ < N ? __ldg(scale_b + (long long)cc_ * ld_sb_n) : 0.0f;
-        const float cs1_ = cc_ + 1 < N ? __ldg(scale_b + ((long long)cc_ + 1) * ld_sb_n) : 0.0f;
+        const float cs0_ = cs_[14];
+        const float cs1_ = cs_[15];
         const float b0_ = bias != nullptr && cc_ < N ? f16_bits_to_f32(bias[cc_]) : 0.0f;
         const float b1_ = bias != nullptr && cc_ + 1 < N ? f16_bits_to_f32(bias[cc_ + 1]) : 0.0f;
         if (row0_ + 0 < M) {
