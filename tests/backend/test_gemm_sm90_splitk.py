@@ -333,7 +333,9 @@ from cute_py.backends.cuda.kernels.gemm_sm90_heuristic import choose_sm90  # noq
 @pytest.mark.parametrize("M,N,K,swap,tile_n,splits", [
     (1, 4096, 4096, True, 16, 4),
     (16, 4096, 4096, True, 16, 4),
-    (33, 4096, 4096, True, 64, 4),
+    (32, 4096, 4096, True, 32, 4),
+    (33, 4096, 4096, False, 64, 2),      # above SWAP_MAX_M: 64 64x64 tiles, split x2
+    (64, 4096, 4096, False, 64, 2),
     (128, 4096, 4096, False, 64, 1),     # 128 64x64 tiles fill the SMs: no split
     (16, 28672, 4096, True, 16, 1),
     (1, 4096, 72, True, 16, 1),          # 2 k-blocks: nothing to split

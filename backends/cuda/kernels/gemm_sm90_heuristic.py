@@ -5,7 +5,7 @@ printable :class:`Sm90Choice` that carries the ``Sm90GemmConfig``, the split cou
 and B are swapped and the reason.  The rules (docs/hopper_gemm.md, "Choosing a kernel", has
 them as a table; thresholds marked there as to-be-measured are first guesses):
 
-1. **Swap A and B** when ``M <= SWAP_MAX_M`` (64) and ``N >= 2 * M``: the kernel computes
+1. **Swap A and B** when ``M <= SWAP_MAX_M`` (32) and ``N >= 2 * M``: the kernel computes
    ``D^T = B^T A^T`` (kernel problem ``N x M``) so the small extent becomes wgmma's N, and
    stores D transposed (``transpose_d``).  The kernel's B is then the user's A, which must be
    K-major for a 16 / 32-wide tile (an MN-major A takes 64).
@@ -41,9 +41,11 @@ from .gemm_sm90 import SMALL_TILE_N, Sm90GemmConfig, _pick_tile
 __all__ = ["Sm90Choice", "choose_sm90", "SWAP_MAX_M", "MIN_KB_PER_SPLIT", "MAX_SPLITS",
            "DEFAULT_SPLIT_MODE"]
 
-#: swap A and B for M at most this (to be measured: 64 is where wgmma's N = M stops being
-#: narrower than the 128-row M tile)
-SWAP_MAX_M = 64
+#: swap A and B for M at most this.  Measured on the H100 (x @ W.T fp16, wall per call, the
+#: heuristic with and without the swap in the same rounds): M = 32 swapped 12.2 us against 18.5
+#: unswapped (4096x4096); M = 64 unswapped 12.7 / 49.0 us against 14.3 / 52.2 swapped (4096 x
+#: 4096 / 4096 x 14336), 39.6 against 39.1 at 11008 x 4096
+SWAP_MAX_M = 32
 #: each split covers at least this many 64-deep k-blocks (512^3 split in two ran slower than
 #: unsplit 64x64 tiles on the H100; decode with K = 4096 keeps 4 splits)
 MIN_KB_PER_SPLIT = 8
