@@ -198,10 +198,13 @@ def test_splitk_atomic_mode(dt, M, N, K):
 @pytest.mark.parametrize("dt", ["f16", "bf16"])
 @pytest.mark.parametrize("M,N,K", [(1, 4096, 4096), (7, 391, 2000), (16, 4096, 72),
                                    (33, 391, 4096), (64, 1000, 520)])
-def test_swapped_direct_store_with_c(dt, M, N, K):
-    """Swap without split: the kernel stores D^T through transpose_d, C read the same way."""
+def test_swapped_direct_store_with_c(dt, M, N, K, monkeypatch):
+    """Swap without split: the kernel stores D^T through transpose_d, C read the same way
+    (swapping forced up to M = 64 so the 64-wide swapped tile stays covered)."""
     import dataclasses
     import cupy as cp
+    from cute_py.backends.cuda.kernels import gemm_sm90_heuristic
+    monkeypatch.setattr(gemm_sm90_heuristic, "SWAP_MAX_M", 64)
     rng = cp.random.default_rng(11)
     A, B = _rand(cp, (M, K), dt, rng), _rand(cp, (N, K), dt, rng)
     C = _rand(cp, (M, N), dt, rng)
