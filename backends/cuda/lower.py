@@ -190,3 +190,21 @@ def layout_apply(layout, coord, symbols: dict | None = None) -> Node:
     """``layout(coord)`` as a node, for a Layout or (shape, stride) pair."""
     shape, stride = shape_stride(layout)
     return crd2idx(coord, shape, stride, symbols)
+
+
+def composed_apply(layout, coord, symbols: dict | None = None) -> Node:
+    """``layout(coord)`` as a node for a Layout or a ComposedLayout ``A o offset o B`` (``A``
+    a Swizzle or a layout, applied to ``B(coord) + offset``), recursively.
+
+    Law: ``ir.evaluate(composed_apply(L, c), {}) == L(c)`` for every coordinate ``c``."""
+    from cute_py.composed import ComposedLayout
+    from cute_py.swizzle import Swizzle
+    if isinstance(layout, ComposedLayout):
+        inner = ir.add(composed_apply(layout.layout_b, coord, symbols),
+                       to_ir(layout.offset, symbols))
+        a = layout.layout_a
+        if isinstance(a, Swizzle):
+            return swizzle_apply(inner, a)
+        return composed_apply(a, inner, symbols)
+    return layout_apply(layout, coord, symbols)
+

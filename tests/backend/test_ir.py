@@ -338,3 +338,16 @@ def test_swizzle_apply_forms():
     class Sw:
         bits, base, shift = 3, 2, 6
     assert lower.swizzle_apply(t * 4, Sw()) is a
+
+
+def test_composed_apply_lowers_nested_compositions():
+    """Law: ``ir.evaluate(lower.composed_apply(L, c)) == L(c)`` for a swizzle over an offset
+    layout, and for a layout composed over a composed layout with an offset."""
+    import cute_py as cute
+    from backends.cuda import lower
+    inner = cute.make_composed_layout(cute.Swizzle(2, 2, 3), 4, cute.make_layout((8, 16), (16, 1)))
+    outer = cute.make_composed_layout(cute.make_layout(256, 2), 3, inner)
+    for L in (inner, outer):
+        for r in range(8):
+            for c in range(16):
+                assert ir.evaluate(lower.composed_apply(L, (r, c)), {}) == L((r, c)), (L, r, c)

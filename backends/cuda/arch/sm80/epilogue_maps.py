@@ -26,7 +26,7 @@ from __future__ import annotations
 from cute_py import Swizzle, coalesce, make_composed_layout, make_layout
 from cute_py.composed import ComposedLayout
 
-from ... import ir, lower
+from ... import lower
 
 __all__ = ["staging_layout", "composed_apply", "tile_to_buffer", "buffer_to_tile",
            "chunk_coord"]
@@ -40,16 +40,7 @@ def staging_layout(rows: int, cols: int, elem_bytes: int, bits: int, base: int,
                                 make_layout((rows, cols), (cols * elem_bytes, elem_bytes)))
 
 
-def composed_apply(layout, coord) -> ir.Node:
-    """``layout(coord)`` as IR for a Layout or a ComposedLayout ``A o offset o B`` (A a Swizzle
-    or a layout)."""
-    if isinstance(layout, ComposedLayout):
-        inner = ir.add(composed_apply(layout.layout_b, coord), lower.to_ir(layout.offset))
-        a = layout.layout_a
-        if isinstance(a, Swizzle):
-            return lower.swizzle_apply(inner, a)
-        return composed_apply(a, inner)
-    return lower.layout_apply(layout, coord)
+composed_apply = lower.composed_apply     # the one lowering of a (composed) layout
 
 
 def tile_to_buffer(period: int, epi: int, blocks: int):

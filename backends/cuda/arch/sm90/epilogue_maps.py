@@ -38,16 +38,7 @@ def staging_layout(rows: int, cols: int, elem_bytes: int) -> ComposedLayout:
                                 make_layout((rows, cols), (rb, elem_bytes)))
 
 
-def composed_apply(layout, coord) -> ir.Node:
-    """``layout(coord)`` as IR for a Layout or a ComposedLayout ``A o offset o B`` (A a Swizzle
-    or a layout)."""
-    if isinstance(layout, ComposedLayout):
-        inner = ir.add(composed_apply(layout.layout_b, coord), lower.to_ir(layout.offset))
-        a = layout.layout_a
-        if isinstance(a, Swizzle):
-            return lower.swizzle_apply(inner, a)
-        return composed_apply(a, inner)
-    return lower.layout_apply(layout, coord)
+composed_apply = lower.composed_apply     # the one lowering of a (composed) layout
 
 
 def subtile_origins(tile_m: int, tile_n: int, epi_m: int, epi_n: int) -> list:
