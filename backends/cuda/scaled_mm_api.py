@@ -137,7 +137,8 @@ def promoted_tile_n(M, N, sms=132) -> int:
 def choose_fp8_config(M, N, K, a, b, out, mode, vec2=True, sms=132, fast_accum=False):
     """The FP8 configuration of a problem: two consumer warpgroups, tile_k 128, the most
     stages that fit.  Per-k-block promotion (two accumulator sets) unless ``fast_accum``:
-    128 x :func:`promoted_tile_n` tiles (block scaling: 128x128, the B scale blocks);
+    128 x :func:`promoted_tile_n` tiles (block scaling: 128x128, the B scale blocks), in
+    clusters of two along M;
     fast accumulation (per-tensor / row-wise only: one accumulator) 128x256 tiles, 128x128
     when that gives fewer tiles than SMs or N <= 128."""
     from .kernels.gemm_sm90 import Sm90GemmConfig
@@ -148,9 +149,13 @@ def choose_fp8_config(M, N, K, a, b, out, mode, vec2=True, sms=132, fast_accum=F
         tn = promoted_tile_n(M, N, sms)
     else:
         tn = 128 if -(-M // 128) * -(-N // 256) < sms else 256
+    # promoting / block-scaled kernels in clusters of two along M (B's tile multicast): +6% at
+    # 8192^3 and 4096^3, the same at 8192x14336x4096; the fast-accumulation kernel gained
+    # nothing from it (docs/performance.md, "FP8 GEMM", v5)
+    cluster = 2 if (promote or mode == "block") and M > 128 else 1
     return Sm90GemmConfig(tile_n=tn, tile_k=128, dtype=a, dtype_b="" if b == a else b,
-                          out_dtype=out, scaling=mode, vec2=vec2,
-                          promote=promote).fit_stages()
+                          out_dtype=out, scaling=mode, vec2=vec2, promote=promote,
+                          cluster_m=cluster).fit_stages()
 
 
 def _is_sm90(m: TensorMeta) -> bool:
