@@ -201,11 +201,11 @@ def _acc(maps, v, name="acc"):
     return f"{name}[{v // nacc}][{v % nacc}]"
 
 
-def emit_promotion_loads(kb, cfg, maps) -> None:
-    """Block scaling: the statements loading this k-block's scales while its wgmmas run --
-    ``sa_[i]`` for each distinct row of the thread (0 past M), ``sb_[i]`` for each 128-column
-    block (a comment only for the unscaled promotion of ``promote``); offsets lowered from
-    :func:`scale_layouts`."""
+def emit_promotion_loads(kb, cfg, maps, k_block=None, into: str = "") -> None:
+    """Block scaling: load the scales of k-block ``k_block`` (IR; default ``kb``) into
+    ``sa{into}_[i]`` for each distinct row of the thread (0 past M) and ``sb{into}_[i]`` for
+    each 128-column block (declared by :func:`emit_promotion_init`); offsets lowered from
+    :func:`scale_layouts`.  (A comment only for the unscaled promotion of ``promote``.)"""
     if cfg.scaling != "block":
         kb.comment("promotion: tot_ += acc after the k-block's wgmmas")
         return
@@ -213,19 +213,19 @@ def emit_promotion_loads(kb, cfg, maps) -> None:
     rows, _ = _rows(maps)
     nbs, _ = _nblocks(cfg, maps)
     SA, SB = scale_layouts("block")
-    k0 = ir.var("kb", 0, _I32 // cfg.tile_k) * cfg.tile_k      # the k-block's first k
+    kblk = ir.var("kb", 0, _I32 // cfg.tile_k) if k_block is None else k_block
+    k0 = kblk * cfg.tile_k                                    # the k-block's first k
     r = ir.var("r", 0, _I32)
-    kb.decl("float", f"sa_[{len(rows)}]", hint=False)
-    kb.decl("float", f"sb_[{len(nbs)}]", hint=False)
     for i, m in enumerate(rows):
         with kb.scope():
             kb.decl("const int", "r", f"row0_ + {m}", hint=False)
-            kb.assign(f"sa_[{i}]", f"r < M ? __ldg(scale_a + {scale_offset(SA, r, k0)}) : 0.0f")
+            kb.assign(f"sa{into}_[{i}]",
+                      f"r < M ? __ldg(scale_a + {scale_offset(SA, r, k0)}) : 0.0f")
     # the first column of each 128-column block of the thread's values (the tile's first
     # column plus the block's offset; SB is constant over the block)
     n0 = ir.var("n_blk", 0, _I32 // cfg.tile_n) * cfg.tile_n
     for i, nb in enumerate(nbs):
-        kb.assign(f"sb_[{i}]", f"__ldg(scale_b + {scale_offset(SB, n0 + nb * BLOCK_K, k0)})")
+        kb.assign(f"sb{into}_[{i}]", f"__ldg(scale_b + {scale_offset(SB, n0 + nb * BLOCK_K, k0)})")
 
 
 def emit_promotion(kb, cfg, maps) -> None:
@@ -256,17 +256,40 @@ def emit_promotion_init(kb, cfg, maps, emit_origin) -> None:
     emit_origin(kb)
     nacc = maps.frag.num_values // maps.slabs
     kb.decl("float", f"tot_[{maps.slabs}][{nacc}]", hint=False)
+    if cfg.scaling == "block":
+        # the scales of a k-block are loaded one k-block ahead (into sa_n_ / sb_n_): a whole
+        # k-block of wgmmas hides their latency (loaded in the k-block itself, after its first
+        # wgmma, they stalled the promotion)
+        from .. import ir
+        rows, _ = _rows(maps)
+        nbs, _ = _nblocks(cfg, maps)
+        for nm, n in (("sa", len(rows)), ("sb", len(nbs))):
+            kb.decl("float", f"{nm}_[{n}]", hint=False)
+            kb.decl("float", f"{nm}_n_[{n}]", hint=False)
+        with kb.if_("k_blocks > 0"):
+            emit_promotion_loads(kb, cfg, maps, ir.as_node(0), "_n")
     with kb.for_("j", 0, maps.slabs, unroll=True, hint=False) as j:
         with kb.for_("i", 0, nacc, unroll=True, hint=False) as i:
             kb.assign(f"tot_[{kb.expr(j)}][{kb.expr(i)}]", "0.0f")
 
 
 def emit_k_block_tail(kb, cfg, maps, release) -> None:
-    """After a k-block's ``wgmma_commit_group`` (promoting kernels): the k-block's scale loads
-    (issued before the wait, so they overlap the wgmmas), ``wgmma_wait_group<0>``, the
+    """After a k-block's ``wgmma_commit_group`` (promoting kernels): block scaling takes the
+    k-block's scales loaded one k-block earlier and loads the next k-block's (they overlap the
+    next k-block's wgmmas), then ``wgmma_wait_group<0>``, the
     accumulators' operand fence, the stage's release (``release(kb)``: the pipeline's consumer
     release of the current stage) and the promotion into ``tot_``."""
-    emit_promotion_loads(kb, cfg, maps)
+    if cfg.scaling == "block":
+        from .. import ir
+        rows, _ = _rows(maps)
+        nbs, _ = _nblocks(cfg, maps)
+        for nm, n in (("sa", len(rows)), ("sb", len(nbs))):
+            for i in range(n):
+                kb.assign(f"{nm}_[{i}]", f"{nm}_n_[{i}]")
+        with kb.if_("kb + 1 < k_blocks"):
+            emit_promotion_loads(kb, cfg, maps, ir.var("kb", 0, _I32 // cfg.tile_k) + 1, "_n")
+    else:
+        emit_promotion_loads(kb, cfg, maps)
     kb.call("wgmma_wait_group", template="0")
     with kb.for_("j", 0, maps.slabs, unroll=True, hint=False) as j:
         kb.call("wgmma_fence_operands", f"acc[{kb.expr(j)}]")

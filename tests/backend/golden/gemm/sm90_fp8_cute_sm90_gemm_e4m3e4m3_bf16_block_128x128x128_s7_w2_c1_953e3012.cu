@@ -123,6 +123,21 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_e4m3e4m3_bf1
       const int row0_ = m_blk * 128 + ((tid >> 7) * 64 + ((((tid & 127) >> 2) & 7) + ((tid & 127) >> 5) * 16));
       const int col0_ = n_blk * 128 + (tid & 3) * 2;
       float tot_[1][64];
+      float sa_[2];
+      float sa_n_[2];
+      float sb_[1];
+      float sb_n_[1];
+      if (k_blocks > 0) {
+        {
+          const int r = row0_ + 0;
+          sa_n_[0] = r < M ? __ldg(scale_a + (long long)r * ld_sa_m) : 0.0f;
+        }
+        {
+          const int r = row0_ + 8;
+          sa_n_[1] = r < M ? __ldg(scale_a + (long long)r * ld_sa_m) : 0.0f;
+        }
+        sb_n_[0] = __ldg(scale_b + (long long)n_blk * ld_sb_n);
+      }
       #pragma unroll
       for (int j = 0; j < 1; ++j) {
         #pragma unroll
@@ -142,17 +157,20 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_e4m3e4m3_bf1
           wgmma_m64n128k32_f32_e4m3_e4m3_ss(acc[0], gmma_desc_add(da_, 96u), gmma_desc_add(db_, 96u), 1);
         }
         wgmma_commit_group();
-        float sa_[2];
-        float sb_[1];
-        {
-          const int r = row0_ + 0;
-          sa_[0] = r < M ? __ldg(scale_a + (long long)r * ld_sa_m + (long long)kb * ld_sa_k) : 0.0f;
+        sa_[0] = sa_n_[0];
+        sa_[1] = sa_n_[1];
+        sb_[0] = sb_n_[0];
+        if (kb + 1 < k_blocks) {
+          {
+            const int r = row0_ + 0;
+            sa_n_[0] = r < M ? __ldg(scale_a + (long long)r * ld_sa_m + (long long)(kb + 1) * ld_sa_k) : 0.0f;
+          }
+          {
+            const int r = row0_ + 8;
+            sa_n_[1] = r < M ? __ldg(scale_a + (long long)r * ld_sa_m + (long long)(kb + 1) * ld_sa_k) : 0.0f;
+          }
+          sb_n_[0] = __ldg(scale_b + (long long)n_blk * ld_sb_n + (long long)(kb + 1) * ld_sb_k);
         }
-        {
-          const int r = row0_ + 8;
-          sa_[1] = r < M ? __ldg(scale_a + (long long)r * ld_sa_m + (long long)kb * ld_sa_k) : 0.0f;
-        }
-        sb_[0] = __ldg(scale_b + (long long)n_blk * ld_sb_n + (long long)kb * ld_sb_k);
         wgmma_wait_group<0>();
         #pragma unroll
         for (int j = 0; j < 1; ++j) {
