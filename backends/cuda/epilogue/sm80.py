@@ -475,9 +475,11 @@ class Sm80Epilogue:
                     self._buf(key, stage), composed_apply(self.staging(key),
                                                           (br, ir.mul(cc, vec)))))
                 row_ok = self._bind(kb, "const bool", "row_ok_", ir.lt(gm, MM))
+                # the matrix in global memory: (M, N):(ld_<name>, 1), row-major
                 ld = ir.var(f"ld_{name}", 0, _I32)
                 go = self._bind(kb, "const long long", "go_",
-                                ir.select(row_ok, ir.add(ir.mul(gm, ld), gn), 0))
+                                ir.select(row_ok, lower.layout_apply(
+                                    ((MM, NN), (ld, 1)), (gm, gn)), 0))
                 body(kb, dt, vec, name, dict(sa=sa, gm=gm, gn=gn, row_ok=row_ok, go=go))
 
     def _issue_loads(self, kb, s):

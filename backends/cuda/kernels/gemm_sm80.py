@@ -31,6 +31,7 @@ from cute_py.errors import LaunchError, AtomError
 from .. import ir
 from ..builder import KernelBuilder
 
+from ..arch.sm80 import address as sm80_address
 from ..arch.sm80 import copy as sm80_copy
 from ..arch.sm80 import ldmatrix as sm80_ldmatrix
 from ..arch.sm80 import mma as sm80_mma
@@ -283,14 +284,16 @@ def generate_source(cfg: GemmSm80Config) -> str:
             DR = 0
         e(f"const int {x}c_r = {r}, {x}c_k = {k};")
         e(f"const u32 {x}c_s = smem_off_{op}({x}c_r, {x}c_k) * {eb};")
-        if cm.major == "K":
-            e(f"const EA* {x}c_g = {op} + (long long)({mn0} + {x}c_r) * {ld} + {x}c_k;")
-        elif aff is None:
-            e(f"const EA* {x}c_g = {op} + ({mn0} + {x}c_r) + (long long){x}c_k * {ld};")
-        else:
+        if cm.major != "K" and aff is not None:
             e(f"const int {x}c_n = max(0, min({cm.vec}, {ext} - {mn0} - {x}c_r));")
-            e(f"const EA* {x}c_g = {op} + ({mn0} + {x}c_r) + (long long){x}c_k * {ld};")
-        e(f"const long long {x}c_step = (long long){DR} * {ld};")
+        # the thread's copy 0 in the operand's gmem layout (address.gmem_layout), and the
+        # gmem step of one copy iteration (DR lines of the strided mode)
+        row0 = ir.var(mn0, 0, (1 << 31) - 1 - cm.R) + ir.var(f"{x}c_r", 0, cm.R - 1)
+        g0 = sm80_address.gmem_terms(op, cm.major, row0, ir.var(f"{x}c_k", 0, BK - 1))
+        b.decl("const EA*", f"{x}c_g", " + ".join([op] + [f"({b.expr(t)})" for t in g0]),
+               hint=False)
+        step = sm80_address.gmem_offset(op, cm.major, *((DR, 0) if cm.major == "K" else (0, DR)))
+        b.decl("const long long", f"{x}c_step", step, hint=False)
         e(f"(void){x}c_step;")
 
     # ---------------------------------------------------------------- fragment setup
@@ -309,24 +312,40 @@ def generate_source(cfg: GemmSm80Config) -> str:
 
     # helper lambdas (emitted as macros-free inline code blocks via Python functions)
     issue = {op: sm80_copy.CopyIssue(op, cm.major, cm.vec, eb, st, affine[op],
-                                     tuple(steps[op]))
+                                     tuple(steps[op]), S)
              for op, cm, st in (("A", cmA, a_stage), ("B", cmB, b_stage))}
+    # the stage indices the mainloops name (IR variables of the stage layouts' coordinate)
+    stage_ir = {"read_stage": ir.var("read_stage", 0, S - 1),
+                "write_stage": ir.var("write_stage", 0, S - 1),
+                "s": ir.var("s", 0, max(S - 2, 0)), "0": 0, "": 0}
+
+    # the k-tile origins the mainloops copy (IR: the k coordinate of the gmem layouts)
+    kt_max = ((1 << 31) - 1) // BK
+    kbase_ir = {f"s * {BK}": ir.var("s", 0, max(S - 2, 0)) * BK,
+                f"fetch * {BK}": ir.var("fetch", 0, kt_max) * BK,
+                f"(kt + 1) * {BK}": (ir.var("kt", 0, kt_max - 1) + 1) * BK, "0": 0}
 
     def copy_issue(op: str, i: int, stage: str, kbase: str, asynchronous: bool,
                    reg: str | None = None):
-        issue[op].emit(b, i, stage, kbase, asynchronous, reg)
+        issue[op].emit(b, i, stage_ir[stage], kbase_ir[kbase], asynchronous, reg)
 
     def reg_store(op: str, i: int, stage: str, reg: str):
-        issue[op].emit_store(b, i, stage, reg)
+        issue[op].emit_store(b, i, stage_ir[stage], reg)
 
-    def frag_addr(op: str, item, stage: str) -> str:
-        """smem address of one fragment load: ``(base ^ x) + a`` from the plan, or the smem
-        layout at the lowered row coordinate when the swizzle does not strength-reduce."""
+    def frag_addr(op: str, item, stage: str):
+        """smem address of one fragment load: the stage layout's address
+        (``address.stage_address``) plus ``(x_lm ^ x) + a`` from the plan (IR), or plus the
+        smem layout's function at the lowered row coordinate when the swizzle does not
+        strength-reduce."""
         sbase, st = ("sA", a_stage) if op == "A" else ("sB", b_stage)
+        base = sm80_address.stage_address(sbase, S, st, stage_ir[stage])
         if isinstance(item[0], str):
-            return f"{sbase} + ({stage}) * {st} + smem_off_{op}({item[0]}, {item[1]}) * {eb}"
+            return f"{b.expr(base)} + smem_off_{op}({item[0]}, {item[1]}) * {eb}"
         xo, ad = item
-        return f"{sbase} + ({stage}) * {st} + (({op.lower()}_lm ^ {xo * eb}u) + {ad * eb}u)"
+        # two lowered parts, added as the stage address + the in-stage offset (this grouping
+        # keeps the mainloop's SASS: the flattened sum compiles to other instructions)
+        off = ir.xor(sm80_address.smem_var(f"{op.lower()}_lm"), xo * eb) + ad * eb
+        return f"{b.expr(base)} + ({b.expr(off)})"
 
     def load_frag(stage: str, kb: int, buf: int):
         # A
@@ -603,6 +622,7 @@ template <int VEC> CUTE_PY_DEVICE void ld_chunk(u32* v, const unsigned int* p, i
 
 
 def _emit_epilogue(e: _Emitter, cfg: GemmSm80Config, WM: int, WN: int, MI: int, NI: int):
+    from ..render import render_expr
     out = cfg.out_dtype
     e("// Epilogue: D = alpha * acc + beta * C, converted, 2-wide stores where aligned")
     if out == "f32":
@@ -627,7 +647,10 @@ def _emit_epilogue(e: _Emitter, cfg: GemmSm80Config, WM: int, WN: int, MI: int, 
     e("    if (m >= M) continue;")
     e(f"    #pragma unroll\n    for (int ni = 0; ni < {NI}; ++ni) {{")
     e(f"      const int n = n0 + warp_n * {WN} + ni * 8 + (h ? cn1 : cn0);")
-    e("      const long long oc = (long long)m * ldc + n, o = (long long)m * ldd + n;")
+    # C's and D's offsets: their gmem layouts (address.output_layout) at (m, n)
+    m_, n_ = ir.var("m", 0, (1 << 31) - 1), ir.var("n", 0, (1 << 31) - 1)
+    oc, od = (render_expr(sm80_address.output_offset(x, m_, n_)) for x in ("C", "D"))
+    e(f"      const long long oc = {oc}, o = {od};")
     e("      float v0 = alpha * acc[mi][ni][2 * h], v1 = alpha * acc[mi][ni][2 * h + 1];")
     if cfg.vec_c == 2:
         e("      if (n + 1 < N) {")
