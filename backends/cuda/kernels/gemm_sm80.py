@@ -283,6 +283,12 @@ def generate_source(cfg: GemmSm80Config) -> str:
               f"at (r, k) steps {[st[:2] for st in steps[op]]}")
             DR = 0
         e(f"const int {x}c_r = {r}, {x}c_k = {k};")
+        # the thread's copy 0 in the stage: the smem layout's lowered device function
+        # smem_off_X, in bytes.  (Inlined -- the layout lowered at (xc_r, xc_k) times eb, or
+        # the layout scaled to bytes, Sw<B,M+log2(eb),S> o (strides * eb) -- the k-loop
+        # compiles to other SASS on some tiles: NVVM optimizes the function before inlining
+        # it.  The same holds for x_lm below and for the copies' smem_off_X(xc_r, xc_k + d)
+        # of the MN-major unaligned tiles, arch/sm80/copy.py.)
         e(f"const u32 {x}c_s = smem_off_{op}({x}c_r, {x}c_k) * {eb};")
         if cm.major != "K" and aff is not None:
             e(f"const int {x}c_n = max(0, min({cm.vec}, {ext} - {mn0} - {x}c_r));")
@@ -305,9 +311,10 @@ def generate_source(cfg: GemmSm80Config) -> str:
                                                                     cfg.b_major)):
         # the row (or element) this thread addresses in load 0 of k block 0, from the smem
         # read copy's partition (make_tiled_copy_A/B of the TiledMMA)
-        rl, kl = (_render(x) for x in sm80_ldmatrix.row_coord(
-            cfg.smem_read_copy(op), cfg.rows(op), BK, _lm_thread(cfg, T), 0, 0))
-        e(f"const u32 {op.lower()}_lm = smem_off_{op}({rl}, {kl}) * {eb};"
+        rl, kl = sm80_ldmatrix.row_coord(cfg.smem_read_copy(op), cfg.rows(op), BK,
+                                         _lm_thread(cfg, T), 0, 0)
+        # the smem layout's device function at the ldmatrix row of this lane (see xc_s)
+        e(f"const u32 {op.lower()}_lm = smem_off_{op}({_render(rl)}, {_render(kl)}) * {eb};"
           f"  // ldmatrix row address of this lane")
 
     # helper lambdas (emitted as macros-free inline code blocks via Python functions)
@@ -339,7 +346,7 @@ def generate_source(cfg: GemmSm80Config) -> str:
         strength-reduce."""
         sbase, st = ("sA", a_stage) if op == "A" else ("sB", b_stage)
         base = sm80_address.stage_address(sbase, S, st, stage_ir[stage])
-        if isinstance(item[0], str):
+        if isinstance(item[0], str):  # the smem layout's function (see xc_s) at the row
             return f"{b.expr(base)} + smem_off_{op}({item[0]}, {item[1]}) * {eb}"
         xo, ad = item
         # two lowered parts, added as the stage address + the in-stage offset (this grouping
