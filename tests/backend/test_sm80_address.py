@@ -36,3 +36,12 @@ def test_stage_iteration_and_output_offsets():
     for mv, nv in ((0, 0), (5, 7), (99, 98)):
         assert ir.evaluate(A.output_offset("D", m, n), {"m": mv, "n": nv, "ldd": 123}) == \
             lay((mv, nv))
+
+
+def test_batch_offset_and_stage_end():
+    l = ir.var("l", 0, 7)
+    for v in range(8):
+        assert ir.evaluate(A.batch_offset("C", l), {"l": v, "batch_c": 999}) == \
+            cute.make_layout(8, 999)(v)
+    # one past the last stage: where the next buffer starts
+    assert ir.evaluate(A.stage_address("sA", 3, 4096, 3), {"sA": 0}) == 3 * 4096

@@ -252,8 +252,12 @@ def generate_source(cfg: GemmSm80Config) -> str:
     e("(void)g; (void)t4;")
     sm80_raster.emit(b, dims["M"], dims["N"], BM, BN, cfg.raster)
     e("const long long bz = blockIdx.z;")
-    e("A += bz * batch_a; B += bz * batch_b; D += bz * batch_d; C += bz * batch_c;")
-    e(f"const u32 sA = smem_u32(smem), sB = sA + {S * a_stage};")
+    # the batch: each matrix's layout over l, (L):(batch_x), at bz
+    bz = ir.var("bz", 0, (1 << 31) - 1)
+    e(" ".join(f"{x} += {b.expr(sm80_address.batch_offset(x, bz))};" for x in "ABDC"))
+    # B's stages follow A's: A's stage layout one past its last stage
+    e(f"const u32 sA = smem_u32(smem), sB = "
+      f"{b.expr(sm80_address.stage_address('sA', S, a_stage, S))};")
     e(f"const int k_tiles = (K + {BK - 1}) / {BK};")
 
     # ---------------------------------------------------------------- copy setup
@@ -628,6 +632,9 @@ template <int VEC> CUTE_PY_DEVICE void ld_chunk(u32* v, const unsigned int* p, i
 }""")
 
 
+_I64 = (-(1 << 63), (1 << 63) - 1)
+
+
 def _emit_epilogue(e: _Emitter, cfg: GemmSm80Config, WM: int, WN: int, MI: int, NI: int):
     from ..render import render_expr
     out = cfg.out_dtype
@@ -671,8 +678,11 @@ def _emit_epilogue(e: _Emitter, cfg: GemmSm80Config, WM: int, WN: int, MI: int, 
     e("        " + store1.format(v="v0"))
     if cfg.vec_c == 1:
         e("        if (n + 1 < N) {")
-        e("          if (use_c) { const long long o = oc + 1; v1 += beta * " + load1 + "; }")
-        e("          { const long long o2 = o + 1; { const long long o = o2; "
+        # (m, n + 1): the offsets plus the layouts' n stride
+        oc1 = render_expr(ir.var("oc", *_I64) + sm80_address.output_offset("C", 0, 1))
+        od1 = render_expr(ir.var("o", *_I64) + sm80_address.output_offset("D", 0, 1))
+        e(f"          if (use_c) {{ const long long o = {oc1}; v1 += beta * " + load1 + "; }")
+        e(f"          {{ const long long o2 = {od1}; {{ const long long o = o2; "
           + store1.format(v="v1") + " } }")
         e("        }")
     e("      }")

@@ -5,6 +5,7 @@
   ``(M, K):(1, lda)`` M-major (``N`` / ``ldb`` for B).  Element offsets from the operand's
   (batch-adjusted) pointer.
 - :func:`output_layout`: C / D over ``(m, n)``, ``(M, N):(ldc, 1)`` / ``(M, N):(ldd, 1)``.
+- :func:`batch_layout`: a matrix over the batch index, ``(L):(batch_x)``.
 - :func:`stage_layout`: the stages of an operand in shared memory, ``(stages):(stage_bytes)``,
   byte offsets from ``sA`` / ``sB`` (as the Hopper mainloop's ``Mainloop.stage_layout``).
 - :func:`iteration_layout`: a thread's copies of one k-tile, ``(iterations):(step)`` with the
@@ -23,7 +24,7 @@ from __future__ import annotations
 
 from ... import ir, lower
 
-__all__ = ["gmem_layout", "gmem_terms", "output_layout", "output_offset", "stage_layout", "iteration_layout", "symbols", "gmem_offset",
+__all__ = ["batch_layout", "batch_offset", "gmem_layout", "gmem_terms", "output_layout", "output_offset", "stage_layout", "iteration_layout", "symbols", "gmem_offset",
            "stage_address", "iteration_offset", "smem_var"]
 
 _I32 = (1 << 31) - 1
@@ -56,6 +57,19 @@ def output_offset(name: str, m, n) -> ir.Node:
     """``output_layout(name)(m, n)`` as IR (``ldc`` / ``ldd`` the kernel's ``long long``)."""
     ld = f"ld{name.lower()}"
     return lower.layout_apply(output_layout(name), (m, n), {ld: ir.var(ld, *_I64)})
+
+
+def batch_layout(name: str):
+    """Matrix ``name`` (A, B, C, D) over the batch index: ``(L):(batch_<name>)``."""
+    import cute_py as cute
+    L, st = cute.symbols(f"L batch_{name.lower()}")
+    return cute.make_layout(L, st)
+
+
+def batch_offset(name: str, l) -> ir.Node:
+    """``batch_layout(name)(l)`` as IR (``batch_x`` the kernel's ``long long``)."""
+    st = f"batch_{name.lower()}"
+    return lower.layout_apply(batch_layout(name), l, {st: ir.var(st, *_I64)})
 
 
 def stage_layout(stages: int, stage_bytes: int):
