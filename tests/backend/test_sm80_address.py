@@ -45,3 +45,12 @@ def test_batch_offset_and_stage_end():
             cute.make_layout(8, 999)(v)
     # one past the last stage: where the next buffer starts
     assert ir.evaluate(A.stage_address("sA", 3, 4096, 3), {"sA": 0}) == 3 * 4096
+
+
+def test_accumulator_tile_terms_sum_to_the_layout():
+    lay = A.accumulator_tile_layout(2, 4, 64, 16)
+    w, i = ir.var("w", 0, 1), ir.var("i", 0, 3)
+    terms = A.layout_terms(lay, (w, i))
+    for wv in range(2):
+        for iv in range(4):
+            assert sum(ir.evaluate(t, {"w": wv, "i": iv}) for t in terms) == lay((wv, iv))

@@ -657,10 +657,19 @@ def _emit_epilogue(e: _Emitter, cfg: GemmSm80Config, WM: int, WN: int, MI: int, 
     e("const bool use_c = beta != 0.f;")
     e(f"#pragma unroll\nfor (int mi = 0; mi < {MI}; ++mi) {{")
     e(f"  #pragma unroll\n  for (int h = 0; h < 2; ++h) {{")
-    e(f"    const int m = m0 + warp_m * {WM} + mi * 16 + (h ? cm1 : cm0);")
+    # the accumulator's tile coordinate: the CTA origin, the warp's MMA tile
+    # (address.accumulator_tile_layout) and the value's (m, n) in the MMA atom
+    wm, wn = cfg.warps
+    tm = sm80_address.layout_terms(sm80_address.accumulator_tile_layout(wm, MI, WM, 16),
+                                   (ir.var("warp_m", 0, wm - 1), ir.var("mi", 0, MI - 1)))
+    tn = sm80_address.layout_terms(sm80_address.accumulator_tile_layout(wn, NI, WN, 8),
+                                   (ir.var("warp_n", 0, wn - 1), ir.var("ni", 0, NI - 1)))
+    m_at = " + ".join(["m0"] + [render_expr(t) for t in tm] + ["(h ? cm1 : cm0)"])
+    n_at = " + ".join(["n0"] + [render_expr(t) for t in tn] + ["(h ? cn1 : cn0)"])
+    e(f"    const int m = {m_at};")
     e("    if (m >= M) continue;")
     e(f"    #pragma unroll\n    for (int ni = 0; ni < {NI}; ++ni) {{")
-    e(f"      const int n = n0 + warp_n * {WN} + ni * 8 + (h ? cn1 : cn0);")
+    e(f"      const int n = {n_at};")
     # C's and D's offsets: their gmem layouts (address.output_layout) at (m, n)
     m_, n_ = ir.var("m", 0, (1 << 31) - 1), ir.var("n", 0, (1 << 31) - 1)
     oc, od = (render_expr(sm80_address.output_offset(x, m_, n_)) for x in ("C", "D"))

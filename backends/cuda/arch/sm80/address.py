@@ -6,6 +6,8 @@
   (batch-adjusted) pointer.
 - :func:`output_layout`: C / D over ``(m, n)``, ``(M, N):(ldc, 1)`` / ``(M, N):(ldd, 1)``.
 - :func:`batch_layout`: a matrix over the batch index, ``(L):(batch_x)``.
+- :func:`accumulator_tile_layout`: the origin of MMA tile ``mi`` of warp ``warp_m`` in the
+  CTA tile, ``(WARPS_M, MI):(WM, 16)`` (``(WARPS_N, NI):(WN, 8)`` along N).
 - :func:`stage_layout`: the stages of an operand in shared memory, ``(stages):(stage_bytes)``,
   byte offsets from ``sA`` / ``sB`` (as the Hopper mainloop's ``Mainloop.stage_layout``).
 - :func:`iteration_layout`: a thread's copies of one k-tile, ``(iterations):(step)`` with the
@@ -24,7 +26,7 @@ from __future__ import annotations
 
 from ... import ir, lower
 
-__all__ = ["batch_layout", "batch_offset", "gmem_layout", "gmem_terms", "output_layout", "output_offset", "stage_layout", "iteration_layout", "symbols", "gmem_offset",
+__all__ = ["accumulator_tile_layout", "layout_terms", "batch_layout", "batch_offset", "gmem_layout", "gmem_terms", "output_layout", "output_offset", "stage_layout", "iteration_layout", "symbols", "gmem_offset",
            "stage_address", "iteration_offset", "smem_var"]
 
 _I32 = (1 << 31) - 1
@@ -70,6 +72,21 @@ def batch_offset(name: str, l) -> ir.Node:
     """``batch_layout(name)(l)`` as IR (``batch_x`` the kernel's ``long long``)."""
     st = f"batch_{name.lower()}"
     return lower.layout_apply(batch_layout(name), l, {st: ir.var(st, *_I64)})
+
+
+def accumulator_tile_layout(warps: int, iters: int, warp_extent: int, atom_extent: int):
+    """Where a warp's MMA tile starts in the CTA tile along M (or N): ``(warps, iters) :
+    (warp_extent, atom_extent)`` over ``(warp_m, mi)`` (``(warp_n, ni)``)."""
+    import cute_py as cute
+    return cute.make_layout((warps, iters), (warp_extent, atom_extent))
+
+
+def layout_terms(layout, coord) -> list:
+    """The offsets of ``layout``'s top-level modes at the congruent ``coord`` (IR, in mode
+    order, zero terms kept out): their sum is ``layout(coord)``; a kernel that adds them one
+    by one keeps the grouping (and the SASS) of a hand-written sum."""
+    terms = [lower.layout_apply(layout[i], c) for i, c in enumerate(coord)]
+    return [t for t in terms if not (t.is_const and t.value == 0)]
 
 
 def stage_layout(stages: int, stage_bytes: int):
