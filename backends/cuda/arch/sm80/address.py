@@ -26,8 +26,10 @@ from __future__ import annotations
 
 from ... import ir, lower
 
-__all__ = ["accumulator_tile_layout", "layout_terms", "batch_layout", "batch_offset", "gmem_layout", "gmem_terms", "output_layout", "output_offset", "stage_layout", "iteration_layout", "symbols", "gmem_offset",
-           "stage_address", "iteration_offset", "smem_var"]
+__all__ = ["accumulator_tile_layout", "layout_terms", "batch_layout", "batch_offset",
+           "gmem_layout", "gmem_terms", "output_layout", "output_offset", "stage_layout",
+           "iteration_layout", "symbols", "gmem_offset", "stage_address", "iteration_offset",
+           "smem_var"]
 
 _I32 = (1 << 31) - 1
 _I64 = (-(1 << 63), (1 << 63) - 1)
