@@ -76,6 +76,12 @@ _CT = {t: C_STORAGE[t] for t in evt.DTYPES}
 _I32 = (1 << 31) - 1
 _SMEM_HI = 1 << 18
 SMEM = ir.var("cute_epi_smem", 0, _SMEM_HI)
+
+
+def _f32_vector(i, extent: int) -> ir.Node:
+    """Byte offset of element ``i`` of a float row / column vector buffer of ``extent``
+    values in smem: the layout ``(extent):(4)`` lowered at ``i``."""
+    return lower.layout_apply((extent, 4), i)
 M0 = ir.var("cute_epi_m0", 0, 1 << 30)
 N0 = ir.var("cute_epi_n0", 0, 1 << 30)
 MM = ir.var("M", 0, _I32)
@@ -475,9 +481,11 @@ class Sm80Epilogue:
                     self._buf(key, stage), composed_apply(self.staging(key),
                                                           (br, ir.mul(cc, vec)))))
                 row_ok = self._bind(kb, "const bool", "row_ok_", ir.lt(gm, MM))
+                # the matrix in global memory: (M, N):(ld_<name>, 1), row-major
                 ld = ir.var(f"ld_{name}", 0, _I32)
                 go = self._bind(kb, "const long long", "go_",
-                                ir.select(row_ok, ir.add(ir.mul(gm, ld), gn), 0))
+                                ir.select(row_ok, lower.layout_apply(
+                                    ((MM, NN), (ld, 1)), (gm, gn)), 0))
                 body(kb, dt, vec, name, dict(sa=sa, gm=gm, gn=gn, row_ok=row_ok, go=go))
 
     def _issue_loads(self, kb, s):
@@ -632,7 +640,7 @@ class Sm80Epilogue:
                 for name, dt in vecs:
                     o = self.buf[(kind, name)][0]
                     with kb.for_("i_", tid, ext, step=nc) as i_:
-                        kb.call("st_shared_f32", ir.add(ir.add(SMEM, o), ir.mul(i_, 4)),
+                        kb.call("st_shared_f32", ir.add(ir.add(SMEM, o), _f32_vector(i_, ext)),
                                 self._gload(name, dt, ir.add(org, i_), bound, kb))
             if (lt.rows or lt.cols) and not lt.loads:
                 bar()    # with loads, the first C-stage barrier orders these writes
@@ -687,13 +695,15 @@ class Sm80Epilogue:
                 o = self.buf[("row", name)][0]
                 for n in ns:
                     kb.decl("const float", f"row_{name}_{n}", kb.call_expr(
-                        "ld_shared_f32", ir.add(ir.add(SMEM, o), ir.mul(ir.add(nt, n), 4))),
+                        "ld_shared_f32",
+                        ir.add(ir.add(SMEM, o), _f32_vector(ir.add(nt, n), cfg.tile_n))),
                         hint=False)
             for name, _ in lt.cols:
                 o = self.buf[("col", name)][0]
                 for m in ms:
                     kb.decl("const float", f"col_{name}_{m}", kb.call_expr(
-                        "ld_shared_f32", ir.add(ir.add(SMEM, o), ir.mul(ir.add(mt, m), 4))),
+                        "ld_shared_f32",
+                        ir.add(ir.add(SMEM, o), _f32_vector(ir.add(mt, m), cfg.tile_m))),
                         hint=False)
             for name, (kind, op) in reds.items():
                 if kind == "row":

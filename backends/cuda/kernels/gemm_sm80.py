@@ -31,6 +31,7 @@ from cute_py.errors import LaunchError, AtomError
 from .. import ir
 from ..builder import KernelBuilder
 
+from ..arch.sm80 import address as sm80_address
 from ..arch.sm80 import copy as sm80_copy
 from ..arch.sm80 import ldmatrix as sm80_ldmatrix
 from ..arch.sm80 import mma as sm80_mma
@@ -251,8 +252,12 @@ def generate_source(cfg: GemmSm80Config) -> str:
     e("(void)g; (void)t4;")
     sm80_raster.emit(b, dims["M"], dims["N"], BM, BN, cfg.raster)
     e("const long long bz = blockIdx.z;")
-    e("A += bz * batch_a; B += bz * batch_b; D += bz * batch_d; C += bz * batch_c;")
-    e(f"const u32 sA = smem_u32(smem), sB = sA + {S * a_stage};")
+    # the batch: each matrix's layout over l, (L):(batch_x), at bz
+    bz = ir.var("bz", 0, (1 << 31) - 1)
+    e(" ".join(f"{x} += {b.expr(sm80_address.batch_offset(x, bz))};" for x in "ABDC"))
+    # B's stages follow A's: A's stage layout one past its last stage
+    e(f"const u32 sA = smem_u32(smem), sB = "
+      f"{b.expr(sm80_address.stage_address('sA', S, a_stage, S))};")
     e(f"const int k_tiles = (K + {BK - 1}) / {BK};")
 
     # ---------------------------------------------------------------- copy setup
@@ -282,15 +287,23 @@ def generate_source(cfg: GemmSm80Config) -> str:
               f"at (r, k) steps {[st[:2] for st in steps[op]]}")
             DR = 0
         e(f"const int {x}c_r = {r}, {x}c_k = {k};")
+        # the thread's copy 0 in the stage: the smem layout's lowered device function
+        # smem_off_X, in bytes.  (Inlined -- the layout lowered at (xc_r, xc_k) times eb, or
+        # the layout scaled to bytes, Sw<B,M+log2(eb),S> o (strides * eb) -- the k-loop
+        # compiles to other SASS on some tiles: NVVM optimizes the function before inlining
+        # it.  The same holds for x_lm below and for the copies' smem_off_X(xc_r, xc_k + d)
+        # of the MN-major unaligned tiles, arch/sm80/copy.py.)
         e(f"const u32 {x}c_s = smem_off_{op}({x}c_r, {x}c_k) * {eb};")
-        if cm.major == "K":
-            e(f"const EA* {x}c_g = {op} + (long long)({mn0} + {x}c_r) * {ld} + {x}c_k;")
-        elif aff is None:
-            e(f"const EA* {x}c_g = {op} + ({mn0} + {x}c_r) + (long long){x}c_k * {ld};")
-        else:
+        if cm.major != "K" and aff is not None:
             e(f"const int {x}c_n = max(0, min({cm.vec}, {ext} - {mn0} - {x}c_r));")
-            e(f"const EA* {x}c_g = {op} + ({mn0} + {x}c_r) + (long long){x}c_k * {ld};")
-        e(f"const long long {x}c_step = (long long){DR} * {ld};")
+        # the thread's copy 0 in the operand's gmem layout (address.gmem_layout), and the
+        # gmem step of one copy iteration (DR lines of the strided mode)
+        row0 = ir.var(mn0, 0, (1 << 31) - 1 - cm.R) + ir.var(f"{x}c_r", 0, cm.R - 1)
+        g0 = sm80_address.gmem_terms(op, cm.major, row0, ir.var(f"{x}c_k", 0, BK - 1))
+        b.decl("const EA*", f"{x}c_g", " + ".join([op] + [f"({b.expr(t)})" for t in g0]),
+               hint=False)
+        step = sm80_address.gmem_offset(op, cm.major, *((DR, 0) if cm.major == "K" else (0, DR)))
+        b.decl("const long long", f"{x}c_step", step, hint=False)
         e(f"(void){x}c_step;")
 
     # ---------------------------------------------------------------- fragment setup
@@ -302,31 +315,48 @@ def generate_source(cfg: GemmSm80Config) -> str:
                                                                     cfg.b_major)):
         # the row (or element) this thread addresses in load 0 of k block 0, from the smem
         # read copy's partition (make_tiled_copy_A/B of the TiledMMA)
-        rl, kl = (_render(x) for x in sm80_ldmatrix.row_coord(
-            cfg.smem_read_copy(op), cfg.rows(op), BK, _lm_thread(cfg, T), 0, 0))
-        e(f"const u32 {op.lower()}_lm = smem_off_{op}({rl}, {kl}) * {eb};"
+        rl, kl = sm80_ldmatrix.row_coord(cfg.smem_read_copy(op), cfg.rows(op), BK,
+                                         _lm_thread(cfg, T), 0, 0)
+        # the smem layout's device function at the ldmatrix row of this lane (see xc_s)
+        e(f"const u32 {op.lower()}_lm = smem_off_{op}({_render(rl)}, {_render(kl)}) * {eb};"
           f"  // ldmatrix row address of this lane")
 
     # helper lambdas (emitted as macros-free inline code blocks via Python functions)
     issue = {op: sm80_copy.CopyIssue(op, cm.major, cm.vec, eb, st, affine[op],
-                                     tuple(steps[op]))
+                                     tuple(steps[op]), S)
              for op, cm, st in (("A", cmA, a_stage), ("B", cmB, b_stage))}
+    # the stage indices the mainloops name (IR variables of the stage layouts' coordinate)
+    stage_ir = {"read_stage": ir.var("read_stage", 0, S - 1),
+                "write_stage": ir.var("write_stage", 0, S - 1),
+                "s": ir.var("s", 0, max(S - 2, 0)), "0": 0, "": 0}
+
+    # the k-tile origins the mainloops copy (IR: the k coordinate of the gmem layouts)
+    kt_max = ((1 << 31) - 1) // BK
+    kbase_ir = {f"s * {BK}": ir.var("s", 0, max(S - 2, 0)) * BK,
+                f"fetch * {BK}": ir.var("fetch", 0, kt_max) * BK,
+                f"(kt + 1) * {BK}": (ir.var("kt", 0, kt_max - 1) + 1) * BK, "0": 0}
 
     def copy_issue(op: str, i: int, stage: str, kbase: str, asynchronous: bool,
                    reg: str | None = None):
-        issue[op].emit(b, i, stage, kbase, asynchronous, reg)
+        issue[op].emit(b, i, stage_ir[stage], kbase_ir[kbase], asynchronous, reg)
 
     def reg_store(op: str, i: int, stage: str, reg: str):
-        issue[op].emit_store(b, i, stage, reg)
+        issue[op].emit_store(b, i, stage_ir[stage], reg)
 
-    def frag_addr(op: str, item, stage: str) -> str:
-        """smem address of one fragment load: ``(base ^ x) + a`` from the plan, or the smem
-        layout at the lowered row coordinate when the swizzle does not strength-reduce."""
+    def frag_addr(op: str, item, stage: str):
+        """smem address of one fragment load: the stage layout's address
+        (``address.stage_address``) plus ``(x_lm ^ x) + a`` from the plan (IR), or plus the
+        smem layout's function at the lowered row coordinate when the swizzle does not
+        strength-reduce."""
         sbase, st = ("sA", a_stage) if op == "A" else ("sB", b_stage)
-        if isinstance(item[0], str):
-            return f"{sbase} + ({stage}) * {st} + smem_off_{op}({item[0]}, {item[1]}) * {eb}"
+        base = sm80_address.stage_address(sbase, S, st, stage_ir[stage])
+        if isinstance(item[0], str):  # the smem layout's function (see xc_s) at the row
+            return f"{b.expr(base)} + smem_off_{op}({item[0]}, {item[1]}) * {eb}"
         xo, ad = item
-        return f"{sbase} + ({stage}) * {st} + (({op.lower()}_lm ^ {xo * eb}u) + {ad * eb}u)"
+        # two lowered parts, added as the stage address + the in-stage offset (this grouping
+        # keeps the mainloop's SASS: the flattened sum compiles to other instructions)
+        off = ir.xor(sm80_address.smem_var(f"{op.lower()}_lm"), xo * eb) + ad * eb
+        return f"{b.expr(base)} + ({b.expr(off)})"
 
     def load_frag(stage: str, kb: int, buf: int):
         # A
@@ -602,7 +632,11 @@ template <int VEC> CUTE_PY_DEVICE void ld_chunk(u32* v, const unsigned int* p, i
 }""")
 
 
+_I64 = (-(1 << 63), (1 << 63) - 1)
+
+
 def _emit_epilogue(e: _Emitter, cfg: GemmSm80Config, WM: int, WN: int, MI: int, NI: int):
+    from ..render import render_expr
     out = cfg.out_dtype
     e("// Epilogue: D = alpha * acc + beta * C, converted, 2-wide stores where aligned")
     if out == "f32":
@@ -623,11 +657,23 @@ def _emit_epilogue(e: _Emitter, cfg: GemmSm80Config, WM: int, WN: int, MI: int, 
     e("const bool use_c = beta != 0.f;")
     e(f"#pragma unroll\nfor (int mi = 0; mi < {MI}; ++mi) {{")
     e(f"  #pragma unroll\n  for (int h = 0; h < 2; ++h) {{")
-    e(f"    const int m = m0 + warp_m * {WM} + mi * 16 + (h ? cm1 : cm0);")
+    # the accumulator's tile coordinate: the CTA origin, the warp's MMA tile
+    # (address.accumulator_tile_layout) and the value's (m, n) in the MMA atom
+    wm, wn = cfg.warps
+    tm = sm80_address.layout_terms(sm80_address.accumulator_tile_layout(wm, MI, WM, 16),
+                                   (ir.var("warp_m", 0, wm - 1), ir.var("mi", 0, MI - 1)))
+    tn = sm80_address.layout_terms(sm80_address.accumulator_tile_layout(wn, NI, WN, 8),
+                                   (ir.var("warp_n", 0, wn - 1), ir.var("ni", 0, NI - 1)))
+    m_at = " + ".join(["m0"] + [render_expr(t) for t in tm] + ["(h ? cm1 : cm0)"])
+    n_at = " + ".join(["n0"] + [render_expr(t) for t in tn] + ["(h ? cn1 : cn0)"])
+    e(f"    const int m = {m_at};")
     e("    if (m >= M) continue;")
     e(f"    #pragma unroll\n    for (int ni = 0; ni < {NI}; ++ni) {{")
-    e(f"      const int n = n0 + warp_n * {WN} + ni * 8 + (h ? cn1 : cn0);")
-    e("      const long long oc = (long long)m * ldc + n, o = (long long)m * ldd + n;")
+    e(f"      const int n = {n_at};")
+    # C's and D's offsets: their gmem layouts (address.output_layout) at (m, n)
+    m_, n_ = ir.var("m", 0, (1 << 31) - 1), ir.var("n", 0, (1 << 31) - 1)
+    oc, od = (render_expr(sm80_address.output_offset(x, m_, n_)) for x in ("C", "D"))
+    e(f"      const long long oc = {oc}, o = {od};")
     e("      float v0 = alpha * acc[mi][ni][2 * h], v1 = alpha * acc[mi][ni][2 * h + 1];")
     if cfg.vec_c == 2:
         e("      if (n + 1 < N) {")
@@ -641,8 +687,11 @@ def _emit_epilogue(e: _Emitter, cfg: GemmSm80Config, WM: int, WN: int, MI: int, 
     e("        " + store1.format(v="v0"))
     if cfg.vec_c == 1:
         e("        if (n + 1 < N) {")
-        e("          if (use_c) { const long long o = oc + 1; v1 += beta * " + load1 + "; }")
-        e("          { const long long o2 = o + 1; { const long long o = o2; "
+        # (m, n + 1): the offsets plus the layouts' n stride
+        oc1 = render_expr(ir.var("oc", *_I64) + sm80_address.output_offset("C", 0, 1))
+        od1 = render_expr(ir.var("o", *_I64) + sm80_address.output_offset("D", 0, 1))
+        e(f"          if (use_c) {{ const long long o = {oc1}; v1 += beta * " + load1 + "; }")
+        e(f"          {{ const long long o2 = {od1}; {{ const long long o = o2; "
           + store1.format(v="v1") + " } }")
         e("        }")
     e("      }")

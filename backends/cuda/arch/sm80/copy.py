@@ -23,6 +23,7 @@ import numpy as np
 from cute_py.errors import AtomError
 
 from ... import ir, lower
+from . import address as _addr
 from . import smem as _smem
 
 __all__ = ["CP_ASYNC_BYTES", "gmem_tiled_copy", "partition", "iterations", "vector",
@@ -167,6 +168,7 @@ class CopyIssue:
     stage_bytes: int
     affine: object
     steps: tuple
+    stages: int = 1
 
     @property
     def x(self) -> str:
@@ -184,45 +186,67 @@ class CopyIssue:
     def sbase(self) -> str:
         return "sA" if self.op == "A" else "sB"
 
+    def smem_delta(self, i: int):
+        """Bytes from the thread's copy 0 to its copy ``i`` in the stage when the same for
+        every thread (evaluated from the smem layout), else None."""
+        if self.affine is None:
+            ds = self.steps[i][2]
+            return None if ds is None else ds * self.elem_bytes
+        DS = self.affine[1]
+        return None if DS is None else i * DS * self.elem_bytes
+
     def smem_at(self, i: int) -> str:
-        """Byte offset in the stage of the thread's copy ``i``."""
+        """``smem_off_X`` (the smem layout's lowered device function) of copy ``i``'s
+        coordinate, in bytes: the byte offset in the stage when :meth:`smem_delta` is None."""
         x, eb, op = self.x, self.elem_bytes, self.op
         if self.affine is None:
-            dr, dk, ds = self.steps[i]
-            if ds is not None:
-                return f"{x}c_s + {ds * eb}"
+            dr, dk, _ = self.steps[i]
             return f"smem_off_{op}({x}c_r + {dr}, {x}c_k + {dk}) * {eb}"
-        DR, DS = self.affine
-        if DS is not None:
-            return f"{x}c_s + {i * DS * eb}"
+        DR, _ = self.affine
         if self.major == "K":
             return f"smem_off_{op}({x}c_r + {i * DR}, {x}c_k) * {eb}"
         return f"smem_off_{op}({x}c_r, {x}c_k + {i * DR}) * {eb}"
 
-    def count_and_source(self, i: int, kbase: str) -> tuple[str, str]:
-        """``(n, src)``: the elements copy ``i`` reads at k-tile origin ``kbase`` and from
-        where."""
-        x, ld, vec = self.x, self.ld, self.vec
+    def smem_dst(self, b, i: int, stage) -> str:
+        """C text of the u32 shared address copy ``i`` writes in stage ``stage`` (IR node or
+        int): the stage layout's address (:func:`address.stage_address`) plus the thread's
+        byte offset ``xc_s`` and the copy's constant delta, as one IR expression; or, when the
+        delta differs between threads, plus the ``smem_off_X`` call (:meth:`smem_at`)."""
+        base = _addr.stage_address(self.sbase, self.stages, self.stage_bytes, stage)
+        d = self.smem_delta(i)
+        if d is not None:
+            return b.expr(base + _addr.smem_var(f"{self.x}c_s") + d)
+        return f"{b.expr(base)} + {self.smem_at(i)}"
+
+    def count_and_source(self, b, i: int, kbase) -> tuple[str, str]:
+        """``(n, src)``: the elements copy ``i`` reads at k-tile origin ``kbase`` (IR node or
+        int) and from where: ``xc_g`` plus copy ``i``'s offset from copy 0 (the iteration
+        layout at ``i``, or the gmem layout at the copy's ``(dr, dk)``) plus the gmem layout
+        at ``(0, kbase)`` (:mod:`.address`)."""
+        x, vec = self.x, self.vec
         ext, mn0 = self.ext
+        kb = f"({b.expr(kbase)})"
         if self.affine is None:
             dr, dk, _ = self.steps[i]
+            delta = _addr.gmem_offset(self.op, self.major, dr, dk)
             if self.major == "K":
                 n = (f"(({mn0} + {x}c_r + {dr} < {ext}) ? "
-                     f"max(0, min({vec}, K - ({kbase}) - {x}c_k - {dk})) : 0)")
-                src = f"{x}c_g + ((long long){dr} * {ld} + {dk}) + ({kbase})"
+                     f"max(0, min({vec}, K - {kb} - {x}c_k - {dk})) : 0)")
             else:
-                n = (f"((({kbase}) + {x}c_k + {dk} < K) ? "
+                n = (f"(({kb} + {x}c_k + {dk} < K) ? "
                      f"max(0, min({vec}, {ext} - {mn0} - {x}c_r - {dr})) : 0)")
-                src = f"{x}c_g + ({dr} + (long long){dk} * {ld}) + (long long)({kbase}) * {ld}"
-        elif self.major == "K":
-            DR, _ = self.affine
-            n = (f"(({mn0} + {x}c_r + {i * DR} < {ext}) ? "
-                 f"max(0, min({vec}, K - ({kbase}) - {x}c_k)) : 0)")
-            src = f"{x}c_g + {i} * {x}c_step + ({kbase})"
         else:
             DR, _ = self.affine
-            n = f"((({kbase}) + {x}c_k + {i * DR} < K) ? {x}c_n : 0)"
-            src = f"{x}c_g + {i} * {x}c_step + (long long)({kbase}) * {ld}"
+            delta = _addr.iteration_offset(self.op, len(self.steps), i)
+            if self.major == "K":
+                n = (f"(({mn0} + {x}c_r + {i * DR} < {ext}) ? "
+                     f"max(0, min({vec}, K - {kb} - {x}c_k)) : 0)")
+            else:
+                n = f"(({kb} + {x}c_k + {i * DR} < K) ? {x}c_n : 0)"
+        src = f"{x}c_g"
+        for term in (delta, _addr.gmem_offset(self.op, self.major, 0, kbase)):
+            if not (term.is_const and term.value == 0):
+                src += f" + ({b.expr(term)})"
         return n, src
 
     def emit(self, b, i: int, stage: str, kbase: str, asynchronous: bool,
@@ -230,8 +254,8 @@ class CopyIssue:
         """Copy ``i`` of k-tile ``kbase``: ``cp.async`` with zero-fill into ``stage``
         (``asynchronous``; element copies below 4 bytes), or a load into registers ``reg``."""
         eb, vb, op = self.elem_bytes, self.vec * self.elem_bytes, self.op
-        n, src = self.count_and_source(i, kbase)
-        dst = f"{self.sbase} + ({stage}) * {self.stage_bytes} + {self.smem_at(i)}"
+        n, src = self.count_and_source(b, i, kbase)
+        dst = self.smem_dst(b, i, stage)
         if asynchronous and vb >= 4:
             cp = b.call_expr("cp_async_zfill", dst, f"n ? {src} : {op}", f"n * {eb}",
                              template=str(vb))
@@ -244,5 +268,4 @@ class CopyIssue:
 
     def emit_store(self, b, i: int, stage: str, reg: str) -> None:
         """Registers ``reg`` (copy ``i``) into ``stage`` of shared memory."""
-        b.line(f"st_chunk<{self.vec * self.elem_bytes}>({self.sbase} + ({stage}) * "
-               f"{self.stage_bytes} + {self.smem_at(i)}, {reg});")
+        b.line(f"st_chunk<{self.vec * self.elem_bytes}>({self.smem_dst(b, i, stage)}, {reg});")

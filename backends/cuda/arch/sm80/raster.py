@@ -12,7 +12,7 @@ the tiles.
 
 from __future__ import annotations
 
-from ... import ir
+from ... import ir, lower
 from ..common.scheduler import Outputs, TileScheduler
 
 __all__ = ["scheduler", "program", "emit"]
@@ -50,4 +50,9 @@ def emit(b, M, N, BM: int, BN: int, raster: int) -> None:
             b.assign(s.name, s.node)
         else:
             b.decl("const int", s.name, s.node, hint=False)
-    b.stmt(f"const int m0 = tile_m * {BM}, n0 = tile_n * {BN}")
+    # the tile's origin: the CTA tiling of (M, N), (tiles_m, tiles_n):(BM, BN), at the tile
+    tm = ir.var("tile_m", 0, max(tiles_m.hi - 1, 0))
+    tn = ir.var("tile_n", 0, max(tiles_n.hi - 1, 0))
+    m0 = lower.layout_apply((tiles_m, BM), tm)
+    n0 = lower.layout_apply((tiles_n, BN), tn)
+    b.stmt(f"const int m0 = {b.expr(m0)}, n0 = {b.expr(n0)}")

@@ -84,15 +84,15 @@ extern "C" __global__ void __launch_bounds__(256, 1) gemm_sm80_multistage_f16_f1
   const int ac_r = (tid % 16 * 8), ac_k = (tid / 16);
   const u32 ac_s = smem_off_A(ac_r, ac_k) * 2;
   const int ac_n = max(0, min(8, M - m0 - ac_r));
-  const EA* ac_g = A + (m0 + ac_r) + (long long)ac_k * lda;
-  const long long ac_step = (long long)16 * lda;
+  const EA* ac_g = A + (m0 + ac_r) + (ac_k * lda);
+  const long long ac_step = lda * 16;
   (void)ac_step;
   // B: gmem->smem thread map, 4 iterations of 8 elements, 8 lines apart (+4096 smem bytes)
   const int bc_r = (tid % 32 * 8), bc_k = (tid / 32);
   const u32 bc_s = smem_off_B(bc_r, bc_k) * 2;
   const int bc_n = max(0, min(8, N - n0 - bc_r));
-  const EA* bc_g = B + (n0 + bc_r) + (long long)bc_k * ldb;
-  const long long bc_step = (long long)8 * ldb;
+  const EA* bc_g = B + (n0 + bc_r) + (bc_k * ldb);
+  const long long bc_step = ldb * 8;
   (void)bc_step;
   u32 fa[2][4][4];
   u32 fb[2][8][2];
@@ -109,44 +109,44 @@ extern "C" __global__ void __launch_bounds__(256, 1) gemm_sm80_multistage_f16_f1
   #pragma unroll
   for (int s = 0; s < 2; ++s) {
     if (s < k_tiles) {
-      { const int n = (((s * 32) + ac_k + 0 < K) ? ac_n : 0); cp_async_zfill<16>(sA + (s) * 8192 + ac_s + 0, n ? ac_g + 0 * ac_step + (long long)(s * 32) * lda : A, n * 2); }
-      { const int n = (((s * 32) + ac_k + 16 < K) ? ac_n : 0); cp_async_zfill<16>(sA + (s) * 8192 + ac_s + 4096, n ? ac_g + 1 * ac_step + (long long)(s * 32) * lda : A, n * 2); }
-      { const int n = (((s * 32) + bc_k + 0 < K) ? bc_n : 0); cp_async_zfill<16>(sB + (s) * 16384 + bc_s + 0, n ? bc_g + 0 * bc_step + (long long)(s * 32) * ldb : B, n * 2); }
-      { const int n = (((s * 32) + bc_k + 8 < K) ? bc_n : 0); cp_async_zfill<16>(sB + (s) * 16384 + bc_s + 4096, n ? bc_g + 1 * bc_step + (long long)(s * 32) * ldb : B, n * 2); }
-      { const int n = (((s * 32) + bc_k + 16 < K) ? bc_n : 0); cp_async_zfill<16>(sB + (s) * 16384 + bc_s + 8192, n ? bc_g + 2 * bc_step + (long long)(s * 32) * ldb : B, n * 2); }
-      { const int n = (((s * 32) + bc_k + 24 < K) ? bc_n : 0); cp_async_zfill<16>(sB + (s) * 16384 + bc_s + 12288, n ? bc_g + 3 * bc_step + (long long)(s * 32) * ldb : B, n * 2); }
+      { const int n = (((s * 32) + ac_k + 0 < K) ? ac_n : 0); cp_async_zfill<16>(sA + s * 8192 + ac_s, n ? ac_g + (s * 32 * lda) : A, n * 2); }
+      { const int n = (((s * 32) + ac_k + 16 < K) ? ac_n : 0); cp_async_zfill<16>(sA + s * 8192 + ac_s + 4096, n ? ac_g + (ac_step) + (s * 32 * lda) : A, n * 2); }
+      { const int n = (((s * 32) + bc_k + 0 < K) ? bc_n : 0); cp_async_zfill<16>(sB + s * 16384 + bc_s, n ? bc_g + (s * 32 * ldb) : B, n * 2); }
+      { const int n = (((s * 32) + bc_k + 8 < K) ? bc_n : 0); cp_async_zfill<16>(sB + s * 16384 + bc_s + 4096, n ? bc_g + (bc_step) + (s * 32 * ldb) : B, n * 2); }
+      { const int n = (((s * 32) + bc_k + 16 < K) ? bc_n : 0); cp_async_zfill<16>(sB + s * 16384 + bc_s + 8192, n ? bc_g + (bc_step * 2) + (s * 32 * ldb) : B, n * 2); }
+      { const int n = (((s * 32) + bc_k + 24 < K) ? bc_n : 0); cp_async_zfill<16>(sB + s * 16384 + bc_s + 12288, n ? bc_g + (bc_step * 3) + (s * 32 * ldb) : B, n * 2); }
     }
     cp_async_commit();
   }
   cp_async_wait<1>();
   __syncthreads();
   int read_stage = 0, write_stage = 2, fetch = 2;
-  ldmatrix_x4_trans(fa[0][0][0], fa[0][0][1], fa[0][0][2], fa[0][0][3], sA + (read_stage) * 8192 + ((a_lm ^ 0u) + 0u));
-  ldmatrix_x4_trans(fa[0][1][0], fa[0][1][1], fa[0][1][2], fa[0][1][3], sA + (read_stage) * 8192 + ((a_lm ^ 32u) + 0u));
-  ldmatrix_x4_trans(fa[0][2][0], fa[0][2][1], fa[0][2][2], fa[0][2][3], sA + (read_stage) * 8192 + ((a_lm ^ 64u) + 0u));
-  ldmatrix_x4_trans(fa[0][3][0], fa[0][3][1], fa[0][3][2], fa[0][3][3], sA + (read_stage) * 8192 + ((a_lm ^ 96u) + 0u));
-  ldmatrix_x4_trans(fb[0][0][0], fb[0][0][1], fb[0][1][0], fb[0][1][1], sB + (read_stage) * 16384 + ((b_lm ^ 0u) + 0u));
-  ldmatrix_x4_trans(fb[0][2][0], fb[0][2][1], fb[0][3][0], fb[0][3][1], sB + (read_stage) * 16384 + ((b_lm ^ 32u) + 0u));
-  ldmatrix_x4_trans(fb[0][4][0], fb[0][4][1], fb[0][5][0], fb[0][5][1], sB + (read_stage) * 16384 + ((b_lm ^ 64u) + 0u));
-  ldmatrix_x4_trans(fb[0][6][0], fb[0][6][1], fb[0][7][0], fb[0][7][1], sB + (read_stage) * 16384 + ((b_lm ^ 96u) + 0u));
+  ldmatrix_x4_trans(fa[0][0][0], fa[0][0][1], fa[0][0][2], fa[0][0][3], sA + read_stage * 8192 + (a_lm));
+  ldmatrix_x4_trans(fa[0][1][0], fa[0][1][1], fa[0][1][2], fa[0][1][3], sA + read_stage * 8192 + (a_lm ^ 32));
+  ldmatrix_x4_trans(fa[0][2][0], fa[0][2][1], fa[0][2][2], fa[0][2][3], sA + read_stage * 8192 + (a_lm ^ 64));
+  ldmatrix_x4_trans(fa[0][3][0], fa[0][3][1], fa[0][3][2], fa[0][3][3], sA + read_stage * 8192 + (a_lm ^ 96));
+  ldmatrix_x4_trans(fb[0][0][0], fb[0][0][1], fb[0][1][0], fb[0][1][1], sB + read_stage * 16384 + (b_lm));
+  ldmatrix_x4_trans(fb[0][2][0], fb[0][2][1], fb[0][3][0], fb[0][3][1], sB + read_stage * 16384 + (b_lm ^ 32));
+  ldmatrix_x4_trans(fb[0][4][0], fb[0][4][1], fb[0][5][0], fb[0][5][1], sB + read_stage * 16384 + (b_lm ^ 64));
+  ldmatrix_x4_trans(fb[0][6][0], fb[0][6][1], fb[0][7][0], fb[0][7][1], sB + read_stage * 16384 + (b_lm ^ 96));
   for (int kt = 0; kt < k_tiles; ++kt) {
     // k block 0
-    ldmatrix_x4_trans(fa[1][0][0], fa[1][0][1], fa[1][0][2], fa[1][0][3], sA + (read_stage) * 8192 + ((a_lm ^ 0u) + 4096u));
-    ldmatrix_x4_trans(fa[1][1][0], fa[1][1][1], fa[1][1][2], fa[1][1][3], sA + (read_stage) * 8192 + ((a_lm ^ 32u) + 4096u));
-    ldmatrix_x4_trans(fa[1][2][0], fa[1][2][1], fa[1][2][2], fa[1][2][3], sA + (read_stage) * 8192 + ((a_lm ^ 64u) + 4096u));
-    ldmatrix_x4_trans(fa[1][3][0], fa[1][3][1], fa[1][3][2], fa[1][3][3], sA + (read_stage) * 8192 + ((a_lm ^ 96u) + 4096u));
-    ldmatrix_x4_trans(fb[1][0][0], fb[1][0][1], fb[1][1][0], fb[1][1][1], sB + (read_stage) * 16384 + ((b_lm ^ 0u) + 8192u));
-    ldmatrix_x4_trans(fb[1][2][0], fb[1][2][1], fb[1][3][0], fb[1][3][1], sB + (read_stage) * 16384 + ((b_lm ^ 32u) + 8192u));
-    ldmatrix_x4_trans(fb[1][4][0], fb[1][4][1], fb[1][5][0], fb[1][5][1], sB + (read_stage) * 16384 + ((b_lm ^ 64u) + 8192u));
-    ldmatrix_x4_trans(fb[1][6][0], fb[1][6][1], fb[1][7][0], fb[1][7][1], sB + (read_stage) * 16384 + ((b_lm ^ 96u) + 8192u));
+    ldmatrix_x4_trans(fa[1][0][0], fa[1][0][1], fa[1][0][2], fa[1][0][3], sA + read_stage * 8192 + (a_lm + 4096));
+    ldmatrix_x4_trans(fa[1][1][0], fa[1][1][1], fa[1][1][2], fa[1][1][3], sA + read_stage * 8192 + ((a_lm ^ 32) + 4096));
+    ldmatrix_x4_trans(fa[1][2][0], fa[1][2][1], fa[1][2][2], fa[1][2][3], sA + read_stage * 8192 + ((a_lm ^ 64) + 4096));
+    ldmatrix_x4_trans(fa[1][3][0], fa[1][3][1], fa[1][3][2], fa[1][3][3], sA + read_stage * 8192 + ((a_lm ^ 96) + 4096));
+    ldmatrix_x4_trans(fb[1][0][0], fb[1][0][1], fb[1][1][0], fb[1][1][1], sB + read_stage * 16384 + (b_lm + 8192));
+    ldmatrix_x4_trans(fb[1][2][0], fb[1][2][1], fb[1][3][0], fb[1][3][1], sB + read_stage * 16384 + ((b_lm ^ 32) + 8192));
+    ldmatrix_x4_trans(fb[1][4][0], fb[1][4][1], fb[1][5][0], fb[1][5][1], sB + read_stage * 16384 + ((b_lm ^ 64) + 8192));
+    ldmatrix_x4_trans(fb[1][6][0], fb[1][6][1], fb[1][7][0], fb[1][7][1], sB + read_stage * 16384 + ((b_lm ^ 96) + 8192));
     // issue part 0 of the copies of k-tile fetch = kt + 2
     if (fetch < k_tiles) {
-      { const int n = (((fetch * 32) + ac_k + 0 < K) ? ac_n : 0); cp_async_zfill<16>(sA + (write_stage) * 8192 + ac_s + 0, n ? ac_g + 0 * ac_step + (long long)(fetch * 32) * lda : A, n * 2); }
-      { const int n = (((fetch * 32) + ac_k + 16 < K) ? ac_n : 0); cp_async_zfill<16>(sA + (write_stage) * 8192 + ac_s + 4096, n ? ac_g + 1 * ac_step + (long long)(fetch * 32) * lda : A, n * 2); }
-      { const int n = (((fetch * 32) + bc_k + 0 < K) ? bc_n : 0); cp_async_zfill<16>(sB + (write_stage) * 16384 + bc_s + 0, n ? bc_g + 0 * bc_step + (long long)(fetch * 32) * ldb : B, n * 2); }
-      { const int n = (((fetch * 32) + bc_k + 8 < K) ? bc_n : 0); cp_async_zfill<16>(sB + (write_stage) * 16384 + bc_s + 4096, n ? bc_g + 1 * bc_step + (long long)(fetch * 32) * ldb : B, n * 2); }
-      { const int n = (((fetch * 32) + bc_k + 16 < K) ? bc_n : 0); cp_async_zfill<16>(sB + (write_stage) * 16384 + bc_s + 8192, n ? bc_g + 2 * bc_step + (long long)(fetch * 32) * ldb : B, n * 2); }
-      { const int n = (((fetch * 32) + bc_k + 24 < K) ? bc_n : 0); cp_async_zfill<16>(sB + (write_stage) * 16384 + bc_s + 12288, n ? bc_g + 3 * bc_step + (long long)(fetch * 32) * ldb : B, n * 2); }
+      { const int n = (((fetch * 32) + ac_k + 0 < K) ? ac_n : 0); cp_async_zfill<16>(sA + write_stage * 8192 + ac_s, n ? ac_g + (fetch * 32 * lda) : A, n * 2); }
+      { const int n = (((fetch * 32) + ac_k + 16 < K) ? ac_n : 0); cp_async_zfill<16>(sA + write_stage * 8192 + ac_s + 4096, n ? ac_g + (ac_step) + (fetch * 32 * lda) : A, n * 2); }
+      { const int n = (((fetch * 32) + bc_k + 0 < K) ? bc_n : 0); cp_async_zfill<16>(sB + write_stage * 16384 + bc_s, n ? bc_g + (fetch * 32 * ldb) : B, n * 2); }
+      { const int n = (((fetch * 32) + bc_k + 8 < K) ? bc_n : 0); cp_async_zfill<16>(sB + write_stage * 16384 + bc_s + 4096, n ? bc_g + (bc_step) + (fetch * 32 * ldb) : B, n * 2); }
+      { const int n = (((fetch * 32) + bc_k + 16 < K) ? bc_n : 0); cp_async_zfill<16>(sB + write_stage * 16384 + bc_s + 8192, n ? bc_g + (bc_step * 2) + (fetch * 32 * ldb) : B, n * 2); }
+      { const int n = (((fetch * 32) + bc_k + 24 < K) ? bc_n : 0); cp_async_zfill<16>(sB + write_stage * 16384 + bc_s + 12288, n ? bc_g + (bc_step * 3) + (fetch * 32 * ldb) : B, n * 2); }
     }
     cp_async_commit();
     write_stage = (write_stage + 1 == 3) ? 0 : write_stage + 1;
@@ -164,14 +164,14 @@ extern "C" __global__ void __launch_bounds__(256, 1) gemm_sm80_multistage_f16_f1
     cp_async_wait<1>();
     __syncthreads();
     read_stage = (read_stage + 1 == 3) ? 0 : read_stage + 1;
-    ldmatrix_x4_trans(fa[0][0][0], fa[0][0][1], fa[0][0][2], fa[0][0][3], sA + (read_stage) * 8192 + ((a_lm ^ 0u) + 0u));
-    ldmatrix_x4_trans(fa[0][1][0], fa[0][1][1], fa[0][1][2], fa[0][1][3], sA + (read_stage) * 8192 + ((a_lm ^ 32u) + 0u));
-    ldmatrix_x4_trans(fa[0][2][0], fa[0][2][1], fa[0][2][2], fa[0][2][3], sA + (read_stage) * 8192 + ((a_lm ^ 64u) + 0u));
-    ldmatrix_x4_trans(fa[0][3][0], fa[0][3][1], fa[0][3][2], fa[0][3][3], sA + (read_stage) * 8192 + ((a_lm ^ 96u) + 0u));
-    ldmatrix_x4_trans(fb[0][0][0], fb[0][0][1], fb[0][1][0], fb[0][1][1], sB + (read_stage) * 16384 + ((b_lm ^ 0u) + 0u));
-    ldmatrix_x4_trans(fb[0][2][0], fb[0][2][1], fb[0][3][0], fb[0][3][1], sB + (read_stage) * 16384 + ((b_lm ^ 32u) + 0u));
-    ldmatrix_x4_trans(fb[0][4][0], fb[0][4][1], fb[0][5][0], fb[0][5][1], sB + (read_stage) * 16384 + ((b_lm ^ 64u) + 0u));
-    ldmatrix_x4_trans(fb[0][6][0], fb[0][6][1], fb[0][7][0], fb[0][7][1], sB + (read_stage) * 16384 + ((b_lm ^ 96u) + 0u));
+    ldmatrix_x4_trans(fa[0][0][0], fa[0][0][1], fa[0][0][2], fa[0][0][3], sA + read_stage * 8192 + (a_lm));
+    ldmatrix_x4_trans(fa[0][1][0], fa[0][1][1], fa[0][1][2], fa[0][1][3], sA + read_stage * 8192 + (a_lm ^ 32));
+    ldmatrix_x4_trans(fa[0][2][0], fa[0][2][1], fa[0][2][2], fa[0][2][3], sA + read_stage * 8192 + (a_lm ^ 64));
+    ldmatrix_x4_trans(fa[0][3][0], fa[0][3][1], fa[0][3][2], fa[0][3][3], sA + read_stage * 8192 + (a_lm ^ 96));
+    ldmatrix_x4_trans(fb[0][0][0], fb[0][0][1], fb[0][1][0], fb[0][1][1], sB + read_stage * 16384 + (b_lm));
+    ldmatrix_x4_trans(fb[0][2][0], fb[0][2][1], fb[0][3][0], fb[0][3][1], sB + read_stage * 16384 + (b_lm ^ 32));
+    ldmatrix_x4_trans(fb[0][4][0], fb[0][4][1], fb[0][5][0], fb[0][5][1], sB + read_stage * 16384 + (b_lm ^ 64));
+    ldmatrix_x4_trans(fb[0][6][0], fb[0][6][1], fb[0][7][0], fb[0][7][1], sB + read_stage * 16384 + (b_lm ^ 96));
     // warp MMA, serpentine (vertical visit): n outer, m reversed on odd n
     #pragma unroll
     for (int ni_1 = 0; ni_1 < 8; ++ni_1) {
@@ -197,7 +197,7 @@ extern "C" __global__ void __launch_bounds__(256, 1) gemm_sm80_multistage_f16_f1
       #pragma unroll
       for (int ni = 0; ni < 8; ++ni) {
         const int n = n0 + warp_n * 64 + ni * 8 + (h ? cn1 : cn0);
-        const long long oc = (long long)m * ldc + n, o = (long long)m * ldd + n;
+        const long long oc = m * ldc + n, o = m * ldd + n;
         float v0 = alpha * acc[mi][ni][2 * h], v1 = alpha * acc[mi][ni][2 * h + 1];
         if (n + 1 < N) {
           if (use_c) { float c0, c1; { const long long o = oc; const u32 c2 = *reinterpret_cast<const u32*>(C + o); c0 = f16_bits_to_f32(static_cast<u16>(c2 & 0xffffu)); c1 = f16_bits_to_f32(static_cast<u16>(c2 >> 16)); } v0 += beta * c0; v1 += beta * c1; }

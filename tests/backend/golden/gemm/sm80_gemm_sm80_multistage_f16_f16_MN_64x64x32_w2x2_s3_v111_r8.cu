@@ -84,15 +84,15 @@ extern "C" __global__ void __launch_bounds__(128, 1) gemm_sm80_multistage_f16_f1
   const int ac_r = (tid % 64), ac_k = (tid / 64);
   const u32 ac_s = smem_off_A(ac_r, ac_k) * 2;
   const int ac_n = max(0, min(1, M - m0 - ac_r));
-  const EA* ac_g = A + (m0 + ac_r) + (long long)ac_k * lda;
-  const long long ac_step = (long long)2 * lda;
+  const EA* ac_g = A + (m0 + ac_r) + (ac_k * lda);
+  const long long ac_step = lda * 2;
   (void)ac_step;
   // B: gmem->smem thread map, 16 iterations of 1 elements, 2 lines apart (+? smem bytes)
   const int bc_r = (tid % 64), bc_k = (tid / 64);
   const u32 bc_s = smem_off_B(bc_r, bc_k) * 2;
   const int bc_n = max(0, min(1, N - n0 - bc_r));
-  const EA* bc_g = B + (n0 + bc_r) + (long long)bc_k * ldb;
-  const long long bc_step = (long long)2 * ldb;
+  const EA* bc_g = B + (n0 + bc_r) + (bc_k * ldb);
+  const long long bc_step = ldb * 2;
   (void)bc_step;
   u32 fa[2][2][4];
   u32 fb[2][4][2];
@@ -109,88 +109,88 @@ extern "C" __global__ void __launch_bounds__(128, 1) gemm_sm80_multistage_f16_f1
   #pragma unroll
   for (int s = 0; s < 2; ++s) {
     if (s < k_tiles) {
-      { const int n = (((s * 32) + ac_k + 0 < K) ? ac_n : 0); u32 v[1]; ld_chunk<1>(v, n ? ac_g + 0 * ac_step + (long long)(s * 32) * lda : A, n); st_chunk<2>(sA + (s) * 4096 + smem_off_A(ac_r, ac_k + 0) * 2, v); }
-      { const int n = (((s * 32) + ac_k + 2 < K) ? ac_n : 0); u32 v[1]; ld_chunk<1>(v, n ? ac_g + 1 * ac_step + (long long)(s * 32) * lda : A, n); st_chunk<2>(sA + (s) * 4096 + smem_off_A(ac_r, ac_k + 2) * 2, v); }
-      { const int n = (((s * 32) + ac_k + 4 < K) ? ac_n : 0); u32 v[1]; ld_chunk<1>(v, n ? ac_g + 2 * ac_step + (long long)(s * 32) * lda : A, n); st_chunk<2>(sA + (s) * 4096 + smem_off_A(ac_r, ac_k + 4) * 2, v); }
-      { const int n = (((s * 32) + ac_k + 6 < K) ? ac_n : 0); u32 v[1]; ld_chunk<1>(v, n ? ac_g + 3 * ac_step + (long long)(s * 32) * lda : A, n); st_chunk<2>(sA + (s) * 4096 + smem_off_A(ac_r, ac_k + 6) * 2, v); }
-      { const int n = (((s * 32) + ac_k + 8 < K) ? ac_n : 0); u32 v[1]; ld_chunk<1>(v, n ? ac_g + 4 * ac_step + (long long)(s * 32) * lda : A, n); st_chunk<2>(sA + (s) * 4096 + smem_off_A(ac_r, ac_k + 8) * 2, v); }
-      { const int n = (((s * 32) + ac_k + 10 < K) ? ac_n : 0); u32 v[1]; ld_chunk<1>(v, n ? ac_g + 5 * ac_step + (long long)(s * 32) * lda : A, n); st_chunk<2>(sA + (s) * 4096 + smem_off_A(ac_r, ac_k + 10) * 2, v); }
-      { const int n = (((s * 32) + ac_k + 12 < K) ? ac_n : 0); u32 v[1]; ld_chunk<1>(v, n ? ac_g + 6 * ac_step + (long long)(s * 32) * lda : A, n); st_chunk<2>(sA + (s) * 4096 + smem_off_A(ac_r, ac_k + 12) * 2, v); }
-      { const int n = (((s * 32) + ac_k + 14 < K) ? ac_n : 0); u32 v[1]; ld_chunk<1>(v, n ? ac_g + 7 * ac_step + (long long)(s * 32) * lda : A, n); st_chunk<2>(sA + (s) * 4096 + smem_off_A(ac_r, ac_k + 14) * 2, v); }
-      { const int n = (((s * 32) + ac_k + 16 < K) ? ac_n : 0); u32 v[1]; ld_chunk<1>(v, n ? ac_g + 8 * ac_step + (long long)(s * 32) * lda : A, n); st_chunk<2>(sA + (s) * 4096 + smem_off_A(ac_r, ac_k + 16) * 2, v); }
-      { const int n = (((s * 32) + ac_k + 18 < K) ? ac_n : 0); u32 v[1]; ld_chunk<1>(v, n ? ac_g + 9 * ac_step + (long long)(s * 32) * lda : A, n); st_chunk<2>(sA + (s) * 4096 + smem_off_A(ac_r, ac_k + 18) * 2, v); }
-      { const int n = (((s * 32) + ac_k + 20 < K) ? ac_n : 0); u32 v[1]; ld_chunk<1>(v, n ? ac_g + 10 * ac_step + (long long)(s * 32) * lda : A, n); st_chunk<2>(sA + (s) * 4096 + smem_off_A(ac_r, ac_k + 20) * 2, v); }
-      { const int n = (((s * 32) + ac_k + 22 < K) ? ac_n : 0); u32 v[1]; ld_chunk<1>(v, n ? ac_g + 11 * ac_step + (long long)(s * 32) * lda : A, n); st_chunk<2>(sA + (s) * 4096 + smem_off_A(ac_r, ac_k + 22) * 2, v); }
-      { const int n = (((s * 32) + ac_k + 24 < K) ? ac_n : 0); u32 v[1]; ld_chunk<1>(v, n ? ac_g + 12 * ac_step + (long long)(s * 32) * lda : A, n); st_chunk<2>(sA + (s) * 4096 + smem_off_A(ac_r, ac_k + 24) * 2, v); }
-      { const int n = (((s * 32) + ac_k + 26 < K) ? ac_n : 0); u32 v[1]; ld_chunk<1>(v, n ? ac_g + 13 * ac_step + (long long)(s * 32) * lda : A, n); st_chunk<2>(sA + (s) * 4096 + smem_off_A(ac_r, ac_k + 26) * 2, v); }
-      { const int n = (((s * 32) + ac_k + 28 < K) ? ac_n : 0); u32 v[1]; ld_chunk<1>(v, n ? ac_g + 14 * ac_step + (long long)(s * 32) * lda : A, n); st_chunk<2>(sA + (s) * 4096 + smem_off_A(ac_r, ac_k + 28) * 2, v); }
-      { const int n = (((s * 32) + ac_k + 30 < K) ? ac_n : 0); u32 v[1]; ld_chunk<1>(v, n ? ac_g + 15 * ac_step + (long long)(s * 32) * lda : A, n); st_chunk<2>(sA + (s) * 4096 + smem_off_A(ac_r, ac_k + 30) * 2, v); }
-      { const int n = (((s * 32) + bc_k + 0 < K) ? bc_n : 0); u32 v[1]; ld_chunk<1>(v, n ? bc_g + 0 * bc_step + (long long)(s * 32) * ldb : B, n); st_chunk<2>(sB + (s) * 4096 + smem_off_B(bc_r, bc_k + 0) * 2, v); }
-      { const int n = (((s * 32) + bc_k + 2 < K) ? bc_n : 0); u32 v[1]; ld_chunk<1>(v, n ? bc_g + 1 * bc_step + (long long)(s * 32) * ldb : B, n); st_chunk<2>(sB + (s) * 4096 + smem_off_B(bc_r, bc_k + 2) * 2, v); }
-      { const int n = (((s * 32) + bc_k + 4 < K) ? bc_n : 0); u32 v[1]; ld_chunk<1>(v, n ? bc_g + 2 * bc_step + (long long)(s * 32) * ldb : B, n); st_chunk<2>(sB + (s) * 4096 + smem_off_B(bc_r, bc_k + 4) * 2, v); }
-      { const int n = (((s * 32) + bc_k + 6 < K) ? bc_n : 0); u32 v[1]; ld_chunk<1>(v, n ? bc_g + 3 * bc_step + (long long)(s * 32) * ldb : B, n); st_chunk<2>(sB + (s) * 4096 + smem_off_B(bc_r, bc_k + 6) * 2, v); }
-      { const int n = (((s * 32) + bc_k + 8 < K) ? bc_n : 0); u32 v[1]; ld_chunk<1>(v, n ? bc_g + 4 * bc_step + (long long)(s * 32) * ldb : B, n); st_chunk<2>(sB + (s) * 4096 + smem_off_B(bc_r, bc_k + 8) * 2, v); }
-      { const int n = (((s * 32) + bc_k + 10 < K) ? bc_n : 0); u32 v[1]; ld_chunk<1>(v, n ? bc_g + 5 * bc_step + (long long)(s * 32) * ldb : B, n); st_chunk<2>(sB + (s) * 4096 + smem_off_B(bc_r, bc_k + 10) * 2, v); }
-      { const int n = (((s * 32) + bc_k + 12 < K) ? bc_n : 0); u32 v[1]; ld_chunk<1>(v, n ? bc_g + 6 * bc_step + (long long)(s * 32) * ldb : B, n); st_chunk<2>(sB + (s) * 4096 + smem_off_B(bc_r, bc_k + 12) * 2, v); }
-      { const int n = (((s * 32) + bc_k + 14 < K) ? bc_n : 0); u32 v[1]; ld_chunk<1>(v, n ? bc_g + 7 * bc_step + (long long)(s * 32) * ldb : B, n); st_chunk<2>(sB + (s) * 4096 + smem_off_B(bc_r, bc_k + 14) * 2, v); }
-      { const int n = (((s * 32) + bc_k + 16 < K) ? bc_n : 0); u32 v[1]; ld_chunk<1>(v, n ? bc_g + 8 * bc_step + (long long)(s * 32) * ldb : B, n); st_chunk<2>(sB + (s) * 4096 + smem_off_B(bc_r, bc_k + 16) * 2, v); }
-      { const int n = (((s * 32) + bc_k + 18 < K) ? bc_n : 0); u32 v[1]; ld_chunk<1>(v, n ? bc_g + 9 * bc_step + (long long)(s * 32) * ldb : B, n); st_chunk<2>(sB + (s) * 4096 + smem_off_B(bc_r, bc_k + 18) * 2, v); }
-      { const int n = (((s * 32) + bc_k + 20 < K) ? bc_n : 0); u32 v[1]; ld_chunk<1>(v, n ? bc_g + 10 * bc_step + (long long)(s * 32) * ldb : B, n); st_chunk<2>(sB + (s) * 4096 + smem_off_B(bc_r, bc_k + 20) * 2, v); }
-      { const int n = (((s * 32) + bc_k + 22 < K) ? bc_n : 0); u32 v[1]; ld_chunk<1>(v, n ? bc_g + 11 * bc_step + (long long)(s * 32) * ldb : B, n); st_chunk<2>(sB + (s) * 4096 + smem_off_B(bc_r, bc_k + 22) * 2, v); }
-      { const int n = (((s * 32) + bc_k + 24 < K) ? bc_n : 0); u32 v[1]; ld_chunk<1>(v, n ? bc_g + 12 * bc_step + (long long)(s * 32) * ldb : B, n); st_chunk<2>(sB + (s) * 4096 + smem_off_B(bc_r, bc_k + 24) * 2, v); }
-      { const int n = (((s * 32) + bc_k + 26 < K) ? bc_n : 0); u32 v[1]; ld_chunk<1>(v, n ? bc_g + 13 * bc_step + (long long)(s * 32) * ldb : B, n); st_chunk<2>(sB + (s) * 4096 + smem_off_B(bc_r, bc_k + 26) * 2, v); }
-      { const int n = (((s * 32) + bc_k + 28 < K) ? bc_n : 0); u32 v[1]; ld_chunk<1>(v, n ? bc_g + 14 * bc_step + (long long)(s * 32) * ldb : B, n); st_chunk<2>(sB + (s) * 4096 + smem_off_B(bc_r, bc_k + 28) * 2, v); }
-      { const int n = (((s * 32) + bc_k + 30 < K) ? bc_n : 0); u32 v[1]; ld_chunk<1>(v, n ? bc_g + 15 * bc_step + (long long)(s * 32) * ldb : B, n); st_chunk<2>(sB + (s) * 4096 + smem_off_B(bc_r, bc_k + 30) * 2, v); }
+      { const int n = (((s * 32) + ac_k + 0 < K) ? ac_n : 0); u32 v[1]; ld_chunk<1>(v, n ? ac_g + (s * 32 * lda) : A, n); st_chunk<2>(sA + s * 4096 + smem_off_A(ac_r, ac_k + 0) * 2, v); }
+      { const int n = (((s * 32) + ac_k + 2 < K) ? ac_n : 0); u32 v[1]; ld_chunk<1>(v, n ? ac_g + (ac_step) + (s * 32 * lda) : A, n); st_chunk<2>(sA + s * 4096 + smem_off_A(ac_r, ac_k + 2) * 2, v); }
+      { const int n = (((s * 32) + ac_k + 4 < K) ? ac_n : 0); u32 v[1]; ld_chunk<1>(v, n ? ac_g + (ac_step * 2) + (s * 32 * lda) : A, n); st_chunk<2>(sA + s * 4096 + smem_off_A(ac_r, ac_k + 4) * 2, v); }
+      { const int n = (((s * 32) + ac_k + 6 < K) ? ac_n : 0); u32 v[1]; ld_chunk<1>(v, n ? ac_g + (ac_step * 3) + (s * 32 * lda) : A, n); st_chunk<2>(sA + s * 4096 + smem_off_A(ac_r, ac_k + 6) * 2, v); }
+      { const int n = (((s * 32) + ac_k + 8 < K) ? ac_n : 0); u32 v[1]; ld_chunk<1>(v, n ? ac_g + (ac_step * 4) + (s * 32 * lda) : A, n); st_chunk<2>(sA + s * 4096 + smem_off_A(ac_r, ac_k + 8) * 2, v); }
+      { const int n = (((s * 32) + ac_k + 10 < K) ? ac_n : 0); u32 v[1]; ld_chunk<1>(v, n ? ac_g + (ac_step * 5) + (s * 32 * lda) : A, n); st_chunk<2>(sA + s * 4096 + smem_off_A(ac_r, ac_k + 10) * 2, v); }
+      { const int n = (((s * 32) + ac_k + 12 < K) ? ac_n : 0); u32 v[1]; ld_chunk<1>(v, n ? ac_g + (ac_step * 6) + (s * 32 * lda) : A, n); st_chunk<2>(sA + s * 4096 + smem_off_A(ac_r, ac_k + 12) * 2, v); }
+      { const int n = (((s * 32) + ac_k + 14 < K) ? ac_n : 0); u32 v[1]; ld_chunk<1>(v, n ? ac_g + (ac_step * 7) + (s * 32 * lda) : A, n); st_chunk<2>(sA + s * 4096 + smem_off_A(ac_r, ac_k + 14) * 2, v); }
+      { const int n = (((s * 32) + ac_k + 16 < K) ? ac_n : 0); u32 v[1]; ld_chunk<1>(v, n ? ac_g + (ac_step * 8) + (s * 32 * lda) : A, n); st_chunk<2>(sA + s * 4096 + smem_off_A(ac_r, ac_k + 16) * 2, v); }
+      { const int n = (((s * 32) + ac_k + 18 < K) ? ac_n : 0); u32 v[1]; ld_chunk<1>(v, n ? ac_g + (ac_step * 9) + (s * 32 * lda) : A, n); st_chunk<2>(sA + s * 4096 + smem_off_A(ac_r, ac_k + 18) * 2, v); }
+      { const int n = (((s * 32) + ac_k + 20 < K) ? ac_n : 0); u32 v[1]; ld_chunk<1>(v, n ? ac_g + (ac_step * 10) + (s * 32 * lda) : A, n); st_chunk<2>(sA + s * 4096 + smem_off_A(ac_r, ac_k + 20) * 2, v); }
+      { const int n = (((s * 32) + ac_k + 22 < K) ? ac_n : 0); u32 v[1]; ld_chunk<1>(v, n ? ac_g + (ac_step * 11) + (s * 32 * lda) : A, n); st_chunk<2>(sA + s * 4096 + smem_off_A(ac_r, ac_k + 22) * 2, v); }
+      { const int n = (((s * 32) + ac_k + 24 < K) ? ac_n : 0); u32 v[1]; ld_chunk<1>(v, n ? ac_g + (ac_step * 12) + (s * 32 * lda) : A, n); st_chunk<2>(sA + s * 4096 + smem_off_A(ac_r, ac_k + 24) * 2, v); }
+      { const int n = (((s * 32) + ac_k + 26 < K) ? ac_n : 0); u32 v[1]; ld_chunk<1>(v, n ? ac_g + (ac_step * 13) + (s * 32 * lda) : A, n); st_chunk<2>(sA + s * 4096 + smem_off_A(ac_r, ac_k + 26) * 2, v); }
+      { const int n = (((s * 32) + ac_k + 28 < K) ? ac_n : 0); u32 v[1]; ld_chunk<1>(v, n ? ac_g + (ac_step * 14) + (s * 32 * lda) : A, n); st_chunk<2>(sA + s * 4096 + smem_off_A(ac_r, ac_k + 28) * 2, v); }
+      { const int n = (((s * 32) + ac_k + 30 < K) ? ac_n : 0); u32 v[1]; ld_chunk<1>(v, n ? ac_g + (ac_step * 15) + (s * 32 * lda) : A, n); st_chunk<2>(sA + s * 4096 + smem_off_A(ac_r, ac_k + 30) * 2, v); }
+      { const int n = (((s * 32) + bc_k + 0 < K) ? bc_n : 0); u32 v[1]; ld_chunk<1>(v, n ? bc_g + (s * 32 * ldb) : B, n); st_chunk<2>(sB + s * 4096 + smem_off_B(bc_r, bc_k + 0) * 2, v); }
+      { const int n = (((s * 32) + bc_k + 2 < K) ? bc_n : 0); u32 v[1]; ld_chunk<1>(v, n ? bc_g + (bc_step) + (s * 32 * ldb) : B, n); st_chunk<2>(sB + s * 4096 + smem_off_B(bc_r, bc_k + 2) * 2, v); }
+      { const int n = (((s * 32) + bc_k + 4 < K) ? bc_n : 0); u32 v[1]; ld_chunk<1>(v, n ? bc_g + (bc_step * 2) + (s * 32 * ldb) : B, n); st_chunk<2>(sB + s * 4096 + smem_off_B(bc_r, bc_k + 4) * 2, v); }
+      { const int n = (((s * 32) + bc_k + 6 < K) ? bc_n : 0); u32 v[1]; ld_chunk<1>(v, n ? bc_g + (bc_step * 3) + (s * 32 * ldb) : B, n); st_chunk<2>(sB + s * 4096 + smem_off_B(bc_r, bc_k + 6) * 2, v); }
+      { const int n = (((s * 32) + bc_k + 8 < K) ? bc_n : 0); u32 v[1]; ld_chunk<1>(v, n ? bc_g + (bc_step * 4) + (s * 32 * ldb) : B, n); st_chunk<2>(sB + s * 4096 + smem_off_B(bc_r, bc_k + 8) * 2, v); }
+      { const int n = (((s * 32) + bc_k + 10 < K) ? bc_n : 0); u32 v[1]; ld_chunk<1>(v, n ? bc_g + (bc_step * 5) + (s * 32 * ldb) : B, n); st_chunk<2>(sB + s * 4096 + smem_off_B(bc_r, bc_k + 10) * 2, v); }
+      { const int n = (((s * 32) + bc_k + 12 < K) ? bc_n : 0); u32 v[1]; ld_chunk<1>(v, n ? bc_g + (bc_step * 6) + (s * 32 * ldb) : B, n); st_chunk<2>(sB + s * 4096 + smem_off_B(bc_r, bc_k + 12) * 2, v); }
+      { const int n = (((s * 32) + bc_k + 14 < K) ? bc_n : 0); u32 v[1]; ld_chunk<1>(v, n ? bc_g + (bc_step * 7) + (s * 32 * ldb) : B, n); st_chunk<2>(sB + s * 4096 + smem_off_B(bc_r, bc_k + 14) * 2, v); }
+      { const int n = (((s * 32) + bc_k + 16 < K) ? bc_n : 0); u32 v[1]; ld_chunk<1>(v, n ? bc_g + (bc_step * 8) + (s * 32 * ldb) : B, n); st_chunk<2>(sB + s * 4096 + smem_off_B(bc_r, bc_k + 16) * 2, v); }
+      { const int n = (((s * 32) + bc_k + 18 < K) ? bc_n : 0); u32 v[1]; ld_chunk<1>(v, n ? bc_g + (bc_step * 9) + (s * 32 * ldb) : B, n); st_chunk<2>(sB + s * 4096 + smem_off_B(bc_r, bc_k + 18) * 2, v); }
+      { const int n = (((s * 32) + bc_k + 20 < K) ? bc_n : 0); u32 v[1]; ld_chunk<1>(v, n ? bc_g + (bc_step * 10) + (s * 32 * ldb) : B, n); st_chunk<2>(sB + s * 4096 + smem_off_B(bc_r, bc_k + 20) * 2, v); }
+      { const int n = (((s * 32) + bc_k + 22 < K) ? bc_n : 0); u32 v[1]; ld_chunk<1>(v, n ? bc_g + (bc_step * 11) + (s * 32 * ldb) : B, n); st_chunk<2>(sB + s * 4096 + smem_off_B(bc_r, bc_k + 22) * 2, v); }
+      { const int n = (((s * 32) + bc_k + 24 < K) ? bc_n : 0); u32 v[1]; ld_chunk<1>(v, n ? bc_g + (bc_step * 12) + (s * 32 * ldb) : B, n); st_chunk<2>(sB + s * 4096 + smem_off_B(bc_r, bc_k + 24) * 2, v); }
+      { const int n = (((s * 32) + bc_k + 26 < K) ? bc_n : 0); u32 v[1]; ld_chunk<1>(v, n ? bc_g + (bc_step * 13) + (s * 32 * ldb) : B, n); st_chunk<2>(sB + s * 4096 + smem_off_B(bc_r, bc_k + 26) * 2, v); }
+      { const int n = (((s * 32) + bc_k + 28 < K) ? bc_n : 0); u32 v[1]; ld_chunk<1>(v, n ? bc_g + (bc_step * 14) + (s * 32 * ldb) : B, n); st_chunk<2>(sB + s * 4096 + smem_off_B(bc_r, bc_k + 28) * 2, v); }
+      { const int n = (((s * 32) + bc_k + 30 < K) ? bc_n : 0); u32 v[1]; ld_chunk<1>(v, n ? bc_g + (bc_step * 15) + (s * 32 * ldb) : B, n); st_chunk<2>(sB + s * 4096 + smem_off_B(bc_r, bc_k + 30) * 2, v); }
     }
     cp_async_commit();
   }
   cp_async_wait<1>();
   __syncthreads();
   int read_stage = 0, write_stage = 2, fetch = 2;
-  ldmatrix_x4_trans(fa[0][0][0], fa[0][0][1], fa[0][0][2], fa[0][0][3], sA + (read_stage) * 4096 + ((a_lm ^ 0u) + 0u));
-  ldmatrix_x4_trans(fa[0][1][0], fa[0][1][1], fa[0][1][2], fa[0][1][3], sA + (read_stage) * 4096 + ((a_lm ^ 32u) + 0u));
-  ldmatrix_x4_trans(fb[0][0][0], fb[0][0][1], fb[0][1][0], fb[0][1][1], sB + (read_stage) * 4096 + ((b_lm ^ 0u) + 0u));
-  ldmatrix_x4_trans(fb[0][2][0], fb[0][2][1], fb[0][3][0], fb[0][3][1], sB + (read_stage) * 4096 + ((b_lm ^ 32u) + 0u));
+  ldmatrix_x4_trans(fa[0][0][0], fa[0][0][1], fa[0][0][2], fa[0][0][3], sA + read_stage * 4096 + (a_lm));
+  ldmatrix_x4_trans(fa[0][1][0], fa[0][1][1], fa[0][1][2], fa[0][1][3], sA + read_stage * 4096 + (a_lm ^ 32));
+  ldmatrix_x4_trans(fb[0][0][0], fb[0][0][1], fb[0][1][0], fb[0][1][1], sB + read_stage * 4096 + (b_lm));
+  ldmatrix_x4_trans(fb[0][2][0], fb[0][2][1], fb[0][3][0], fb[0][3][1], sB + read_stage * 4096 + (b_lm ^ 32));
   for (int kt = 0; kt < k_tiles; ++kt) {
     // k block 0
-    ldmatrix_x4_trans(fa[1][0][0], fa[1][0][1], fa[1][0][2], fa[1][0][3], sA + (read_stage) * 4096 + ((a_lm ^ 0u) + 2048u));
-    ldmatrix_x4_trans(fa[1][1][0], fa[1][1][1], fa[1][1][2], fa[1][1][3], sA + (read_stage) * 4096 + ((a_lm ^ 32u) + 2048u));
-    ldmatrix_x4_trans(fb[1][0][0], fb[1][0][1], fb[1][1][0], fb[1][1][1], sB + (read_stage) * 4096 + ((b_lm ^ 0u) + 2048u));
-    ldmatrix_x4_trans(fb[1][2][0], fb[1][2][1], fb[1][3][0], fb[1][3][1], sB + (read_stage) * 4096 + ((b_lm ^ 32u) + 2048u));
+    ldmatrix_x4_trans(fa[1][0][0], fa[1][0][1], fa[1][0][2], fa[1][0][3], sA + read_stage * 4096 + (a_lm + 2048));
+    ldmatrix_x4_trans(fa[1][1][0], fa[1][1][1], fa[1][1][2], fa[1][1][3], sA + read_stage * 4096 + ((a_lm ^ 32) + 2048));
+    ldmatrix_x4_trans(fb[1][0][0], fb[1][0][1], fb[1][1][0], fb[1][1][1], sB + read_stage * 4096 + (b_lm + 2048));
+    ldmatrix_x4_trans(fb[1][2][0], fb[1][2][1], fb[1][3][0], fb[1][3][1], sB + read_stage * 4096 + ((b_lm ^ 32) + 2048));
     // issue part 0 of the copies of k-tile fetch = kt + 2
     if (fetch < k_tiles) {
-      { const int n = (((fetch * 32) + ac_k + 0 < K) ? ac_n : 0); u32 v[1]; ld_chunk<1>(v, n ? ac_g + 0 * ac_step + (long long)(fetch * 32) * lda : A, n); st_chunk<2>(sA + (write_stage) * 4096 + smem_off_A(ac_r, ac_k + 0) * 2, v); }
-      { const int n = (((fetch * 32) + ac_k + 2 < K) ? ac_n : 0); u32 v[1]; ld_chunk<1>(v, n ? ac_g + 1 * ac_step + (long long)(fetch * 32) * lda : A, n); st_chunk<2>(sA + (write_stage) * 4096 + smem_off_A(ac_r, ac_k + 2) * 2, v); }
-      { const int n = (((fetch * 32) + ac_k + 4 < K) ? ac_n : 0); u32 v[1]; ld_chunk<1>(v, n ? ac_g + 2 * ac_step + (long long)(fetch * 32) * lda : A, n); st_chunk<2>(sA + (write_stage) * 4096 + smem_off_A(ac_r, ac_k + 4) * 2, v); }
-      { const int n = (((fetch * 32) + ac_k + 6 < K) ? ac_n : 0); u32 v[1]; ld_chunk<1>(v, n ? ac_g + 3 * ac_step + (long long)(fetch * 32) * lda : A, n); st_chunk<2>(sA + (write_stage) * 4096 + smem_off_A(ac_r, ac_k + 6) * 2, v); }
-      { const int n = (((fetch * 32) + ac_k + 8 < K) ? ac_n : 0); u32 v[1]; ld_chunk<1>(v, n ? ac_g + 4 * ac_step + (long long)(fetch * 32) * lda : A, n); st_chunk<2>(sA + (write_stage) * 4096 + smem_off_A(ac_r, ac_k + 8) * 2, v); }
-      { const int n = (((fetch * 32) + ac_k + 10 < K) ? ac_n : 0); u32 v[1]; ld_chunk<1>(v, n ? ac_g + 5 * ac_step + (long long)(fetch * 32) * lda : A, n); st_chunk<2>(sA + (write_stage) * 4096 + smem_off_A(ac_r, ac_k + 10) * 2, v); }
-      { const int n = (((fetch * 32) + ac_k + 12 < K) ? ac_n : 0); u32 v[1]; ld_chunk<1>(v, n ? ac_g + 6 * ac_step + (long long)(fetch * 32) * lda : A, n); st_chunk<2>(sA + (write_stage) * 4096 + smem_off_A(ac_r, ac_k + 12) * 2, v); }
-      { const int n = (((fetch * 32) + ac_k + 14 < K) ? ac_n : 0); u32 v[1]; ld_chunk<1>(v, n ? ac_g + 7 * ac_step + (long long)(fetch * 32) * lda : A, n); st_chunk<2>(sA + (write_stage) * 4096 + smem_off_A(ac_r, ac_k + 14) * 2, v); }
-      { const int n = (((fetch * 32) + ac_k + 16 < K) ? ac_n : 0); u32 v[1]; ld_chunk<1>(v, n ? ac_g + 8 * ac_step + (long long)(fetch * 32) * lda : A, n); st_chunk<2>(sA + (write_stage) * 4096 + smem_off_A(ac_r, ac_k + 16) * 2, v); }
-      { const int n = (((fetch * 32) + ac_k + 18 < K) ? ac_n : 0); u32 v[1]; ld_chunk<1>(v, n ? ac_g + 9 * ac_step + (long long)(fetch * 32) * lda : A, n); st_chunk<2>(sA + (write_stage) * 4096 + smem_off_A(ac_r, ac_k + 18) * 2, v); }
-      { const int n = (((fetch * 32) + ac_k + 20 < K) ? ac_n : 0); u32 v[1]; ld_chunk<1>(v, n ? ac_g + 10 * ac_step + (long long)(fetch * 32) * lda : A, n); st_chunk<2>(sA + (write_stage) * 4096 + smem_off_A(ac_r, ac_k + 20) * 2, v); }
-      { const int n = (((fetch * 32) + ac_k + 22 < K) ? ac_n : 0); u32 v[1]; ld_chunk<1>(v, n ? ac_g + 11 * ac_step + (long long)(fetch * 32) * lda : A, n); st_chunk<2>(sA + (write_stage) * 4096 + smem_off_A(ac_r, ac_k + 22) * 2, v); }
-      { const int n = (((fetch * 32) + ac_k + 24 < K) ? ac_n : 0); u32 v[1]; ld_chunk<1>(v, n ? ac_g + 12 * ac_step + (long long)(fetch * 32) * lda : A, n); st_chunk<2>(sA + (write_stage) * 4096 + smem_off_A(ac_r, ac_k + 24) * 2, v); }
-      { const int n = (((fetch * 32) + ac_k + 26 < K) ? ac_n : 0); u32 v[1]; ld_chunk<1>(v, n ? ac_g + 13 * ac_step + (long long)(fetch * 32) * lda : A, n); st_chunk<2>(sA + (write_stage) * 4096 + smem_off_A(ac_r, ac_k + 26) * 2, v); }
-      { const int n = (((fetch * 32) + ac_k + 28 < K) ? ac_n : 0); u32 v[1]; ld_chunk<1>(v, n ? ac_g + 14 * ac_step + (long long)(fetch * 32) * lda : A, n); st_chunk<2>(sA + (write_stage) * 4096 + smem_off_A(ac_r, ac_k + 28) * 2, v); }
-      { const int n = (((fetch * 32) + ac_k + 30 < K) ? ac_n : 0); u32 v[1]; ld_chunk<1>(v, n ? ac_g + 15 * ac_step + (long long)(fetch * 32) * lda : A, n); st_chunk<2>(sA + (write_stage) * 4096 + smem_off_A(ac_r, ac_k + 30) * 2, v); }
-      { const int n = (((fetch * 32) + bc_k + 0 < K) ? bc_n : 0); u32 v[1]; ld_chunk<1>(v, n ? bc_g + 0 * bc_step + (long long)(fetch * 32) * ldb : B, n); st_chunk<2>(sB + (write_stage) * 4096 + smem_off_B(bc_r, bc_k + 0) * 2, v); }
-      { const int n = (((fetch * 32) + bc_k + 2 < K) ? bc_n : 0); u32 v[1]; ld_chunk<1>(v, n ? bc_g + 1 * bc_step + (long long)(fetch * 32) * ldb : B, n); st_chunk<2>(sB + (write_stage) * 4096 + smem_off_B(bc_r, bc_k + 2) * 2, v); }
-      { const int n = (((fetch * 32) + bc_k + 4 < K) ? bc_n : 0); u32 v[1]; ld_chunk<1>(v, n ? bc_g + 2 * bc_step + (long long)(fetch * 32) * ldb : B, n); st_chunk<2>(sB + (write_stage) * 4096 + smem_off_B(bc_r, bc_k + 4) * 2, v); }
-      { const int n = (((fetch * 32) + bc_k + 6 < K) ? bc_n : 0); u32 v[1]; ld_chunk<1>(v, n ? bc_g + 3 * bc_step + (long long)(fetch * 32) * ldb : B, n); st_chunk<2>(sB + (write_stage) * 4096 + smem_off_B(bc_r, bc_k + 6) * 2, v); }
-      { const int n = (((fetch * 32) + bc_k + 8 < K) ? bc_n : 0); u32 v[1]; ld_chunk<1>(v, n ? bc_g + 4 * bc_step + (long long)(fetch * 32) * ldb : B, n); st_chunk<2>(sB + (write_stage) * 4096 + smem_off_B(bc_r, bc_k + 8) * 2, v); }
-      { const int n = (((fetch * 32) + bc_k + 10 < K) ? bc_n : 0); u32 v[1]; ld_chunk<1>(v, n ? bc_g + 5 * bc_step + (long long)(fetch * 32) * ldb : B, n); st_chunk<2>(sB + (write_stage) * 4096 + smem_off_B(bc_r, bc_k + 10) * 2, v); }
-      { const int n = (((fetch * 32) + bc_k + 12 < K) ? bc_n : 0); u32 v[1]; ld_chunk<1>(v, n ? bc_g + 6 * bc_step + (long long)(fetch * 32) * ldb : B, n); st_chunk<2>(sB + (write_stage) * 4096 + smem_off_B(bc_r, bc_k + 12) * 2, v); }
-      { const int n = (((fetch * 32) + bc_k + 14 < K) ? bc_n : 0); u32 v[1]; ld_chunk<1>(v, n ? bc_g + 7 * bc_step + (long long)(fetch * 32) * ldb : B, n); st_chunk<2>(sB + (write_stage) * 4096 + smem_off_B(bc_r, bc_k + 14) * 2, v); }
-      { const int n = (((fetch * 32) + bc_k + 16 < K) ? bc_n : 0); u32 v[1]; ld_chunk<1>(v, n ? bc_g + 8 * bc_step + (long long)(fetch * 32) * ldb : B, n); st_chunk<2>(sB + (write_stage) * 4096 + smem_off_B(bc_r, bc_k + 16) * 2, v); }
-      { const int n = (((fetch * 32) + bc_k + 18 < K) ? bc_n : 0); u32 v[1]; ld_chunk<1>(v, n ? bc_g + 9 * bc_step + (long long)(fetch * 32) * ldb : B, n); st_chunk<2>(sB + (write_stage) * 4096 + smem_off_B(bc_r, bc_k + 18) * 2, v); }
-      { const int n = (((fetch * 32) + bc_k + 20 < K) ? bc_n : 0); u32 v[1]; ld_chunk<1>(v, n ? bc_g + 10 * bc_step + (long long)(fetch * 32) * ldb : B, n); st_chunk<2>(sB + (write_stage) * 4096 + smem_off_B(bc_r, bc_k + 20) * 2, v); }
-      { const int n = (((fetch * 32) + bc_k + 22 < K) ? bc_n : 0); u32 v[1]; ld_chunk<1>(v, n ? bc_g + 11 * bc_step + (long long)(fetch * 32) * ldb : B, n); st_chunk<2>(sB + (write_stage) * 4096 + smem_off_B(bc_r, bc_k + 22) * 2, v); }
-      { const int n = (((fetch * 32) + bc_k + 24 < K) ? bc_n : 0); u32 v[1]; ld_chunk<1>(v, n ? bc_g + 12 * bc_step + (long long)(fetch * 32) * ldb : B, n); st_chunk<2>(sB + (write_stage) * 4096 + smem_off_B(bc_r, bc_k + 24) * 2, v); }
-      { const int n = (((fetch * 32) + bc_k + 26 < K) ? bc_n : 0); u32 v[1]; ld_chunk<1>(v, n ? bc_g + 13 * bc_step + (long long)(fetch * 32) * ldb : B, n); st_chunk<2>(sB + (write_stage) * 4096 + smem_off_B(bc_r, bc_k + 26) * 2, v); }
-      { const int n = (((fetch * 32) + bc_k + 28 < K) ? bc_n : 0); u32 v[1]; ld_chunk<1>(v, n ? bc_g + 14 * bc_step + (long long)(fetch * 32) * ldb : B, n); st_chunk<2>(sB + (write_stage) * 4096 + smem_off_B(bc_r, bc_k + 28) * 2, v); }
-      { const int n = (((fetch * 32) + bc_k + 30 < K) ? bc_n : 0); u32 v[1]; ld_chunk<1>(v, n ? bc_g + 15 * bc_step + (long long)(fetch * 32) * ldb : B, n); st_chunk<2>(sB + (write_stage) * 4096 + smem_off_B(bc_r, bc_k + 30) * 2, v); }
+      { const int n = (((fetch * 32) + ac_k + 0 < K) ? ac_n : 0); u32 v[1]; ld_chunk<1>(v, n ? ac_g + (fetch * 32 * lda) : A, n); st_chunk<2>(sA + write_stage * 4096 + smem_off_A(ac_r, ac_k + 0) * 2, v); }
+      { const int n = (((fetch * 32) + ac_k + 2 < K) ? ac_n : 0); u32 v[1]; ld_chunk<1>(v, n ? ac_g + (ac_step) + (fetch * 32 * lda) : A, n); st_chunk<2>(sA + write_stage * 4096 + smem_off_A(ac_r, ac_k + 2) * 2, v); }
+      { const int n = (((fetch * 32) + ac_k + 4 < K) ? ac_n : 0); u32 v[1]; ld_chunk<1>(v, n ? ac_g + (ac_step * 2) + (fetch * 32 * lda) : A, n); st_chunk<2>(sA + write_stage * 4096 + smem_off_A(ac_r, ac_k + 4) * 2, v); }
+      { const int n = (((fetch * 32) + ac_k + 6 < K) ? ac_n : 0); u32 v[1]; ld_chunk<1>(v, n ? ac_g + (ac_step * 3) + (fetch * 32 * lda) : A, n); st_chunk<2>(sA + write_stage * 4096 + smem_off_A(ac_r, ac_k + 6) * 2, v); }
+      { const int n = (((fetch * 32) + ac_k + 8 < K) ? ac_n : 0); u32 v[1]; ld_chunk<1>(v, n ? ac_g + (ac_step * 4) + (fetch * 32 * lda) : A, n); st_chunk<2>(sA + write_stage * 4096 + smem_off_A(ac_r, ac_k + 8) * 2, v); }
+      { const int n = (((fetch * 32) + ac_k + 10 < K) ? ac_n : 0); u32 v[1]; ld_chunk<1>(v, n ? ac_g + (ac_step * 5) + (fetch * 32 * lda) : A, n); st_chunk<2>(sA + write_stage * 4096 + smem_off_A(ac_r, ac_k + 10) * 2, v); }
+      { const int n = (((fetch * 32) + ac_k + 12 < K) ? ac_n : 0); u32 v[1]; ld_chunk<1>(v, n ? ac_g + (ac_step * 6) + (fetch * 32 * lda) : A, n); st_chunk<2>(sA + write_stage * 4096 + smem_off_A(ac_r, ac_k + 12) * 2, v); }
+      { const int n = (((fetch * 32) + ac_k + 14 < K) ? ac_n : 0); u32 v[1]; ld_chunk<1>(v, n ? ac_g + (ac_step * 7) + (fetch * 32 * lda) : A, n); st_chunk<2>(sA + write_stage * 4096 + smem_off_A(ac_r, ac_k + 14) * 2, v); }
+      { const int n = (((fetch * 32) + ac_k + 16 < K) ? ac_n : 0); u32 v[1]; ld_chunk<1>(v, n ? ac_g + (ac_step * 8) + (fetch * 32 * lda) : A, n); st_chunk<2>(sA + write_stage * 4096 + smem_off_A(ac_r, ac_k + 16) * 2, v); }
+      { const int n = (((fetch * 32) + ac_k + 18 < K) ? ac_n : 0); u32 v[1]; ld_chunk<1>(v, n ? ac_g + (ac_step * 9) + (fetch * 32 * lda) : A, n); st_chunk<2>(sA + write_stage * 4096 + smem_off_A(ac_r, ac_k + 18) * 2, v); }
+      { const int n = (((fetch * 32) + ac_k + 20 < K) ? ac_n : 0); u32 v[1]; ld_chunk<1>(v, n ? ac_g + (ac_step * 10) + (fetch * 32 * lda) : A, n); st_chunk<2>(sA + write_stage * 4096 + smem_off_A(ac_r, ac_k + 20) * 2, v); }
+      { const int n = (((fetch * 32) + ac_k + 22 < K) ? ac_n : 0); u32 v[1]; ld_chunk<1>(v, n ? ac_g + (ac_step * 11) + (fetch * 32 * lda) : A, n); st_chunk<2>(sA + write_stage * 4096 + smem_off_A(ac_r, ac_k + 22) * 2, v); }
+      { const int n = (((fetch * 32) + ac_k + 24 < K) ? ac_n : 0); u32 v[1]; ld_chunk<1>(v, n ? ac_g + (ac_step * 12) + (fetch * 32 * lda) : A, n); st_chunk<2>(sA + write_stage * 4096 + smem_off_A(ac_r, ac_k + 24) * 2, v); }
+      { const int n = (((fetch * 32) + ac_k + 26 < K) ? ac_n : 0); u32 v[1]; ld_chunk<1>(v, n ? ac_g + (ac_step * 13) + (fetch * 32 * lda) : A, n); st_chunk<2>(sA + write_stage * 4096 + smem_off_A(ac_r, ac_k + 26) * 2, v); }
+      { const int n = (((fetch * 32) + ac_k + 28 < K) ? ac_n : 0); u32 v[1]; ld_chunk<1>(v, n ? ac_g + (ac_step * 14) + (fetch * 32 * lda) : A, n); st_chunk<2>(sA + write_stage * 4096 + smem_off_A(ac_r, ac_k + 28) * 2, v); }
+      { const int n = (((fetch * 32) + ac_k + 30 < K) ? ac_n : 0); u32 v[1]; ld_chunk<1>(v, n ? ac_g + (ac_step * 15) + (fetch * 32 * lda) : A, n); st_chunk<2>(sA + write_stage * 4096 + smem_off_A(ac_r, ac_k + 30) * 2, v); }
+      { const int n = (((fetch * 32) + bc_k + 0 < K) ? bc_n : 0); u32 v[1]; ld_chunk<1>(v, n ? bc_g + (fetch * 32 * ldb) : B, n); st_chunk<2>(sB + write_stage * 4096 + smem_off_B(bc_r, bc_k + 0) * 2, v); }
+      { const int n = (((fetch * 32) + bc_k + 2 < K) ? bc_n : 0); u32 v[1]; ld_chunk<1>(v, n ? bc_g + (bc_step) + (fetch * 32 * ldb) : B, n); st_chunk<2>(sB + write_stage * 4096 + smem_off_B(bc_r, bc_k + 2) * 2, v); }
+      { const int n = (((fetch * 32) + bc_k + 4 < K) ? bc_n : 0); u32 v[1]; ld_chunk<1>(v, n ? bc_g + (bc_step * 2) + (fetch * 32 * ldb) : B, n); st_chunk<2>(sB + write_stage * 4096 + smem_off_B(bc_r, bc_k + 4) * 2, v); }
+      { const int n = (((fetch * 32) + bc_k + 6 < K) ? bc_n : 0); u32 v[1]; ld_chunk<1>(v, n ? bc_g + (bc_step * 3) + (fetch * 32 * ldb) : B, n); st_chunk<2>(sB + write_stage * 4096 + smem_off_B(bc_r, bc_k + 6) * 2, v); }
+      { const int n = (((fetch * 32) + bc_k + 8 < K) ? bc_n : 0); u32 v[1]; ld_chunk<1>(v, n ? bc_g + (bc_step * 4) + (fetch * 32 * ldb) : B, n); st_chunk<2>(sB + write_stage * 4096 + smem_off_B(bc_r, bc_k + 8) * 2, v); }
+      { const int n = (((fetch * 32) + bc_k + 10 < K) ? bc_n : 0); u32 v[1]; ld_chunk<1>(v, n ? bc_g + (bc_step * 5) + (fetch * 32 * ldb) : B, n); st_chunk<2>(sB + write_stage * 4096 + smem_off_B(bc_r, bc_k + 10) * 2, v); }
+      { const int n = (((fetch * 32) + bc_k + 12 < K) ? bc_n : 0); u32 v[1]; ld_chunk<1>(v, n ? bc_g + (bc_step * 6) + (fetch * 32 * ldb) : B, n); st_chunk<2>(sB + write_stage * 4096 + smem_off_B(bc_r, bc_k + 12) * 2, v); }
+      { const int n = (((fetch * 32) + bc_k + 14 < K) ? bc_n : 0); u32 v[1]; ld_chunk<1>(v, n ? bc_g + (bc_step * 7) + (fetch * 32 * ldb) : B, n); st_chunk<2>(sB + write_stage * 4096 + smem_off_B(bc_r, bc_k + 14) * 2, v); }
+      { const int n = (((fetch * 32) + bc_k + 16 < K) ? bc_n : 0); u32 v[1]; ld_chunk<1>(v, n ? bc_g + (bc_step * 8) + (fetch * 32 * ldb) : B, n); st_chunk<2>(sB + write_stage * 4096 + smem_off_B(bc_r, bc_k + 16) * 2, v); }
+      { const int n = (((fetch * 32) + bc_k + 18 < K) ? bc_n : 0); u32 v[1]; ld_chunk<1>(v, n ? bc_g + (bc_step * 9) + (fetch * 32 * ldb) : B, n); st_chunk<2>(sB + write_stage * 4096 + smem_off_B(bc_r, bc_k + 18) * 2, v); }
+      { const int n = (((fetch * 32) + bc_k + 20 < K) ? bc_n : 0); u32 v[1]; ld_chunk<1>(v, n ? bc_g + (bc_step * 10) + (fetch * 32 * ldb) : B, n); st_chunk<2>(sB + write_stage * 4096 + smem_off_B(bc_r, bc_k + 20) * 2, v); }
+      { const int n = (((fetch * 32) + bc_k + 22 < K) ? bc_n : 0); u32 v[1]; ld_chunk<1>(v, n ? bc_g + (bc_step * 11) + (fetch * 32 * ldb) : B, n); st_chunk<2>(sB + write_stage * 4096 + smem_off_B(bc_r, bc_k + 22) * 2, v); }
+      { const int n = (((fetch * 32) + bc_k + 24 < K) ? bc_n : 0); u32 v[1]; ld_chunk<1>(v, n ? bc_g + (bc_step * 12) + (fetch * 32 * ldb) : B, n); st_chunk<2>(sB + write_stage * 4096 + smem_off_B(bc_r, bc_k + 24) * 2, v); }
+      { const int n = (((fetch * 32) + bc_k + 26 < K) ? bc_n : 0); u32 v[1]; ld_chunk<1>(v, n ? bc_g + (bc_step * 13) + (fetch * 32 * ldb) : B, n); st_chunk<2>(sB + write_stage * 4096 + smem_off_B(bc_r, bc_k + 26) * 2, v); }
+      { const int n = (((fetch * 32) + bc_k + 28 < K) ? bc_n : 0); u32 v[1]; ld_chunk<1>(v, n ? bc_g + (bc_step * 14) + (fetch * 32 * ldb) : B, n); st_chunk<2>(sB + write_stage * 4096 + smem_off_B(bc_r, bc_k + 28) * 2, v); }
+      { const int n = (((fetch * 32) + bc_k + 30 < K) ? bc_n : 0); u32 v[1]; ld_chunk<1>(v, n ? bc_g + (bc_step * 15) + (fetch * 32 * ldb) : B, n); st_chunk<2>(sB + write_stage * 4096 + smem_off_B(bc_r, bc_k + 30) * 2, v); }
     }
     cp_async_commit();
     write_stage = (write_stage + 1 == 3) ? 0 : write_stage + 1;
@@ -208,10 +208,10 @@ extern "C" __global__ void __launch_bounds__(128, 1) gemm_sm80_multistage_f16_f1
     cp_async_wait<1>();
     __syncthreads();
     read_stage = (read_stage + 1 == 3) ? 0 : read_stage + 1;
-    ldmatrix_x4_trans(fa[0][0][0], fa[0][0][1], fa[0][0][2], fa[0][0][3], sA + (read_stage) * 4096 + ((a_lm ^ 0u) + 0u));
-    ldmatrix_x4_trans(fa[0][1][0], fa[0][1][1], fa[0][1][2], fa[0][1][3], sA + (read_stage) * 4096 + ((a_lm ^ 32u) + 0u));
-    ldmatrix_x4_trans(fb[0][0][0], fb[0][0][1], fb[0][1][0], fb[0][1][1], sB + (read_stage) * 4096 + ((b_lm ^ 0u) + 0u));
-    ldmatrix_x4_trans(fb[0][2][0], fb[0][2][1], fb[0][3][0], fb[0][3][1], sB + (read_stage) * 4096 + ((b_lm ^ 32u) + 0u));
+    ldmatrix_x4_trans(fa[0][0][0], fa[0][0][1], fa[0][0][2], fa[0][0][3], sA + read_stage * 4096 + (a_lm));
+    ldmatrix_x4_trans(fa[0][1][0], fa[0][1][1], fa[0][1][2], fa[0][1][3], sA + read_stage * 4096 + (a_lm ^ 32));
+    ldmatrix_x4_trans(fb[0][0][0], fb[0][0][1], fb[0][1][0], fb[0][1][1], sB + read_stage * 4096 + (b_lm));
+    ldmatrix_x4_trans(fb[0][2][0], fb[0][2][1], fb[0][3][0], fb[0][3][1], sB + read_stage * 4096 + (b_lm ^ 32));
     // warp MMA, serpentine (vertical visit): n outer, m reversed on odd n
     #pragma unroll
     for (int ni_1 = 0; ni_1 < 4; ++ni_1) {
@@ -237,7 +237,7 @@ extern "C" __global__ void __launch_bounds__(128, 1) gemm_sm80_multistage_f16_f1
       #pragma unroll
       for (int ni = 0; ni < 4; ++ni) {
         const int n = n0 + warp_n * 32 + ni * 8 + (h ? cn1 : cn0);
-        const long long oc = (long long)m * ldc + n, o = (long long)m * ldd + n;
+        const long long oc = m * ldc + n, o = m * ldd + n;
         float v0 = alpha * acc[mi][ni][2 * h], v1 = alpha * acc[mi][ni][2 * h + 1];
         if (n < N) {
           if (use_c) { const long long o = oc; v0 += beta * f16_bits_to_f32(C[o]); }

@@ -78,14 +78,14 @@ extern "C" __global__ void __launch_bounds__(128, 1) gemm_sm80_multistage_tf32_f
   // A: gmem->smem thread map, 4 iterations of 4 elements, 16 lines apart (+2048 smem bytes)
   const int ac_r = (tid / 8), ac_k = (tid % 8 * 4);
   const u32 ac_s = smem_off_A(ac_r, ac_k) * 4;
-  const EA* ac_g = A + (long long)(m0 + ac_r) * lda + ac_k;
-  const long long ac_step = (long long)16 * lda;
+  const EA* ac_g = A + ((m0 + ac_r) * lda) + (ac_k);
+  const long long ac_step = lda * 16;
   (void)ac_step;
   // B: gmem->smem thread map, 4 iterations of 4 elements, 16 lines apart (+2048 smem bytes)
   const int bc_r = (tid / 8), bc_k = (tid % 8 * 4);
   const u32 bc_s = smem_off_B(bc_r, bc_k) * 4;
-  const EA* bc_g = B + (long long)(n0 + bc_r) * ldb + bc_k;
-  const long long bc_step = (long long)16 * ldb;
+  const EA* bc_g = B + ((n0 + bc_r) * ldb) + (bc_k);
+  const long long bc_step = ldb * 16;
   (void)bc_step;
   u32 fa[2][2][4];
   u32 fb[2][4][2];
@@ -102,24 +102,24 @@ extern "C" __global__ void __launch_bounds__(128, 1) gemm_sm80_multistage_tf32_f
   #pragma unroll
   for (int s = 0; s < 2; ++s) {
     if (s < k_tiles) {
-      { const int n = ((m0 + ac_r + 0 < M) ? max(0, min(4, K - (s * 32) - ac_k)) : 0); cp_async_zfill<16>(sA + (s) * 8192 + ac_s + 0, n ? ac_g + 0 * ac_step + (s * 32) : A, n * 4); }
-      { const int n = ((m0 + ac_r + 16 < M) ? max(0, min(4, K - (s * 32) - ac_k)) : 0); cp_async_zfill<16>(sA + (s) * 8192 + ac_s + 2048, n ? ac_g + 1 * ac_step + (s * 32) : A, n * 4); }
-      { const int n = ((m0 + ac_r + 32 < M) ? max(0, min(4, K - (s * 32) - ac_k)) : 0); cp_async_zfill<16>(sA + (s) * 8192 + ac_s + 4096, n ? ac_g + 2 * ac_step + (s * 32) : A, n * 4); }
-      { const int n = ((m0 + ac_r + 48 < M) ? max(0, min(4, K - (s * 32) - ac_k)) : 0); cp_async_zfill<16>(sA + (s) * 8192 + ac_s + 6144, n ? ac_g + 3 * ac_step + (s * 32) : A, n * 4); }
-      { const int n = ((n0 + bc_r + 0 < N) ? max(0, min(4, K - (s * 32) - bc_k)) : 0); cp_async_zfill<16>(sB + (s) * 8192 + bc_s + 0, n ? bc_g + 0 * bc_step + (s * 32) : B, n * 4); }
-      { const int n = ((n0 + bc_r + 16 < N) ? max(0, min(4, K - (s * 32) - bc_k)) : 0); cp_async_zfill<16>(sB + (s) * 8192 + bc_s + 2048, n ? bc_g + 1 * bc_step + (s * 32) : B, n * 4); }
-      { const int n = ((n0 + bc_r + 32 < N) ? max(0, min(4, K - (s * 32) - bc_k)) : 0); cp_async_zfill<16>(sB + (s) * 8192 + bc_s + 4096, n ? bc_g + 2 * bc_step + (s * 32) : B, n * 4); }
-      { const int n = ((n0 + bc_r + 48 < N) ? max(0, min(4, K - (s * 32) - bc_k)) : 0); cp_async_zfill<16>(sB + (s) * 8192 + bc_s + 6144, n ? bc_g + 3 * bc_step + (s * 32) : B, n * 4); }
+      { const int n = ((m0 + ac_r + 0 < M) ? max(0, min(4, K - (s * 32) - ac_k)) : 0); cp_async_zfill<16>(sA + s * 8192 + ac_s, n ? ac_g + (s * 32) : A, n * 4); }
+      { const int n = ((m0 + ac_r + 16 < M) ? max(0, min(4, K - (s * 32) - ac_k)) : 0); cp_async_zfill<16>(sA + s * 8192 + ac_s + 2048, n ? ac_g + (ac_step) + (s * 32) : A, n * 4); }
+      { const int n = ((m0 + ac_r + 32 < M) ? max(0, min(4, K - (s * 32) - ac_k)) : 0); cp_async_zfill<16>(sA + s * 8192 + ac_s + 4096, n ? ac_g + (ac_step * 2) + (s * 32) : A, n * 4); }
+      { const int n = ((m0 + ac_r + 48 < M) ? max(0, min(4, K - (s * 32) - ac_k)) : 0); cp_async_zfill<16>(sA + s * 8192 + ac_s + 6144, n ? ac_g + (ac_step * 3) + (s * 32) : A, n * 4); }
+      { const int n = ((n0 + bc_r + 0 < N) ? max(0, min(4, K - (s * 32) - bc_k)) : 0); cp_async_zfill<16>(sB + s * 8192 + bc_s, n ? bc_g + (s * 32) : B, n * 4); }
+      { const int n = ((n0 + bc_r + 16 < N) ? max(0, min(4, K - (s * 32) - bc_k)) : 0); cp_async_zfill<16>(sB + s * 8192 + bc_s + 2048, n ? bc_g + (bc_step) + (s * 32) : B, n * 4); }
+      { const int n = ((n0 + bc_r + 32 < N) ? max(0, min(4, K - (s * 32) - bc_k)) : 0); cp_async_zfill<16>(sB + s * 8192 + bc_s + 4096, n ? bc_g + (bc_step * 2) + (s * 32) : B, n * 4); }
+      { const int n = ((n0 + bc_r + 48 < N) ? max(0, min(4, K - (s * 32) - bc_k)) : 0); cp_async_zfill<16>(sB + s * 8192 + bc_s + 6144, n ? bc_g + (bc_step * 3) + (s * 32) : B, n * 4); }
     }
     cp_async_commit();
   }
   cp_async_wait<1>();
   __syncthreads();
   int read_stage = 0, write_stage = 2, fetch = 2;
-  ldmatrix_x4(fa[0][0][0], fa[0][0][1], fa[0][0][2], fa[0][0][3], sA + (read_stage) * 8192 + ((a_lm ^ 0u) + 0u));
-  ldmatrix_x4(fa[0][1][0], fa[0][1][1], fa[0][1][2], fa[0][1][3], sA + (read_stage) * 8192 + ((a_lm ^ 0u) + 2048u));
-  ldmatrix_x4(fb[0][0][0], fb[0][0][1], fb[0][1][0], fb[0][1][1], sB + (read_stage) * 8192 + ((b_lm ^ 0u) + 0u));
-  ldmatrix_x4(fb[0][2][0], fb[0][2][1], fb[0][3][0], fb[0][3][1], sB + (read_stage) * 8192 + ((b_lm ^ 0u) + 2048u));
+  ldmatrix_x4(fa[0][0][0], fa[0][0][1], fa[0][0][2], fa[0][0][3], sA + read_stage * 8192 + (a_lm));
+  ldmatrix_x4(fa[0][1][0], fa[0][1][1], fa[0][1][2], fa[0][1][3], sA + read_stage * 8192 + (a_lm + 2048));
+  ldmatrix_x4(fb[0][0][0], fb[0][0][1], fb[0][1][0], fb[0][1][1], sB + read_stage * 8192 + (b_lm));
+  ldmatrix_x4(fb[0][2][0], fb[0][2][1], fb[0][3][0], fb[0][3][1], sB + read_stage * 8192 + (b_lm + 2048));
   #pragma unroll
   for (int i = 0; i < 2; ++i) {
     #pragma unroll
@@ -136,10 +136,10 @@ extern "C" __global__ void __launch_bounds__(128, 1) gemm_sm80_multistage_tf32_f
   }
   for (int kt = 0; kt < k_tiles; ++kt) {
     // k block 0
-    ldmatrix_x4(fa[1][0][0], fa[1][0][1], fa[1][0][2], fa[1][0][3], sA + (read_stage) * 8192 + ((a_lm ^ 32u) + 0u));
-    ldmatrix_x4(fa[1][1][0], fa[1][1][1], fa[1][1][2], fa[1][1][3], sA + (read_stage) * 8192 + ((a_lm ^ 32u) + 2048u));
-    ldmatrix_x4(fb[1][0][0], fb[1][0][1], fb[1][1][0], fb[1][1][1], sB + (read_stage) * 8192 + ((b_lm ^ 32u) + 0u));
-    ldmatrix_x4(fb[1][2][0], fb[1][2][1], fb[1][3][0], fb[1][3][1], sB + (read_stage) * 8192 + ((b_lm ^ 32u) + 2048u));
+    ldmatrix_x4(fa[1][0][0], fa[1][0][1], fa[1][0][2], fa[1][0][3], sA + read_stage * 8192 + (a_lm ^ 32));
+    ldmatrix_x4(fa[1][1][0], fa[1][1][1], fa[1][1][2], fa[1][1][3], sA + read_stage * 8192 + ((a_lm ^ 32) + 2048));
+    ldmatrix_x4(fb[1][0][0], fb[1][0][1], fb[1][1][0], fb[1][1][1], sB + read_stage * 8192 + (b_lm ^ 32));
+    ldmatrix_x4(fb[1][2][0], fb[1][2][1], fb[1][3][0], fb[1][3][1], sB + read_stage * 8192 + ((b_lm ^ 32) + 2048));
     #pragma unroll
     for (int i_2 = 0; i_2 < 2; ++i_2) {
       #pragma unroll
@@ -156,9 +156,9 @@ extern "C" __global__ void __launch_bounds__(128, 1) gemm_sm80_multistage_tf32_f
     }
     // issue part 0 of the copies of k-tile fetch = kt + 2
     if (fetch < k_tiles) {
-      { const int n = ((m0 + ac_r + 0 < M) ? max(0, min(4, K - (fetch * 32) - ac_k)) : 0); cp_async_zfill<16>(sA + (write_stage) * 8192 + ac_s + 0, n ? ac_g + 0 * ac_step + (fetch * 32) : A, n * 4); }
-      { const int n = ((m0 + ac_r + 16 < M) ? max(0, min(4, K - (fetch * 32) - ac_k)) : 0); cp_async_zfill<16>(sA + (write_stage) * 8192 + ac_s + 2048, n ? ac_g + 1 * ac_step + (fetch * 32) : A, n * 4); }
-      { const int n = ((m0 + ac_r + 32 < M) ? max(0, min(4, K - (fetch * 32) - ac_k)) : 0); cp_async_zfill<16>(sA + (write_stage) * 8192 + ac_s + 4096, n ? ac_g + 2 * ac_step + (fetch * 32) : A, n * 4); }
+      { const int n = ((m0 + ac_r + 0 < M) ? max(0, min(4, K - (fetch * 32) - ac_k)) : 0); cp_async_zfill<16>(sA + write_stage * 8192 + ac_s, n ? ac_g + (fetch * 32) : A, n * 4); }
+      { const int n = ((m0 + ac_r + 16 < M) ? max(0, min(4, K - (fetch * 32) - ac_k)) : 0); cp_async_zfill<16>(sA + write_stage * 8192 + ac_s + 2048, n ? ac_g + (ac_step) + (fetch * 32) : A, n * 4); }
+      { const int n = ((m0 + ac_r + 32 < M) ? max(0, min(4, K - (fetch * 32) - ac_k)) : 0); cp_async_zfill<16>(sA + write_stage * 8192 + ac_s + 4096, n ? ac_g + (ac_step * 2) + (fetch * 32) : A, n * 4); }
     }
     // warp MMA, serpentine (vertical visit): n outer, m reversed on odd n
     #pragma unroll
@@ -170,10 +170,10 @@ extern "C" __global__ void __launch_bounds__(128, 1) gemm_sm80_multistage_tf32_f
       }
     }
     // k block 1
-    ldmatrix_x4(fa[0][0][0], fa[0][0][1], fa[0][0][2], fa[0][0][3], sA + (read_stage) * 8192 + ((a_lm ^ 64u) + 0u));
-    ldmatrix_x4(fa[0][1][0], fa[0][1][1], fa[0][1][2], fa[0][1][3], sA + (read_stage) * 8192 + ((a_lm ^ 64u) + 2048u));
-    ldmatrix_x4(fb[0][0][0], fb[0][0][1], fb[0][1][0], fb[0][1][1], sB + (read_stage) * 8192 + ((b_lm ^ 64u) + 0u));
-    ldmatrix_x4(fb[0][2][0], fb[0][2][1], fb[0][3][0], fb[0][3][1], sB + (read_stage) * 8192 + ((b_lm ^ 64u) + 2048u));
+    ldmatrix_x4(fa[0][0][0], fa[0][0][1], fa[0][0][2], fa[0][0][3], sA + read_stage * 8192 + (a_lm ^ 64));
+    ldmatrix_x4(fa[0][1][0], fa[0][1][1], fa[0][1][2], fa[0][1][3], sA + read_stage * 8192 + ((a_lm ^ 64) + 2048));
+    ldmatrix_x4(fb[0][0][0], fb[0][0][1], fb[0][1][0], fb[0][1][1], sB + read_stage * 8192 + (b_lm ^ 64));
+    ldmatrix_x4(fb[0][2][0], fb[0][2][1], fb[0][3][0], fb[0][3][1], sB + read_stage * 8192 + ((b_lm ^ 64) + 2048));
     #pragma unroll
     for (int i_4 = 0; i_4 < 2; ++i_4) {
       #pragma unroll
@@ -190,9 +190,9 @@ extern "C" __global__ void __launch_bounds__(128, 1) gemm_sm80_multistage_tf32_f
     }
     // issue part 1 of the copies of k-tile fetch = kt + 2
     if (fetch < k_tiles) {
-      { const int n = ((m0 + ac_r + 48 < M) ? max(0, min(4, K - (fetch * 32) - ac_k)) : 0); cp_async_zfill<16>(sA + (write_stage) * 8192 + ac_s + 6144, n ? ac_g + 3 * ac_step + (fetch * 32) : A, n * 4); }
-      { const int n = ((n0 + bc_r + 0 < N) ? max(0, min(4, K - (fetch * 32) - bc_k)) : 0); cp_async_zfill<16>(sB + (write_stage) * 8192 + bc_s + 0, n ? bc_g + 0 * bc_step + (fetch * 32) : B, n * 4); }
-      { const int n = ((n0 + bc_r + 16 < N) ? max(0, min(4, K - (fetch * 32) - bc_k)) : 0); cp_async_zfill<16>(sB + (write_stage) * 8192 + bc_s + 2048, n ? bc_g + 1 * bc_step + (fetch * 32) : B, n * 4); }
+      { const int n = ((m0 + ac_r + 48 < M) ? max(0, min(4, K - (fetch * 32) - ac_k)) : 0); cp_async_zfill<16>(sA + write_stage * 8192 + ac_s + 6144, n ? ac_g + (ac_step * 3) + (fetch * 32) : A, n * 4); }
+      { const int n = ((n0 + bc_r + 0 < N) ? max(0, min(4, K - (fetch * 32) - bc_k)) : 0); cp_async_zfill<16>(sB + write_stage * 8192 + bc_s, n ? bc_g + (fetch * 32) : B, n * 4); }
+      { const int n = ((n0 + bc_r + 16 < N) ? max(0, min(4, K - (fetch * 32) - bc_k)) : 0); cp_async_zfill<16>(sB + write_stage * 8192 + bc_s + 2048, n ? bc_g + (bc_step) + (fetch * 32) : B, n * 4); }
     }
     // warp MMA, serpentine (vertical visit): n outer, m reversed on odd n
     #pragma unroll
@@ -204,10 +204,10 @@ extern "C" __global__ void __launch_bounds__(128, 1) gemm_sm80_multistage_tf32_f
       }
     }
     // k block 2
-    ldmatrix_x4(fa[1][0][0], fa[1][0][1], fa[1][0][2], fa[1][0][3], sA + (read_stage) * 8192 + ((a_lm ^ 96u) + 0u));
-    ldmatrix_x4(fa[1][1][0], fa[1][1][1], fa[1][1][2], fa[1][1][3], sA + (read_stage) * 8192 + ((a_lm ^ 96u) + 2048u));
-    ldmatrix_x4(fb[1][0][0], fb[1][0][1], fb[1][1][0], fb[1][1][1], sB + (read_stage) * 8192 + ((b_lm ^ 96u) + 0u));
-    ldmatrix_x4(fb[1][2][0], fb[1][2][1], fb[1][3][0], fb[1][3][1], sB + (read_stage) * 8192 + ((b_lm ^ 96u) + 2048u));
+    ldmatrix_x4(fa[1][0][0], fa[1][0][1], fa[1][0][2], fa[1][0][3], sA + read_stage * 8192 + (a_lm ^ 96));
+    ldmatrix_x4(fa[1][1][0], fa[1][1][1], fa[1][1][2], fa[1][1][3], sA + read_stage * 8192 + ((a_lm ^ 96) + 2048));
+    ldmatrix_x4(fb[1][0][0], fb[1][0][1], fb[1][1][0], fb[1][1][1], sB + read_stage * 8192 + (b_lm ^ 96));
+    ldmatrix_x4(fb[1][2][0], fb[1][2][1], fb[1][3][0], fb[1][3][1], sB + read_stage * 8192 + ((b_lm ^ 96) + 2048));
     #pragma unroll
     for (int i_6 = 0; i_6 < 2; ++i_6) {
       #pragma unroll
@@ -224,8 +224,8 @@ extern "C" __global__ void __launch_bounds__(128, 1) gemm_sm80_multistage_tf32_f
     }
     // issue part 2 of the copies of k-tile fetch = kt + 2
     if (fetch < k_tiles) {
-      { const int n = ((n0 + bc_r + 32 < N) ? max(0, min(4, K - (fetch * 32) - bc_k)) : 0); cp_async_zfill<16>(sB + (write_stage) * 8192 + bc_s + 4096, n ? bc_g + 2 * bc_step + (fetch * 32) : B, n * 4); }
-      { const int n = ((n0 + bc_r + 48 < N) ? max(0, min(4, K - (fetch * 32) - bc_k)) : 0); cp_async_zfill<16>(sB + (write_stage) * 8192 + bc_s + 6144, n ? bc_g + 3 * bc_step + (fetch * 32) : B, n * 4); }
+      { const int n = ((n0 + bc_r + 32 < N) ? max(0, min(4, K - (fetch * 32) - bc_k)) : 0); cp_async_zfill<16>(sB + write_stage * 8192 + bc_s + 4096, n ? bc_g + (bc_step * 2) + (fetch * 32) : B, n * 4); }
+      { const int n = ((n0 + bc_r + 48 < N) ? max(0, min(4, K - (fetch * 32) - bc_k)) : 0); cp_async_zfill<16>(sB + write_stage * 8192 + bc_s + 6144, n ? bc_g + (bc_step * 3) + (fetch * 32) : B, n * 4); }
     }
     cp_async_commit();
     write_stage = (write_stage + 1 == 3) ? 0 : write_stage + 1;
@@ -243,10 +243,10 @@ extern "C" __global__ void __launch_bounds__(128, 1) gemm_sm80_multistage_tf32_f
     cp_async_wait<1>();
     __syncthreads();
     read_stage = (read_stage + 1 == 3) ? 0 : read_stage + 1;
-    ldmatrix_x4(fa[0][0][0], fa[0][0][1], fa[0][0][2], fa[0][0][3], sA + (read_stage) * 8192 + ((a_lm ^ 0u) + 0u));
-    ldmatrix_x4(fa[0][1][0], fa[0][1][1], fa[0][1][2], fa[0][1][3], sA + (read_stage) * 8192 + ((a_lm ^ 0u) + 2048u));
-    ldmatrix_x4(fb[0][0][0], fb[0][0][1], fb[0][1][0], fb[0][1][1], sB + (read_stage) * 8192 + ((b_lm ^ 0u) + 0u));
-    ldmatrix_x4(fb[0][2][0], fb[0][2][1], fb[0][3][0], fb[0][3][1], sB + (read_stage) * 8192 + ((b_lm ^ 0u) + 2048u));
+    ldmatrix_x4(fa[0][0][0], fa[0][0][1], fa[0][0][2], fa[0][0][3], sA + read_stage * 8192 + (a_lm));
+    ldmatrix_x4(fa[0][1][0], fa[0][1][1], fa[0][1][2], fa[0][1][3], sA + read_stage * 8192 + (a_lm + 2048));
+    ldmatrix_x4(fb[0][0][0], fb[0][0][1], fb[0][1][0], fb[0][1][1], sB + read_stage * 8192 + (b_lm));
+    ldmatrix_x4(fb[0][2][0], fb[0][2][1], fb[0][3][0], fb[0][3][1], sB + read_stage * 8192 + (b_lm + 2048));
     #pragma unroll
     for (int i_8 = 0; i_8 < 2; ++i_8) {
       #pragma unroll
@@ -286,7 +286,7 @@ extern "C" __global__ void __launch_bounds__(128, 1) gemm_sm80_multistage_tf32_f
       #pragma unroll
       for (int ni = 0; ni < 4; ++ni) {
         const int n = n0 + warp_n * 32 + ni * 8 + (h ? cn1 : cn0);
-        const long long oc = (long long)m * ldc + n, o = (long long)m * ldd + n;
+        const long long oc = m * ldc + n, o = m * ldd + n;
         float v0 = alpha * acc[mi][ni][2 * h], v1 = alpha * acc[mi][ni][2 * h + 1];
         if (n + 1 < N) {
           if (use_c) { float c0, c1; { const long long o = oc; const float2 c2 = *reinterpret_cast<const float2*>(C + o); c0 = c2.x; c1 = c2.y; } v0 += beta * c0; v1 += beta * c1; }

@@ -79,14 +79,14 @@ extern "C" __global__ void __launch_bounds__(256, 1) gemm_sm80_multistage_tf32_f
   const int ac_r = (tid % 32 * 4), ac_k = (tid / 32);
   const u32 ac_s = smem_off_A(ac_r, ac_k) * 4;
   const int ac_n = max(0, min(4, M - m0 - ac_r));
-  const EA* ac_g = A + (m0 + ac_r) + (long long)ac_k * lda;
-  const long long ac_step = (long long)8 * lda;
+  const EA* ac_g = A + (m0 + ac_r) + (ac_k * lda);
+  const long long ac_step = lda * 8;
   (void)ac_step;
   // B: gmem->smem thread map, 4 iterations of 4 elements, 32 lines apart (+4096 smem bytes)
   const int bc_r = (tid / 8), bc_k = (tid % 8 * 4);
   const u32 bc_s = smem_off_B(bc_r, bc_k) * 4;
-  const EA* bc_g = B + (long long)(n0 + bc_r) * ldb + bc_k;
-  const long long bc_step = (long long)32 * ldb;
+  const EA* bc_g = B + ((n0 + bc_r) * ldb) + (bc_k);
+  const long long bc_step = ldb * 32;
   (void)bc_step;
   u32 fa[2][4][4];
   u32 fb[2][4][2];
@@ -103,38 +103,38 @@ extern "C" __global__ void __launch_bounds__(256, 1) gemm_sm80_multistage_tf32_f
   #pragma unroll
   for (int s = 0; s < 2; ++s) {
     if (s < k_tiles) {
-      { const int n = (((s * 32) + ac_k + 0 < K) ? ac_n : 0); cp_async_zfill<16>(sA + (s) * 16384 + ac_s + 0, n ? ac_g + 0 * ac_step + (long long)(s * 32) * lda : A, n * 4); }
-      { const int n = (((s * 32) + ac_k + 8 < K) ? ac_n : 0); cp_async_zfill<16>(sA + (s) * 16384 + ac_s + 4096, n ? ac_g + 1 * ac_step + (long long)(s * 32) * lda : A, n * 4); }
-      { const int n = (((s * 32) + ac_k + 16 < K) ? ac_n : 0); cp_async_zfill<16>(sA + (s) * 16384 + ac_s + 8192, n ? ac_g + 2 * ac_step + (long long)(s * 32) * lda : A, n * 4); }
-      { const int n = (((s * 32) + ac_k + 24 < K) ? ac_n : 0); cp_async_zfill<16>(sA + (s) * 16384 + ac_s + 12288, n ? ac_g + 3 * ac_step + (long long)(s * 32) * lda : A, n * 4); }
-      { const int n = ((n0 + bc_r + 0 < N) ? max(0, min(4, K - (s * 32) - bc_k)) : 0); cp_async_zfill<16>(sB + (s) * 16384 + bc_s + 0, n ? bc_g + 0 * bc_step + (s * 32) : B, n * 4); }
-      { const int n = ((n0 + bc_r + 32 < N) ? max(0, min(4, K - (s * 32) - bc_k)) : 0); cp_async_zfill<16>(sB + (s) * 16384 + bc_s + 4096, n ? bc_g + 1 * bc_step + (s * 32) : B, n * 4); }
-      { const int n = ((n0 + bc_r + 64 < N) ? max(0, min(4, K - (s * 32) - bc_k)) : 0); cp_async_zfill<16>(sB + (s) * 16384 + bc_s + 8192, n ? bc_g + 2 * bc_step + (s * 32) : B, n * 4); }
-      { const int n = ((n0 + bc_r + 96 < N) ? max(0, min(4, K - (s * 32) - bc_k)) : 0); cp_async_zfill<16>(sB + (s) * 16384 + bc_s + 12288, n ? bc_g + 3 * bc_step + (s * 32) : B, n * 4); }
+      { const int n = (((s * 32) + ac_k + 0 < K) ? ac_n : 0); cp_async_zfill<16>(sA + s * 16384 + ac_s, n ? ac_g + (s * 32 * lda) : A, n * 4); }
+      { const int n = (((s * 32) + ac_k + 8 < K) ? ac_n : 0); cp_async_zfill<16>(sA + s * 16384 + ac_s + 4096, n ? ac_g + (ac_step) + (s * 32 * lda) : A, n * 4); }
+      { const int n = (((s * 32) + ac_k + 16 < K) ? ac_n : 0); cp_async_zfill<16>(sA + s * 16384 + ac_s + 8192, n ? ac_g + (ac_step * 2) + (s * 32 * lda) : A, n * 4); }
+      { const int n = (((s * 32) + ac_k + 24 < K) ? ac_n : 0); cp_async_zfill<16>(sA + s * 16384 + ac_s + 12288, n ? ac_g + (ac_step * 3) + (s * 32 * lda) : A, n * 4); }
+      { const int n = ((n0 + bc_r + 0 < N) ? max(0, min(4, K - (s * 32) - bc_k)) : 0); cp_async_zfill<16>(sB + s * 16384 + bc_s, n ? bc_g + (s * 32) : B, n * 4); }
+      { const int n = ((n0 + bc_r + 32 < N) ? max(0, min(4, K - (s * 32) - bc_k)) : 0); cp_async_zfill<16>(sB + s * 16384 + bc_s + 4096, n ? bc_g + (bc_step) + (s * 32) : B, n * 4); }
+      { const int n = ((n0 + bc_r + 64 < N) ? max(0, min(4, K - (s * 32) - bc_k)) : 0); cp_async_zfill<16>(sB + s * 16384 + bc_s + 8192, n ? bc_g + (bc_step * 2) + (s * 32) : B, n * 4); }
+      { const int n = ((n0 + bc_r + 96 < N) ? max(0, min(4, K - (s * 32) - bc_k)) : 0); cp_async_zfill<16>(sB + s * 16384 + bc_s + 12288, n ? bc_g + (bc_step * 3) + (s * 32) : B, n * 4); }
     }
     cp_async_commit();
   }
   cp_async_wait<1>();
   __syncthreads();
   int read_stage = 0, write_stage = 2, fetch = 2;
-  fa[0][0][0] = ld_shared_32(sA + (read_stage) * 16384 + ((a_lm ^ 0u) + 0u));
-  fa[0][0][1] = ld_shared_32(sA + (read_stage) * 16384 + ((a_lm ^ 32u) + 0u));
-  fa[0][0][2] = ld_shared_32(sA + (read_stage) * 16384 + ((a_lm ^ 64u) + 512u));
-  fa[0][0][3] = ld_shared_32(sA + (read_stage) * 16384 + ((a_lm ^ 96u) + 512u));
-  fa[0][1][0] = ld_shared_32(sA + (read_stage) * 16384 + ((a_lm ^ 64u) + 0u));
-  fa[0][1][1] = ld_shared_32(sA + (read_stage) * 16384 + ((a_lm ^ 96u) + 0u));
-  fa[0][1][2] = ld_shared_32(sA + (read_stage) * 16384 + ((a_lm ^ 0u) + 512u));
-  fa[0][1][3] = ld_shared_32(sA + (read_stage) * 16384 + ((a_lm ^ 32u) + 512u));
-  fa[0][2][0] = ld_shared_32(sA + (read_stage) * 16384 + ((a_lm ^ 0u) + 1024u));
-  fa[0][2][1] = ld_shared_32(sA + (read_stage) * 16384 + ((a_lm ^ 32u) + 1024u));
-  fa[0][2][2] = ld_shared_32(sA + (read_stage) * 16384 + ((a_lm ^ 64u) + 1536u));
-  fa[0][2][3] = ld_shared_32(sA + (read_stage) * 16384 + ((a_lm ^ 96u) + 1536u));
-  fa[0][3][0] = ld_shared_32(sA + (read_stage) * 16384 + ((a_lm ^ 64u) + 1024u));
-  fa[0][3][1] = ld_shared_32(sA + (read_stage) * 16384 + ((a_lm ^ 96u) + 1024u));
-  fa[0][3][2] = ld_shared_32(sA + (read_stage) * 16384 + ((a_lm ^ 0u) + 1536u));
-  fa[0][3][3] = ld_shared_32(sA + (read_stage) * 16384 + ((a_lm ^ 32u) + 1536u));
-  ldmatrix_x4(fb[0][0][0], fb[0][0][1], fb[0][1][0], fb[0][1][1], sB + (read_stage) * 16384 + ((b_lm ^ 0u) + 0u));
-  ldmatrix_x4(fb[0][2][0], fb[0][2][1], fb[0][3][0], fb[0][3][1], sB + (read_stage) * 16384 + ((b_lm ^ 0u) + 2048u));
+  fa[0][0][0] = ld_shared_32(sA + read_stage * 16384 + (a_lm));
+  fa[0][0][1] = ld_shared_32(sA + read_stage * 16384 + (a_lm ^ 32));
+  fa[0][0][2] = ld_shared_32(sA + read_stage * 16384 + ((a_lm ^ 64) + 512));
+  fa[0][0][3] = ld_shared_32(sA + read_stage * 16384 + ((a_lm ^ 96) + 512));
+  fa[0][1][0] = ld_shared_32(sA + read_stage * 16384 + (a_lm ^ 64));
+  fa[0][1][1] = ld_shared_32(sA + read_stage * 16384 + (a_lm ^ 96));
+  fa[0][1][2] = ld_shared_32(sA + read_stage * 16384 + (a_lm + 512));
+  fa[0][1][3] = ld_shared_32(sA + read_stage * 16384 + ((a_lm ^ 32) + 512));
+  fa[0][2][0] = ld_shared_32(sA + read_stage * 16384 + (a_lm + 1024));
+  fa[0][2][1] = ld_shared_32(sA + read_stage * 16384 + ((a_lm ^ 32) + 1024));
+  fa[0][2][2] = ld_shared_32(sA + read_stage * 16384 + ((a_lm ^ 64) + 1536));
+  fa[0][2][3] = ld_shared_32(sA + read_stage * 16384 + ((a_lm ^ 96) + 1536));
+  fa[0][3][0] = ld_shared_32(sA + read_stage * 16384 + ((a_lm ^ 64) + 1024));
+  fa[0][3][1] = ld_shared_32(sA + read_stage * 16384 + ((a_lm ^ 96) + 1024));
+  fa[0][3][2] = ld_shared_32(sA + read_stage * 16384 + (a_lm + 1536));
+  fa[0][3][3] = ld_shared_32(sA + read_stage * 16384 + ((a_lm ^ 32) + 1536));
+  ldmatrix_x4(fb[0][0][0], fb[0][0][1], fb[0][1][0], fb[0][1][1], sB + read_stage * 16384 + (b_lm));
+  ldmatrix_x4(fb[0][2][0], fb[0][2][1], fb[0][3][0], fb[0][3][1], sB + read_stage * 16384 + (b_lm + 2048));
   #pragma unroll
   for (int i = 0; i < 4; ++i) {
     #pragma unroll
@@ -151,24 +151,24 @@ extern "C" __global__ void __launch_bounds__(256, 1) gemm_sm80_multistage_tf32_f
   }
   for (int kt = 0; kt < k_tiles; ++kt) {
     // k block 0
-    fa[1][0][0] = ld_shared_32(sA + (read_stage) * 16384 + ((a_lm ^ 0u) + 4096u));
-    fa[1][0][1] = ld_shared_32(sA + (read_stage) * 16384 + ((a_lm ^ 32u) + 4096u));
-    fa[1][0][2] = ld_shared_32(sA + (read_stage) * 16384 + ((a_lm ^ 64u) + 4608u));
-    fa[1][0][3] = ld_shared_32(sA + (read_stage) * 16384 + ((a_lm ^ 96u) + 4608u));
-    fa[1][1][0] = ld_shared_32(sA + (read_stage) * 16384 + ((a_lm ^ 64u) + 4096u));
-    fa[1][1][1] = ld_shared_32(sA + (read_stage) * 16384 + ((a_lm ^ 96u) + 4096u));
-    fa[1][1][2] = ld_shared_32(sA + (read_stage) * 16384 + ((a_lm ^ 0u) + 4608u));
-    fa[1][1][3] = ld_shared_32(sA + (read_stage) * 16384 + ((a_lm ^ 32u) + 4608u));
-    fa[1][2][0] = ld_shared_32(sA + (read_stage) * 16384 + ((a_lm ^ 0u) + 5120u));
-    fa[1][2][1] = ld_shared_32(sA + (read_stage) * 16384 + ((a_lm ^ 32u) + 5120u));
-    fa[1][2][2] = ld_shared_32(sA + (read_stage) * 16384 + ((a_lm ^ 64u) + 5632u));
-    fa[1][2][3] = ld_shared_32(sA + (read_stage) * 16384 + ((a_lm ^ 96u) + 5632u));
-    fa[1][3][0] = ld_shared_32(sA + (read_stage) * 16384 + ((a_lm ^ 64u) + 5120u));
-    fa[1][3][1] = ld_shared_32(sA + (read_stage) * 16384 + ((a_lm ^ 96u) + 5120u));
-    fa[1][3][2] = ld_shared_32(sA + (read_stage) * 16384 + ((a_lm ^ 0u) + 5632u));
-    fa[1][3][3] = ld_shared_32(sA + (read_stage) * 16384 + ((a_lm ^ 32u) + 5632u));
-    ldmatrix_x4(fb[1][0][0], fb[1][0][1], fb[1][1][0], fb[1][1][1], sB + (read_stage) * 16384 + ((b_lm ^ 32u) + 0u));
-    ldmatrix_x4(fb[1][2][0], fb[1][2][1], fb[1][3][0], fb[1][3][1], sB + (read_stage) * 16384 + ((b_lm ^ 32u) + 2048u));
+    fa[1][0][0] = ld_shared_32(sA + read_stage * 16384 + (a_lm + 4096));
+    fa[1][0][1] = ld_shared_32(sA + read_stage * 16384 + ((a_lm ^ 32) + 4096));
+    fa[1][0][2] = ld_shared_32(sA + read_stage * 16384 + ((a_lm ^ 64) + 4608));
+    fa[1][0][3] = ld_shared_32(sA + read_stage * 16384 + ((a_lm ^ 96) + 4608));
+    fa[1][1][0] = ld_shared_32(sA + read_stage * 16384 + ((a_lm ^ 64) + 4096));
+    fa[1][1][1] = ld_shared_32(sA + read_stage * 16384 + ((a_lm ^ 96) + 4096));
+    fa[1][1][2] = ld_shared_32(sA + read_stage * 16384 + (a_lm + 4608));
+    fa[1][1][3] = ld_shared_32(sA + read_stage * 16384 + ((a_lm ^ 32) + 4608));
+    fa[1][2][0] = ld_shared_32(sA + read_stage * 16384 + (a_lm + 5120));
+    fa[1][2][1] = ld_shared_32(sA + read_stage * 16384 + ((a_lm ^ 32) + 5120));
+    fa[1][2][2] = ld_shared_32(sA + read_stage * 16384 + ((a_lm ^ 64) + 5632));
+    fa[1][2][3] = ld_shared_32(sA + read_stage * 16384 + ((a_lm ^ 96) + 5632));
+    fa[1][3][0] = ld_shared_32(sA + read_stage * 16384 + ((a_lm ^ 64) + 5120));
+    fa[1][3][1] = ld_shared_32(sA + read_stage * 16384 + ((a_lm ^ 96) + 5120));
+    fa[1][3][2] = ld_shared_32(sA + read_stage * 16384 + (a_lm + 5632));
+    fa[1][3][3] = ld_shared_32(sA + read_stage * 16384 + ((a_lm ^ 32) + 5632));
+    ldmatrix_x4(fb[1][0][0], fb[1][0][1], fb[1][1][0], fb[1][1][1], sB + read_stage * 16384 + (b_lm ^ 32));
+    ldmatrix_x4(fb[1][2][0], fb[1][2][1], fb[1][3][0], fb[1][3][1], sB + read_stage * 16384 + ((b_lm ^ 32) + 2048));
     #pragma unroll
     for (int i_2 = 0; i_2 < 4; ++i_2) {
       #pragma unroll
@@ -185,9 +185,9 @@ extern "C" __global__ void __launch_bounds__(256, 1) gemm_sm80_multistage_tf32_f
     }
     // issue part 0 of the copies of k-tile fetch = kt + 2
     if (fetch < k_tiles) {
-      { const int n = (((fetch * 32) + ac_k + 0 < K) ? ac_n : 0); cp_async_zfill<16>(sA + (write_stage) * 16384 + ac_s + 0, n ? ac_g + 0 * ac_step + (long long)(fetch * 32) * lda : A, n * 4); }
-      { const int n = (((fetch * 32) + ac_k + 8 < K) ? ac_n : 0); cp_async_zfill<16>(sA + (write_stage) * 16384 + ac_s + 4096, n ? ac_g + 1 * ac_step + (long long)(fetch * 32) * lda : A, n * 4); }
-      { const int n = (((fetch * 32) + ac_k + 16 < K) ? ac_n : 0); cp_async_zfill<16>(sA + (write_stage) * 16384 + ac_s + 8192, n ? ac_g + 2 * ac_step + (long long)(fetch * 32) * lda : A, n * 4); }
+      { const int n = (((fetch * 32) + ac_k + 0 < K) ? ac_n : 0); cp_async_zfill<16>(sA + write_stage * 16384 + ac_s, n ? ac_g + (fetch * 32 * lda) : A, n * 4); }
+      { const int n = (((fetch * 32) + ac_k + 8 < K) ? ac_n : 0); cp_async_zfill<16>(sA + write_stage * 16384 + ac_s + 4096, n ? ac_g + (ac_step) + (fetch * 32 * lda) : A, n * 4); }
+      { const int n = (((fetch * 32) + ac_k + 16 < K) ? ac_n : 0); cp_async_zfill<16>(sA + write_stage * 16384 + ac_s + 8192, n ? ac_g + (ac_step * 2) + (fetch * 32 * lda) : A, n * 4); }
     }
     // warp MMA, serpentine (vertical visit): n outer, m reversed on odd n
     #pragma unroll
@@ -199,24 +199,24 @@ extern "C" __global__ void __launch_bounds__(256, 1) gemm_sm80_multistage_tf32_f
       }
     }
     // k block 1
-    fa[0][0][0] = ld_shared_32(sA + (read_stage) * 16384 + ((a_lm ^ 0u) + 8192u));
-    fa[0][0][1] = ld_shared_32(sA + (read_stage) * 16384 + ((a_lm ^ 32u) + 8192u));
-    fa[0][0][2] = ld_shared_32(sA + (read_stage) * 16384 + ((a_lm ^ 64u) + 8704u));
-    fa[0][0][3] = ld_shared_32(sA + (read_stage) * 16384 + ((a_lm ^ 96u) + 8704u));
-    fa[0][1][0] = ld_shared_32(sA + (read_stage) * 16384 + ((a_lm ^ 64u) + 8192u));
-    fa[0][1][1] = ld_shared_32(sA + (read_stage) * 16384 + ((a_lm ^ 96u) + 8192u));
-    fa[0][1][2] = ld_shared_32(sA + (read_stage) * 16384 + ((a_lm ^ 0u) + 8704u));
-    fa[0][1][3] = ld_shared_32(sA + (read_stage) * 16384 + ((a_lm ^ 32u) + 8704u));
-    fa[0][2][0] = ld_shared_32(sA + (read_stage) * 16384 + ((a_lm ^ 0u) + 9216u));
-    fa[0][2][1] = ld_shared_32(sA + (read_stage) * 16384 + ((a_lm ^ 32u) + 9216u));
-    fa[0][2][2] = ld_shared_32(sA + (read_stage) * 16384 + ((a_lm ^ 64u) + 9728u));
-    fa[0][2][3] = ld_shared_32(sA + (read_stage) * 16384 + ((a_lm ^ 96u) + 9728u));
-    fa[0][3][0] = ld_shared_32(sA + (read_stage) * 16384 + ((a_lm ^ 64u) + 9216u));
-    fa[0][3][1] = ld_shared_32(sA + (read_stage) * 16384 + ((a_lm ^ 96u) + 9216u));
-    fa[0][3][2] = ld_shared_32(sA + (read_stage) * 16384 + ((a_lm ^ 0u) + 9728u));
-    fa[0][3][3] = ld_shared_32(sA + (read_stage) * 16384 + ((a_lm ^ 32u) + 9728u));
-    ldmatrix_x4(fb[0][0][0], fb[0][0][1], fb[0][1][0], fb[0][1][1], sB + (read_stage) * 16384 + ((b_lm ^ 64u) + 0u));
-    ldmatrix_x4(fb[0][2][0], fb[0][2][1], fb[0][3][0], fb[0][3][1], sB + (read_stage) * 16384 + ((b_lm ^ 64u) + 2048u));
+    fa[0][0][0] = ld_shared_32(sA + read_stage * 16384 + (a_lm + 8192));
+    fa[0][0][1] = ld_shared_32(sA + read_stage * 16384 + ((a_lm ^ 32) + 8192));
+    fa[0][0][2] = ld_shared_32(sA + read_stage * 16384 + ((a_lm ^ 64) + 8704));
+    fa[0][0][3] = ld_shared_32(sA + read_stage * 16384 + ((a_lm ^ 96) + 8704));
+    fa[0][1][0] = ld_shared_32(sA + read_stage * 16384 + ((a_lm ^ 64) + 8192));
+    fa[0][1][1] = ld_shared_32(sA + read_stage * 16384 + ((a_lm ^ 96) + 8192));
+    fa[0][1][2] = ld_shared_32(sA + read_stage * 16384 + (a_lm + 8704));
+    fa[0][1][3] = ld_shared_32(sA + read_stage * 16384 + ((a_lm ^ 32) + 8704));
+    fa[0][2][0] = ld_shared_32(sA + read_stage * 16384 + (a_lm + 9216));
+    fa[0][2][1] = ld_shared_32(sA + read_stage * 16384 + ((a_lm ^ 32) + 9216));
+    fa[0][2][2] = ld_shared_32(sA + read_stage * 16384 + ((a_lm ^ 64) + 9728));
+    fa[0][2][3] = ld_shared_32(sA + read_stage * 16384 + ((a_lm ^ 96) + 9728));
+    fa[0][3][0] = ld_shared_32(sA + read_stage * 16384 + ((a_lm ^ 64) + 9216));
+    fa[0][3][1] = ld_shared_32(sA + read_stage * 16384 + ((a_lm ^ 96) + 9216));
+    fa[0][3][2] = ld_shared_32(sA + read_stage * 16384 + (a_lm + 9728));
+    fa[0][3][3] = ld_shared_32(sA + read_stage * 16384 + ((a_lm ^ 32) + 9728));
+    ldmatrix_x4(fb[0][0][0], fb[0][0][1], fb[0][1][0], fb[0][1][1], sB + read_stage * 16384 + (b_lm ^ 64));
+    ldmatrix_x4(fb[0][2][0], fb[0][2][1], fb[0][3][0], fb[0][3][1], sB + read_stage * 16384 + ((b_lm ^ 64) + 2048));
     #pragma unroll
     for (int i_4 = 0; i_4 < 4; ++i_4) {
       #pragma unroll
@@ -233,9 +233,9 @@ extern "C" __global__ void __launch_bounds__(256, 1) gemm_sm80_multistage_tf32_f
     }
     // issue part 1 of the copies of k-tile fetch = kt + 2
     if (fetch < k_tiles) {
-      { const int n = (((fetch * 32) + ac_k + 24 < K) ? ac_n : 0); cp_async_zfill<16>(sA + (write_stage) * 16384 + ac_s + 12288, n ? ac_g + 3 * ac_step + (long long)(fetch * 32) * lda : A, n * 4); }
-      { const int n = ((n0 + bc_r + 0 < N) ? max(0, min(4, K - (fetch * 32) - bc_k)) : 0); cp_async_zfill<16>(sB + (write_stage) * 16384 + bc_s + 0, n ? bc_g + 0 * bc_step + (fetch * 32) : B, n * 4); }
-      { const int n = ((n0 + bc_r + 32 < N) ? max(0, min(4, K - (fetch * 32) - bc_k)) : 0); cp_async_zfill<16>(sB + (write_stage) * 16384 + bc_s + 4096, n ? bc_g + 1 * bc_step + (fetch * 32) : B, n * 4); }
+      { const int n = (((fetch * 32) + ac_k + 24 < K) ? ac_n : 0); cp_async_zfill<16>(sA + write_stage * 16384 + ac_s + 12288, n ? ac_g + (ac_step * 3) + (fetch * 32 * lda) : A, n * 4); }
+      { const int n = ((n0 + bc_r + 0 < N) ? max(0, min(4, K - (fetch * 32) - bc_k)) : 0); cp_async_zfill<16>(sB + write_stage * 16384 + bc_s, n ? bc_g + (fetch * 32) : B, n * 4); }
+      { const int n = ((n0 + bc_r + 32 < N) ? max(0, min(4, K - (fetch * 32) - bc_k)) : 0); cp_async_zfill<16>(sB + write_stage * 16384 + bc_s + 4096, n ? bc_g + (bc_step) + (fetch * 32) : B, n * 4); }
     }
     // warp MMA, serpentine (vertical visit): n outer, m reversed on odd n
     #pragma unroll
@@ -247,24 +247,24 @@ extern "C" __global__ void __launch_bounds__(256, 1) gemm_sm80_multistage_tf32_f
       }
     }
     // k block 2
-    fa[1][0][0] = ld_shared_32(sA + (read_stage) * 16384 + ((a_lm ^ 0u) + 12288u));
-    fa[1][0][1] = ld_shared_32(sA + (read_stage) * 16384 + ((a_lm ^ 32u) + 12288u));
-    fa[1][0][2] = ld_shared_32(sA + (read_stage) * 16384 + ((a_lm ^ 64u) + 12800u));
-    fa[1][0][3] = ld_shared_32(sA + (read_stage) * 16384 + ((a_lm ^ 96u) + 12800u));
-    fa[1][1][0] = ld_shared_32(sA + (read_stage) * 16384 + ((a_lm ^ 64u) + 12288u));
-    fa[1][1][1] = ld_shared_32(sA + (read_stage) * 16384 + ((a_lm ^ 96u) + 12288u));
-    fa[1][1][2] = ld_shared_32(sA + (read_stage) * 16384 + ((a_lm ^ 0u) + 12800u));
-    fa[1][1][3] = ld_shared_32(sA + (read_stage) * 16384 + ((a_lm ^ 32u) + 12800u));
-    fa[1][2][0] = ld_shared_32(sA + (read_stage) * 16384 + ((a_lm ^ 0u) + 13312u));
-    fa[1][2][1] = ld_shared_32(sA + (read_stage) * 16384 + ((a_lm ^ 32u) + 13312u));
-    fa[1][2][2] = ld_shared_32(sA + (read_stage) * 16384 + ((a_lm ^ 64u) + 13824u));
-    fa[1][2][3] = ld_shared_32(sA + (read_stage) * 16384 + ((a_lm ^ 96u) + 13824u));
-    fa[1][3][0] = ld_shared_32(sA + (read_stage) * 16384 + ((a_lm ^ 64u) + 13312u));
-    fa[1][3][1] = ld_shared_32(sA + (read_stage) * 16384 + ((a_lm ^ 96u) + 13312u));
-    fa[1][3][2] = ld_shared_32(sA + (read_stage) * 16384 + ((a_lm ^ 0u) + 13824u));
-    fa[1][3][3] = ld_shared_32(sA + (read_stage) * 16384 + ((a_lm ^ 32u) + 13824u));
-    ldmatrix_x4(fb[1][0][0], fb[1][0][1], fb[1][1][0], fb[1][1][1], sB + (read_stage) * 16384 + ((b_lm ^ 96u) + 0u));
-    ldmatrix_x4(fb[1][2][0], fb[1][2][1], fb[1][3][0], fb[1][3][1], sB + (read_stage) * 16384 + ((b_lm ^ 96u) + 2048u));
+    fa[1][0][0] = ld_shared_32(sA + read_stage * 16384 + (a_lm + 12288));
+    fa[1][0][1] = ld_shared_32(sA + read_stage * 16384 + ((a_lm ^ 32) + 12288));
+    fa[1][0][2] = ld_shared_32(sA + read_stage * 16384 + ((a_lm ^ 64) + 12800));
+    fa[1][0][3] = ld_shared_32(sA + read_stage * 16384 + ((a_lm ^ 96) + 12800));
+    fa[1][1][0] = ld_shared_32(sA + read_stage * 16384 + ((a_lm ^ 64) + 12288));
+    fa[1][1][1] = ld_shared_32(sA + read_stage * 16384 + ((a_lm ^ 96) + 12288));
+    fa[1][1][2] = ld_shared_32(sA + read_stage * 16384 + (a_lm + 12800));
+    fa[1][1][3] = ld_shared_32(sA + read_stage * 16384 + ((a_lm ^ 32) + 12800));
+    fa[1][2][0] = ld_shared_32(sA + read_stage * 16384 + (a_lm + 13312));
+    fa[1][2][1] = ld_shared_32(sA + read_stage * 16384 + ((a_lm ^ 32) + 13312));
+    fa[1][2][2] = ld_shared_32(sA + read_stage * 16384 + ((a_lm ^ 64) + 13824));
+    fa[1][2][3] = ld_shared_32(sA + read_stage * 16384 + ((a_lm ^ 96) + 13824));
+    fa[1][3][0] = ld_shared_32(sA + read_stage * 16384 + ((a_lm ^ 64) + 13312));
+    fa[1][3][1] = ld_shared_32(sA + read_stage * 16384 + ((a_lm ^ 96) + 13312));
+    fa[1][3][2] = ld_shared_32(sA + read_stage * 16384 + (a_lm + 13824));
+    fa[1][3][3] = ld_shared_32(sA + read_stage * 16384 + ((a_lm ^ 32) + 13824));
+    ldmatrix_x4(fb[1][0][0], fb[1][0][1], fb[1][1][0], fb[1][1][1], sB + read_stage * 16384 + (b_lm ^ 96));
+    ldmatrix_x4(fb[1][2][0], fb[1][2][1], fb[1][3][0], fb[1][3][1], sB + read_stage * 16384 + ((b_lm ^ 96) + 2048));
     #pragma unroll
     for (int i_6 = 0; i_6 < 4; ++i_6) {
       #pragma unroll
@@ -281,8 +281,8 @@ extern "C" __global__ void __launch_bounds__(256, 1) gemm_sm80_multistage_tf32_f
     }
     // issue part 2 of the copies of k-tile fetch = kt + 2
     if (fetch < k_tiles) {
-      { const int n = ((n0 + bc_r + 64 < N) ? max(0, min(4, K - (fetch * 32) - bc_k)) : 0); cp_async_zfill<16>(sB + (write_stage) * 16384 + bc_s + 8192, n ? bc_g + 2 * bc_step + (fetch * 32) : B, n * 4); }
-      { const int n = ((n0 + bc_r + 96 < N) ? max(0, min(4, K - (fetch * 32) - bc_k)) : 0); cp_async_zfill<16>(sB + (write_stage) * 16384 + bc_s + 12288, n ? bc_g + 3 * bc_step + (fetch * 32) : B, n * 4); }
+      { const int n = ((n0 + bc_r + 64 < N) ? max(0, min(4, K - (fetch * 32) - bc_k)) : 0); cp_async_zfill<16>(sB + write_stage * 16384 + bc_s + 8192, n ? bc_g + (bc_step * 2) + (fetch * 32) : B, n * 4); }
+      { const int n = ((n0 + bc_r + 96 < N) ? max(0, min(4, K - (fetch * 32) - bc_k)) : 0); cp_async_zfill<16>(sB + write_stage * 16384 + bc_s + 12288, n ? bc_g + (bc_step * 3) + (fetch * 32) : B, n * 4); }
     }
     cp_async_commit();
     write_stage = (write_stage + 1 == 3) ? 0 : write_stage + 1;
@@ -300,24 +300,24 @@ extern "C" __global__ void __launch_bounds__(256, 1) gemm_sm80_multistage_tf32_f
     cp_async_wait<1>();
     __syncthreads();
     read_stage = (read_stage + 1 == 3) ? 0 : read_stage + 1;
-    fa[0][0][0] = ld_shared_32(sA + (read_stage) * 16384 + ((a_lm ^ 0u) + 0u));
-    fa[0][0][1] = ld_shared_32(sA + (read_stage) * 16384 + ((a_lm ^ 32u) + 0u));
-    fa[0][0][2] = ld_shared_32(sA + (read_stage) * 16384 + ((a_lm ^ 64u) + 512u));
-    fa[0][0][3] = ld_shared_32(sA + (read_stage) * 16384 + ((a_lm ^ 96u) + 512u));
-    fa[0][1][0] = ld_shared_32(sA + (read_stage) * 16384 + ((a_lm ^ 64u) + 0u));
-    fa[0][1][1] = ld_shared_32(sA + (read_stage) * 16384 + ((a_lm ^ 96u) + 0u));
-    fa[0][1][2] = ld_shared_32(sA + (read_stage) * 16384 + ((a_lm ^ 0u) + 512u));
-    fa[0][1][3] = ld_shared_32(sA + (read_stage) * 16384 + ((a_lm ^ 32u) + 512u));
-    fa[0][2][0] = ld_shared_32(sA + (read_stage) * 16384 + ((a_lm ^ 0u) + 1024u));
-    fa[0][2][1] = ld_shared_32(sA + (read_stage) * 16384 + ((a_lm ^ 32u) + 1024u));
-    fa[0][2][2] = ld_shared_32(sA + (read_stage) * 16384 + ((a_lm ^ 64u) + 1536u));
-    fa[0][2][3] = ld_shared_32(sA + (read_stage) * 16384 + ((a_lm ^ 96u) + 1536u));
-    fa[0][3][0] = ld_shared_32(sA + (read_stage) * 16384 + ((a_lm ^ 64u) + 1024u));
-    fa[0][3][1] = ld_shared_32(sA + (read_stage) * 16384 + ((a_lm ^ 96u) + 1024u));
-    fa[0][3][2] = ld_shared_32(sA + (read_stage) * 16384 + ((a_lm ^ 0u) + 1536u));
-    fa[0][3][3] = ld_shared_32(sA + (read_stage) * 16384 + ((a_lm ^ 32u) + 1536u));
-    ldmatrix_x4(fb[0][0][0], fb[0][0][1], fb[0][1][0], fb[0][1][1], sB + (read_stage) * 16384 + ((b_lm ^ 0u) + 0u));
-    ldmatrix_x4(fb[0][2][0], fb[0][2][1], fb[0][3][0], fb[0][3][1], sB + (read_stage) * 16384 + ((b_lm ^ 0u) + 2048u));
+    fa[0][0][0] = ld_shared_32(sA + read_stage * 16384 + (a_lm));
+    fa[0][0][1] = ld_shared_32(sA + read_stage * 16384 + (a_lm ^ 32));
+    fa[0][0][2] = ld_shared_32(sA + read_stage * 16384 + ((a_lm ^ 64) + 512));
+    fa[0][0][3] = ld_shared_32(sA + read_stage * 16384 + ((a_lm ^ 96) + 512));
+    fa[0][1][0] = ld_shared_32(sA + read_stage * 16384 + (a_lm ^ 64));
+    fa[0][1][1] = ld_shared_32(sA + read_stage * 16384 + (a_lm ^ 96));
+    fa[0][1][2] = ld_shared_32(sA + read_stage * 16384 + (a_lm + 512));
+    fa[0][1][3] = ld_shared_32(sA + read_stage * 16384 + ((a_lm ^ 32) + 512));
+    fa[0][2][0] = ld_shared_32(sA + read_stage * 16384 + (a_lm + 1024));
+    fa[0][2][1] = ld_shared_32(sA + read_stage * 16384 + ((a_lm ^ 32) + 1024));
+    fa[0][2][2] = ld_shared_32(sA + read_stage * 16384 + ((a_lm ^ 64) + 1536));
+    fa[0][2][3] = ld_shared_32(sA + read_stage * 16384 + ((a_lm ^ 96) + 1536));
+    fa[0][3][0] = ld_shared_32(sA + read_stage * 16384 + ((a_lm ^ 64) + 1024));
+    fa[0][3][1] = ld_shared_32(sA + read_stage * 16384 + ((a_lm ^ 96) + 1024));
+    fa[0][3][2] = ld_shared_32(sA + read_stage * 16384 + (a_lm + 1536));
+    fa[0][3][3] = ld_shared_32(sA + read_stage * 16384 + ((a_lm ^ 32) + 1536));
+    ldmatrix_x4(fb[0][0][0], fb[0][0][1], fb[0][1][0], fb[0][1][1], sB + read_stage * 16384 + (b_lm));
+    ldmatrix_x4(fb[0][2][0], fb[0][2][1], fb[0][3][0], fb[0][3][1], sB + read_stage * 16384 + (b_lm + 2048));
     #pragma unroll
     for (int i_8 = 0; i_8 < 4; ++i_8) {
       #pragma unroll
@@ -357,7 +357,7 @@ extern "C" __global__ void __launch_bounds__(256, 1) gemm_sm80_multistage_tf32_f
       #pragma unroll
       for (int ni = 0; ni < 4; ++ni) {
         const int n = n0 + warp_n * 32 + ni * 8 + (h ? cn1 : cn0);
-        const long long oc = (long long)m * ldc + n, o = (long long)m * ldd + n;
+        const long long oc = m * ldc + n, o = m * ldd + n;
         float v0 = alpha * acc[mi][ni][2 * h], v1 = alpha * acc[mi][ni][2 * h + 1];
         if (n + 1 < N) {
           if (use_c) { float c0, c1; { const long long o = oc; const float2 c2 = *reinterpret_cast<const float2*>(C + o); c0 = c2.x; c1 = c2.y; } v0 += beta * c0; v1 += beta * c1; }

@@ -79,14 +79,14 @@ extern "C" __global__ void __launch_bounds__(128, 1) gemm_sm80_multistage_tf32_f
   const int ac_r = (tid % 16 * 4), ac_k = (tid / 16);
   const u32 ac_s = smem_off_A(ac_r, ac_k) * 4;
   const int ac_n = max(0, min(4, M - m0 - ac_r));
-  const EA* ac_g = A + (m0 + ac_r) + (long long)ac_k * lda;
-  const long long ac_step = (long long)8 * lda;
+  const EA* ac_g = A + (m0 + ac_r) + (ac_k * lda);
+  const long long ac_step = lda * 8;
   (void)ac_step;
   // B: gmem->smem thread map, 4 iterations of 4 elements, 16 lines apart (+2048 smem bytes)
   const int bc_r = (tid / 8), bc_k = (tid % 8 * 4);
   const u32 bc_s = smem_off_B(bc_r, bc_k) * 4;
-  const EA* bc_g = B + (long long)(n0 + bc_r) * ldb + bc_k;
-  const long long bc_step = (long long)16 * ldb;
+  const EA* bc_g = B + ((n0 + bc_r) * ldb) + (bc_k);
+  const long long bc_step = ldb * 16;
   (void)bc_step;
   u32 fa[2][2][4];
   u32 fb[2][4][2];
@@ -103,30 +103,30 @@ extern "C" __global__ void __launch_bounds__(128, 1) gemm_sm80_multistage_tf32_f
   #pragma unroll
   for (int s = 0; s < 2; ++s) {
     if (s < k_tiles) {
-      { const int n = (((s * 32) + ac_k + 0 < K) ? ac_n : 0); cp_async_zfill<16>(sA + (s) * 8192 + ac_s + 0, n ? ac_g + 0 * ac_step + (long long)(s * 32) * lda : A, n * 4); }
-      { const int n = (((s * 32) + ac_k + 8 < K) ? ac_n : 0); cp_async_zfill<16>(sA + (s) * 8192 + ac_s + 2048, n ? ac_g + 1 * ac_step + (long long)(s * 32) * lda : A, n * 4); }
-      { const int n = (((s * 32) + ac_k + 16 < K) ? ac_n : 0); cp_async_zfill<16>(sA + (s) * 8192 + ac_s + 4096, n ? ac_g + 2 * ac_step + (long long)(s * 32) * lda : A, n * 4); }
-      { const int n = (((s * 32) + ac_k + 24 < K) ? ac_n : 0); cp_async_zfill<16>(sA + (s) * 8192 + ac_s + 6144, n ? ac_g + 3 * ac_step + (long long)(s * 32) * lda : A, n * 4); }
-      { const int n = ((n0 + bc_r + 0 < N) ? max(0, min(4, K - (s * 32) - bc_k)) : 0); cp_async_zfill<16>(sB + (s) * 8192 + bc_s + 0, n ? bc_g + 0 * bc_step + (s * 32) : B, n * 4); }
-      { const int n = ((n0 + bc_r + 16 < N) ? max(0, min(4, K - (s * 32) - bc_k)) : 0); cp_async_zfill<16>(sB + (s) * 8192 + bc_s + 2048, n ? bc_g + 1 * bc_step + (s * 32) : B, n * 4); }
-      { const int n = ((n0 + bc_r + 32 < N) ? max(0, min(4, K - (s * 32) - bc_k)) : 0); cp_async_zfill<16>(sB + (s) * 8192 + bc_s + 4096, n ? bc_g + 2 * bc_step + (s * 32) : B, n * 4); }
-      { const int n = ((n0 + bc_r + 48 < N) ? max(0, min(4, K - (s * 32) - bc_k)) : 0); cp_async_zfill<16>(sB + (s) * 8192 + bc_s + 6144, n ? bc_g + 3 * bc_step + (s * 32) : B, n * 4); }
+      { const int n = (((s * 32) + ac_k + 0 < K) ? ac_n : 0); cp_async_zfill<16>(sA + s * 8192 + ac_s, n ? ac_g + (s * 32 * lda) : A, n * 4); }
+      { const int n = (((s * 32) + ac_k + 8 < K) ? ac_n : 0); cp_async_zfill<16>(sA + s * 8192 + ac_s + 2048, n ? ac_g + (ac_step) + (s * 32 * lda) : A, n * 4); }
+      { const int n = (((s * 32) + ac_k + 16 < K) ? ac_n : 0); cp_async_zfill<16>(sA + s * 8192 + ac_s + 4096, n ? ac_g + (ac_step * 2) + (s * 32 * lda) : A, n * 4); }
+      { const int n = (((s * 32) + ac_k + 24 < K) ? ac_n : 0); cp_async_zfill<16>(sA + s * 8192 + ac_s + 6144, n ? ac_g + (ac_step * 3) + (s * 32 * lda) : A, n * 4); }
+      { const int n = ((n0 + bc_r + 0 < N) ? max(0, min(4, K - (s * 32) - bc_k)) : 0); cp_async_zfill<16>(sB + s * 8192 + bc_s, n ? bc_g + (s * 32) : B, n * 4); }
+      { const int n = ((n0 + bc_r + 16 < N) ? max(0, min(4, K - (s * 32) - bc_k)) : 0); cp_async_zfill<16>(sB + s * 8192 + bc_s + 2048, n ? bc_g + (bc_step) + (s * 32) : B, n * 4); }
+      { const int n = ((n0 + bc_r + 32 < N) ? max(0, min(4, K - (s * 32) - bc_k)) : 0); cp_async_zfill<16>(sB + s * 8192 + bc_s + 4096, n ? bc_g + (bc_step * 2) + (s * 32) : B, n * 4); }
+      { const int n = ((n0 + bc_r + 48 < N) ? max(0, min(4, K - (s * 32) - bc_k)) : 0); cp_async_zfill<16>(sB + s * 8192 + bc_s + 6144, n ? bc_g + (bc_step * 3) + (s * 32) : B, n * 4); }
     }
     cp_async_commit();
   }
   cp_async_wait<1>();
   __syncthreads();
   int read_stage = 0, write_stage = 2, fetch = 2;
-  fa[0][0][0] = ld_shared_32(sA + (read_stage) * 8192 + ((a_lm ^ 0u) + 0u));
-  fa[0][0][1] = ld_shared_32(sA + (read_stage) * 8192 + ((a_lm ^ 32u) + 0u));
-  fa[0][0][2] = ld_shared_32(sA + (read_stage) * 8192 + ((a_lm ^ 64u) + 512u));
-  fa[0][0][3] = ld_shared_32(sA + (read_stage) * 8192 + ((a_lm ^ 96u) + 512u));
-  fa[0][1][0] = ld_shared_32(sA + (read_stage) * 8192 + ((a_lm ^ 64u) + 0u));
-  fa[0][1][1] = ld_shared_32(sA + (read_stage) * 8192 + ((a_lm ^ 96u) + 0u));
-  fa[0][1][2] = ld_shared_32(sA + (read_stage) * 8192 + ((a_lm ^ 0u) + 512u));
-  fa[0][1][3] = ld_shared_32(sA + (read_stage) * 8192 + ((a_lm ^ 32u) + 512u));
-  ldmatrix_x4(fb[0][0][0], fb[0][0][1], fb[0][1][0], fb[0][1][1], sB + (read_stage) * 8192 + ((b_lm ^ 0u) + 0u));
-  ldmatrix_x4(fb[0][2][0], fb[0][2][1], fb[0][3][0], fb[0][3][1], sB + (read_stage) * 8192 + ((b_lm ^ 0u) + 2048u));
+  fa[0][0][0] = ld_shared_32(sA + read_stage * 8192 + (a_lm));
+  fa[0][0][1] = ld_shared_32(sA + read_stage * 8192 + (a_lm ^ 32));
+  fa[0][0][2] = ld_shared_32(sA + read_stage * 8192 + ((a_lm ^ 64) + 512));
+  fa[0][0][3] = ld_shared_32(sA + read_stage * 8192 + ((a_lm ^ 96) + 512));
+  fa[0][1][0] = ld_shared_32(sA + read_stage * 8192 + (a_lm ^ 64));
+  fa[0][1][1] = ld_shared_32(sA + read_stage * 8192 + (a_lm ^ 96));
+  fa[0][1][2] = ld_shared_32(sA + read_stage * 8192 + (a_lm + 512));
+  fa[0][1][3] = ld_shared_32(sA + read_stage * 8192 + ((a_lm ^ 32) + 512));
+  ldmatrix_x4(fb[0][0][0], fb[0][0][1], fb[0][1][0], fb[0][1][1], sB + read_stage * 8192 + (b_lm));
+  ldmatrix_x4(fb[0][2][0], fb[0][2][1], fb[0][3][0], fb[0][3][1], sB + read_stage * 8192 + (b_lm + 2048));
   #pragma unroll
   for (int i = 0; i < 2; ++i) {
     #pragma unroll
@@ -143,16 +143,16 @@ extern "C" __global__ void __launch_bounds__(128, 1) gemm_sm80_multistage_tf32_f
   }
   for (int kt = 0; kt < k_tiles; ++kt) {
     // k block 0
-    fa[1][0][0] = ld_shared_32(sA + (read_stage) * 8192 + ((a_lm ^ 0u) + 2048u));
-    fa[1][0][1] = ld_shared_32(sA + (read_stage) * 8192 + ((a_lm ^ 32u) + 2048u));
-    fa[1][0][2] = ld_shared_32(sA + (read_stage) * 8192 + ((a_lm ^ 64u) + 2560u));
-    fa[1][0][3] = ld_shared_32(sA + (read_stage) * 8192 + ((a_lm ^ 96u) + 2560u));
-    fa[1][1][0] = ld_shared_32(sA + (read_stage) * 8192 + ((a_lm ^ 64u) + 2048u));
-    fa[1][1][1] = ld_shared_32(sA + (read_stage) * 8192 + ((a_lm ^ 96u) + 2048u));
-    fa[1][1][2] = ld_shared_32(sA + (read_stage) * 8192 + ((a_lm ^ 0u) + 2560u));
-    fa[1][1][3] = ld_shared_32(sA + (read_stage) * 8192 + ((a_lm ^ 32u) + 2560u));
-    ldmatrix_x4(fb[1][0][0], fb[1][0][1], fb[1][1][0], fb[1][1][1], sB + (read_stage) * 8192 + ((b_lm ^ 32u) + 0u));
-    ldmatrix_x4(fb[1][2][0], fb[1][2][1], fb[1][3][0], fb[1][3][1], sB + (read_stage) * 8192 + ((b_lm ^ 32u) + 2048u));
+    fa[1][0][0] = ld_shared_32(sA + read_stage * 8192 + (a_lm + 2048));
+    fa[1][0][1] = ld_shared_32(sA + read_stage * 8192 + ((a_lm ^ 32) + 2048));
+    fa[1][0][2] = ld_shared_32(sA + read_stage * 8192 + ((a_lm ^ 64) + 2560));
+    fa[1][0][3] = ld_shared_32(sA + read_stage * 8192 + ((a_lm ^ 96) + 2560));
+    fa[1][1][0] = ld_shared_32(sA + read_stage * 8192 + ((a_lm ^ 64) + 2048));
+    fa[1][1][1] = ld_shared_32(sA + read_stage * 8192 + ((a_lm ^ 96) + 2048));
+    fa[1][1][2] = ld_shared_32(sA + read_stage * 8192 + (a_lm + 2560));
+    fa[1][1][3] = ld_shared_32(sA + read_stage * 8192 + ((a_lm ^ 32) + 2560));
+    ldmatrix_x4(fb[1][0][0], fb[1][0][1], fb[1][1][0], fb[1][1][1], sB + read_stage * 8192 + (b_lm ^ 32));
+    ldmatrix_x4(fb[1][2][0], fb[1][2][1], fb[1][3][0], fb[1][3][1], sB + read_stage * 8192 + ((b_lm ^ 32) + 2048));
     #pragma unroll
     for (int i_2 = 0; i_2 < 2; ++i_2) {
       #pragma unroll
@@ -169,9 +169,9 @@ extern "C" __global__ void __launch_bounds__(128, 1) gemm_sm80_multistage_tf32_f
     }
     // issue part 0 of the copies of k-tile fetch = kt + 2
     if (fetch < k_tiles) {
-      { const int n = (((fetch * 32) + ac_k + 0 < K) ? ac_n : 0); cp_async_zfill<16>(sA + (write_stage) * 8192 + ac_s + 0, n ? ac_g + 0 * ac_step + (long long)(fetch * 32) * lda : A, n * 4); }
-      { const int n = (((fetch * 32) + ac_k + 8 < K) ? ac_n : 0); cp_async_zfill<16>(sA + (write_stage) * 8192 + ac_s + 2048, n ? ac_g + 1 * ac_step + (long long)(fetch * 32) * lda : A, n * 4); }
-      { const int n = (((fetch * 32) + ac_k + 16 < K) ? ac_n : 0); cp_async_zfill<16>(sA + (write_stage) * 8192 + ac_s + 4096, n ? ac_g + 2 * ac_step + (long long)(fetch * 32) * lda : A, n * 4); }
+      { const int n = (((fetch * 32) + ac_k + 0 < K) ? ac_n : 0); cp_async_zfill<16>(sA + write_stage * 8192 + ac_s, n ? ac_g + (fetch * 32 * lda) : A, n * 4); }
+      { const int n = (((fetch * 32) + ac_k + 8 < K) ? ac_n : 0); cp_async_zfill<16>(sA + write_stage * 8192 + ac_s + 2048, n ? ac_g + (ac_step) + (fetch * 32 * lda) : A, n * 4); }
+      { const int n = (((fetch * 32) + ac_k + 16 < K) ? ac_n : 0); cp_async_zfill<16>(sA + write_stage * 8192 + ac_s + 4096, n ? ac_g + (ac_step * 2) + (fetch * 32 * lda) : A, n * 4); }
     }
     // warp MMA, serpentine (vertical visit): n outer, m reversed on odd n
     #pragma unroll
@@ -183,16 +183,16 @@ extern "C" __global__ void __launch_bounds__(128, 1) gemm_sm80_multistage_tf32_f
       }
     }
     // k block 1
-    fa[0][0][0] = ld_shared_32(sA + (read_stage) * 8192 + ((a_lm ^ 0u) + 4096u));
-    fa[0][0][1] = ld_shared_32(sA + (read_stage) * 8192 + ((a_lm ^ 32u) + 4096u));
-    fa[0][0][2] = ld_shared_32(sA + (read_stage) * 8192 + ((a_lm ^ 64u) + 4608u));
-    fa[0][0][3] = ld_shared_32(sA + (read_stage) * 8192 + ((a_lm ^ 96u) + 4608u));
-    fa[0][1][0] = ld_shared_32(sA + (read_stage) * 8192 + ((a_lm ^ 64u) + 4096u));
-    fa[0][1][1] = ld_shared_32(sA + (read_stage) * 8192 + ((a_lm ^ 96u) + 4096u));
-    fa[0][1][2] = ld_shared_32(sA + (read_stage) * 8192 + ((a_lm ^ 0u) + 4608u));
-    fa[0][1][3] = ld_shared_32(sA + (read_stage) * 8192 + ((a_lm ^ 32u) + 4608u));
-    ldmatrix_x4(fb[0][0][0], fb[0][0][1], fb[0][1][0], fb[0][1][1], sB + (read_stage) * 8192 + ((b_lm ^ 64u) + 0u));
-    ldmatrix_x4(fb[0][2][0], fb[0][2][1], fb[0][3][0], fb[0][3][1], sB + (read_stage) * 8192 + ((b_lm ^ 64u) + 2048u));
+    fa[0][0][0] = ld_shared_32(sA + read_stage * 8192 + (a_lm + 4096));
+    fa[0][0][1] = ld_shared_32(sA + read_stage * 8192 + ((a_lm ^ 32) + 4096));
+    fa[0][0][2] = ld_shared_32(sA + read_stage * 8192 + ((a_lm ^ 64) + 4608));
+    fa[0][0][3] = ld_shared_32(sA + read_stage * 8192 + ((a_lm ^ 96) + 4608));
+    fa[0][1][0] = ld_shared_32(sA + read_stage * 8192 + ((a_lm ^ 64) + 4096));
+    fa[0][1][1] = ld_shared_32(sA + read_stage * 8192 + ((a_lm ^ 96) + 4096));
+    fa[0][1][2] = ld_shared_32(sA + read_stage * 8192 + (a_lm + 4608));
+    fa[0][1][3] = ld_shared_32(sA + read_stage * 8192 + ((a_lm ^ 32) + 4608));
+    ldmatrix_x4(fb[0][0][0], fb[0][0][1], fb[0][1][0], fb[0][1][1], sB + read_stage * 8192 + (b_lm ^ 64));
+    ldmatrix_x4(fb[0][2][0], fb[0][2][1], fb[0][3][0], fb[0][3][1], sB + read_stage * 8192 + ((b_lm ^ 64) + 2048));
     #pragma unroll
     for (int i_4 = 0; i_4 < 2; ++i_4) {
       #pragma unroll
@@ -209,9 +209,9 @@ extern "C" __global__ void __launch_bounds__(128, 1) gemm_sm80_multistage_tf32_f
     }
     // issue part 1 of the copies of k-tile fetch = kt + 2
     if (fetch < k_tiles) {
-      { const int n = (((fetch * 32) + ac_k + 24 < K) ? ac_n : 0); cp_async_zfill<16>(sA + (write_stage) * 8192 + ac_s + 6144, n ? ac_g + 3 * ac_step + (long long)(fetch * 32) * lda : A, n * 4); }
-      { const int n = ((n0 + bc_r + 0 < N) ? max(0, min(4, K - (fetch * 32) - bc_k)) : 0); cp_async_zfill<16>(sB + (write_stage) * 8192 + bc_s + 0, n ? bc_g + 0 * bc_step + (fetch * 32) : B, n * 4); }
-      { const int n = ((n0 + bc_r + 16 < N) ? max(0, min(4, K - (fetch * 32) - bc_k)) : 0); cp_async_zfill<16>(sB + (write_stage) * 8192 + bc_s + 2048, n ? bc_g + 1 * bc_step + (fetch * 32) : B, n * 4); }
+      { const int n = (((fetch * 32) + ac_k + 24 < K) ? ac_n : 0); cp_async_zfill<16>(sA + write_stage * 8192 + ac_s + 6144, n ? ac_g + (ac_step * 3) + (fetch * 32 * lda) : A, n * 4); }
+      { const int n = ((n0 + bc_r + 0 < N) ? max(0, min(4, K - (fetch * 32) - bc_k)) : 0); cp_async_zfill<16>(sB + write_stage * 8192 + bc_s, n ? bc_g + (fetch * 32) : B, n * 4); }
+      { const int n = ((n0 + bc_r + 16 < N) ? max(0, min(4, K - (fetch * 32) - bc_k)) : 0); cp_async_zfill<16>(sB + write_stage * 8192 + bc_s + 2048, n ? bc_g + (bc_step) + (fetch * 32) : B, n * 4); }
     }
     // warp MMA, serpentine (vertical visit): n outer, m reversed on odd n
     #pragma unroll
@@ -223,16 +223,16 @@ extern "C" __global__ void __launch_bounds__(128, 1) gemm_sm80_multistage_tf32_f
       }
     }
     // k block 2
-    fa[1][0][0] = ld_shared_32(sA + (read_stage) * 8192 + ((a_lm ^ 0u) + 6144u));
-    fa[1][0][1] = ld_shared_32(sA + (read_stage) * 8192 + ((a_lm ^ 32u) + 6144u));
-    fa[1][0][2] = ld_shared_32(sA + (read_stage) * 8192 + ((a_lm ^ 64u) + 6656u));
-    fa[1][0][3] = ld_shared_32(sA + (read_stage) * 8192 + ((a_lm ^ 96u) + 6656u));
-    fa[1][1][0] = ld_shared_32(sA + (read_stage) * 8192 + ((a_lm ^ 64u) + 6144u));
-    fa[1][1][1] = ld_shared_32(sA + (read_stage) * 8192 + ((a_lm ^ 96u) + 6144u));
-    fa[1][1][2] = ld_shared_32(sA + (read_stage) * 8192 + ((a_lm ^ 0u) + 6656u));
-    fa[1][1][3] = ld_shared_32(sA + (read_stage) * 8192 + ((a_lm ^ 32u) + 6656u));
-    ldmatrix_x4(fb[1][0][0], fb[1][0][1], fb[1][1][0], fb[1][1][1], sB + (read_stage) * 8192 + ((b_lm ^ 96u) + 0u));
-    ldmatrix_x4(fb[1][2][0], fb[1][2][1], fb[1][3][0], fb[1][3][1], sB + (read_stage) * 8192 + ((b_lm ^ 96u) + 2048u));
+    fa[1][0][0] = ld_shared_32(sA + read_stage * 8192 + (a_lm + 6144));
+    fa[1][0][1] = ld_shared_32(sA + read_stage * 8192 + ((a_lm ^ 32) + 6144));
+    fa[1][0][2] = ld_shared_32(sA + read_stage * 8192 + ((a_lm ^ 64) + 6656));
+    fa[1][0][3] = ld_shared_32(sA + read_stage * 8192 + ((a_lm ^ 96) + 6656));
+    fa[1][1][0] = ld_shared_32(sA + read_stage * 8192 + ((a_lm ^ 64) + 6144));
+    fa[1][1][1] = ld_shared_32(sA + read_stage * 8192 + ((a_lm ^ 96) + 6144));
+    fa[1][1][2] = ld_shared_32(sA + read_stage * 8192 + (a_lm + 6656));
+    fa[1][1][3] = ld_shared_32(sA + read_stage * 8192 + ((a_lm ^ 32) + 6656));
+    ldmatrix_x4(fb[1][0][0], fb[1][0][1], fb[1][1][0], fb[1][1][1], sB + read_stage * 8192 + (b_lm ^ 96));
+    ldmatrix_x4(fb[1][2][0], fb[1][2][1], fb[1][3][0], fb[1][3][1], sB + read_stage * 8192 + ((b_lm ^ 96) + 2048));
     #pragma unroll
     for (int i_6 = 0; i_6 < 2; ++i_6) {
       #pragma unroll
@@ -249,8 +249,8 @@ extern "C" __global__ void __launch_bounds__(128, 1) gemm_sm80_multistage_tf32_f
     }
     // issue part 2 of the copies of k-tile fetch = kt + 2
     if (fetch < k_tiles) {
-      { const int n = ((n0 + bc_r + 32 < N) ? max(0, min(4, K - (fetch * 32) - bc_k)) : 0); cp_async_zfill<16>(sB + (write_stage) * 8192 + bc_s + 4096, n ? bc_g + 2 * bc_step + (fetch * 32) : B, n * 4); }
-      { const int n = ((n0 + bc_r + 48 < N) ? max(0, min(4, K - (fetch * 32) - bc_k)) : 0); cp_async_zfill<16>(sB + (write_stage) * 8192 + bc_s + 6144, n ? bc_g + 3 * bc_step + (fetch * 32) : B, n * 4); }
+      { const int n = ((n0 + bc_r + 32 < N) ? max(0, min(4, K - (fetch * 32) - bc_k)) : 0); cp_async_zfill<16>(sB + write_stage * 8192 + bc_s + 4096, n ? bc_g + (bc_step * 2) + (fetch * 32) : B, n * 4); }
+      { const int n = ((n0 + bc_r + 48 < N) ? max(0, min(4, K - (fetch * 32) - bc_k)) : 0); cp_async_zfill<16>(sB + write_stage * 8192 + bc_s + 6144, n ? bc_g + (bc_step * 3) + (fetch * 32) : B, n * 4); }
     }
     cp_async_commit();
     write_stage = (write_stage + 1 == 3) ? 0 : write_stage + 1;
@@ -268,16 +268,16 @@ extern "C" __global__ void __launch_bounds__(128, 1) gemm_sm80_multistage_tf32_f
     cp_async_wait<1>();
     __syncthreads();
     read_stage = (read_stage + 1 == 3) ? 0 : read_stage + 1;
-    fa[0][0][0] = ld_shared_32(sA + (read_stage) * 8192 + ((a_lm ^ 0u) + 0u));
-    fa[0][0][1] = ld_shared_32(sA + (read_stage) * 8192 + ((a_lm ^ 32u) + 0u));
-    fa[0][0][2] = ld_shared_32(sA + (read_stage) * 8192 + ((a_lm ^ 64u) + 512u));
-    fa[0][0][3] = ld_shared_32(sA + (read_stage) * 8192 + ((a_lm ^ 96u) + 512u));
-    fa[0][1][0] = ld_shared_32(sA + (read_stage) * 8192 + ((a_lm ^ 64u) + 0u));
-    fa[0][1][1] = ld_shared_32(sA + (read_stage) * 8192 + ((a_lm ^ 96u) + 0u));
-    fa[0][1][2] = ld_shared_32(sA + (read_stage) * 8192 + ((a_lm ^ 0u) + 512u));
-    fa[0][1][3] = ld_shared_32(sA + (read_stage) * 8192 + ((a_lm ^ 32u) + 512u));
-    ldmatrix_x4(fb[0][0][0], fb[0][0][1], fb[0][1][0], fb[0][1][1], sB + (read_stage) * 8192 + ((b_lm ^ 0u) + 0u));
-    ldmatrix_x4(fb[0][2][0], fb[0][2][1], fb[0][3][0], fb[0][3][1], sB + (read_stage) * 8192 + ((b_lm ^ 0u) + 2048u));
+    fa[0][0][0] = ld_shared_32(sA + read_stage * 8192 + (a_lm));
+    fa[0][0][1] = ld_shared_32(sA + read_stage * 8192 + (a_lm ^ 32));
+    fa[0][0][2] = ld_shared_32(sA + read_stage * 8192 + ((a_lm ^ 64) + 512));
+    fa[0][0][3] = ld_shared_32(sA + read_stage * 8192 + ((a_lm ^ 96) + 512));
+    fa[0][1][0] = ld_shared_32(sA + read_stage * 8192 + (a_lm ^ 64));
+    fa[0][1][1] = ld_shared_32(sA + read_stage * 8192 + (a_lm ^ 96));
+    fa[0][1][2] = ld_shared_32(sA + read_stage * 8192 + (a_lm + 512));
+    fa[0][1][3] = ld_shared_32(sA + read_stage * 8192 + ((a_lm ^ 32) + 512));
+    ldmatrix_x4(fb[0][0][0], fb[0][0][1], fb[0][1][0], fb[0][1][1], sB + read_stage * 8192 + (b_lm));
+    ldmatrix_x4(fb[0][2][0], fb[0][2][1], fb[0][3][0], fb[0][3][1], sB + read_stage * 8192 + (b_lm + 2048));
     #pragma unroll
     for (int i_8 = 0; i_8 < 2; ++i_8) {
       #pragma unroll
@@ -317,7 +317,7 @@ extern "C" __global__ void __launch_bounds__(128, 1) gemm_sm80_multistage_tf32_f
       #pragma unroll
       for (int ni = 0; ni < 4; ++ni) {
         const int n = n0 + warp_n * 32 + ni * 8 + (h ? cn1 : cn0);
-        const long long oc = (long long)m * ldc + n, o = (long long)m * ldd + n;
+        const long long oc = m * ldc + n, o = m * ldd + n;
         float v0 = alpha * acc[mi][ni][2 * h], v1 = alpha * acc[mi][ni][2 * h + 1];
         if (n + 1 < N) {
           if (use_c) { float c0, c1; { const long long o = oc; const float2 c2 = *reinterpret_cast<const float2*>(C + o); c0 = c2.x; c1 = c2.y; } v0 += beta * c0; v1 += beta * c1; }

@@ -78,14 +78,14 @@ extern "C" __global__ void __launch_bounds__(256, 1) gemm_sm80_pipelined_tf32_f3
   // A: gmem->smem thread map, 4 iterations of 4 elements, 32 lines apart (+4096 smem bytes)
   const int ac_r = (tid / 8), ac_k = (tid % 8 * 4);
   const u32 ac_s = smem_off_A(ac_r, ac_k) * 4;
-  const EA* ac_g = A + (long long)(m0 + ac_r) * lda + ac_k;
-  const long long ac_step = (long long)32 * lda;
+  const EA* ac_g = A + ((m0 + ac_r) * lda) + (ac_k);
+  const long long ac_step = lda * 32;
   (void)ac_step;
   // B: gmem->smem thread map, 4 iterations of 4 elements, 32 lines apart (+4096 smem bytes)
   const int bc_r = (tid / 8), bc_k = (tid % 8 * 4);
   const u32 bc_s = smem_off_B(bc_r, bc_k) * 4;
-  const EA* bc_g = B + (long long)(n0 + bc_r) * ldb + bc_k;
-  const long long bc_step = (long long)32 * ldb;
+  const EA* bc_g = B + ((n0 + bc_r) * ldb) + (bc_k);
+  const long long bc_step = ldb * 32;
   (void)bc_step;
   u32 fa[2][4][4];
   u32 fb[2][4][2];
@@ -100,30 +100,30 @@ extern "C" __global__ void __launch_bounds__(256, 1) gemm_sm80_pipelined_tf32_f3
   const u32 b_lm = smem_off_B((lane & 7) + (lane >> 4) * 8 + warp_n * 32, ((lane >> 3) & 1) * 4) * 4;  // ldmatrix row address of this lane
   // Pipelined (MmaPipelined): 2 smem stages, gmem fragment in registers
   u32 ra[4][4], rb[4][4];
-  { const int n = ((m0 + ac_r + 0 < M) ? max(0, min(4, K - (0) - ac_k)) : 0); ld_chunk<4>(ra[0], n ? ac_g + 0 * ac_step + (0) : A, n); }
-  { const int n = ((m0 + ac_r + 32 < M) ? max(0, min(4, K - (0) - ac_k)) : 0); ld_chunk<4>(ra[1], n ? ac_g + 1 * ac_step + (0) : A, n); }
-  { const int n = ((m0 + ac_r + 64 < M) ? max(0, min(4, K - (0) - ac_k)) : 0); ld_chunk<4>(ra[2], n ? ac_g + 2 * ac_step + (0) : A, n); }
-  { const int n = ((m0 + ac_r + 96 < M) ? max(0, min(4, K - (0) - ac_k)) : 0); ld_chunk<4>(ra[3], n ? ac_g + 3 * ac_step + (0) : A, n); }
-  { const int n = ((n0 + bc_r + 0 < N) ? max(0, min(4, K - (0) - bc_k)) : 0); ld_chunk<4>(rb[0], n ? bc_g + 0 * bc_step + (0) : B, n); }
-  { const int n = ((n0 + bc_r + 32 < N) ? max(0, min(4, K - (0) - bc_k)) : 0); ld_chunk<4>(rb[1], n ? bc_g + 1 * bc_step + (0) : B, n); }
-  { const int n = ((n0 + bc_r + 64 < N) ? max(0, min(4, K - (0) - bc_k)) : 0); ld_chunk<4>(rb[2], n ? bc_g + 2 * bc_step + (0) : B, n); }
-  { const int n = ((n0 + bc_r + 96 < N) ? max(0, min(4, K - (0) - bc_k)) : 0); ld_chunk<4>(rb[3], n ? bc_g + 3 * bc_step + (0) : B, n); }
-  st_chunk<16>(sA + (0) * 16384 + ac_s + 0, ra[0]);
-  st_chunk<16>(sA + (0) * 16384 + ac_s + 4096, ra[1]);
-  st_chunk<16>(sA + (0) * 16384 + ac_s + 8192, ra[2]);
-  st_chunk<16>(sA + (0) * 16384 + ac_s + 12288, ra[3]);
-  st_chunk<16>(sB + (0) * 16384 + bc_s + 0, rb[0]);
-  st_chunk<16>(sB + (0) * 16384 + bc_s + 4096, rb[1]);
-  st_chunk<16>(sB + (0) * 16384 + bc_s + 8192, rb[2]);
-  st_chunk<16>(sB + (0) * 16384 + bc_s + 12288, rb[3]);
+  { const int n = ((m0 + ac_r + 0 < M) ? max(0, min(4, K - (0) - ac_k)) : 0); ld_chunk<4>(ra[0], n ? ac_g : A, n); }
+  { const int n = ((m0 + ac_r + 32 < M) ? max(0, min(4, K - (0) - ac_k)) : 0); ld_chunk<4>(ra[1], n ? ac_g + (ac_step) : A, n); }
+  { const int n = ((m0 + ac_r + 64 < M) ? max(0, min(4, K - (0) - ac_k)) : 0); ld_chunk<4>(ra[2], n ? ac_g + (ac_step * 2) : A, n); }
+  { const int n = ((m0 + ac_r + 96 < M) ? max(0, min(4, K - (0) - ac_k)) : 0); ld_chunk<4>(ra[3], n ? ac_g + (ac_step * 3) : A, n); }
+  { const int n = ((n0 + bc_r + 0 < N) ? max(0, min(4, K - (0) - bc_k)) : 0); ld_chunk<4>(rb[0], n ? bc_g : B, n); }
+  { const int n = ((n0 + bc_r + 32 < N) ? max(0, min(4, K - (0) - bc_k)) : 0); ld_chunk<4>(rb[1], n ? bc_g + (bc_step) : B, n); }
+  { const int n = ((n0 + bc_r + 64 < N) ? max(0, min(4, K - (0) - bc_k)) : 0); ld_chunk<4>(rb[2], n ? bc_g + (bc_step * 2) : B, n); }
+  { const int n = ((n0 + bc_r + 96 < N) ? max(0, min(4, K - (0) - bc_k)) : 0); ld_chunk<4>(rb[3], n ? bc_g + (bc_step * 3) : B, n); }
+  st_chunk<16>(sA + ac_s, ra[0]);
+  st_chunk<16>(sA + ac_s + 4096, ra[1]);
+  st_chunk<16>(sA + ac_s + 8192, ra[2]);
+  st_chunk<16>(sA + ac_s + 12288, ra[3]);
+  st_chunk<16>(sB + bc_s, rb[0]);
+  st_chunk<16>(sB + bc_s + 4096, rb[1]);
+  st_chunk<16>(sB + bc_s + 8192, rb[2]);
+  st_chunk<16>(sB + bc_s + 12288, rb[3]);
   __syncthreads();
   int read_stage = 0, write_stage = 1;
-  ldmatrix_x4(fa[0][0][0], fa[0][0][1], fa[0][0][2], fa[0][0][3], sA + (read_stage) * 16384 + ((a_lm ^ 0u) + 0u));
-  ldmatrix_x4(fa[0][1][0], fa[0][1][1], fa[0][1][2], fa[0][1][3], sA + (read_stage) * 16384 + ((a_lm ^ 0u) + 2048u));
-  ldmatrix_x4(fa[0][2][0], fa[0][2][1], fa[0][2][2], fa[0][2][3], sA + (read_stage) * 16384 + ((a_lm ^ 0u) + 4096u));
-  ldmatrix_x4(fa[0][3][0], fa[0][3][1], fa[0][3][2], fa[0][3][3], sA + (read_stage) * 16384 + ((a_lm ^ 0u) + 6144u));
-  ldmatrix_x4(fb[0][0][0], fb[0][0][1], fb[0][1][0], fb[0][1][1], sB + (read_stage) * 16384 + ((b_lm ^ 0u) + 0u));
-  ldmatrix_x4(fb[0][2][0], fb[0][2][1], fb[0][3][0], fb[0][3][1], sB + (read_stage) * 16384 + ((b_lm ^ 0u) + 2048u));
+  ldmatrix_x4(fa[0][0][0], fa[0][0][1], fa[0][0][2], fa[0][0][3], sA + read_stage * 16384 + (a_lm));
+  ldmatrix_x4(fa[0][1][0], fa[0][1][1], fa[0][1][2], fa[0][1][3], sA + read_stage * 16384 + (a_lm + 2048));
+  ldmatrix_x4(fa[0][2][0], fa[0][2][1], fa[0][2][2], fa[0][2][3], sA + read_stage * 16384 + (a_lm + 4096));
+  ldmatrix_x4(fa[0][3][0], fa[0][3][1], fa[0][3][2], fa[0][3][3], sA + read_stage * 16384 + (a_lm + 6144));
+  ldmatrix_x4(fb[0][0][0], fb[0][0][1], fb[0][1][0], fb[0][1][1], sB + read_stage * 16384 + (b_lm));
+  ldmatrix_x4(fb[0][2][0], fb[0][2][1], fb[0][3][0], fb[0][3][1], sB + read_stage * 16384 + (b_lm + 2048));
   #pragma unroll
   for (int i = 0; i < 4; ++i) {
     #pragma unroll
@@ -141,12 +141,12 @@ extern "C" __global__ void __launch_bounds__(256, 1) gemm_sm80_pipelined_tf32_f3
   for (int kt = 0; kt < k_tiles; ++kt) {
     const bool more = kt + 1 < k_tiles;
     // k block 0
-    ldmatrix_x4(fa[1][0][0], fa[1][0][1], fa[1][0][2], fa[1][0][3], sA + (read_stage) * 16384 + ((a_lm ^ 32u) + 0u));
-    ldmatrix_x4(fa[1][1][0], fa[1][1][1], fa[1][1][2], fa[1][1][3], sA + (read_stage) * 16384 + ((a_lm ^ 32u) + 2048u));
-    ldmatrix_x4(fa[1][2][0], fa[1][2][1], fa[1][2][2], fa[1][2][3], sA + (read_stage) * 16384 + ((a_lm ^ 32u) + 4096u));
-    ldmatrix_x4(fa[1][3][0], fa[1][3][1], fa[1][3][2], fa[1][3][3], sA + (read_stage) * 16384 + ((a_lm ^ 32u) + 6144u));
-    ldmatrix_x4(fb[1][0][0], fb[1][0][1], fb[1][1][0], fb[1][1][1], sB + (read_stage) * 16384 + ((b_lm ^ 32u) + 0u));
-    ldmatrix_x4(fb[1][2][0], fb[1][2][1], fb[1][3][0], fb[1][3][1], sB + (read_stage) * 16384 + ((b_lm ^ 32u) + 2048u));
+    ldmatrix_x4(fa[1][0][0], fa[1][0][1], fa[1][0][2], fa[1][0][3], sA + read_stage * 16384 + (a_lm ^ 32));
+    ldmatrix_x4(fa[1][1][0], fa[1][1][1], fa[1][1][2], fa[1][1][3], sA + read_stage * 16384 + ((a_lm ^ 32) + 2048));
+    ldmatrix_x4(fa[1][2][0], fa[1][2][1], fa[1][2][2], fa[1][2][3], sA + read_stage * 16384 + ((a_lm ^ 32) + 4096));
+    ldmatrix_x4(fa[1][3][0], fa[1][3][1], fa[1][3][2], fa[1][3][3], sA + read_stage * 16384 + ((a_lm ^ 32) + 6144));
+    ldmatrix_x4(fb[1][0][0], fb[1][0][1], fb[1][1][0], fb[1][1][1], sB + read_stage * 16384 + (b_lm ^ 32));
+    ldmatrix_x4(fb[1][2][0], fb[1][2][1], fb[1][3][0], fb[1][3][1], sB + read_stage * 16384 + ((b_lm ^ 32) + 2048));
     #pragma unroll
     for (int i_2 = 0; i_2 < 4; ++i_2) {
       #pragma unroll
@@ -162,14 +162,14 @@ extern "C" __global__ void __launch_bounds__(256, 1) gemm_sm80_pipelined_tf32_f3
       }
     }
     if (more) {
-      { const int n = ((m0 + ac_r + 0 < M) ? max(0, min(4, K - ((kt + 1) * 32) - ac_k)) : 0); ld_chunk<4>(ra[0], n ? ac_g + 0 * ac_step + ((kt + 1) * 32) : A, n); }
-      { const int n = ((m0 + ac_r + 32 < M) ? max(0, min(4, K - ((kt + 1) * 32) - ac_k)) : 0); ld_chunk<4>(ra[1], n ? ac_g + 1 * ac_step + ((kt + 1) * 32) : A, n); }
-      { const int n = ((m0 + ac_r + 64 < M) ? max(0, min(4, K - ((kt + 1) * 32) - ac_k)) : 0); ld_chunk<4>(ra[2], n ? ac_g + 2 * ac_step + ((kt + 1) * 32) : A, n); }
-      { const int n = ((m0 + ac_r + 96 < M) ? max(0, min(4, K - ((kt + 1) * 32) - ac_k)) : 0); ld_chunk<4>(ra[3], n ? ac_g + 3 * ac_step + ((kt + 1) * 32) : A, n); }
-      { const int n = ((n0 + bc_r + 0 < N) ? max(0, min(4, K - ((kt + 1) * 32) - bc_k)) : 0); ld_chunk<4>(rb[0], n ? bc_g + 0 * bc_step + ((kt + 1) * 32) : B, n); }
-      { const int n = ((n0 + bc_r + 32 < N) ? max(0, min(4, K - ((kt + 1) * 32) - bc_k)) : 0); ld_chunk<4>(rb[1], n ? bc_g + 1 * bc_step + ((kt + 1) * 32) : B, n); }
-      { const int n = ((n0 + bc_r + 64 < N) ? max(0, min(4, K - ((kt + 1) * 32) - bc_k)) : 0); ld_chunk<4>(rb[2], n ? bc_g + 2 * bc_step + ((kt + 1) * 32) : B, n); }
-      { const int n = ((n0 + bc_r + 96 < N) ? max(0, min(4, K - ((kt + 1) * 32) - bc_k)) : 0); ld_chunk<4>(rb[3], n ? bc_g + 3 * bc_step + ((kt + 1) * 32) : B, n); }
+      { const int n = ((m0 + ac_r + 0 < M) ? max(0, min(4, K - (kt * 32 + 32) - ac_k)) : 0); ld_chunk<4>(ra[0], n ? ac_g + (kt * 32 + 32) : A, n); }
+      { const int n = ((m0 + ac_r + 32 < M) ? max(0, min(4, K - (kt * 32 + 32) - ac_k)) : 0); ld_chunk<4>(ra[1], n ? ac_g + (ac_step) + (kt * 32 + 32) : A, n); }
+      { const int n = ((m0 + ac_r + 64 < M) ? max(0, min(4, K - (kt * 32 + 32) - ac_k)) : 0); ld_chunk<4>(ra[2], n ? ac_g + (ac_step * 2) + (kt * 32 + 32) : A, n); }
+      { const int n = ((m0 + ac_r + 96 < M) ? max(0, min(4, K - (kt * 32 + 32) - ac_k)) : 0); ld_chunk<4>(ra[3], n ? ac_g + (ac_step * 3) + (kt * 32 + 32) : A, n); }
+      { const int n = ((n0 + bc_r + 0 < N) ? max(0, min(4, K - (kt * 32 + 32) - bc_k)) : 0); ld_chunk<4>(rb[0], n ? bc_g + (kt * 32 + 32) : B, n); }
+      { const int n = ((n0 + bc_r + 32 < N) ? max(0, min(4, K - (kt * 32 + 32) - bc_k)) : 0); ld_chunk<4>(rb[1], n ? bc_g + (bc_step) + (kt * 32 + 32) : B, n); }
+      { const int n = ((n0 + bc_r + 64 < N) ? max(0, min(4, K - (kt * 32 + 32) - bc_k)) : 0); ld_chunk<4>(rb[2], n ? bc_g + (bc_step * 2) + (kt * 32 + 32) : B, n); }
+      { const int n = ((n0 + bc_r + 96 < N) ? max(0, min(4, K - (kt * 32 + 32) - bc_k)) : 0); ld_chunk<4>(rb[3], n ? bc_g + (bc_step * 3) + (kt * 32 + 32) : B, n); }
     }
     // warp MMA, serpentine (vertical visit): n outer, m reversed on odd n
     #pragma unroll
@@ -181,12 +181,12 @@ extern "C" __global__ void __launch_bounds__(256, 1) gemm_sm80_pipelined_tf32_f3
       }
     }
     // k block 1
-    ldmatrix_x4(fa[0][0][0], fa[0][0][1], fa[0][0][2], fa[0][0][3], sA + (read_stage) * 16384 + ((a_lm ^ 64u) + 0u));
-    ldmatrix_x4(fa[0][1][0], fa[0][1][1], fa[0][1][2], fa[0][1][3], sA + (read_stage) * 16384 + ((a_lm ^ 64u) + 2048u));
-    ldmatrix_x4(fa[0][2][0], fa[0][2][1], fa[0][2][2], fa[0][2][3], sA + (read_stage) * 16384 + ((a_lm ^ 64u) + 4096u));
-    ldmatrix_x4(fa[0][3][0], fa[0][3][1], fa[0][3][2], fa[0][3][3], sA + (read_stage) * 16384 + ((a_lm ^ 64u) + 6144u));
-    ldmatrix_x4(fb[0][0][0], fb[0][0][1], fb[0][1][0], fb[0][1][1], sB + (read_stage) * 16384 + ((b_lm ^ 64u) + 0u));
-    ldmatrix_x4(fb[0][2][0], fb[0][2][1], fb[0][3][0], fb[0][3][1], sB + (read_stage) * 16384 + ((b_lm ^ 64u) + 2048u));
+    ldmatrix_x4(fa[0][0][0], fa[0][0][1], fa[0][0][2], fa[0][0][3], sA + read_stage * 16384 + (a_lm ^ 64));
+    ldmatrix_x4(fa[0][1][0], fa[0][1][1], fa[0][1][2], fa[0][1][3], sA + read_stage * 16384 + ((a_lm ^ 64) + 2048));
+    ldmatrix_x4(fa[0][2][0], fa[0][2][1], fa[0][2][2], fa[0][2][3], sA + read_stage * 16384 + ((a_lm ^ 64) + 4096));
+    ldmatrix_x4(fa[0][3][0], fa[0][3][1], fa[0][3][2], fa[0][3][3], sA + read_stage * 16384 + ((a_lm ^ 64) + 6144));
+    ldmatrix_x4(fb[0][0][0], fb[0][0][1], fb[0][1][0], fb[0][1][1], sB + read_stage * 16384 + (b_lm ^ 64));
+    ldmatrix_x4(fb[0][2][0], fb[0][2][1], fb[0][3][0], fb[0][3][1], sB + read_stage * 16384 + ((b_lm ^ 64) + 2048));
     #pragma unroll
     for (int i_4 = 0; i_4 < 4; ++i_4) {
       #pragma unroll
@@ -211,12 +211,12 @@ extern "C" __global__ void __launch_bounds__(256, 1) gemm_sm80_pipelined_tf32_f3
       }
     }
     // k block 2
-    ldmatrix_x4(fa[1][0][0], fa[1][0][1], fa[1][0][2], fa[1][0][3], sA + (read_stage) * 16384 + ((a_lm ^ 96u) + 0u));
-    ldmatrix_x4(fa[1][1][0], fa[1][1][1], fa[1][1][2], fa[1][1][3], sA + (read_stage) * 16384 + ((a_lm ^ 96u) + 2048u));
-    ldmatrix_x4(fa[1][2][0], fa[1][2][1], fa[1][2][2], fa[1][2][3], sA + (read_stage) * 16384 + ((a_lm ^ 96u) + 4096u));
-    ldmatrix_x4(fa[1][3][0], fa[1][3][1], fa[1][3][2], fa[1][3][3], sA + (read_stage) * 16384 + ((a_lm ^ 96u) + 6144u));
-    ldmatrix_x4(fb[1][0][0], fb[1][0][1], fb[1][1][0], fb[1][1][1], sB + (read_stage) * 16384 + ((b_lm ^ 96u) + 0u));
-    ldmatrix_x4(fb[1][2][0], fb[1][2][1], fb[1][3][0], fb[1][3][1], sB + (read_stage) * 16384 + ((b_lm ^ 96u) + 2048u));
+    ldmatrix_x4(fa[1][0][0], fa[1][0][1], fa[1][0][2], fa[1][0][3], sA + read_stage * 16384 + (a_lm ^ 96));
+    ldmatrix_x4(fa[1][1][0], fa[1][1][1], fa[1][1][2], fa[1][1][3], sA + read_stage * 16384 + ((a_lm ^ 96) + 2048));
+    ldmatrix_x4(fa[1][2][0], fa[1][2][1], fa[1][2][2], fa[1][2][3], sA + read_stage * 16384 + ((a_lm ^ 96) + 4096));
+    ldmatrix_x4(fa[1][3][0], fa[1][3][1], fa[1][3][2], fa[1][3][3], sA + read_stage * 16384 + ((a_lm ^ 96) + 6144));
+    ldmatrix_x4(fb[1][0][0], fb[1][0][1], fb[1][1][0], fb[1][1][1], sB + read_stage * 16384 + (b_lm ^ 96));
+    ldmatrix_x4(fb[1][2][0], fb[1][2][1], fb[1][3][0], fb[1][3][1], sB + read_stage * 16384 + ((b_lm ^ 96) + 2048));
     #pragma unroll
     for (int i_6 = 0; i_6 < 4; ++i_6) {
       #pragma unroll
@@ -242,23 +242,23 @@ extern "C" __global__ void __launch_bounds__(256, 1) gemm_sm80_pipelined_tf32_f3
     }
     // k block 3
     if (more) {
-      st_chunk<16>(sA + (write_stage) * 16384 + ac_s + 0, ra[0]);
-      st_chunk<16>(sA + (write_stage) * 16384 + ac_s + 4096, ra[1]);
-      st_chunk<16>(sA + (write_stage) * 16384 + ac_s + 8192, ra[2]);
-      st_chunk<16>(sA + (write_stage) * 16384 + ac_s + 12288, ra[3]);
-      st_chunk<16>(sB + (write_stage) * 16384 + bc_s + 0, rb[0]);
-      st_chunk<16>(sB + (write_stage) * 16384 + bc_s + 4096, rb[1]);
-      st_chunk<16>(sB + (write_stage) * 16384 + bc_s + 8192, rb[2]);
-      st_chunk<16>(sB + (write_stage) * 16384 + bc_s + 12288, rb[3]);
+      st_chunk<16>(sA + write_stage * 16384 + ac_s, ra[0]);
+      st_chunk<16>(sA + write_stage * 16384 + ac_s + 4096, ra[1]);
+      st_chunk<16>(sA + write_stage * 16384 + ac_s + 8192, ra[2]);
+      st_chunk<16>(sA + write_stage * 16384 + ac_s + 12288, ra[3]);
+      st_chunk<16>(sB + write_stage * 16384 + bc_s, rb[0]);
+      st_chunk<16>(sB + write_stage * 16384 + bc_s + 4096, rb[1]);
+      st_chunk<16>(sB + write_stage * 16384 + bc_s + 8192, rb[2]);
+      st_chunk<16>(sB + write_stage * 16384 + bc_s + 12288, rb[3]);
     }
     __syncthreads();
     read_stage ^= 1; write_stage ^= 1;
-    ldmatrix_x4(fa[0][0][0], fa[0][0][1], fa[0][0][2], fa[0][0][3], sA + (read_stage) * 16384 + ((a_lm ^ 0u) + 0u));
-    ldmatrix_x4(fa[0][1][0], fa[0][1][1], fa[0][1][2], fa[0][1][3], sA + (read_stage) * 16384 + ((a_lm ^ 0u) + 2048u));
-    ldmatrix_x4(fa[0][2][0], fa[0][2][1], fa[0][2][2], fa[0][2][3], sA + (read_stage) * 16384 + ((a_lm ^ 0u) + 4096u));
-    ldmatrix_x4(fa[0][3][0], fa[0][3][1], fa[0][3][2], fa[0][3][3], sA + (read_stage) * 16384 + ((a_lm ^ 0u) + 6144u));
-    ldmatrix_x4(fb[0][0][0], fb[0][0][1], fb[0][1][0], fb[0][1][1], sB + (read_stage) * 16384 + ((b_lm ^ 0u) + 0u));
-    ldmatrix_x4(fb[0][2][0], fb[0][2][1], fb[0][3][0], fb[0][3][1], sB + (read_stage) * 16384 + ((b_lm ^ 0u) + 2048u));
+    ldmatrix_x4(fa[0][0][0], fa[0][0][1], fa[0][0][2], fa[0][0][3], sA + read_stage * 16384 + (a_lm));
+    ldmatrix_x4(fa[0][1][0], fa[0][1][1], fa[0][1][2], fa[0][1][3], sA + read_stage * 16384 + (a_lm + 2048));
+    ldmatrix_x4(fa[0][2][0], fa[0][2][1], fa[0][2][2], fa[0][2][3], sA + read_stage * 16384 + (a_lm + 4096));
+    ldmatrix_x4(fa[0][3][0], fa[0][3][1], fa[0][3][2], fa[0][3][3], sA + read_stage * 16384 + (a_lm + 6144));
+    ldmatrix_x4(fb[0][0][0], fb[0][0][1], fb[0][1][0], fb[0][1][1], sB + read_stage * 16384 + (b_lm));
+    ldmatrix_x4(fb[0][2][0], fb[0][2][1], fb[0][3][0], fb[0][3][1], sB + read_stage * 16384 + (b_lm + 2048));
     #pragma unroll
     for (int i_8 = 0; i_8 < 4; ++i_8) {
       #pragma unroll
@@ -296,7 +296,7 @@ extern "C" __global__ void __launch_bounds__(256, 1) gemm_sm80_pipelined_tf32_f3
       #pragma unroll
       for (int ni = 0; ni < 4; ++ni) {
         const int n = n0 + warp_n * 32 + ni * 8 + (h ? cn1 : cn0);
-        const long long oc = (long long)m * ldc + n, o = (long long)m * ldd + n;
+        const long long oc = m * ldc + n, o = m * ldd + n;
         float v0 = alpha * acc[mi][ni][2 * h], v1 = alpha * acc[mi][ni][2 * h + 1];
         if (n + 1 < N) {
           if (use_c) { float c0, c1; { const long long o = oc; const float2 c2 = *reinterpret_cast<const float2*>(C + o); c0 = c2.x; c1 = c2.y; } v0 += beta * c0; v1 += beta * c1; }

@@ -79,15 +79,15 @@ extern "C" __global__ void __launch_bounds__(128, 1) gemm_sm80_pipelined_tf32_f3
   const int ac_r = (tid % 64), ac_k = (tid / 64);
   const u32 ac_s = smem_off_A(ac_r, ac_k) * 4;
   const int ac_n = max(0, min(1, M - m0 - ac_r));
-  const EA* ac_g = A + (m0 + ac_r) + (long long)ac_k * lda;
-  const long long ac_step = (long long)2 * lda;
+  const EA* ac_g = A + (m0 + ac_r) + (ac_k * lda);
+  const long long ac_step = lda * 2;
   (void)ac_step;
   // B: gmem->smem thread map, 16 iterations of 1 elements, 2 lines apart (+? smem bytes)
   const int bc_r = (tid % 64), bc_k = (tid / 64);
   const u32 bc_s = smem_off_B(bc_r, bc_k) * 4;
   const int bc_n = max(0, min(1, N - n0 - bc_r));
-  const EA* bc_g = B + (n0 + bc_r) + (long long)bc_k * ldb;
-  const long long bc_step = (long long)2 * ldb;
+  const EA* bc_g = B + (n0 + bc_r) + (bc_k * ldb);
+  const long long bc_step = ldb * 2;
   (void)bc_step;
   u32 fa[2][2][4];
   u32 fb[2][4][2];
@@ -102,88 +102,88 @@ extern "C" __global__ void __launch_bounds__(128, 1) gemm_sm80_pipelined_tf32_f3
   const u32 b_lm = smem_off_B((lane >> 2) + warp_n * 32, lane & 3) * 4;  // ldmatrix row address of this lane
   // Pipelined (MmaPipelined): 2 smem stages, gmem fragment in registers
   u32 ra[16][1], rb[16][1];
-  { const int n = (((0) + ac_k + 0 < K) ? ac_n : 0); ld_chunk<1>(ra[0], n ? ac_g + 0 * ac_step + (long long)(0) * lda : A, n); }
-  { const int n = (((0) + ac_k + 2 < K) ? ac_n : 0); ld_chunk<1>(ra[1], n ? ac_g + 1 * ac_step + (long long)(0) * lda : A, n); }
-  { const int n = (((0) + ac_k + 4 < K) ? ac_n : 0); ld_chunk<1>(ra[2], n ? ac_g + 2 * ac_step + (long long)(0) * lda : A, n); }
-  { const int n = (((0) + ac_k + 6 < K) ? ac_n : 0); ld_chunk<1>(ra[3], n ? ac_g + 3 * ac_step + (long long)(0) * lda : A, n); }
-  { const int n = (((0) + ac_k + 8 < K) ? ac_n : 0); ld_chunk<1>(ra[4], n ? ac_g + 4 * ac_step + (long long)(0) * lda : A, n); }
-  { const int n = (((0) + ac_k + 10 < K) ? ac_n : 0); ld_chunk<1>(ra[5], n ? ac_g + 5 * ac_step + (long long)(0) * lda : A, n); }
-  { const int n = (((0) + ac_k + 12 < K) ? ac_n : 0); ld_chunk<1>(ra[6], n ? ac_g + 6 * ac_step + (long long)(0) * lda : A, n); }
-  { const int n = (((0) + ac_k + 14 < K) ? ac_n : 0); ld_chunk<1>(ra[7], n ? ac_g + 7 * ac_step + (long long)(0) * lda : A, n); }
-  { const int n = (((0) + ac_k + 16 < K) ? ac_n : 0); ld_chunk<1>(ra[8], n ? ac_g + 8 * ac_step + (long long)(0) * lda : A, n); }
-  { const int n = (((0) + ac_k + 18 < K) ? ac_n : 0); ld_chunk<1>(ra[9], n ? ac_g + 9 * ac_step + (long long)(0) * lda : A, n); }
-  { const int n = (((0) + ac_k + 20 < K) ? ac_n : 0); ld_chunk<1>(ra[10], n ? ac_g + 10 * ac_step + (long long)(0) * lda : A, n); }
-  { const int n = (((0) + ac_k + 22 < K) ? ac_n : 0); ld_chunk<1>(ra[11], n ? ac_g + 11 * ac_step + (long long)(0) * lda : A, n); }
-  { const int n = (((0) + ac_k + 24 < K) ? ac_n : 0); ld_chunk<1>(ra[12], n ? ac_g + 12 * ac_step + (long long)(0) * lda : A, n); }
-  { const int n = (((0) + ac_k + 26 < K) ? ac_n : 0); ld_chunk<1>(ra[13], n ? ac_g + 13 * ac_step + (long long)(0) * lda : A, n); }
-  { const int n = (((0) + ac_k + 28 < K) ? ac_n : 0); ld_chunk<1>(ra[14], n ? ac_g + 14 * ac_step + (long long)(0) * lda : A, n); }
-  { const int n = (((0) + ac_k + 30 < K) ? ac_n : 0); ld_chunk<1>(ra[15], n ? ac_g + 15 * ac_step + (long long)(0) * lda : A, n); }
-  { const int n = (((0) + bc_k + 0 < K) ? bc_n : 0); ld_chunk<1>(rb[0], n ? bc_g + 0 * bc_step + (long long)(0) * ldb : B, n); }
-  { const int n = (((0) + bc_k + 2 < K) ? bc_n : 0); ld_chunk<1>(rb[1], n ? bc_g + 1 * bc_step + (long long)(0) * ldb : B, n); }
-  { const int n = (((0) + bc_k + 4 < K) ? bc_n : 0); ld_chunk<1>(rb[2], n ? bc_g + 2 * bc_step + (long long)(0) * ldb : B, n); }
-  { const int n = (((0) + bc_k + 6 < K) ? bc_n : 0); ld_chunk<1>(rb[3], n ? bc_g + 3 * bc_step + (long long)(0) * ldb : B, n); }
-  { const int n = (((0) + bc_k + 8 < K) ? bc_n : 0); ld_chunk<1>(rb[4], n ? bc_g + 4 * bc_step + (long long)(0) * ldb : B, n); }
-  { const int n = (((0) + bc_k + 10 < K) ? bc_n : 0); ld_chunk<1>(rb[5], n ? bc_g + 5 * bc_step + (long long)(0) * ldb : B, n); }
-  { const int n = (((0) + bc_k + 12 < K) ? bc_n : 0); ld_chunk<1>(rb[6], n ? bc_g + 6 * bc_step + (long long)(0) * ldb : B, n); }
-  { const int n = (((0) + bc_k + 14 < K) ? bc_n : 0); ld_chunk<1>(rb[7], n ? bc_g + 7 * bc_step + (long long)(0) * ldb : B, n); }
-  { const int n = (((0) + bc_k + 16 < K) ? bc_n : 0); ld_chunk<1>(rb[8], n ? bc_g + 8 * bc_step + (long long)(0) * ldb : B, n); }
-  { const int n = (((0) + bc_k + 18 < K) ? bc_n : 0); ld_chunk<1>(rb[9], n ? bc_g + 9 * bc_step + (long long)(0) * ldb : B, n); }
-  { const int n = (((0) + bc_k + 20 < K) ? bc_n : 0); ld_chunk<1>(rb[10], n ? bc_g + 10 * bc_step + (long long)(0) * ldb : B, n); }
-  { const int n = (((0) + bc_k + 22 < K) ? bc_n : 0); ld_chunk<1>(rb[11], n ? bc_g + 11 * bc_step + (long long)(0) * ldb : B, n); }
-  { const int n = (((0) + bc_k + 24 < K) ? bc_n : 0); ld_chunk<1>(rb[12], n ? bc_g + 12 * bc_step + (long long)(0) * ldb : B, n); }
-  { const int n = (((0) + bc_k + 26 < K) ? bc_n : 0); ld_chunk<1>(rb[13], n ? bc_g + 13 * bc_step + (long long)(0) * ldb : B, n); }
-  { const int n = (((0) + bc_k + 28 < K) ? bc_n : 0); ld_chunk<1>(rb[14], n ? bc_g + 14 * bc_step + (long long)(0) * ldb : B, n); }
-  { const int n = (((0) + bc_k + 30 < K) ? bc_n : 0); ld_chunk<1>(rb[15], n ? bc_g + 15 * bc_step + (long long)(0) * ldb : B, n); }
-  st_chunk<4>(sA + (0) * 8192 + smem_off_A(ac_r, ac_k + 0) * 4, ra[0]);
-  st_chunk<4>(sA + (0) * 8192 + smem_off_A(ac_r, ac_k + 2) * 4, ra[1]);
-  st_chunk<4>(sA + (0) * 8192 + smem_off_A(ac_r, ac_k + 4) * 4, ra[2]);
-  st_chunk<4>(sA + (0) * 8192 + smem_off_A(ac_r, ac_k + 6) * 4, ra[3]);
-  st_chunk<4>(sA + (0) * 8192 + smem_off_A(ac_r, ac_k + 8) * 4, ra[4]);
-  st_chunk<4>(sA + (0) * 8192 + smem_off_A(ac_r, ac_k + 10) * 4, ra[5]);
-  st_chunk<4>(sA + (0) * 8192 + smem_off_A(ac_r, ac_k + 12) * 4, ra[6]);
-  st_chunk<4>(sA + (0) * 8192 + smem_off_A(ac_r, ac_k + 14) * 4, ra[7]);
-  st_chunk<4>(sA + (0) * 8192 + smem_off_A(ac_r, ac_k + 16) * 4, ra[8]);
-  st_chunk<4>(sA + (0) * 8192 + smem_off_A(ac_r, ac_k + 18) * 4, ra[9]);
-  st_chunk<4>(sA + (0) * 8192 + smem_off_A(ac_r, ac_k + 20) * 4, ra[10]);
-  st_chunk<4>(sA + (0) * 8192 + smem_off_A(ac_r, ac_k + 22) * 4, ra[11]);
-  st_chunk<4>(sA + (0) * 8192 + smem_off_A(ac_r, ac_k + 24) * 4, ra[12]);
-  st_chunk<4>(sA + (0) * 8192 + smem_off_A(ac_r, ac_k + 26) * 4, ra[13]);
-  st_chunk<4>(sA + (0) * 8192 + smem_off_A(ac_r, ac_k + 28) * 4, ra[14]);
-  st_chunk<4>(sA + (0) * 8192 + smem_off_A(ac_r, ac_k + 30) * 4, ra[15]);
-  st_chunk<4>(sB + (0) * 8192 + smem_off_B(bc_r, bc_k + 0) * 4, rb[0]);
-  st_chunk<4>(sB + (0) * 8192 + smem_off_B(bc_r, bc_k + 2) * 4, rb[1]);
-  st_chunk<4>(sB + (0) * 8192 + smem_off_B(bc_r, bc_k + 4) * 4, rb[2]);
-  st_chunk<4>(sB + (0) * 8192 + smem_off_B(bc_r, bc_k + 6) * 4, rb[3]);
-  st_chunk<4>(sB + (0) * 8192 + smem_off_B(bc_r, bc_k + 8) * 4, rb[4]);
-  st_chunk<4>(sB + (0) * 8192 + smem_off_B(bc_r, bc_k + 10) * 4, rb[5]);
-  st_chunk<4>(sB + (0) * 8192 + smem_off_B(bc_r, bc_k + 12) * 4, rb[6]);
-  st_chunk<4>(sB + (0) * 8192 + smem_off_B(bc_r, bc_k + 14) * 4, rb[7]);
-  st_chunk<4>(sB + (0) * 8192 + smem_off_B(bc_r, bc_k + 16) * 4, rb[8]);
-  st_chunk<4>(sB + (0) * 8192 + smem_off_B(bc_r, bc_k + 18) * 4, rb[9]);
-  st_chunk<4>(sB + (0) * 8192 + smem_off_B(bc_r, bc_k + 20) * 4, rb[10]);
-  st_chunk<4>(sB + (0) * 8192 + smem_off_B(bc_r, bc_k + 22) * 4, rb[11]);
-  st_chunk<4>(sB + (0) * 8192 + smem_off_B(bc_r, bc_k + 24) * 4, rb[12]);
-  st_chunk<4>(sB + (0) * 8192 + smem_off_B(bc_r, bc_k + 26) * 4, rb[13]);
-  st_chunk<4>(sB + (0) * 8192 + smem_off_B(bc_r, bc_k + 28) * 4, rb[14]);
-  st_chunk<4>(sB + (0) * 8192 + smem_off_B(bc_r, bc_k + 30) * 4, rb[15]);
+  { const int n = (((0) + ac_k + 0 < K) ? ac_n : 0); ld_chunk<1>(ra[0], n ? ac_g : A, n); }
+  { const int n = (((0) + ac_k + 2 < K) ? ac_n : 0); ld_chunk<1>(ra[1], n ? ac_g + (ac_step) : A, n); }
+  { const int n = (((0) + ac_k + 4 < K) ? ac_n : 0); ld_chunk<1>(ra[2], n ? ac_g + (ac_step * 2) : A, n); }
+  { const int n = (((0) + ac_k + 6 < K) ? ac_n : 0); ld_chunk<1>(ra[3], n ? ac_g + (ac_step * 3) : A, n); }
+  { const int n = (((0) + ac_k + 8 < K) ? ac_n : 0); ld_chunk<1>(ra[4], n ? ac_g + (ac_step * 4) : A, n); }
+  { const int n = (((0) + ac_k + 10 < K) ? ac_n : 0); ld_chunk<1>(ra[5], n ? ac_g + (ac_step * 5) : A, n); }
+  { const int n = (((0) + ac_k + 12 < K) ? ac_n : 0); ld_chunk<1>(ra[6], n ? ac_g + (ac_step * 6) : A, n); }
+  { const int n = (((0) + ac_k + 14 < K) ? ac_n : 0); ld_chunk<1>(ra[7], n ? ac_g + (ac_step * 7) : A, n); }
+  { const int n = (((0) + ac_k + 16 < K) ? ac_n : 0); ld_chunk<1>(ra[8], n ? ac_g + (ac_step * 8) : A, n); }
+  { const int n = (((0) + ac_k + 18 < K) ? ac_n : 0); ld_chunk<1>(ra[9], n ? ac_g + (ac_step * 9) : A, n); }
+  { const int n = (((0) + ac_k + 20 < K) ? ac_n : 0); ld_chunk<1>(ra[10], n ? ac_g + (ac_step * 10) : A, n); }
+  { const int n = (((0) + ac_k + 22 < K) ? ac_n : 0); ld_chunk<1>(ra[11], n ? ac_g + (ac_step * 11) : A, n); }
+  { const int n = (((0) + ac_k + 24 < K) ? ac_n : 0); ld_chunk<1>(ra[12], n ? ac_g + (ac_step * 12) : A, n); }
+  { const int n = (((0) + ac_k + 26 < K) ? ac_n : 0); ld_chunk<1>(ra[13], n ? ac_g + (ac_step * 13) : A, n); }
+  { const int n = (((0) + ac_k + 28 < K) ? ac_n : 0); ld_chunk<1>(ra[14], n ? ac_g + (ac_step * 14) : A, n); }
+  { const int n = (((0) + ac_k + 30 < K) ? ac_n : 0); ld_chunk<1>(ra[15], n ? ac_g + (ac_step * 15) : A, n); }
+  { const int n = (((0) + bc_k + 0 < K) ? bc_n : 0); ld_chunk<1>(rb[0], n ? bc_g : B, n); }
+  { const int n = (((0) + bc_k + 2 < K) ? bc_n : 0); ld_chunk<1>(rb[1], n ? bc_g + (bc_step) : B, n); }
+  { const int n = (((0) + bc_k + 4 < K) ? bc_n : 0); ld_chunk<1>(rb[2], n ? bc_g + (bc_step * 2) : B, n); }
+  { const int n = (((0) + bc_k + 6 < K) ? bc_n : 0); ld_chunk<1>(rb[3], n ? bc_g + (bc_step * 3) : B, n); }
+  { const int n = (((0) + bc_k + 8 < K) ? bc_n : 0); ld_chunk<1>(rb[4], n ? bc_g + (bc_step * 4) : B, n); }
+  { const int n = (((0) + bc_k + 10 < K) ? bc_n : 0); ld_chunk<1>(rb[5], n ? bc_g + (bc_step * 5) : B, n); }
+  { const int n = (((0) + bc_k + 12 < K) ? bc_n : 0); ld_chunk<1>(rb[6], n ? bc_g + (bc_step * 6) : B, n); }
+  { const int n = (((0) + bc_k + 14 < K) ? bc_n : 0); ld_chunk<1>(rb[7], n ? bc_g + (bc_step * 7) : B, n); }
+  { const int n = (((0) + bc_k + 16 < K) ? bc_n : 0); ld_chunk<1>(rb[8], n ? bc_g + (bc_step * 8) : B, n); }
+  { const int n = (((0) + bc_k + 18 < K) ? bc_n : 0); ld_chunk<1>(rb[9], n ? bc_g + (bc_step * 9) : B, n); }
+  { const int n = (((0) + bc_k + 20 < K) ? bc_n : 0); ld_chunk<1>(rb[10], n ? bc_g + (bc_step * 10) : B, n); }
+  { const int n = (((0) + bc_k + 22 < K) ? bc_n : 0); ld_chunk<1>(rb[11], n ? bc_g + (bc_step * 11) : B, n); }
+  { const int n = (((0) + bc_k + 24 < K) ? bc_n : 0); ld_chunk<1>(rb[12], n ? bc_g + (bc_step * 12) : B, n); }
+  { const int n = (((0) + bc_k + 26 < K) ? bc_n : 0); ld_chunk<1>(rb[13], n ? bc_g + (bc_step * 13) : B, n); }
+  { const int n = (((0) + bc_k + 28 < K) ? bc_n : 0); ld_chunk<1>(rb[14], n ? bc_g + (bc_step * 14) : B, n); }
+  { const int n = (((0) + bc_k + 30 < K) ? bc_n : 0); ld_chunk<1>(rb[15], n ? bc_g + (bc_step * 15) : B, n); }
+  st_chunk<4>(sA + smem_off_A(ac_r, ac_k + 0) * 4, ra[0]);
+  st_chunk<4>(sA + smem_off_A(ac_r, ac_k + 2) * 4, ra[1]);
+  st_chunk<4>(sA + smem_off_A(ac_r, ac_k + 4) * 4, ra[2]);
+  st_chunk<4>(sA + smem_off_A(ac_r, ac_k + 6) * 4, ra[3]);
+  st_chunk<4>(sA + smem_off_A(ac_r, ac_k + 8) * 4, ra[4]);
+  st_chunk<4>(sA + smem_off_A(ac_r, ac_k + 10) * 4, ra[5]);
+  st_chunk<4>(sA + smem_off_A(ac_r, ac_k + 12) * 4, ra[6]);
+  st_chunk<4>(sA + smem_off_A(ac_r, ac_k + 14) * 4, ra[7]);
+  st_chunk<4>(sA + smem_off_A(ac_r, ac_k + 16) * 4, ra[8]);
+  st_chunk<4>(sA + smem_off_A(ac_r, ac_k + 18) * 4, ra[9]);
+  st_chunk<4>(sA + smem_off_A(ac_r, ac_k + 20) * 4, ra[10]);
+  st_chunk<4>(sA + smem_off_A(ac_r, ac_k + 22) * 4, ra[11]);
+  st_chunk<4>(sA + smem_off_A(ac_r, ac_k + 24) * 4, ra[12]);
+  st_chunk<4>(sA + smem_off_A(ac_r, ac_k + 26) * 4, ra[13]);
+  st_chunk<4>(sA + smem_off_A(ac_r, ac_k + 28) * 4, ra[14]);
+  st_chunk<4>(sA + smem_off_A(ac_r, ac_k + 30) * 4, ra[15]);
+  st_chunk<4>(sB + smem_off_B(bc_r, bc_k + 0) * 4, rb[0]);
+  st_chunk<4>(sB + smem_off_B(bc_r, bc_k + 2) * 4, rb[1]);
+  st_chunk<4>(sB + smem_off_B(bc_r, bc_k + 4) * 4, rb[2]);
+  st_chunk<4>(sB + smem_off_B(bc_r, bc_k + 6) * 4, rb[3]);
+  st_chunk<4>(sB + smem_off_B(bc_r, bc_k + 8) * 4, rb[4]);
+  st_chunk<4>(sB + smem_off_B(bc_r, bc_k + 10) * 4, rb[5]);
+  st_chunk<4>(sB + smem_off_B(bc_r, bc_k + 12) * 4, rb[6]);
+  st_chunk<4>(sB + smem_off_B(bc_r, bc_k + 14) * 4, rb[7]);
+  st_chunk<4>(sB + smem_off_B(bc_r, bc_k + 16) * 4, rb[8]);
+  st_chunk<4>(sB + smem_off_B(bc_r, bc_k + 18) * 4, rb[9]);
+  st_chunk<4>(sB + smem_off_B(bc_r, bc_k + 20) * 4, rb[10]);
+  st_chunk<4>(sB + smem_off_B(bc_r, bc_k + 22) * 4, rb[11]);
+  st_chunk<4>(sB + smem_off_B(bc_r, bc_k + 24) * 4, rb[12]);
+  st_chunk<4>(sB + smem_off_B(bc_r, bc_k + 26) * 4, rb[13]);
+  st_chunk<4>(sB + smem_off_B(bc_r, bc_k + 28) * 4, rb[14]);
+  st_chunk<4>(sB + smem_off_B(bc_r, bc_k + 30) * 4, rb[15]);
   __syncthreads();
   int read_stage = 0, write_stage = 1;
-  fa[0][0][0] = ld_shared_32(sA + (read_stage) * 8192 + ((a_lm ^ 0u) + 0u));
-  fa[0][0][1] = ld_shared_32(sA + (read_stage) * 8192 + ((a_lm ^ 32u) + 0u));
-  fa[0][0][2] = ld_shared_32(sA + (read_stage) * 8192 + ((a_lm ^ 64u) + 512u));
-  fa[0][0][3] = ld_shared_32(sA + (read_stage) * 8192 + ((a_lm ^ 96u) + 512u));
-  fa[0][1][0] = ld_shared_32(sA + (read_stage) * 8192 + ((a_lm ^ 64u) + 0u));
-  fa[0][1][1] = ld_shared_32(sA + (read_stage) * 8192 + ((a_lm ^ 96u) + 0u));
-  fa[0][1][2] = ld_shared_32(sA + (read_stage) * 8192 + ((a_lm ^ 0u) + 512u));
-  fa[0][1][3] = ld_shared_32(sA + (read_stage) * 8192 + ((a_lm ^ 32u) + 512u));
-  fb[0][0][0] = ld_shared_32(sB + (read_stage) * 8192 + ((b_lm ^ 0u) + 0u));
-  fb[0][0][1] = ld_shared_32(sB + (read_stage) * 8192 + ((b_lm ^ 64u) + 512u));
-  fb[0][1][0] = ld_shared_32(sB + (read_stage) * 8192 + ((b_lm ^ 32u) + 0u));
-  fb[0][1][1] = ld_shared_32(sB + (read_stage) * 8192 + ((b_lm ^ 96u) + 512u));
-  fb[0][2][0] = ld_shared_32(sB + (read_stage) * 8192 + ((b_lm ^ 64u) + 0u));
-  fb[0][2][1] = ld_shared_32(sB + (read_stage) * 8192 + ((b_lm ^ 0u) + 512u));
-  fb[0][3][0] = ld_shared_32(sB + (read_stage) * 8192 + ((b_lm ^ 96u) + 0u));
-  fb[0][3][1] = ld_shared_32(sB + (read_stage) * 8192 + ((b_lm ^ 32u) + 512u));
+  fa[0][0][0] = ld_shared_32(sA + read_stage * 8192 + (a_lm));
+  fa[0][0][1] = ld_shared_32(sA + read_stage * 8192 + (a_lm ^ 32));
+  fa[0][0][2] = ld_shared_32(sA + read_stage * 8192 + ((a_lm ^ 64) + 512));
+  fa[0][0][3] = ld_shared_32(sA + read_stage * 8192 + ((a_lm ^ 96) + 512));
+  fa[0][1][0] = ld_shared_32(sA + read_stage * 8192 + (a_lm ^ 64));
+  fa[0][1][1] = ld_shared_32(sA + read_stage * 8192 + (a_lm ^ 96));
+  fa[0][1][2] = ld_shared_32(sA + read_stage * 8192 + (a_lm + 512));
+  fa[0][1][3] = ld_shared_32(sA + read_stage * 8192 + ((a_lm ^ 32) + 512));
+  fb[0][0][0] = ld_shared_32(sB + read_stage * 8192 + (b_lm));
+  fb[0][0][1] = ld_shared_32(sB + read_stage * 8192 + ((b_lm ^ 64) + 512));
+  fb[0][1][0] = ld_shared_32(sB + read_stage * 8192 + (b_lm ^ 32));
+  fb[0][1][1] = ld_shared_32(sB + read_stage * 8192 + ((b_lm ^ 96) + 512));
+  fb[0][2][0] = ld_shared_32(sB + read_stage * 8192 + (b_lm ^ 64));
+  fb[0][2][1] = ld_shared_32(sB + read_stage * 8192 + (b_lm + 512));
+  fb[0][3][0] = ld_shared_32(sB + read_stage * 8192 + (b_lm ^ 96));
+  fb[0][3][1] = ld_shared_32(sB + read_stage * 8192 + ((b_lm ^ 32) + 512));
   #pragma unroll
   for (int i = 0; i < 2; ++i) {
     #pragma unroll
@@ -201,22 +201,22 @@ extern "C" __global__ void __launch_bounds__(128, 1) gemm_sm80_pipelined_tf32_f3
   for (int kt = 0; kt < k_tiles; ++kt) {
     const bool more = kt + 1 < k_tiles;
     // k block 0
-    fa[1][0][0] = ld_shared_32(sA + (read_stage) * 8192 + ((a_lm ^ 0u) + 2048u));
-    fa[1][0][1] = ld_shared_32(sA + (read_stage) * 8192 + ((a_lm ^ 32u) + 2048u));
-    fa[1][0][2] = ld_shared_32(sA + (read_stage) * 8192 + ((a_lm ^ 64u) + 2560u));
-    fa[1][0][3] = ld_shared_32(sA + (read_stage) * 8192 + ((a_lm ^ 96u) + 2560u));
-    fa[1][1][0] = ld_shared_32(sA + (read_stage) * 8192 + ((a_lm ^ 64u) + 2048u));
-    fa[1][1][1] = ld_shared_32(sA + (read_stage) * 8192 + ((a_lm ^ 96u) + 2048u));
-    fa[1][1][2] = ld_shared_32(sA + (read_stage) * 8192 + ((a_lm ^ 0u) + 2560u));
-    fa[1][1][3] = ld_shared_32(sA + (read_stage) * 8192 + ((a_lm ^ 32u) + 2560u));
-    fb[1][0][0] = ld_shared_32(sB + (read_stage) * 8192 + ((b_lm ^ 0u) + 2048u));
-    fb[1][0][1] = ld_shared_32(sB + (read_stage) * 8192 + ((b_lm ^ 64u) + 2560u));
-    fb[1][1][0] = ld_shared_32(sB + (read_stage) * 8192 + ((b_lm ^ 32u) + 2048u));
-    fb[1][1][1] = ld_shared_32(sB + (read_stage) * 8192 + ((b_lm ^ 96u) + 2560u));
-    fb[1][2][0] = ld_shared_32(sB + (read_stage) * 8192 + ((b_lm ^ 64u) + 2048u));
-    fb[1][2][1] = ld_shared_32(sB + (read_stage) * 8192 + ((b_lm ^ 0u) + 2560u));
-    fb[1][3][0] = ld_shared_32(sB + (read_stage) * 8192 + ((b_lm ^ 96u) + 2048u));
-    fb[1][3][1] = ld_shared_32(sB + (read_stage) * 8192 + ((b_lm ^ 32u) + 2560u));
+    fa[1][0][0] = ld_shared_32(sA + read_stage * 8192 + (a_lm + 2048));
+    fa[1][0][1] = ld_shared_32(sA + read_stage * 8192 + ((a_lm ^ 32) + 2048));
+    fa[1][0][2] = ld_shared_32(sA + read_stage * 8192 + ((a_lm ^ 64) + 2560));
+    fa[1][0][3] = ld_shared_32(sA + read_stage * 8192 + ((a_lm ^ 96) + 2560));
+    fa[1][1][0] = ld_shared_32(sA + read_stage * 8192 + ((a_lm ^ 64) + 2048));
+    fa[1][1][1] = ld_shared_32(sA + read_stage * 8192 + ((a_lm ^ 96) + 2048));
+    fa[1][1][2] = ld_shared_32(sA + read_stage * 8192 + (a_lm + 2560));
+    fa[1][1][3] = ld_shared_32(sA + read_stage * 8192 + ((a_lm ^ 32) + 2560));
+    fb[1][0][0] = ld_shared_32(sB + read_stage * 8192 + (b_lm + 2048));
+    fb[1][0][1] = ld_shared_32(sB + read_stage * 8192 + ((b_lm ^ 64) + 2560));
+    fb[1][1][0] = ld_shared_32(sB + read_stage * 8192 + ((b_lm ^ 32) + 2048));
+    fb[1][1][1] = ld_shared_32(sB + read_stage * 8192 + ((b_lm ^ 96) + 2560));
+    fb[1][2][0] = ld_shared_32(sB + read_stage * 8192 + ((b_lm ^ 64) + 2048));
+    fb[1][2][1] = ld_shared_32(sB + read_stage * 8192 + (b_lm + 2560));
+    fb[1][3][0] = ld_shared_32(sB + read_stage * 8192 + ((b_lm ^ 96) + 2048));
+    fb[1][3][1] = ld_shared_32(sB + read_stage * 8192 + ((b_lm ^ 32) + 2560));
     #pragma unroll
     for (int i_2 = 0; i_2 < 2; ++i_2) {
       #pragma unroll
@@ -232,38 +232,38 @@ extern "C" __global__ void __launch_bounds__(128, 1) gemm_sm80_pipelined_tf32_f3
       }
     }
     if (more) {
-      { const int n = ((((kt + 1) * 32) + ac_k + 0 < K) ? ac_n : 0); ld_chunk<1>(ra[0], n ? ac_g + 0 * ac_step + (long long)((kt + 1) * 32) * lda : A, n); }
-      { const int n = ((((kt + 1) * 32) + ac_k + 2 < K) ? ac_n : 0); ld_chunk<1>(ra[1], n ? ac_g + 1 * ac_step + (long long)((kt + 1) * 32) * lda : A, n); }
-      { const int n = ((((kt + 1) * 32) + ac_k + 4 < K) ? ac_n : 0); ld_chunk<1>(ra[2], n ? ac_g + 2 * ac_step + (long long)((kt + 1) * 32) * lda : A, n); }
-      { const int n = ((((kt + 1) * 32) + ac_k + 6 < K) ? ac_n : 0); ld_chunk<1>(ra[3], n ? ac_g + 3 * ac_step + (long long)((kt + 1) * 32) * lda : A, n); }
-      { const int n = ((((kt + 1) * 32) + ac_k + 8 < K) ? ac_n : 0); ld_chunk<1>(ra[4], n ? ac_g + 4 * ac_step + (long long)((kt + 1) * 32) * lda : A, n); }
-      { const int n = ((((kt + 1) * 32) + ac_k + 10 < K) ? ac_n : 0); ld_chunk<1>(ra[5], n ? ac_g + 5 * ac_step + (long long)((kt + 1) * 32) * lda : A, n); }
-      { const int n = ((((kt + 1) * 32) + ac_k + 12 < K) ? ac_n : 0); ld_chunk<1>(ra[6], n ? ac_g + 6 * ac_step + (long long)((kt + 1) * 32) * lda : A, n); }
-      { const int n = ((((kt + 1) * 32) + ac_k + 14 < K) ? ac_n : 0); ld_chunk<1>(ra[7], n ? ac_g + 7 * ac_step + (long long)((kt + 1) * 32) * lda : A, n); }
-      { const int n = ((((kt + 1) * 32) + ac_k + 16 < K) ? ac_n : 0); ld_chunk<1>(ra[8], n ? ac_g + 8 * ac_step + (long long)((kt + 1) * 32) * lda : A, n); }
-      { const int n = ((((kt + 1) * 32) + ac_k + 18 < K) ? ac_n : 0); ld_chunk<1>(ra[9], n ? ac_g + 9 * ac_step + (long long)((kt + 1) * 32) * lda : A, n); }
-      { const int n = ((((kt + 1) * 32) + ac_k + 20 < K) ? ac_n : 0); ld_chunk<1>(ra[10], n ? ac_g + 10 * ac_step + (long long)((kt + 1) * 32) * lda : A, n); }
-      { const int n = ((((kt + 1) * 32) + ac_k + 22 < K) ? ac_n : 0); ld_chunk<1>(ra[11], n ? ac_g + 11 * ac_step + (long long)((kt + 1) * 32) * lda : A, n); }
-      { const int n = ((((kt + 1) * 32) + ac_k + 24 < K) ? ac_n : 0); ld_chunk<1>(ra[12], n ? ac_g + 12 * ac_step + (long long)((kt + 1) * 32) * lda : A, n); }
-      { const int n = ((((kt + 1) * 32) + ac_k + 26 < K) ? ac_n : 0); ld_chunk<1>(ra[13], n ? ac_g + 13 * ac_step + (long long)((kt + 1) * 32) * lda : A, n); }
-      { const int n = ((((kt + 1) * 32) + ac_k + 28 < K) ? ac_n : 0); ld_chunk<1>(ra[14], n ? ac_g + 14 * ac_step + (long long)((kt + 1) * 32) * lda : A, n); }
-      { const int n = ((((kt + 1) * 32) + ac_k + 30 < K) ? ac_n : 0); ld_chunk<1>(ra[15], n ? ac_g + 15 * ac_step + (long long)((kt + 1) * 32) * lda : A, n); }
-      { const int n = ((((kt + 1) * 32) + bc_k + 0 < K) ? bc_n : 0); ld_chunk<1>(rb[0], n ? bc_g + 0 * bc_step + (long long)((kt + 1) * 32) * ldb : B, n); }
-      { const int n = ((((kt + 1) * 32) + bc_k + 2 < K) ? bc_n : 0); ld_chunk<1>(rb[1], n ? bc_g + 1 * bc_step + (long long)((kt + 1) * 32) * ldb : B, n); }
-      { const int n = ((((kt + 1) * 32) + bc_k + 4 < K) ? bc_n : 0); ld_chunk<1>(rb[2], n ? bc_g + 2 * bc_step + (long long)((kt + 1) * 32) * ldb : B, n); }
-      { const int n = ((((kt + 1) * 32) + bc_k + 6 < K) ? bc_n : 0); ld_chunk<1>(rb[3], n ? bc_g + 3 * bc_step + (long long)((kt + 1) * 32) * ldb : B, n); }
-      { const int n = ((((kt + 1) * 32) + bc_k + 8 < K) ? bc_n : 0); ld_chunk<1>(rb[4], n ? bc_g + 4 * bc_step + (long long)((kt + 1) * 32) * ldb : B, n); }
-      { const int n = ((((kt + 1) * 32) + bc_k + 10 < K) ? bc_n : 0); ld_chunk<1>(rb[5], n ? bc_g + 5 * bc_step + (long long)((kt + 1) * 32) * ldb : B, n); }
-      { const int n = ((((kt + 1) * 32) + bc_k + 12 < K) ? bc_n : 0); ld_chunk<1>(rb[6], n ? bc_g + 6 * bc_step + (long long)((kt + 1) * 32) * ldb : B, n); }
-      { const int n = ((((kt + 1) * 32) + bc_k + 14 < K) ? bc_n : 0); ld_chunk<1>(rb[7], n ? bc_g + 7 * bc_step + (long long)((kt + 1) * 32) * ldb : B, n); }
-      { const int n = ((((kt + 1) * 32) + bc_k + 16 < K) ? bc_n : 0); ld_chunk<1>(rb[8], n ? bc_g + 8 * bc_step + (long long)((kt + 1) * 32) * ldb : B, n); }
-      { const int n = ((((kt + 1) * 32) + bc_k + 18 < K) ? bc_n : 0); ld_chunk<1>(rb[9], n ? bc_g + 9 * bc_step + (long long)((kt + 1) * 32) * ldb : B, n); }
-      { const int n = ((((kt + 1) * 32) + bc_k + 20 < K) ? bc_n : 0); ld_chunk<1>(rb[10], n ? bc_g + 10 * bc_step + (long long)((kt + 1) * 32) * ldb : B, n); }
-      { const int n = ((((kt + 1) * 32) + bc_k + 22 < K) ? bc_n : 0); ld_chunk<1>(rb[11], n ? bc_g + 11 * bc_step + (long long)((kt + 1) * 32) * ldb : B, n); }
-      { const int n = ((((kt + 1) * 32) + bc_k + 24 < K) ? bc_n : 0); ld_chunk<1>(rb[12], n ? bc_g + 12 * bc_step + (long long)((kt + 1) * 32) * ldb : B, n); }
-      { const int n = ((((kt + 1) * 32) + bc_k + 26 < K) ? bc_n : 0); ld_chunk<1>(rb[13], n ? bc_g + 13 * bc_step + (long long)((kt + 1) * 32) * ldb : B, n); }
-      { const int n = ((((kt + 1) * 32) + bc_k + 28 < K) ? bc_n : 0); ld_chunk<1>(rb[14], n ? bc_g + 14 * bc_step + (long long)((kt + 1) * 32) * ldb : B, n); }
-      { const int n = ((((kt + 1) * 32) + bc_k + 30 < K) ? bc_n : 0); ld_chunk<1>(rb[15], n ? bc_g + 15 * bc_step + (long long)((kt + 1) * 32) * ldb : B, n); }
+      { const int n = (((kt * 32 + 32) + ac_k + 0 < K) ? ac_n : 0); ld_chunk<1>(ra[0], n ? ac_g + ((kt * 32 + 32) * lda) : A, n); }
+      { const int n = (((kt * 32 + 32) + ac_k + 2 < K) ? ac_n : 0); ld_chunk<1>(ra[1], n ? ac_g + (ac_step) + ((kt * 32 + 32) * lda) : A, n); }
+      { const int n = (((kt * 32 + 32) + ac_k + 4 < K) ? ac_n : 0); ld_chunk<1>(ra[2], n ? ac_g + (ac_step * 2) + ((kt * 32 + 32) * lda) : A, n); }
+      { const int n = (((kt * 32 + 32) + ac_k + 6 < K) ? ac_n : 0); ld_chunk<1>(ra[3], n ? ac_g + (ac_step * 3) + ((kt * 32 + 32) * lda) : A, n); }
+      { const int n = (((kt * 32 + 32) + ac_k + 8 < K) ? ac_n : 0); ld_chunk<1>(ra[4], n ? ac_g + (ac_step * 4) + ((kt * 32 + 32) * lda) : A, n); }
+      { const int n = (((kt * 32 + 32) + ac_k + 10 < K) ? ac_n : 0); ld_chunk<1>(ra[5], n ? ac_g + (ac_step * 5) + ((kt * 32 + 32) * lda) : A, n); }
+      { const int n = (((kt * 32 + 32) + ac_k + 12 < K) ? ac_n : 0); ld_chunk<1>(ra[6], n ? ac_g + (ac_step * 6) + ((kt * 32 + 32) * lda) : A, n); }
+      { const int n = (((kt * 32 + 32) + ac_k + 14 < K) ? ac_n : 0); ld_chunk<1>(ra[7], n ? ac_g + (ac_step * 7) + ((kt * 32 + 32) * lda) : A, n); }
+      { const int n = (((kt * 32 + 32) + ac_k + 16 < K) ? ac_n : 0); ld_chunk<1>(ra[8], n ? ac_g + (ac_step * 8) + ((kt * 32 + 32) * lda) : A, n); }
+      { const int n = (((kt * 32 + 32) + ac_k + 18 < K) ? ac_n : 0); ld_chunk<1>(ra[9], n ? ac_g + (ac_step * 9) + ((kt * 32 + 32) * lda) : A, n); }
+      { const int n = (((kt * 32 + 32) + ac_k + 20 < K) ? ac_n : 0); ld_chunk<1>(ra[10], n ? ac_g + (ac_step * 10) + ((kt * 32 + 32) * lda) : A, n); }
+      { const int n = (((kt * 32 + 32) + ac_k + 22 < K) ? ac_n : 0); ld_chunk<1>(ra[11], n ? ac_g + (ac_step * 11) + ((kt * 32 + 32) * lda) : A, n); }
+      { const int n = (((kt * 32 + 32) + ac_k + 24 < K) ? ac_n : 0); ld_chunk<1>(ra[12], n ? ac_g + (ac_step * 12) + ((kt * 32 + 32) * lda) : A, n); }
+      { const int n = (((kt * 32 + 32) + ac_k + 26 < K) ? ac_n : 0); ld_chunk<1>(ra[13], n ? ac_g + (ac_step * 13) + ((kt * 32 + 32) * lda) : A, n); }
+      { const int n = (((kt * 32 + 32) + ac_k + 28 < K) ? ac_n : 0); ld_chunk<1>(ra[14], n ? ac_g + (ac_step * 14) + ((kt * 32 + 32) * lda) : A, n); }
+      { const int n = (((kt * 32 + 32) + ac_k + 30 < K) ? ac_n : 0); ld_chunk<1>(ra[15], n ? ac_g + (ac_step * 15) + ((kt * 32 + 32) * lda) : A, n); }
+      { const int n = (((kt * 32 + 32) + bc_k + 0 < K) ? bc_n : 0); ld_chunk<1>(rb[0], n ? bc_g + ((kt * 32 + 32) * ldb) : B, n); }
+      { const int n = (((kt * 32 + 32) + bc_k + 2 < K) ? bc_n : 0); ld_chunk<1>(rb[1], n ? bc_g + (bc_step) + ((kt * 32 + 32) * ldb) : B, n); }
+      { const int n = (((kt * 32 + 32) + bc_k + 4 < K) ? bc_n : 0); ld_chunk<1>(rb[2], n ? bc_g + (bc_step * 2) + ((kt * 32 + 32) * ldb) : B, n); }
+      { const int n = (((kt * 32 + 32) + bc_k + 6 < K) ? bc_n : 0); ld_chunk<1>(rb[3], n ? bc_g + (bc_step * 3) + ((kt * 32 + 32) * ldb) : B, n); }
+      { const int n = (((kt * 32 + 32) + bc_k + 8 < K) ? bc_n : 0); ld_chunk<1>(rb[4], n ? bc_g + (bc_step * 4) + ((kt * 32 + 32) * ldb) : B, n); }
+      { const int n = (((kt * 32 + 32) + bc_k + 10 < K) ? bc_n : 0); ld_chunk<1>(rb[5], n ? bc_g + (bc_step * 5) + ((kt * 32 + 32) * ldb) : B, n); }
+      { const int n = (((kt * 32 + 32) + bc_k + 12 < K) ? bc_n : 0); ld_chunk<1>(rb[6], n ? bc_g + (bc_step * 6) + ((kt * 32 + 32) * ldb) : B, n); }
+      { const int n = (((kt * 32 + 32) + bc_k + 14 < K) ? bc_n : 0); ld_chunk<1>(rb[7], n ? bc_g + (bc_step * 7) + ((kt * 32 + 32) * ldb) : B, n); }
+      { const int n = (((kt * 32 + 32) + bc_k + 16 < K) ? bc_n : 0); ld_chunk<1>(rb[8], n ? bc_g + (bc_step * 8) + ((kt * 32 + 32) * ldb) : B, n); }
+      { const int n = (((kt * 32 + 32) + bc_k + 18 < K) ? bc_n : 0); ld_chunk<1>(rb[9], n ? bc_g + (bc_step * 9) + ((kt * 32 + 32) * ldb) : B, n); }
+      { const int n = (((kt * 32 + 32) + bc_k + 20 < K) ? bc_n : 0); ld_chunk<1>(rb[10], n ? bc_g + (bc_step * 10) + ((kt * 32 + 32) * ldb) : B, n); }
+      { const int n = (((kt * 32 + 32) + bc_k + 22 < K) ? bc_n : 0); ld_chunk<1>(rb[11], n ? bc_g + (bc_step * 11) + ((kt * 32 + 32) * ldb) : B, n); }
+      { const int n = (((kt * 32 + 32) + bc_k + 24 < K) ? bc_n : 0); ld_chunk<1>(rb[12], n ? bc_g + (bc_step * 12) + ((kt * 32 + 32) * ldb) : B, n); }
+      { const int n = (((kt * 32 + 32) + bc_k + 26 < K) ? bc_n : 0); ld_chunk<1>(rb[13], n ? bc_g + (bc_step * 13) + ((kt * 32 + 32) * ldb) : B, n); }
+      { const int n = (((kt * 32 + 32) + bc_k + 28 < K) ? bc_n : 0); ld_chunk<1>(rb[14], n ? bc_g + (bc_step * 14) + ((kt * 32 + 32) * ldb) : B, n); }
+      { const int n = (((kt * 32 + 32) + bc_k + 30 < K) ? bc_n : 0); ld_chunk<1>(rb[15], n ? bc_g + (bc_step * 15) + ((kt * 32 + 32) * ldb) : B, n); }
     }
     // warp MMA, serpentine (vertical visit): n outer, m reversed on odd n
     #pragma unroll
@@ -275,22 +275,22 @@ extern "C" __global__ void __launch_bounds__(128, 1) gemm_sm80_pipelined_tf32_f3
       }
     }
     // k block 1
-    fa[0][0][0] = ld_shared_32(sA + (read_stage) * 8192 + ((a_lm ^ 0u) + 4096u));
-    fa[0][0][1] = ld_shared_32(sA + (read_stage) * 8192 + ((a_lm ^ 32u) + 4096u));
-    fa[0][0][2] = ld_shared_32(sA + (read_stage) * 8192 + ((a_lm ^ 64u) + 4608u));
-    fa[0][0][3] = ld_shared_32(sA + (read_stage) * 8192 + ((a_lm ^ 96u) + 4608u));
-    fa[0][1][0] = ld_shared_32(sA + (read_stage) * 8192 + ((a_lm ^ 64u) + 4096u));
-    fa[0][1][1] = ld_shared_32(sA + (read_stage) * 8192 + ((a_lm ^ 96u) + 4096u));
-    fa[0][1][2] = ld_shared_32(sA + (read_stage) * 8192 + ((a_lm ^ 0u) + 4608u));
-    fa[0][1][3] = ld_shared_32(sA + (read_stage) * 8192 + ((a_lm ^ 32u) + 4608u));
-    fb[0][0][0] = ld_shared_32(sB + (read_stage) * 8192 + ((b_lm ^ 0u) + 4096u));
-    fb[0][0][1] = ld_shared_32(sB + (read_stage) * 8192 + ((b_lm ^ 64u) + 4608u));
-    fb[0][1][0] = ld_shared_32(sB + (read_stage) * 8192 + ((b_lm ^ 32u) + 4096u));
-    fb[0][1][1] = ld_shared_32(sB + (read_stage) * 8192 + ((b_lm ^ 96u) + 4608u));
-    fb[0][2][0] = ld_shared_32(sB + (read_stage) * 8192 + ((b_lm ^ 64u) + 4096u));
-    fb[0][2][1] = ld_shared_32(sB + (read_stage) * 8192 + ((b_lm ^ 0u) + 4608u));
-    fb[0][3][0] = ld_shared_32(sB + (read_stage) * 8192 + ((b_lm ^ 96u) + 4096u));
-    fb[0][3][1] = ld_shared_32(sB + (read_stage) * 8192 + ((b_lm ^ 32u) + 4608u));
+    fa[0][0][0] = ld_shared_32(sA + read_stage * 8192 + (a_lm + 4096));
+    fa[0][0][1] = ld_shared_32(sA + read_stage * 8192 + ((a_lm ^ 32) + 4096));
+    fa[0][0][2] = ld_shared_32(sA + read_stage * 8192 + ((a_lm ^ 64) + 4608));
+    fa[0][0][3] = ld_shared_32(sA + read_stage * 8192 + ((a_lm ^ 96) + 4608));
+    fa[0][1][0] = ld_shared_32(sA + read_stage * 8192 + ((a_lm ^ 64) + 4096));
+    fa[0][1][1] = ld_shared_32(sA + read_stage * 8192 + ((a_lm ^ 96) + 4096));
+    fa[0][1][2] = ld_shared_32(sA + read_stage * 8192 + (a_lm + 4608));
+    fa[0][1][3] = ld_shared_32(sA + read_stage * 8192 + ((a_lm ^ 32) + 4608));
+    fb[0][0][0] = ld_shared_32(sB + read_stage * 8192 + (b_lm + 4096));
+    fb[0][0][1] = ld_shared_32(sB + read_stage * 8192 + ((b_lm ^ 64) + 4608));
+    fb[0][1][0] = ld_shared_32(sB + read_stage * 8192 + ((b_lm ^ 32) + 4096));
+    fb[0][1][1] = ld_shared_32(sB + read_stage * 8192 + ((b_lm ^ 96) + 4608));
+    fb[0][2][0] = ld_shared_32(sB + read_stage * 8192 + ((b_lm ^ 64) + 4096));
+    fb[0][2][1] = ld_shared_32(sB + read_stage * 8192 + (b_lm + 4608));
+    fb[0][3][0] = ld_shared_32(sB + read_stage * 8192 + ((b_lm ^ 96) + 4096));
+    fb[0][3][1] = ld_shared_32(sB + read_stage * 8192 + ((b_lm ^ 32) + 4608));
     #pragma unroll
     for (int i_4 = 0; i_4 < 2; ++i_4) {
       #pragma unroll
@@ -315,22 +315,22 @@ extern "C" __global__ void __launch_bounds__(128, 1) gemm_sm80_pipelined_tf32_f3
       }
     }
     // k block 2
-    fa[1][0][0] = ld_shared_32(sA + (read_stage) * 8192 + ((a_lm ^ 0u) + 6144u));
-    fa[1][0][1] = ld_shared_32(sA + (read_stage) * 8192 + ((a_lm ^ 32u) + 6144u));
-    fa[1][0][2] = ld_shared_32(sA + (read_stage) * 8192 + ((a_lm ^ 64u) + 6656u));
-    fa[1][0][3] = ld_shared_32(sA + (read_stage) * 8192 + ((a_lm ^ 96u) + 6656u));
-    fa[1][1][0] = ld_shared_32(sA + (read_stage) * 8192 + ((a_lm ^ 64u) + 6144u));
-    fa[1][1][1] = ld_shared_32(sA + (read_stage) * 8192 + ((a_lm ^ 96u) + 6144u));
-    fa[1][1][2] = ld_shared_32(sA + (read_stage) * 8192 + ((a_lm ^ 0u) + 6656u));
-    fa[1][1][3] = ld_shared_32(sA + (read_stage) * 8192 + ((a_lm ^ 32u) + 6656u));
-    fb[1][0][0] = ld_shared_32(sB + (read_stage) * 8192 + ((b_lm ^ 0u) + 6144u));
-    fb[1][0][1] = ld_shared_32(sB + (read_stage) * 8192 + ((b_lm ^ 64u) + 6656u));
-    fb[1][1][0] = ld_shared_32(sB + (read_stage) * 8192 + ((b_lm ^ 32u) + 6144u));
-    fb[1][1][1] = ld_shared_32(sB + (read_stage) * 8192 + ((b_lm ^ 96u) + 6656u));
-    fb[1][2][0] = ld_shared_32(sB + (read_stage) * 8192 + ((b_lm ^ 64u) + 6144u));
-    fb[1][2][1] = ld_shared_32(sB + (read_stage) * 8192 + ((b_lm ^ 0u) + 6656u));
-    fb[1][3][0] = ld_shared_32(sB + (read_stage) * 8192 + ((b_lm ^ 96u) + 6144u));
-    fb[1][3][1] = ld_shared_32(sB + (read_stage) * 8192 + ((b_lm ^ 32u) + 6656u));
+    fa[1][0][0] = ld_shared_32(sA + read_stage * 8192 + (a_lm + 6144));
+    fa[1][0][1] = ld_shared_32(sA + read_stage * 8192 + ((a_lm ^ 32) + 6144));
+    fa[1][0][2] = ld_shared_32(sA + read_stage * 8192 + ((a_lm ^ 64) + 6656));
+    fa[1][0][3] = ld_shared_32(sA + read_stage * 8192 + ((a_lm ^ 96) + 6656));
+    fa[1][1][0] = ld_shared_32(sA + read_stage * 8192 + ((a_lm ^ 64) + 6144));
+    fa[1][1][1] = ld_shared_32(sA + read_stage * 8192 + ((a_lm ^ 96) + 6144));
+    fa[1][1][2] = ld_shared_32(sA + read_stage * 8192 + (a_lm + 6656));
+    fa[1][1][3] = ld_shared_32(sA + read_stage * 8192 + ((a_lm ^ 32) + 6656));
+    fb[1][0][0] = ld_shared_32(sB + read_stage * 8192 + (b_lm + 6144));
+    fb[1][0][1] = ld_shared_32(sB + read_stage * 8192 + ((b_lm ^ 64) + 6656));
+    fb[1][1][0] = ld_shared_32(sB + read_stage * 8192 + ((b_lm ^ 32) + 6144));
+    fb[1][1][1] = ld_shared_32(sB + read_stage * 8192 + ((b_lm ^ 96) + 6656));
+    fb[1][2][0] = ld_shared_32(sB + read_stage * 8192 + ((b_lm ^ 64) + 6144));
+    fb[1][2][1] = ld_shared_32(sB + read_stage * 8192 + (b_lm + 6656));
+    fb[1][3][0] = ld_shared_32(sB + read_stage * 8192 + ((b_lm ^ 96) + 6144));
+    fb[1][3][1] = ld_shared_32(sB + read_stage * 8192 + ((b_lm ^ 32) + 6656));
     #pragma unroll
     for (int i_6 = 0; i_6 < 2; ++i_6) {
       #pragma unroll
@@ -356,57 +356,57 @@ extern "C" __global__ void __launch_bounds__(128, 1) gemm_sm80_pipelined_tf32_f3
     }
     // k block 3
     if (more) {
-      st_chunk<4>(sA + (write_stage) * 8192 + smem_off_A(ac_r, ac_k + 0) * 4, ra[0]);
-      st_chunk<4>(sA + (write_stage) * 8192 + smem_off_A(ac_r, ac_k + 2) * 4, ra[1]);
-      st_chunk<4>(sA + (write_stage) * 8192 + smem_off_A(ac_r, ac_k + 4) * 4, ra[2]);
-      st_chunk<4>(sA + (write_stage) * 8192 + smem_off_A(ac_r, ac_k + 6) * 4, ra[3]);
-      st_chunk<4>(sA + (write_stage) * 8192 + smem_off_A(ac_r, ac_k + 8) * 4, ra[4]);
-      st_chunk<4>(sA + (write_stage) * 8192 + smem_off_A(ac_r, ac_k + 10) * 4, ra[5]);
-      st_chunk<4>(sA + (write_stage) * 8192 + smem_off_A(ac_r, ac_k + 12) * 4, ra[6]);
-      st_chunk<4>(sA + (write_stage) * 8192 + smem_off_A(ac_r, ac_k + 14) * 4, ra[7]);
-      st_chunk<4>(sA + (write_stage) * 8192 + smem_off_A(ac_r, ac_k + 16) * 4, ra[8]);
-      st_chunk<4>(sA + (write_stage) * 8192 + smem_off_A(ac_r, ac_k + 18) * 4, ra[9]);
-      st_chunk<4>(sA + (write_stage) * 8192 + smem_off_A(ac_r, ac_k + 20) * 4, ra[10]);
-      st_chunk<4>(sA + (write_stage) * 8192 + smem_off_A(ac_r, ac_k + 22) * 4, ra[11]);
-      st_chunk<4>(sA + (write_stage) * 8192 + smem_off_A(ac_r, ac_k + 24) * 4, ra[12]);
-      st_chunk<4>(sA + (write_stage) * 8192 + smem_off_A(ac_r, ac_k + 26) * 4, ra[13]);
-      st_chunk<4>(sA + (write_stage) * 8192 + smem_off_A(ac_r, ac_k + 28) * 4, ra[14]);
-      st_chunk<4>(sA + (write_stage) * 8192 + smem_off_A(ac_r, ac_k + 30) * 4, ra[15]);
-      st_chunk<4>(sB + (write_stage) * 8192 + smem_off_B(bc_r, bc_k + 0) * 4, rb[0]);
-      st_chunk<4>(sB + (write_stage) * 8192 + smem_off_B(bc_r, bc_k + 2) * 4, rb[1]);
-      st_chunk<4>(sB + (write_stage) * 8192 + smem_off_B(bc_r, bc_k + 4) * 4, rb[2]);
-      st_chunk<4>(sB + (write_stage) * 8192 + smem_off_B(bc_r, bc_k + 6) * 4, rb[3]);
-      st_chunk<4>(sB + (write_stage) * 8192 + smem_off_B(bc_r, bc_k + 8) * 4, rb[4]);
-      st_chunk<4>(sB + (write_stage) * 8192 + smem_off_B(bc_r, bc_k + 10) * 4, rb[5]);
-      st_chunk<4>(sB + (write_stage) * 8192 + smem_off_B(bc_r, bc_k + 12) * 4, rb[6]);
-      st_chunk<4>(sB + (write_stage) * 8192 + smem_off_B(bc_r, bc_k + 14) * 4, rb[7]);
-      st_chunk<4>(sB + (write_stage) * 8192 + smem_off_B(bc_r, bc_k + 16) * 4, rb[8]);
-      st_chunk<4>(sB + (write_stage) * 8192 + smem_off_B(bc_r, bc_k + 18) * 4, rb[9]);
-      st_chunk<4>(sB + (write_stage) * 8192 + smem_off_B(bc_r, bc_k + 20) * 4, rb[10]);
-      st_chunk<4>(sB + (write_stage) * 8192 + smem_off_B(bc_r, bc_k + 22) * 4, rb[11]);
-      st_chunk<4>(sB + (write_stage) * 8192 + smem_off_B(bc_r, bc_k + 24) * 4, rb[12]);
-      st_chunk<4>(sB + (write_stage) * 8192 + smem_off_B(bc_r, bc_k + 26) * 4, rb[13]);
-      st_chunk<4>(sB + (write_stage) * 8192 + smem_off_B(bc_r, bc_k + 28) * 4, rb[14]);
-      st_chunk<4>(sB + (write_stage) * 8192 + smem_off_B(bc_r, bc_k + 30) * 4, rb[15]);
+      st_chunk<4>(sA + write_stage * 8192 + smem_off_A(ac_r, ac_k + 0) * 4, ra[0]);
+      st_chunk<4>(sA + write_stage * 8192 + smem_off_A(ac_r, ac_k + 2) * 4, ra[1]);
+      st_chunk<4>(sA + write_stage * 8192 + smem_off_A(ac_r, ac_k + 4) * 4, ra[2]);
+      st_chunk<4>(sA + write_stage * 8192 + smem_off_A(ac_r, ac_k + 6) * 4, ra[3]);
+      st_chunk<4>(sA + write_stage * 8192 + smem_off_A(ac_r, ac_k + 8) * 4, ra[4]);
+      st_chunk<4>(sA + write_stage * 8192 + smem_off_A(ac_r, ac_k + 10) * 4, ra[5]);
+      st_chunk<4>(sA + write_stage * 8192 + smem_off_A(ac_r, ac_k + 12) * 4, ra[6]);
+      st_chunk<4>(sA + write_stage * 8192 + smem_off_A(ac_r, ac_k + 14) * 4, ra[7]);
+      st_chunk<4>(sA + write_stage * 8192 + smem_off_A(ac_r, ac_k + 16) * 4, ra[8]);
+      st_chunk<4>(sA + write_stage * 8192 + smem_off_A(ac_r, ac_k + 18) * 4, ra[9]);
+      st_chunk<4>(sA + write_stage * 8192 + smem_off_A(ac_r, ac_k + 20) * 4, ra[10]);
+      st_chunk<4>(sA + write_stage * 8192 + smem_off_A(ac_r, ac_k + 22) * 4, ra[11]);
+      st_chunk<4>(sA + write_stage * 8192 + smem_off_A(ac_r, ac_k + 24) * 4, ra[12]);
+      st_chunk<4>(sA + write_stage * 8192 + smem_off_A(ac_r, ac_k + 26) * 4, ra[13]);
+      st_chunk<4>(sA + write_stage * 8192 + smem_off_A(ac_r, ac_k + 28) * 4, ra[14]);
+      st_chunk<4>(sA + write_stage * 8192 + smem_off_A(ac_r, ac_k + 30) * 4, ra[15]);
+      st_chunk<4>(sB + write_stage * 8192 + smem_off_B(bc_r, bc_k + 0) * 4, rb[0]);
+      st_chunk<4>(sB + write_stage * 8192 + smem_off_B(bc_r, bc_k + 2) * 4, rb[1]);
+      st_chunk<4>(sB + write_stage * 8192 + smem_off_B(bc_r, bc_k + 4) * 4, rb[2]);
+      st_chunk<4>(sB + write_stage * 8192 + smem_off_B(bc_r, bc_k + 6) * 4, rb[3]);
+      st_chunk<4>(sB + write_stage * 8192 + smem_off_B(bc_r, bc_k + 8) * 4, rb[4]);
+      st_chunk<4>(sB + write_stage * 8192 + smem_off_B(bc_r, bc_k + 10) * 4, rb[5]);
+      st_chunk<4>(sB + write_stage * 8192 + smem_off_B(bc_r, bc_k + 12) * 4, rb[6]);
+      st_chunk<4>(sB + write_stage * 8192 + smem_off_B(bc_r, bc_k + 14) * 4, rb[7]);
+      st_chunk<4>(sB + write_stage * 8192 + smem_off_B(bc_r, bc_k + 16) * 4, rb[8]);
+      st_chunk<4>(sB + write_stage * 8192 + smem_off_B(bc_r, bc_k + 18) * 4, rb[9]);
+      st_chunk<4>(sB + write_stage * 8192 + smem_off_B(bc_r, bc_k + 20) * 4, rb[10]);
+      st_chunk<4>(sB + write_stage * 8192 + smem_off_B(bc_r, bc_k + 22) * 4, rb[11]);
+      st_chunk<4>(sB + write_stage * 8192 + smem_off_B(bc_r, bc_k + 24) * 4, rb[12]);
+      st_chunk<4>(sB + write_stage * 8192 + smem_off_B(bc_r, bc_k + 26) * 4, rb[13]);
+      st_chunk<4>(sB + write_stage * 8192 + smem_off_B(bc_r, bc_k + 28) * 4, rb[14]);
+      st_chunk<4>(sB + write_stage * 8192 + smem_off_B(bc_r, bc_k + 30) * 4, rb[15]);
     }
     __syncthreads();
     read_stage ^= 1; write_stage ^= 1;
-    fa[0][0][0] = ld_shared_32(sA + (read_stage) * 8192 + ((a_lm ^ 0u) + 0u));
-    fa[0][0][1] = ld_shared_32(sA + (read_stage) * 8192 + ((a_lm ^ 32u) + 0u));
-    fa[0][0][2] = ld_shared_32(sA + (read_stage) * 8192 + ((a_lm ^ 64u) + 512u));
-    fa[0][0][3] = ld_shared_32(sA + (read_stage) * 8192 + ((a_lm ^ 96u) + 512u));
-    fa[0][1][0] = ld_shared_32(sA + (read_stage) * 8192 + ((a_lm ^ 64u) + 0u));
-    fa[0][1][1] = ld_shared_32(sA + (read_stage) * 8192 + ((a_lm ^ 96u) + 0u));
-    fa[0][1][2] = ld_shared_32(sA + (read_stage) * 8192 + ((a_lm ^ 0u) + 512u));
-    fa[0][1][3] = ld_shared_32(sA + (read_stage) * 8192 + ((a_lm ^ 32u) + 512u));
-    fb[0][0][0] = ld_shared_32(sB + (read_stage) * 8192 + ((b_lm ^ 0u) + 0u));
-    fb[0][0][1] = ld_shared_32(sB + (read_stage) * 8192 + ((b_lm ^ 64u) + 512u));
-    fb[0][1][0] = ld_shared_32(sB + (read_stage) * 8192 + ((b_lm ^ 32u) + 0u));
-    fb[0][1][1] = ld_shared_32(sB + (read_stage) * 8192 + ((b_lm ^ 96u) + 512u));
-    fb[0][2][0] = ld_shared_32(sB + (read_stage) * 8192 + ((b_lm ^ 64u) + 0u));
-    fb[0][2][1] = ld_shared_32(sB + (read_stage) * 8192 + ((b_lm ^ 0u) + 512u));
-    fb[0][3][0] = ld_shared_32(sB + (read_stage) * 8192 + ((b_lm ^ 96u) + 0u));
-    fb[0][3][1] = ld_shared_32(sB + (read_stage) * 8192 + ((b_lm ^ 32u) + 512u));
+    fa[0][0][0] = ld_shared_32(sA + read_stage * 8192 + (a_lm));
+    fa[0][0][1] = ld_shared_32(sA + read_stage * 8192 + (a_lm ^ 32));
+    fa[0][0][2] = ld_shared_32(sA + read_stage * 8192 + ((a_lm ^ 64) + 512));
+    fa[0][0][3] = ld_shared_32(sA + read_stage * 8192 + ((a_lm ^ 96) + 512));
+    fa[0][1][0] = ld_shared_32(sA + read_stage * 8192 + (a_lm ^ 64));
+    fa[0][1][1] = ld_shared_32(sA + read_stage * 8192 + (a_lm ^ 96));
+    fa[0][1][2] = ld_shared_32(sA + read_stage * 8192 + (a_lm + 512));
+    fa[0][1][3] = ld_shared_32(sA + read_stage * 8192 + ((a_lm ^ 32) + 512));
+    fb[0][0][0] = ld_shared_32(sB + read_stage * 8192 + (b_lm));
+    fb[0][0][1] = ld_shared_32(sB + read_stage * 8192 + ((b_lm ^ 64) + 512));
+    fb[0][1][0] = ld_shared_32(sB + read_stage * 8192 + (b_lm ^ 32));
+    fb[0][1][1] = ld_shared_32(sB + read_stage * 8192 + ((b_lm ^ 96) + 512));
+    fb[0][2][0] = ld_shared_32(sB + read_stage * 8192 + (b_lm ^ 64));
+    fb[0][2][1] = ld_shared_32(sB + read_stage * 8192 + (b_lm + 512));
+    fb[0][3][0] = ld_shared_32(sB + read_stage * 8192 + (b_lm ^ 96));
+    fb[0][3][1] = ld_shared_32(sB + read_stage * 8192 + ((b_lm ^ 32) + 512));
     #pragma unroll
     for (int i_8 = 0; i_8 < 2; ++i_8) {
       #pragma unroll
@@ -444,7 +444,7 @@ extern "C" __global__ void __launch_bounds__(128, 1) gemm_sm80_pipelined_tf32_f3
       #pragma unroll
       for (int ni = 0; ni < 4; ++ni) {
         const int n = n0 + warp_n * 32 + ni * 8 + (h ? cn1 : cn0);
-        const long long oc = (long long)m * ldc + n, o = (long long)m * ldd + n;
+        const long long oc = m * ldc + n, o = m * ldd + n;
         float v0 = alpha * acc[mi][ni][2 * h], v1 = alpha * acc[mi][ni][2 * h + 1];
         if (n < N) {
           if (use_c) { const long long o = oc; v0 += beta * C[o]; }

@@ -83,14 +83,14 @@ extern "C" __global__ void __launch_bounds__(128, 1) gemm_sm80_singlestage_f16_f
   // A: gmem->smem thread map, 2 iterations of 8 elements, 32 lines apart (+2048 smem bytes)
   const int ac_r = (tid / 4), ac_k = (tid % 4 * 8);
   const u32 ac_s = smem_off_A(ac_r, ac_k) * 2;
-  const EA* ac_g = A + (long long)(m0 + ac_r) * lda + ac_k;
-  const long long ac_step = (long long)32 * lda;
+  const EA* ac_g = A + ((m0 + ac_r) * lda) + (ac_k);
+  const long long ac_step = lda * 32;
   (void)ac_step;
   // B: gmem->smem thread map, 2 iterations of 8 elements, 32 lines apart (+2048 smem bytes)
   const int bc_r = (tid / 4), bc_k = (tid % 4 * 8);
   const u32 bc_s = smem_off_B(bc_r, bc_k) * 2;
-  const EA* bc_g = B + (long long)(n0 + bc_r) * ldb + bc_k;
-  const long long bc_step = (long long)32 * ldb;
+  const EA* bc_g = B + ((n0 + bc_r) * ldb) + (bc_k);
+  const long long bc_step = ldb * 32;
   (void)bc_step;
   u32 fa[2][2][4];
   u32 fb[2][4][2];
@@ -105,20 +105,20 @@ extern "C" __global__ void __launch_bounds__(128, 1) gemm_sm80_singlestage_f16_f
   const u32 b_lm = smem_off_B((lane & 7) + (lane >> 4) * 8 + warp_n * 32, ((lane >> 3) & 1) * 8) * 2;  // ldmatrix row address of this lane
   // Single stage (MmaSingleStage): gmem -> registers -> smem, sync, compute, sync
   u32 ra[2][4], rb[2][4];
-  { const int n = ((m0 + ac_r + 0 < M) ? max(0, min(8, K - (0) - ac_k)) : 0); ld_chunk<8>(ra[0], n ? ac_g + 0 * ac_step + (0) : A, n); }
-  { const int n = ((m0 + ac_r + 32 < M) ? max(0, min(8, K - (0) - ac_k)) : 0); ld_chunk<8>(ra[1], n ? ac_g + 1 * ac_step + (0) : A, n); }
-  { const int n = ((n0 + bc_r + 0 < N) ? max(0, min(8, K - (0) - bc_k)) : 0); ld_chunk<8>(rb[0], n ? bc_g + 0 * bc_step + (0) : B, n); }
-  { const int n = ((n0 + bc_r + 32 < N) ? max(0, min(8, K - (0) - bc_k)) : 0); ld_chunk<8>(rb[1], n ? bc_g + 1 * bc_step + (0) : B, n); }
+  { const int n = ((m0 + ac_r + 0 < M) ? max(0, min(8, K - (0) - ac_k)) : 0); ld_chunk<8>(ra[0], n ? ac_g : A, n); }
+  { const int n = ((m0 + ac_r + 32 < M) ? max(0, min(8, K - (0) - ac_k)) : 0); ld_chunk<8>(ra[1], n ? ac_g + (ac_step) : A, n); }
+  { const int n = ((n0 + bc_r + 0 < N) ? max(0, min(8, K - (0) - bc_k)) : 0); ld_chunk<8>(rb[0], n ? bc_g : B, n); }
+  { const int n = ((n0 + bc_r + 32 < N) ? max(0, min(8, K - (0) - bc_k)) : 0); ld_chunk<8>(rb[1], n ? bc_g + (bc_step) : B, n); }
   for (int kt = 0; kt < k_tiles; ++kt) {
-    st_chunk<16>(sA + (0) * 4096 + ac_s + 0, ra[0]);
-    st_chunk<16>(sA + (0) * 4096 + ac_s + 2048, ra[1]);
-    st_chunk<16>(sB + (0) * 4096 + bc_s + 0, rb[0]);
-    st_chunk<16>(sB + (0) * 4096 + bc_s + 2048, rb[1]);
+    st_chunk<16>(sA + ac_s, ra[0]);
+    st_chunk<16>(sA + ac_s + 2048, ra[1]);
+    st_chunk<16>(sB + bc_s, rb[0]);
+    st_chunk<16>(sB + bc_s + 2048, rb[1]);
     __syncthreads();
-    ldmatrix_x4(fa[0][0][0], fa[0][0][1], fa[0][0][2], fa[0][0][3], sA + (0) * 4096 + ((a_lm ^ 0u) + 0u));
-    ldmatrix_x4(fa[0][1][0], fa[0][1][1], fa[0][1][2], fa[0][1][3], sA + (0) * 4096 + ((a_lm ^ 0u) + 1024u));
-    ldmatrix_x4(fb[0][0][0], fb[0][0][1], fb[0][1][0], fb[0][1][1], sB + (0) * 4096 + ((b_lm ^ 0u) + 0u));
-    ldmatrix_x4(fb[0][2][0], fb[0][2][1], fb[0][3][0], fb[0][3][1], sB + (0) * 4096 + ((b_lm ^ 0u) + 1024u));
+    ldmatrix_x4(fa[0][0][0], fa[0][0][1], fa[0][0][2], fa[0][0][3], sA + (a_lm));
+    ldmatrix_x4(fa[0][1][0], fa[0][1][1], fa[0][1][2], fa[0][1][3], sA + (a_lm + 1024));
+    ldmatrix_x4(fb[0][0][0], fb[0][0][1], fb[0][1][0], fb[0][1][1], sB + (b_lm));
+    ldmatrix_x4(fb[0][2][0], fb[0][2][1], fb[0][3][0], fb[0][3][1], sB + (b_lm + 1024));
     // warp MMA, serpentine (vertical visit): n outer, m reversed on odd n
     #pragma unroll
     for (int ni = 0; ni < 4; ++ni) {
@@ -128,10 +128,10 @@ extern "C" __global__ void __launch_bounds__(128, 1) gemm_sm80_singlestage_f16_f
         mma_m16n8k16_f16f32(acc[mi][ni], fa[0][mi], fb[0][ni]);
       }
     }
-    ldmatrix_x4(fa[0][0][0], fa[0][0][1], fa[0][0][2], fa[0][0][3], sA + (0) * 4096 + ((a_lm ^ 32u) + 0u));
-    ldmatrix_x4(fa[0][1][0], fa[0][1][1], fa[0][1][2], fa[0][1][3], sA + (0) * 4096 + ((a_lm ^ 32u) + 1024u));
-    ldmatrix_x4(fb[0][0][0], fb[0][0][1], fb[0][1][0], fb[0][1][1], sB + (0) * 4096 + ((b_lm ^ 32u) + 0u));
-    ldmatrix_x4(fb[0][2][0], fb[0][2][1], fb[0][3][0], fb[0][3][1], sB + (0) * 4096 + ((b_lm ^ 32u) + 1024u));
+    ldmatrix_x4(fa[0][0][0], fa[0][0][1], fa[0][0][2], fa[0][0][3], sA + (a_lm ^ 32));
+    ldmatrix_x4(fa[0][1][0], fa[0][1][1], fa[0][1][2], fa[0][1][3], sA + ((a_lm ^ 32) + 1024));
+    ldmatrix_x4(fb[0][0][0], fb[0][0][1], fb[0][1][0], fb[0][1][1], sB + (b_lm ^ 32));
+    ldmatrix_x4(fb[0][2][0], fb[0][2][1], fb[0][3][0], fb[0][3][1], sB + ((b_lm ^ 32) + 1024));
     // warp MMA, serpentine (vertical visit): n outer, m reversed on odd n
     #pragma unroll
     for (int ni_1 = 0; ni_1 < 4; ++ni_1) {
@@ -143,10 +143,10 @@ extern "C" __global__ void __launch_bounds__(128, 1) gemm_sm80_singlestage_f16_f
     }
     __syncthreads();
     if (kt + 1 < k_tiles) {
-      { const int n = ((m0 + ac_r + 0 < M) ? max(0, min(8, K - ((kt + 1) * 32) - ac_k)) : 0); ld_chunk<8>(ra[0], n ? ac_g + 0 * ac_step + ((kt + 1) * 32) : A, n); }
-      { const int n = ((m0 + ac_r + 32 < M) ? max(0, min(8, K - ((kt + 1) * 32) - ac_k)) : 0); ld_chunk<8>(ra[1], n ? ac_g + 1 * ac_step + ((kt + 1) * 32) : A, n); }
-      { const int n = ((n0 + bc_r + 0 < N) ? max(0, min(8, K - ((kt + 1) * 32) - bc_k)) : 0); ld_chunk<8>(rb[0], n ? bc_g + 0 * bc_step + ((kt + 1) * 32) : B, n); }
-      { const int n = ((n0 + bc_r + 32 < N) ? max(0, min(8, K - ((kt + 1) * 32) - bc_k)) : 0); ld_chunk<8>(rb[1], n ? bc_g + 1 * bc_step + ((kt + 1) * 32) : B, n); }
+      { const int n = ((m0 + ac_r + 0 < M) ? max(0, min(8, K - (kt * 32 + 32) - ac_k)) : 0); ld_chunk<8>(ra[0], n ? ac_g + (kt * 32 + 32) : A, n); }
+      { const int n = ((m0 + ac_r + 32 < M) ? max(0, min(8, K - (kt * 32 + 32) - ac_k)) : 0); ld_chunk<8>(ra[1], n ? ac_g + (ac_step) + (kt * 32 + 32) : A, n); }
+      { const int n = ((n0 + bc_r + 0 < N) ? max(0, min(8, K - (kt * 32 + 32) - bc_k)) : 0); ld_chunk<8>(rb[0], n ? bc_g + (kt * 32 + 32) : B, n); }
+      { const int n = ((n0 + bc_r + 32 < N) ? max(0, min(8, K - (kt * 32 + 32) - bc_k)) : 0); ld_chunk<8>(rb[1], n ? bc_g + (bc_step) + (kt * 32 + 32) : B, n); }
     }
   }
   // Epilogue: D = alpha * acc + beta * C, converted, 2-wide stores where aligned
@@ -162,7 +162,7 @@ extern "C" __global__ void __launch_bounds__(128, 1) gemm_sm80_singlestage_f16_f
       #pragma unroll
       for (int ni = 0; ni < 4; ++ni) {
         const int n = n0 + warp_n * 32 + ni * 8 + (h ? cn1 : cn0);
-        const long long oc = (long long)m * ldc + n, o = (long long)m * ldd + n;
+        const long long oc = m * ldc + n, o = m * ldd + n;
         float v0 = alpha * acc[mi][ni][2 * h], v1 = alpha * acc[mi][ni][2 * h + 1];
         if (n + 1 < N) {
           if (use_c) { float c0, c1; { const long long o = oc; const u32 c2 = *reinterpret_cast<const u32*>(C + o); c0 = f16_bits_to_f32(static_cast<u16>(c2 & 0xffffu)); c1 = f16_bits_to_f32(static_cast<u16>(c2 >> 16)); } v0 += beta * c0; v1 += beta * c1; }

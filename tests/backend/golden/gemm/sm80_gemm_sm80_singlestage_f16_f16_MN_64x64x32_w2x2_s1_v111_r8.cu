@@ -84,15 +84,15 @@ extern "C" __global__ void __launch_bounds__(128, 1) gemm_sm80_singlestage_f16_f
   const int ac_r = (tid % 64), ac_k = (tid / 64);
   const u32 ac_s = smem_off_A(ac_r, ac_k) * 2;
   const int ac_n = max(0, min(1, M - m0 - ac_r));
-  const EA* ac_g = A + (m0 + ac_r) + (long long)ac_k * lda;
-  const long long ac_step = (long long)2 * lda;
+  const EA* ac_g = A + (m0 + ac_r) + (ac_k * lda);
+  const long long ac_step = lda * 2;
   (void)ac_step;
   // B: gmem->smem thread map, 16 iterations of 1 elements, 2 lines apart (+? smem bytes)
   const int bc_r = (tid % 64), bc_k = (tid / 64);
   const u32 bc_s = smem_off_B(bc_r, bc_k) * 2;
   const int bc_n = max(0, min(1, N - n0 - bc_r));
-  const EA* bc_g = B + (n0 + bc_r) + (long long)bc_k * ldb;
-  const long long bc_step = (long long)2 * ldb;
+  const EA* bc_g = B + (n0 + bc_r) + (bc_k * ldb);
+  const long long bc_step = ldb * 2;
   (void)bc_step;
   u32 fa[2][2][4];
   u32 fb[2][4][2];
@@ -107,76 +107,76 @@ extern "C" __global__ void __launch_bounds__(128, 1) gemm_sm80_singlestage_f16_f
   const u32 b_lm = smem_off_B((lane >> 4) * 8 + warp_n * 32, lane & 15) * 2;  // ldmatrix row address of this lane
   // Single stage (MmaSingleStage): gmem -> registers -> smem, sync, compute, sync
   u32 ra[16][1], rb[16][1];
-  { const int n = (((0) + ac_k + 0 < K) ? ac_n : 0); ld_chunk<1>(ra[0], n ? ac_g + 0 * ac_step + (long long)(0) * lda : A, n); }
-  { const int n = (((0) + ac_k + 2 < K) ? ac_n : 0); ld_chunk<1>(ra[1], n ? ac_g + 1 * ac_step + (long long)(0) * lda : A, n); }
-  { const int n = (((0) + ac_k + 4 < K) ? ac_n : 0); ld_chunk<1>(ra[2], n ? ac_g + 2 * ac_step + (long long)(0) * lda : A, n); }
-  { const int n = (((0) + ac_k + 6 < K) ? ac_n : 0); ld_chunk<1>(ra[3], n ? ac_g + 3 * ac_step + (long long)(0) * lda : A, n); }
-  { const int n = (((0) + ac_k + 8 < K) ? ac_n : 0); ld_chunk<1>(ra[4], n ? ac_g + 4 * ac_step + (long long)(0) * lda : A, n); }
-  { const int n = (((0) + ac_k + 10 < K) ? ac_n : 0); ld_chunk<1>(ra[5], n ? ac_g + 5 * ac_step + (long long)(0) * lda : A, n); }
-  { const int n = (((0) + ac_k + 12 < K) ? ac_n : 0); ld_chunk<1>(ra[6], n ? ac_g + 6 * ac_step + (long long)(0) * lda : A, n); }
-  { const int n = (((0) + ac_k + 14 < K) ? ac_n : 0); ld_chunk<1>(ra[7], n ? ac_g + 7 * ac_step + (long long)(0) * lda : A, n); }
-  { const int n = (((0) + ac_k + 16 < K) ? ac_n : 0); ld_chunk<1>(ra[8], n ? ac_g + 8 * ac_step + (long long)(0) * lda : A, n); }
-  { const int n = (((0) + ac_k + 18 < K) ? ac_n : 0); ld_chunk<1>(ra[9], n ? ac_g + 9 * ac_step + (long long)(0) * lda : A, n); }
-  { const int n = (((0) + ac_k + 20 < K) ? ac_n : 0); ld_chunk<1>(ra[10], n ? ac_g + 10 * ac_step + (long long)(0) * lda : A, n); }
-  { const int n = (((0) + ac_k + 22 < K) ? ac_n : 0); ld_chunk<1>(ra[11], n ? ac_g + 11 * ac_step + (long long)(0) * lda : A, n); }
-  { const int n = (((0) + ac_k + 24 < K) ? ac_n : 0); ld_chunk<1>(ra[12], n ? ac_g + 12 * ac_step + (long long)(0) * lda : A, n); }
-  { const int n = (((0) + ac_k + 26 < K) ? ac_n : 0); ld_chunk<1>(ra[13], n ? ac_g + 13 * ac_step + (long long)(0) * lda : A, n); }
-  { const int n = (((0) + ac_k + 28 < K) ? ac_n : 0); ld_chunk<1>(ra[14], n ? ac_g + 14 * ac_step + (long long)(0) * lda : A, n); }
-  { const int n = (((0) + ac_k + 30 < K) ? ac_n : 0); ld_chunk<1>(ra[15], n ? ac_g + 15 * ac_step + (long long)(0) * lda : A, n); }
-  { const int n = (((0) + bc_k + 0 < K) ? bc_n : 0); ld_chunk<1>(rb[0], n ? bc_g + 0 * bc_step + (long long)(0) * ldb : B, n); }
-  { const int n = (((0) + bc_k + 2 < K) ? bc_n : 0); ld_chunk<1>(rb[1], n ? bc_g + 1 * bc_step + (long long)(0) * ldb : B, n); }
-  { const int n = (((0) + bc_k + 4 < K) ? bc_n : 0); ld_chunk<1>(rb[2], n ? bc_g + 2 * bc_step + (long long)(0) * ldb : B, n); }
-  { const int n = (((0) + bc_k + 6 < K) ? bc_n : 0); ld_chunk<1>(rb[3], n ? bc_g + 3 * bc_step + (long long)(0) * ldb : B, n); }
-  { const int n = (((0) + bc_k + 8 < K) ? bc_n : 0); ld_chunk<1>(rb[4], n ? bc_g + 4 * bc_step + (long long)(0) * ldb : B, n); }
-  { const int n = (((0) + bc_k + 10 < K) ? bc_n : 0); ld_chunk<1>(rb[5], n ? bc_g + 5 * bc_step + (long long)(0) * ldb : B, n); }
-  { const int n = (((0) + bc_k + 12 < K) ? bc_n : 0); ld_chunk<1>(rb[6], n ? bc_g + 6 * bc_step + (long long)(0) * ldb : B, n); }
-  { const int n = (((0) + bc_k + 14 < K) ? bc_n : 0); ld_chunk<1>(rb[7], n ? bc_g + 7 * bc_step + (long long)(0) * ldb : B, n); }
-  { const int n = (((0) + bc_k + 16 < K) ? bc_n : 0); ld_chunk<1>(rb[8], n ? bc_g + 8 * bc_step + (long long)(0) * ldb : B, n); }
-  { const int n = (((0) + bc_k + 18 < K) ? bc_n : 0); ld_chunk<1>(rb[9], n ? bc_g + 9 * bc_step + (long long)(0) * ldb : B, n); }
-  { const int n = (((0) + bc_k + 20 < K) ? bc_n : 0); ld_chunk<1>(rb[10], n ? bc_g + 10 * bc_step + (long long)(0) * ldb : B, n); }
-  { const int n = (((0) + bc_k + 22 < K) ? bc_n : 0); ld_chunk<1>(rb[11], n ? bc_g + 11 * bc_step + (long long)(0) * ldb : B, n); }
-  { const int n = (((0) + bc_k + 24 < K) ? bc_n : 0); ld_chunk<1>(rb[12], n ? bc_g + 12 * bc_step + (long long)(0) * ldb : B, n); }
-  { const int n = (((0) + bc_k + 26 < K) ? bc_n : 0); ld_chunk<1>(rb[13], n ? bc_g + 13 * bc_step + (long long)(0) * ldb : B, n); }
-  { const int n = (((0) + bc_k + 28 < K) ? bc_n : 0); ld_chunk<1>(rb[14], n ? bc_g + 14 * bc_step + (long long)(0) * ldb : B, n); }
-  { const int n = (((0) + bc_k + 30 < K) ? bc_n : 0); ld_chunk<1>(rb[15], n ? bc_g + 15 * bc_step + (long long)(0) * ldb : B, n); }
+  { const int n = (((0) + ac_k + 0 < K) ? ac_n : 0); ld_chunk<1>(ra[0], n ? ac_g : A, n); }
+  { const int n = (((0) + ac_k + 2 < K) ? ac_n : 0); ld_chunk<1>(ra[1], n ? ac_g + (ac_step) : A, n); }
+  { const int n = (((0) + ac_k + 4 < K) ? ac_n : 0); ld_chunk<1>(ra[2], n ? ac_g + (ac_step * 2) : A, n); }
+  { const int n = (((0) + ac_k + 6 < K) ? ac_n : 0); ld_chunk<1>(ra[3], n ? ac_g + (ac_step * 3) : A, n); }
+  { const int n = (((0) + ac_k + 8 < K) ? ac_n : 0); ld_chunk<1>(ra[4], n ? ac_g + (ac_step * 4) : A, n); }
+  { const int n = (((0) + ac_k + 10 < K) ? ac_n : 0); ld_chunk<1>(ra[5], n ? ac_g + (ac_step * 5) : A, n); }
+  { const int n = (((0) + ac_k + 12 < K) ? ac_n : 0); ld_chunk<1>(ra[6], n ? ac_g + (ac_step * 6) : A, n); }
+  { const int n = (((0) + ac_k + 14 < K) ? ac_n : 0); ld_chunk<1>(ra[7], n ? ac_g + (ac_step * 7) : A, n); }
+  { const int n = (((0) + ac_k + 16 < K) ? ac_n : 0); ld_chunk<1>(ra[8], n ? ac_g + (ac_step * 8) : A, n); }
+  { const int n = (((0) + ac_k + 18 < K) ? ac_n : 0); ld_chunk<1>(ra[9], n ? ac_g + (ac_step * 9) : A, n); }
+  { const int n = (((0) + ac_k + 20 < K) ? ac_n : 0); ld_chunk<1>(ra[10], n ? ac_g + (ac_step * 10) : A, n); }
+  { const int n = (((0) + ac_k + 22 < K) ? ac_n : 0); ld_chunk<1>(ra[11], n ? ac_g + (ac_step * 11) : A, n); }
+  { const int n = (((0) + ac_k + 24 < K) ? ac_n : 0); ld_chunk<1>(ra[12], n ? ac_g + (ac_step * 12) : A, n); }
+  { const int n = (((0) + ac_k + 26 < K) ? ac_n : 0); ld_chunk<1>(ra[13], n ? ac_g + (ac_step * 13) : A, n); }
+  { const int n = (((0) + ac_k + 28 < K) ? ac_n : 0); ld_chunk<1>(ra[14], n ? ac_g + (ac_step * 14) : A, n); }
+  { const int n = (((0) + ac_k + 30 < K) ? ac_n : 0); ld_chunk<1>(ra[15], n ? ac_g + (ac_step * 15) : A, n); }
+  { const int n = (((0) + bc_k + 0 < K) ? bc_n : 0); ld_chunk<1>(rb[0], n ? bc_g : B, n); }
+  { const int n = (((0) + bc_k + 2 < K) ? bc_n : 0); ld_chunk<1>(rb[1], n ? bc_g + (bc_step) : B, n); }
+  { const int n = (((0) + bc_k + 4 < K) ? bc_n : 0); ld_chunk<1>(rb[2], n ? bc_g + (bc_step * 2) : B, n); }
+  { const int n = (((0) + bc_k + 6 < K) ? bc_n : 0); ld_chunk<1>(rb[3], n ? bc_g + (bc_step * 3) : B, n); }
+  { const int n = (((0) + bc_k + 8 < K) ? bc_n : 0); ld_chunk<1>(rb[4], n ? bc_g + (bc_step * 4) : B, n); }
+  { const int n = (((0) + bc_k + 10 < K) ? bc_n : 0); ld_chunk<1>(rb[5], n ? bc_g + (bc_step * 5) : B, n); }
+  { const int n = (((0) + bc_k + 12 < K) ? bc_n : 0); ld_chunk<1>(rb[6], n ? bc_g + (bc_step * 6) : B, n); }
+  { const int n = (((0) + bc_k + 14 < K) ? bc_n : 0); ld_chunk<1>(rb[7], n ? bc_g + (bc_step * 7) : B, n); }
+  { const int n = (((0) + bc_k + 16 < K) ? bc_n : 0); ld_chunk<1>(rb[8], n ? bc_g + (bc_step * 8) : B, n); }
+  { const int n = (((0) + bc_k + 18 < K) ? bc_n : 0); ld_chunk<1>(rb[9], n ? bc_g + (bc_step * 9) : B, n); }
+  { const int n = (((0) + bc_k + 20 < K) ? bc_n : 0); ld_chunk<1>(rb[10], n ? bc_g + (bc_step * 10) : B, n); }
+  { const int n = (((0) + bc_k + 22 < K) ? bc_n : 0); ld_chunk<1>(rb[11], n ? bc_g + (bc_step * 11) : B, n); }
+  { const int n = (((0) + bc_k + 24 < K) ? bc_n : 0); ld_chunk<1>(rb[12], n ? bc_g + (bc_step * 12) : B, n); }
+  { const int n = (((0) + bc_k + 26 < K) ? bc_n : 0); ld_chunk<1>(rb[13], n ? bc_g + (bc_step * 13) : B, n); }
+  { const int n = (((0) + bc_k + 28 < K) ? bc_n : 0); ld_chunk<1>(rb[14], n ? bc_g + (bc_step * 14) : B, n); }
+  { const int n = (((0) + bc_k + 30 < K) ? bc_n : 0); ld_chunk<1>(rb[15], n ? bc_g + (bc_step * 15) : B, n); }
   for (int kt = 0; kt < k_tiles; ++kt) {
-    st_chunk<2>(sA + (0) * 4096 + smem_off_A(ac_r, ac_k + 0) * 2, ra[0]);
-    st_chunk<2>(sA + (0) * 4096 + smem_off_A(ac_r, ac_k + 2) * 2, ra[1]);
-    st_chunk<2>(sA + (0) * 4096 + smem_off_A(ac_r, ac_k + 4) * 2, ra[2]);
-    st_chunk<2>(sA + (0) * 4096 + smem_off_A(ac_r, ac_k + 6) * 2, ra[3]);
-    st_chunk<2>(sA + (0) * 4096 + smem_off_A(ac_r, ac_k + 8) * 2, ra[4]);
-    st_chunk<2>(sA + (0) * 4096 + smem_off_A(ac_r, ac_k + 10) * 2, ra[5]);
-    st_chunk<2>(sA + (0) * 4096 + smem_off_A(ac_r, ac_k + 12) * 2, ra[6]);
-    st_chunk<2>(sA + (0) * 4096 + smem_off_A(ac_r, ac_k + 14) * 2, ra[7]);
-    st_chunk<2>(sA + (0) * 4096 + smem_off_A(ac_r, ac_k + 16) * 2, ra[8]);
-    st_chunk<2>(sA + (0) * 4096 + smem_off_A(ac_r, ac_k + 18) * 2, ra[9]);
-    st_chunk<2>(sA + (0) * 4096 + smem_off_A(ac_r, ac_k + 20) * 2, ra[10]);
-    st_chunk<2>(sA + (0) * 4096 + smem_off_A(ac_r, ac_k + 22) * 2, ra[11]);
-    st_chunk<2>(sA + (0) * 4096 + smem_off_A(ac_r, ac_k + 24) * 2, ra[12]);
-    st_chunk<2>(sA + (0) * 4096 + smem_off_A(ac_r, ac_k + 26) * 2, ra[13]);
-    st_chunk<2>(sA + (0) * 4096 + smem_off_A(ac_r, ac_k + 28) * 2, ra[14]);
-    st_chunk<2>(sA + (0) * 4096 + smem_off_A(ac_r, ac_k + 30) * 2, ra[15]);
-    st_chunk<2>(sB + (0) * 4096 + smem_off_B(bc_r, bc_k + 0) * 2, rb[0]);
-    st_chunk<2>(sB + (0) * 4096 + smem_off_B(bc_r, bc_k + 2) * 2, rb[1]);
-    st_chunk<2>(sB + (0) * 4096 + smem_off_B(bc_r, bc_k + 4) * 2, rb[2]);
-    st_chunk<2>(sB + (0) * 4096 + smem_off_B(bc_r, bc_k + 6) * 2, rb[3]);
-    st_chunk<2>(sB + (0) * 4096 + smem_off_B(bc_r, bc_k + 8) * 2, rb[4]);
-    st_chunk<2>(sB + (0) * 4096 + smem_off_B(bc_r, bc_k + 10) * 2, rb[5]);
-    st_chunk<2>(sB + (0) * 4096 + smem_off_B(bc_r, bc_k + 12) * 2, rb[6]);
-    st_chunk<2>(sB + (0) * 4096 + smem_off_B(bc_r, bc_k + 14) * 2, rb[7]);
-    st_chunk<2>(sB + (0) * 4096 + smem_off_B(bc_r, bc_k + 16) * 2, rb[8]);
-    st_chunk<2>(sB + (0) * 4096 + smem_off_B(bc_r, bc_k + 18) * 2, rb[9]);
-    st_chunk<2>(sB + (0) * 4096 + smem_off_B(bc_r, bc_k + 20) * 2, rb[10]);
-    st_chunk<2>(sB + (0) * 4096 + smem_off_B(bc_r, bc_k + 22) * 2, rb[11]);
-    st_chunk<2>(sB + (0) * 4096 + smem_off_B(bc_r, bc_k + 24) * 2, rb[12]);
-    st_chunk<2>(sB + (0) * 4096 + smem_off_B(bc_r, bc_k + 26) * 2, rb[13]);
-    st_chunk<2>(sB + (0) * 4096 + smem_off_B(bc_r, bc_k + 28) * 2, rb[14]);
-    st_chunk<2>(sB + (0) * 4096 + smem_off_B(bc_r, bc_k + 30) * 2, rb[15]);
+    st_chunk<2>(sA + smem_off_A(ac_r, ac_k + 0) * 2, ra[0]);
+    st_chunk<2>(sA + smem_off_A(ac_r, ac_k + 2) * 2, ra[1]);
+    st_chunk<2>(sA + smem_off_A(ac_r, ac_k + 4) * 2, ra[2]);
+    st_chunk<2>(sA + smem_off_A(ac_r, ac_k + 6) * 2, ra[3]);
+    st_chunk<2>(sA + smem_off_A(ac_r, ac_k + 8) * 2, ra[4]);
+    st_chunk<2>(sA + smem_off_A(ac_r, ac_k + 10) * 2, ra[5]);
+    st_chunk<2>(sA + smem_off_A(ac_r, ac_k + 12) * 2, ra[6]);
+    st_chunk<2>(sA + smem_off_A(ac_r, ac_k + 14) * 2, ra[7]);
+    st_chunk<2>(sA + smem_off_A(ac_r, ac_k + 16) * 2, ra[8]);
+    st_chunk<2>(sA + smem_off_A(ac_r, ac_k + 18) * 2, ra[9]);
+    st_chunk<2>(sA + smem_off_A(ac_r, ac_k + 20) * 2, ra[10]);
+    st_chunk<2>(sA + smem_off_A(ac_r, ac_k + 22) * 2, ra[11]);
+    st_chunk<2>(sA + smem_off_A(ac_r, ac_k + 24) * 2, ra[12]);
+    st_chunk<2>(sA + smem_off_A(ac_r, ac_k + 26) * 2, ra[13]);
+    st_chunk<2>(sA + smem_off_A(ac_r, ac_k + 28) * 2, ra[14]);
+    st_chunk<2>(sA + smem_off_A(ac_r, ac_k + 30) * 2, ra[15]);
+    st_chunk<2>(sB + smem_off_B(bc_r, bc_k + 0) * 2, rb[0]);
+    st_chunk<2>(sB + smem_off_B(bc_r, bc_k + 2) * 2, rb[1]);
+    st_chunk<2>(sB + smem_off_B(bc_r, bc_k + 4) * 2, rb[2]);
+    st_chunk<2>(sB + smem_off_B(bc_r, bc_k + 6) * 2, rb[3]);
+    st_chunk<2>(sB + smem_off_B(bc_r, bc_k + 8) * 2, rb[4]);
+    st_chunk<2>(sB + smem_off_B(bc_r, bc_k + 10) * 2, rb[5]);
+    st_chunk<2>(sB + smem_off_B(bc_r, bc_k + 12) * 2, rb[6]);
+    st_chunk<2>(sB + smem_off_B(bc_r, bc_k + 14) * 2, rb[7]);
+    st_chunk<2>(sB + smem_off_B(bc_r, bc_k + 16) * 2, rb[8]);
+    st_chunk<2>(sB + smem_off_B(bc_r, bc_k + 18) * 2, rb[9]);
+    st_chunk<2>(sB + smem_off_B(bc_r, bc_k + 20) * 2, rb[10]);
+    st_chunk<2>(sB + smem_off_B(bc_r, bc_k + 22) * 2, rb[11]);
+    st_chunk<2>(sB + smem_off_B(bc_r, bc_k + 24) * 2, rb[12]);
+    st_chunk<2>(sB + smem_off_B(bc_r, bc_k + 26) * 2, rb[13]);
+    st_chunk<2>(sB + smem_off_B(bc_r, bc_k + 28) * 2, rb[14]);
+    st_chunk<2>(sB + smem_off_B(bc_r, bc_k + 30) * 2, rb[15]);
     __syncthreads();
-    ldmatrix_x4_trans(fa[0][0][0], fa[0][0][1], fa[0][0][2], fa[0][0][3], sA + (0) * 4096 + ((a_lm ^ 0u) + 0u));
-    ldmatrix_x4_trans(fa[0][1][0], fa[0][1][1], fa[0][1][2], fa[0][1][3], sA + (0) * 4096 + ((a_lm ^ 32u) + 0u));
-    ldmatrix_x4_trans(fb[0][0][0], fb[0][0][1], fb[0][1][0], fb[0][1][1], sB + (0) * 4096 + ((b_lm ^ 0u) + 0u));
-    ldmatrix_x4_trans(fb[0][2][0], fb[0][2][1], fb[0][3][0], fb[0][3][1], sB + (0) * 4096 + ((b_lm ^ 32u) + 0u));
+    ldmatrix_x4_trans(fa[0][0][0], fa[0][0][1], fa[0][0][2], fa[0][0][3], sA + (a_lm));
+    ldmatrix_x4_trans(fa[0][1][0], fa[0][1][1], fa[0][1][2], fa[0][1][3], sA + (a_lm ^ 32));
+    ldmatrix_x4_trans(fb[0][0][0], fb[0][0][1], fb[0][1][0], fb[0][1][1], sB + (b_lm));
+    ldmatrix_x4_trans(fb[0][2][0], fb[0][2][1], fb[0][3][0], fb[0][3][1], sB + (b_lm ^ 32));
     // warp MMA, serpentine (vertical visit): n outer, m reversed on odd n
     #pragma unroll
     for (int ni = 0; ni < 4; ++ni) {
@@ -186,10 +186,10 @@ extern "C" __global__ void __launch_bounds__(128, 1) gemm_sm80_singlestage_f16_f
         mma_m16n8k16_f16f32(acc[mi][ni], fa[0][mi], fb[0][ni]);
       }
     }
-    ldmatrix_x4_trans(fa[0][0][0], fa[0][0][1], fa[0][0][2], fa[0][0][3], sA + (0) * 4096 + ((a_lm ^ 0u) + 2048u));
-    ldmatrix_x4_trans(fa[0][1][0], fa[0][1][1], fa[0][1][2], fa[0][1][3], sA + (0) * 4096 + ((a_lm ^ 32u) + 2048u));
-    ldmatrix_x4_trans(fb[0][0][0], fb[0][0][1], fb[0][1][0], fb[0][1][1], sB + (0) * 4096 + ((b_lm ^ 0u) + 2048u));
-    ldmatrix_x4_trans(fb[0][2][0], fb[0][2][1], fb[0][3][0], fb[0][3][1], sB + (0) * 4096 + ((b_lm ^ 32u) + 2048u));
+    ldmatrix_x4_trans(fa[0][0][0], fa[0][0][1], fa[0][0][2], fa[0][0][3], sA + (a_lm + 2048));
+    ldmatrix_x4_trans(fa[0][1][0], fa[0][1][1], fa[0][1][2], fa[0][1][3], sA + ((a_lm ^ 32) + 2048));
+    ldmatrix_x4_trans(fb[0][0][0], fb[0][0][1], fb[0][1][0], fb[0][1][1], sB + (b_lm + 2048));
+    ldmatrix_x4_trans(fb[0][2][0], fb[0][2][1], fb[0][3][0], fb[0][3][1], sB + ((b_lm ^ 32) + 2048));
     // warp MMA, serpentine (vertical visit): n outer, m reversed on odd n
     #pragma unroll
     for (int ni_1 = 0; ni_1 < 4; ++ni_1) {
@@ -201,38 +201,38 @@ extern "C" __global__ void __launch_bounds__(128, 1) gemm_sm80_singlestage_f16_f
     }
     __syncthreads();
     if (kt + 1 < k_tiles) {
-      { const int n = ((((kt + 1) * 32) + ac_k + 0 < K) ? ac_n : 0); ld_chunk<1>(ra[0], n ? ac_g + 0 * ac_step + (long long)((kt + 1) * 32) * lda : A, n); }
-      { const int n = ((((kt + 1) * 32) + ac_k + 2 < K) ? ac_n : 0); ld_chunk<1>(ra[1], n ? ac_g + 1 * ac_step + (long long)((kt + 1) * 32) * lda : A, n); }
-      { const int n = ((((kt + 1) * 32) + ac_k + 4 < K) ? ac_n : 0); ld_chunk<1>(ra[2], n ? ac_g + 2 * ac_step + (long long)((kt + 1) * 32) * lda : A, n); }
-      { const int n = ((((kt + 1) * 32) + ac_k + 6 < K) ? ac_n : 0); ld_chunk<1>(ra[3], n ? ac_g + 3 * ac_step + (long long)((kt + 1) * 32) * lda : A, n); }
-      { const int n = ((((kt + 1) * 32) + ac_k + 8 < K) ? ac_n : 0); ld_chunk<1>(ra[4], n ? ac_g + 4 * ac_step + (long long)((kt + 1) * 32) * lda : A, n); }
-      { const int n = ((((kt + 1) * 32) + ac_k + 10 < K) ? ac_n : 0); ld_chunk<1>(ra[5], n ? ac_g + 5 * ac_step + (long long)((kt + 1) * 32) * lda : A, n); }
-      { const int n = ((((kt + 1) * 32) + ac_k + 12 < K) ? ac_n : 0); ld_chunk<1>(ra[6], n ? ac_g + 6 * ac_step + (long long)((kt + 1) * 32) * lda : A, n); }
-      { const int n = ((((kt + 1) * 32) + ac_k + 14 < K) ? ac_n : 0); ld_chunk<1>(ra[7], n ? ac_g + 7 * ac_step + (long long)((kt + 1) * 32) * lda : A, n); }
-      { const int n = ((((kt + 1) * 32) + ac_k + 16 < K) ? ac_n : 0); ld_chunk<1>(ra[8], n ? ac_g + 8 * ac_step + (long long)((kt + 1) * 32) * lda : A, n); }
-      { const int n = ((((kt + 1) * 32) + ac_k + 18 < K) ? ac_n : 0); ld_chunk<1>(ra[9], n ? ac_g + 9 * ac_step + (long long)((kt + 1) * 32) * lda : A, n); }
-      { const int n = ((((kt + 1) * 32) + ac_k + 20 < K) ? ac_n : 0); ld_chunk<1>(ra[10], n ? ac_g + 10 * ac_step + (long long)((kt + 1) * 32) * lda : A, n); }
-      { const int n = ((((kt + 1) * 32) + ac_k + 22 < K) ? ac_n : 0); ld_chunk<1>(ra[11], n ? ac_g + 11 * ac_step + (long long)((kt + 1) * 32) * lda : A, n); }
-      { const int n = ((((kt + 1) * 32) + ac_k + 24 < K) ? ac_n : 0); ld_chunk<1>(ra[12], n ? ac_g + 12 * ac_step + (long long)((kt + 1) * 32) * lda : A, n); }
-      { const int n = ((((kt + 1) * 32) + ac_k + 26 < K) ? ac_n : 0); ld_chunk<1>(ra[13], n ? ac_g + 13 * ac_step + (long long)((kt + 1) * 32) * lda : A, n); }
-      { const int n = ((((kt + 1) * 32) + ac_k + 28 < K) ? ac_n : 0); ld_chunk<1>(ra[14], n ? ac_g + 14 * ac_step + (long long)((kt + 1) * 32) * lda : A, n); }
-      { const int n = ((((kt + 1) * 32) + ac_k + 30 < K) ? ac_n : 0); ld_chunk<1>(ra[15], n ? ac_g + 15 * ac_step + (long long)((kt + 1) * 32) * lda : A, n); }
-      { const int n = ((((kt + 1) * 32) + bc_k + 0 < K) ? bc_n : 0); ld_chunk<1>(rb[0], n ? bc_g + 0 * bc_step + (long long)((kt + 1) * 32) * ldb : B, n); }
-      { const int n = ((((kt + 1) * 32) + bc_k + 2 < K) ? bc_n : 0); ld_chunk<1>(rb[1], n ? bc_g + 1 * bc_step + (long long)((kt + 1) * 32) * ldb : B, n); }
-      { const int n = ((((kt + 1) * 32) + bc_k + 4 < K) ? bc_n : 0); ld_chunk<1>(rb[2], n ? bc_g + 2 * bc_step + (long long)((kt + 1) * 32) * ldb : B, n); }
-      { const int n = ((((kt + 1) * 32) + bc_k + 6 < K) ? bc_n : 0); ld_chunk<1>(rb[3], n ? bc_g + 3 * bc_step + (long long)((kt + 1) * 32) * ldb : B, n); }
-      { const int n = ((((kt + 1) * 32) + bc_k + 8 < K) ? bc_n : 0); ld_chunk<1>(rb[4], n ? bc_g + 4 * bc_step + (long long)((kt + 1) * 32) * ldb : B, n); }
-      { const int n = ((((kt + 1) * 32) + bc_k + 10 < K) ? bc_n : 0); ld_chunk<1>(rb[5], n ? bc_g + 5 * bc_step + (long long)((kt + 1) * 32) * ldb : B, n); }
-      { const int n = ((((kt + 1) * 32) + bc_k + 12 < K) ? bc_n : 0); ld_chunk<1>(rb[6], n ? bc_g + 6 * bc_step + (long long)((kt + 1) * 32) * ldb : B, n); }
-      { const int n = ((((kt + 1) * 32) + bc_k + 14 < K) ? bc_n : 0); ld_chunk<1>(rb[7], n ? bc_g + 7 * bc_step + (long long)((kt + 1) * 32) * ldb : B, n); }
-      { const int n = ((((kt + 1) * 32) + bc_k + 16 < K) ? bc_n : 0); ld_chunk<1>(rb[8], n ? bc_g + 8 * bc_step + (long long)((kt + 1) * 32) * ldb : B, n); }
-      { const int n = ((((kt + 1) * 32) + bc_k + 18 < K) ? bc_n : 0); ld_chunk<1>(rb[9], n ? bc_g + 9 * bc_step + (long long)((kt + 1) * 32) * ldb : B, n); }
-      { const int n = ((((kt + 1) * 32) + bc_k + 20 < K) ? bc_n : 0); ld_chunk<1>(rb[10], n ? bc_g + 10 * bc_step + (long long)((kt + 1) * 32) * ldb : B, n); }
-      { const int n = ((((kt + 1) * 32) + bc_k + 22 < K) ? bc_n : 0); ld_chunk<1>(rb[11], n ? bc_g + 11 * bc_step + (long long)((kt + 1) * 32) * ldb : B, n); }
-      { const int n = ((((kt + 1) * 32) + bc_k + 24 < K) ? bc_n : 0); ld_chunk<1>(rb[12], n ? bc_g + 12 * bc_step + (long long)((kt + 1) * 32) * ldb : B, n); }
-      { const int n = ((((kt + 1) * 32) + bc_k + 26 < K) ? bc_n : 0); ld_chunk<1>(rb[13], n ? bc_g + 13 * bc_step + (long long)((kt + 1) * 32) * ldb : B, n); }
-      { const int n = ((((kt + 1) * 32) + bc_k + 28 < K) ? bc_n : 0); ld_chunk<1>(rb[14], n ? bc_g + 14 * bc_step + (long long)((kt + 1) * 32) * ldb : B, n); }
-      { const int n = ((((kt + 1) * 32) + bc_k + 30 < K) ? bc_n : 0); ld_chunk<1>(rb[15], n ? bc_g + 15 * bc_step + (long long)((kt + 1) * 32) * ldb : B, n); }
+      { const int n = (((kt * 32 + 32) + ac_k + 0 < K) ? ac_n : 0); ld_chunk<1>(ra[0], n ? ac_g + ((kt * 32 + 32) * lda) : A, n); }
+      { const int n = (((kt * 32 + 32) + ac_k + 2 < K) ? ac_n : 0); ld_chunk<1>(ra[1], n ? ac_g + (ac_step) + ((kt * 32 + 32) * lda) : A, n); }
+      { const int n = (((kt * 32 + 32) + ac_k + 4 < K) ? ac_n : 0); ld_chunk<1>(ra[2], n ? ac_g + (ac_step * 2) + ((kt * 32 + 32) * lda) : A, n); }
+      { const int n = (((kt * 32 + 32) + ac_k + 6 < K) ? ac_n : 0); ld_chunk<1>(ra[3], n ? ac_g + (ac_step * 3) + ((kt * 32 + 32) * lda) : A, n); }
+      { const int n = (((kt * 32 + 32) + ac_k + 8 < K) ? ac_n : 0); ld_chunk<1>(ra[4], n ? ac_g + (ac_step * 4) + ((kt * 32 + 32) * lda) : A, n); }
+      { const int n = (((kt * 32 + 32) + ac_k + 10 < K) ? ac_n : 0); ld_chunk<1>(ra[5], n ? ac_g + (ac_step * 5) + ((kt * 32 + 32) * lda) : A, n); }
+      { const int n = (((kt * 32 + 32) + ac_k + 12 < K) ? ac_n : 0); ld_chunk<1>(ra[6], n ? ac_g + (ac_step * 6) + ((kt * 32 + 32) * lda) : A, n); }
+      { const int n = (((kt * 32 + 32) + ac_k + 14 < K) ? ac_n : 0); ld_chunk<1>(ra[7], n ? ac_g + (ac_step * 7) + ((kt * 32 + 32) * lda) : A, n); }
+      { const int n = (((kt * 32 + 32) + ac_k + 16 < K) ? ac_n : 0); ld_chunk<1>(ra[8], n ? ac_g + (ac_step * 8) + ((kt * 32 + 32) * lda) : A, n); }
+      { const int n = (((kt * 32 + 32) + ac_k + 18 < K) ? ac_n : 0); ld_chunk<1>(ra[9], n ? ac_g + (ac_step * 9) + ((kt * 32 + 32) * lda) : A, n); }
+      { const int n = (((kt * 32 + 32) + ac_k + 20 < K) ? ac_n : 0); ld_chunk<1>(ra[10], n ? ac_g + (ac_step * 10) + ((kt * 32 + 32) * lda) : A, n); }
+      { const int n = (((kt * 32 + 32) + ac_k + 22 < K) ? ac_n : 0); ld_chunk<1>(ra[11], n ? ac_g + (ac_step * 11) + ((kt * 32 + 32) * lda) : A, n); }
+      { const int n = (((kt * 32 + 32) + ac_k + 24 < K) ? ac_n : 0); ld_chunk<1>(ra[12], n ? ac_g + (ac_step * 12) + ((kt * 32 + 32) * lda) : A, n); }
+      { const int n = (((kt * 32 + 32) + ac_k + 26 < K) ? ac_n : 0); ld_chunk<1>(ra[13], n ? ac_g + (ac_step * 13) + ((kt * 32 + 32) * lda) : A, n); }
+      { const int n = (((kt * 32 + 32) + ac_k + 28 < K) ? ac_n : 0); ld_chunk<1>(ra[14], n ? ac_g + (ac_step * 14) + ((kt * 32 + 32) * lda) : A, n); }
+      { const int n = (((kt * 32 + 32) + ac_k + 30 < K) ? ac_n : 0); ld_chunk<1>(ra[15], n ? ac_g + (ac_step * 15) + ((kt * 32 + 32) * lda) : A, n); }
+      { const int n = (((kt * 32 + 32) + bc_k + 0 < K) ? bc_n : 0); ld_chunk<1>(rb[0], n ? bc_g + ((kt * 32 + 32) * ldb) : B, n); }
+      { const int n = (((kt * 32 + 32) + bc_k + 2 < K) ? bc_n : 0); ld_chunk<1>(rb[1], n ? bc_g + (bc_step) + ((kt * 32 + 32) * ldb) : B, n); }
+      { const int n = (((kt * 32 + 32) + bc_k + 4 < K) ? bc_n : 0); ld_chunk<1>(rb[2], n ? bc_g + (bc_step * 2) + ((kt * 32 + 32) * ldb) : B, n); }
+      { const int n = (((kt * 32 + 32) + bc_k + 6 < K) ? bc_n : 0); ld_chunk<1>(rb[3], n ? bc_g + (bc_step * 3) + ((kt * 32 + 32) * ldb) : B, n); }
+      { const int n = (((kt * 32 + 32) + bc_k + 8 < K) ? bc_n : 0); ld_chunk<1>(rb[4], n ? bc_g + (bc_step * 4) + ((kt * 32 + 32) * ldb) : B, n); }
+      { const int n = (((kt * 32 + 32) + bc_k + 10 < K) ? bc_n : 0); ld_chunk<1>(rb[5], n ? bc_g + (bc_step * 5) + ((kt * 32 + 32) * ldb) : B, n); }
+      { const int n = (((kt * 32 + 32) + bc_k + 12 < K) ? bc_n : 0); ld_chunk<1>(rb[6], n ? bc_g + (bc_step * 6) + ((kt * 32 + 32) * ldb) : B, n); }
+      { const int n = (((kt * 32 + 32) + bc_k + 14 < K) ? bc_n : 0); ld_chunk<1>(rb[7], n ? bc_g + (bc_step * 7) + ((kt * 32 + 32) * ldb) : B, n); }
+      { const int n = (((kt * 32 + 32) + bc_k + 16 < K) ? bc_n : 0); ld_chunk<1>(rb[8], n ? bc_g + (bc_step * 8) + ((kt * 32 + 32) * ldb) : B, n); }
+      { const int n = (((kt * 32 + 32) + bc_k + 18 < K) ? bc_n : 0); ld_chunk<1>(rb[9], n ? bc_g + (bc_step * 9) + ((kt * 32 + 32) * ldb) : B, n); }
+      { const int n = (((kt * 32 + 32) + bc_k + 20 < K) ? bc_n : 0); ld_chunk<1>(rb[10], n ? bc_g + (bc_step * 10) + ((kt * 32 + 32) * ldb) : B, n); }
+      { const int n = (((kt * 32 + 32) + bc_k + 22 < K) ? bc_n : 0); ld_chunk<1>(rb[11], n ? bc_g + (bc_step * 11) + ((kt * 32 + 32) * ldb) : B, n); }
+      { const int n = (((kt * 32 + 32) + bc_k + 24 < K) ? bc_n : 0); ld_chunk<1>(rb[12], n ? bc_g + (bc_step * 12) + ((kt * 32 + 32) * ldb) : B, n); }
+      { const int n = (((kt * 32 + 32) + bc_k + 26 < K) ? bc_n : 0); ld_chunk<1>(rb[13], n ? bc_g + (bc_step * 13) + ((kt * 32 + 32) * ldb) : B, n); }
+      { const int n = (((kt * 32 + 32) + bc_k + 28 < K) ? bc_n : 0); ld_chunk<1>(rb[14], n ? bc_g + (bc_step * 14) + ((kt * 32 + 32) * ldb) : B, n); }
+      { const int n = (((kt * 32 + 32) + bc_k + 30 < K) ? bc_n : 0); ld_chunk<1>(rb[15], n ? bc_g + (bc_step * 15) + ((kt * 32 + 32) * ldb) : B, n); }
     }
   }
   // Epilogue: D = alpha * acc + beta * C, converted, 2-wide stores where aligned
@@ -248,7 +248,7 @@ extern "C" __global__ void __launch_bounds__(128, 1) gemm_sm80_singlestage_f16_f
       #pragma unroll
       for (int ni = 0; ni < 4; ++ni) {
         const int n = n0 + warp_n * 32 + ni * 8 + (h ? cn1 : cn0);
-        const long long oc = (long long)m * ldc + n, o = (long long)m * ldd + n;
+        const long long oc = m * ldc + n, o = m * ldd + n;
         float v0 = alpha * acc[mi][ni][2 * h], v1 = alpha * acc[mi][ni][2 * h + 1];
         if (n < N) {
           if (use_c) { const long long o = oc; v0 += beta * f16_bits_to_f32(C[o]); }

@@ -79,15 +79,15 @@ extern "C" __global__ void __launch_bounds__(256, 1) gemm_sm80_singlestage_tf32_
   const int ac_r = (tid % 32 * 4), ac_k = (tid / 32);
   const u32 ac_s = smem_off_A(ac_r, ac_k) * 4;
   const int ac_n = max(0, min(4, M - m0 - ac_r));
-  const EA* ac_g = A + (m0 + ac_r) + (long long)ac_k * lda;
-  const long long ac_step = (long long)8 * lda;
+  const EA* ac_g = A + (m0 + ac_r) + (ac_k * lda);
+  const long long ac_step = lda * 8;
   (void)ac_step;
   // B: gmem->smem thread map, 4 iterations of 4 elements, 8 lines apart (+4096 smem bytes)
   const int bc_r = (tid % 32 * 4), bc_k = (tid / 32);
   const u32 bc_s = smem_off_B(bc_r, bc_k) * 4;
   const int bc_n = max(0, min(4, N - n0 - bc_r));
-  const EA* bc_g = B + (n0 + bc_r) + (long long)bc_k * ldb;
-  const long long bc_step = (long long)8 * ldb;
+  const EA* bc_g = B + (n0 + bc_r) + (bc_k * ldb);
+  const long long bc_step = ldb * 8;
   (void)bc_step;
   u32 fa[2][4][4];
   u32 fb[2][4][2];
@@ -102,48 +102,48 @@ extern "C" __global__ void __launch_bounds__(256, 1) gemm_sm80_singlestage_tf32_
   const u32 b_lm = smem_off_B((lane >> 2) + warp_n * 32, lane & 3) * 4;  // ldmatrix row address of this lane
   // Single stage (MmaSingleStage): gmem -> registers -> smem, sync, compute, sync
   u32 ra[4][4], rb[4][4];
-  { const int n = (((0) + ac_k + 0 < K) ? ac_n : 0); ld_chunk<4>(ra[0], n ? ac_g + 0 * ac_step + (long long)(0) * lda : A, n); }
-  { const int n = (((0) + ac_k + 8 < K) ? ac_n : 0); ld_chunk<4>(ra[1], n ? ac_g + 1 * ac_step + (long long)(0) * lda : A, n); }
-  { const int n = (((0) + ac_k + 16 < K) ? ac_n : 0); ld_chunk<4>(ra[2], n ? ac_g + 2 * ac_step + (long long)(0) * lda : A, n); }
-  { const int n = (((0) + ac_k + 24 < K) ? ac_n : 0); ld_chunk<4>(ra[3], n ? ac_g + 3 * ac_step + (long long)(0) * lda : A, n); }
-  { const int n = (((0) + bc_k + 0 < K) ? bc_n : 0); ld_chunk<4>(rb[0], n ? bc_g + 0 * bc_step + (long long)(0) * ldb : B, n); }
-  { const int n = (((0) + bc_k + 8 < K) ? bc_n : 0); ld_chunk<4>(rb[1], n ? bc_g + 1 * bc_step + (long long)(0) * ldb : B, n); }
-  { const int n = (((0) + bc_k + 16 < K) ? bc_n : 0); ld_chunk<4>(rb[2], n ? bc_g + 2 * bc_step + (long long)(0) * ldb : B, n); }
-  { const int n = (((0) + bc_k + 24 < K) ? bc_n : 0); ld_chunk<4>(rb[3], n ? bc_g + 3 * bc_step + (long long)(0) * ldb : B, n); }
+  { const int n = (((0) + ac_k + 0 < K) ? ac_n : 0); ld_chunk<4>(ra[0], n ? ac_g : A, n); }
+  { const int n = (((0) + ac_k + 8 < K) ? ac_n : 0); ld_chunk<4>(ra[1], n ? ac_g + (ac_step) : A, n); }
+  { const int n = (((0) + ac_k + 16 < K) ? ac_n : 0); ld_chunk<4>(ra[2], n ? ac_g + (ac_step * 2) : A, n); }
+  { const int n = (((0) + ac_k + 24 < K) ? ac_n : 0); ld_chunk<4>(ra[3], n ? ac_g + (ac_step * 3) : A, n); }
+  { const int n = (((0) + bc_k + 0 < K) ? bc_n : 0); ld_chunk<4>(rb[0], n ? bc_g : B, n); }
+  { const int n = (((0) + bc_k + 8 < K) ? bc_n : 0); ld_chunk<4>(rb[1], n ? bc_g + (bc_step) : B, n); }
+  { const int n = (((0) + bc_k + 16 < K) ? bc_n : 0); ld_chunk<4>(rb[2], n ? bc_g + (bc_step * 2) : B, n); }
+  { const int n = (((0) + bc_k + 24 < K) ? bc_n : 0); ld_chunk<4>(rb[3], n ? bc_g + (bc_step * 3) : B, n); }
   for (int kt = 0; kt < k_tiles; ++kt) {
-    st_chunk<16>(sA + (0) * 16384 + ac_s + 0, ra[0]);
-    st_chunk<16>(sA + (0) * 16384 + ac_s + 4096, ra[1]);
-    st_chunk<16>(sA + (0) * 16384 + ac_s + 8192, ra[2]);
-    st_chunk<16>(sA + (0) * 16384 + ac_s + 12288, ra[3]);
-    st_chunk<16>(sB + (0) * 16384 + bc_s + 0, rb[0]);
-    st_chunk<16>(sB + (0) * 16384 + bc_s + 4096, rb[1]);
-    st_chunk<16>(sB + (0) * 16384 + bc_s + 8192, rb[2]);
-    st_chunk<16>(sB + (0) * 16384 + bc_s + 12288, rb[3]);
+    st_chunk<16>(sA + ac_s, ra[0]);
+    st_chunk<16>(sA + ac_s + 4096, ra[1]);
+    st_chunk<16>(sA + ac_s + 8192, ra[2]);
+    st_chunk<16>(sA + ac_s + 12288, ra[3]);
+    st_chunk<16>(sB + bc_s, rb[0]);
+    st_chunk<16>(sB + bc_s + 4096, rb[1]);
+    st_chunk<16>(sB + bc_s + 8192, rb[2]);
+    st_chunk<16>(sB + bc_s + 12288, rb[3]);
     __syncthreads();
-    fa[0][0][0] = ld_shared_32(sA + (0) * 16384 + ((a_lm ^ 0u) + 0u));
-    fa[0][0][1] = ld_shared_32(sA + (0) * 16384 + ((a_lm ^ 32u) + 0u));
-    fa[0][0][2] = ld_shared_32(sA + (0) * 16384 + ((a_lm ^ 64u) + 512u));
-    fa[0][0][3] = ld_shared_32(sA + (0) * 16384 + ((a_lm ^ 96u) + 512u));
-    fa[0][1][0] = ld_shared_32(sA + (0) * 16384 + ((a_lm ^ 64u) + 0u));
-    fa[0][1][1] = ld_shared_32(sA + (0) * 16384 + ((a_lm ^ 96u) + 0u));
-    fa[0][1][2] = ld_shared_32(sA + (0) * 16384 + ((a_lm ^ 0u) + 512u));
-    fa[0][1][3] = ld_shared_32(sA + (0) * 16384 + ((a_lm ^ 32u) + 512u));
-    fa[0][2][0] = ld_shared_32(sA + (0) * 16384 + ((a_lm ^ 0u) + 1024u));
-    fa[0][2][1] = ld_shared_32(sA + (0) * 16384 + ((a_lm ^ 32u) + 1024u));
-    fa[0][2][2] = ld_shared_32(sA + (0) * 16384 + ((a_lm ^ 64u) + 1536u));
-    fa[0][2][3] = ld_shared_32(sA + (0) * 16384 + ((a_lm ^ 96u) + 1536u));
-    fa[0][3][0] = ld_shared_32(sA + (0) * 16384 + ((a_lm ^ 64u) + 1024u));
-    fa[0][3][1] = ld_shared_32(sA + (0) * 16384 + ((a_lm ^ 96u) + 1024u));
-    fa[0][3][2] = ld_shared_32(sA + (0) * 16384 + ((a_lm ^ 0u) + 1536u));
-    fa[0][3][3] = ld_shared_32(sA + (0) * 16384 + ((a_lm ^ 32u) + 1536u));
-    fb[0][0][0] = ld_shared_32(sB + (0) * 16384 + ((b_lm ^ 0u) + 0u));
-    fb[0][0][1] = ld_shared_32(sB + (0) * 16384 + ((b_lm ^ 64u) + 512u));
-    fb[0][1][0] = ld_shared_32(sB + (0) * 16384 + ((b_lm ^ 32u) + 0u));
-    fb[0][1][1] = ld_shared_32(sB + (0) * 16384 + ((b_lm ^ 96u) + 512u));
-    fb[0][2][0] = ld_shared_32(sB + (0) * 16384 + ((b_lm ^ 64u) + 0u));
-    fb[0][2][1] = ld_shared_32(sB + (0) * 16384 + ((b_lm ^ 0u) + 512u));
-    fb[0][3][0] = ld_shared_32(sB + (0) * 16384 + ((b_lm ^ 96u) + 0u));
-    fb[0][3][1] = ld_shared_32(sB + (0) * 16384 + ((b_lm ^ 32u) + 512u));
+    fa[0][0][0] = ld_shared_32(sA + (a_lm));
+    fa[0][0][1] = ld_shared_32(sA + (a_lm ^ 32));
+    fa[0][0][2] = ld_shared_32(sA + ((a_lm ^ 64) + 512));
+    fa[0][0][3] = ld_shared_32(sA + ((a_lm ^ 96) + 512));
+    fa[0][1][0] = ld_shared_32(sA + (a_lm ^ 64));
+    fa[0][1][1] = ld_shared_32(sA + (a_lm ^ 96));
+    fa[0][1][2] = ld_shared_32(sA + (a_lm + 512));
+    fa[0][1][3] = ld_shared_32(sA + ((a_lm ^ 32) + 512));
+    fa[0][2][0] = ld_shared_32(sA + (a_lm + 1024));
+    fa[0][2][1] = ld_shared_32(sA + ((a_lm ^ 32) + 1024));
+    fa[0][2][2] = ld_shared_32(sA + ((a_lm ^ 64) + 1536));
+    fa[0][2][3] = ld_shared_32(sA + ((a_lm ^ 96) + 1536));
+    fa[0][3][0] = ld_shared_32(sA + ((a_lm ^ 64) + 1024));
+    fa[0][3][1] = ld_shared_32(sA + ((a_lm ^ 96) + 1024));
+    fa[0][3][2] = ld_shared_32(sA + (a_lm + 1536));
+    fa[0][3][3] = ld_shared_32(sA + ((a_lm ^ 32) + 1536));
+    fb[0][0][0] = ld_shared_32(sB + (b_lm));
+    fb[0][0][1] = ld_shared_32(sB + ((b_lm ^ 64) + 512));
+    fb[0][1][0] = ld_shared_32(sB + (b_lm ^ 32));
+    fb[0][1][1] = ld_shared_32(sB + ((b_lm ^ 96) + 512));
+    fb[0][2][0] = ld_shared_32(sB + (b_lm ^ 64));
+    fb[0][2][1] = ld_shared_32(sB + (b_lm + 512));
+    fb[0][3][0] = ld_shared_32(sB + (b_lm ^ 96));
+    fb[0][3][1] = ld_shared_32(sB + ((b_lm ^ 32) + 512));
     #pragma unroll
     for (int i = 0; i < 4; ++i) {
       #pragma unroll
@@ -167,30 +167,30 @@ extern "C" __global__ void __launch_bounds__(256, 1) gemm_sm80_singlestage_tf32_
         mma_m16n8k8_tf32f32(acc[mi][ni], fa[0][mi], fb[0][ni]);
       }
     }
-    fa[0][0][0] = ld_shared_32(sA + (0) * 16384 + ((a_lm ^ 0u) + 4096u));
-    fa[0][0][1] = ld_shared_32(sA + (0) * 16384 + ((a_lm ^ 32u) + 4096u));
-    fa[0][0][2] = ld_shared_32(sA + (0) * 16384 + ((a_lm ^ 64u) + 4608u));
-    fa[0][0][3] = ld_shared_32(sA + (0) * 16384 + ((a_lm ^ 96u) + 4608u));
-    fa[0][1][0] = ld_shared_32(sA + (0) * 16384 + ((a_lm ^ 64u) + 4096u));
-    fa[0][1][1] = ld_shared_32(sA + (0) * 16384 + ((a_lm ^ 96u) + 4096u));
-    fa[0][1][2] = ld_shared_32(sA + (0) * 16384 + ((a_lm ^ 0u) + 4608u));
-    fa[0][1][3] = ld_shared_32(sA + (0) * 16384 + ((a_lm ^ 32u) + 4608u));
-    fa[0][2][0] = ld_shared_32(sA + (0) * 16384 + ((a_lm ^ 0u) + 5120u));
-    fa[0][2][1] = ld_shared_32(sA + (0) * 16384 + ((a_lm ^ 32u) + 5120u));
-    fa[0][2][2] = ld_shared_32(sA + (0) * 16384 + ((a_lm ^ 64u) + 5632u));
-    fa[0][2][3] = ld_shared_32(sA + (0) * 16384 + ((a_lm ^ 96u) + 5632u));
-    fa[0][3][0] = ld_shared_32(sA + (0) * 16384 + ((a_lm ^ 64u) + 5120u));
-    fa[0][3][1] = ld_shared_32(sA + (0) * 16384 + ((a_lm ^ 96u) + 5120u));
-    fa[0][3][2] = ld_shared_32(sA + (0) * 16384 + ((a_lm ^ 0u) + 5632u));
-    fa[0][3][3] = ld_shared_32(sA + (0) * 16384 + ((a_lm ^ 32u) + 5632u));
-    fb[0][0][0] = ld_shared_32(sB + (0) * 16384 + ((b_lm ^ 0u) + 4096u));
-    fb[0][0][1] = ld_shared_32(sB + (0) * 16384 + ((b_lm ^ 64u) + 4608u));
-    fb[0][1][0] = ld_shared_32(sB + (0) * 16384 + ((b_lm ^ 32u) + 4096u));
-    fb[0][1][1] = ld_shared_32(sB + (0) * 16384 + ((b_lm ^ 96u) + 4608u));
-    fb[0][2][0] = ld_shared_32(sB + (0) * 16384 + ((b_lm ^ 64u) + 4096u));
-    fb[0][2][1] = ld_shared_32(sB + (0) * 16384 + ((b_lm ^ 0u) + 4608u));
-    fb[0][3][0] = ld_shared_32(sB + (0) * 16384 + ((b_lm ^ 96u) + 4096u));
-    fb[0][3][1] = ld_shared_32(sB + (0) * 16384 + ((b_lm ^ 32u) + 4608u));
+    fa[0][0][0] = ld_shared_32(sA + (a_lm + 4096));
+    fa[0][0][1] = ld_shared_32(sA + ((a_lm ^ 32) + 4096));
+    fa[0][0][2] = ld_shared_32(sA + ((a_lm ^ 64) + 4608));
+    fa[0][0][3] = ld_shared_32(sA + ((a_lm ^ 96) + 4608));
+    fa[0][1][0] = ld_shared_32(sA + ((a_lm ^ 64) + 4096));
+    fa[0][1][1] = ld_shared_32(sA + ((a_lm ^ 96) + 4096));
+    fa[0][1][2] = ld_shared_32(sA + (a_lm + 4608));
+    fa[0][1][3] = ld_shared_32(sA + ((a_lm ^ 32) + 4608));
+    fa[0][2][0] = ld_shared_32(sA + (a_lm + 5120));
+    fa[0][2][1] = ld_shared_32(sA + ((a_lm ^ 32) + 5120));
+    fa[0][2][2] = ld_shared_32(sA + ((a_lm ^ 64) + 5632));
+    fa[0][2][3] = ld_shared_32(sA + ((a_lm ^ 96) + 5632));
+    fa[0][3][0] = ld_shared_32(sA + ((a_lm ^ 64) + 5120));
+    fa[0][3][1] = ld_shared_32(sA + ((a_lm ^ 96) + 5120));
+    fa[0][3][2] = ld_shared_32(sA + (a_lm + 5632));
+    fa[0][3][3] = ld_shared_32(sA + ((a_lm ^ 32) + 5632));
+    fb[0][0][0] = ld_shared_32(sB + (b_lm + 4096));
+    fb[0][0][1] = ld_shared_32(sB + ((b_lm ^ 64) + 4608));
+    fb[0][1][0] = ld_shared_32(sB + ((b_lm ^ 32) + 4096));
+    fb[0][1][1] = ld_shared_32(sB + ((b_lm ^ 96) + 4608));
+    fb[0][2][0] = ld_shared_32(sB + ((b_lm ^ 64) + 4096));
+    fb[0][2][1] = ld_shared_32(sB + (b_lm + 4608));
+    fb[0][3][0] = ld_shared_32(sB + ((b_lm ^ 96) + 4096));
+    fb[0][3][1] = ld_shared_32(sB + ((b_lm ^ 32) + 4608));
     #pragma unroll
     for (int i_2 = 0; i_2 < 4; ++i_2) {
       #pragma unroll
@@ -214,30 +214,30 @@ extern "C" __global__ void __launch_bounds__(256, 1) gemm_sm80_singlestage_tf32_
         mma_m16n8k8_tf32f32(acc[mi_1][ni_1], fa[0][mi_1], fb[0][ni_1]);
       }
     }
-    fa[0][0][0] = ld_shared_32(sA + (0) * 16384 + ((a_lm ^ 0u) + 8192u));
-    fa[0][0][1] = ld_shared_32(sA + (0) * 16384 + ((a_lm ^ 32u) + 8192u));
-    fa[0][0][2] = ld_shared_32(sA + (0) * 16384 + ((a_lm ^ 64u) + 8704u));
-    fa[0][0][3] = ld_shared_32(sA + (0) * 16384 + ((a_lm ^ 96u) + 8704u));
-    fa[0][1][0] = ld_shared_32(sA + (0) * 16384 + ((a_lm ^ 64u) + 8192u));
-    fa[0][1][1] = ld_shared_32(sA + (0) * 16384 + ((a_lm ^ 96u) + 8192u));
-    fa[0][1][2] = ld_shared_32(sA + (0) * 16384 + ((a_lm ^ 0u) + 8704u));
-    fa[0][1][3] = ld_shared_32(sA + (0) * 16384 + ((a_lm ^ 32u) + 8704u));
-    fa[0][2][0] = ld_shared_32(sA + (0) * 16384 + ((a_lm ^ 0u) + 9216u));
-    fa[0][2][1] = ld_shared_32(sA + (0) * 16384 + ((a_lm ^ 32u) + 9216u));
-    fa[0][2][2] = ld_shared_32(sA + (0) * 16384 + ((a_lm ^ 64u) + 9728u));
-    fa[0][2][3] = ld_shared_32(sA + (0) * 16384 + ((a_lm ^ 96u) + 9728u));
-    fa[0][3][0] = ld_shared_32(sA + (0) * 16384 + ((a_lm ^ 64u) + 9216u));
-    fa[0][3][1] = ld_shared_32(sA + (0) * 16384 + ((a_lm ^ 96u) + 9216u));
-    fa[0][3][2] = ld_shared_32(sA + (0) * 16384 + ((a_lm ^ 0u) + 9728u));
-    fa[0][3][3] = ld_shared_32(sA + (0) * 16384 + ((a_lm ^ 32u) + 9728u));
-    fb[0][0][0] = ld_shared_32(sB + (0) * 16384 + ((b_lm ^ 0u) + 8192u));
-    fb[0][0][1] = ld_shared_32(sB + (0) * 16384 + ((b_lm ^ 64u) + 8704u));
-    fb[0][1][0] = ld_shared_32(sB + (0) * 16384 + ((b_lm ^ 32u) + 8192u));
-    fb[0][1][1] = ld_shared_32(sB + (0) * 16384 + ((b_lm ^ 96u) + 8704u));
-    fb[0][2][0] = ld_shared_32(sB + (0) * 16384 + ((b_lm ^ 64u) + 8192u));
-    fb[0][2][1] = ld_shared_32(sB + (0) * 16384 + ((b_lm ^ 0u) + 8704u));
-    fb[0][3][0] = ld_shared_32(sB + (0) * 16384 + ((b_lm ^ 96u) + 8192u));
-    fb[0][3][1] = ld_shared_32(sB + (0) * 16384 + ((b_lm ^ 32u) + 8704u));
+    fa[0][0][0] = ld_shared_32(sA + (a_lm + 8192));
+    fa[0][0][1] = ld_shared_32(sA + ((a_lm ^ 32) + 8192));
+    fa[0][0][2] = ld_shared_32(sA + ((a_lm ^ 64) + 8704));
+    fa[0][0][3] = ld_shared_32(sA + ((a_lm ^ 96) + 8704));
+    fa[0][1][0] = ld_shared_32(sA + ((a_lm ^ 64) + 8192));
+    fa[0][1][1] = ld_shared_32(sA + ((a_lm ^ 96) + 8192));
+    fa[0][1][2] = ld_shared_32(sA + (a_lm + 8704));
+    fa[0][1][3] = ld_shared_32(sA + ((a_lm ^ 32) + 8704));
+    fa[0][2][0] = ld_shared_32(sA + (a_lm + 9216));
+    fa[0][2][1] = ld_shared_32(sA + ((a_lm ^ 32) + 9216));
+    fa[0][2][2] = ld_shared_32(sA + ((a_lm ^ 64) + 9728));
+    fa[0][2][3] = ld_shared_32(sA + ((a_lm ^ 96) + 9728));
+    fa[0][3][0] = ld_shared_32(sA + ((a_lm ^ 64) + 9216));
+    fa[0][3][1] = ld_shared_32(sA + ((a_lm ^ 96) + 9216));
+    fa[0][3][2] = ld_shared_32(sA + (a_lm + 9728));
+    fa[0][3][3] = ld_shared_32(sA + ((a_lm ^ 32) + 9728));
+    fb[0][0][0] = ld_shared_32(sB + (b_lm + 8192));
+    fb[0][0][1] = ld_shared_32(sB + ((b_lm ^ 64) + 8704));
+    fb[0][1][0] = ld_shared_32(sB + ((b_lm ^ 32) + 8192));
+    fb[0][1][1] = ld_shared_32(sB + ((b_lm ^ 96) + 8704));
+    fb[0][2][0] = ld_shared_32(sB + ((b_lm ^ 64) + 8192));
+    fb[0][2][1] = ld_shared_32(sB + (b_lm + 8704));
+    fb[0][3][0] = ld_shared_32(sB + ((b_lm ^ 96) + 8192));
+    fb[0][3][1] = ld_shared_32(sB + ((b_lm ^ 32) + 8704));
     #pragma unroll
     for (int i_4 = 0; i_4 < 4; ++i_4) {
       #pragma unroll
@@ -261,30 +261,30 @@ extern "C" __global__ void __launch_bounds__(256, 1) gemm_sm80_singlestage_tf32_
         mma_m16n8k8_tf32f32(acc[mi_2][ni_2], fa[0][mi_2], fb[0][ni_2]);
       }
     }
-    fa[0][0][0] = ld_shared_32(sA + (0) * 16384 + ((a_lm ^ 0u) + 12288u));
-    fa[0][0][1] = ld_shared_32(sA + (0) * 16384 + ((a_lm ^ 32u) + 12288u));
-    fa[0][0][2] = ld_shared_32(sA + (0) * 16384 + ((a_lm ^ 64u) + 12800u));
-    fa[0][0][3] = ld_shared_32(sA + (0) * 16384 + ((a_lm ^ 96u) + 12800u));
-    fa[0][1][0] = ld_shared_32(sA + (0) * 16384 + ((a_lm ^ 64u) + 12288u));
-    fa[0][1][1] = ld_shared_32(sA + (0) * 16384 + ((a_lm ^ 96u) + 12288u));
-    fa[0][1][2] = ld_shared_32(sA + (0) * 16384 + ((a_lm ^ 0u) + 12800u));
-    fa[0][1][3] = ld_shared_32(sA + (0) * 16384 + ((a_lm ^ 32u) + 12800u));
-    fa[0][2][0] = ld_shared_32(sA + (0) * 16384 + ((a_lm ^ 0u) + 13312u));
-    fa[0][2][1] = ld_shared_32(sA + (0) * 16384 + ((a_lm ^ 32u) + 13312u));
-    fa[0][2][2] = ld_shared_32(sA + (0) * 16384 + ((a_lm ^ 64u) + 13824u));
-    fa[0][2][3] = ld_shared_32(sA + (0) * 16384 + ((a_lm ^ 96u) + 13824u));
-    fa[0][3][0] = ld_shared_32(sA + (0) * 16384 + ((a_lm ^ 64u) + 13312u));
-    fa[0][3][1] = ld_shared_32(sA + (0) * 16384 + ((a_lm ^ 96u) + 13312u));
-    fa[0][3][2] = ld_shared_32(sA + (0) * 16384 + ((a_lm ^ 0u) + 13824u));
-    fa[0][3][3] = ld_shared_32(sA + (0) * 16384 + ((a_lm ^ 32u) + 13824u));
-    fb[0][0][0] = ld_shared_32(sB + (0) * 16384 + ((b_lm ^ 0u) + 12288u));
-    fb[0][0][1] = ld_shared_32(sB + (0) * 16384 + ((b_lm ^ 64u) + 12800u));
-    fb[0][1][0] = ld_shared_32(sB + (0) * 16384 + ((b_lm ^ 32u) + 12288u));
-    fb[0][1][1] = ld_shared_32(sB + (0) * 16384 + ((b_lm ^ 96u) + 12800u));
-    fb[0][2][0] = ld_shared_32(sB + (0) * 16384 + ((b_lm ^ 64u) + 12288u));
-    fb[0][2][1] = ld_shared_32(sB + (0) * 16384 + ((b_lm ^ 0u) + 12800u));
-    fb[0][3][0] = ld_shared_32(sB + (0) * 16384 + ((b_lm ^ 96u) + 12288u));
-    fb[0][3][1] = ld_shared_32(sB + (0) * 16384 + ((b_lm ^ 32u) + 12800u));
+    fa[0][0][0] = ld_shared_32(sA + (a_lm + 12288));
+    fa[0][0][1] = ld_shared_32(sA + ((a_lm ^ 32) + 12288));
+    fa[0][0][2] = ld_shared_32(sA + ((a_lm ^ 64) + 12800));
+    fa[0][0][3] = ld_shared_32(sA + ((a_lm ^ 96) + 12800));
+    fa[0][1][0] = ld_shared_32(sA + ((a_lm ^ 64) + 12288));
+    fa[0][1][1] = ld_shared_32(sA + ((a_lm ^ 96) + 12288));
+    fa[0][1][2] = ld_shared_32(sA + (a_lm + 12800));
+    fa[0][1][3] = ld_shared_32(sA + ((a_lm ^ 32) + 12800));
+    fa[0][2][0] = ld_shared_32(sA + (a_lm + 13312));
+    fa[0][2][1] = ld_shared_32(sA + ((a_lm ^ 32) + 13312));
+    fa[0][2][2] = ld_shared_32(sA + ((a_lm ^ 64) + 13824));
+    fa[0][2][3] = ld_shared_32(sA + ((a_lm ^ 96) + 13824));
+    fa[0][3][0] = ld_shared_32(sA + ((a_lm ^ 64) + 13312));
+    fa[0][3][1] = ld_shared_32(sA + ((a_lm ^ 96) + 13312));
+    fa[0][3][2] = ld_shared_32(sA + (a_lm + 13824));
+    fa[0][3][3] = ld_shared_32(sA + ((a_lm ^ 32) + 13824));
+    fb[0][0][0] = ld_shared_32(sB + (b_lm + 12288));
+    fb[0][0][1] = ld_shared_32(sB + ((b_lm ^ 64) + 12800));
+    fb[0][1][0] = ld_shared_32(sB + ((b_lm ^ 32) + 12288));
+    fb[0][1][1] = ld_shared_32(sB + ((b_lm ^ 96) + 12800));
+    fb[0][2][0] = ld_shared_32(sB + ((b_lm ^ 64) + 12288));
+    fb[0][2][1] = ld_shared_32(sB + (b_lm + 12800));
+    fb[0][3][0] = ld_shared_32(sB + ((b_lm ^ 96) + 12288));
+    fb[0][3][1] = ld_shared_32(sB + ((b_lm ^ 32) + 12800));
     #pragma unroll
     for (int i_6 = 0; i_6 < 4; ++i_6) {
       #pragma unroll
@@ -310,14 +310,14 @@ extern "C" __global__ void __launch_bounds__(256, 1) gemm_sm80_singlestage_tf32_
     }
     __syncthreads();
     if (kt + 1 < k_tiles) {
-      { const int n = ((((kt + 1) * 32) + ac_k + 0 < K) ? ac_n : 0); ld_chunk<4>(ra[0], n ? ac_g + 0 * ac_step + (long long)((kt + 1) * 32) * lda : A, n); }
-      { const int n = ((((kt + 1) * 32) + ac_k + 8 < K) ? ac_n : 0); ld_chunk<4>(ra[1], n ? ac_g + 1 * ac_step + (long long)((kt + 1) * 32) * lda : A, n); }
-      { const int n = ((((kt + 1) * 32) + ac_k + 16 < K) ? ac_n : 0); ld_chunk<4>(ra[2], n ? ac_g + 2 * ac_step + (long long)((kt + 1) * 32) * lda : A, n); }
-      { const int n = ((((kt + 1) * 32) + ac_k + 24 < K) ? ac_n : 0); ld_chunk<4>(ra[3], n ? ac_g + 3 * ac_step + (long long)((kt + 1) * 32) * lda : A, n); }
-      { const int n = ((((kt + 1) * 32) + bc_k + 0 < K) ? bc_n : 0); ld_chunk<4>(rb[0], n ? bc_g + 0 * bc_step + (long long)((kt + 1) * 32) * ldb : B, n); }
-      { const int n = ((((kt + 1) * 32) + bc_k + 8 < K) ? bc_n : 0); ld_chunk<4>(rb[1], n ? bc_g + 1 * bc_step + (long long)((kt + 1) * 32) * ldb : B, n); }
-      { const int n = ((((kt + 1) * 32) + bc_k + 16 < K) ? bc_n : 0); ld_chunk<4>(rb[2], n ? bc_g + 2 * bc_step + (long long)((kt + 1) * 32) * ldb : B, n); }
-      { const int n = ((((kt + 1) * 32) + bc_k + 24 < K) ? bc_n : 0); ld_chunk<4>(rb[3], n ? bc_g + 3 * bc_step + (long long)((kt + 1) * 32) * ldb : B, n); }
+      { const int n = (((kt * 32 + 32) + ac_k + 0 < K) ? ac_n : 0); ld_chunk<4>(ra[0], n ? ac_g + ((kt * 32 + 32) * lda) : A, n); }
+      { const int n = (((kt * 32 + 32) + ac_k + 8 < K) ? ac_n : 0); ld_chunk<4>(ra[1], n ? ac_g + (ac_step) + ((kt * 32 + 32) * lda) : A, n); }
+      { const int n = (((kt * 32 + 32) + ac_k + 16 < K) ? ac_n : 0); ld_chunk<4>(ra[2], n ? ac_g + (ac_step * 2) + ((kt * 32 + 32) * lda) : A, n); }
+      { const int n = (((kt * 32 + 32) + ac_k + 24 < K) ? ac_n : 0); ld_chunk<4>(ra[3], n ? ac_g + (ac_step * 3) + ((kt * 32 + 32) * lda) : A, n); }
+      { const int n = (((kt * 32 + 32) + bc_k + 0 < K) ? bc_n : 0); ld_chunk<4>(rb[0], n ? bc_g + ((kt * 32 + 32) * ldb) : B, n); }
+      { const int n = (((kt * 32 + 32) + bc_k + 8 < K) ? bc_n : 0); ld_chunk<4>(rb[1], n ? bc_g + (bc_step) + ((kt * 32 + 32) * ldb) : B, n); }
+      { const int n = (((kt * 32 + 32) + bc_k + 16 < K) ? bc_n : 0); ld_chunk<4>(rb[2], n ? bc_g + (bc_step * 2) + ((kt * 32 + 32) * ldb) : B, n); }
+      { const int n = (((kt * 32 + 32) + bc_k + 24 < K) ? bc_n : 0); ld_chunk<4>(rb[3], n ? bc_g + (bc_step * 3) + ((kt * 32 + 32) * ldb) : B, n); }
     }
   }
   // Epilogue: D = alpha * acc + beta * C, converted, 2-wide stores where aligned
@@ -333,7 +333,7 @@ extern "C" __global__ void __launch_bounds__(256, 1) gemm_sm80_singlestage_tf32_
       #pragma unroll
       for (int ni = 0; ni < 4; ++ni) {
         const int n = n0 + warp_n * 32 + ni * 8 + (h ? cn1 : cn0);
-        const long long oc = (long long)m * ldc + n, o = (long long)m * ldd + n;
+        const long long oc = m * ldc + n, o = m * ldd + n;
         float v0 = alpha * acc[mi][ni][2 * h], v1 = alpha * acc[mi][ni][2 * h + 1];
         if (n + 1 < N) {
           if (use_c) { float c0, c1; { const long long o = oc; const float2 c2 = *reinterpret_cast<const float2*>(C + o); c0 = c2.x; c1 = c2.y; } v0 += beta * c0; v1 += beta * c1; }
