@@ -307,10 +307,13 @@ def generate_source(cfg: GemmSm80Config) -> str:
         e(f"(void){x}c_step;")
 
     # ---------------------------------------------------------------- fragment setup
-    e(f"u32 fa[2][{MI}][4];\nu32 fb[2][{NI}][2];\nfloat acc[{MI}][{NI}][4];")
-    e(f"#pragma unroll\nfor (int i = 0; i < {MI}; ++i)\n  #pragma unroll\n"
-      f"  for (int j = 0; j < {NI}; ++j)\n    #pragma unroll\n"
-      f"    for (int v = 0; v < 4; ++v) acc[i][j][v] = 0.f;")
+    b.decl("u32", f"fa[2][{MI}][4]", hint=False)
+    b.decl("u32", f"fb[2][{NI}][2]", hint=False)
+    b.decl("float", f"acc[{MI}][{NI}][4]", hint=False)
+    with b.for_("i", 0, MI, unroll=True, hint=False):
+        with b.for_("j", 0, NI, unroll=True, hint=False):
+            with b.for_("v", 0, 4, unroll=True, hint=False):
+                b.assign("acc[i][j][v]", "0.f")
     for op, plan, lay, major in (("A", planA, layA, cfg.a_major), ("B", planB, layB,
                                                                     cfg.b_major)):
         # the row (or element) this thread addresses in load 0 of k block 0, from the smem
@@ -408,14 +411,11 @@ def generate_source(cfg: GemmSm80Config) -> str:
         per = math.ceil(len(ops) / parts)
         groups = [ops[p * per:(p + 1) * per] for p in range(parts)]
         e(f"// Multistage: prologue fetches {S - 1} k-tiles with cp.async")
-        e(f"#pragma unroll\nfor (int s = 0; s < {S - 1}; ++s) {{")
-        e.ind += 1
-        with e.block("if (s < k_tiles)"):
-            for op, i in ops:
-                copy_issue(op, i, "s", f"s * {BK}", True)
-        pipe.emit_commit(b)
-        e.ind -= 1
-        e("}")
+        with b.for_("s", 0, S - 1, unroll=True, hint=False):
+            with e.block("if (s < k_tiles)"):
+                for op, i in ops:
+                    copy_issue(op, i, "s", f"s * {BK}", True)
+            pipe.emit_commit(b)
         pipe.emit_wait(b)
         b.sync_threads()
         e(f"int read_stage = 0, write_stage = {S - 1}, fetch = {S - 1};")
@@ -443,7 +443,7 @@ def generate_source(cfg: GemmSm80Config) -> str:
         e("// drain (only empty groups remain)")
         pipe.emit_drain(b)
     elif cfg.mainloop == "pipelined":
-        e(f"// Pipelined (MmaPipelined): 2 smem stages, gmem fragment in registers")
+        e("// Pipelined (MmaPipelined): 2 smem stages, gmem fragment in registers")
         e(f"u32 ra[{cmA.iterations}][{nwA}], rb[{cmB.iterations}][{nwB}];")
         for i in range(cmA.iterations):
             copy_issue("A", i, "", "0", False, f"ra[{i}]")
@@ -477,7 +477,7 @@ def generate_source(cfg: GemmSm80Config) -> str:
                             copy_issue("B", i, "", f"(kt + 1) * {BK}", False, f"rb[{i}]")
                 warp_mma(kb % 2)
     else:
-        e(f"// Single stage (MmaSingleStage): gmem -> registers -> smem, sync, compute, sync")
+        e("// Single stage (MmaSingleStage): gmem -> registers -> smem, sync, compute, sync")
         e(f"u32 ra[{cmA.iterations}][{nwA}], rb[{cmB.iterations}][{nwB}];")
         for i in range(cmA.iterations):
             copy_issue("A", i, "", "0", False, f"ra[{i}]")
@@ -637,6 +637,7 @@ _I64 = (-(1 << 63), (1 << 63) - 1)
 
 def _emit_epilogue(e: _Emitter, cfg: GemmSm80Config, WM: int, WN: int, MI: int, NI: int):
     from ..render import render_expr
+    b = e.b
     out = cfg.out_dtype
     e("// Epilogue: D = alpha * acc + beta * C, converted, 2-wide stores where aligned")
     if out == "f32":
@@ -653,10 +654,9 @@ def _emit_epilogue(e: _Emitter, cfg: GemmSm80Config, WM: int, WN: int, MI: int, 
         store2 = f"*reinterpret_cast<u32*>(D + o) = {pk}(v0, v1);"
     (m0e, n0e), (m1e, n1e) = sm80_mma.accumulator_c_exprs(cfg.dtype)
     e("// accumulator (m, n) of c{2h}, c{2h+1}: lowered from the MMA atom's layout_C")
-    e(f"const int cm0 = {m0e}, cn0 = {n0e}, cm1 = {m1e}, cn1 = {n1e};")
-    e("const bool use_c = beta != 0.f;")
-    e(f"#pragma unroll\nfor (int mi = 0; mi < {MI}; ++mi) {{")
-    e(f"  #pragma unroll\n  for (int h = 0; h < 2; ++h) {{")
+    for nm, x in (("cm0", m0e), ("cn0", n0e), ("cm1", m1e), ("cn1", n1e)):
+        b.decl("const int", nm, x, hint=False)
+    b.decl("const bool", "use_c", "beta != 0.f", hint=False)
     # the accumulator's tile coordinate: the CTA origin, the warp's MMA tile
     # (address.accumulator_tile_layout) and the value's (m, n) in the MMA atom
     wm, wn = cfg.warps
@@ -666,36 +666,57 @@ def _emit_epilogue(e: _Emitter, cfg: GemmSm80Config, WM: int, WN: int, MI: int, 
                                    (ir.var("warp_n", 0, wn - 1), ir.var("ni", 0, NI - 1)))
     m_at = " + ".join(["m0"] + [render_expr(t) for t in tm] + ["(h ? cm1 : cm0)"])
     n_at = " + ".join(["n0"] + [render_expr(t) for t in tn] + ["(h ? cn1 : cn0)"])
-    e(f"    const int m = {m_at};")
-    e("    if (m >= M) continue;")
-    e(f"    #pragma unroll\n    for (int ni = 0; ni < {NI}; ++ni) {{")
-    e(f"      const int n = {n_at};")
     # C's and D's offsets: their gmem layouts (address.output_layout) at (m, n)
     m_, n_ = ir.var("m", 0, (1 << 31) - 1), ir.var("n", 0, (1 << 31) - 1)
     oc, od = (render_expr(sm80_address.output_offset(x, m_, n_)) for x in ("C", "D"))
-    e(f"      const long long oc = {oc}, o = {od};")
-    e("      float v0 = alpha * acc[mi][ni][2 * h], v1 = alpha * acc[mi][ni][2 * h + 1];")
-    if cfg.vec_c == 2:
-        e("      if (n + 1 < N) {")
-        e("        if (use_c) { float c0, c1; { const long long o = oc; " + load2 + " }"
-          " v0 += beta * c0; v1 += beta * c1; }")
-        e("        " + store2)
-        e("      } else if (n < N) {")
-    else:
-        e("      if (n < N) {")
-    e("        if (use_c) { const long long o = oc; v0 += beta * " + load1 + "; }")
-    e("        " + store1.format(v="v0"))
-    if cfg.vec_c == 1:
-        e("        if (n + 1 < N) {")
-        # (m, n + 1): the offsets plus the layouts' n stride
-        oc1 = render_expr(ir.var("oc", *_I64) + sm80_address.output_offset("C", 0, 1))
-        od1 = render_expr(ir.var("o", *_I64) + sm80_address.output_offset("D", 0, 1))
-        e(f"          if (use_c) {{ const long long o = {oc1}; v1 += beta * " + load1 + "; }")
-        e(f"          {{ const long long o2 = {od1}; {{ const long long o = o2; "
-          + store1.format(v="v1") + " } }")
-        e("        }")
-    e("      }")
-    e("    }\n  }\n}")
+
+    def add_c(v: str, o: str) -> None:
+        """``v += beta * C[o]`` when C is read (``o``: C's offset, bound to the name ``o``
+        the load text uses)."""
+        with b.if_("use_c"):
+            b.decl("const long long", "o", o, hint=False)
+            b.assign(v, f"beta * {load1}", "+=")
+
+    with b.for_("mi", 0, MI, unroll=True, hint=False):
+        with b.for_("h", 0, 2, unroll=True, hint=False):
+            b.decl("const int", "m", m_at, hint=False)
+            with b.if_("m >= M"):
+                b.stmt("continue")
+            with b.for_("ni", 0, NI, unroll=True, hint=False):
+                b.decl("const int", "n", n_at, hint=False)
+                b.decl("const long long", "oc", oc, hint=False)
+                b.decl("const long long", "o", od, hint=False)
+                b.decl("float", "v0", "alpha * acc[mi][ni][2 * h]", hint=False)
+                b.decl("float", "v1", "alpha * acc[mi][ni][2 * h + 1]", hint=False)
+                if cfg.vec_c == 2:
+                    with b.if_("n + 1 < N"):
+                        with b.if_("use_c"):
+                            b.decl("float", "c0", hint=False)
+                            b.decl("float", "c1", hint=False)
+                            with b.scope():
+                                b.decl("const long long", "o", "oc", hint=False)
+                                b.stmt(load2)
+                            b.assign("v0", "beta * c0", "+=")
+                            b.assign("v1", "beta * c1", "+=")
+                        b.stmt(store2)
+                    with b.else_("n < N"):
+                        add_c("v0", "oc")
+                        b.stmt(store1.format(v="v0"))
+                else:
+                    with b.if_("n < N"):
+                        add_c("v0", "oc")
+                        b.stmt(store1.format(v="v0"))
+                        with b.if_("n + 1 < N"):
+                            # (m, n + 1): the offsets plus the layouts' n stride
+                            add_c("v1", render_expr(ir.var("oc", *_I64) +
+                                                    sm80_address.output_offset("C", 0, 1)))
+                            with b.scope():     # o2 first: `o = o + 1` would read itself
+                                b.decl("const long long", "o2", render_expr(
+                                    ir.var("o", *_I64) + sm80_address.output_offset("D", 0, 1)),
+                                       hint=False)
+                                with b.scope():
+                                    b.decl("const long long", "o", "o2", hint=False)
+                                    b.stmt(store1.format(v="v1"))
 
 
 # ====================================================================================== host

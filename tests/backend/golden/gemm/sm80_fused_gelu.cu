@@ -161,11 +161,15 @@ extern "C" __global__ void __launch_bounds__(256, 1) gemm_sm80_multistage_f16_f1
   u32 fb[2][8][2];
   float acc[4][8][4];
   #pragma unroll
-  for (int i = 0; i < 4; ++i)
+  for (int i = 0; i < 4; ++i) {
     #pragma unroll
-    for (int j = 0; j < 8; ++j)
+    for (int j = 0; j < 8; ++j) {
       #pragma unroll
-      for (int v = 0; v < 4; ++v) acc[i][j][v] = 0.f;
+      for (int v = 0; v < 4; ++v) {
+        acc[i][j][v] = 0.f;
+      }
+    }
+  }
   const u32 a_lm = smem_off_A((lane & 15) + warp_m * 64, (lane >> 4) * 8) * 2;  // ldmatrix row address of this lane
   const u32 b_lm = smem_off_B((lane & 7) + (lane >> 4) * 8 + warp_n * 64, ((lane >> 3) & 1) * 8) * 2;  // ldmatrix row address of this lane
   // Multistage: prologue fetches 2 k-tiles with cp.async

@@ -93,11 +93,15 @@ extern "C" __global__ void __launch_bounds__(128, 1) gemm_sm80_multistage_tf32_f
   u32 fb[2][4][2];
   float acc[2][4][4];
   #pragma unroll
-  for (int i = 0; i < 2; ++i)
+  for (int i = 0; i < 2; ++i) {
     #pragma unroll
-    for (int j = 0; j < 4; ++j)
+    for (int j = 0; j < 4; ++j) {
       #pragma unroll
-      for (int v = 0; v < 4; ++v) acc[i][j][v] = 0.f;
+      for (int v = 0; v < 4; ++v) {
+        acc[i][j][v] = 0.f;
+      }
+    }
+  }
   const u32 a_lm = smem_off_A((lane >> 2) + warp_m * 32, lane & 3) * 4;  // ldmatrix row address of this lane
   const u32 b_lm = smem_off_B((lane >> 2) + warp_n * 32, lane & 3) * 4;  // ldmatrix row address of this lane
   // Multistage: prologue fetches 2 k-tiles with cp.async
@@ -159,17 +163,17 @@ extern "C" __global__ void __launch_bounds__(128, 1) gemm_sm80_multistage_tf32_f
   fb[0][3][0] = ld_shared_32(sB + read_stage * 8192 + (b_lm ^ 96));
   fb[0][3][1] = ld_shared_32(sB + read_stage * 8192 + ((b_lm ^ 32) + 512));
   #pragma unroll
-  for (int i = 0; i < 2; ++i) {
+  for (int i_1 = 0; i_1 < 2; ++i_1) {
     #pragma unroll
-    for (int j = 0; j < 4; ++j) {
-      fa[0][i][j] = cvt_tf32(fa[0][i][j]);
+    for (int j_1 = 0; j_1 < 4; ++j_1) {
+      fa[0][i_1][j_1] = cvt_tf32(fa[0][i_1][j_1]);
     }
   }
   #pragma unroll
-  for (int i_1 = 0; i_1 < 4; ++i_1) {
+  for (int i_2 = 0; i_2 < 4; ++i_2) {
     #pragma unroll
-    for (int j_1 = 0; j_1 < 2; ++j_1) {
-      fb[0][i_1][j_1] = cvt_tf32(fb[0][i_1][j_1]);
+    for (int j_2 = 0; j_2 < 2; ++j_2) {
+      fb[0][i_2][j_2] = cvt_tf32(fb[0][i_2][j_2]);
     }
   }
   for (int kt = 0; kt < k_tiles; ++kt) {
@@ -191,17 +195,17 @@ extern "C" __global__ void __launch_bounds__(128, 1) gemm_sm80_multistage_tf32_f
     fb[1][3][0] = ld_shared_32(sB + read_stage * 8192 + ((b_lm ^ 96) + 2048));
     fb[1][3][1] = ld_shared_32(sB + read_stage * 8192 + ((b_lm ^ 32) + 2560));
     #pragma unroll
-    for (int i_2 = 0; i_2 < 2; ++i_2) {
+    for (int i_3 = 0; i_3 < 2; ++i_3) {
       #pragma unroll
-      for (int j_2 = 0; j_2 < 4; ++j_2) {
-        fa[1][i_2][j_2] = cvt_tf32(fa[1][i_2][j_2]);
+      for (int j_3 = 0; j_3 < 4; ++j_3) {
+        fa[1][i_3][j_3] = cvt_tf32(fa[1][i_3][j_3]);
       }
     }
     #pragma unroll
-    for (int i_3 = 0; i_3 < 4; ++i_3) {
+    for (int i_4 = 0; i_4 < 4; ++i_4) {
       #pragma unroll
-      for (int j_3 = 0; j_3 < 2; ++j_3) {
-        fb[1][i_3][j_3] = cvt_tf32(fb[1][i_3][j_3]);
+      for (int j_4 = 0; j_4 < 2; ++j_4) {
+        fb[1][i_4][j_4] = cvt_tf32(fb[1][i_4][j_4]);
       }
     }
     // issue part 0 of the copies of k-tile fetch = kt + 2
@@ -245,17 +249,17 @@ extern "C" __global__ void __launch_bounds__(128, 1) gemm_sm80_multistage_tf32_f
     fb[0][3][0] = ld_shared_32(sB + read_stage * 8192 + ((b_lm ^ 96) + 4096));
     fb[0][3][1] = ld_shared_32(sB + read_stage * 8192 + ((b_lm ^ 32) + 4608));
     #pragma unroll
-    for (int i_4 = 0; i_4 < 2; ++i_4) {
+    for (int i_5 = 0; i_5 < 2; ++i_5) {
       #pragma unroll
-      for (int j_4 = 0; j_4 < 4; ++j_4) {
-        fa[0][i_4][j_4] = cvt_tf32(fa[0][i_4][j_4]);
+      for (int j_5 = 0; j_5 < 4; ++j_5) {
+        fa[0][i_5][j_5] = cvt_tf32(fa[0][i_5][j_5]);
       }
     }
     #pragma unroll
-    for (int i_5 = 0; i_5 < 4; ++i_5) {
+    for (int i_6 = 0; i_6 < 4; ++i_6) {
       #pragma unroll
-      for (int j_5 = 0; j_5 < 2; ++j_5) {
-        fb[0][i_5][j_5] = cvt_tf32(fb[0][i_5][j_5]);
+      for (int j_6 = 0; j_6 < 2; ++j_6) {
+        fb[0][i_6][j_6] = cvt_tf32(fb[0][i_6][j_6]);
       }
     }
     // issue part 1 of the copies of k-tile fetch = kt + 2
@@ -299,17 +303,17 @@ extern "C" __global__ void __launch_bounds__(128, 1) gemm_sm80_multistage_tf32_f
     fb[1][3][0] = ld_shared_32(sB + read_stage * 8192 + ((b_lm ^ 96) + 6144));
     fb[1][3][1] = ld_shared_32(sB + read_stage * 8192 + ((b_lm ^ 32) + 6656));
     #pragma unroll
-    for (int i_6 = 0; i_6 < 2; ++i_6) {
+    for (int i_7 = 0; i_7 < 2; ++i_7) {
       #pragma unroll
-      for (int j_6 = 0; j_6 < 4; ++j_6) {
-        fa[1][i_6][j_6] = cvt_tf32(fa[1][i_6][j_6]);
+      for (int j_7 = 0; j_7 < 4; ++j_7) {
+        fa[1][i_7][j_7] = cvt_tf32(fa[1][i_7][j_7]);
       }
     }
     #pragma unroll
-    for (int i_7 = 0; i_7 < 4; ++i_7) {
+    for (int i_8 = 0; i_8 < 4; ++i_8) {
       #pragma unroll
-      for (int j_7 = 0; j_7 < 2; ++j_7) {
-        fb[1][i_7][j_7] = cvt_tf32(fb[1][i_7][j_7]);
+      for (int j_8 = 0; j_8 < 2; ++j_8) {
+        fb[1][i_8][j_8] = cvt_tf32(fb[1][i_8][j_8]);
       }
     }
     // issue part 2 of the copies of k-tile fetch = kt + 2
@@ -358,17 +362,17 @@ extern "C" __global__ void __launch_bounds__(128, 1) gemm_sm80_multistage_tf32_f
     fb[0][3][0] = ld_shared_32(sB + read_stage * 8192 + (b_lm ^ 96));
     fb[0][3][1] = ld_shared_32(sB + read_stage * 8192 + ((b_lm ^ 32) + 512));
     #pragma unroll
-    for (int i_8 = 0; i_8 < 2; ++i_8) {
+    for (int i_9 = 0; i_9 < 2; ++i_9) {
       #pragma unroll
-      for (int j_8 = 0; j_8 < 4; ++j_8) {
-        fa[0][i_8][j_8] = cvt_tf32(fa[0][i_8][j_8]);
+      for (int j_9 = 0; j_9 < 4; ++j_9) {
+        fa[0][i_9][j_9] = cvt_tf32(fa[0][i_9][j_9]);
       }
     }
     #pragma unroll
-    for (int i_9 = 0; i_9 < 4; ++i_9) {
+    for (int i_10 = 0; i_10 < 4; ++i_10) {
       #pragma unroll
-      for (int j_9 = 0; j_9 < 2; ++j_9) {
-        fb[0][i_9][j_9] = cvt_tf32(fb[0][i_9][j_9]);
+      for (int j_10 = 0; j_10 < 2; ++j_10) {
+        fb[0][i_10][j_10] = cvt_tf32(fb[0][i_10][j_10]);
       }
     }
     // warp MMA, serpentine (vertical visit): n outer, m reversed on odd n
@@ -385,25 +389,44 @@ extern "C" __global__ void __launch_bounds__(128, 1) gemm_sm80_multistage_tf32_f
   cp_async_wait<0>();
   // Epilogue: D = alpha * acc + beta * C, converted, 2-wide stores where aligned
   // accumulator (m, n) of c{2h}, c{2h+1}: lowered from the MMA atom's layout_C
-  const int cm0 = (lane >> 2), cn0 = ((lane & 3) * 2), cm1 = ((lane >> 2) + 8), cn1 = ((lane & 3) * 2);
+  const int cm0 = (lane >> 2);
+  const int cn0 = ((lane & 3) * 2);
+  const int cm1 = ((lane >> 2) + 8);
+  const int cn1 = ((lane & 3) * 2);
   const bool use_c = beta != 0.f;
   #pragma unroll
   for (int mi = 0; mi < 2; ++mi) {
     #pragma unroll
     for (int h = 0; h < 2; ++h) {
       const int m = m0 + warp_m * 32 + mi * 16 + (h ? cm1 : cm0);
-      if (m >= M) continue;
+      if (m >= M) {
+        continue;
+      }
       #pragma unroll
       for (int ni = 0; ni < 4; ++ni) {
         const int n = n0 + warp_n * 32 + ni * 8 + (h ? cn1 : cn0);
-        const long long oc = m * ldc + n, o = m * ldd + n;
-        float v0 = alpha * acc[mi][ni][2 * h], v1 = alpha * acc[mi][ni][2 * h + 1];
+        const long long oc = m * ldc + n;
+        const long long o = m * ldd + n;
+        float v0 = alpha * acc[mi][ni][2 * h];
+        float v1 = alpha * acc[mi][ni][2 * h + 1];
         if (n < N) {
-          if (use_c) { const long long o = oc; v0 += beta * C[o]; }
+          if (use_c) {
+            const long long o = oc;
+            v0 += beta * C[o];
+          }
           D[o] = v0;
           if (n + 1 < N) {
-            if (use_c) { const long long o = oc + 1; v1 += beta * C[o]; }
-            { const long long o2 = o + 1; { const long long o = o2; D[o] = v1; } }
+            if (use_c) {
+              const long long o = oc + 1;
+              v1 += beta * C[o];
+            }
+            {
+              const long long o2 = o + 1;
+              {
+                const long long o = o2;
+                D[o] = v1;
+              }
+            }
           }
         }
       }

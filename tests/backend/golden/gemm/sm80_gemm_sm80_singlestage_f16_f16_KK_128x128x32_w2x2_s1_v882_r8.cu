@@ -96,11 +96,15 @@ extern "C" __global__ void __launch_bounds__(128, 1) gemm_sm80_singlestage_f16_f
   u32 fb[2][8][2];
   float acc[4][8][4];
   #pragma unroll
-  for (int i = 0; i < 4; ++i)
+  for (int i = 0; i < 4; ++i) {
     #pragma unroll
-    for (int j = 0; j < 8; ++j)
+    for (int j = 0; j < 8; ++j) {
       #pragma unroll
-      for (int v = 0; v < 4; ++v) acc[i][j][v] = 0.f;
+      for (int v = 0; v < 4; ++v) {
+        acc[i][j][v] = 0.f;
+      }
+    }
+  }
   const u32 a_lm = smem_off_A((tid & 15) + ((tid >> 5) & 1) * 64, ((tid >> 4) & 1) * 8) * 2;  // ldmatrix row address of this lane
   const u32 b_lm = smem_off_B((tid & 7) + ((tid >> 4) & 1) * 8 + (tid >> 6) * 64, ((tid >> 3) & 1) * 8) * 2;  // ldmatrix row address of this lane
   // Single stage (MmaSingleStage): gmem -> registers -> smem, sync, compute, sync
@@ -171,24 +175,43 @@ extern "C" __global__ void __launch_bounds__(128, 1) gemm_sm80_singlestage_f16_f
   }
   // Epilogue: D = alpha * acc + beta * C, converted, 2-wide stores where aligned
   // accumulator (m, n) of c{2h}, c{2h+1}: lowered from the MMA atom's layout_C
-  const int cm0 = (lane >> 2), cn0 = ((lane & 3) * 2), cm1 = ((lane >> 2) + 8), cn1 = ((lane & 3) * 2);
+  const int cm0 = (lane >> 2);
+  const int cn0 = ((lane & 3) * 2);
+  const int cm1 = ((lane >> 2) + 8);
+  const int cn1 = ((lane & 3) * 2);
   const bool use_c = beta != 0.f;
   #pragma unroll
   for (int mi = 0; mi < 4; ++mi) {
     #pragma unroll
     for (int h = 0; h < 2; ++h) {
       const int m = m0 + warp_m * 64 + mi * 16 + (h ? cm1 : cm0);
-      if (m >= M) continue;
+      if (m >= M) {
+        continue;
+      }
       #pragma unroll
       for (int ni = 0; ni < 8; ++ni) {
         const int n = n0 + warp_n * 64 + ni * 8 + (h ? cn1 : cn0);
-        const long long oc = m * ldc + n, o = m * ldd + n;
-        float v0 = alpha * acc[mi][ni][2 * h], v1 = alpha * acc[mi][ni][2 * h + 1];
+        const long long oc = m * ldc + n;
+        const long long o = m * ldd + n;
+        float v0 = alpha * acc[mi][ni][2 * h];
+        float v1 = alpha * acc[mi][ni][2 * h + 1];
         if (n + 1 < N) {
-          if (use_c) { float c0, c1; { const long long o = oc; const u32 c2 = *reinterpret_cast<const u32*>(C + o); c0 = f16_bits_to_f32(static_cast<u16>(c2 & 0xffffu)); c1 = f16_bits_to_f32(static_cast<u16>(c2 >> 16)); } v0 += beta * c0; v1 += beta * c1; }
+          if (use_c) {
+            float c0;
+            float c1;
+            {
+              const long long o = oc;
+              const u32 c2 = *reinterpret_cast<const u32*>(C + o); c0 = f16_bits_to_f32(static_cast<u16>(c2 & 0xffffu)); c1 = f16_bits_to_f32(static_cast<u16>(c2 >> 16));
+            }
+            v0 += beta * c0;
+            v1 += beta * c1;
+          }
           *reinterpret_cast<u32*>(D + o) = pack_f16x2(v0, v1);
         } else if (n < N) {
-          if (use_c) { const long long o = oc; v0 += beta * f16_bits_to_f32(C[o]); }
+          if (use_c) {
+            const long long o = oc;
+            v0 += beta * f16_bits_to_f32(C[o]);
+          }
           D[o] = f32_to_f16_bits(v0);
         }
       }
