@@ -107,6 +107,24 @@ def reduce_identity_literal(op: str) -> str:
     return float_literal(evt.reduction_identity(op))
 
 
+def emit_reduction_state(kb, lowered, frag) -> tuple[dict, list]:
+    """Declare a consumer thread's reduction accumulators, each set to its operation's
+    identity: ``red_<name>`` for a scalar reduction, ``cr_<name>_<m>`` per accumulator row
+    offset ``m`` of the fragment for a column reduction (row reductions are declared per
+    subtile by the epilogues).  Returns ``(reds, col_m)``: ``{name: (kind, op)}`` and the row
+    offsets."""
+    reds = {n: (k, o) for n, k, o in lowered.reductions}
+    col_m = sorted({frag.m_val[v] for v in range(frag.num_values)})
+    for name, (kind, op) in reds.items():
+        ident = reduce_identity_literal(op)
+        if kind == "scalar":
+            kb.decl("float", f"red_{name}", ident, hint=False)
+        elif kind == "col":
+            for m in col_m:
+                kb.decl("float", f"cr_{name}_{m}", ident, hint=False)
+    return reds, col_m
+
+
 def reduce_combine(op: str, a: str, b: str) -> str:
     """C++ combining two partial reductions."""
     return {"sum": f"({a} + {b})", "max": f"fmaxf({a}, {b})", "min": f"fminf({a}, {b})",

@@ -62,7 +62,7 @@ from ..arch.sm90.epilogue_maps import thread_offsets
 from ..builder import KernelBuilder
 from .fragment import AccFragment, bank_wavefronts, value_pairs
 from .lower import (MATH_HELPERS, LoweredTree, atomic_reduce, lower_tree, reduce_combine,
-                    reduce_identity_literal)
+                    reduce_identity_literal, emit_reduction_state)
 from .sm90 import EpilogueConfig, ParamSpec
 
 __all__ = ["Sm80EpilogueConfig", "Sm80Epilogue", "SmemSwizzle", "fragment_period",
@@ -626,15 +626,7 @@ class Sm80Epilogue:
                 x = f"p_{name}[0]"
                 kb.decl("const float", f"s_{name}", x if dt == "float32" else
                         f"{'f16' if dt == 'float16' else 'bf16'}_bits_to_f32({x})", hint=False)
-            reds = {n: (k, o) for n, k, o in lt.reductions}
-            col_m = sorted({fr.m_val[v] for v in range(fr.num_values)})
-            for name, (kind, op) in reds.items():
-                ident = reduce_identity_literal(op)
-                if kind == "scalar":
-                    kb.decl("float", f"red_{name}", ident, hint=False)
-                elif kind == "col":
-                    for m in col_m:
-                        kb.decl("float", f"cr_{name}_{m}", ident, hint=False)
+            reds, col_m = emit_reduction_state(kb, lt, fr)
             for kind, vecs, ext, org, bound in (("row", lt.rows, cfg.tile_n, N0, NN),
                                                 ("col", lt.cols, cfg.tile_m, M0, MM)):
                 for name, dt in vecs:

@@ -41,7 +41,7 @@ from ..builder import KernelBuilder
 from ..ir import Node
 from .fragment import AccFragment, bank_wavefronts, value_pairs
 from .lower import (MATH_HELPERS, LoweredTree, atomic_reduce, lower_tree, reduce_combine,
-                    reduce_identity_literal)
+                    reduce_identity_literal, emit_reduction_state)
 
 __all__ = ["EpilogueConfig", "Sm90Epilogue", "ParamSpec", "swizzle_offset", "dtype_bytes",
            "valid_option_combinations", "build_test_kernel_source"]
@@ -525,15 +525,7 @@ class Sm90Epilogue:
         lane = ir.and_(tid, 31)
         kb.let(lane, "cute_lane")
         mt, nt = self._thread(kb)
-        reds = {n: (k, o) for n, k, o in lt.reductions}
-        col_m = sorted({fr.m_val[v] for v in range(fr.num_values)})
-        for name, (kind, op) in reds.items():
-            ident = reduce_identity_literal(op)
-            if kind == "scalar":
-                kb.decl("float", f"red_{name}", ident, hint=False)
-            elif kind == "col":
-                for m in col_m:
-                    kb.decl("float", f"cr_{name}_{m}", ident, hint=False)
+        reds, col_m = emit_reduction_state(kb, lt, fr)
         if lt.rows or lt.cols:   # stage the tile's slice of every broadcast vector in smem
             for kind, name, dt, o, length, bound, origin in self._vector_slices():
                 for i in range(-(-length // self.nc)):
