@@ -552,9 +552,6 @@ def generate_source(cfg: Sm90GemmConfig) -> str:
             kb.param(ctype, name)
     for ctype, name in _extra_params(cfg):
         kb.param(ctype, name)
-    if cfg.stream_k:     # stream-K's device helper (gemm_sm90_streamk)
-        from .gemm_sm90_streamk import HELPERS
-        kb.helper(HELPERS)
     if epi is not None:
         epi.emit_helpers(kb)
     Sm90Body(cfg, maps).emit(kb)

@@ -73,11 +73,6 @@ STREAMK_PARAMS = ("ws", "sk_flags", "sk_tiles")
 
 _I32 = (1 << 31) - 1
 
-#: kept for callers that paste it before the kernel: the CTA-of map is lowered inline now
-#: (:func:`cta_of_node`), there is no C helper any more
-HELPERS = ""
-
-PARAMS = ",\n    float* __restrict__ ws, int* __restrict__ sk_flags, int sk_tiles"
 
 
 @dataclass(frozen=True)
@@ -339,7 +334,7 @@ def emit_epilogue(kb, cfg, maps, emit_store) -> None:
         for o, a in zip(voff, acc):
             kb.assign(f"wp_[{o}]", a)
         kb.stmt("__threadfence()")
-        kb.call("named_barrier_sync", f"1u", f"{nthr}u")
+        kb.call("named_barrier_sync", "1u", f"{nthr}u")
         with kb.if_("tid == 0"):
             kb.call("st_release_gpu_b32", "sk_flags + blockIdx.x", 1)
         kb.stmt("continue")
@@ -355,7 +350,7 @@ def emit_epilogue(kb, cfg, maps, emit_store) -> None:
                 kb.assign("sk_flags[c]", 0)
         kb.call("named_barrier_sync", "1u", f"{nthr}u")
         kb.stmt("__threadfence()")
-        kb.decl(f"float", f"sk_sum_[{nv}]", hint=False)
+        kb.decl("float", f"sk_sum_[{nv}]", hint=False)
         with kb.for_("c", c0, c1 + 1, hint=False) as c:
             kb.decl("const float*", "pp_", f"ws + {kb.expr(workspace_offset(cfg, tid, 0, c))}",
                     hint=False)
