@@ -143,8 +143,13 @@ def test_block_source_promotes_after_each_k_block():
     src = G.generate_source(_cfg(scaling="block"))
     body = src.split("for (int kb = 0; kb < k_blocks; ++kb)")[2]
     i_commit, i_wait = body.index("wgmma_commit_group();"), body.index("wgmma_wait_group<0>();")
-    i_load, i_prom = body.index("__ldg(scale_b"), body.index("tot_[0][0] += acc[0][0]")
+    i_load, i_prom = body.index("sb_[0] = ld_shared_f32(sS"), body.index("tot_[0][0] += acc[0][0]")
     assert i_commit < i_load < i_wait < i_prom
+    assert "__ldg(scale" not in body.split("epilogue")[0]             # scales come from smem
+    producer = src.split("for (int kb = 0; kb < k_blocks; ++kb)")[1]
+    assert producer.count("sm80::cp_async_zfill<4>(sS") == 5            # 4 A rows + 1 B block
+    assert "sm80::cp_async_mbarrier_arrive_noinc(fb_)" in producer
+    assert "mbarrier_init(bar_full + s_ * 8, 33u)" in src
     assert "wgmma_wait_group<1>" not in body.split("wgmma_wait_group<0>")[0]
     assert body.count("] += acc[0][") == 64                          # every accumulator
     assert "scale_d" not in body.split("wgmma_commit_group")[0].split("wgmma_fence();")[1]

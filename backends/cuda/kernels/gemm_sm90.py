@@ -333,10 +333,23 @@ class Sm90GemmConfig:
     def epilogue_smem_bytes(self) -> int:
         return self.epi_regions * self.epilogue_region_bytes()
 
+    def block_scales(self):
+        """FP8 block scaling: the scale slots the pipeline's stages carry
+        (:class:`~backends.cuda.arch.sm90.block_scales.BlockScaleStages`); else None."""
+        if not (self.fp8 and self.scaling == "block"):
+            return None
+        from ..arch.sm90.block_scales import BlockScaleStages
+        return BlockScaleStages(self.stages, self.tile_m, self.tile_n)
+
+    def scale_smem_bytes(self) -> int:
+        bs = self.block_scales()
+        return 0 if bs is None else bs.bytes
+
     def smem_bytes(self) -> int:
-        """[A stages][B stages][epilogue region][mbarriers] + 1024 bytes to align the base."""
-        return self.stages * self.stage_bytes + self.epilogue_smem_bytes() + 16 * self.stages \
-            + 1024
+        """[A stages][B stages][scale slots][epilogue region][mbarriers] + 1024 bytes to
+        align the base."""
+        return self.stages * self.stage_bytes + self.scale_smem_bytes() \
+            + self.epilogue_smem_bytes() + 16 * self.stages + 1024
 
     def fit_stages(self, limit: int = 8) -> "Sm90GemmConfig":
         """This configuration with the most mainloop stages (at most ``limit``) whose shared
@@ -369,9 +382,14 @@ class Sm90GemmConfig:
 
     def pipeline(self) -> PipelineTmaAsync:
         """The mainloop pipeline: a stage is released by the warps of the warpgroups that
-        read it (all of them, or the one owning the tile in ping-pong)."""
+        read it (all of them, or the one owning the tile in ping-pong); a stage is full when
+        the leader's TMA bytes (and, with block scales, the producer lanes' scale copies)
+        have landed."""
+        from ..arch.sm90.block_scales import LANES
+        # block scaling: the producer warp's lanes arrive too, when their scale copies land
         return PipelineTmaAsync(stages=self.stages, consumer_arrivals=4 * self.mma_wgs,
-                                transaction_bytes=self.stage_bytes, cluster_size=self.cluster_m)
+                                transaction_bytes=self.stage_bytes, cluster_size=self.cluster_m,
+                                num_producers=1 + (LANES if self.block_scales() else 0))
 
     def order(self) -> OrderedSequenceBarrier | None:
         """Ping-pong: the turn order of the consumer warpgroups' mainloops."""

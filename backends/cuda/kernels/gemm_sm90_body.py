@@ -13,6 +13,7 @@
 ``emit_producer_role``         warpgroup 0: registers given away, the mainloop producer and
                                the epilogue's load producer
 ``emit_producer_tile``         one tile of the mainloop producer: k-blocks of acquire + TMA
+                               (+ FP8 block scales: the warp's scale copies)
 ``emit_consumer_role``         the consumer warpgroups: state, the tile loop, the drain
 ``emit_consumer_tile``         one tile: coordinates, the mainloop, the epilogue
 ``emit_k_block``               one k-block of the consumer mainloop: wait, descriptors,
@@ -183,9 +184,14 @@ class Sm90Body:
         kb.decl("const u32", "sA", "smem0_", hint=False)
         kb.comment(f"B: {S} stages x {self.b_bytes} B: {maps.smem_b}")
         kb.decl("const u32", "sB", smem_address("sA") + S * self.a_bytes, hint=False)
-        kb.decl("const u32", "bar_full", smem_address("sB") + (S * self.b_bytes +
-                                                               cfg.epilogue_smem_bytes()),
-                hint=False)
+        after_b = smem_address("sB") + S * self.b_bytes
+        if cfg.block_scales() is not None:
+            bs = cfg.block_scales()
+            kb.comment(f"block scales: {S} slots x {bs.slot_bytes} B: A {bs.slot_layout()[0]}, "
+                       f"B {bs.slot_layout()[1]}")
+            kb.decl("const u32", "sS", after_b, hint=False)
+            after_b = smem_address("sS") + bs.bytes
+        kb.decl("const u32", "bar_full", after_b + cfg.epilogue_smem_bytes(), hint=False)
         kb.decl("const u32", "bar_empty", self.pl.barrier(self.pl.full, S), hint=False)
 
     def emit_epilogue_init(self, kb) -> None:
@@ -194,7 +200,7 @@ class Sm90Body:
         cfg, epi = self.cfg, self.epi
         kb.decl("unsigned char*", "cute_epi_smem_base",
                 f"smem_raw_ + (smem0_ - {kb.call_expr('cvta_to_shared_u32', 'smem_raw_')}) + "
-                f"{cfg.stages * cfg.stage_bytes}", hint=False)
+                f"{cfg.stages * cfg.stage_bytes + cfg.scale_smem_bytes()}", hint=False)
         if self.pp:
             R = cfg.epilogue_region_bytes()
             for w in range(cfg.epi_regions):
@@ -261,7 +267,14 @@ class Sm90Body:
         cfg = self.cfg
         kb.comment("---------------- producer warpgroup ----------------")
         kb.call("setmaxnreg_dec", template=str(cfg.producer_regs))
-        with kb.if_(f"{kb.call_expr('warp_id')} == 0 && {kb.call_expr('elect_one_sync')}"):
+        scales = cfg.block_scales() is not None
+        # block scales: the whole warp copies scales, its elected lane issues the TMA loads
+        who = (f"{kb.call_expr('warp_id')} == 0" if scales else
+               f"{kb.call_expr('warp_id')} == 0 && {kb.call_expr('elect_one_sync')}")
+        with kb.if_(who):
+            if scales:
+                kb.decl("const int", "lane_", "threadIdx.x & 31", hint=False)
+                kb.decl("const bool", "leader_", kb.call_expr("elect_one_sync"), hint=False)
             kb.comment("make_producer_start_state")
             kb.decl("int", "idx", 0, hint=False)
             kb.decl("u32", "phase", "1u", hint=False)
@@ -285,11 +298,19 @@ class Sm90Body:
             b_offset = rank * maps.b_slice_offset(1)
             b_row0 = b_row0 + rank * maps.b_slice_rows
             b_mask = hex((1 << cfg.cluster_m) - 1)
+        warp_copies = None
+        if cfg.block_scales() is not None:
+            from .gemm_sm90_fp8 import emit_producer_scales
+
+            def warp_copies(k, i, fb):
+                emit_producer_scales(k, cfg, i, fb, ir.var("kb", 0, _I32 // cfg.tile_k)
+                                     * cfg.tile_k)
         with kb.for_("kb", first, end, hint=False):
             k = ir.var("kb", 0, _I32 // cfg.tile_k)
             self.mainloop.emit_producer_k_block(
                 kb, "idx", "phase", k * cfg.tile_k, m_blk * cfg.tile_m, b_row0,
-                ir.var("l_", 0, _I32), b_offset=b_offset, b_mask=b_mask)
+                ir.var("l_", 0, _I32), b_offset=b_offset, b_mask=b_mask,
+                warp_copies=warp_copies)
 
     def emit_epilogue_producer(self, kb) -> None:
         """The fused epilogue's C / aux loads: producer warp 1 (ping-pong: warp 1 + w for

@@ -20,7 +20,9 @@ or "e5m2", ``dtype_b`` B's format when it differs) changes only
     128x128 block of B, strides ``ld_sb_n``, ``ld_sb_k``).  Each k-block's wgmmas start a fresh
     accumulator set (``scale_d`` = 0); after they complete (``wait_group<0>``) the consumer
     promotes ``tot += acc * (scale_a[r, kb] * scale_b[c / 128, kb])`` in fp32 registers (two
-    accumulator sets), the scales' loads issued before the wait; the epilogue stores ``tot``.
+    accumulator sets); the epilogue stores ``tot``.  The scales travel through the pipeline
+    with the operands (``arch.sm90.block_scales``): the producer warp copies each k-block's
+    scales into its stage, the consumers read them from shared memory before the wait.
 
   ``bias`` (a row vector of N elements of the output type, or a null pointer: none) is added
   after scaling; D is stored as bf16, f16 or f32 (``out_dtype``; f32: D and the bias are
@@ -48,6 +50,7 @@ from __future__ import annotations
 
 __all__ = ["FP8_DTYPES", "OUT_DTYPES", "SCALINGS", "check", "PARAMS", "emit_promotion_loads",
            "emit_promotion", "promotes", "emit_promotion_init", "emit_k_block_tail",
+           "emit_producer_scales",
            "emit_epilogue", "name_part", "scale_shapes", "check_scales", "scaling_of",
            "scale_layouts", "scale_offset", "d_layout", "d_offset"]
 
@@ -165,9 +168,6 @@ def check(cfg, op: str = "Sm90GemmConfig") -> None:
                           expected=False, actual=True)
     if cfg.scaling == "block" or cfg.promote:
         rows = cfg.tile_m // cfg.mma_wgs
-        if cfg.scaling == "block" and cfg.tile_n % BLOCK_K and BLOCK_K % cfg.tile_n:
-            raise LaunchError(op, "tile_n", "block scaling needs tile_n to divide or be a "
-                              "multiple of 128 (the B scale blocks)", actual=cfg.tile_n)
         if (rows // 64) * cfg.tile_n > 192:
             raise LaunchError(op, "tile", "promotion keeps two accumulator sets: at most "
                               "96 accumulators per thread per set (128x192)",
@@ -189,11 +189,13 @@ def _rows(maps):
 
 
 def _nblocks(cfg, maps):
-    """Distinct 128-column blocks (relative to the tile's first block) of a thread's values."""
+    """Distinct B-scale entries (column chunks of ``BlockScaleStages.chunk``, each inside one
+    128-column block) of a thread's values and, per value, the index into them."""
+    import math
     fr = maps.frag
-    per = max(1, cfg.tile_n // BLOCK_K)
-    nbs = sorted(set(n // BLOCK_K for n in fr.n_val)) if per > 1 else [0]
-    return nbs, [nbs.index(n // BLOCK_K) if per > 1 else 0 for n in fr.n_val]
+    chunk = math.gcd(cfg.tile_n, BLOCK_K)
+    nbs = sorted(set(n // chunk for n in fr.n_val))
+    return nbs, [nbs.index(n // chunk) for n in fr.n_val]
 
 
 def _acc(maps, v, name="acc"):
@@ -201,31 +203,30 @@ def _acc(maps, v, name="acc"):
     return f"{name}[{v // nacc}][{v % nacc}]"
 
 
-def emit_promotion_loads(kb, cfg, maps, k_block=None, into: str = "") -> None:
-    """Block scaling: load the scales of k-block ``k_block`` (IR; default ``kb``) into
-    ``sa{into}_[i]`` for each distinct row of the thread (0 past M) and ``sb{into}_[i]`` for
-    each 128-column block (declared by :func:`emit_promotion_init`); offsets lowered from
-    :func:`scale_layouts`.  (A comment only for the unscaled promotion of ``promote``.)"""
+def emit_promotion_loads(kb, cfg, maps) -> None:
+    """Block scaling: read the current stage's scales (``arch.sm90.block_scales``: the
+    producer copied them into the stage's slot) into ``sa_[i]`` for each distinct row of the
+    thread and ``sb_[i]`` for each 128-column block of its values (declared by
+    :func:`emit_promotion_init`).  (A comment only for the unscaled promotion of ``promote``.)"""
     if cfg.scaling != "block":
         kb.comment("promotion: tot_ += acc after the k-block's wgmmas")
         return
     from .. import ir
+    from ..arch.sm90.wgmma import accumulator_origin
     rows, _ = _rows(maps)
     nbs, _ = _nblocks(cfg, maps)
+    tid = ir.var("tid", 0, 128 * cfg.mma_wgs - 1)
+    m, _n = accumulator_origin(cfg.tile_n, cfg.mma_wgs, cfg.tile_m // cfg.mma_wgs, tid)
+    cfg.block_scales().emit_consumer_loads(kb, ir.var("idx", 0, cfg.stages - 1), m, rows, nbs)
+
+
+def emit_producer_scales(kb, cfg, idx, fb, k0) -> None:
+    """Block scaling, the producer warp: copy k-block ``k0``'s scales (``k0`` its first K
+    index, IR) into stage ``idx``'s slot, arriving on the full barrier ``fb`` when they land
+    (:meth:`~backends.cuda.arch.sm90.block_scales.BlockScaleStages.emit_producer` on
+    :func:`scale_layouts`)."""
     SA, SB = scale_layouts("block")
-    kblk = ir.var("kb", 0, _I32 // cfg.tile_k) if k_block is None else k_block
-    k0 = kblk * cfg.tile_k                                    # the k-block's first k
-    r = ir.var("r", 0, _I32)
-    for i, m in enumerate(rows):
-        with kb.scope():
-            kb.decl("const int", "r", f"row0_ + {m}", hint=False)
-            kb.assign(f"sa{into}_[{i}]",
-                      f"r < M ? __ldg(scale_a + {scale_offset(SA, r, k0)}) : 0.0f")
-    # the first column of each 128-column block of the thread's values (the tile's first
-    # column plus the block's offset; SB is constant over the block)
-    n0 = ir.var("n_blk", 0, _I32 // cfg.tile_n) * cfg.tile_n
-    for i, nb in enumerate(nbs):
-        kb.assign(f"sb{into}_[{i}]", f"__ldg(scale_b + {scale_offset(SB, n0 + nb * BLOCK_K, k0)})")
+    cfg.block_scales().emit_producer(kb, idx, fb, SA, SB, k0)
 
 
 def emit_promotion(kb, cfg, maps) -> None:
@@ -251,45 +252,28 @@ def promotes(cfg) -> bool:
 
 def emit_promotion_init(kb, cfg, maps, emit_origin) -> None:
     """Before a tile's mainloop (promoting kernels): the thread's accumulator origin
-    ``row0_`` / ``col0_`` (``emit_origin(kb)`` declares them; the scale loads use them) and
-    the second accumulator set ``tot_`` set to zero."""
+    ``row0_`` / ``col0_`` (``emit_origin(kb)`` declares them), the second accumulator set
+    ``tot_`` set to zero and (block scaling) the registers of one k-block's scales."""
     emit_origin(kb)
     nacc = maps.frag.num_values // maps.slabs
     kb.decl("float", f"tot_[{maps.slabs}][{nacc}]", hint=False)
     if cfg.scaling == "block":
-        # the scales of a k-block are loaded one k-block ahead (into sa_n_ / sb_n_): a whole
-        # k-block of wgmmas hides their latency (loaded in the k-block itself, after its first
-        # wgmma, they stalled the promotion)
-        from .. import ir
         rows, _ = _rows(maps)
         nbs, _ = _nblocks(cfg, maps)
         for nm, n in (("sa", len(rows)), ("sb", len(nbs))):
             kb.decl("float", f"{nm}_[{n}]", hint=False)
-            kb.decl("float", f"{nm}_n_[{n}]", hint=False)
-        with kb.if_("k_blocks > 0"):
-            emit_promotion_loads(kb, cfg, maps, ir.as_node(0), "_n")
     with kb.for_("j", 0, maps.slabs, unroll=True, hint=False) as j:
         with kb.for_("i", 0, nacc, unroll=True, hint=False) as i:
             kb.assign(f"tot_[{kb.expr(j)}][{kb.expr(i)}]", "0.0f")
 
 
 def emit_k_block_tail(kb, cfg, maps, release) -> None:
-    """After a k-block's ``wgmma_commit_group`` (promoting kernels): block scaling takes the
-    k-block's scales loaded one k-block earlier and loads the next k-block's (they overlap the
-    next k-block's wgmmas), then ``wgmma_wait_group<0>``, the
-    accumulators' operand fence, the stage's release (``release(kb)``: the pipeline's consumer
-    release of the current stage) and the promotion into ``tot_``."""
-    if cfg.scaling == "block":
-        from .. import ir
-        rows, _ = _rows(maps)
-        nbs, _ = _nblocks(cfg, maps)
-        for nm, n in (("sa", len(rows)), ("sb", len(nbs))):
-            for i in range(n):
-                kb.assign(f"{nm}_[{i}]", f"{nm}_n_[{i}]")
-        with kb.if_("kb + 1 < k_blocks"):
-            emit_promotion_loads(kb, cfg, maps, ir.var("kb", 0, _I32 // cfg.tile_k) + 1, "_n")
-    else:
-        emit_promotion_loads(kb, cfg, maps)
+    """After a k-block's ``wgmma_commit_group`` (promoting kernels): block scaling reads the
+    k-block's scales out of its stage (they land with the operands; the reads overlap the
+    wgmmas), then ``wgmma_wait_group<0>``, the accumulators' operand fence, the stage's
+    release (``release(kb)``: the pipeline's consumer release of the current stage) and the
+    promotion into ``tot_``."""
+    emit_promotion_loads(kb, cfg, maps)
     kb.call("wgmma_wait_group", template="0")
     with kb.for_("j", 0, maps.slabs, unroll=True, hint=False) as j:
         kb.call("wgmma_fence_operands", f"acc[{kb.expr(j)}]")

@@ -78,7 +78,17 @@ class PipelineEmitter:
             body()
 
     def producer_acquire(self, kb, idx: str, phase: str) -> None:
+        """``producer_acquire``: :meth:`producer_wait`, then :meth:`producer_expect`."""
+        self.producer_wait(kb, idx, phase)
+        self.producer_expect(kb, idx)
+
+    def producer_wait(self, kb, idx: str, phase: str) -> None:
+        """Wait for stage ``idx`` to be empty."""
         kb.call("mbarrier_wait_parity", self.barrier(self.empty, idx), phase)
+
+    def producer_expect(self, kb, idx: str) -> None:
+        """The leader's arrival on stage ``idx``'s full barrier, expecting the stage's
+        transaction bytes."""
         kb.call("mbarrier_arrive_expect_tx", self.barrier(self.full, idx),
                 f"{self.desc.transaction_bytes}u")
 

@@ -1,6 +1,7 @@
 // cute_py/ptx_sm80.cuh -- thin wrappers over the SM80 PTX the GEMM mainloops use.
 //
-//   cp.async (4 / 8 / 16 bytes, .ca/.cg, zero-fill via src-size) + commit_group / wait_group
+//   cp.async (4 / 8 / 16 bytes, .ca/.cg, zero-fill via src-size) + commit_group / wait_group,
+//   cp.async.mbarrier.arrive.noinc (completion on an mbarrier)
 //   ldmatrix.sync.aligned.m8n8 .x1 / .x2 / .x4 (and .trans)
 //   mma.sync.aligned.m16n8k16 f16 / bf16 -> f32,  m16n8k8 tf32 -> f32
 //   cvt.rna.tf32.f32 (the operand transform of the tf32 path), 16/64-bit shared stores
@@ -71,6 +72,12 @@ CUTE_PY_DEVICE void cp_async_wait() {
 }
 
 CUTE_PY_DEVICE void cp_async_wait_all() { asm volatile("cp.async.wait_all;\n" ::: "memory"); }
+
+// An arrival on the mbarrier `bar` (shared address) once every cp.async this thread issued
+// before it has landed; .noinc: the barrier's expected count must include this arrival.
+CUTE_PY_DEVICE void cp_async_mbarrier_arrive_noinc(u32 bar) {
+  asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];\n" :: "r"(bar) : "memory");
+}
 
 // ---------------------------------------------------------------------------------- ldmatrix
 CUTE_PY_DEVICE void ldmatrix_x1(u32& r0, u32 addr) {

@@ -1,0 +1,142 @@
+"""Block scales carried by the mainloop pipeline: each stage holds its k-block's scales.
+
+Block-scaled FP8 (``scale_a`` one per row of A and 128-element k-block, ``scale_b`` one per
+128 x 128 block of B) multiplies each k-block's partial product by ``scale_a[r, kb] *
+scale_b[nb, kb]`` before adding it into the fp32 total.  The scales travel with the operands:
+
+- stage ``idx`` has a slot at ``sS + L(idx)``, ``L = (stages) : (slot_bytes)``; inside it the
+  tile's A scales ``(tile_m) : (4)`` at byte 0 and its B scales ``(b_entries) : (4)`` at byte
+  ``4 * tile_m`` (:meth:`BlockScaleStages.slot_layout`), the slot rounded to 16 bytes.  B
+  entry ``j`` is the scale of the tile's columns ``[j * chunk, (j + 1) * chunk)``, ``chunk =
+  gcd(tile_n, 128)``: tiles start at multiples of ``tile_n``, so each chunk lies inside one
+  128-column block of B (a 128x192 tile takes 3 entries of 64 columns; 128x128 one entry);
+- the producer warp's 32 lanes copy the k-block's scales into the slot with 4-byte
+  ``cp.async`` (rows past M and blocks past N are zero-filled) and each lane's copies complete
+  on the stage's full barrier through ``cp.async.mbarrier.arrive.noinc``: the full barrier
+  expects :data:`LANES` such arrivals beside the leader's ``arrive.expect_tx``
+  (``PipelineTmaAsync.num_producers`` = 1 + 32);
+- the consumers read their rows' scales and the tile's B scales out of the stage after the
+  full barrier's wait, before the stage is released.
+
+A scale's global latency is so hidden as deep as the pipeline.  (Loading the scales into
+registers one k-block ahead was not enough: nvcc moved the register copy of the next k-block's
+scales to the loop's bottom, where it waited for loads issued in the same k-block.)
+
+Law (``tests/backend/test_arch_sm90_block_scales.py``): the slots of the stages are disjoint
+and inside ``bytes``; the producer's lanes write every A scale of the tile exactly once and
+the B scales of the tile's blocks; a consumer thread reads the slot entries of its own rows
+(those of the wgmma C fragment) and of the blocks of its columns.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ... import ir
+from .pipeline import smem_address
+
+__all__ = ["BlockScaleStages", "LANES", "BLOCK"]
+
+#: lanes of the producer warp that copy scales (each one arrival on the full barrier)
+LANES = 32
+#: elements of a scale block along K (A and B) and along N (B)
+BLOCK = 128
+
+_I32 = (1 << 31) - 1
+
+
+@dataclass(frozen=True)
+class BlockScaleStages:
+    """The scale slots of ``stages`` pipeline stages for ``tile_m x tile_n`` tiles."""
+
+    stages: int
+    tile_m: int
+    tile_n: int
+
+    def __post_init__(self):
+        if self.tile_m % LANES or self.tile_n % 8 or self.b_entries > LANES:
+            raise ValueError(f"BlockScaleStages: tile {self.tile_m}x{self.tile_n} (tile_m a "
+                             f"multiple of {LANES}, tile_n of 8)")
+
+    @property
+    def chunk(self) -> int:
+        """Columns of one B entry: ``gcd(tile_n, 128)`` (inside one 128-column block)."""
+        import math
+        return math.gcd(self.tile_n, BLOCK)
+
+    @property
+    def b_entries(self) -> int:
+        """B scales per stage: one per ``chunk`` columns of the tile."""
+        return self.tile_n // self.chunk
+
+    @property
+    def slot_bytes(self) -> int:
+        return -(-4 * (self.tile_m + self.b_entries) // 16) * 16
+
+    @property
+    def bytes(self) -> int:
+        """Shared memory of all the slots."""
+        return self.stages * self.slot_bytes
+
+    def stage_layout(self):
+        """``(stages) : (slot_bytes)``: byte offset of stage ``idx``'s slot from ``sS``."""
+        import cute_py as cute
+        return cute.make_layout(self.stages, self.slot_bytes)
+
+    def slot_layout(self):
+        """``(A, B)``: byte offsets inside a slot of A scale ``r`` (``(tile_m) : (4)``) and of
+        B entry ``j`` (``(b_entries) : (4)``, after the A scales)."""
+        import cute_py as cute
+        return cute.make_layout(self.tile_m, 4), cute.make_layout(self.b_entries, 4)
+
+    def address(self, idx, which: str, i):
+        """IR of the u32 shared address of A scale ``i`` (``which`` "A") or B scale ``i``
+        ("B") in stage ``idx``'s slot (``idx``, ``i``: IR nodes or ints)."""
+        from ...lower import layout_apply
+        A, B = self.slot_layout()
+        base = smem_address("sS") + layout_apply(self.stage_layout(), idx)
+        if which == "A":
+            return base + layout_apply(A, i)
+        return base + 4 * self.tile_m + layout_apply(B, i)
+
+    # ------------------------------------------------------------------ producer
+
+    def emit_producer(self, kb, idx, fb, SA, SB, k0) -> None:
+        """The producer warp's copies of one k-block's scales into stage ``idx``'s slot, then
+        each lane's arrival on the full barrier ``fb`` when its copies land.  ``SA`` / ``SB``:
+        the scale tensors as layouts over A's ``(m, k)`` / B's ``(n, k)`` (IR offsets through
+        ``lower.crd2idx``); ``k0``: the k-block's first K index (IR).  Lane ``l`` copies A
+        scales ``l, l + 32, ...`` of the tile and, for ``l < b_entries``, B entry ``l`` (the scale
+        of column ``n0 + l * chunk``)."""
+        import cute_py as cute
+        from ...lower import crd2idx
+        lane = ir.var("lane_", 0, LANES - 1)
+        m0 = ir.var("m_blk", 0, _I32 // self.tile_m) * self.tile_m
+        n0 = ir.var("n_blk", 0, _I32 // self.tile_n) * self.tile_n
+        r = ir.var("r", 0, _I32)
+        for t in range(self.tile_m // LANES):
+            i = lane + LANES * t
+            with kb.scope():
+                kb.decl("const int", "r", m0 + i, hint=False)
+                ok = "r < M"
+                off = kb.expr(crd2idx((r, k0), cute.shape(SA), cute.stride(SA)))
+                kb.call("sm80::cp_async_zfill", self.address(idx, "A", i),
+                        f"scale_a + ({ok} ? {off} : 0)", f"{ok} ? 4 : 0", template="4")
+        with kb.if_(f"lane_ < {self.b_entries}"):
+            n = ir.var("n", 0, _I32)
+            kb.decl("const int", "n", n0 + lane * self.chunk, hint=False)
+            off = kb.expr(crd2idx((n, k0), cute.shape(SB), cute.stride(SB)))
+            kb.call("sm80::cp_async_zfill", self.address(idx, "B", lane),
+                    f"scale_b + (n < N ? {off} : 0)", "n < N ? 4 : 0", template="4")
+        kb.call("sm80::cp_async_mbarrier_arrive_noinc", fb)
+
+    # ------------------------------------------------------------------ consumer
+
+    def emit_consumer_loads(self, kb, idx, row_of, rows, blocks) -> None:
+        """Read the stage's scales into ``sa_[i]`` (row ``row_of + rows[i]`` of the tile; IR)
+        and ``sb_[j]`` (B entry ``blocks[j]`` of the tile)."""
+        for i, m in enumerate(rows):
+            kb.assign(f"sa_[{i}]", kb.call_expr("ld_shared_f32",
+                                                self.address(idx, "A", row_of + m)))
+        for j, nb in enumerate(blocks):
+            kb.assign(f"sb_[{j}]", kb.call_expr("ld_shared_f32", self.address(idx, "B", nb)))
