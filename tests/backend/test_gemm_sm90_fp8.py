@@ -40,6 +40,7 @@ def _cfg(**kw):
     dict(scaling="block", tile_n=64), dict(schedule="pingpong"), dict(cluster_m=2),
     dict(promote=True), dict(scaling="row", promote=True, tile_n=64), dict(out_dtype="f32"),
     dict(promote=True, tile_n=160), dict(scaling="row", promote=True, tile_n=192),
+    dict(scaling="block", tile_n=192), dict(scaling="block", tile_n=160, cluster_m=1),
 ])
 def test_fp8_configs_validate(kw):
     cfg = _cfg(**kw).fit_stages()
@@ -55,7 +56,7 @@ def test_fp8_configs_validate(kw):
     (dict(out_dtype=""), "out_dtype"), (dict(scaling="none"), "scaling"),
     (dict(dtype_b="f16"), "dtype_b"), (dict(split_k="workspace"), "split_k"),
     (dict(has_c=True), "has_c"), (dict(transpose_d=True), "transpose_d"),
-    (dict(scaling="block", tile_n=256), "tile"), (dict(scaling="block", tile_n=192), "tile_n"),
+    (dict(scaling="block", tile_n=256), "tile"),
     (dict(smem_swizzle=(2, 2)), "smem_swizzle"), (dict(scaling="block", promote=True), "promote"),
     (dict(promote=True, tile_n=256), "tile"),
 ])
@@ -144,7 +145,8 @@ def test_block_source_promotes_after_each_k_block():
     body = src.split("for (int kb = 0; kb < k_blocks; ++kb)")[2]
     i_commit, i_wait = body.index("wgmma_commit_group();"), body.index("wgmma_wait_group<0>();")
     i_load, i_prom = body.index("sb_[0] = ld_shared_f32(sS"), body.index("tot_[0][0] += acc[0][0]")
-    assert i_commit < i_load < i_wait < i_prom
+    i_full, i_mma = body.index("mbarrier_wait_parity(bar_full"), body.index("wgmma_fence();")
+    assert i_full < i_load < i_mma < i_commit < i_wait < i_prom     # scales read before the MMAs
     assert "__ldg(scale" not in body.split("epilogue")[0]             # scales come from smem
     producer = src.split("for (int kb = 0; kb < k_blocks; ++kb)")[1]
     assert producer.count("sm80::cp_async_zfill<4>(sS") == 5            # 4 A rows + 1 B block

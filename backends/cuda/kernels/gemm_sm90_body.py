@@ -421,6 +421,10 @@ class Sm90Body:
             def tail(k):
                 f8.emit_k_block_tail(k, cfg, maps, lambda k2: self.pl.consumer_release(
                     k2, self.idx, "release_lane"))
+
+            def head(k):
+                f8.emit_promotion_loads(k, cfg, maps)
+            head = head if cfg.scaling == "block" else None
             accumulate = None
         else:
             def tail(k):
@@ -428,8 +432,9 @@ class Sm90Body:
                 self.emit_release_previous(k)
                 k.assign("prev_", "idx")
             accumulate = f"kb > {self.k_range[0]}"
+            head = None
         self.mainloop.emit_consumer_k_block(kb, "idx", "phase", tail, a_offset=a_off,
-                                            accumulate=accumulate)
+                                            accumulate=accumulate, head=head)
 
     # ------------------------------------------------------------------ epilogue dispatch
 

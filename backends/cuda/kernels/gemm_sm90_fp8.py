@@ -268,12 +268,14 @@ def emit_promotion_init(kb, cfg, maps, emit_origin) -> None:
 
 
 def emit_k_block_tail(kb, cfg, maps, release) -> None:
-    """After a k-block's ``wgmma_commit_group`` (promoting kernels): block scaling reads the
-    k-block's scales out of its stage (they land with the operands; the reads overlap the
-    wgmmas), then ``wgmma_wait_group<0>``, the accumulators' operand fence, the stage's
-    release (``release(kb)``: the pipeline's consumer release of the current stage) and the
-    promotion into ``tot_``."""
-    emit_promotion_loads(kb, cfg, maps)
+    """After a k-block's ``wgmma_commit_group`` (promoting kernels): ``wgmma_wait_group<0>``,
+    the accumulators' operand fence, the stage's release (``release(kb)``: the pipeline's
+    consumer release of the current stage) and the promotion into ``tot_``.  (Block scaling
+    read the k-block's scales out of its stage before the wgmmas, :func:`emit_promotion_loads`
+    as the k-block's head: read after them, the loads queued behind the wgmmas' shared-memory
+    reads and the promotion waited for them.)"""
+    if cfg.scaling != "block":
+        emit_promotion_loads(kb, cfg, maps)      # the promotion's comment
     kb.call("wgmma_wait_group", template="0")
     with kb.for_("j", 0, maps.slabs, unroll=True, hint=False) as j:
         kb.call("wgmma_fence_operands", f"acc[{kb.expr(j)}]")

@@ -98,15 +98,20 @@ class Mainloop:
         pl.increment(kb, idx, phase)
 
     def emit_consumer_k_block(self, kb, idx: str, phase: str, tail, *, a_offset=0,
-                              accumulate: str | None = None, acc: str = "acc") -> None:
+                              accumulate: str | None = None, acc: str = "acc",
+                              head=None) -> None:
         """One k-block of a consumer warpgroup on the accumulators ``acc``: ``a_offset`` the
         byte offset of the warpgroup's rows in A's stage (IR or 0); ``accumulate`` a C
         condition: the first k-step adds to ``acc`` when it holds (``scale_d``), else
-        (None) starts from zero; ``tail(kb)`` after the commit (waits and stage releases)."""
+        (None) starts from zero; ``head(kb)`` right after the stage's full-barrier wait
+        (reads of the stage before the wgmmas); ``tail(kb)`` after the commit (waits and
+        stage releases)."""
         pl = self.pipeline
         i = ir.var(idx, 0, self.stages - 1)
         a, b = self.load_a.smem, self.load_b.smem
         pl.consumer_wait(kb, idx, phase)
+        if head is not None:
+            head(kb)
         kb.decl("const u64", "da_", kb.call_expr("make_gmma_desc", self.stage("A", i, a_offset),
                                                  a.desc_args()), hint=False)
         kb.decl("const u64", "db_", kb.call_expr("make_gmma_desc", self.stage("B", i),

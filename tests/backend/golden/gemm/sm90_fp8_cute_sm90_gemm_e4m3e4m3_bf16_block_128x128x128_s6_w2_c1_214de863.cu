@@ -161,6 +161,9 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_e4m3e4m3_bf1
       }
       for (int kb = 0; kb < k_blocks; ++kb) {
         mbarrier_wait_parity(bar_full + idx * 8, phase);
+        sa_[0] = ld_shared_f32(sS + idx * 528 + ((tid >> 7) * 64 + ((((tid & 127) >> 2) & 7) + ((tid & 127) >> 5) * 16)) * 4);
+        sa_[1] = ld_shared_f32(sS + idx * 528 + ((tid >> 7) * 64 + ((((tid & 127) >> 2) & 7) + ((tid & 127) >> 5) * 16)) * 4 + 32);
+        sb_[0] = ld_shared_f32(sS + idx * 528 + 512);
         const u64 da_ = make_gmma_desc(sA + idx * 16384 + cw * 8192, 16u, 1024u, 1u);
         const u64 db_ = make_gmma_desc(sB + idx * 16384, 16u, 1024u, 1u);
         wgmma_fence();
@@ -171,9 +174,6 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_e4m3e4m3_bf1
           wgmma_m64n128k32_f32_e4m3_e4m3_ss(acc[0], gmma_desc_add(da_, 96u), gmma_desc_add(db_, 96u), 1);
         }
         wgmma_commit_group();
-        sa_[0] = ld_shared_f32(sS + idx * 528 + ((tid >> 7) * 64 + ((((tid & 127) >> 2) & 7) + ((tid & 127) >> 5) * 16)) * 4);
-        sa_[1] = ld_shared_f32(sS + idx * 528 + ((tid >> 7) * 64 + ((((tid & 127) >> 2) & 7) + ((tid & 127) >> 5) * 16)) * 4 + 32);
-        sb_[0] = ld_shared_f32(sS + idx * 528 + 512);
         wgmma_wait_group<0>();
         #pragma unroll
         for (int j = 0; j < 1; ++j) {
