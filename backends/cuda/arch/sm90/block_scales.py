@@ -101,33 +101,37 @@ class BlockScaleStages:
 
     # ------------------------------------------------------------------ producer
 
-    def emit_producer(self, kb, idx, fb, SA, SB, k0) -> None:
-        """The producer warp's copies of one k-block's scales into stage ``idx``'s slot, then
-        each lane's arrival on the full barrier ``fb`` when its copies land.  ``SA`` / ``SB``:
-        the scale tensors as layouts over A's ``(m, k)`` / B's ``(n, k)`` (IR offsets through
-        ``lower.crd2idx``); ``k0``: the k-block's first K index (IR).  Lane ``l`` copies A
-        scales ``l, l + 32, ...`` of the tile and, for ``l < b_entries``, B entry ``l`` (the scale
-        of column ``n0 + l * chunk``)."""
-        import cute_py as cute
-        from ...lower import crd2idx
+    def producer_copies(self, idx):
+        """The producer lane ``lane_``'s copies of one k-block: ``[(which, dst, coord)]`` with
+        ``which`` "A" / "B", ``dst`` the u32 shared address (IR) and ``coord`` the global row
+        of A (``m_blk * tile_m + lane_ + 32 t``) or column of B (``n_blk * tile_n + lane_ *
+        chunk``, only for ``lane_ < b_entries``) whose scale it copies (IR)."""
         lane = ir.var("lane_", 0, LANES - 1)
         m0 = ir.var("m_blk", 0, _I32 // self.tile_m) * self.tile_m
         n0 = ir.var("n_blk", 0, _I32 // self.tile_n) * self.tile_n
-        r = ir.var("r", 0, _I32)
-        for t in range(self.tile_m // LANES):
-            i = lane + LANES * t
-            with kb.scope():
-                kb.decl("const int", "r", m0 + i, hint=False)
-                ok = "r < M"
-                off = kb.expr(crd2idx((r, k0), cute.shape(SA), cute.stride(SA)))
-                kb.call("sm80::cp_async_zfill", self.address(idx, "A", i),
-                        f"scale_a + ({ok} ? {off} : 0)", f"{ok} ? 4 : 0", template="4")
-        with kb.if_(f"lane_ < {self.b_entries}"):
-            n = ir.var("n", 0, _I32)
-            kb.decl("const int", "n", n0 + lane * self.chunk, hint=False)
-            off = kb.expr(crd2idx((n, k0), cute.shape(SB), cute.stride(SB)))
-            kb.call("sm80::cp_async_zfill", self.address(idx, "B", lane),
-                    f"scale_b + (n < N ? {off} : 0)", "n < N ? 4 : 0", template="4")
+        out = [("A", self.address(idx, "A", lane + LANES * t), m0 + lane + LANES * t)
+               for t in range(self.tile_m // LANES)]
+        return out + [("B", self.address(idx, "B", lane), n0 + lane * self.chunk)]
+
+    def emit_producer(self, kb, idx, fb, SA, SB, k0) -> None:
+        """The producer warp's copies of one k-block's scales into stage ``idx``'s slot
+        (:meth:`producer_copies`; rows past M and columns past N zero-filled), then each
+        lane's arrival on the full barrier ``fb`` when its copies land.  ``SA`` / ``SB``: the
+        scale tensors as layouts over A's ``(m, k)`` / B's ``(n, k)`` (IR offsets through
+        ``lower.crd2idx``); ``k0``: the k-block's first K index (IR)."""
+        import cute_py as cute
+        from ...lower import crd2idx
+        for which, dst, coord in self.producer_copies(idx):
+            nm, ext, L, ptr = (("r", "M", SA, "scale_a") if which == "A" else
+                               ("n", "N", SB, "scale_b"))
+            c = ir.var(nm, 0, _I32)
+            off = crd2idx((c, k0), cute.shape(L), cute.stride(L))
+            ctx = kb.scope() if which == "A" else kb.if_(f"lane_ < {self.b_entries}")
+            with ctx:
+                kb.decl("const int", nm, coord, hint=False)
+                ok = f"{nm} < {ext}"
+                kb.call("sm80::cp_async_zfill", dst, f"{ptr} + ({ok} ? {kb.expr(off)} : 0)",
+                        f"{ok} ? 4 : 0", template="4")
         kb.call("sm80::cp_async_mbarrier_arrive_noinc", fb)
 
     # ------------------------------------------------------------------ consumer

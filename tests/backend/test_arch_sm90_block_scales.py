@@ -1,0 +1,116 @@
+"""Laws of the block scales carried by the Hopper pipeline (``arch/sm90/block_scales.py``):
+slots disjoint inside the carve-out; the producer lanes write every scale of the tile once;
+a consumer thread reads the scales of its own accumulator rows and column chunks, as the wgmma
+C layout places them (a NumPy model of the whole path, edges zero-filled)."""
+
+import numpy as np
+import pytest
+
+import cute_py as cute
+from backends.cuda import ir
+from backends.cuda.arch.sm90.block_scales import BLOCK, LANES, BlockScaleStages
+from backends.cuda.arch.sm90.wgmma import accumulator_origin
+from backends.cuda.kernels import gemm_sm90 as G
+from backends.cuda.kernels import gemm_sm90_fp8 as F
+from backends.cuda.kernels.gemm_sm90_maps import derive_maps
+from backends.cuda.lower import crd2idx
+
+TILES = [(128, 128), (128, 192), (128, 160), (128, 64), (64, 256), (256, 128), (128, 96)]
+
+
+def _ev(node, env):
+    return np.broadcast_to(np.asarray(ir.evaluate(node, env)), np.shape(env["lane_"]))
+
+
+@pytest.mark.parametrize("tm, tn", TILES)
+def test_slots_are_disjoint_inside_the_carve_out(tm, tn):
+    bs = BlockScaleStages(5, tm, tn)
+    offs = [ir.evaluate(bs.address(s, w, i), {"sS": 0}) for s in range(bs.stages)
+            for w, n in (("A", tm), ("B", bs.b_entries)) for i in range(n)]
+    assert len(set(offs)) == len(offs) and all(o % 4 == 0 and 0 <= o < bs.bytes for o in offs)
+    assert bs.slot_bytes % 16 == 0 and bs.chunk == np.gcd(tn, BLOCK)
+    # each chunk of columns lies in one 128-column block, wherever the tile starts
+    for n_blk in range(7):
+        for j in range(bs.b_entries):
+            c0 = n_blk * tn + j * bs.chunk
+            assert c0 // BLOCK == (c0 + bs.chunk - 1) // BLOCK
+
+
+@pytest.mark.parametrize("tm, tn", TILES)
+def test_producer_lanes_write_every_scale_once(tm, tn):
+    bs = BlockScaleStages(3, tm, tn)
+    lanes = np.arange(LANES)
+    env = {"lane_": lanes, "sS": 0, "m_blk": 2, "n_blk": 3}
+    seen = {}
+    for which, dst, coord in bs.producer_copies(1):
+        d, c = _ev(dst, env), _ev(coord, env)
+        for lane in lanes:
+            if which == "B" and lane >= bs.b_entries:
+                continue
+            assert int(d[lane]) not in seen
+            seen[int(d[lane])] = (which, int(c[lane]))
+    a = sorted(c for w, c in seen.values() if w == "A")
+    assert a == list(range(2 * tm, 3 * tm))
+    b = sorted(c for w, c in seen.values() if w == "B")
+    assert b == [3 * tn + j * bs.chunk for j in range(bs.b_entries)]
+
+
+@pytest.mark.parametrize("tm, tn, wgs", [(128, 128, 2), (128, 192, 2), (128, 160, 2),
+                                         (64, 128, 1), (128, 64, 2)])
+def test_consumers_read_their_rows_scales(tm, tn, wgs):
+    """The model: scale_a (M, KB) and scale_b (NB, KB) with odd strides; the producer's copies
+    (lowered source offsets, zero past M / N) fill the slot; every consumer thread's reads
+    (``emit_promotion_loads``' addresses) give scale_a[row, kb] * scale_b[col // 128, kb] for
+    each of its accumulator values, rows and columns from the wgmma C layout."""
+    cfg = G.Sm90GemmConfig(tile_m=tm, tile_n=tn, tile_k=128, consumer_wgs=wgs, dtype="e4m3",
+                           out_dtype="bf16", scaling="block", cluster_m=1).fit_stages()
+    bs = cfg.block_scales()
+    M, N, KB, m_blk, n_blk, kb, idx = 2 * tm - 5, 3 * tn - 7, 4, 1, 2, 3, 1
+    NB = -(-N // BLOCK)
+    rng = np.random.default_rng(0)
+    sa = rng.random((M, KB)) + 1.0
+    sb = rng.random((NB, KB)) + 1.0
+    SA, SB = F.scale_layouts("block")
+    lds = {"ld_sa_m": 7, "ld_sa_k": 7 * M + 3, "ld_sb_n": 5, "ld_sb_k": 5 * NB + 1}
+    flat_a = np.zeros(7 * M + 3 * KB + 7 * M * KB + 10)
+    flat_b = np.zeros(5 * NB + (5 * NB + 1) * KB + 10)
+    for m in range(M):
+        for k in range(KB):
+            flat_a[m * lds["ld_sa_m"] + k * lds["ld_sa_k"]] = sa[m, k]
+    for n in range(NB):
+        for k in range(KB):
+            flat_b[n * lds["ld_sb_n"] + k * lds["ld_sb_k"]] = sb[n, k]
+    # the producer: each lane's copies, zero past M / N
+    smem = {}
+    lanes = np.arange(LANES)
+    env = {"lane_": lanes, "sS": 0, "m_blk": m_blk, "n_blk": n_blk, **lds}
+    big = 1 << 30
+    for which, dst, coord in bs.producer_copies(idx):
+        L, flat, ext, nm = (SA, flat_a, M, "r") if which == "A" else (SB, flat_b, N, "n")
+        off = crd2idx((ir.var(nm, 0, big), kb * 128), cute.shape(L), cute.stride(L))
+        d, c = _ev(dst, env), _ev(coord, env)
+        for lane in lanes:
+            if which == "B" and lane >= bs.b_entries:
+                continue
+            v = flat[int(ir.evaluate(off, {**lds, nm: int(c[lane])}))] if c[lane] < ext else 0.0
+            smem[int(d[lane])] = v
+    # the consumers
+    maps = derive_maps(cfg)
+    rows, ri = F._rows(maps)
+    nbs, ni = F._nblocks(cfg, maps)
+    fr = maps.frag
+    tid = np.arange(128 * wgs)
+    m0, n0 = accumulator_origin(tn, wgs, tm // wgs, ir.var("tid", 0, 128 * wgs - 1))
+    m0v = np.broadcast_to(ir.evaluate(m0, {"tid": tid}), tid.shape)
+    n0v = np.broadcast_to(ir.evaluate(n0, {"tid": tid}), tid.shape)
+    for t in tid:
+        got_a = [smem[int(ir.evaluate(bs.address(idx, "A", int(m0v[t]) + m), {"sS": 0}))]
+                 for m in rows]
+        got_b = [smem[int(ir.evaluate(bs.address(idx, "B", j), {"sS": 0}))] for j in nbs]
+        for v in range(fr.num_values):
+            r = m_blk * tm + int(m0v[t]) + fr.m_val[v]
+            c = n_blk * tn + int(n0v[t]) + fr.n_val[v]
+            want = (sa[r, kb] if r < M else 0.0) * (sb[c // BLOCK, kb] if c < N else 0.0)
+            got = got_a[ri[v]] * got_b[ni[v]]
+            if c < N:       # columns past N: stored nowhere
+                assert got == want, (t, v, r, c)
