@@ -361,6 +361,65 @@ def _sm90_call(Am, Bnk, Dm, Cm, alpha, cfg=None):
     return call
 
 
+#: Problems (2*M*N*K*L flops) up to this size whose operands TMA cannot read in place (odd K,
+#: rows not 16-byte aligned) run the SM80 kernel reading them where they are, in one launch,
+#: instead of copying them into padded buffers for the Hopper kernel (docs/performance.md,
+#: "Hopper GEMM", v8)
+SM80_IN_PLACE_MAX_FLOP = 2 * 1024 ** 3
+
+
+def _sm80_call(Am, Bm, Dm, Cm):
+    """The cached SM80 call (a launch plan of the plain kernel) for these metadata (B given as
+    ``(K, N)``), or None when the SM80 route must first copy or transpose something (D or C
+    without a unit column stride, an operand without a unit stride, C of another dtype)."""
+    key = ("sm80", _meta_key(Am), _meta_key(Bm), _meta_key(Dm),
+           None if Cm is None else _meta_key(Cm))
+    call = _PLANS.get(key)
+    if call is None:
+        call = _build_sm80(Am, Bm, Dm, Cm)
+        _remember(key, call)
+    return call or None
+
+
+def _build_sm80(Am, Bm, Dm, Cm):
+    from .kernels import gemm_sm80 as S
+    A3, B3, D3 = Am.batched(), Bm.batched(), Dm.batched()
+    C3 = D3 if Cm is None else Cm.batched()
+    dt = {"float16": "f16", "bfloat16": "bf16", "float32": "tf32"}.get(Am.dtype)
+    out = {"float16": "f16", "bfloat16": "bf16", "float32": "f32"}.get(Dm.dtype)
+    if (dt is None or out is None or Bm.dtype != Am.dtype or C3.dtype != D3.dtype
+            or D3.strides[2] != 1 or C3.strides[2] != 1
+            or 1 not in A3.strides[1:] or 1 not in B3.strides[1:]):
+        return False
+    eb, ec = Am.itemsize, Dm.itemsize
+    if Am.ptr % eb or Bm.ptr % eb:
+        return False
+    L, M, K = A3.shape
+    N = B3.shape[2]
+    base, va, vb = S.operand_config(A3.ptr, A3.strides, B3.ptr, B3.strides, M, N, K, eb, None,
+                                    None, dt, out)
+    vc = 2 if all(S.pairs_ok(X.ptr, X.strides[1], X.strides[0], ec) for X in (C3, D3)) else 1
+    from dataclasses import replace
+    cfg = S._fit_vectors(replace(base, vec_a=va, vec_b=vb, vec_c=vc))
+    k = S.get_kernel(cfg)
+    lda = A3.strides[1] if cfg.a_major == "K" else A3.strides[2]
+    ldb = B3.strides[2] if cfg.b_major == "K" else B3.strides[1]
+    call = GemmCall()
+    call.plan = k.plan(L, M, N, K, (lda, ldb, C3.strides[1], D3.strides[1]),
+                       (A3.strides[0], B3.strides[0], C3.strides[0], D3.strides[0]),
+                       Am.device)
+    call.out_shape = Dm.shape
+    call.spans = _spans(Am, Bm, Cm, Dm)
+    call.copy_a = call.copy_b = call.pad_b128 = False
+    call.simple, call.swap, call.reduce, call.ws, call.pads = True, False, None, {}, {}
+    call.ws_elems = call.cnt_elems = 0
+    call.framework, call.device = Am.framework, Am.device
+    call.choice = GemmChoice("sm80", S.kernel_name(cfg), cfg, (),
+                             "SM80 cp.async + ldmatrix + mma.sync mainloop (operands read in "
+                             "place: rows TMA cannot read, a small problem)")
+    return call
+
+
 def _run_call(call, A, B, Am, Bm, Dm, Cm, alpha, beta, h):
     pa, pb = Am.ptr, Bm.ptr
     if call.copy_a or call.copy_b:
@@ -554,6 +613,23 @@ def _gemm_general(A, B, C, alpha, beta, *, out, stream, explain, backend, mainlo
     if out is None:
         out = _empty(A, shape, Am.framework)
         Dm = meta_of(out, "out", _OP)
+    if sm90_ok and cfg90 is None and backend == "auto" and Am.framework == "torch":
+        # operands TMA cannot read in place, a small problem: the SM80 kernel reads them where
+        # they are (one launch) instead of copies + the Hopper kernel
+        from .kernels.gemm_sm90 import tma_major
+        L = Am.shape[0] if len(Am.shape) == 3 else 1
+        flop = 2 * L * Am.shape[-2] * Am.shape[-1] * Bm.shape[-1]
+        if flop <= SM80_IN_PLACE_MAX_FLOP and (tma_major(Am) is None or
+                                               tma_major(Bm.swap_last()) is None):
+            call = _sm80_call(Am, Bm, Dm, Cm if use_c else None)
+            if call is not None:
+                if not explain:
+                    _remember(_fast_key(A, B, C, user_out, alpha, use_c, Am.ptr, Bm.ptr,
+                                        Cm.ptr if use_c else 0, user_out.data_ptr()
+                                        if user_out is not None else 0, Am.device), call)
+                call.plan.run((Am.ptr, Bm.ptr, Dm.ptr, Cm.ptr if use_c else Dm.ptr),
+                              (alpha, beta), h)
+                return (out, call.choice) if explain else out
     if sm90_ok:
         Bnk = Bm.swap_last()
         call = _sm90_call(Am, Bnk, Dm, Cm, alpha, cfg90)

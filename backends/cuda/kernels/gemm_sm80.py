@@ -802,6 +802,24 @@ class GemmSm80:
                smem=cfg.launch_smem_bytes, stream=stream)
         return D
 
+    def plan(self, L: int, M: int, N: int, K: int, lds, batches, device: int):
+        """A :class:`~cute_py.backends.cuda.kernel.LaunchPlan` of the plain kernel (no fused
+        epilogue) for ``(L, M, K) @ (L, K, N)``: the parameters of :meth:`__call__` in its
+        order, the pointers patched per call (roles ``A``, ``B``, ``D``, ``C``), ``alpha`` /
+        ``beta`` per-call scalars.  ``lds``: the leading dimensions ``(lda, ldb, ldc, ldd)``
+        and ``batches`` the batch strides ``(A, B, C, D)``, in elements."""
+        from ..kernel import make_plan
+        if self.cfg.epi is not None:
+            raise LaunchError("GemmSm80.plan", "cfg", "plans take the plain kernel (no fused "
+                              "epilogue)", actual=self.name)
+        params = [("u64", None, r) for r in "ABCD"]
+        params += [("i32", v, None) for v in (M, N, K)]
+        params += [("i64", v, None) for v in tuple(lds) + tuple(batches)]
+        params += [("f32", None, "$alpha"), ("f32", None, "$beta")]
+        return make_plan(self.function, device, self.grid(M, N, L), (self.cfg.threads, 1, 1),
+                         self.cfg.launch_smem_bytes, params, ("A", "B", "D", "C"),
+                         ("alpha", "beta"))
+
 
 def _ptr_of(a) -> int:
     return int(a.data.ptr)
@@ -931,10 +949,8 @@ def gemm_sm80(A, B, C=None, D=None, alpha: float = 1.0, beta: float = 0.0, *,
         C = cp.ascontiguousarray(C)
     A, B, base, va, vb = _operand_plan(A, B, config, mainloop, dtype, out, op)
     ec = D.itemsize
-    vc = 2
-    for X in (C, D):
-        if (X.data.ptr % (2 * ec)) or (X.strides[1] // ec) % 2 or (X.strides[0] // ec) % 2:
-            vc = 1
+    vc = 2 if all(pairs_ok(X.data.ptr, X.strides[1] // ec, X.strides[0] // ec, ec)
+                  for X in (C, D)) else 1
     cfg = _fit_vectors(replace(base, vec_a=va, vec_b=vb, vec_c=vc))
     if _PLAN_ONLY:
         _PLAN_ONLY[-1].append(cfg)
@@ -948,7 +964,6 @@ def _operand_plan(A, B, config, mainloop, dtype, out, op):
     K-major copy), the base configuration (``config`` or the heuristic's, unaligned when a
     16-byte vector does not fit) with their majors and types, and the vector widths."""
     import cupy as cp
-    from .gemm_sm80_configs import default_config
     eb = A.itemsize
 
     def major_of(X, unit_k_mode, other_name):
@@ -959,20 +974,39 @@ def _operand_plan(A, B, config, mainloop, dtype, out, op):
             return other_name, X
         return ("K", cp.ascontiguousarray(X) if unit_k_mode == 2 else
                 cp.ascontiguousarray(X.transpose(0, 2, 1)).transpose(0, 2, 1))
-    a_major, A = major_of(A, 2, "M")
-    b_major, B = major_of(B, 1, "N")
+    A = major_of(A, 2, "M")[1]
+    B = major_of(B, 1, "N")[1]
     if A.data.ptr % eb or B.data.ptr % eb:
         raise LaunchError(op, "A", "pointers must be element-aligned")
-    vec_a = alignment_of(A.data.ptr // eb, A.strides[1 if a_major == "K" else 2] // eb, 0, eb,
-                         A.strides[0] // eb)
-    vec_b = alignment_of(B.data.ptr // eb, B.strides[2 if b_major == "K" else 1] // eb, 0, eb,
-                         B.strides[0] // eb)
-    M, K, N = A.shape[1], A.shape[2], B.shape[2]
+    base, va, vb = operand_config(A.data.ptr, [x // eb for x in A.strides], B.data.ptr,
+                                  [x // eb for x in B.strides], A.shape[1], B.shape[2],
+                                  A.shape[2], eb, config, mainloop, dtype, out)
+    return A, B, base, va, vb
+
+
+def operand_config(pa: int, sa, pb: int, sb, M: int, N: int, K: int, eb: int, config,
+                   mainloop, dtype: str, out: str):
+    """``(base, vec_a, vec_b)`` for A ``(L, M, K)`` at byte address ``pa`` with element
+    strides ``sa`` and B ``(L, K, N)`` (``pb``, ``sb``), each with a unit stride in one of its
+    matrix modes (K first): the configuration (``config`` or :func:`default_config`'s, unaligned
+    when a 16-byte vector does not fit) with the operands' majors and types, and the widest
+    global vectors their alignment allows."""
+    from .gemm_sm80_configs import default_config
+    a_major = "K" if sa[2] == 1 else "M"
+    b_major = "K" if sb[1] == 1 else "N"
+    vec_a = alignment_of(pa // eb, sa[1 if a_major == "K" else 2], 0, eb, sa[0])
+    vec_b = alignment_of(pb // eb, sb[2 if b_major == "K" else 1], 0, eb, sb[0])
     base = config or default_config(M, N, K, dtype=dtype, out_dtype=out, a_major=a_major,
                                     b_major=b_major, mainloop=mainloop,
                                     aligned=min(vec_a, vec_b) >= 16 // eb)
     base = replace(base, dtype=dtype, out_dtype=out, a_major=a_major, b_major=b_major)
-    return A, B, base, min(vec_a, 16 // eb), min(vec_b, 16 // eb)
+    return base, min(vec_a, 16 // eb), min(vec_b, 16 // eb)
+
+
+def pairs_ok(ptr: int, ld: int, batch: int, itemsize: int) -> bool:
+    """Whether C / D (byte address ``ptr``, element strides ``ld`` / ``batch``) take paired
+    stores (``vec_c = 2``): 2-element aligned base and even strides."""
+    return not (ptr % (2 * itemsize) or ld % 2 or batch % 2)
 
 
 def _gemm_sm80_fused(A, B, C, D, alpha, beta, config, mainloop, stream, bf16, epilogue,
