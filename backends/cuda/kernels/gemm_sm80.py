@@ -410,11 +410,34 @@ def generate_source(cfg: GemmSm80Config) -> str:
         parts = max(KB - 1, 1)
         per = math.ceil(len(ops) / parts)
         groups = [ops[p * per:(p + 1) * per] for p in range(parts)]
+        # copies narrower than cp.async's 4 bytes are synchronous (ld + st.shared): register-
+        # staged per part (CUTLASS MmaPipelined), see _staged_batches
+        nw = {"A": nwA, "B": nwB}
+        sync = {op: issue[op].synchronous for op in "AB"}
+        batches = [_staged_batches([c for c in g if sync[c[0]]], nw,
+                                   _staging_budget(cfg, T)) for g in groups]
+
+        def staged(op: str, i: int) -> str:
+            return f"g{op.lower()}{i}"
+
+        def sync_loads(batch, kbase: str) -> None:
+            for op, i in batch:
+                copy_issue(op, i, "", kbase, False, staged(op, i))
+
+        def sync_stores(batch, stage: str) -> None:
+            for op, i in batch:
+                reg_store(op, i, stage, staged(op, i))
+
         e(f"// Multistage: prologue fetches {S - 1} k-tiles with cp.async")
         with b.for_("s", 0, S - 1, unroll=True, hint=False):
             with e.block("if (s < k_tiles)"):
                 for op, i in ops:
-                    copy_issue(op, i, "s", f"s * {BK}", True)
+                    if not sync[op]:
+                        copy_issue(op, i, "s", f"s * {BK}", True)
+                for bt in _staged_batches([c for c in ops if sync[c[0]]], nw, 64):
+                    e("u32 " + ", ".join(f"{staged(op, i)}[{nw[op]}]" for op, i in bt) + ";")
+                    sync_loads(bt, f"s * {BK}")
+                    sync_stores(bt, "s")
             pipe.emit_commit(b)
         pipe.emit_wait(b)
         b.sync_threads()
@@ -423,14 +446,34 @@ def generate_source(cfg: GemmSm80Config) -> str:
         with e.block("for (int kt = 0; kt < k_tiles; ++kt)"):
             for kb in range(KB):
                 e(f"// k block {kb}")
+                span = kb < parts and batches[kb] and kb < KB - 1
+                if kb < parts and batches[kb]:
+                    regs = [c for bt in batches[kb] for c in bt]
+                    e(f"// part {kb}: the synchronous copies of k-tile fetch = kt + {S - 1} "
+                      "through registers, loads issued before their shared stores")
+                    e("u32 " + ", ".join(f"{staged(op, i)}[{nw[op]}]" for op, i in regs) + ";")
+                    # batches after the first: each loads, then stores (register budget)
+                    for bt in batches[kb][1:]:
+                        with e.block("if (fetch < k_tiles)"):
+                            sync_loads(bt, f"fetch * {BK}")
+                            sync_stores(bt, "write_stage")
+                    if not span:  # no k block before the barrier: store right away
+                        with e.block("if (fetch < k_tiles)"):
+                            sync_loads(batches[kb][0], f"fetch * {BK}")
+                            sync_stores(batches[kb][0], "write_stage")
+                    else:  # the first batch's loads overlap this k block's ldmatrix / mma
+                        with e.block("if (fetch < k_tiles)"):
+                            sync_loads(batches[kb][0], f"fetch * {BK}")
                 if kb < KB - 1:
                     load_frag("read_stage", kb + 1, (kb + 1) % 2)
                 if kb < parts:
-                    e(f"// issue part {kb} of the copies of k-tile fetch = kt + {S - 1}")
-                    with e.block("if (fetch < k_tiles)"):
-                        for op, i in groups[kb]:
-                            copy_issue(op, i, "write_stage", f"fetch * {BK}", True)
-                    if kb == parts - 1:
+                    cp = [c for c in groups[kb] if not sync[c[0]]]
+                    if cp or not batches[kb]:
+                        e(f"// issue part {kb} of the copies of k-tile fetch = kt + {S - 1}")
+                        with e.block("if (fetch < k_tiles)"):
+                            for op, i in cp:
+                                copy_issue(op, i, "write_stage", f"fetch * {BK}", True)
+                    if kb == parts - 1 and not span:
                         pipe.emit_commit(b)
                         e(f"write_stage = (write_stage + 1 == {S}) ? 0 : write_stage + 1;")
                         e("++fetch;")
@@ -440,6 +483,14 @@ def generate_source(cfg: GemmSm80Config) -> str:
                     e(f"read_stage = (read_stage + 1 == {S}) ? 0 : read_stage + 1;")
                     load_frag("read_stage", 0, (kb + 1) % 2)
                 warp_mma(kb % 2)
+                if span:
+                    e(f"// part {kb}: the shared stores of the loads above")
+                    with e.block("if (fetch < k_tiles)"):
+                        sync_stores(batches[kb][0], "write_stage")
+                    if kb == parts - 1:
+                        pipe.emit_commit(b)
+                        e(f"write_stage = (write_stage + 1 == {S}) ? 0 : write_stage + 1;")
+                        e("++fetch;")
         e("// drain (only empty groups remain)")
         pipe.emit_drain(b)
     elif cfg.mainloop == "pipelined":
@@ -514,6 +565,30 @@ def generate_source(cfg: GemmSm80Config) -> str:
         epi.emit_consumer(b, gemm_sm80_acc("acc", WM))
         epi.emit_consumer_tail(b)
     return b.source()
+
+
+def _staging_budget(cfg: GemmSm80Config, T: int) -> int:
+    """Registers (u32) a part's synchronous copies may hold across a k block's ldmatrix / mma:
+    all of them (64) unless a warp holds 128 or more accumulators, where 16 keep the kernel
+    free of spills (registers measured with ptxas on sm_80 / sm_90a)."""
+    MI, NI, _ = cfg.mma_iters
+    return 16 if MI * NI * 4 >= 128 else 64
+
+
+def _staged_batches(copies, nw: dict, budget: int) -> list:
+    """``copies`` ((op, i) of synchronous copies) cut into batches of at most ``budget``
+    registers (``nw[op]`` per copy), in order; the first batch is the one kept across the
+    k block's work.  Within a batch every load is issued before any shared store."""
+    out, cur, used = [], [], 0
+    for op, i in copies:
+        if cur and used + nw[op] > budget:
+            out.append(cur)
+            cur, used = [], 0
+        cur.append((op, i))
+        used += nw[op]
+    if cur:
+        out.append(cur)
+    return out
 
 
 @dataclass(frozen=True)

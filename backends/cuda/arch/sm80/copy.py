@@ -186,6 +186,12 @@ class CopyIssue:
     def sbase(self) -> str:
         return "sA" if self.op == "A" else "sB"
 
+    @property
+    def synchronous(self) -> bool:
+        """The copy is narrower than ``cp.async``'s 4 bytes: a register load and a shared
+        store (the mainloop stages it through registers)."""
+        return self.vec * self.elem_bytes < 4
+
     def smem_delta(self, i: int):
         """Bytes from the thread's copy 0 to its copy ``i`` in the stage when the same for
         every thread (evaluated from the smem layout), else None."""

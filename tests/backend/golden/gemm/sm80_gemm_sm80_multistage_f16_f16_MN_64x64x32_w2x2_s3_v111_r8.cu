@@ -113,38 +113,71 @@ extern "C" __global__ void __launch_bounds__(128, 1) gemm_sm80_multistage_f16_f1
   #pragma unroll
   for (int s = 0; s < 2; ++s) {
     if (s < k_tiles) {
-      { const int n = (((s * 32) + ac_k + 0 < K) ? ac_n : 0); u32 v[1]; ld_chunk<1>(v, n ? ac_g + (s * 32 * lda) : A, n); st_chunk<2>(sA + s * 4096 + smem_off_A(ac_r, ac_k + 0) * 2, v); }
-      { const int n = (((s * 32) + ac_k + 2 < K) ? ac_n : 0); u32 v[1]; ld_chunk<1>(v, n ? ac_g + (ac_step) + (s * 32 * lda) : A, n); st_chunk<2>(sA + s * 4096 + smem_off_A(ac_r, ac_k + 2) * 2, v); }
-      { const int n = (((s * 32) + ac_k + 4 < K) ? ac_n : 0); u32 v[1]; ld_chunk<1>(v, n ? ac_g + (ac_step * 2) + (s * 32 * lda) : A, n); st_chunk<2>(sA + s * 4096 + smem_off_A(ac_r, ac_k + 4) * 2, v); }
-      { const int n = (((s * 32) + ac_k + 6 < K) ? ac_n : 0); u32 v[1]; ld_chunk<1>(v, n ? ac_g + (ac_step * 3) + (s * 32 * lda) : A, n); st_chunk<2>(sA + s * 4096 + smem_off_A(ac_r, ac_k + 6) * 2, v); }
-      { const int n = (((s * 32) + ac_k + 8 < K) ? ac_n : 0); u32 v[1]; ld_chunk<1>(v, n ? ac_g + (ac_step * 4) + (s * 32 * lda) : A, n); st_chunk<2>(sA + s * 4096 + smem_off_A(ac_r, ac_k + 8) * 2, v); }
-      { const int n = (((s * 32) + ac_k + 10 < K) ? ac_n : 0); u32 v[1]; ld_chunk<1>(v, n ? ac_g + (ac_step * 5) + (s * 32 * lda) : A, n); st_chunk<2>(sA + s * 4096 + smem_off_A(ac_r, ac_k + 10) * 2, v); }
-      { const int n = (((s * 32) + ac_k + 12 < K) ? ac_n : 0); u32 v[1]; ld_chunk<1>(v, n ? ac_g + (ac_step * 6) + (s * 32 * lda) : A, n); st_chunk<2>(sA + s * 4096 + smem_off_A(ac_r, ac_k + 12) * 2, v); }
-      { const int n = (((s * 32) + ac_k + 14 < K) ? ac_n : 0); u32 v[1]; ld_chunk<1>(v, n ? ac_g + (ac_step * 7) + (s * 32 * lda) : A, n); st_chunk<2>(sA + s * 4096 + smem_off_A(ac_r, ac_k + 14) * 2, v); }
-      { const int n = (((s * 32) + ac_k + 16 < K) ? ac_n : 0); u32 v[1]; ld_chunk<1>(v, n ? ac_g + (ac_step * 8) + (s * 32 * lda) : A, n); st_chunk<2>(sA + s * 4096 + smem_off_A(ac_r, ac_k + 16) * 2, v); }
-      { const int n = (((s * 32) + ac_k + 18 < K) ? ac_n : 0); u32 v[1]; ld_chunk<1>(v, n ? ac_g + (ac_step * 9) + (s * 32 * lda) : A, n); st_chunk<2>(sA + s * 4096 + smem_off_A(ac_r, ac_k + 18) * 2, v); }
-      { const int n = (((s * 32) + ac_k + 20 < K) ? ac_n : 0); u32 v[1]; ld_chunk<1>(v, n ? ac_g + (ac_step * 10) + (s * 32 * lda) : A, n); st_chunk<2>(sA + s * 4096 + smem_off_A(ac_r, ac_k + 20) * 2, v); }
-      { const int n = (((s * 32) + ac_k + 22 < K) ? ac_n : 0); u32 v[1]; ld_chunk<1>(v, n ? ac_g + (ac_step * 11) + (s * 32 * lda) : A, n); st_chunk<2>(sA + s * 4096 + smem_off_A(ac_r, ac_k + 22) * 2, v); }
-      { const int n = (((s * 32) + ac_k + 24 < K) ? ac_n : 0); u32 v[1]; ld_chunk<1>(v, n ? ac_g + (ac_step * 12) + (s * 32 * lda) : A, n); st_chunk<2>(sA + s * 4096 + smem_off_A(ac_r, ac_k + 24) * 2, v); }
-      { const int n = (((s * 32) + ac_k + 26 < K) ? ac_n : 0); u32 v[1]; ld_chunk<1>(v, n ? ac_g + (ac_step * 13) + (s * 32 * lda) : A, n); st_chunk<2>(sA + s * 4096 + smem_off_A(ac_r, ac_k + 26) * 2, v); }
-      { const int n = (((s * 32) + ac_k + 28 < K) ? ac_n : 0); u32 v[1]; ld_chunk<1>(v, n ? ac_g + (ac_step * 14) + (s * 32 * lda) : A, n); st_chunk<2>(sA + s * 4096 + smem_off_A(ac_r, ac_k + 28) * 2, v); }
-      { const int n = (((s * 32) + ac_k + 30 < K) ? ac_n : 0); u32 v[1]; ld_chunk<1>(v, n ? ac_g + (ac_step * 15) + (s * 32 * lda) : A, n); st_chunk<2>(sA + s * 4096 + smem_off_A(ac_r, ac_k + 30) * 2, v); }
-      { const int n = (((s * 32) + bc_k + 0 < K) ? bc_n : 0); u32 v[1]; ld_chunk<1>(v, n ? bc_g + (s * 32 * ldb) : B, n); st_chunk<2>(sB + s * 4096 + smem_off_B(bc_r, bc_k + 0) * 2, v); }
-      { const int n = (((s * 32) + bc_k + 2 < K) ? bc_n : 0); u32 v[1]; ld_chunk<1>(v, n ? bc_g + (bc_step) + (s * 32 * ldb) : B, n); st_chunk<2>(sB + s * 4096 + smem_off_B(bc_r, bc_k + 2) * 2, v); }
-      { const int n = (((s * 32) + bc_k + 4 < K) ? bc_n : 0); u32 v[1]; ld_chunk<1>(v, n ? bc_g + (bc_step * 2) + (s * 32 * ldb) : B, n); st_chunk<2>(sB + s * 4096 + smem_off_B(bc_r, bc_k + 4) * 2, v); }
-      { const int n = (((s * 32) + bc_k + 6 < K) ? bc_n : 0); u32 v[1]; ld_chunk<1>(v, n ? bc_g + (bc_step * 3) + (s * 32 * ldb) : B, n); st_chunk<2>(sB + s * 4096 + smem_off_B(bc_r, bc_k + 6) * 2, v); }
-      { const int n = (((s * 32) + bc_k + 8 < K) ? bc_n : 0); u32 v[1]; ld_chunk<1>(v, n ? bc_g + (bc_step * 4) + (s * 32 * ldb) : B, n); st_chunk<2>(sB + s * 4096 + smem_off_B(bc_r, bc_k + 8) * 2, v); }
-      { const int n = (((s * 32) + bc_k + 10 < K) ? bc_n : 0); u32 v[1]; ld_chunk<1>(v, n ? bc_g + (bc_step * 5) + (s * 32 * ldb) : B, n); st_chunk<2>(sB + s * 4096 + smem_off_B(bc_r, bc_k + 10) * 2, v); }
-      { const int n = (((s * 32) + bc_k + 12 < K) ? bc_n : 0); u32 v[1]; ld_chunk<1>(v, n ? bc_g + (bc_step * 6) + (s * 32 * ldb) : B, n); st_chunk<2>(sB + s * 4096 + smem_off_B(bc_r, bc_k + 12) * 2, v); }
-      { const int n = (((s * 32) + bc_k + 14 < K) ? bc_n : 0); u32 v[1]; ld_chunk<1>(v, n ? bc_g + (bc_step * 7) + (s * 32 * ldb) : B, n); st_chunk<2>(sB + s * 4096 + smem_off_B(bc_r, bc_k + 14) * 2, v); }
-      { const int n = (((s * 32) + bc_k + 16 < K) ? bc_n : 0); u32 v[1]; ld_chunk<1>(v, n ? bc_g + (bc_step * 8) + (s * 32 * ldb) : B, n); st_chunk<2>(sB + s * 4096 + smem_off_B(bc_r, bc_k + 16) * 2, v); }
-      { const int n = (((s * 32) + bc_k + 18 < K) ? bc_n : 0); u32 v[1]; ld_chunk<1>(v, n ? bc_g + (bc_step * 9) + (s * 32 * ldb) : B, n); st_chunk<2>(sB + s * 4096 + smem_off_B(bc_r, bc_k + 18) * 2, v); }
-      { const int n = (((s * 32) + bc_k + 20 < K) ? bc_n : 0); u32 v[1]; ld_chunk<1>(v, n ? bc_g + (bc_step * 10) + (s * 32 * ldb) : B, n); st_chunk<2>(sB + s * 4096 + smem_off_B(bc_r, bc_k + 20) * 2, v); }
-      { const int n = (((s * 32) + bc_k + 22 < K) ? bc_n : 0); u32 v[1]; ld_chunk<1>(v, n ? bc_g + (bc_step * 11) + (s * 32 * ldb) : B, n); st_chunk<2>(sB + s * 4096 + smem_off_B(bc_r, bc_k + 22) * 2, v); }
-      { const int n = (((s * 32) + bc_k + 24 < K) ? bc_n : 0); u32 v[1]; ld_chunk<1>(v, n ? bc_g + (bc_step * 12) + (s * 32 * ldb) : B, n); st_chunk<2>(sB + s * 4096 + smem_off_B(bc_r, bc_k + 24) * 2, v); }
-      { const int n = (((s * 32) + bc_k + 26 < K) ? bc_n : 0); u32 v[1]; ld_chunk<1>(v, n ? bc_g + (bc_step * 13) + (s * 32 * ldb) : B, n); st_chunk<2>(sB + s * 4096 + smem_off_B(bc_r, bc_k + 26) * 2, v); }
-      { const int n = (((s * 32) + bc_k + 28 < K) ? bc_n : 0); u32 v[1]; ld_chunk<1>(v, n ? bc_g + (bc_step * 14) + (s * 32 * ldb) : B, n); st_chunk<2>(sB + s * 4096 + smem_off_B(bc_r, bc_k + 28) * 2, v); }
-      { const int n = (((s * 32) + bc_k + 30 < K) ? bc_n : 0); u32 v[1]; ld_chunk<1>(v, n ? bc_g + (bc_step * 15) + (s * 32 * ldb) : B, n); st_chunk<2>(sB + s * 4096 + smem_off_B(bc_r, bc_k + 30) * 2, v); }
+      u32 ga0[1], ga1[1], ga2[1], ga3[1], ga4[1], ga5[1], ga6[1], ga7[1], ga8[1], ga9[1], ga10[1], ga11[1], ga12[1], ga13[1], ga14[1], ga15[1], gb0[1], gb1[1], gb2[1], gb3[1], gb4[1], gb5[1], gb6[1], gb7[1], gb8[1], gb9[1], gb10[1], gb11[1], gb12[1], gb13[1], gb14[1], gb15[1];
+      { const int n = (((s * 32) + ac_k + 0 < K) ? ac_n : 0); ld_chunk<1>(ga0, n ? ac_g + (s * 32 * lda) : A, n); }
+      { const int n = (((s * 32) + ac_k + 2 < K) ? ac_n : 0); ld_chunk<1>(ga1, n ? ac_g + (ac_step) + (s * 32 * lda) : A, n); }
+      { const int n = (((s * 32) + ac_k + 4 < K) ? ac_n : 0); ld_chunk<1>(ga2, n ? ac_g + (ac_step * 2) + (s * 32 * lda) : A, n); }
+      { const int n = (((s * 32) + ac_k + 6 < K) ? ac_n : 0); ld_chunk<1>(ga3, n ? ac_g + (ac_step * 3) + (s * 32 * lda) : A, n); }
+      { const int n = (((s * 32) + ac_k + 8 < K) ? ac_n : 0); ld_chunk<1>(ga4, n ? ac_g + (ac_step * 4) + (s * 32 * lda) : A, n); }
+      { const int n = (((s * 32) + ac_k + 10 < K) ? ac_n : 0); ld_chunk<1>(ga5, n ? ac_g + (ac_step * 5) + (s * 32 * lda) : A, n); }
+      { const int n = (((s * 32) + ac_k + 12 < K) ? ac_n : 0); ld_chunk<1>(ga6, n ? ac_g + (ac_step * 6) + (s * 32 * lda) : A, n); }
+      { const int n = (((s * 32) + ac_k + 14 < K) ? ac_n : 0); ld_chunk<1>(ga7, n ? ac_g + (ac_step * 7) + (s * 32 * lda) : A, n); }
+      { const int n = (((s * 32) + ac_k + 16 < K) ? ac_n : 0); ld_chunk<1>(ga8, n ? ac_g + (ac_step * 8) + (s * 32 * lda) : A, n); }
+      { const int n = (((s * 32) + ac_k + 18 < K) ? ac_n : 0); ld_chunk<1>(ga9, n ? ac_g + (ac_step * 9) + (s * 32 * lda) : A, n); }
+      { const int n = (((s * 32) + ac_k + 20 < K) ? ac_n : 0); ld_chunk<1>(ga10, n ? ac_g + (ac_step * 10) + (s * 32 * lda) : A, n); }
+      { const int n = (((s * 32) + ac_k + 22 < K) ? ac_n : 0); ld_chunk<1>(ga11, n ? ac_g + (ac_step * 11) + (s * 32 * lda) : A, n); }
+      { const int n = (((s * 32) + ac_k + 24 < K) ? ac_n : 0); ld_chunk<1>(ga12, n ? ac_g + (ac_step * 12) + (s * 32 * lda) : A, n); }
+      { const int n = (((s * 32) + ac_k + 26 < K) ? ac_n : 0); ld_chunk<1>(ga13, n ? ac_g + (ac_step * 13) + (s * 32 * lda) : A, n); }
+      { const int n = (((s * 32) + ac_k + 28 < K) ? ac_n : 0); ld_chunk<1>(ga14, n ? ac_g + (ac_step * 14) + (s * 32 * lda) : A, n); }
+      { const int n = (((s * 32) + ac_k + 30 < K) ? ac_n : 0); ld_chunk<1>(ga15, n ? ac_g + (ac_step * 15) + (s * 32 * lda) : A, n); }
+      { const int n = (((s * 32) + bc_k + 0 < K) ? bc_n : 0); ld_chunk<1>(gb0, n ? bc_g + (s * 32 * ldb) : B, n); }
+      { const int n = (((s * 32) + bc_k + 2 < K) ? bc_n : 0); ld_chunk<1>(gb1, n ? bc_g + (bc_step) + (s * 32 * ldb) : B, n); }
+      { const int n = (((s * 32) + bc_k + 4 < K) ? bc_n : 0); ld_chunk<1>(gb2, n ? bc_g + (bc_step * 2) + (s * 32 * ldb) : B, n); }
+      { const int n = (((s * 32) + bc_k + 6 < K) ? bc_n : 0); ld_chunk<1>(gb3, n ? bc_g + (bc_step * 3) + (s * 32 * ldb) : B, n); }
+      { const int n = (((s * 32) + bc_k + 8 < K) ? bc_n : 0); ld_chunk<1>(gb4, n ? bc_g + (bc_step * 4) + (s * 32 * ldb) : B, n); }
+      { const int n = (((s * 32) + bc_k + 10 < K) ? bc_n : 0); ld_chunk<1>(gb5, n ? bc_g + (bc_step * 5) + (s * 32 * ldb) : B, n); }
+      { const int n = (((s * 32) + bc_k + 12 < K) ? bc_n : 0); ld_chunk<1>(gb6, n ? bc_g + (bc_step * 6) + (s * 32 * ldb) : B, n); }
+      { const int n = (((s * 32) + bc_k + 14 < K) ? bc_n : 0); ld_chunk<1>(gb7, n ? bc_g + (bc_step * 7) + (s * 32 * ldb) : B, n); }
+      { const int n = (((s * 32) + bc_k + 16 < K) ? bc_n : 0); ld_chunk<1>(gb8, n ? bc_g + (bc_step * 8) + (s * 32 * ldb) : B, n); }
+      { const int n = (((s * 32) + bc_k + 18 < K) ? bc_n : 0); ld_chunk<1>(gb9, n ? bc_g + (bc_step * 9) + (s * 32 * ldb) : B, n); }
+      { const int n = (((s * 32) + bc_k + 20 < K) ? bc_n : 0); ld_chunk<1>(gb10, n ? bc_g + (bc_step * 10) + (s * 32 * ldb) : B, n); }
+      { const int n = (((s * 32) + bc_k + 22 < K) ? bc_n : 0); ld_chunk<1>(gb11, n ? bc_g + (bc_step * 11) + (s * 32 * ldb) : B, n); }
+      { const int n = (((s * 32) + bc_k + 24 < K) ? bc_n : 0); ld_chunk<1>(gb12, n ? bc_g + (bc_step * 12) + (s * 32 * ldb) : B, n); }
+      { const int n = (((s * 32) + bc_k + 26 < K) ? bc_n : 0); ld_chunk<1>(gb13, n ? bc_g + (bc_step * 13) + (s * 32 * ldb) : B, n); }
+      { const int n = (((s * 32) + bc_k + 28 < K) ? bc_n : 0); ld_chunk<1>(gb14, n ? bc_g + (bc_step * 14) + (s * 32 * ldb) : B, n); }
+      { const int n = (((s * 32) + bc_k + 30 < K) ? bc_n : 0); ld_chunk<1>(gb15, n ? bc_g + (bc_step * 15) + (s * 32 * ldb) : B, n); }
+      st_chunk<2>(sA + s * 4096 + smem_off_A(ac_r, ac_k + 0) * 2, ga0);
+      st_chunk<2>(sA + s * 4096 + smem_off_A(ac_r, ac_k + 2) * 2, ga1);
+      st_chunk<2>(sA + s * 4096 + smem_off_A(ac_r, ac_k + 4) * 2, ga2);
+      st_chunk<2>(sA + s * 4096 + smem_off_A(ac_r, ac_k + 6) * 2, ga3);
+      st_chunk<2>(sA + s * 4096 + smem_off_A(ac_r, ac_k + 8) * 2, ga4);
+      st_chunk<2>(sA + s * 4096 + smem_off_A(ac_r, ac_k + 10) * 2, ga5);
+      st_chunk<2>(sA + s * 4096 + smem_off_A(ac_r, ac_k + 12) * 2, ga6);
+      st_chunk<2>(sA + s * 4096 + smem_off_A(ac_r, ac_k + 14) * 2, ga7);
+      st_chunk<2>(sA + s * 4096 + smem_off_A(ac_r, ac_k + 16) * 2, ga8);
+      st_chunk<2>(sA + s * 4096 + smem_off_A(ac_r, ac_k + 18) * 2, ga9);
+      st_chunk<2>(sA + s * 4096 + smem_off_A(ac_r, ac_k + 20) * 2, ga10);
+      st_chunk<2>(sA + s * 4096 + smem_off_A(ac_r, ac_k + 22) * 2, ga11);
+      st_chunk<2>(sA + s * 4096 + smem_off_A(ac_r, ac_k + 24) * 2, ga12);
+      st_chunk<2>(sA + s * 4096 + smem_off_A(ac_r, ac_k + 26) * 2, ga13);
+      st_chunk<2>(sA + s * 4096 + smem_off_A(ac_r, ac_k + 28) * 2, ga14);
+      st_chunk<2>(sA + s * 4096 + smem_off_A(ac_r, ac_k + 30) * 2, ga15);
+      st_chunk<2>(sB + s * 4096 + smem_off_B(bc_r, bc_k + 0) * 2, gb0);
+      st_chunk<2>(sB + s * 4096 + smem_off_B(bc_r, bc_k + 2) * 2, gb1);
+      st_chunk<2>(sB + s * 4096 + smem_off_B(bc_r, bc_k + 4) * 2, gb2);
+      st_chunk<2>(sB + s * 4096 + smem_off_B(bc_r, bc_k + 6) * 2, gb3);
+      st_chunk<2>(sB + s * 4096 + smem_off_B(bc_r, bc_k + 8) * 2, gb4);
+      st_chunk<2>(sB + s * 4096 + smem_off_B(bc_r, bc_k + 10) * 2, gb5);
+      st_chunk<2>(sB + s * 4096 + smem_off_B(bc_r, bc_k + 12) * 2, gb6);
+      st_chunk<2>(sB + s * 4096 + smem_off_B(bc_r, bc_k + 14) * 2, gb7);
+      st_chunk<2>(sB + s * 4096 + smem_off_B(bc_r, bc_k + 16) * 2, gb8);
+      st_chunk<2>(sB + s * 4096 + smem_off_B(bc_r, bc_k + 18) * 2, gb9);
+      st_chunk<2>(sB + s * 4096 + smem_off_B(bc_r, bc_k + 20) * 2, gb10);
+      st_chunk<2>(sB + s * 4096 + smem_off_B(bc_r, bc_k + 22) * 2, gb11);
+      st_chunk<2>(sB + s * 4096 + smem_off_B(bc_r, bc_k + 24) * 2, gb12);
+      st_chunk<2>(sB + s * 4096 + smem_off_B(bc_r, bc_k + 26) * 2, gb13);
+      st_chunk<2>(sB + s * 4096 + smem_off_B(bc_r, bc_k + 28) * 2, gb14);
+      st_chunk<2>(sB + s * 4096 + smem_off_B(bc_r, bc_k + 30) * 2, gb15);
     }
     cp_async_commit();
   }
@@ -157,48 +190,46 @@ extern "C" __global__ void __launch_bounds__(128, 1) gemm_sm80_multistage_f16_f1
   ldmatrix_x4_trans(fb[0][2][0], fb[0][2][1], fb[0][3][0], fb[0][3][1], sB + read_stage * 4096 + (b_lm ^ 32));
   for (int kt = 0; kt < k_tiles; ++kt) {
     // k block 0
+    // part 0: the synchronous copies of k-tile fetch = kt + 2 through registers, loads issued before their shared stores
+    u32 ga0[1], ga1[1], ga2[1], ga3[1], ga4[1], ga5[1], ga6[1], ga7[1], ga8[1], ga9[1], ga10[1], ga11[1], ga12[1], ga13[1], ga14[1], ga15[1], gb0[1], gb1[1], gb2[1], gb3[1], gb4[1], gb5[1], gb6[1], gb7[1], gb8[1], gb9[1], gb10[1], gb11[1], gb12[1], gb13[1], gb14[1], gb15[1];
+    if (fetch < k_tiles) {
+      { const int n = (((fetch * 32) + ac_k + 0 < K) ? ac_n : 0); ld_chunk<1>(ga0, n ? ac_g + (fetch * 32 * lda) : A, n); }
+      { const int n = (((fetch * 32) + ac_k + 2 < K) ? ac_n : 0); ld_chunk<1>(ga1, n ? ac_g + (ac_step) + (fetch * 32 * lda) : A, n); }
+      { const int n = (((fetch * 32) + ac_k + 4 < K) ? ac_n : 0); ld_chunk<1>(ga2, n ? ac_g + (ac_step * 2) + (fetch * 32 * lda) : A, n); }
+      { const int n = (((fetch * 32) + ac_k + 6 < K) ? ac_n : 0); ld_chunk<1>(ga3, n ? ac_g + (ac_step * 3) + (fetch * 32 * lda) : A, n); }
+      { const int n = (((fetch * 32) + ac_k + 8 < K) ? ac_n : 0); ld_chunk<1>(ga4, n ? ac_g + (ac_step * 4) + (fetch * 32 * lda) : A, n); }
+      { const int n = (((fetch * 32) + ac_k + 10 < K) ? ac_n : 0); ld_chunk<1>(ga5, n ? ac_g + (ac_step * 5) + (fetch * 32 * lda) : A, n); }
+      { const int n = (((fetch * 32) + ac_k + 12 < K) ? ac_n : 0); ld_chunk<1>(ga6, n ? ac_g + (ac_step * 6) + (fetch * 32 * lda) : A, n); }
+      { const int n = (((fetch * 32) + ac_k + 14 < K) ? ac_n : 0); ld_chunk<1>(ga7, n ? ac_g + (ac_step * 7) + (fetch * 32 * lda) : A, n); }
+      { const int n = (((fetch * 32) + ac_k + 16 < K) ? ac_n : 0); ld_chunk<1>(ga8, n ? ac_g + (ac_step * 8) + (fetch * 32 * lda) : A, n); }
+      { const int n = (((fetch * 32) + ac_k + 18 < K) ? ac_n : 0); ld_chunk<1>(ga9, n ? ac_g + (ac_step * 9) + (fetch * 32 * lda) : A, n); }
+      { const int n = (((fetch * 32) + ac_k + 20 < K) ? ac_n : 0); ld_chunk<1>(ga10, n ? ac_g + (ac_step * 10) + (fetch * 32 * lda) : A, n); }
+      { const int n = (((fetch * 32) + ac_k + 22 < K) ? ac_n : 0); ld_chunk<1>(ga11, n ? ac_g + (ac_step * 11) + (fetch * 32 * lda) : A, n); }
+      { const int n = (((fetch * 32) + ac_k + 24 < K) ? ac_n : 0); ld_chunk<1>(ga12, n ? ac_g + (ac_step * 12) + (fetch * 32 * lda) : A, n); }
+      { const int n = (((fetch * 32) + ac_k + 26 < K) ? ac_n : 0); ld_chunk<1>(ga13, n ? ac_g + (ac_step * 13) + (fetch * 32 * lda) : A, n); }
+      { const int n = (((fetch * 32) + ac_k + 28 < K) ? ac_n : 0); ld_chunk<1>(ga14, n ? ac_g + (ac_step * 14) + (fetch * 32 * lda) : A, n); }
+      { const int n = (((fetch * 32) + ac_k + 30 < K) ? ac_n : 0); ld_chunk<1>(ga15, n ? ac_g + (ac_step * 15) + (fetch * 32 * lda) : A, n); }
+      { const int n = (((fetch * 32) + bc_k + 0 < K) ? bc_n : 0); ld_chunk<1>(gb0, n ? bc_g + (fetch * 32 * ldb) : B, n); }
+      { const int n = (((fetch * 32) + bc_k + 2 < K) ? bc_n : 0); ld_chunk<1>(gb1, n ? bc_g + (bc_step) + (fetch * 32 * ldb) : B, n); }
+      { const int n = (((fetch * 32) + bc_k + 4 < K) ? bc_n : 0); ld_chunk<1>(gb2, n ? bc_g + (bc_step * 2) + (fetch * 32 * ldb) : B, n); }
+      { const int n = (((fetch * 32) + bc_k + 6 < K) ? bc_n : 0); ld_chunk<1>(gb3, n ? bc_g + (bc_step * 3) + (fetch * 32 * ldb) : B, n); }
+      { const int n = (((fetch * 32) + bc_k + 8 < K) ? bc_n : 0); ld_chunk<1>(gb4, n ? bc_g + (bc_step * 4) + (fetch * 32 * ldb) : B, n); }
+      { const int n = (((fetch * 32) + bc_k + 10 < K) ? bc_n : 0); ld_chunk<1>(gb5, n ? bc_g + (bc_step * 5) + (fetch * 32 * ldb) : B, n); }
+      { const int n = (((fetch * 32) + bc_k + 12 < K) ? bc_n : 0); ld_chunk<1>(gb6, n ? bc_g + (bc_step * 6) + (fetch * 32 * ldb) : B, n); }
+      { const int n = (((fetch * 32) + bc_k + 14 < K) ? bc_n : 0); ld_chunk<1>(gb7, n ? bc_g + (bc_step * 7) + (fetch * 32 * ldb) : B, n); }
+      { const int n = (((fetch * 32) + bc_k + 16 < K) ? bc_n : 0); ld_chunk<1>(gb8, n ? bc_g + (bc_step * 8) + (fetch * 32 * ldb) : B, n); }
+      { const int n = (((fetch * 32) + bc_k + 18 < K) ? bc_n : 0); ld_chunk<1>(gb9, n ? bc_g + (bc_step * 9) + (fetch * 32 * ldb) : B, n); }
+      { const int n = (((fetch * 32) + bc_k + 20 < K) ? bc_n : 0); ld_chunk<1>(gb10, n ? bc_g + (bc_step * 10) + (fetch * 32 * ldb) : B, n); }
+      { const int n = (((fetch * 32) + bc_k + 22 < K) ? bc_n : 0); ld_chunk<1>(gb11, n ? bc_g + (bc_step * 11) + (fetch * 32 * ldb) : B, n); }
+      { const int n = (((fetch * 32) + bc_k + 24 < K) ? bc_n : 0); ld_chunk<1>(gb12, n ? bc_g + (bc_step * 12) + (fetch * 32 * ldb) : B, n); }
+      { const int n = (((fetch * 32) + bc_k + 26 < K) ? bc_n : 0); ld_chunk<1>(gb13, n ? bc_g + (bc_step * 13) + (fetch * 32 * ldb) : B, n); }
+      { const int n = (((fetch * 32) + bc_k + 28 < K) ? bc_n : 0); ld_chunk<1>(gb14, n ? bc_g + (bc_step * 14) + (fetch * 32 * ldb) : B, n); }
+      { const int n = (((fetch * 32) + bc_k + 30 < K) ? bc_n : 0); ld_chunk<1>(gb15, n ? bc_g + (bc_step * 15) + (fetch * 32 * ldb) : B, n); }
+    }
     ldmatrix_x4_trans(fa[1][0][0], fa[1][0][1], fa[1][0][2], fa[1][0][3], sA + read_stage * 4096 + (a_lm + 2048));
     ldmatrix_x4_trans(fa[1][1][0], fa[1][1][1], fa[1][1][2], fa[1][1][3], sA + read_stage * 4096 + ((a_lm ^ 32) + 2048));
     ldmatrix_x4_trans(fb[1][0][0], fb[1][0][1], fb[1][1][0], fb[1][1][1], sB + read_stage * 4096 + (b_lm + 2048));
     ldmatrix_x4_trans(fb[1][2][0], fb[1][2][1], fb[1][3][0], fb[1][3][1], sB + read_stage * 4096 + ((b_lm ^ 32) + 2048));
-    // issue part 0 of the copies of k-tile fetch = kt + 2
-    if (fetch < k_tiles) {
-      { const int n = (((fetch * 32) + ac_k + 0 < K) ? ac_n : 0); u32 v[1]; ld_chunk<1>(v, n ? ac_g + (fetch * 32 * lda) : A, n); st_chunk<2>(sA + write_stage * 4096 + smem_off_A(ac_r, ac_k + 0) * 2, v); }
-      { const int n = (((fetch * 32) + ac_k + 2 < K) ? ac_n : 0); u32 v[1]; ld_chunk<1>(v, n ? ac_g + (ac_step) + (fetch * 32 * lda) : A, n); st_chunk<2>(sA + write_stage * 4096 + smem_off_A(ac_r, ac_k + 2) * 2, v); }
-      { const int n = (((fetch * 32) + ac_k + 4 < K) ? ac_n : 0); u32 v[1]; ld_chunk<1>(v, n ? ac_g + (ac_step * 2) + (fetch * 32 * lda) : A, n); st_chunk<2>(sA + write_stage * 4096 + smem_off_A(ac_r, ac_k + 4) * 2, v); }
-      { const int n = (((fetch * 32) + ac_k + 6 < K) ? ac_n : 0); u32 v[1]; ld_chunk<1>(v, n ? ac_g + (ac_step * 3) + (fetch * 32 * lda) : A, n); st_chunk<2>(sA + write_stage * 4096 + smem_off_A(ac_r, ac_k + 6) * 2, v); }
-      { const int n = (((fetch * 32) + ac_k + 8 < K) ? ac_n : 0); u32 v[1]; ld_chunk<1>(v, n ? ac_g + (ac_step * 4) + (fetch * 32 * lda) : A, n); st_chunk<2>(sA + write_stage * 4096 + smem_off_A(ac_r, ac_k + 8) * 2, v); }
-      { const int n = (((fetch * 32) + ac_k + 10 < K) ? ac_n : 0); u32 v[1]; ld_chunk<1>(v, n ? ac_g + (ac_step * 5) + (fetch * 32 * lda) : A, n); st_chunk<2>(sA + write_stage * 4096 + smem_off_A(ac_r, ac_k + 10) * 2, v); }
-      { const int n = (((fetch * 32) + ac_k + 12 < K) ? ac_n : 0); u32 v[1]; ld_chunk<1>(v, n ? ac_g + (ac_step * 6) + (fetch * 32 * lda) : A, n); st_chunk<2>(sA + write_stage * 4096 + smem_off_A(ac_r, ac_k + 12) * 2, v); }
-      { const int n = (((fetch * 32) + ac_k + 14 < K) ? ac_n : 0); u32 v[1]; ld_chunk<1>(v, n ? ac_g + (ac_step * 7) + (fetch * 32 * lda) : A, n); st_chunk<2>(sA + write_stage * 4096 + smem_off_A(ac_r, ac_k + 14) * 2, v); }
-      { const int n = (((fetch * 32) + ac_k + 16 < K) ? ac_n : 0); u32 v[1]; ld_chunk<1>(v, n ? ac_g + (ac_step * 8) + (fetch * 32 * lda) : A, n); st_chunk<2>(sA + write_stage * 4096 + smem_off_A(ac_r, ac_k + 16) * 2, v); }
-      { const int n = (((fetch * 32) + ac_k + 18 < K) ? ac_n : 0); u32 v[1]; ld_chunk<1>(v, n ? ac_g + (ac_step * 9) + (fetch * 32 * lda) : A, n); st_chunk<2>(sA + write_stage * 4096 + smem_off_A(ac_r, ac_k + 18) * 2, v); }
-      { const int n = (((fetch * 32) + ac_k + 20 < K) ? ac_n : 0); u32 v[1]; ld_chunk<1>(v, n ? ac_g + (ac_step * 10) + (fetch * 32 * lda) : A, n); st_chunk<2>(sA + write_stage * 4096 + smem_off_A(ac_r, ac_k + 20) * 2, v); }
-      { const int n = (((fetch * 32) + ac_k + 22 < K) ? ac_n : 0); u32 v[1]; ld_chunk<1>(v, n ? ac_g + (ac_step * 11) + (fetch * 32 * lda) : A, n); st_chunk<2>(sA + write_stage * 4096 + smem_off_A(ac_r, ac_k + 22) * 2, v); }
-      { const int n = (((fetch * 32) + ac_k + 24 < K) ? ac_n : 0); u32 v[1]; ld_chunk<1>(v, n ? ac_g + (ac_step * 12) + (fetch * 32 * lda) : A, n); st_chunk<2>(sA + write_stage * 4096 + smem_off_A(ac_r, ac_k + 24) * 2, v); }
-      { const int n = (((fetch * 32) + ac_k + 26 < K) ? ac_n : 0); u32 v[1]; ld_chunk<1>(v, n ? ac_g + (ac_step * 13) + (fetch * 32 * lda) : A, n); st_chunk<2>(sA + write_stage * 4096 + smem_off_A(ac_r, ac_k + 26) * 2, v); }
-      { const int n = (((fetch * 32) + ac_k + 28 < K) ? ac_n : 0); u32 v[1]; ld_chunk<1>(v, n ? ac_g + (ac_step * 14) + (fetch * 32 * lda) : A, n); st_chunk<2>(sA + write_stage * 4096 + smem_off_A(ac_r, ac_k + 28) * 2, v); }
-      { const int n = (((fetch * 32) + ac_k + 30 < K) ? ac_n : 0); u32 v[1]; ld_chunk<1>(v, n ? ac_g + (ac_step * 15) + (fetch * 32 * lda) : A, n); st_chunk<2>(sA + write_stage * 4096 + smem_off_A(ac_r, ac_k + 30) * 2, v); }
-      { const int n = (((fetch * 32) + bc_k + 0 < K) ? bc_n : 0); u32 v[1]; ld_chunk<1>(v, n ? bc_g + (fetch * 32 * ldb) : B, n); st_chunk<2>(sB + write_stage * 4096 + smem_off_B(bc_r, bc_k + 0) * 2, v); }
-      { const int n = (((fetch * 32) + bc_k + 2 < K) ? bc_n : 0); u32 v[1]; ld_chunk<1>(v, n ? bc_g + (bc_step) + (fetch * 32 * ldb) : B, n); st_chunk<2>(sB + write_stage * 4096 + smem_off_B(bc_r, bc_k + 2) * 2, v); }
-      { const int n = (((fetch * 32) + bc_k + 4 < K) ? bc_n : 0); u32 v[1]; ld_chunk<1>(v, n ? bc_g + (bc_step * 2) + (fetch * 32 * ldb) : B, n); st_chunk<2>(sB + write_stage * 4096 + smem_off_B(bc_r, bc_k + 4) * 2, v); }
-      { const int n = (((fetch * 32) + bc_k + 6 < K) ? bc_n : 0); u32 v[1]; ld_chunk<1>(v, n ? bc_g + (bc_step * 3) + (fetch * 32 * ldb) : B, n); st_chunk<2>(sB + write_stage * 4096 + smem_off_B(bc_r, bc_k + 6) * 2, v); }
-      { const int n = (((fetch * 32) + bc_k + 8 < K) ? bc_n : 0); u32 v[1]; ld_chunk<1>(v, n ? bc_g + (bc_step * 4) + (fetch * 32 * ldb) : B, n); st_chunk<2>(sB + write_stage * 4096 + smem_off_B(bc_r, bc_k + 8) * 2, v); }
-      { const int n = (((fetch * 32) + bc_k + 10 < K) ? bc_n : 0); u32 v[1]; ld_chunk<1>(v, n ? bc_g + (bc_step * 5) + (fetch * 32 * ldb) : B, n); st_chunk<2>(sB + write_stage * 4096 + smem_off_B(bc_r, bc_k + 10) * 2, v); }
-      { const int n = (((fetch * 32) + bc_k + 12 < K) ? bc_n : 0); u32 v[1]; ld_chunk<1>(v, n ? bc_g + (bc_step * 6) + (fetch * 32 * ldb) : B, n); st_chunk<2>(sB + write_stage * 4096 + smem_off_B(bc_r, bc_k + 12) * 2, v); }
-      { const int n = (((fetch * 32) + bc_k + 14 < K) ? bc_n : 0); u32 v[1]; ld_chunk<1>(v, n ? bc_g + (bc_step * 7) + (fetch * 32 * ldb) : B, n); st_chunk<2>(sB + write_stage * 4096 + smem_off_B(bc_r, bc_k + 14) * 2, v); }
-      { const int n = (((fetch * 32) + bc_k + 16 < K) ? bc_n : 0); u32 v[1]; ld_chunk<1>(v, n ? bc_g + (bc_step * 8) + (fetch * 32 * ldb) : B, n); st_chunk<2>(sB + write_stage * 4096 + smem_off_B(bc_r, bc_k + 16) * 2, v); }
-      { const int n = (((fetch * 32) + bc_k + 18 < K) ? bc_n : 0); u32 v[1]; ld_chunk<1>(v, n ? bc_g + (bc_step * 9) + (fetch * 32 * ldb) : B, n); st_chunk<2>(sB + write_stage * 4096 + smem_off_B(bc_r, bc_k + 18) * 2, v); }
-      { const int n = (((fetch * 32) + bc_k + 20 < K) ? bc_n : 0); u32 v[1]; ld_chunk<1>(v, n ? bc_g + (bc_step * 10) + (fetch * 32 * ldb) : B, n); st_chunk<2>(sB + write_stage * 4096 + smem_off_B(bc_r, bc_k + 20) * 2, v); }
-      { const int n = (((fetch * 32) + bc_k + 22 < K) ? bc_n : 0); u32 v[1]; ld_chunk<1>(v, n ? bc_g + (bc_step * 11) + (fetch * 32 * ldb) : B, n); st_chunk<2>(sB + write_stage * 4096 + smem_off_B(bc_r, bc_k + 22) * 2, v); }
-      { const int n = (((fetch * 32) + bc_k + 24 < K) ? bc_n : 0); u32 v[1]; ld_chunk<1>(v, n ? bc_g + (bc_step * 12) + (fetch * 32 * ldb) : B, n); st_chunk<2>(sB + write_stage * 4096 + smem_off_B(bc_r, bc_k + 24) * 2, v); }
-      { const int n = (((fetch * 32) + bc_k + 26 < K) ? bc_n : 0); u32 v[1]; ld_chunk<1>(v, n ? bc_g + (bc_step * 13) + (fetch * 32 * ldb) : B, n); st_chunk<2>(sB + write_stage * 4096 + smem_off_B(bc_r, bc_k + 26) * 2, v); }
-      { const int n = (((fetch * 32) + bc_k + 28 < K) ? bc_n : 0); u32 v[1]; ld_chunk<1>(v, n ? bc_g + (bc_step * 14) + (fetch * 32 * ldb) : B, n); st_chunk<2>(sB + write_stage * 4096 + smem_off_B(bc_r, bc_k + 28) * 2, v); }
-      { const int n = (((fetch * 32) + bc_k + 30 < K) ? bc_n : 0); u32 v[1]; ld_chunk<1>(v, n ? bc_g + (bc_step * 15) + (fetch * 32 * ldb) : B, n); st_chunk<2>(sB + write_stage * 4096 + smem_off_B(bc_r, bc_k + 30) * 2, v); }
-    }
-    cp_async_commit();
-    write_stage = (write_stage + 1 == 3) ? 0 : write_stage + 1;
-    ++fetch;
     // warp MMA, serpentine (vertical visit): n outer, m reversed on odd n
     #pragma unroll
     for (int ni = 0; ni < 4; ++ni) {
@@ -208,6 +239,44 @@ extern "C" __global__ void __launch_bounds__(128, 1) gemm_sm80_multistage_f16_f1
         mma_m16n8k16_f16f32(acc[mi][ni], fa[0][mi], fb[0][ni]);
       }
     }
+    // part 0: the shared stores of the loads above
+    if (fetch < k_tiles) {
+      st_chunk<2>(sA + write_stage * 4096 + smem_off_A(ac_r, ac_k + 0) * 2, ga0);
+      st_chunk<2>(sA + write_stage * 4096 + smem_off_A(ac_r, ac_k + 2) * 2, ga1);
+      st_chunk<2>(sA + write_stage * 4096 + smem_off_A(ac_r, ac_k + 4) * 2, ga2);
+      st_chunk<2>(sA + write_stage * 4096 + smem_off_A(ac_r, ac_k + 6) * 2, ga3);
+      st_chunk<2>(sA + write_stage * 4096 + smem_off_A(ac_r, ac_k + 8) * 2, ga4);
+      st_chunk<2>(sA + write_stage * 4096 + smem_off_A(ac_r, ac_k + 10) * 2, ga5);
+      st_chunk<2>(sA + write_stage * 4096 + smem_off_A(ac_r, ac_k + 12) * 2, ga6);
+      st_chunk<2>(sA + write_stage * 4096 + smem_off_A(ac_r, ac_k + 14) * 2, ga7);
+      st_chunk<2>(sA + write_stage * 4096 + smem_off_A(ac_r, ac_k + 16) * 2, ga8);
+      st_chunk<2>(sA + write_stage * 4096 + smem_off_A(ac_r, ac_k + 18) * 2, ga9);
+      st_chunk<2>(sA + write_stage * 4096 + smem_off_A(ac_r, ac_k + 20) * 2, ga10);
+      st_chunk<2>(sA + write_stage * 4096 + smem_off_A(ac_r, ac_k + 22) * 2, ga11);
+      st_chunk<2>(sA + write_stage * 4096 + smem_off_A(ac_r, ac_k + 24) * 2, ga12);
+      st_chunk<2>(sA + write_stage * 4096 + smem_off_A(ac_r, ac_k + 26) * 2, ga13);
+      st_chunk<2>(sA + write_stage * 4096 + smem_off_A(ac_r, ac_k + 28) * 2, ga14);
+      st_chunk<2>(sA + write_stage * 4096 + smem_off_A(ac_r, ac_k + 30) * 2, ga15);
+      st_chunk<2>(sB + write_stage * 4096 + smem_off_B(bc_r, bc_k + 0) * 2, gb0);
+      st_chunk<2>(sB + write_stage * 4096 + smem_off_B(bc_r, bc_k + 2) * 2, gb1);
+      st_chunk<2>(sB + write_stage * 4096 + smem_off_B(bc_r, bc_k + 4) * 2, gb2);
+      st_chunk<2>(sB + write_stage * 4096 + smem_off_B(bc_r, bc_k + 6) * 2, gb3);
+      st_chunk<2>(sB + write_stage * 4096 + smem_off_B(bc_r, bc_k + 8) * 2, gb4);
+      st_chunk<2>(sB + write_stage * 4096 + smem_off_B(bc_r, bc_k + 10) * 2, gb5);
+      st_chunk<2>(sB + write_stage * 4096 + smem_off_B(bc_r, bc_k + 12) * 2, gb6);
+      st_chunk<2>(sB + write_stage * 4096 + smem_off_B(bc_r, bc_k + 14) * 2, gb7);
+      st_chunk<2>(sB + write_stage * 4096 + smem_off_B(bc_r, bc_k + 16) * 2, gb8);
+      st_chunk<2>(sB + write_stage * 4096 + smem_off_B(bc_r, bc_k + 18) * 2, gb9);
+      st_chunk<2>(sB + write_stage * 4096 + smem_off_B(bc_r, bc_k + 20) * 2, gb10);
+      st_chunk<2>(sB + write_stage * 4096 + smem_off_B(bc_r, bc_k + 22) * 2, gb11);
+      st_chunk<2>(sB + write_stage * 4096 + smem_off_B(bc_r, bc_k + 24) * 2, gb12);
+      st_chunk<2>(sB + write_stage * 4096 + smem_off_B(bc_r, bc_k + 26) * 2, gb13);
+      st_chunk<2>(sB + write_stage * 4096 + smem_off_B(bc_r, bc_k + 28) * 2, gb14);
+      st_chunk<2>(sB + write_stage * 4096 + smem_off_B(bc_r, bc_k + 30) * 2, gb15);
+    }
+    cp_async_commit();
+    write_stage = (write_stage + 1 == 3) ? 0 : write_stage + 1;
+    ++fetch;
     // k block 1
     cp_async_wait<1>();
     __syncthreads();
