@@ -510,7 +510,8 @@ def gemm_entry(A, B, C, alpha, beta, out, stream, explain, backend, mainloop, co
             use_c = C is not None and beta != 0
             pc = C.data_ptr() if use_c else 0
             pd = out.data_ptr() if out is not None else 0
-            call = _PLANS.get(_fast_key(A, B, C, out, alpha, use_c, pa, pb, pc, pd, dev))
+            call = _PLANS.get(_fast_key(A, B, C, out, alpha, use_c, pa, pb, pc, pd, dev,
+                                         backend))
             if call is not None:
                 if out is None:
                     out = A.new_empty(call.out_shape)
@@ -558,10 +559,11 @@ def _stream(stream, like):
     return stream_handle(stream, like, _OP)
 
 
-def _fast_key(A, B, C, out, alpha, use_c, pa, pb, pc, pd, dev):
+def _fast_key(A, B, C, out, alpha, use_c, pa, pb, pc, pd, dev, backend):
     """The torch fast path's key: dtypes, shapes, strides, devices and alignment classes of
     the call's tensors (pointers ``pa`` ... ``pd`` of A, B, C, out; 0 when absent), C only when
-    it is read, and whether alpha is 1.  One flat tuple (no nested tuples to build and hash):
+    it is read, whether alpha is 1, and the backend asked for ("auto" may pick the SM80 kernel
+    where "sm90" may not).  One flat tuple (no nested tuples to build and hash):
     C's and out's fields are None when they are absent."""
     if use_c:
         cd, cs, cst, cdev, cal = C.dtype, C.shape, C.stride(), C.get_device(), _acls(pc)
@@ -574,7 +576,7 @@ def _fast_key(A, B, C, out, alpha, use_c, pa, pb, pc, pd, dev):
         od = osh = ost = odev = oal = None
     return (A.dtype, A.shape, A.stride(), B.dtype, B.shape, B.stride(), dev, B.get_device(),
             pa & 127 == 0, pa & 15 == 0, pb & 127 == 0, pb & 15 == 0, cd, cs, cst, cdev, cal,
-            od, osh, ost, odev, oal, alpha == 1)
+            od, osh, ost, odev, oal, alpha == 1, backend)
 
 
 def _gemm_general(A, B, C, alpha, beta, *, out, stream, explain, backend, mainloop, config,
@@ -626,7 +628,7 @@ def _gemm_general(A, B, C, alpha, beta, *, out, stream, explain, backend, mainlo
                 if not explain:
                     _remember(_fast_key(A, B, C, user_out, alpha, use_c, Am.ptr, Bm.ptr,
                                         Cm.ptr if use_c else 0, user_out.data_ptr()
-                                        if user_out is not None else 0, Am.device), call)
+                                        if user_out is not None else 0, Am.device, backend), call)
                 call.plan.run((Am.ptr, Bm.ptr, Dm.ptr, Cm.ptr if use_c else Dm.ptr),
                               (alpha, beta), h)
                 return (out, call.choice) if explain else out
@@ -637,7 +639,7 @@ def _gemm_general(A, B, C, alpha, beta, *, out, stream, explain, backend, mainlo
             # the torch fast path finds this call by its own key from now on
             _remember(_fast_key(A, B, C, user_out, alpha, use_c, Am.ptr, Bm.ptr,
                                 Cm.ptr if use_c else 0, user_out.data_ptr() if user_out is not None
-                                else 0, Am.device), call)
+                                else 0, Am.device, backend), call)
         B_nk = B.transpose(-1, -2) if Bm.framework == "torch" else B.swapaxes(-1, -2)
         _run_call(call, A, B_nk, Am, Bnk, Dm, Cm, alpha, beta, h)
         return (out, call.choice) if explain else out
