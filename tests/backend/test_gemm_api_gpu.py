@@ -179,21 +179,64 @@ def test_padded_operand_paths_and_side_streams():
         pytest.skip("needs sm_90")
     dt = torch.float16
     s = torch.cuda.Stream()
-    for M, N, K, want in ((300, 264, 333, "copied A, B"), (4096, 256, 2040, "128-byte rows")):
+    for M, N, K, want, be in ((300, 264, 333, "copied A, B", "sm90"),
+                              (4096, 256, 2040, "128-byte rows", "auto")):
         gemm_api.clear_plans()
         W = torch.randn(N, K, device="cuda", dtype=dt)
-        _, choice = cute.gemm(torch.randn(M, K, device="cuda", dtype=dt), W.T, explain=True)
+        _, choice = cute.gemm(torch.randn(M, K, device="cuda", dtype=dt), W.T, explain=True,
+                              backend=be)
         assert want in str(choice), str(choice)
         for trial in range(4):
             x = torch.randn(M, K, device="cuda", dtype=dt)
             if trial % 2:
                 torch.cuda.synchronize()
                 with torch.cuda.stream(s):
-                    D = cute.gemm(x, W.T)
+                    D = cute.gemm(x, W.T, backend=be)
                 s.synchronize()
             else:
-                D = cute.gemm(x, W.T)
+                D = cute.gemm(x, W.T, backend=be)
             assert _rel(D, x, W.T) < 2e-3, (M, N, K, trial)
+
+
+@pytest.mark.parametrize("layout", ["AB", "xWT"])
+def test_odd_k_small_problems_run_the_sm80_kernel_in_place(layout):
+    """Small problems whose rows TMA cannot read (K = 333 halves) run the SM80 kernel on the
+    operands where they are: one launch through the cached plan, new tensors every call, the
+    caller's stream (work queued on a side stream right before the call is seen), C and
+    alpha / beta, poisoned outputs; ``backend="sm90"`` still takes the copies."""
+    _skip_without_cuda()
+    if torch.cuda.get_device_capability() != (9, 0):
+        pytest.skip("needs sm_90")
+    dt = torch.float16
+    M, N, K = 300, 264, 333
+    gemm_api.clear_plans()
+    W = torch.randn(N, K, device="cuda", dtype=dt) if layout == "xWT" else None
+    B = W.T if layout == "xWT" else torch.randn(K, N, device="cuda", dtype=dt)
+    _, choice = cute.gemm(torch.randn(M, K, device="cuda", dtype=dt), B, explain=True)
+    assert choice.backend == "sm80" and "in place" in str(choice), str(choice)
+    _, c90 = cute.gemm(torch.randn(M, K, device="cuda", dtype=dt), B, explain=True,
+                       backend="sm90")
+    assert c90.backend == "sm90" and "copied" in str(c90), str(c90)
+    s = torch.cuda.Stream()
+    for trial in range(4):
+        x0 = torch.randn(M, K, device="cuda", dtype=dt)
+        C = torch.randn(M, N, device="cuda", dtype=dt)
+        out = torch.full((M, N), float("nan"), device="cuda", dtype=dt)
+        if trial % 2:
+            with torch.cuda.stream(s):
+                x = x0 * 2.0                      # produced on the side stream, right before
+                D = cute.gemm(x, B, C, 0.5, 0.25, out=out)
+            s.synchronize()
+        else:
+            x = x0 * 2.0
+            D = cute.gemm(x, B, C, 0.5, 0.25, out=out)
+        ref = 0.5 * (x.double() @ B.double()) + 0.25 * C.double()
+        assert D.data_ptr() == out.data_ptr()
+        assert ((D.double() - ref).norm() / ref.norm()).item() < 2e-3, (layout, trial)
+        D2 = cute.gemm(x, B)
+        assert _rel(D2, x, B) < 2e-3
+    with pytest.raises(LaunchError):          # out overlapping A
+        cute.gemm(x, B, out=x[:, :N])
 
 
 def test_mn_major_operands_with_odd_pitches_are_copied_in_their_major():
@@ -208,7 +251,7 @@ def test_mn_major_operands_with_odd_pitches_are_copied_in_their_major():
     A = torch.randn(K, M, device="cuda", dtype=dt).t()        # (M, K), M-contiguous
     B = torch.randn(K, N, device="cuda", dtype=dt)            # (K, N), N-contiguous
     gemm_api.clear_plans()
-    D, choice = cute.gemm(A, B, explain=True)
+    D, choice = cute.gemm(A, B, explain=True, backend="sm90")
     assert "copied A, B" in str(choice), str(choice)
     assert (choice.config.a_major, choice.config.b_major) == ("MN", "MN"), str(choice)
     assert _rel(D, A, B) < 2e-2
