@@ -112,3 +112,18 @@ def test_staged_batches_respect_the_budget():
     assert [c for bt in out for c in bt] == copies
     assert all(sum({"A": 1, "B": 2}[op] for op, _ in bt) <= 4 for bt in out)
     assert S._staged_batches([], {"A": 1, "B": 1}, 4) == []
+
+
+@pytest.mark.parametrize("stages", [2, 3])
+@pytest.mark.parametrize("vec", [1, 8])
+def test_one_k_block_tiles_reload_the_buffer_they_multiply(stages, vec):
+    """BK = one MMA k: the k-loop multiplies fragment buffer 0 and reloads buffer 0 (after the
+    mma and the barrier) with the next k-tile, so every k-tile's fragments are used."""
+    ms64 = _make(TILES["multistage_64x64x32"], "f16", "f16", "M", "N")
+    cfg = replace(ms64, tile=(64, 64, 16), stages=stages, vec_a=vec, vec_b=vec, vec_c=2)
+    body = _loop(S.generate_source(cfg))
+    assert not any("fa[1]" in l or "fb[1]" in l for l in body)
+    mma = next(k for k, l in enumerate(body) if l.startswith("mma_m16n8k"))
+    bar = next(k for k, l in enumerate(body) if l.startswith("__syncthreads"))
+    ldsm = [k for k, l in enumerate(body) if l.startswith("ldmatrix")]
+    assert mma < bar < min(ldsm)

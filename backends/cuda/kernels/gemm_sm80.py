@@ -445,6 +445,14 @@ def generate_source(cfg: GemmSm80Config) -> str:
         load_frag("read_stage", 0, 0)
         span, now, inc_kb = _staging_schedule(batches, KB, S)
 
+        def next_tile(kb: int) -> None:
+            """Wait for the next k-tile's stage, barrier, and load its k block 0 fragments
+            (into the other buffer, or buffer 0 when a k-tile is one k block)."""
+            pipe.emit_wait(b)
+            b.sync_threads()
+            e(f"read_stage = (read_stage + 1 == {S}) ? 0 : read_stage + 1;")
+            load_frag("read_stage", 0, (kb + 1) % 2 if KB > 1 else 0)
+
         def bump() -> None:
             e(f"write_stage = (write_stage + 1 == {S}) ? 0 : write_stage + 1;")
             e("++fetch;")
@@ -479,11 +487,8 @@ def generate_source(cfg: GemmSm80Config) -> str:
                         pipe.emit_commit(b)
                         if inc_kb == kb:
                             bump()
-                if kb == KB - 1:
-                    pipe.emit_wait(b)
-                    b.sync_threads()
-                    e(f"read_stage = (read_stage + 1 == {S}) ? 0 : read_stage + 1;")
-                    load_frag("read_stage", 0, (kb + 1) % 2)
+                if kb == KB - 1 and KB > 1:
+                    next_tile(kb)
                 warp_mma(kb % 2)
                 if kb in span:
                     e("// the shared stores of the loads above")
@@ -493,6 +498,10 @@ def generate_source(cfg: GemmSm80Config) -> str:
                         pipe.emit_commit(b)
                     if inc_kb == kb:
                         bump()
+                if KB == 1:
+                    # one k block: its fragments are in use until its mma, so the next k-tile's
+                    # are loaded after it (into the same buffer)
+                    next_tile(kb)
         e("// drain (only empty groups remain)")
         pipe.emit_drain(b)
     elif cfg.mainloop == "pipelined":
