@@ -35,6 +35,8 @@ def _configs():
         "default_v182": GemmSm80Config().with_alignment(1, 8, 2),       # A sync, B cp.async
         "default_v812": GemmSm80Config().with_alignment(8, 1, 2),       # B sync, A cp.async
         "ms64_bk16_v112": replace(ms64, tile=(64, 64, 16)).with_alignment(1, 1, 2),
+        "ms64_bk16_s2_v112": replace(ms64, tile=(64, 64, 16), stages=2).with_alignment(1, 1, 2),
+        "ms64_s2_v111": replace(ms64, stages=2, vec_a=1, vec_b=1, vec_c=1),
     }
 
 
@@ -54,10 +56,11 @@ def test_sync_copies_are_register_staged(key):
     ldsm = [k for k, l in enumerate(body) if l.startswith("ldmatrix")]
     first_mma = mma[0]
     spanning = [r for r in loads if loads[r] < first_mma < stores[r]]
-    if cfg.tile[2] // cfg.mma_k > 1:
-        # the first batch spans k block 0's ldmatrix and mma
+    if cfg.tile[2] // cfg.mma_k > 1 or cfg.stages >= 3:
+        # the first batch spans k block 0's mma (and its ldmatrix, when there is a next k block)
         assert spanning
-        assert all(loads[r] < ldsm[0] for r in spanning)
+        if cfg.tile[2] // cfg.mma_k > 1:
+            assert all(loads[r] < ldsm[0] for r in spanning)
     # batches: maximal runs of loads with no shared store between them; every store of a
     # batch's registers follows the batch's last load, and the batches fit the budget
     order = sorted([(k, "ld", r) for r, k in loads.items()] + [(k, "st", r) for r, k in
@@ -109,3 +112,18 @@ def test_staged_batches_respect_the_budget():
     assert [c for bt in out for c in bt] == copies
     assert all(sum({"A": 1, "B": 2}[op] for op, _ in bt) <= 4 for bt in out)
     assert S._staged_batches([], {"A": 1, "B": 1}, 4) == []
+
+
+@pytest.mark.parametrize("stages", [2, 3])
+@pytest.mark.parametrize("vec", [1, 8])
+def test_one_k_block_tiles_reload_the_buffer_they_multiply(stages, vec):
+    """BK = one MMA k: the k-loop multiplies fragment buffer 0 and reloads buffer 0 (after the
+    mma and the barrier) with the next k-tile, so every k-tile's fragments are used."""
+    ms64 = _make(TILES["multistage_64x64x32"], "f16", "f16", "M", "N")
+    cfg = replace(ms64, tile=(64, 64, 16), stages=stages, vec_a=vec, vec_b=vec, vec_c=2)
+    body = _loop(S.generate_source(cfg))
+    assert not any("fa[1]" in l or "fb[1]" in l for l in body)
+    mma = next(k for k, l in enumerate(body) if l.startswith("mma_m16n8k"))
+    bar = next(k for k, l in enumerate(body) if l.startswith("__syncthreads"))
+    ldsm = [k for k, l in enumerate(body) if l.startswith("ldmatrix")]
+    assert mma < bar < min(ldsm)

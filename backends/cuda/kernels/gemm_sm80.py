@@ -443,27 +443,37 @@ def generate_source(cfg: GemmSm80Config) -> str:
         b.sync_threads()
         e(f"int read_stage = 0, write_stage = {S - 1}, fetch = {S - 1};")
         load_frag("read_stage", 0, 0)
+        span, now, inc_kb = _staging_schedule(batches, KB, S)
+
+        def next_tile(kb: int) -> None:
+            """Wait for the next k-tile's stage, barrier, and load its k block 0 fragments
+            (into the other buffer, or buffer 0 when a k-tile is one k block)."""
+            pipe.emit_wait(b)
+            b.sync_threads()
+            e(f"read_stage = (read_stage + 1 == {S}) ? 0 : read_stage + 1;")
+            load_frag("read_stage", 0, (kb + 1) % 2 if KB > 1 else 0)
+
+        def bump() -> None:
+            e(f"write_stage = (write_stage + 1 == {S}) ? 0 : write_stage + 1;")
+            e("++fetch;")
+
         with e.block("for (int kt = 0; kt < k_tiles; ++kt)"):
             for kb in range(KB):
                 e(f"// k block {kb}")
-                span = kb < parts and batches[kb] and kb < KB - 1
-                if kb < parts and batches[kb]:
-                    regs = [c for bt in batches[kb] for c in bt]
-                    e(f"// part {kb}: the synchronous copies of k-tile fetch = kt + {S - 1} "
-                      "through registers, loads issued before their shared stores")
+                here = now[kb] + ([span[kb]] if kb in span else [])
+                if here:
+                    regs = [c for bt in here for c in bt]
+                    e(f"// synchronous copies of k-tile fetch = kt + {S - 1} through registers, "
+                      "loads issued before their shared stores")
                     e("u32 " + ", ".join(f"{staged(op, i)}[{nw[op]}]" for op, i in regs) + ";")
-                    # batches after the first: each loads, then stores (register budget)
-                    for bt in batches[kb][1:]:
-                        with e.block("if (fetch < k_tiles)"):
-                            sync_loads(bt, f"fetch * {BK}")
-                            sync_stores(bt, "write_stage")
-                    if not span:  # no k block before the barrier: store right away
-                        with e.block("if (fetch < k_tiles)"):
-                            sync_loads(batches[kb][0], f"fetch * {BK}")
-                            sync_stores(batches[kb][0], "write_stage")
-                    else:  # the first batch's loads overlap this k block's ldmatrix / mma
-                        with e.block("if (fetch < k_tiles)"):
-                            sync_loads(batches[kb][0], f"fetch * {BK}")
+                # batches past the register budget: each loads, then stores
+                for bt in now[kb]:
+                    with e.block("if (fetch < k_tiles)"):
+                        sync_loads(bt, f"fetch * {BK}")
+                        sync_stores(bt, "write_stage")
+                if kb in span:  # loads overlapping this k block's ldmatrix / mma
+                    with e.block("if (fetch < k_tiles)"):
+                        sync_loads(span[kb], f"fetch * {BK}")
                 if kb < KB - 1:
                     load_frag("read_stage", kb + 1, (kb + 1) % 2)
                 if kb < parts:
@@ -473,24 +483,25 @@ def generate_source(cfg: GemmSm80Config) -> str:
                         with e.block("if (fetch < k_tiles)"):
                             for op, i in cp:
                                 copy_issue(op, i, "write_stage", f"fetch * {BK}", True)
-                    if kb == parts - 1 and not span:
+                    if kb == parts - 1 and kb not in span:
                         pipe.emit_commit(b)
-                        e(f"write_stage = (write_stage + 1 == {S}) ? 0 : write_stage + 1;")
-                        e("++fetch;")
-                if kb == KB - 1:
-                    pipe.emit_wait(b)
-                    b.sync_threads()
-                    e(f"read_stage = (read_stage + 1 == {S}) ? 0 : read_stage + 1;")
-                    load_frag("read_stage", 0, (kb + 1) % 2)
+                        if inc_kb == kb:
+                            bump()
+                if kb == KB - 1 and KB > 1:
+                    next_tile(kb)
                 warp_mma(kb % 2)
-                if span:
-                    e(f"// part {kb}: the shared stores of the loads above")
+                if kb in span:
+                    e("// the shared stores of the loads above")
                     with e.block("if (fetch < k_tiles)"):
-                        sync_stores(batches[kb][0], "write_stage")
+                        sync_stores(span[kb], "write_stage")
                     if kb == parts - 1:
                         pipe.emit_commit(b)
-                        e(f"write_stage = (write_stage + 1 == {S}) ? 0 : write_stage + 1;")
-                        e("++fetch;")
+                    if inc_kb == kb:
+                        bump()
+                if KB == 1:
+                    # one k block: its fragments are in use until its mma, so the next k-tile's
+                    # are loaded after it (into the same buffer)
+                    next_tile(kb)
         e("// drain (only empty groups remain)")
         pipe.emit_drain(b)
     elif cfg.mainloop == "pipelined":
@@ -573,6 +584,32 @@ def _staging_budget(cfg: GemmSm80Config, T: int) -> int:
     free of spills (registers measured with ptxas on sm_80 / sm_90a)."""
     MI, NI, _ = cfg.mma_iters
     return 16 if MI * NI * 4 >= 128 else 64
+
+
+def _staging_schedule(batches: list, KB: int, S: int):
+    """Where each batch of register-staged copies goes in the k-tile loop.
+
+    ``batches[p]``: the batches of part ``p`` (issued in k block ``p``).  Returns ``(span,
+    now, inc_kb)``: ``span[kb]``, the batch loaded at the start of k block ``kb`` (before its
+    ldmatrix) and stored after its mma; ``now[kb]``, batches loaded and stored at once at the
+    start of ``kb``; ``inc_kb``, the k block after whose stores ``write_stage`` / ``fetch``
+    advance.  A batch spans a k block before the last one, or the last one (after its barrier)
+    when ``S >= 3``: the k-tile written is read ``S - 1`` iterations on, after one more barrier,
+    and its stage's last reads were before the previous iteration's last barrier.  A part's
+    batches past its first load and store at once (spreading them over the later k blocks
+    spills on the register-bound tiles: ptxas, sm_90a, 128x128 w2x2 with A 1-wide)."""
+    parts = len(batches)
+    span, now = {}, {kb: [] for kb in range(KB)}
+
+    def can(kb):
+        return kb not in span and (kb < KB - 1 or S >= 3)
+
+    for p, bts in enumerate(batches):
+        if bts and can(p):
+            span[p] = bts[0]
+            bts = bts[1:]
+        now[p].extend(bts)
+    return span, now, max([parts - 1] + list(span))
 
 
 def _staged_batches(copies, nw: dict, budget: int) -> list:

@@ -190,7 +190,7 @@ extern "C" __global__ void __launch_bounds__(128, 1) gemm_sm80_multistage_f16_f1
   ldmatrix_x4_trans(fb[0][2][0], fb[0][2][1], fb[0][3][0], fb[0][3][1], sB + read_stage * 4096 + (b_lm ^ 32));
   for (int kt = 0; kt < k_tiles; ++kt) {
     // k block 0
-    // part 0: the synchronous copies of k-tile fetch = kt + 2 through registers, loads issued before their shared stores
+    // synchronous copies of k-tile fetch = kt + 2 through registers, loads issued before their shared stores
     u32 ga0[1], ga1[1], ga2[1], ga3[1], ga4[1], ga5[1], ga6[1], ga7[1], ga8[1], ga9[1], ga10[1], ga11[1], ga12[1], ga13[1], ga14[1], ga15[1], gb0[1], gb1[1], gb2[1], gb3[1], gb4[1], gb5[1], gb6[1], gb7[1], gb8[1], gb9[1], gb10[1], gb11[1], gb12[1], gb13[1], gb14[1], gb15[1];
     if (fetch < k_tiles) {
       { const int n = (((fetch * 32) + ac_k + 0 < K) ? ac_n : 0); ld_chunk<1>(ga0, n ? ac_g + (fetch * 32 * lda) : A, n); }
@@ -239,7 +239,7 @@ extern "C" __global__ void __launch_bounds__(128, 1) gemm_sm80_multistage_f16_f1
         mma_m16n8k16_f16f32(acc[mi][ni], fa[0][mi], fb[0][ni]);
       }
     }
-    // part 0: the shared stores of the loads above
+    // the shared stores of the loads above
     if (fetch < k_tiles) {
       st_chunk<2>(sA + write_stage * 4096 + smem_off_A(ac_r, ac_k + 0) * 2, ga0);
       st_chunk<2>(sA + write_stage * 4096 + smem_off_A(ac_r, ac_k + 2) * 2, ga1);
