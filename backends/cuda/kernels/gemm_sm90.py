@@ -386,8 +386,11 @@ class Sm90GemmConfig:
         the leader's TMA bytes (and, with block scales, the producer lanes' scale copies)
         have landed."""
         from ..arch.sm90.block_scales import LANES
-        # block scaling: the producer warp's lanes arrive too, when their scale copies land
-        return PipelineTmaAsync(stages=self.stages, consumer_arrivals=4 * self.mma_wgs,
+        # block scaling: the producer warp's lanes arrive too, when their scale copies land,
+        # and every consumer thread releases a stage (it read the stage's scales itself)
+        per_warp = LANES if self.block_scales() else 1
+        return PipelineTmaAsync(stages=self.stages,
+                                consumer_arrivals=4 * self.mma_wgs * per_warp,
                                 transaction_bytes=self.stage_bytes, cluster_size=self.cluster_m,
                                 num_producers=1 + (LANES if self.block_scales() else 0))
 

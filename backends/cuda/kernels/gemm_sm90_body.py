@@ -419,8 +419,9 @@ class Sm90Body:
             from . import gemm_sm90_fp8 as f8
 
             def tail(k):
+                # block scales are read with generic loads: every thread releases the stage
                 f8.emit_k_block_tail(k, cfg, maps, lambda k2: self.pl.consumer_release(
-                    k2, self.idx, "release_lane"))
+                    k2, self.idx, None if cfg.block_scales() else "release_lane"))
 
             def head(k):
                 f8.emit_promotion_loads(k, cfg, maps)

@@ -100,16 +100,24 @@ class PipelineEmitter:
     def consumer_wait(self, kb, idx: str, phase: str) -> None:
         kb.call("mbarrier_wait_parity", self.barrier(self.full, idx), phase)
 
-    def consumer_release(self, kb, idx: str, signaling: str) -> None:
-        """Arrive on stage ``idx``'s empty barrier (one arrival per consumer warp: the thread
-        ``signaling``); with a cluster, on the barrier of every CTA multicasting into it."""
+    def consumer_release(self, kb, idx: str, signaling: str | None) -> None:
+        """Arrive on stage ``idx``'s empty barrier: one arrival per consumer warp (the thread
+        ``signaling``), or with ``signaling`` None one per consumer thread (a stage the
+        threads read with generic loads: each thread's reads are ordered before its own
+        arrival); with a cluster, on the barrier of every CTA multicasting into it."""
         c = self.desc.cluster_size
-        with kb.if_(signaling):
+
+        def arrive():
             if c == 1:
                 kb.call("mbarrier_arrive", self.barrier(self.empty, idx))
             else:
                 with kb.for_("c_", 0, c, ctype="u32", hint=False) as cc:
                     kb.call("mbarrier_arrive_cluster", self.barrier(self.empty, idx), cc)
+        if signaling is None:
+            arrive()
+        else:
+            with kb.if_(signaling):
+                arrive()
 
 
 @dataclass(frozen=True)

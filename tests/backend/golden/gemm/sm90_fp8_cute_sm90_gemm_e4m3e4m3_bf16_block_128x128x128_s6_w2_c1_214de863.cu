@@ -39,7 +39,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_e4m3e4m3_bf1
   if (threadIdx.x == 0) {
     for (int s_ = 0; s_ < 6; ++s_) {
       mbarrier_init(bar_full + s_ * 8, 33u);
-      mbarrier_init(bar_empty + s_ * 8, 8u);
+      mbarrier_init(bar_empty + s_ * 8, 256u);
     }
     fence_mbarrier_init();
     prefetch_tma_descriptor(&tmA);
@@ -179,9 +179,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_e4m3e4m3_bf1
         for (int j = 0; j < 1; ++j) {
           wgmma_fence_operands(acc[j]);
         }
-        if (release_lane) {
-          mbarrier_arrive(bar_empty + idx * 8);
-        }
+        mbarrier_arrive(bar_empty + idx * 8);
         tot_[0][0] += acc[0][0] * (sa_[0] * sb_[0]);
         tot_[0][1] += acc[0][1] * (sa_[0] * sb_[0]);
         tot_[0][2] += acc[0][2] * (sa_[1] * sb_[0]);
