@@ -2,23 +2,21 @@
 plan's parameters follow the kernel's signature, and the configuration reads the operands where
 they are (majors and vector widths from the metadata, as ``gemm_sm80`` picks them)."""
 
+import os
 import re
+import sys
 
 import pytest
 
 from backends.cuda import gemm_api as api
 from backends.cuda.kernels import gemm_sm80 as S
-from backends.cuda.tensors import TensorMeta
+
+sys.path.insert(0, os.path.dirname(__file__))
+from tensor_metas import meta  # noqa: E402
 
 
 def _meta(shape, dtype="float16", strides=None, ptr=1 << 20, itemsize=2):
-    if strides is None:
-        strides, acc = [], 1
-        for s in reversed(shape):
-            strides.append(acc)
-            acc *= max(s, 1)
-        strides = tuple(reversed(strides))
-    return TensorMeta(ptr, tuple(shape), tuple(strides), dtype, itemsize, 0, "torch")
+    return meta(shape, dtype, strides, ptr, itemsize=itemsize)
 
 
 @pytest.fixture

@@ -6,6 +6,7 @@ kernel's arithmetic (block-scale promotion) meets the float64 reference at K up 
 import os
 import shutil
 import subprocess
+import sys
 import tempfile
 
 import numpy as np
@@ -23,7 +24,9 @@ from backends.cuda.kernels import gemm_sm90_fp8 as F
 from backends.cuda.kernels.gemm_sm90_maps import derive_maps
 from backends.cuda.kernels.gemm_sm90_ptxgen import FP8_FORMATS, WGMMA_N
 from backends.cuda.scaled_mm_api import check_problem, choose_fp8_config
-from backends.cuda.tensors import TensorMeta
+
+sys.path.insert(0, os.path.dirname(__file__))
+from tensor_metas import meta  # noqa: E402
 
 
 def _cfg(**kw):
@@ -194,14 +197,7 @@ def test_sass_has_fp8_gmma():
 
 # ------------------------------------------------------------------------------ scaled_mm checks
 
-def _meta(shape, dtype, strides=None, ptr=1 << 20, device=0, itemsize=1):
-    if strides is None:
-        strides, acc = [], 1
-        for s in reversed(shape):
-            strides.append(acc)
-            acc *= max(s, 1)
-        strides = tuple(reversed(strides))
-    return TensorMeta(ptr, tuple(shape), tuple(strides), dtype, itemsize, device, "torch")
+_meta = meta
 
 
 def _problem(M=256, N=384, K=512, mode="tensor", a="float8_e4m3fn", b="float8_e4m3fn"):
