@@ -420,8 +420,7 @@ def _build_sm80(Am, Bm, Dm, Cm):
     call.ws_elems = call.cnt_elems = 0
     call.framework, call.device = Am.framework, Am.device
     call.choice = GemmChoice("sm80", S.kernel_name(cfg), cfg, (),
-                             "SM80 cp.async + ldmatrix + mma.sync mainloop (operands read in "
-                             "place: rows TMA cannot read, a small problem)")
+                             "SM80 cp.async + ldmatrix + mma.sync mainloop, launch plan")
     return call
 
 
@@ -506,7 +505,7 @@ def gemm_entry(A, B, C, alpha, beta, out, stream, explain, backend, mainloop, co
         T = _init_torch()
     if (type(A) is T and type(B) is T and bias is None and activation is None
             and epilogue is None and not tensors and mainloop is None and config is None
-            and not explain and (backend == "auto" or backend == "sm90")
+            and not explain and (backend == "auto" or backend == "sm90" or backend == "sm80")
             and (C is None or type(C) is T) and (out is None or type(out) is T)):
         ta, tb = type(alpha), type(beta)
         if (ta is float or ta is int) and (tb is float or tb is int):
@@ -629,15 +628,11 @@ def _gemm_general(A, B, C, alpha, beta, *, out, stream, explain, backend, mainlo
         if flop <= SM80_IN_PLACE_MAX_FLOP and min(Am.shape[-2], Bm.shape[-1]) >= \
                 SM80_IN_PLACE_MIN_MN and (tma_major(Am) is None or
                                           tma_major(Bm.swap_last()) is None):
-            call = _sm80_call(Am, Bm, Dm, Cm if use_c else None)
-            if call is not None:
-                if not explain:
-                    _remember(_fast_key(A, B, C, user_out, alpha, use_c, Am.ptr, Bm.ptr,
-                                        Cm.ptr if use_c else 0, user_out.data_ptr()
-                                        if user_out is not None else 0, Am.device, backend), call)
-                call.plan.run((Am.ptr, Bm.ptr, Dm.ptr, Cm.ptr if use_c else Dm.ptr),
-                              (alpha, beta), h)
-                return (out, call.choice) if explain else out
+            res = _run_sm80_plan(A, B, C, alpha, beta, user_out, out, Am, Bm, Cm, Dm, use_c,
+                                 backend, explain, h, "operands read in place: rows TMA cannot "
+                                 "read, a small problem")
+            if res is not None:
+                return res
     if sm90_ok:
         Bnk = Bm.swap_last()
         call = _sm90_call(Am, Bnk, Dm, Cm, alpha, cfg90)
@@ -649,9 +644,33 @@ def _gemm_general(A, B, C, alpha, beta, *, out, stream, explain, backend, mainlo
         B_nk = B.transpose(-1, -2) if Bm.framework == "torch" else B.swapaxes(-1, -2)
         _run_call(call, A, B_nk, Am, Bnk, Dm, Cm, alpha, beta, h)
         return (out, call.choice) if explain else out
+    if Am.framework == "torch" and mainloop is None and config is None:
+        res = _run_sm80_plan(A, B, C, alpha, beta, user_out, out, Am, Bm, Cm, Dm, use_c, backend,
+                             explain, h, "not an sm_90 device, or backend='sm80'")
+        if res is not None:
+            return res
     choice = _run_sm80(A, B, C if use_c else None, out, alpha, beta, Am, h, mainloop, config,
                        explain)
     return (out, choice) if explain else out
+
+
+def _run_sm80_plan(A, B, C, alpha, beta, user_out, out, Am, Bm, Cm, Dm, use_c, backend, explain,
+                   h, why):
+    """Torch tensors on the SM80 kernel through its cached launch plan (:func:`_sm80_call`),
+    the call remembered for the fast path; None when the plan cannot take them as they are
+    (``_run_sm80`` copies or transposes first)."""
+    call = _sm80_call(Am, Bm, Dm, Cm if use_c else None)
+    if call is None:
+        return None
+    if not explain:
+        _remember(_fast_key(A, B, C, user_out, alpha, use_c, Am.ptr, Bm.ptr,
+                            Cm.ptr if use_c else 0, user_out.data_ptr() if user_out is not None
+                            else 0, Am.device, backend), call)
+    call.plan.run((Am.ptr, Bm.ptr, Dm.ptr, Cm.ptr if use_c else Dm.ptr), (alpha, beta), h)
+    if not explain:
+        return out
+    from dataclasses import replace
+    return out, replace(call.choice, reason=call.choice.reason + f" ({why})")
 
 
 def _is_sm90_config(config) -> bool:

@@ -275,3 +275,31 @@ def test_split_k_and_swap_through_the_call_are_deterministic():
         s.synchronize()
         assert torch.equal(D1, D2) and torch.equal(D1, D3), (M, N, K, str(choice))
         assert _rel(D1, x, W.T) < 1e-2, (M, N, K)
+
+
+@pytest.mark.parametrize("dt", ["float16", "bfloat16", "float32"])
+def test_sm80_backend_runs_through_launch_plans(dt):
+    """``backend="sm80"`` on torch tensors: the SM80 kernel behind a cached launch plan (the
+    fast path's second call with new tensors), on the caller's stream (work queued on a side
+    stream right before the call), C / alpha / beta; a column-major out still works (the
+    general SM80 entry transposes)."""
+    _skip_without_cuda()
+    t = getattr(torch, dt)
+    M, N, K = 200, 136, 264
+    gemm_api.clear_plans()
+    s = torch.cuda.Stream()
+    tol = 2e-2 if dt == "float32" else 2e-3          # tf32
+    for trial in range(3):
+        B = torch.randn(K, N, device="cuda", dtype=t)
+        C = torch.randn(M, N, device="cuda", dtype=t)
+        with torch.cuda.stream(s):
+            A = torch.randn(M, K, device="cuda", dtype=t) * 3.0
+            D = cute.gemm(A, B, C, 0.5, 2.0, backend="sm80")
+        s.synchronize()
+        ref = 0.5 * (A.double() @ B.double()) + 2.0 * C.double()
+        assert ((D.double() - ref).norm() / ref.norm()).item() < tol, (dt, trial)
+    _, choice = cute.gemm(A, B, backend="sm80", explain=True)
+    assert choice.backend == "sm80" and "launch plan" in str(choice), str(choice)
+    out = torch.empty(N, M, device="cuda", dtype=t).t()       # column-major (M, N)
+    D = cute.gemm(A, B, out=out, backend="sm80")
+    assert D.data_ptr() == out.data_ptr() and _rel(D, A, B) < tol
