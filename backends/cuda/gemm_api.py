@@ -403,9 +403,8 @@ def _build_sm80(Am, Bm, Dm, Cm):
     N = B3.shape[2]
     base, va, vb = S.operand_config(A3.ptr, A3.strides, B3.ptr, B3.strides, M, N, K, eb, None,
                                     None, dt, out)
-    vc = 2 if all(S.pairs_ok(X.ptr, X.strides[1], X.strides[0], ec) for X in (C3, D3)) else 1
-    from dataclasses import replace
-    cfg = S._fit_vectors(replace(base, vec_a=va, vec_b=vb, vec_c=vc))
+    cfg = S.plain_config(base, va, vb, [(X.ptr, X.strides[1], X.strides[0]) for X in (C3, D3)],
+                         ec)
     k = S.get_kernel(cfg)
     lda = A3.strides[1] if cfg.a_major == "K" else A3.strides[2]
     ldb = B3.strides[2] if cfg.b_major == "K" else B3.strides[1]

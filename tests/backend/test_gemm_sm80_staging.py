@@ -75,7 +75,7 @@ def test_sync_copies_are_register_staged(key):
     for run in runs:
         last = max(loads[r] for r in run)
         assert all(stores[r] > last for r in run)
-    assert len(runs) <= max(1, -(-nsync // S._staging_budget(cfg, cfg.threads)))
+    assert len(runs) <= max(1, -(-nsync // S._staging_budget(cfg)))
 
 
 @pytest.mark.parametrize("key", sorted(_configs()))

@@ -415,7 +415,7 @@ def generate_source(cfg: GemmSm80Config) -> str:
         nw = {"A": nwA, "B": nwB}
         sync = {op: issue[op].synchronous for op in "AB"}
         batches = [_staged_batches([c for c in g if sync[c[0]]], nw,
-                                   _staging_budget(cfg, T)) for g in groups]
+                                   _staging_budget(cfg)) for g in groups]
 
         def staged(op: str, i: int) -> str:
             return f"g{op.lower()}{i}"
@@ -578,7 +578,7 @@ def generate_source(cfg: GemmSm80Config) -> str:
     return b.source()
 
 
-def _staging_budget(cfg: GemmSm80Config, T: int) -> int:
+def _staging_budget(cfg: GemmSm80Config) -> int:
     """Registers (u32) a part's synchronous copies may hold across a k block's ldmatrix / mma:
     all of them (64) unless a warp holds 128 or more accumulators, where 16 keep the kernel
     free of spills (registers measured with ptxas on sm_80 / sm_90a)."""
@@ -1061,9 +1061,8 @@ def gemm_sm80(A, B, C=None, D=None, alpha: float = 1.0, beta: float = 0.0, *,
         C = cp.ascontiguousarray(C)
     A, B, base, va, vb = _operand_plan(A, B, config, mainloop, dtype, out, op)
     ec = D.itemsize
-    vc = 2 if all(pairs_ok(X.data.ptr, X.strides[1] // ec, X.strides[0] // ec, ec)
-                  for X in (C, D)) else 1
-    cfg = _fit_vectors(replace(base, vec_a=va, vec_b=vb, vec_c=vc))
+    cfg = plain_config(base, va, vb, [(X.data.ptr, X.strides[1] // ec, X.strides[0] // ec)
+                                      for X in (C, D)], ec)
     if _PLAN_ONLY:
         _PLAN_ONLY[-1].append(cfg)
         return D[0] if squeeze else D
@@ -1078,16 +1077,15 @@ def _operand_plan(A, B, config, mainloop, dtype, out, op):
     import cupy as cp
     eb = A.itemsize
 
-    def major_of(X, unit_k_mode, other_name):
-        if X.strides[unit_k_mode] == eb:
-            return "K", X
+    def unit_stride(X, unit_k_mode):
+        """X itself when it has a unit stride in a matrix mode, else a K-major copy."""
         other = 1 if unit_k_mode == 2 else 2
-        if X.strides[other] == eb:
-            return other_name, X
-        return ("K", cp.ascontiguousarray(X) if unit_k_mode == 2 else
+        if eb in (X.strides[unit_k_mode], X.strides[other]):
+            return X
+        return (cp.ascontiguousarray(X) if unit_k_mode == 2 else
                 cp.ascontiguousarray(X.transpose(0, 2, 1)).transpose(0, 2, 1))
-    A = major_of(A, 2, "M")[1]
-    B = major_of(B, 1, "N")[1]
+    A = unit_stride(A, 2)
+    B = unit_stride(B, 1)
     if A.data.ptr % eb or B.data.ptr % eb:
         raise LaunchError(op, "A", "pointers must be element-aligned")
     base, va, vb = operand_config(A.data.ptr, [x // eb for x in A.strides], B.data.ptr,
@@ -1115,10 +1113,14 @@ def operand_config(pa: int, sa, pb: int, sb, M: int, N: int, K: int, eb: int, co
     return base, min(vec_a, 16 // eb), min(vec_b, 16 // eb)
 
 
-def pairs_ok(ptr: int, ld: int, batch: int, itemsize: int) -> bool:
-    """Whether C / D (byte address ``ptr``, element strides ``ld`` / ``batch``) take paired
-    stores (``vec_c = 2``): 2-element aligned base and even strides."""
-    return not (ptr % (2 * itemsize) or ld % 2 or batch % 2)
+def plain_config(base: GemmSm80Config, vec_a: int, vec_b: int, outputs,
+                 itemsize: int) -> GemmSm80Config:
+    """The plain kernel's configuration: ``base`` with the operands' vectors, paired C / D
+    stores (``vec_c = 2``) when every ``(ptr, ld, batch)`` of ``outputs`` (byte address,
+    element strides) has a 2-element aligned base and even strides, vectors shrunk until each
+    copy map splits evenly (:func:`_fit_vectors`)."""
+    vc = 2 if all(not (p % (2 * itemsize) or ld % 2 or bt % 2) for p, ld, bt in outputs) else 1
+    return _fit_vectors(replace(base, vec_a=vec_a, vec_b=vec_b, vec_c=vc))
 
 
 def _gemm_sm80_fused(A, B, C, D, alpha, beta, config, mainloop, stream, bf16, epilogue,

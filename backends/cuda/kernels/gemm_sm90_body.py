@@ -425,7 +425,7 @@ class Sm90Body:
 
             def head(k):
                 f8.emit_promotion_loads(k, cfg, maps)
-            head = head if cfg.scaling == "block" else None
+            head = head if cfg.block_scales() else None
             accumulate = None
         else:
             def tail(k):

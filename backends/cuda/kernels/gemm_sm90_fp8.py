@@ -207,10 +207,7 @@ def emit_promotion_loads(kb, cfg, maps) -> None:
     """Block scaling: read the current stage's scales (``arch.sm90.block_scales``: the
     producer copied them into the stage's slot) into ``sa_[i]`` for each distinct row of the
     thread and ``sb_[i]`` for each 128-column block of its values (declared by
-    :func:`emit_promotion_init`).  (A comment only for the unscaled promotion of ``promote``.)"""
-    if cfg.scaling != "block":
-        kb.comment("promotion: tot_ += acc after the k-block's wgmmas")
-        return
+    :func:`emit_promotion_init`)."""
     from .. import ir
     from ..arch.sm90.wgmma import accumulator_origin
     rows, _ = _rows(maps)
@@ -275,7 +272,7 @@ def emit_k_block_tail(kb, cfg, maps, release) -> None:
     as the k-block's head: read after them, the loads queued behind the wgmmas' shared-memory
     reads and the promotion waited for them.)"""
     if cfg.scaling != "block":
-        emit_promotion_loads(kb, cfg, maps)      # the promotion's comment
+        kb.comment("promotion: tot_ += acc after the k-block's wgmmas")
     kb.call("wgmma_wait_group", template="0")
     with kb.for_("j", 0, maps.slabs, unroll=True, hint=False) as j:
         kb.call("wgmma_fence_operands", f"acc[{kb.expr(j)}]")
