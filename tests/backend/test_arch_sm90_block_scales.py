@@ -114,3 +114,12 @@ def test_consumers_read_their_rows_scales(tm, tn, wgs):
             got = got_a[ri[v]] * got_b[ni[v]]
             if c < N:       # columns past N: stored nowhere
                 assert got == want, (t, v, r, c)
+
+
+@pytest.mark.parametrize("tm, tn, arg", [(48, 128, "tile_m"), (128, 100, "tile_n"),
+                                         (128, 264, "tile_n")])
+def test_bad_tiles_name_the_field(tm, tn, arg):
+    from cute_py.errors import LaunchError
+    with pytest.raises(LaunchError) as e:
+        BlockScaleStages(4, tm, tn)
+    assert e.value.arg == arg

@@ -69,3 +69,13 @@ def test_routes_back_when_a_copy_is_needed(captured):
     assert api._sm80_call(A, B, _meta((64, 48)), None) is None
     D_cm = _meta((64, 48), strides=(1, 64))          # column-major D: gemm_sm80 swaps
     assert api._sm80_call(A, _meta((33, 48)), D_cm, None) is None
+
+
+def test_plan_refuses_a_fused_epilogue():
+    from cute_py.epilogue import evt
+    from cute_py.errors import LaunchError
+    from backends.cuda.kernels.gemm_sm80_configs import default_config
+    cfg = S.with_epilogue(default_config(256, 256, 256), evt.lin_comb_bias_elt_act("relu"))
+    with pytest.raises(LaunchError) as e:
+        S.GemmSm80(cfg).plan(1, 256, 256, 256, (256, 256, 256, 256), (0, 0, 0, 0), 0)
+    assert e.value.arg == "cfg"

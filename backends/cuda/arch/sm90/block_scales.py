@@ -54,9 +54,13 @@ class BlockScaleStages:
     tile_n: int
 
     def __post_init__(self):
-        if self.tile_m % LANES or self.tile_n % 8 or self.b_entries > LANES:
-            raise ValueError(f"BlockScaleStages: tile {self.tile_m}x{self.tile_n} (tile_m a "
-                             f"multiple of {LANES}, tile_n of 8)")
+        from cute_py.errors import LaunchError
+        if self.tile_m % LANES:
+            raise LaunchError("BlockScaleStages", "tile_m", f"must be a multiple of {LANES} "
+                              "(the producer lanes' rows)", actual=self.tile_m)
+        if self.tile_n % 8 or not 8 <= self.tile_n <= 256:
+            raise LaunchError("BlockScaleStages", "tile_n", "must be a wgmma N (a multiple of "
+                              "8 in [8, 256])", actual=self.tile_n)
 
     @property
     def chunk(self) -> int:
