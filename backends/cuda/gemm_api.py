@@ -67,25 +67,30 @@ class GemmCall:
 
     __slots__ = ("plan", "choice", "out_shape", "copy_a", "copy_b", "spans", "simple",
                  "swap", "reduce", "ws_elems", "cnt_elems", "ws", "framework", "device", "pads",
-                 "pad_b128")
+                 "pad_b128", "copier")
 
     def copy_in(self, A, B_nk, stream):
         """Copy the operands TMA cannot read in place into this call's padded buffers of
         ``stream`` (allocated once per stream, pad columns zeroed once; reuse is stream-ordered:
         the next call's copy runs after this call's GEMM read them); returns their pointers
-        (None for an operand read in place).  ``B_nk``: B as its ``(N, K)`` view."""
+        (None for an operand read in place).  ``B_nk``: B as its ``(N, K)`` view.  The copies
+        are one launch (:mod:`.kernels.copy_group`), planned on the first call from the
+        operands' layouts and alignment classes (the call's key holds both)."""
         pads = self.pads.get(stream)
         if pads is None:
             pads = self.pads[stream] = (
                 _pad_buffer(A, stream) if self.copy_a else (None, None),
                 _pad_buffer(B_nk, stream, 64 if self.pad_b128 else 8) if self.copy_b
                 else (None, None))
-        out = []
+        if self.copier is None:
+            self.copier = _copier([(X, view) for (view, _), X in zip(pads, (A, B_nk))
+                                   if view is not None], self.device)
+        args = []
         for (view, ptr), X in zip(pads, (A, B_nk)):
             if view is not None:
-                _copy_into(view, X, stream)
-            out.append(ptr)
-        return out
+                args += (_ptr(X), ptr)
+        self.copier.run(tuple(args), (), stream)
+        return [ptr for _, ptr in pads]
 
     def run(self, pa, pb, pd, pc, alpha, beta, stream):
         if self.simple:
@@ -197,6 +202,7 @@ def _build_sm90(Am, Bm, Dm, Cm, alpha_one, cfg, device):
     from . import driver
     from .kernels import gemm_sm90 as G
     call = GemmCall()
+    call.copier = None
     call.out_shape = Dm.shape
     call.spans = _spans(Am, Bm, Cm, Dm)
     call.copy_a, call.copy_b = G.tma_major(Am) is None, G.tma_major(Bm) is None
@@ -409,6 +415,7 @@ def _build_sm80(Am, Bm, Dm, Cm):
     lda = A3.strides[1] if cfg.a_major == "K" else A3.strides[2]
     ldb = B3.strides[2] if cfg.b_major == "K" else B3.strides[1]
     call = GemmCall()
+    call.copier = None
     call.plan = k.plan(L, M, N, K, (lda, ldb, C3.strides[1], D3.strides[1]),
                        (A3.strides[0], B3.strides[0], C3.strides[0], D3.strides[0]),
                        Am.device)
@@ -467,13 +474,21 @@ def _pad_buffer(X, stream, mult: int = 8):
     return v, meta_of(v, "A", _OP).ptr
 
 
-def _copy_into(view, X, stream):
-    fw = "torch" if type(view).__module__.startswith("torch") else "cupy"
-    with _on_stream(fw, view.get_device() if fw == "torch" else 0, stream):
-        if fw == "torch":
-            view.copy_(X)
-        else:
-            view[...] = X
+def _copier(pairs, device):
+    """The launch plan copying each ``(X, view)`` of ``pairs`` (source operand, padded view of
+    the same shape) in one launch: roles ``src0, dst0, src1, dst1...``.  A source pointer off
+    16 bytes plans element-wide accesses (the call's key holds that alignment class)."""
+    from cute_py.layout import Layout
+
+    from .kernels.copy import plan_copy
+    from .kernels.copy_group import CopyGroup, group_kernel
+    plans = []
+    for X, view in pairs:
+        sm, dm = meta_of(X, "A", _OP), meta_of(view, "A", _OP)
+        plans.append(plan_copy(Layout(sm.shape, sm.strides), Layout(dm.shape, dm.strides),
+                               sm.itemsize, src_align=16 if sm.ptr % 16 == 0 else sm.itemsize,
+                               dst_align=16 if dm.ptr % 16 == 0 else dm.itemsize))
+    return group_kernel(CopyGroup(tuple(plans))).plan(device)
 
 
 def _remember(key, call):

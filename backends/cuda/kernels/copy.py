@@ -274,8 +274,9 @@ def _thread_ids(kb: KernelBuilder) -> None:
     kb.decl("const int", "bid", "blockIdx.x", hint=False)
 
 
-def _register_ir(plan: CopyPlan):
-    """Per unrolled step u: (src offset, dst offset, predicate) as IR over tid/bid."""
+def _register_ir(plan: CopyPlan, bid=None):
+    """Per unrolled step u: (src offset, dst offset, predicate) as IR over tid and ``bid``
+    (the block's index within this plan's grid; default ``blockIdx.x``)."""
     V, U, T = plan.vec, plan.vecs_per_thread, plan.threads
     grid = plan.grid()
     n_vec = plan.size // V
@@ -283,7 +284,8 @@ def _register_ir(plan: CopyPlan):
     shape = (plan.modes[0][0] // V,) + tuple(m[0] for m in plan.modes[1:])
     s_stride = (plan.modes[0][1] * V,) + tuple(m[1] for m in plan.modes[1:])
     d_stride = (plan.modes[0][2] * V,) + tuple(m[2] for m in plan.modes[1:])
-    tid, bid = ir.thread_idx(T), ir.block_idx(grid)
+    tid = ir.thread_idx(T)
+    bid = ir.block_idx(grid) if bid is None else bid
     items = []
     for u in range(U):
         e = bid * (U * T) + u * T + tid
@@ -292,22 +294,29 @@ def _register_ir(plan: CopyPlan):
     return items
 
 
-def _register_source(plan: CopyPlan) -> str:
-    E, V, U = plan.elem_bytes, plan.vec, plan.vecs_per_thread
-    vbytes = V * E
-    items = _register_ir(plan)
-    kb = _builder(plan, f"tiled copy through registers, {U} x {vbytes}-byte vectors per thread")
-    _thread_ids(kb)
+def _register_body(kb: KernelBuilder, plan: CopyPlan, src: str, dst: str, bid=None,
+                   prefix: str = "v") -> None:
+    """The register path's statements for ``plan`` from pointer ``src`` to ``dst``: all loads
+    of a thread's vectors (registers ``<prefix>0``...), then all stores (``bid``: as
+    :func:`_register_ir`)."""
+    vbytes = plan.vec * plan.elem_bytes
+    items = _register_ir(plan, bid)
     kb.cse([x for it in items for x in it], hint="t")
     vt = VTYPE[vbytes]
-    for u in range(len(items)):
-        kb.decl(vt, f"v{u}", hint=False)
-    for u, (so, do, p) in enumerate(items):
+    names = [kb.decl(vt, f"{prefix}{u}", hint=False) for u in range(len(items))]
+    for v, (so, do, p) in zip(names, items):
         with guarded(kb, p):
-            kb.assign(f"v{u}", load(kb, vbytes, "src", so))
-    for u, (so, do, p) in enumerate(items):
+            kb.assign(v, load(kb, vbytes, src, so))
+    for v, (so, do, p) in zip(names, items):
         with guarded(kb, p):
-            store(kb, vbytes, "dst", do, f"v{u}")
+            store(kb, vbytes, dst, do, v)
+
+
+def _register_source(plan: CopyPlan) -> str:
+    E, V, U = plan.elem_bytes, plan.vec, plan.vecs_per_thread
+    kb = _builder(plan, f"tiled copy through registers, {U} x {V * E}-byte vectors per thread")
+    _thread_ids(kb)
+    _register_body(kb, plan, "src", "dst")
     return kb.source()
 
 
