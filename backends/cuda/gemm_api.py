@@ -249,6 +249,8 @@ def _build_sm90(Am, Bm, Dm, Cm, alpha_one, cfg, device):
     copied = tuple(n for n, c in (("A", call.copy_a), ("B", call.copy_b)) if c)
     if call.pad_b128:
         reason += "; K-major B with rows off 128-byte boundaries copied into 128-byte rows"
+    if cfg.cluster_m == 2 and cfg.b_major == "MN" and not G.rows_128(Bm):
+        reason += "; N-contiguous B with rows off 128-byte boundaries: clusters of 2 (B multicast)"
     call.choice = GemmChoice("sm90", cfg.name, cfg, copied,
                              reason + (", TMA-store EVT epilogue" if cfg.epi is not None else
                                        ", predicated epilogue (batched, or D / C rows not "

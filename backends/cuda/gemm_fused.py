@@ -94,7 +94,7 @@ def _run_tree(A, B, D, tree, launch, h, backend):
     if entry is None:
         dt = "f16" if Am.dtype == "float16" else "bf16"
         cfg = G.evt_config(tree, dt, 256, G.tma_major(Am), G.tma_major(Bnk),
-                           G.rows_128(Am) and G.rows_128(Bnk))
+                           G.rows_128(Am) and G.rows_128(Bnk), G.cluster_for(Bnk, 256))
         g = G.get_kernel(cfg)
         plan = g.plan(Am, Bnk, Dm, None, tensors={**tm, **scal}, device=Am.device)
         entry = (plan, GemmChoice("sm90", cfg.name, cfg, (),

@@ -303,3 +303,30 @@ def test_sm80_backend_runs_through_launch_plans(dt):
     out = torch.empty(N, M, device="cuda", dtype=t).t()       # column-major (M, N)
     D = cute.gemm(A, B, out=out, backend="sm80")
     assert D.data_ptr() == out.data_ptr() and _rel(D, A, B) < tol
+
+
+def test_row_major_b_with_rows_off_128_bytes_runs_in_clusters():
+    """``A @ B`` with a row-major B whose rows are off 128-byte boundaries (N = 1544: 3088-byte
+    rows) runs the cooperative kernel in clusters of 2 (B multicast): an odd count of M tiles
+    (2939 rows: 23 tiles), an N tail, poisoned outputs, C with alpha / beta, and a fused
+    bias + relu through the same rule."""
+    _skip_without_cuda()
+    if torch.cuda.get_device_capability() != (9, 0):
+        pytest.skip("needs sm_90")
+    M, N, K = 2939, 1544, 520
+    for dt in (torch.float16, torch.bfloat16):
+        gemm_api.clear_plans()
+        A = torch.randn(M, K, device="cuda", dtype=dt)
+        B = torch.randn(K, N, device="cuda", dtype=dt)
+        out = torch.full((M, N), float("nan"), device="cuda", dtype=dt)
+        D, choice = cute.gemm(A, B, out=out, explain=True)
+        assert choice.config.cluster_m == 2 and "clusters of 2" in str(choice), str(choice)
+        assert _rel(D, A, B) < 2e-3
+        C = torch.randn(M, N, device="cuda", dtype=dt)
+        out.fill_(float("nan"))
+        D = cute.gemm(A, B, C, 0.5, -1.5, out=out)
+        assert _rel(D, A, B, C, 0.5, -1.5) < 2e-3
+        bias = torch.randn(N, device="cuda", dtype=dt)
+        F = cute.gemm(A, B, bias=bias, activation="relu")
+        ref = torch.relu(A.double() @ B.double() + bias.double())
+        assert float((F.double() - ref).norm() / ref.norm()) < 2e-3

@@ -36,7 +36,7 @@ def test_shipped_configs_compile_sm90a_zero_spills(cfg):
     assert "C7508" not in mod.log                         # setmaxnreg not ignored
 
 
-@pytest.mark.parametrize("i", range(16))
+@pytest.mark.parametrize("i", range(18))
 def test_epilogue_configs_compile_sm90a_zero_spills(i):
     from cute_py.backends.cuda.compiler import compile_module
     cfg = G.shipped_epilogue_configs()[i]
@@ -49,7 +49,7 @@ def test_epilogue_configs_compile_sm90a_zero_spills(i):
 
 
 def test_shipped_epilogue_config_count():
-    assert len(G.shipped_epilogue_configs()) == 16
+    assert len(G.shipped_epilogue_configs()) == 18
 
 
 def test_pingpong_source_structure():
@@ -336,8 +336,29 @@ def test_default_evt_config(use_c):
     assert coop.epi.load_path == "tma" and coop.epi.element_d == "bfloat16"
     skinny = G.default_evt_config("f16", 128, use_c)
     assert (skinny.schedule, skinny.tile_n, skinny.stages) == ("cooperative", 128, 5)
-    for cfg in (pp, coop, skinny):
+    c2 = G.default_evt_config("f16", 256, use_c, "K", "MN", False, 2)
+    assert (c2.schedule, c2.tile_m, c2.cluster_m, c2.b_major) == ("cooperative", 128, 2, "MN")
+    for cfg in (pp, coop, skinny, c2):
         cfg.check()
+    shipped = G.shipped_epilogue_configs()      # compiled by the shipped-config tests
+    assert G.default_evt_config("f16" if not use_c else "bf16", 256, use_c, "K", "MN", False,
+                                2) in shipped
+
+
+def test_cluster_for():
+    """Clusters of 2 exactly for an N-contiguous B (row-major ``(K, N)``) whose rows are off
+    128-byte boundaries, on 256-wide tiles."""
+    from cute_py.backends.cuda.tensors import TensorMeta
+
+    def b_nk(N, K, n_contig, ptr=1 << 20):
+        strides = (1, N) if n_contig else (K, 1)
+        return TensorMeta(ptr, (N, K), strides, "float16", 2, 0, "torch", None)
+    assert G.cluster_for(b_nk(5000, 2000, True), 256) == 2      # pitch 10000 bytes
+    assert G.cluster_for(b_nk(4040, 4096, True), 256) == 2
+    assert G.cluster_for(b_nk(4096, 2000, True), 256) == 1      # pitch 8192: on 128 bytes
+    assert G.cluster_for(b_nk(5000, 2000, False), 256) == 1     # K-major (x @ W.T)
+    assert G.cluster_for(b_nk(5000, 2000, True), 128) == 1
+    assert G.cluster_for(b_nk(4096, 2000, True, ptr=(1 << 20) + 16), 256) == 2
 
 
 def test_make_epilogue_config_pingpong_load_path():

@@ -496,6 +496,9 @@ def shipped_epilogue_configs():
         l2_evict_first=True)))
     # the one-call defaults for alpha * A @ B + beta * C (ping-pong, C loaded directly)
     out += [default_evt_config(dt, 256, True) for dt in ("f16", "bf16")]
+    # ... and with a row-major B whose rows are off 128 bytes (cooperative, clusters of 2)
+    out += [default_evt_config(dt, 256, c, "K", "MN", False, 2)
+            for dt, c in (("f16", False), ("bf16", True))]
     return tuple(out)
 
 
@@ -992,6 +995,18 @@ def rows_128(m: TensorMeta) -> bool:
         (len(m.shape) == 2 or (m.strides[0] * m.itemsize) % 128 == 0)
 
 
+def cluster_for(B: TensorMeta, tile_n: int) -> int:
+    """``cluster_m`` of the default kernels for operand B ``(N, K)``: 2 (B's tile multicast
+    to both CTAs of a cluster) when B is N-contiguous (a row-major ``(K, N)`` B, torch's
+    ``A @ B``) with rows off 128-byte boundaries and the tile is 256 wide; otherwise 1.
+    Measured on the H100 (fp16, ``A @ B``, wall per call, ``torch.mm`` in the same rounds):
+    3000x5000x2000 0.81-0.86x -> 0.97x of ``torch.mm``, 4096x5000x4096 0.90 -> 0.99,
+    4096x4040x4096 0.82 -> 1.00, 8192x5000x4096 0.88 -> 0.99, 2048x3000x2000 0.68 -> 0.78;
+    with B's rows on 128 bytes (4096x4096x2000 / 2040, 8192x8192x2040) the cluster lost 2-4%
+    (docs/performance.md, "Hopper GEMM", v9)."""
+    return 2 if tile_n == 256 and tma_major(B) == "MN" and not rows_128(B) else 1
+
+
 def tma_store_ok(m: TensorMeta | None) -> bool:
     """TMA can store ``m`` in place: 2-D, 16-byte aligned base and row pitch, and rows a whole
     number of 16-byte chunks (TMA stores write whole chunks: a shorter last chunk would
@@ -1001,7 +1016,8 @@ def tma_store_ok(m: TensorMeta | None) -> bool:
 
 
 def default_evt_config(dt: str, tile_n: int, use_c: bool, a_major: str = "K",
-                       b_major: str = "K", rows_128: bool = True) -> Sm90GemmConfig:
+                       b_major: str = "K", rows_128: bool = True,
+                       cluster_m: int = 1) -> Sm90GemmConfig:
     """The TMA-store EVT kernel ``gemm_sm90`` runs for ``D = A @ B`` (``use_c`` False) or
     ``D = alpha * A @ B + beta * C`` on a 2-D problem with 16-byte aligned D / C rows.
 
@@ -1016,15 +1032,16 @@ def default_evt_config(dt: str, tile_n: int, use_c: bool, a_major: str = "K",
     from cute_py.epilogue import evt
     ed = "float16" if dt == "f16" else "bfloat16"
     tree = evt.linear_combination(element_c=ed) if use_c else None
-    return evt_config(tree, dt, tile_n, a_major, b_major, rows_128)
+    return evt_config(tree, dt, tile_n, a_major, b_major, rows_128, cluster_m)
 
 
 def evt_config(tree, dt: str, tile_n: int = 256, a_major: str = "K", b_major: str = "K",
-               rows_128: bool = True) -> Sm90GemmConfig:
+               rows_128: bool = True, cluster_m: int = 1) -> Sm90GemmConfig:
     """The TMA-store EVT kernel of ``tree`` (None: D = acc): ping-pong 64x256, 5 stages, when
     ``tile_n`` is 256 and A / B rows start on 128-byte boundaries; otherwise cooperative
-    ``128 x tile_n`` (4 stages at 256, 5 at 128).  Stages are reduced when the tree's epilogue
-    buffers do not leave room (``fit_stages``)."""
+    ``128 x tile_n`` (4 stages at 256, 5 at 128) in clusters of ``cluster_m`` CTAs along M
+    (:func:`cluster_for`).  Stages are reduced when the tree's epilogue buffers do not leave
+    room (``fit_stages``)."""
     ed = "float16" if dt == "f16" else "bfloat16"
     if tile_n == 256 and rows_128:
         cfg = Sm90GemmConfig(64, 256, 64, 5, 2, dt, group_m=16, schedule="pingpong",
@@ -1033,7 +1050,7 @@ def evt_config(tree, dt: str, tile_n: int = 256, a_major: str = "K", b_major: st
                                                       schedule="pingpong"))
     else:
         cfg = Sm90GemmConfig(tile_n=tile_n, stages=4 if tile_n == 256 else 5, dtype=dt,
-                             a_major=a_major, b_major=b_major,
+                             a_major=a_major, b_major=b_major, cluster_m=cluster_m,
                              epi=make_epilogue_config(tree, tile_n=tile_n, element_d=ed))
     return cfg.fit_stages(cfg.stages)
 
@@ -1089,7 +1106,8 @@ def choose_config(A: TensorMeta, B: TensorMeta, D: TensorMeta, C: TensorMeta | N
     use_c = C is not None
     if len(A.shape) == 2 and tma_store_ok(D) and (not use_c or tma_store_ok(C)) and \
             (use_c or alpha_one):
-        return default_evt_config(dt, tn, use_c, a_major, b_major, rows_128(A) and rows_128(B))
+        return default_evt_config(dt, tn, use_c, a_major, b_major, rows_128(A) and rows_128(B),
+                                  cluster_for(B, tn))
     vec2 = all(X is None or (X.strides[-2] % 2 == 0 and X.ptr % 4 == 0) for X in (D, C))
     if L > 1 and tn == 256:
         # batched with full waves: ping-pong 128x128 (the predicated epilogue of one consumer
