@@ -13,7 +13,9 @@ tests' own: NumPy references, poisoned outputs, guard bands):
   tiles per warpgroup), and the standalone SM90 epilogue on odd sizes and with C loaded by the
   consumer threads (``load_path="direct"``, pair and 16-byte quad loads);
 * FP8 ``scaled_mm`` (per-tensor, row-wise and block-scaled kernels: promotion, clusters of two,
-  every output type) on an odd-size problem, and block scales of any strides.
+  every output type) on an odd-size problem, and block scales of any strides;
+* the one-call GEMM's pieces: the cooperative kernel in clusters of two with a row-major B,
+  and the grouped copy of operands TMA cannot read into padded buffers.
 
 Each tool runs once over the whole selection (one Python process, compiled kernels come from the
 disk cache).  Exit status: 0 when every tool reports no error.  Not a pytest module on purpose
@@ -39,6 +41,7 @@ FILES = [
     "tests/backend/test_gemm_sm90.py",
     "tests/backend/test_epilogue_sm90.py",
     "tests/backend/test_scaled_mm_gpu.py",
+    "tests/backend/test_gemm_api_gpu.py",
 ]
 SELECT = ("transpose_helper or strided_views or smem or scalar_any"
           " or (7x13x29 and compact)"
@@ -46,7 +49,8 @@ SELECT = ("transpose_helper or strided_views or smem or scalar_any"
           " or evt_relu or odd_sizes or 7x13x29-KK or (mn_major and 64x128x64)"
           " or (pingpong and 200x520x328) or (direct_load_path and lincomb)"
           " or direct_vector_loads"
-          " or (modes_and_output_types and 77-333-272) or block_scales_any_strides")
+          " or (modes_and_output_types and 77-333-272) or block_scales_any_strides"
+          " or cluster_kernel_row_major_b_small or copy_group_kernel_odd_operands")
 
 
 def main(argv=None) -> int:

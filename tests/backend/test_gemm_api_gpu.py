@@ -330,3 +330,53 @@ def test_row_major_b_with_rows_off_128_bytes_runs_in_clusters():
         F = cute.gemm(A, B, bias=bias, activation="relu")
         ref = torch.relu(A.double() @ B.double() + bias.double())
         assert float((F.double() - ref).norm() / ref.norm()) < 2e-3
+
+
+@pytest.mark.parametrize("size", [(300, 264, 136), (130, 520, 72)], ids=lambda s: "x".join(map(str, s)))
+def test_cluster_kernel_row_major_b_small(size):
+    """The clusters-of-2 kernel for a row-major B with rows off 128 bytes on small odd
+    problems (a lone CTA in the last cluster, N tails), C and alpha / beta (for the sanitizer)."""
+    _skip_without_cuda()
+    if torch.cuda.get_device_capability() != (9, 0):
+        pytest.skip("needs sm_90")
+    from cute_py.backends.cuda.kernels import gemm_sm90 as G
+    M, N, K = size
+    for use_c in (False, True):
+        cfg = G.default_evt_config("f16", 256, use_c, "K", "MN", False, 2)
+        A = torch.randn(M, K, device="cuda", dtype=torch.float16)
+        B = torch.randn(K, N, device="cuda", dtype=torch.float16)
+        C = torch.randn(M, N, device="cuda", dtype=torch.float16) if use_c else None
+        D = torch.full((M, N), float("nan"), device="cuda", dtype=torch.float16)
+        gemm_api.gemm_sm90(A, B.T, D, C, 0.5 if use_c else 1.0, -1.5 if use_c else 0.0, cfg=cfg)
+        assert _rel(D, A, B, C, 0.5 if use_c else 1.0, -1.5) < 2e-3
+
+
+def test_copy_group_kernel_odd_operands():
+    """One launch copying three operands TMA cannot read (odd pitches, a batched one with a
+    padded batch stride) into padded buffers: every element lands, the pads keep their poison
+    (for the sanitizer: small sizes)."""
+    _skip_without_cuda()
+    from cute_py.layout import Layout
+    from cute_py.backends.cuda.kernels.copy import plan_copy
+    from cute_py.backends.cuda.kernels.copy_group import CopyGroup, group_kernel
+    srcs = [torch.randn(77, 333, device="cuda").half(),
+            torch.randn(3, 50, 41, device="cuda").half()[:, :, :39],
+            torch.randn(333, 129, device="cuda").half()]
+    dsts, views, plans = [], [], []
+    for X in srcs:
+        *lead, k = X.shape
+        buf = torch.full((*lead, -(-k // 8) * 8), -7.0, device="cuda", dtype=X.dtype)
+        v = buf[..., :k]
+        dsts.append(buf)
+        views.append(v)
+        plans.append(plan_copy(Layout(tuple(X.shape), X.stride()),
+                               Layout(tuple(v.shape), v.stride()), 2, src_align=2))
+    plan = group_kernel(CopyGroup(tuple(plans))).plan(0)
+    args = []
+    for X, v in zip(srcs, views):
+        args += (X.data_ptr(), v.data_ptr())
+    plan.run(tuple(args), (), torch.cuda.current_stream().cuda_stream)
+    torch.cuda.synchronize()
+    for X, v, buf in zip(srcs, views, dsts):
+        assert torch.equal(v, X)
+        assert bool((buf[..., X.shape[-1]:] == -7.0).all())
