@@ -10,7 +10,12 @@ printed (where the microseconds go).
 Part 2 — wall time per call of back-to-back calls (fp16 and bf16, ``A @ B`` with row-major B
 and ``x @ W.T``) at 512^3 ... 4096^3, 16x4096x4096, 128x14336x4096, 512x4096x4096, next to the
 kernel's GPU time from CUPTI (torch.profiler), for cute_py and torch.mm, interleaved rounds.
-Data: standard normal.  Usage: ``python benchmarks/bench_launch.py [--quick]``.
+Part "pieces" — the microseconds of each piece of a cached call (reading a tensor's pointer,
+shape, strides, dtype and device; the fast path's key; the plan lookup; the output allocation;
+the plan's patch + launch) beside whole calls of ``cute_py.gemm`` and ``torch.mm``.
+
+Data: standard normal.  Usage: ``python benchmarks/bench_launch.py [--quick] [--part
+1|2|pieces|all]``.
 """
 
 from __future__ import annotations
@@ -184,10 +189,50 @@ def part2(quick=False):
     return rows
 
 
+def pieces(rounds=3, n=20000, n_calls=2000):
+    """Microseconds per call of each piece of the cached path (``n`` calls of a piece,
+    ``n_calls`` of a whole call), ``rounds`` times."""
+    from cute_py.backends.cuda import gemm_api
+    A = torch.randn(128, 128, device="cuda", dtype=torch.float16)
+    B = torch.randn(128, 128, device="cuda", dtype=torch.float16)
+    D = torch.empty(128, 128, device="cuda", dtype=torch.float16)
+    gemm_api.clear_plans()
+    cute.gemm(A, B, out=D)
+    raw = torch._C._cuda_getCurrentRawStream
+    call = next(iter(gemm_api.plan_cache().values()))
+    pa, pb, pd, s = A.data_ptr(), B.data_ptr(), D.data_ptr(), raw(0)
+    key = gemm_api._fast_key(A, B, None, D, 1.0, False, pa, pb, 0, pd, 0, "auto")
+    items = [
+        ("data_ptr()", lambda: A.data_ptr(), n), (".shape", lambda: A.shape, n),
+        (".stride()", lambda: A.stride(), n), (".dtype", lambda: A.dtype, n),
+        ("get_device()", lambda: A.get_device(), n), ("raw stream", lambda: raw(0), n),
+        ("fast-path key", lambda: gemm_api._fast_key(A, B, None, D, 1.0, False, pa, pb, 0, pd,
+                                                     0, "auto"), n),
+        ("plan lookup", lambda: gemm_api.plan_cache().get(key), n),
+        ("new_empty (out)", lambda: A.new_empty((128, 128)), n),
+        ("GemmCall.run", lambda: call.run(pa, pb, pd, pd, 1.0, 0.0, s), n_calls),
+        ("cute_py.gemm(out=D)", lambda: cute.gemm(A, B, out=D), n_calls),
+        ("cute_py.gemm", lambda: cute.gemm(A, B), n_calls),
+        ("torch.mm(out=D)", lambda: torch.mm(A, B, out=D), n_calls),
+        ("torch.mm", lambda: torch.mm(A, B), n_calls),
+    ]
+    for r in range(rounds):
+        out = []
+        for name, fn, k in items:
+            torch.cuda.synchronize()
+            t0 = time.perf_counter()
+            for _ in range(k):
+                fn()
+            dt = time.perf_counter() - t0
+            torch.cuda.synchronize()
+            out.append(f"{name} {dt / k * 1e6:.2f}")
+        print(f"pieces (us per call), round {r}: " + " | ".join(out), flush=True)
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser()
     ap.add_argument("--quick", action="store_true")
-    ap.add_argument("--part", choices=["1", "2", "all"], default="all")
+    ap.add_argument("--part", choices=["1", "2", "pieces", "all"], default="all")
     args = ap.parse_args(argv)
     if not torch.cuda.is_available():
         print("no CUDA GPU: nothing to measure")
@@ -197,6 +242,8 @@ def main(argv=None):
         part1()
     if args.part in ("2", "all"):
         part2(args.quick)
+    if args.part in ("pieces", "all"):
+        pieces()
     print(f"# clocks after: {_clocks()}")
     return 0
 
