@@ -69,6 +69,9 @@ class GemmCall:
                  "swap", "reduce", "ws_elems", "cnt_elems", "ws", "framework", "device", "pads",
                  "pad_b128", "copier")
 
+    def __init__(self):
+        self.copier = None      # the operand copies' launch plan, built by the first copy_in
+
     def copy_in(self, A, B_nk, stream):
         """Copy the operands TMA cannot read in place into this call's padded buffers of
         ``stream`` (allocated once per stream, pad columns zeroed once; reuse is stream-ordered:
@@ -202,7 +205,6 @@ def _build_sm90(Am, Bm, Dm, Cm, alpha_one, cfg, device):
     from . import driver
     from .kernels import gemm_sm90 as G
     call = GemmCall()
-    call.copier = None
     call.out_shape = Dm.shape
     call.spans = _spans(Am, Bm, Cm, Dm)
     call.copy_a, call.copy_b = G.tma_major(Am) is None, G.tma_major(Bm) is None
@@ -417,7 +419,6 @@ def _build_sm80(Am, Bm, Dm, Cm):
     lda = A3.strides[1] if cfg.a_major == "K" else A3.strides[2]
     ldb = B3.strides[2] if cfg.b_major == "K" else B3.strides[1]
     call = GemmCall()
-    call.copier = None
     call.plan = k.plan(L, M, N, K, (lda, ldb, C3.strides[1], D3.strides[1]),
                        (A3.strides[0], B3.strides[0], C3.strides[0], D3.strides[0]),
                        Am.device)

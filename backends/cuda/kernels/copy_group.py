@@ -71,14 +71,12 @@ class CopyGroup:
         return f"cute_copy_group{len(self.plans)}_{h}"
 
 
-def _block_vars(group: CopyGroup):
-    """``blk`` (blockIdx.x) and, per plan, its branch condition and shifted block index."""
-    grid = group.grid()
-    blk = ir.var("blk", 0, grid - 1)
-    out = []
-    for i, (p, s) in enumerate(zip(group.plans, group.starts)):
-        out.append((ir.lt(blk, s + p.grid()), ir.sub(blk, s), p.grid()))
-    return blk, out
+def _branches(group: CopyGroup):
+    """Per plan: its branch condition on ``blk`` (blockIdx.x), its block index shifted into
+    its own grid, and that grid."""
+    blk = ir.var("blk", 0, group.grid() - 1)
+    return [(ir.lt(blk, s + p.grid()), ir.sub(blk, s), p.grid())
+            for p, s in zip(group.plans, group.starts)]
 
 
 def copy_group_source(group: CopyGroup) -> str:
@@ -99,7 +97,7 @@ def copy_group_source(group: CopyGroup) -> str:
                    f"\n  dst layout {shape}:{tuple(m[2] for m in p.modes)}\n  plan: {p}")
     kb.decl("const int", "tid", "threadIdx.x", hint=False)
     kb.decl("const int", "blk", "blockIdx.x", hint=False)
-    _, branches = _block_vars(group)
+    branches = _branches(group)
     for i, (p, (cond, shifted, g)) in enumerate(zip(group.plans, branches)):
         if i == 0:
             ctx = kb.if_(cond) if n > 1 else kb.scope()
@@ -117,7 +115,7 @@ def simulate(group: CopyGroup, srcs, dsts) -> None:
     (modified in place)."""
     T = group.threads
     tid = np.arange(T, dtype=np.int64)
-    blk, branches = _block_vars(group)
+    branches = _branches(group)
     for b in range(group.grid()):
         env = {"tid": tid, "blk": np.int64(b)}
         for i, (p, (cond, shifted, _)) in enumerate(zip(group.plans, branches)):
