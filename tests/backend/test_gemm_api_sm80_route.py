@@ -46,7 +46,8 @@ def test_odd_k_plan_reads_in_place(captured, layout):
     assert call is not None and call.plan == "plan" and call.simple
     cfg = captured["kernel"].cfg
     assert cfg.a_major == "K" and cfg.b_major == ("N" if layout == "AB" else "K")
-    assert cfg.vec_a == 1 and cfg.vec_b == 1            # rows of 333 and 777 halves
+    # rows of 333 and 777 halves: 16-byte copies realigned from the aligned vectors around them
+    assert (cfg.vec_a, cfg.vec_b, cfg.realign_a, cfg.realign_b) == (8, 8, True, True)
     # parameters in the kernel's signature order
     src = S.generate_source(cfg)
     sig = re.search(r"\w+\(\s*(const EA.*?)\)\s*\{", src, re.S).group(1)

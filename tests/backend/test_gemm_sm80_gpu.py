@@ -2,8 +2,10 @@
 
 Fresh random inputs per case, D poisoned with NaN first, relative-norm bounds per dtype
 (METHOD.md): every mainloop x dtype x operand major, odd sizes (1x1x1, 7x13x29, 1000x777x333,
-4095x4097x4099), compact (unaligned, scalar copies) and padded (aligned, 16-byte cp.async with
-zero-filled residues) leading dimensions, batched L, alpha/beta with C, a column-major D.
+4095x4097x4099), compact (unaligned: 16-bit rows of odd pitch take realigned 16-byte copies, fp32
+scalar copies) and padded (aligned, 16-byte cp.async with zero-filled residues) leading
+dimensions, views starting one element into their rows, batched L, alpha/beta with C, a
+column-major D.
 
 ``cases()`` is importable: the device script compiles every kernel they need in parallel first.
 """
@@ -56,6 +58,12 @@ def cases(full: bool = True):
                                                        padded=True, beta=0.25, d_col=True)))
     out.append(("default-f16-256", dict(mainloop=None, dtype="f16", a_major="K", b_major="K",
                                         size=(256, 256, 256), padded=False)))
+    # realigned copies: rows aligned only to the element, views starting one element in
+    for ml, dt, (am, bm) in (("multistage", "f16", ("K", "N")), ("multistage", "bf16", ("M", "K")),
+                             ("pipelined", "f16", ("K", "K")), ("singlestage", "bf16", ("M", "N"))):
+        out.append((f"{ml}-{dt}-{am}{bm}-offset1-batched", dict(
+            mainloop=ml, dtype=dt, a_major=am, b_major=bm, size=(333, 190, 251), padded=False,
+            L=2, offset=1, alpha=0.5, beta=2.0)))
     return out
 
 
@@ -89,28 +97,28 @@ def _value(x, dt):
     return (bf16_value(x) if dt == "bf16" else x).astype(cp.float64)
 
 
-def _operand(shape2, major_unit_last, dt, rng, padded, L):
-    """A (L, r, c) view with unit stride on c (major_unit_last) or on r; padded = aligned ld."""
-    import cupy as cp
+def _operand(shape2, major_unit_last, dt, rng, padded, L, offset=0):
+    """A (L, r, c) view with unit stride on c (major_unit_last) or on r; padded = aligned ld;
+    ``offset``: the view starts that many elements into each row (an odd address)."""
     r, c = shape2
     if major_unit_last:
-        ld = (c + 63) // 64 * 64 if padded else c
+        ld = (c + 63) // 64 * 64 if padded else c + offset
         base = _rand((L, r, ld), dt, rng)
-        return base[:, :, :c]
-    ld = (r + 63) // 64 * 64 if padded else r
+        return base[:, :, offset:offset + c]
+    ld = (r + 63) // 64 * 64 if padded else r + offset
     base = _rand((L, c, ld), dt, rng)
-    return base[:, :, :r].transpose(0, 2, 1)
+    return base[:, :, offset:offset + r].transpose(0, 2, 1)
 
 
 def run_case(mainloop, dtype, a_major, b_major, size, padded, L=1, alpha=1.0, beta=0.0,
-             out=None, d_col=False, seed=None):
+             out=None, d_col=False, seed=None, offset=0):
     """Launch one case; returns the relative error (or raises)."""
     import cupy as cp
     from cute_py.backends.cuda.kernels.gemm_sm80 import gemm_sm80
     rng = cp.random.default_rng(seed)
     M, N, K = size
-    A = _operand((M, K), a_major == "K", dtype, rng, padded, L)
-    B = _operand((K, N), b_major == "N", dtype, rng, padded, L)
+    A = _operand((M, K), a_major == "K", dtype, rng, padded, L, offset)
+    B = _operand((K, N), b_major == "N", dtype, rng, padded, L, offset)
     odt = {"f16": "f16", "bf16": "bf16", "tf32": "f32"}[dtype]
     if out == "f32":
         odt = "f32"

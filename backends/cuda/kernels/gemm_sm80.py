@@ -230,7 +230,7 @@ def generate_source(cfg: GemmSm80Config) -> str:
     b.helper(sm80_smem.offset_function(layA, "smem_off_A"))
     b.helper(sm80_smem.offset_function(layB, "smem_off_B"))
     chunk = _Text()
-    _emit_chunk_helpers(chunk, eb)
+    _emit_chunk_helpers(chunk, eb, cfg.realign_a or cfg.realign_b)
     b.helper(chunk.text())
     # parameters: the order and types the host plans pack by position
     b.param("const EA* __restrict__", "A")
@@ -326,7 +326,7 @@ def generate_source(cfg: GemmSm80Config) -> str:
 
     # helper lambdas (emitted as macros-free inline code blocks via Python functions)
     issue = {op: sm80_copy.CopyIssue(op, cm.major, cm.vec, eb, st, affine[op],
-                                     tuple(steps[op]), S)
+                                     tuple(steps[op]), S, cfg.realign(op))
              for op, cm, st in (("A", cmA, a_stage), ("B", cmB, b_stage))}
     # the stage indices the mainloops name (IR variables of the stage layouts' coordinate)
     stage_ir = {"read_stage": ir.var("read_stage", 0, S - 1),
@@ -400,8 +400,7 @@ def generate_source(cfg: GemmSm80Config) -> str:
                 mi = b.decl("const int", "mi", f"({n_} & 1) ? ({MI - 1} - {m_}) : {m_}")
                 e.call(_MMA[cfg.dtype], f"acc[{mi}][{n_}]", f"fa[{buf}][{mi}]", f"fb[{buf}][{n_}]")
 
-    nwA = max(1, cmA.vec * eb // 4)
-    nwB = max(1, cmB.vec * eb // 4)
+    nwA, nwB = issue["A"].words, issue["B"].words
 
     # ---------------------------------------------------------------- mainloops
     if cfg.mainloop == "multistage":
@@ -706,7 +705,7 @@ def _copy_affine(cm: _CopyPlan):
     return DR, (DS if np.all(d == DS * idx) else None)
 
 
-def _emit_chunk_helpers(e: _Text, eb: int) -> None:
+def _emit_chunk_helpers(e: _Text, eb: int, realign: bool = False) -> None:
     if eb == 2:
         e("""// gmem chunk of VEC 16-bit elements -> registers; n < VEC elements valid (rest zero)
 template <int VEC> CUTE_PY_DEVICE void ld_chunk(u32* v, const unsigned short* p, int n) {
@@ -741,6 +740,40 @@ template <int VEC> CUTE_PY_DEVICE void ld_chunk(u32* v, const unsigned int* p, i
   else if (BYTES == 8) sts64(addr, v[0], v[1]);
   else if (BYTES == 4) st_shared_32(addr, v[0]);
   else st_shared_16(addr, static_cast<u16>(v[0]));
+}""")
+    if realign:
+        e("""// a 16-byte chunk at an address aligned only to its 16-bit element (rows of odd pitch):
+// w[0..7] the two aligned 16-byte vectors holding it (the second read only when the chunk
+// reaches into it), w[8] its byte offset in them; a ragged chunk (n < VEC): its elements,
+// zero-filled, at offset 0
+template <int VEC> CUTE_PY_DEVICE void ld_chunk_realign(u32* w, const unsigned short* p, int n) {
+  if (n == VEC) {
+    const unsigned long long a = reinterpret_cast<unsigned long long>(p);
+    const uint4* q = reinterpret_cast<const uint4*>(a & ~15ull);
+    const uint4 lo = q[0];
+    uint4 hi = make_uint4(0u, 0u, 0u, 0u);
+    if (a & 15ull) hi = q[1];
+    w[0] = lo.x; w[1] = lo.y; w[2] = lo.z; w[3] = lo.w;
+    w[4] = hi.x; w[5] = hi.y; w[6] = hi.z; w[7] = hi.w;
+    w[8] = static_cast<u32>(a & 15ull);
+  } else {
+    ld_chunk<VEC>(w, p, n);
+    w[4] = w[5] = w[6] = w[7] = 0u;
+    w[8] = 0u;
+  }
+}
+// the 16 bytes at byte offset w[8] of w[0..7] -> shared memory (selects by 8 and 4 bytes, then
+// a funnel shift by the 2-byte rest)
+template <int BYTES> CUTE_PY_DEVICE void st_chunk_realign(u32 addr, const u32* w) {
+  const u32 off = w[8];
+  const u32 sh = (off & 3u) * 8u;
+  u32 u[6], x[5];
+  #pragma unroll
+  for (int j = 0; j < 6; ++j) u[j] = (off & 8u) ? w[j + 2] : w[j];
+  #pragma unroll
+  for (int j = 0; j < 5; ++j) x[j] = (off & 4u) ? u[j + 1] : u[j];
+  st_shared_128(addr, make_uint4(__funnelshift_r(x[0], x[1], sh), __funnelshift_r(x[1], x[2], sh),
+                                 __funnelshift_r(x[2], x[3], sh), __funnelshift_r(x[3], x[4], sh)));
 }""")
 
 
@@ -1120,7 +1153,22 @@ def plain_config(base: GemmSm80Config, vec_a: int, vec_b: int, outputs,
     element strides) has a 2-element aligned base and even strides, vectors shrunk until each
     copy map splits evenly (:func:`_fit_vectors`)."""
     vc = 2 if all(not (p % (2 * itemsize) or ld % 2 or bt % 2) for p, ld, bt in outputs) else 1
-    return _fit_vectors(replace(base, vec_a=vec_a, vec_b=vec_b, vec_c=vc))
+    return realigned(_fit_vectors(replace(base, vec_a=vec_a, vec_b=vec_b, vec_c=vc)))
+
+
+def realigned(cfg: GemmSm80Config) -> GemmSm80Config:
+    """``cfg`` with realigned 16-byte copies (``realign_a`` / ``realign_b``) for each 16-bit
+    operand whose copies fell to single elements (rows aligned only to the element: odd
+    pitch or offset), where the tile splits into 16-byte copies: two aligned vector loads and
+    a shift per 8 elements instead of 8 element loads and stores."""
+    if cfg.elem_bytes != 2:
+        return cfg
+    for x in "ab":
+        if getattr(cfg, f"vec_{x}") == 1:
+            cand = replace(cfg, **{f"vec_{x}": 8, f"realign_{x}": True})
+            if cand.copy_ok(x.upper()):
+                cfg = cand
+    return cfg
 
 
 def _gemm_sm80_fused(A, B, C, D, alpha, beta, config, mainloop, stream, bf16, epilogue,
@@ -1168,7 +1216,7 @@ def _gemm_sm80_fused(A, B, C, D, alpha, beta, config, mainloop, stream, bf16, ep
     vec = all(_ptr_of(a) % 16 == 0 and a.strides[0] % 16 == 0 and (N * a.itemsize) % 16 == 0
               for a in mats)
     A, B, base, va, vb = _operand_plan(A, B, config, mainloop, dtype, out, op)
-    cfg = replace(base, vec_a=va, vec_b=vb, vec_c=2, epi=None)
+    cfg = realigned(replace(base, vec_a=va, vec_b=vb, vec_c=2, epi=None))
     cfg = with_epilogue(_fit_vectors(cfg), epilogue,
                         vectorized=bool(vec and getattr(epilogue, "vectorized", True)))
     if _PLAN_ONLY:

@@ -41,6 +41,11 @@ class GemmSm80Config:
                 also accepts 2)
     mainloop    ``"singlestage"``, ``"pipelined"`` or ``"multistage"``
     vec_a/vec_b elements per global access of A / B (16 bytes when aligned; 1 = scalar)
+    realign_a/realign_b  A's / B's copies are 16-byte vectors read from rows aligned only to
+                their 16-bit element (odd pitch, odd offset): each reads the two aligned
+                16-byte vectors holding it and the shared store shifts it into place
+                (register-staged, ``ld_chunk_realign`` / ``st_chunk_realign``); needs
+                ``vec * 2 == 16`` and a 16-bit dtype
     vec_c       elements per epilogue store (2 or 1)
     raster      CTA rasterization: tile-rows per group (L2 reuse)
     min_blocks  ``__launch_bounds__``' CTAs per SM (2 caps registers at 65536 / (2 * threads))
@@ -69,6 +74,8 @@ class GemmSm80Config:
     swizzle_b: object = "default"
     copy_a: object = None
     copy_b: object = None
+    realign_a: bool = False
+    realign_b: bool = False
 
     # ------------------------------------------------------------------ derived sizes
     @property
@@ -105,6 +112,9 @@ class GemmSm80Config:
     def vec(self, operand: str) -> int:
         return self.vec_a if operand == "A" else self.vec_b
 
+    def realign(self, operand: str) -> bool:
+        return self.realign_a if operand == "A" else self.realign_b
+
     def smem_layout(self, operand: str):
         """One stage of the operand in smem: ``Swizzle o tile_to_shape(atom, (R, BK))``."""
         return _smem_layout(self.rows(operand), self.tile[2], self.major(operand),
@@ -126,7 +136,7 @@ class GemmSm80Config:
                                 self.mainloop == "multistage")
         return _gmem_copy(self.rows(operand), self.tile[2], self.major(operand),
                           self.vec(operand), self.threads, self.elem_bytes,
-                          self.mainloop == "multistage")
+                          self.mainloop == "multistage" and not self.realign(operand))
 
     def copy_ok(self, operand: str) -> bool:
         """Whether the generator's row-major tiled copy of ``vec`` values splits the tile."""
@@ -196,6 +206,13 @@ class GemmSm80Config:
             if vec not in (1, 2, 4, 8) or vec * eb > 16:
                 raise AtomError(op, name, "must be a power of two of at most 16 bytes",
                                 actual=vec)
+        for name, on, vec in (("realign_a", self.realign_a, self.vec_a),
+                              ("realign_b", self.realign_b, self.vec_b)):
+            if not isinstance(on, bool):
+                raise AtomError(op, name, "must be a bool", actual=on)
+            if on and (eb != 2 or vec * eb != 16):
+                raise AtomError(op, name, "realigned copies are 16-byte vectors of a 16-bit "
+                                "dtype", expected="vec * 2 == 16", actual=(self.dtype, vec))
         for operand in "AB":
             if not self.copy_ok(operand):
                 raise AtomError(op, "tile", f"operand {operand}'s tile does not split evenly "
@@ -273,7 +290,7 @@ def _check_composition(cfg) -> None:
                             expected=cfg.gmem_copy(op).num_values, actual=cfg.vec(op))
         c.check_copy(cfg.gmem_copy(op), L, R, BK, cfg.major(op), cfg.elem_bytes, name,
                      asynchronous=cfg.mainloop == "multistage"
-                     and cfg.vec(op) * cfg.elem_bytes >= 4)
+                     and cfg.vec(op) * cfg.elem_bytes >= 4 and not cfg.realign(op))
         sm80_ldmatrix.check_rows(cfg.smem_read_copy(op), L, R, BK, cfg.elem_bytes,
                                  f"smem_layout_{op}")
 
@@ -298,7 +315,13 @@ def kernel_name(cfg: GemmSm80Config) -> str:
     epi += _composition_key(cfg)
     return (f"gemm_sm80_{cfg.mainloop}_{cfg.dtype}_{cfg.out_dtype}_{cfg.a_major}{cfg.b_major}_"
             f"{BM}x{BN}x{BK}_w{cfg.warps[0]}x{cfg.warps[1]}_s{cfg.stages}_"
-            f"v{cfg.vec_a}{cfg.vec_b}{cfg.vec_c}_r{cfg.raster}{epi}")
+            f"v{cfg.vec_a}{cfg.vec_b}{cfg.vec_c}{_realign_key(cfg)}_r{cfg.raster}{epi}")
+
+
+def _realign_key(cfg) -> str:
+    """Kernel-name part of realigned copies: ``u`` + the operands that take them."""
+    ops = "a" * cfg.realign_a + "b" * cfg.realign_b
+    return f"u{ops}" if ops else ""
 
 
 # ====================================================================================== fused epilogue

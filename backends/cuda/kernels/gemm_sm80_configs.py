@@ -81,10 +81,24 @@ def shipped_configs():
             entry = (TILES_TF32 if dtype == "tf32" else TILES)[name]
             c = _make(entry, dtype, odt, "M", "N")
             out.append(replace(c, vec_a=1, vec_b=1, vec_c=1))
+    # 16-bit rows aligned only to the element (odd K, odd offsets): realigned 16-byte copies,
+    # the tiles default_config picks for them, every major
+    for am, bm in majors:
+        for name in ("multistage_64x64x32", "multistage_128x128x32"):
+            c = _make(TILES[name], "f16", "f16", am, bm)
+            out.append(replace(c, realign_a=True, realign_b=True, vec_c=1))
+    for name in ("pipelined_64x64x32", "singlestage_64x64x32"):
+        c = _make(TILES[name], "bf16", "bf16", "K", "N")
+        out.append(replace(c, realign_a=True, vec_c=1))
     return out
 
 
 SHIPPED = None  # filled lazily by shipped_configs(); kept for discoverability
+
+#: 16-bit problems (2*M*N*K flops) from this size up whose rows are aligned only to the element
+#: take the 128x128x32 tile of 8 warps: measured on the H100 (realigned copies, GPU us, 64x64 /
+#: 128x128 w2x4): 1000x777x333 14.8 / 19.2, 2000x1000x333 21.6 / 15.0, 1000x4096x333 30.8 / 26.1
+REALIGNED_WIDE_FLOP = 10 ** 9
 
 
 def default_config(M: int, N: int, K: int, *, dtype: str = "f16", out_dtype: str = "f16",
@@ -95,10 +109,15 @@ def default_config(M: int, N: int, K: int, *, dtype: str = "f16", out_dtype: str
     Small problems (fewer than one wave of 128x128 tiles on 132 SMs) take the 64x64 multistage
     tile; larger ones the measured best per mainloop.  ``mainloop`` forces the family.
     ``aligned=False`` (an operand needs narrower than 16-byte copies) takes the 64x64 tile of
-    the family: the scalar copy path holds more registers per thread.
+    the family (the register-staged copies hold more registers per thread), except 16-bit
+    multistage problems of ``REALIGNED_WIDE_FLOP`` and more, whose realigned copies run fastest
+    on the 128x128 tile of 8 warps (docs/performance.md, "SM80 GEMM", realigned copies).
     """
     if not aligned:
         name = f"{mainloop or 'multistage'}_64x64x32"
+        if dtype != "tf32" and (mainloop or "multistage") == "multistage" and \
+                2 * M * N * K >= REALIGNED_WIDE_FLOP:
+            name = "multistage_128x128x32"
         tiles = TILES_TF32 if dtype == "tf32" else TILES
         if name not in tiles:
             from cute_py.errors import AtomError

@@ -159,6 +159,12 @@ class CopyIssue:
     Ragged M / N / K: copy ``i`` reads ``n`` of its ``vec`` elements -- 0 when its line is past
     the extent of the strided mode, else what is left of the contiguous mode (at most ``vec``);
     ``cp.async`` zero-fills the rest (``src-size``), the register path fills zeros.
+
+    ``realign``: the source is aligned only to its element (rows of odd pitch): a copy of a
+    whole 16-byte vector loads the two aligned 16-byte vectors that hold it plus its byte
+    offset in them (:attr:`words` registers, ``ld_chunk_realign``), and the shared store shifts
+    it into place (``st_chunk_realign``); a ragged copy loads its elements one by one.  The
+    staged words are the raw loads, so the shift waits for them only at the store.
     """
 
     op: str
@@ -169,6 +175,7 @@ class CopyIssue:
     affine: object
     steps: tuple
     stages: int = 1
+    realign: bool = False
 
     @property
     def x(self) -> str:
@@ -190,7 +197,13 @@ class CopyIssue:
     def synchronous(self) -> bool:
         """The copy is narrower than ``cp.async``'s 4 bytes: a register load and a shared
         store (the mainloop stages it through registers)."""
-        return self.vec * self.elem_bytes < 4
+        return self.vec * self.elem_bytes < 4 or self.realign
+
+    @property
+    def words(self) -> int:
+        """u32 registers one staged copy holds: its vector, or for a realigned copy the two
+        aligned 16-byte vectors and the byte offset."""
+        return 9 if self.realign else max(1, self.vec * self.elem_bytes // 4)
 
     def smem_delta(self, i: int):
         """Bytes from the thread's copy 0 to its copy ``i`` in the stage when the same for
@@ -267,11 +280,19 @@ class CopyIssue:
                              template=str(vb))
             b.line(f"{{ const int n = {n}; {cp}; }}")
         elif asynchronous:  # narrower than cp.async's 4 bytes: synchronous element copy
-            b.line(f"{{ const int n = {n}; u32 v[1]; ld_chunk<{self.vec}>(v, n ? {src} : {op}, "
-                   f"n); st_chunk<{vb}>({dst}, v); }}")
+            b.line(f"{{ const int n = {n}; u32 v[{self.words}]; {self._load('v', src)}; "
+                   f"{self._store(dst, 'v')}; }}")
         else:  # register-staged: load into reg
-            b.line(f"{{ const int n = {n}; ld_chunk<{self.vec}>({reg}, n ? {src} : {op}, n); }}")
+            b.line(f"{{ const int n = {n}; {self._load(reg, src)}; }}")
+
+    def _load(self, reg: str, src: str) -> str:
+        fn = "ld_chunk_realign" if self.realign else "ld_chunk"
+        return f"{fn}<{self.vec}>({reg}, n ? {src} : {self.op}, n)"
+
+    def _store(self, dst: str, reg: str) -> str:
+        fn = "st_chunk_realign" if self.realign else "st_chunk"
+        return f"{fn}<{self.vec * self.elem_bytes}>({dst}, {reg})"
 
     def emit_store(self, b, i: int, stage: str, reg: str) -> None:
         """Registers ``reg`` (copy ``i``) into ``stage`` of shared memory."""
-        b.line(f"st_chunk<{self.vec * self.elem_bytes}>({self.smem_dst(b, i, stage)}, {reg});")
+        b.line(self._store(self.smem_dst(b, i, stage), reg) + ";")
