@@ -7,7 +7,8 @@ tests' own: NumPy references, poisoned outputs, guard bands):
 
 * copy planner (register path, swizzled-smem transpose), TiledCopy kernels (registers, swizzled
   smem, cp.async stage);
-* SM80 GEMM (single-stage, pipelined, multistage; fp16/bf16/tf32; odd sizes), its
+* SM80 GEMM (single-stage, pipelined, multistage; fp16/bf16/tf32; odd sizes; realigned copies of
+  rows aligned only to the element, views starting one element in), its
   standalone SM80 EVT epilogue and the SM80 GEMM with the fused EVT epilogue;
 * Hopper GEMM with the fused TMA-store EVT epilogue, the ping-pong kernels on a 6-CTA grid (many
   tiles per warpgroup), and the standalone SM90 epilogue on odd sizes and with C loaded by the
@@ -44,7 +45,7 @@ FILES = [
     "tests/backend/test_gemm_api_gpu.py",
 ]
 SELECT = ("transpose_helper or strided_views or smem or scalar_any"
-          " or (7x13x29 and compact)"
+          " or (7x13x29 and compact) or offset1-batched"
           " or 300-264 or 1-9"
           " or evt_relu or odd_sizes or 7x13x29-KK or (mn_major and 64x128x64)"
           " or (pingpong and 200x520x328) or (direct_load_path and lincomb)"

@@ -276,8 +276,11 @@ def make_plan(kernel: CompiledKernel, device: int, grid, block, smem: int, param
     ptr0)``: encoded once at ``ptr0``, then patched — one address word — or re-encoded per call
     where :func:`~cute_py.backends.cuda.tma.address_word_patchable` says patching is unsafe).
     ``roles`` / ``scalar_roles`` fix the first pointer / scalar positions (the caller's calling
-    convention); further names are appended in order of appearance."""
+    convention); further names are appended in order of appearance.  A plan above the
+    default 48 KB of dynamic shared memory raises the kernel's limit on ``device`` first."""
     from .tma import address_word_patchable
+    if smem > 48 * 1024:
+        kernel.ensure_smem(smem, device)
     pack = ArgPack([k for k, _, _ in params])
     roles, scalar_roles = list(roles), list(scalar_roles)
     patch = address_word_patchable()

@@ -239,6 +239,30 @@ def test_odd_k_small_problems_run_the_sm80_kernel_in_place(layout):
         cute.gemm(x, B, out=x[:, :N])
 
 
+@pytest.mark.parametrize("layout", ["AB", "xWT"])
+def test_odd_k_mid_problems_take_the_wide_realigned_tile(layout):
+    """From 1e9 flops (up to 3e9) the odd-K route runs the 128x128 tile of 8 warps with
+    realigned copies, in place; bf16, a view one element into its rows, poisoned output."""
+    _skip_without_cuda()
+    if torch.cuda.get_device_capability() != (9, 0):
+        pytest.skip("needs sm_90")
+    dt = torch.bfloat16
+    M, N, K = 2000, 1000, 333
+    gemm_api.clear_plans()
+    base = torch.randn(M, K + 1, device="cuda", dtype=dt)
+    A = base[:, 1:]                                   # rows start one element in
+    B = torch.randn(N, K, device="cuda", dtype=dt).T if layout == "xWT" else \
+        torch.randn(K, N, device="cuda", dtype=dt)
+    out = torch.full((M, N), float("nan"), device="cuda", dtype=dt)
+    D, choice = cute.gemm(A, B, out=out, explain=True)
+    assert choice.backend == "sm80" and "128x128x32_w2x4" in choice.kernel, str(choice)
+    assert "uab" in choice.kernel
+    assert _rel(D, A, B) < 1e-2
+    out.fill_(float("nan"))
+    D = cute.gemm(A, B, out=out)                      # the fast path's plan
+    assert _rel(D, A, B) < 1e-2
+
+
 def test_mn_major_operands_with_odd_pitches_are_copied_in_their_major():
     """``A`` M-contiguous and ``B`` N-contiguous with pitches TMA cannot read (300 and 201
     elements): each is copied into a padded buffer of its own major, so the kernel stays the

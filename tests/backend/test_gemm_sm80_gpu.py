@@ -12,7 +12,6 @@ column-major D.
 
 import itertools
 
-import numpy as np
 import pytest
 
 from cute_py.backends.cuda.device import has_gpu

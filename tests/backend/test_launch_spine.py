@@ -125,3 +125,19 @@ def test_gemm_choice_prints_the_kernel():
     from cute_py.backends.cuda.kernels.gemm_sm90 import Sm90GemmConfig
     c = GemmChoice("sm90", "k", Sm90GemmConfig(), ("A",), "because")
     assert "cooperative 128x256x64" in str(c) and "copied A" in str(c) and "because" in str(c)
+
+
+def test_make_plan_raises_the_smem_limit_of_large_plans():
+    """A plan above 48 KB of dynamic shared memory raises its kernel's limit once, on the
+    plan's device (a launch would otherwise fail with CUDA_ERROR_INVALID_VALUE)."""
+    from cute_py.backends.cuda.kernel import make_plan
+    asked = []
+
+    class FakeKernel:
+        def ensure_smem(self, smem, device=None):
+            asked.append((smem, device))
+    params = [("u64", None, "A"), ("i32", 7, None), ("f32", None, "$alpha")]
+    make_plan(FakeKernel(), 3, (1, 1, 1), (128, 1, 1), 48 * 1024, params, ("A",), ("alpha",))
+    assert asked == []
+    p = make_plan(FakeKernel(), 3, (1, 1, 1), (128, 1, 1), 64 * 1024, params, ("A",), ("alpha",))
+    assert asked == [(64 * 1024, 3)] and p.smem == 64 * 1024
