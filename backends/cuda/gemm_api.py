@@ -374,11 +374,11 @@ def _sm90_call(Am, Bnk, Dm, Cm, alpha, cfg=None):
 #: Problems (2*M*N*K*L flops) up to this size whose operands TMA cannot read in place (odd K,
 #: rows not 16-byte aligned) run the SM80 kernel reading them where they are (realigned 16-byte
 #: copies), in one launch, instead of copying them into padded buffers for the Hopper kernel
-#: (two launches: about 30 us of host time).  Measured on the H100 (fp16, GPU us of the kernel
-#: in place / wall us of the copies route): 1000x777x333 14.4 / 27.6, 2000x1000x333 15.0 / 32,
-#: 1000x4096x333 26.1 / 32.8; but 2048x2048x1001 58 / 31 (docs/performance.md, "Hopper GEMM",
-#: v10)
-SM80_IN_PLACE_MAX_FLOP = 3 * 10 ** 9
+#: (two launches: 25-30 us of host time).  Measured on the H100 (fp16, GPU us of the kernel in
+#: place / wall us of the copies route): 1000x777x333 14.4 / 27.6, 2000x1000x333 14.7 / 26.6;
+#: but 1000x4096x333 26-31 / 25-33 (a tie) and 2048x2048x1001 58 / 31 (docs/performance.md,
+#: "Hopper GEMM", v10)
+SM80_IN_PLACE_MAX_FLOP = 2 * 10 ** 9
 #: ... and M, N at least this: decode-sized M keeps the copies and the swapped split-K Hopper
 #: kernel (16x4096x1001, x @ W.T: 45 us against 59 us for the SM80 kernel in place)
 SM80_IN_PLACE_MIN_MN = 64
