@@ -354,6 +354,9 @@ class Sm90Body:
             if self.pp:
                 epi.emit_region(kb, self.region_base)
         kb.decl("float", f"acc[{maps.slabs}][{cfg.tile_n // 2}]", hint=False)
+        if cfg.fp8:
+            from . import gemm_sm90_fp8 as f8
+            f8.emit_consumer_setup(kb, cfg)
         with self.tile_loop(kb, self.pp):
             self.emit_consumer_tile(kb)
         if epi is not None:

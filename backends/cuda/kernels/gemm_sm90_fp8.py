@@ -51,7 +51,7 @@ from __future__ import annotations
 __all__ = ["FP8_DTYPES", "OUT_DTYPES", "SCALINGS", "check", "PARAMS", "emit_promotion_loads",
            "emit_promotion", "promotes", "emit_promotion_init", "emit_k_block_tail",
            "emit_producer_scales",
-           "emit_epilogue", "name_part", "scale_shapes", "check_scales", "scaling_of",
+           "emit_consumer_setup", "emit_epilogue", "name_part", "scale_shapes", "check_scales", "scaling_of",
            "scale_layouts", "scale_offset", "d_layout", "d_offset"]
 
 #: 8-bit input formats
@@ -280,6 +280,14 @@ def emit_k_block_tail(kb, cfg, maps, release) -> None:
     emit_promotion(kb, cfg, maps)
 
 
+def emit_consumer_setup(kb, cfg) -> None:
+    """Once per consumer thread, before its tile loop: the per-tensor scale ``s_ =
+    scale_a[0] * scale_b[0]`` (the same for every tile: loaded in each tile's epilogue, its
+    global latency stood between the tile's last MMA and its first store)."""
+    if cfg.scaling == "tensor":
+        kb.decl("const float", "s_", "__ldg(scale_a) * __ldg(scale_b)", hint=False)
+
+
 def emit_epilogue(kb, cfg, maps, emit_origin=None) -> None:
     """The FP8 built-in epilogue: scale, add the bias, convert, predicated stores.
     ``emit_origin(kb)`` declares ``row0_`` / ``col0_`` (None when the promoting kernel declared
@@ -299,8 +307,6 @@ def emit_epilogue(kb, cfg, maps, emit_origin=None) -> None:
         kb.decl("u16*", "Dl_", f"D + {l_off}", hint=False)
     row0, cc = ir.var("row0_", 0, _I32), ir.var("cc_", 0, _I32)
     src = "tot_" if cfg.scaling == "block" or cfg.promote else "acc"
-    if cfg.scaling == "tensor":
-        kb.decl("const float", "s_", "__ldg(scale_a) * __ldg(scale_b)", hint=False)
     rows, ri = _rows(maps)
     if cfg.scaling == "row":
         SA, SB = scale_layouts("row")

@@ -103,6 +103,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_e4m3e4m3_bf1
     int idx = 0;
     u32 phase = 0u;
     float acc[1][128];
+    const float s_ = __ldg(scale_a) * __ldg(scale_b);
     for (int tile = first_tile; tile < num_tiles; tile += tile_step) {
       int m_blk;
       int n_blk;
@@ -168,7 +169,6 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_e4m3e4m3_bf1
       const int row0_ = m_blk * 128 + ((tid >> 7) * 64 + ((((tid & 127) >> 2) & 7) + ((tid & 127) >> 5) * 16));
       const int col0_ = n_blk * 256 + (tid & 3) * 2;
       u16* Dl_ = D + (long long)l_ * ldl_d;
-      const float s_ = __ldg(scale_a) * __ldg(scale_b);
       {
         const int cc_ = col0_ + 0;
         const float b0_ = bias != nullptr && cc_ < N ? bf16_bits_to_f32(bias[cc_]) : 0.0f;
