@@ -342,8 +342,12 @@ class Sm90GemmConfig:
         return BlockScaleStages(self.stages, self.tile_m, self.tile_n)
 
     def scale_smem_bytes(self) -> int:
+        """Bytes of the block scales' slots; rounded up to 1024 when the epilogue's regions
+        follow them (its TMA-store buffers are 1024-byte aligned swizzled tiles)."""
         bs = self.block_scales()
-        return 0 if bs is None else bs.bytes
+        if bs is None:
+            return 0
+        return -(-bs.bytes // 1024) * 1024 if self.epi is not None else bs.bytes
 
     def smem_bytes(self) -> int:
         """[A stages][B stages][scale slots][epilogue region][mbarriers] + 1024 bytes to
@@ -509,7 +513,10 @@ _I32 = (1 << 31) - 1
 def shipped_fp8_configs() -> tuple:
     """FP8 configurations with golden sources: per-tensor e4m3 -> bf16 (128x256, one
     accumulator), row-wise mixed e4m3 x e5m2 -> f16 (128x128, promoted every k-block),
-    block-scaled e4m3 -> bf16 (128x128)."""
+    block-scaled e4m3 -> bf16 (128x128); and the defaults of ``scaled_mm`` for a 16-byte
+    aligned D without bias: promoted per-tensor (128x192) and block-scaled, clusters of two,
+    through the TMA-store EVT epilogue."""
+    from ..scaled_mm_api import choose_fp8_config
     return (
         Sm90GemmConfig(tile_n=256, tile_k=128, dtype="e4m3", out_dtype="bf16",
                        scaling="tensor").fit_stages(),
@@ -517,6 +524,8 @@ def shipped_fp8_configs() -> tuple:
                        scaling="row", promote=True).fit_stages(),
         Sm90GemmConfig(tile_n=128, tile_k=128, dtype="e4m3", out_dtype="bf16",
                        scaling="block").fit_stages(),
+        choose_fp8_config(8192, 6144, 4096, "e4m3", "e4m3", "bf16", "tensor", tma_store=True),
+        choose_fp8_config(4096, 4096, 4096, "e4m3", "e4m3", "bf16", "block", tma_store=True),
     )
 
 

@@ -190,7 +190,7 @@ class Sm90Body:
             kb.comment(f"block scales: {S} slots x {bs.slot_bytes} B: A {bs.slot_layout()[0]}, "
                        f"B {bs.slot_layout()[1]}")
             kb.decl("const u32", "sS", after_b, hint=False)
-            after_b = smem_address("sS") + bs.bytes
+            after_b = smem_address("sS") + cfg.scale_smem_bytes()
         kb.decl("const u32", "bar_full", after_b + cfg.epilogue_smem_bytes(), hint=False)
         kb.decl("const u32", "bar_empty", self.pl.barrier(self.pl.full, S), hint=False)
 
@@ -450,6 +450,10 @@ class Sm90Body:
         if epi is not None:
             nacc = cfg.tile_n // 2
             acc = "acc[0]" if maps.slabs == 1 else (lambda v: f"acc[{v // nacc}][{v % nacc}]")
+            if cfg.fp8:     # the scaled product of the promoted (or single) accumulators
+                from . import gemm_sm90_fp8 as f8
+                src = "tot_" if self.block else "acc"
+                acc = (lambda v: f8.acc_expr(cfg, f"{src}[{v // nacc}][{v % nacc}]"))
             with kb.scope():
                 epi.emit_consumer(kb, acc, "(1 + cw)" if self.pp else 1, prefetched=True)
         elif cfg.fp8:

@@ -156,7 +156,9 @@ def check(cfg, op: str = "Sm90GemmConfig") -> None:
     if cfg.scaling not in SCALINGS:
         raise LaunchError(op, "scaling", "is not an FP8 scaling mode", expected=SCALINGS,
                           actual=cfg.scaling)
-    for nm, bad in (("epi", cfg.epi is not None), ("split_k", cfg.splits),
+    if cfg.epi is not None:
+        _check_epi(op, cfg)
+    for nm, bad in (("split_k", cfg.splits),
                     ("stream_k", cfg.stream_k), ("transpose_d", cfg.transpose_d),
                     ("has_c", cfg.has_c)):
         if bad:
@@ -278,6 +280,28 @@ def emit_k_block_tail(kb, cfg, maps, release) -> None:
         kb.call("wgmma_fence_operands", f"acc[{kb.expr(j)}]")
     release(kb)
     emit_promotion(kb, cfg, maps)
+
+
+def _check_epi(op, cfg) -> None:
+    """An FP8 configuration with the TMA-store EVT epilogue (``epi``): per-tensor or block
+    scaling (the scales are applied to the accumulators the tree reads: ``acc`` is the scaled
+    product), D of the configuration's output type.  Row-wise scaling keeps the built-in
+    epilogue (its per-row and per-column scales are not tree inputs)."""
+    from cute_py.errors import LaunchError
+    if cfg.scaling == "row":
+        raise LaunchError(op, "epi", "row-wise scaling runs the built-in FP8 epilogue",
+                          actual=cfg.scaling)
+    want = {"bf16": "bfloat16", "f16": "float16", "f32": "float32"}[cfg.out_dtype]
+    if cfg.epi.element_d != want:
+        raise LaunchError(op, "epi", "its element_d must be the FP8 output type",
+                          expected=want, actual=cfg.epi.element_d)
+
+
+def acc_expr(cfg, src: str):
+    """The scaled product the epilogue tree reads for accumulator ``src`` (a C lvalue):
+    ``s_ * src`` with per-tensor scales (``s_``: :func:`emit_consumer_setup`), ``src`` itself
+    with block scales (applied in the promotion)."""
+    return f"s_ * {src}" if cfg.scaling == "tensor" else src
 
 
 def emit_consumer_setup(kb, cfg) -> None:
