@@ -17,6 +17,12 @@ def _skip_without_cuda():
         pytest.skip("needs a CUDA GPU")
 
 
+def _skip_without_sm90():
+    _skip_without_cuda()
+    if torch.cuda.get_device_capability() != (9, 0):
+        pytest.skip("needs sm_90")
+
+
 def _rel(D, A, B, C=None, alpha=1.0, beta=0.0):
     ref = alpha * (A.double() @ B.double())
     if C is not None:
@@ -71,9 +77,7 @@ def test_explicit_stream_arguments():
 
 def test_prepared_plan_follows_the_current_stream():
     """A prepared Hopper launch runs on the stream current when it is called."""
-    _skip_without_cuda()
-    if torch.cuda.get_device_capability() != (9, 0):
-        pytest.skip("needs sm_90")
+    _skip_without_sm90()
     from cute_py.backends.cuda.kernels import gemm_sm90 as G
     dt = torch.float16
     A = torch.full((512, 256), float("nan"), device="cuda", dtype=dt)
@@ -174,9 +178,7 @@ def test_padded_operand_paths_and_side_streams():
     """Operands the kernel reads from per-call padded buffers: odd K (TMA cannot read the rows)
     and a K-major B with rows off 128-byte boundaries at M >= 4096 (copied into 128-byte rows);
     the buffers belong to one stream each, so calls alternating between two streams stay right."""
-    _skip_without_cuda()
-    if torch.cuda.get_device_capability() != (9, 0):
-        pytest.skip("needs sm_90")
+    _skip_without_sm90()
     dt = torch.float16
     s = torch.cuda.Stream()
     for M, N, K, want, be in ((300, 264, 333, "copied A, B", "sm90"),
@@ -204,9 +206,7 @@ def test_odd_k_small_problems_run_the_sm80_kernel_in_place(layout):
     operands where they are: one launch through the cached plan, new tensors every call, the
     caller's stream (work queued on a side stream right before the call is seen), C and
     alpha / beta, poisoned outputs; ``backend="sm90"`` still takes the copies."""
-    _skip_without_cuda()
-    if torch.cuda.get_device_capability() != (9, 0):
-        pytest.skip("needs sm_90")
+    _skip_without_sm90()
     dt = torch.float16
     M, N, K = 300, 264, 333
     gemm_api.clear_plans()
@@ -243,9 +243,7 @@ def test_odd_k_small_problems_run_the_sm80_kernel_in_place(layout):
 def test_odd_k_mid_problems_take_the_wide_realigned_tile(layout):
     """From 1e9 flops (up to 2e9) the odd-K route runs the 128x128 tile of 8 warps with
     realigned copies, in place; bf16, a view one element into its rows, poisoned output."""
-    _skip_without_cuda()
-    if torch.cuda.get_device_capability() != (9, 0):
-        pytest.skip("needs sm_90")
+    _skip_without_sm90()
     dt = torch.bfloat16
     M, N, K = 2000, 1000, 333
     gemm_api.clear_plans()
@@ -268,9 +266,7 @@ def test_mn_major_operands_with_odd_pitches_are_copied_in_their_major():
     """``A`` M-contiguous and ``B`` N-contiguous with pitches TMA cannot read (300 and 201
     elements): each is copied into a padded buffer of its own major, so the kernel stays the
     MN-major one (a straight copy, not a transposition)."""
-    _skip_without_cuda()
-    if torch.cuda.get_device_capability() != (9, 0):
-        pytest.skip("needs sm_90")
+    _skip_without_sm90()
     dt = torch.bfloat16
     M, N, K = 300, 201, 136
     A = torch.randn(K, M, device="cuda", dtype=dt).t()        # (M, K), M-contiguous
@@ -285,9 +281,7 @@ def test_mn_major_operands_with_odd_pitches_are_copied_in_their_major():
 def test_split_k_and_swap_through_the_call_are_deterministic():
     """Decode shapes run swapped split-K kernels ("fixup" by default): the same inputs give
     bit-identical outputs, on either stream."""
-    _skip_without_cuda()
-    if torch.cuda.get_device_capability() != (9, 0):
-        pytest.skip("needs sm_90")
+    _skip_without_sm90()
     for M, N, K in ((1, 4096, 4096), (16, 4096, 2000), (128, 4096, 4096), (64, 64, 4096)):
         x = torch.randn(M, K, device="cuda", dtype=torch.bfloat16)
         W = torch.randn(N, K, device="cuda", dtype=torch.bfloat16)
@@ -335,9 +329,7 @@ def test_row_major_b_with_rows_off_128_bytes_runs_in_clusters():
     rows) runs the cooperative kernel in clusters of 2 (B multicast): an odd count of M tiles
     (2939 rows: 23 tiles), an N tail, poisoned outputs, C with alpha / beta, and a fused
     bias + relu through the same rule."""
-    _skip_without_cuda()
-    if torch.cuda.get_device_capability() != (9, 0):
-        pytest.skip("needs sm_90")
+    _skip_without_sm90()
     M, N, K = 2939, 1544, 520
     for dt in (torch.float16, torch.bfloat16):
         gemm_api.clear_plans()
@@ -361,9 +353,7 @@ def test_row_major_b_with_rows_off_128_bytes_runs_in_clusters():
 def test_cluster_kernel_row_major_b_small(size):
     """The clusters-of-2 kernel for a row-major B with rows off 128 bytes on small odd
     problems (a lone CTA in the last cluster, N tails), C and alpha / beta (for the sanitizer)."""
-    _skip_without_cuda()
-    if torch.cuda.get_device_capability() != (9, 0):
-        pytest.skip("needs sm_90")
+    _skip_without_sm90()
     from cute_py.backends.cuda.kernels import gemm_sm90 as G
     M, N, K = size
     for use_c in (False, True):
