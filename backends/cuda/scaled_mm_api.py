@@ -143,9 +143,9 @@ def choose_fp8_config(M, N, K, a, b, out, mode, vec2=True, sms=132, fast_accum=F
     fast accumulation (per-tensor / row-wise only: one accumulator) 128x256 tiles, 128x128
     when that gives fewer tiles than SMs or N <= 128.
 
-    ``tma_store`` (D's rows and address 16-byte aligned, no bias): per-tensor and block
-    scaling store D through the TMA-store EVT epilogue (``D = acc``, the scales applied to
-    the accumulators), whose stores overlap the next tile's mainloop; the built-in epilogue's
+    ``tma_store`` (D's rows and address 16-byte aligned, no bias): D goes through the
+    TMA-store EVT epilogue (``D = acc``, the scales applied to the accumulators it reads),
+    whose stores overlap the next tile's mainloop; the built-in epilogue's
     register stores cost a fixed time per tile (measured: 0.75x of ``torch._scaled_mm`` at
     K = 2048 against 0.96x at K = 16384, docs/performance.md, "FP8 GEMM", v9)."""
     from .kernels.gemm_sm90 import Sm90GemmConfig
@@ -161,7 +161,7 @@ def choose_fp8_config(M, N, K, a, b, out, mode, vec2=True, sms=132, fast_accum=F
     # nothing from it (docs/performance.md, "FP8 GEMM", v5)
     cluster = 2 if (promote or mode == "block") and M > 128 else 1
     epi = None
-    if tma_store and mode != "row":
+    if tma_store:
         from .kernels.gemm_sm90 import make_epilogue_config
         epi = make_epilogue_config(None, tile_n=tn, element_d=_ARRAY[out])
     return Sm90GemmConfig(tile_n=tn, tile_k=128, dtype=a, dtype_b="" if b == a else b,

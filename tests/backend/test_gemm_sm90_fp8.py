@@ -525,28 +525,26 @@ def test_wide_promoted_configs_compile_without_spills():
 
 def test_tma_store_epilogue_for_aligned_outputs():
     """``scaled_mm``'s configuration for a 16-byte aligned D without bias stores D through the
-    TMA-store EVT epilogue (``D = acc``, scales applied to the accumulators) for per-tensor
-    and block scaling; row-wise keeps the built-in epilogue; an FP8 ``epi`` of the wrong
-    output type or with row-wise scales is refused naming ``epi``; the block scales' slots are
-    padded to 1024 bytes so the epilogue's region after them stays aligned."""
+    TMA-store EVT epilogue (``D = acc``), the tree reading the scaled products: ``s_ * tot_``
+    per tensor, ``tot_ * rs_[row] * scale_b[col]`` row-wise, ``tot_`` with block scales; an
+    FP8 ``epi`` of the wrong output type is refused naming ``epi``; the block scales' slots
+    are padded to 1024 bytes so the epilogue's region after them stays aligned."""
     from dataclasses import replace
     from backends.cuda.scaled_mm_api import choose_fp8_config
     from backends.cuda.kernels.gemm_sm90 import make_epilogue_config
-    for mode in ("tensor", "block"):
+    want = {"tensor": "s_ * tot_[0][0]", "row": "(tot_[0][0] * rs_[0] * (col0_ + 0 < N ? "
+            "__ldg(scale_b", "block": "tot_[0][0]"}
+    for mode in ("tensor", "row", "block"):
         cfg = choose_fp8_config(4096, 4096, 4096, "e4m3", "e4m3", "bf16", mode, tma_store=True)
         assert cfg.epi is not None and cfg.epi.element_d == "bfloat16"
         assert choose_fp8_config(4096, 4096, 4096, "e4m3", "e4m3", "bf16", mode).epi is None
         src = G.generate_source(cfg)
-        assert "tma_store" in src
-        assert ("s_ * tot_[0][0]" in src) == (mode == "tensor")
+        assert "tma_store" in src and want[mode] in src, mode
+    fast = choose_fp8_config(4096, 4096, 4096, "e4m3", "e4m3", "bf16", "row", fast_accum=True,
+                             tma_store=True)
+    assert "(acc[0][0] * rs_[0]" in G.generate_source(fast)
     blk = choose_fp8_config(4096, 4096, 4096, "e4m3", "e4m3", "bf16", "block", tma_store=True)
     assert blk.scale_smem_bytes() % 1024 == 0 and blk.block_scales().bytes % 1024
-    row = choose_fp8_config(4096, 4096, 4096, "e4m3", "e4m3", "bf16", "row", tma_store=True)
-    assert row.epi is None
-    with pytest.raises(LaunchError) as e:
-        replace(row, epi=make_epilogue_config(None, tile_n=row.tile_n,
-                                              element_d="bfloat16")).check()
-    assert "epi" in str(e.value)
     ten = choose_fp8_config(4096, 4096, 4096, "e4m3", "e4m3", "bf16", "tensor", tma_store=True)
     with pytest.raises(LaunchError) as e:
         replace(ten, epi=make_epilogue_config(None, tile_n=ten.tile_n,

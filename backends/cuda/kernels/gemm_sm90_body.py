@@ -453,7 +453,8 @@ class Sm90Body:
             if cfg.fp8:     # the scaled product of the promoted (or single) accumulators
                 from . import gemm_sm90_fp8 as f8
                 src = "tot_" if self.block else "acc"
-                acc = (lambda v: f8.acc_expr(cfg, f"{src}[{v // nacc}][{v % nacc}]"))
+                f8.emit_epi_prelude(kb, cfg, maps)
+                acc = (lambda v: f8.acc_expr(cfg, maps, v, src))
             with kb.scope():
                 epi.emit_consumer(kb, acc, "(1 + cw)" if self.pp else 1, prefetched=True)
         elif cfg.fp8:

@@ -51,7 +51,7 @@ from __future__ import annotations
 __all__ = ["FP8_DTYPES", "OUT_DTYPES", "SCALINGS", "check", "PARAMS", "emit_promotion_loads",
            "emit_promotion", "promotes", "emit_promotion_init", "emit_k_block_tail",
            "emit_producer_scales",
-           "emit_consumer_setup", "emit_epilogue", "name_part", "scale_shapes", "check_scales", "scaling_of",
+           "emit_consumer_setup", "emit_epi_prelude", "acc_expr", "emit_epilogue", "name_part", "scale_shapes", "check_scales", "scaling_of",
            "scale_layouts", "scale_offset", "d_layout", "d_offset"]
 
 #: 8-bit input formats
@@ -283,25 +283,53 @@ def emit_k_block_tail(kb, cfg, maps, release) -> None:
 
 
 def _check_epi(op, cfg) -> None:
-    """An FP8 configuration with the TMA-store EVT epilogue (``epi``): per-tensor or block
-    scaling (the scales are applied to the accumulators the tree reads: ``acc`` is the scaled
-    product), D of the configuration's output type.  Row-wise scaling keeps the built-in
-    epilogue (its per-row and per-column scales are not tree inputs)."""
+    """An FP8 configuration with the TMA-store EVT epilogue (``epi``): the tree reads the
+    scaled products (:func:`acc_expr`); D of the configuration's output type."""
     from cute_py.errors import LaunchError
-    if cfg.scaling == "row":
-        raise LaunchError(op, "epi", "row-wise scaling runs the built-in FP8 epilogue",
-                          actual=cfg.scaling)
     want = {"bf16": "bfloat16", "f16": "float16", "f32": "float32"}[cfg.out_dtype]
     if cfg.epi.element_d != want:
         raise LaunchError(op, "epi", "its element_d must be the FP8 output type",
                           expected=want, actual=cfg.epi.element_d)
 
 
-def acc_expr(cfg, src: str):
-    """The scaled product the epilogue tree reads for accumulator ``src`` (a C lvalue):
-    ``s_ * src`` with per-tensor scales (``s_``: :func:`emit_consumer_setup`), ``src`` itself
-    with block scales (applied in the promotion)."""
-    return f"s_ * {src}" if cfg.scaling == "tensor" else src
+def emit_epi_prelude(kb, cfg, maps) -> None:
+    """Before the TMA-store epilogue of a tile: for row-wise scales, the thread's origin
+    ``row0_`` / ``col0_`` (unless the promoting mainloop declared it) and its rows' scales
+    ``rs_`` (zero past M)."""
+    if cfg.scaling != "row":
+        return
+    from .. import ir
+    from .gemm_sm90_store import emit_origin
+    if not promotes(cfg):
+        emit_origin(kb, cfg)
+    SA, _ = scale_layouts("row")
+    rows, _ = _rows(maps)
+    r_ = ir.var("r", 0, _I32)
+    kb.decl("float", f"rs_[{len(rows)}]", hint=False)
+    for i, m in enumerate(rows):
+        with kb.scope():
+            kb.decl("const int", "r", f"row0_ + {m}", hint=False)
+            kb.assign(f"rs_[{i}]", f"r < M ? __ldg(scale_a + {scale_offset(SA, r_, 0)}) : 0.0f")
+
+
+def acc_expr(cfg, maps, v: int, src: str) -> str:
+    """The scaled product the epilogue tree reads for value ``v`` of the thread's accumulators
+    ``src`` (``tot_`` promoted, else ``acc``): per tensor ``s_ * a`` (``s_``:
+    :func:`emit_consumer_setup`); row-wise ``a * rs_[row] * scale_b[col]`` (the column's scale
+    read through L1 where the value is used, zero past N; ``rs_``: :func:`emit_epi_prelude`);
+    block scaling ``a`` itself (its scales are applied in the promotion)."""
+    a = _acc(maps, v, src)
+    if cfg.scaling == "tensor":
+        return f"s_ * {a}"
+    if cfg.scaling == "row":
+        from .. import ir
+        _, SB = scale_layouts("row")
+        _, ri = _rows(maps)
+        n = maps.frag.n_val[v]
+        col = ir.var("col0_", 0, _I32) + n
+        return (f"({a} * rs_[{ri[v]}] * (col0_ + {n} < N ? "
+                f"__ldg(scale_b + {scale_offset(SB, col, 0)}) : 0.0f))")
+    return a
 
 
 def emit_consumer_setup(kb, cfg) -> None:
