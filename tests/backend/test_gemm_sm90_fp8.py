@@ -550,3 +550,14 @@ def test_tma_store_epilogue_for_aligned_outputs():
         replace(ten, epi=make_epilogue_config(None, tile_n=ten.tile_n,
                                               element_d="float16")).check()
     assert "epi" in str(e.value) and "element_d" in str(e.value)
+
+
+def test_shipped_tma_store_configs_are_scaled_mms_choices():
+    """The golden FP8 configurations with the TMA-store epilogue are the ones ``scaled_mm``
+    picks (same configuration, same kernel name)."""
+    from backends.cuda.scaled_mm_api import choose_fp8_config
+    shipped = {c.name for c in G.shipped_fp8_configs()}
+    for shape, mode in (((8192, 6144, 4096), "tensor"), ((8192, 6144, 4096), "row"),
+                        ((4096, 4096, 4096), "block")):
+        cfg = choose_fp8_config(*shape, "e4m3", "e4m3", "bf16", mode, tma_store=True)
+        assert cfg.name in shipped, (mode, cfg)

@@ -514,9 +514,13 @@ def shipped_fp8_configs() -> tuple:
     """FP8 configurations with golden sources: per-tensor e4m3 -> bf16 (128x256, one
     accumulator), row-wise mixed e4m3 x e5m2 -> f16 (128x128, promoted every k-block),
     block-scaled e4m3 -> bf16 (128x128); and the defaults of ``scaled_mm`` for a 16-byte
-    aligned D without bias: promoted per-tensor (128x192) and block-scaled, clusters of two,
-    through the TMA-store EVT epilogue."""
-    from ..scaled_mm_api import choose_fp8_config
+    aligned D without bias: promoted per-tensor and row-wise (128x192) and block-scaled,
+    clusters of two, through the TMA-store EVT epilogue."""
+    def tma_store(mode, tn, promote):     # as scaled_mm's choose_fp8_config picks them
+        return Sm90GemmConfig(tile_n=tn, tile_k=128, dtype="e4m3", out_dtype="bf16",
+                              scaling=mode, promote=promote, cluster_m=2,
+                              epi=make_epilogue_config(None, tile_n=tn,
+                                                       element_d="bfloat16")).fit_stages()
     return (
         Sm90GemmConfig(tile_n=256, tile_k=128, dtype="e4m3", out_dtype="bf16",
                        scaling="tensor").fit_stages(),
@@ -524,8 +528,9 @@ def shipped_fp8_configs() -> tuple:
                        scaling="row", promote=True).fit_stages(),
         Sm90GemmConfig(tile_n=128, tile_k=128, dtype="e4m3", out_dtype="bf16",
                        scaling="block").fit_stages(),
-        choose_fp8_config(8192, 6144, 4096, "e4m3", "e4m3", "bf16", "tensor", tma_store=True),
-        choose_fp8_config(4096, 4096, 4096, "e4m3", "e4m3", "bf16", "block", tma_store=True),
+        tma_store("tensor", 192, True),
+        tma_store("row", 192, True),
+        tma_store("block", 128, False),
     )
 
 
