@@ -17,7 +17,8 @@ tests' own: NumPy references, poisoned outputs, guard bands):
   every output type) on an odd-size problem, the TMA-store epilogue of an aligned D, and block
   scales of any strides;
 * the one-call GEMM's pieces: the cooperative kernel in clusters of two with a row-major B,
-  and the grouped copy of operands TMA cannot read into padded buffers.
+  the grouped copy of operands TMA cannot read into padded buffers, and batched D through
+  3-D TMA stores.
 
 Each tool runs once over the whole selection (one Python process, compiled kernels come from the
 disk cache).  Exit status: 0 when every tool reports no error.  Not a pytest module on purpose
@@ -53,7 +54,8 @@ SELECT = ("transpose_helper or strided_views or smem or scalar_any"
           " or direct_vector_loads"
           " or (modes_and_output_types and 77-333-272) or block_scales_any_strides"
           " or (modes_and_output_types and 200-328-1040 and bfloat16)"
-          " or cluster_kernel_row_major_b_small or copy_group_kernel_odd_operands")
+          " or cluster_kernel_row_major_b_small or copy_group_kernel_odd_operands"
+          " or (batched_d_through_tma_stores and 2-77-136-64)")
 
 
 def main(argv=None) -> int:

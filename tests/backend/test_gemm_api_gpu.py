@@ -395,3 +395,33 @@ def test_copy_group_kernel_odd_operands():
     for X, v, buf in zip(srcs, views, dsts):
         assert torch.equal(v, X)
         assert bool((buf[..., X.shape[-1]:] == -7.0).all())
+
+
+@pytest.mark.parametrize("layout", ["AB", "xWT"])
+@pytest.mark.parametrize("shape", [(3, 300, 264, 200), (8, 1024, 1024, 1024), (2, 77, 136, 64)])
+def test_batched_d_through_tma_stores(layout, shape):
+    """Batched ``D = A @ B`` runs the TMA-store kernels with 3-D D stores (``_bl`` kernels):
+    partial tiles in M, N and the batch boundaries stay exact (poisoned out, float64
+    reference), the cached plan is reused with new tensors; with C the ping-pong 128x128
+    kernel still runs."""
+    _skip_without_sm90()
+    L, M, N, K = shape
+    dt = torch.float16
+    gemm_api.clear_plans()
+    for trial in range(2):
+        A = torch.randn(L, M, K, device="cuda", dtype=dt)
+        B = torch.randn(L, N, K, device="cuda", dtype=dt).transpose(1, 2) if layout == "xWT" \
+            else torch.randn(L, K, N, device="cuda", dtype=dt)
+        out = torch.full((L, M, N), float("nan"), device="cuda", dtype=dt)
+        if trial == 0:
+            D, choice = cute.gemm(A, B, out=out, explain=True)
+            assert "_bl_" in choice.kernel, str(choice)
+        else:
+            D = cute.gemm(A, B, out=out)
+        assert not torch.isnan(D).any()
+        ref = A.double() @ B.double()
+        assert ((D.double() - ref).norm() / ref.norm()).item() < 2e-3, (shape, layout, trial)
+    C = torch.randn(L, M, N, device="cuda", dtype=dt)
+    D, choice = cute.gemm(A, B, C, 1.0, 0.5, explain=True)
+    assert "_bl_" not in choice.kernel
+    assert _rel(D, A, B, C, 1.0, 0.5) < 2e-3

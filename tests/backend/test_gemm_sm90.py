@@ -739,3 +739,33 @@ def test_pingpong_mn_major_compile(majors, tile):
     src = G.generate_source(cfg)
     for arch in ("sm_90a", "sm_80"):
         assert compile_module(src, arch=arch).resources_for(cfg.name).spills == 0
+
+
+def test_batched_d_takes_the_tma_store_epilogue():
+    """Batched ``D = A @ B`` with a D TMA can store runs the default TMA-store kernels with
+    3-D D stores (the tile's batch ``l_`` as third coordinate, ``_bl`` in the name); with C,
+    alpha != 1 or a D whose batch stride is off 16 bytes it keeps the ping-pong 128x128
+    kernel's register epilogue; a batched epilogue refuses trees with tensor inputs."""
+    import os
+    import sys
+    from cute_py.epilogue import evt
+    from cute_py.errors import LaunchError
+    sys.path.insert(0, os.path.dirname(__file__))
+    from tensor_metas import meta
+    A = meta((8, 1024, 1024), "float16", None, 1 << 20, itemsize=2)
+    B = meta((8, 1024, 1024), "float16", None, 1 << 24, itemsize=2)     # (L, N, K)
+    D = meta((8, 1024, 1024), "float16", None, 1 << 26, itemsize=2)
+    cfg = G.choose_config(A, B, D, None, True, 132)
+    assert cfg.epi is not None and cfg.epi.batched and cfg.name.count("_bl_") == 1
+    assert cfg.schedule == "pingpong" and (cfg.tile_m, cfg.tile_n) == (64, 256)
+    src = G.generate_source(cfg)
+    assert "tma_store_3d(&tmap_D" in src and "tma_store_2d(&tmap_D" not in src
+    for args in ((A, B, D, D, True), (A, B, D, None, False)):
+        c = G.choose_config(*args, 132)
+        assert c.epi is None and c.schedule == "pingpong" and c.tile_n == 128
+    odd = meta((8, 1024, 1024), "float16", (1024 * 1024 + 4, 1024, 1), 1 << 26, itemsize=2)
+    assert G.choose_config(A, B, odd, None, True, 132).epi is None
+    with pytest.raises(LaunchError) as e:
+        G.generate_source(G.Sm90GemmConfig(epi=G.make_epilogue_config(
+            evt.linear_combination(), batched=True)))
+    assert "batched" in str(e.value)

@@ -28,6 +28,7 @@ register<->smem accesses conflict-free (see ``tests/backend/test_epilogue_sm90.p
 from __future__ import annotations
 
 import hashlib
+import dataclasses
 from dataclasses import dataclass
 
 from cute_py.epilogue import evt
@@ -132,6 +133,10 @@ class EpilogueConfig:
     direct_ahead: int = 4         # direct: subtiles of C / aux in flight (issued before the
     #                               tile's mainloop by a kernel that calls prefetch_code)
     direct_vector: bool = True    # direct: 16-byte quad loads + shuffle transpose where possible
+    batched: bool = dataclasses.field(default=False, repr=False)
+    #                               D is (L, M, N): TMA stores take the tile's batch ``l_`` as
+    #                               a third coordinate (trees with tensor inputs / outputs other
+    #                               than D are refused: their loads and stores stay 2-D)
 
     @property
     def epilogue_tile(self) -> tuple[int, int]:
@@ -225,6 +230,11 @@ class Sm90Epilogue:
                 raise LaunchError(op, "epi_n", f"gives {rb}-byte rows for {name} ({dt}); the "
                                   "TMA swizzle needs 32, 64 or 128", expected="32|64|128",
                                   actual=rb)
+        if cfg.batched and (any(r.split(":")[0] != "scalar" for r, _ in cfg.tree.signature.values())
+                            or cfg.l2_evict_first):
+            raise LaunchError(op, "batched", "a batched D takes trees of the accumulator and "
+                              "scalars only (no C / aux / vector tensors), without L2 hints",
+                              actual=str(cfg.tree))
         if cfg.stages_c < 1 or cfg.stages_d < 1:
             raise LaunchError(op, "stages", "must be >= 1", actual=(cfg.stages_c, cfg.stages_d))
         if cfg.reuse_smem_c:
@@ -699,7 +709,10 @@ class Sm90Epilogue:
 
     def _emit_issue_stores(self, kb, stage, x, y, d_from_c=False) -> None:
         dbuf = self._buf(("load", "C") if d_from_c else ("store", "D"), stage)
-        kb.call(f"tma_store_2d{self._ef}", "&tmap_D", dbuf, x, y, *self._pol_args)
+        if self.cfg.batched:      # (N, M, L) descriptor: the tile's batch is the third coordinate
+            kb.call("tma_store_3d", "&tmap_D", dbuf, x, y, "l_")
+        else:
+            kb.call(f"tma_store_2d{self._ef}", "&tmap_D", dbuf, x, y, *self._pol_args)
         for name, _ in self.lt.stores:
             kb.call(f"tma_store_2d{self._ef}", f"&tmap_{name}", self._buf(("store", name), stage),
                     x, y, *self._pol_args)

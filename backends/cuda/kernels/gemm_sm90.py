@@ -376,6 +376,8 @@ class Sm90GemmConfig:
             pp += "_dt"
         if self.stream_k:
             pp += "_stk"
+        if self.epi is not None and self.epi.batched:     # (not in the repr: a name part)
+            pp += "_bl"
         if self.fp8:
             from .gemm_sm90_fp8 import name_part
             dt = name_part(self)
@@ -503,6 +505,9 @@ def shipped_epilogue_configs():
     # ... and with a row-major B whose rows are off 128 bytes (cooperative, clusters of 2)
     out += [default_evt_config(dt, 256, c, "K", "MN", False, 2)
             for dt, c in (("f16", False), ("bf16", True))]
+    # batched D = A @ B: D stored by 3-D TMA stores (ping-pong; cooperative for rows off 128 B)
+    out += [default_evt_config("f16", 256, False, "K", "MN", batched=True),
+            default_evt_config("bf16", 256, False, "K", "K", False, batched=True)]
     return tuple(out)
 
 
@@ -700,8 +705,9 @@ class Sm90Gemm:
         from ..epilogue.sm90 import dtype_bytes
         from ..tma import encode_tiled
         op, epi = "Sm90Gemm", self.cfg.epilogue()
-        if L != 1:
-            raise LaunchError(op, "A", "the EVT epilogue supports L = 1 only", actual=L)
+        if L != 1 and not epi.cfg.batched:
+            raise LaunchError(op, "A", "this EVT epilogue supports L = 1 only (a batched D "
+                              "needs EpilogueConfig(batched=True))", actual=L)
         D = D3._replace(shape=D3.shape[1:], strides=D3.strides[1:])
         tensors = evt.bind_arguments(epi.cfg.tree, M, N, dict(tensors or {}), op=op,
                                      need_outputs=True)
@@ -723,6 +729,12 @@ class Sm90Gemm:
                     raise LaunchError(op, p.tensor, "TMA needs a 16-byte aligned base and row "
                                       "pitch", actual=(hex(a.ptr), a.strides[0]))
                 dims, strides, box = (N, M), (a.strides[0] * eb,), (en, em)
+                if epi.cfg.batched:       # D (L, M, N): the batch is the third mode
+                    if (D3.strides[0] * eb) % 16:
+                        raise LaunchError(op, "D", "TMA needs a 16-byte aligned batch stride",
+                                          actual=D3.strides[0])
+                    dims, strides, box = (N, M, L), (a.strides[0] * eb, D3.strides[0] * eb), \
+                        (en, em, 1)
                 sw = {0: 0, 32: 1, 64: 2, 128: 3}[en * eb]
 
                 def enc(ptr, l2, _d=p.dtype, _a=(dims, strides, box, sw)):
@@ -1029,9 +1041,16 @@ def tma_store_ok(m: TensorMeta | None) -> bool:
         (m.strides[0] * m.itemsize) % 16 == 0 and (m.shape[1] * m.itemsize) % 16 == 0
 
 
+def batched_tma_store_ok(m: TensorMeta | None) -> bool:
+    """TMA can store the batched ``(L, M, N)`` D ``m`` in place: each matrix as
+    :func:`tma_store_ok` asks, and a 16-byte aligned batch stride."""
+    return m is not None and len(m.shape) == 3 and (m.strides[0] * m.itemsize) % 16 == 0 and \
+        tma_store_ok(m._replace(shape=m.shape[1:], strides=m.strides[1:]))
+
+
 def default_evt_config(dt: str, tile_n: int, use_c: bool, a_major: str = "K",
                        b_major: str = "K", rows_128: bool = True,
-                       cluster_m: int = 1) -> Sm90GemmConfig:
+                       cluster_m: int = 1, batched: bool = False) -> Sm90GemmConfig:
     """The TMA-store EVT kernel ``gemm_sm90`` runs for ``D = A @ B`` (``use_c`` False) or
     ``D = alpha * A @ B + beta * C`` on a 2-D problem with 16-byte aligned D / C rows.
 
@@ -1046,26 +1065,29 @@ def default_evt_config(dt: str, tile_n: int, use_c: bool, a_major: str = "K",
     from cute_py.epilogue import evt
     ed = "float16" if dt == "f16" else "bfloat16"
     tree = evt.linear_combination(element_c=ed) if use_c else None
-    return evt_config(tree, dt, tile_n, a_major, b_major, rows_128, cluster_m)
+    return evt_config(tree, dt, tile_n, a_major, b_major, rows_128, cluster_m, batched)
 
 
 def evt_config(tree, dt: str, tile_n: int = 256, a_major: str = "K", b_major: str = "K",
-               rows_128: bool = True, cluster_m: int = 1) -> Sm90GemmConfig:
+               rows_128: bool = True, cluster_m: int = 1,
+               batched: bool = False) -> Sm90GemmConfig:
     """The TMA-store EVT kernel of ``tree`` (None: D = acc): ping-pong 64x256, 5 stages, when
     ``tile_n`` is 256 and A / B rows start on 128-byte boundaries; otherwise cooperative
     ``128 x tile_n`` (4 stages at 256, 5 at 128) in clusters of ``cluster_m`` CTAs along M
     (:func:`cluster_for`).  Stages are reduced when the tree's epilogue buffers do not leave
-    room (``fit_stages``)."""
+    room (``fit_stages``).  ``batched``: D is ``(L, M, N)`` (the epilogue's TMA stores take the
+    batch coordinate)."""
     ed = "float16" if dt == "f16" else "bfloat16"
+    bkw = {"batched": True} if batched else {}
     if tile_n == 256 and rows_128:
         cfg = Sm90GemmConfig(64, 256, 64, 5, 2, dt, group_m=16, schedule="pingpong",
                              a_major=a_major, b_major=b_major,
                              epi=make_epilogue_config(tree, 64, 256, element_d=ed,
-                                                      schedule="pingpong"))
+                                                      schedule="pingpong", **bkw))
     else:
         cfg = Sm90GemmConfig(tile_n=tile_n, stages=4 if tile_n == 256 else 5, dtype=dt,
                              a_major=a_major, b_major=b_major, cluster_m=cluster_m,
-                             epi=make_epilogue_config(tree, tile_n=tile_n, element_d=ed))
+                             epi=make_epilogue_config(tree, tile_n=tile_n, element_d=ed, **bkw))
     return cfg.fit_stages(cfg.stages)
 
 
@@ -1111,7 +1133,9 @@ def choose_config(A: TensorMeta, B: TensorMeta, D: TensorMeta, C: TensorMeta | N
     TMA-store EVT epilogue of :func:`default_evt_config`; otherwise (batched, unaligned D) the
     cooperative kernel with the built-in predicated register->global epilogue.  128x128 tiles
     where the heuristic's wave model prefers them to 128x256 (``gemm_sm90_heuristic``);
-    batched problems with full waves run the ping-pong 128x128 kernel."""
+    batched ``D = A @ B`` whose D TMA can store: the same kernels with 3-D D stores
+    (``EpilogueConfig.batched``); other batched problems with full waves run the ping-pong
+    128x128 kernel."""
     dt = "f16" if A.dtype == "float16" else "bf16"
     a_major, b_major = tma_major(A), tma_major(B)
     M, N = A.shape[-2], B.shape[-2]
@@ -1122,6 +1146,13 @@ def choose_config(A: TensorMeta, B: TensorMeta, D: TensorMeta, C: TensorMeta | N
             (use_c or alpha_one):
         return default_evt_config(dt, tn, use_c, a_major, b_major, rows_128(A) and rows_128(B),
                                   cluster_for(B, tn))
+    if L > 1 and not use_c and alpha_one and batched_tma_store_ok(D):
+        # batched D = A @ B: the same TMA-store kernels with 3-D D stores; 8x1024^3 measured
+        # 27.3-27.6 us as the stacked 8192x1024x1024 problem against 35.5-36.1 for the
+        # ping-pong 128x128 kernel's register epilogue (docs/performance.md, "Hopper GEMM",
+        # v10)
+        return default_evt_config(dt, tn, False, a_major, b_major,
+                                  rows_128(A) and rows_128(B), cluster_for(B, tn), batched=True)
     vec2 = all(X is None or (X.strides[-2] % 2 == 0 and X.ptr % 4 == 0) for X in (D, C))
     if L > 1 and tn == 256:
         # batched with full waves: ping-pong 128x128 (the predicated epilogue of one consumer
