@@ -1,6 +1,6 @@
 """Run small GPU tests of every kernel family under compute-sanitizer.
 
-    python tests/sanitize.py [--tools memcheck,racecheck,synccheck] [--timeout 240]
+    python tests/sanitize.py [--tools memcheck,racecheck,synccheck] [--timeout 480]
 
 Kernel families and the small cases used (pytest ``-k`` selections, so the checks are the
 tests' own: NumPy references, poisoned outputs, guard bands):
@@ -61,7 +61,7 @@ SELECT = ("transpose_helper or strided_views or smem or scalar_any"
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--tools", default="memcheck,racecheck,synccheck")
-    ap.add_argument("--timeout", type=int, default=240, help="seconds per tool")
+    ap.add_argument("--timeout", type=int, default=480, help="seconds per tool")
     ap.add_argument("-k", dest="select", default=SELECT, help="pytest -k selection (default: "
                     "the small case of every kernel family)")
     a = ap.parse_args(argv)
