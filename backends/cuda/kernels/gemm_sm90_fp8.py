@@ -51,8 +51,8 @@ from __future__ import annotations
 __all__ = ["FP8_DTYPES", "OUT_DTYPES", "SCALINGS", "check", "PARAMS", "emit_promotion_loads",
            "emit_promotion", "promotes", "emit_promotion_init", "emit_k_block_tail",
            "emit_producer_scales",
-           "emit_consumer_setup", "emit_epi_prelude", "acc_expr", "emit_epilogue", "name_part", "scale_shapes", "check_scales", "scaling_of",
-           "scale_layouts", "scale_offset", "d_layout", "d_offset"]
+           "emit_consumer_setup", "emit_epi_prelude", "acc_expr", "emit_epilogue", "name_part",
+           "scale_shapes", "check_scales", "scaling_of", "scale_layouts", "scale_offset", "d_layout", "d_offset"]
 
 #: 8-bit input formats
 FP8_DTYPES = ("e4m3", "e5m2")
@@ -298,10 +298,16 @@ def emit_epi_prelude(kb, cfg, maps) -> None:
     ``rs_`` (zero past M)."""
     if cfg.scaling != "row":
         return
-    from .. import ir
     from .gemm_sm90_store import emit_origin
     if not promotes(cfg):
         emit_origin(kb, cfg)
+    _emit_row_scales(kb, maps)
+
+
+def _emit_row_scales(kb, maps) -> None:
+    """``rs_[i]``: the row-wise scale of each distinct row of the thread's values (zero past
+    M), from ``scale_a``'s layout."""
+    from .. import ir
     SA, _ = scale_layouts("row")
     rows, _ = _rows(maps)
     r_ = ir.var("r", 0, _I32)
@@ -361,14 +367,8 @@ def emit_epilogue(kb, cfg, maps, emit_origin=None) -> None:
     src = "tot_" if cfg.scaling == "block" or cfg.promote else "acc"
     rows, ri = _rows(maps)
     if cfg.scaling == "row":
-        SA, SB = scale_layouts("row")
-        r_ = ir.var("r", 0, _I32)
-        kb.decl("float", f"rs_[{len(rows)}]", hint=False)
-        for i, m in enumerate(rows):
-            with kb.scope():
-                kb.decl("const int", "r", f"row0_ + {m}", hint=False)
-                kb.assign(f"rs_[{i}]", f"r < M ? __ldg(scale_a + {scale_offset(SA, r_, 0)}) "
-                          ": 0.0f")
+        _, SB = scale_layouts("row")
+        _emit_row_scales(kb, maps)
     fr = maps.frag
     # values sharing a column pair share its column scales and bias values: loaded once per
     # column pair (the pairs visited column by column)
