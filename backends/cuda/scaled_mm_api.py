@@ -135,7 +135,7 @@ def promoted_tile_n(M, N, sms=132) -> int:
 
 
 def choose_fp8_config(M, N, K, a, b, out, mode, vec2=True, sms=132, fast_accum=False,
-                      tma_store=False):
+                      tma_store=False, bias=False):
     """The FP8 configuration of a problem: two consumer warpgroups, tile_k 128, the most
     stages that fit.  Per-k-block promotion (two accumulator sets) unless ``fast_accum``:
     128 x :func:`promoted_tile_n` tiles (block scaling: 128x128, the B scale blocks), in
@@ -143,9 +143,10 @@ def choose_fp8_config(M, N, K, a, b, out, mode, vec2=True, sms=132, fast_accum=F
     fast accumulation (per-tensor / row-wise only: one accumulator) 128x256 tiles, 128x128
     when that gives fewer tiles than SMs or N <= 128.
 
-    ``tma_store`` (D's rows and address 16-byte aligned, no bias): D goes through the
-    TMA-store EVT epilogue (``D = acc``, the scales applied to the accumulators it reads),
-    whose stores overlap the next tile's mainloop; the built-in epilogue's
+    ``tma_store`` (D's address, pitch and rows whole 16-byte chunks: ``tma_store_ok``): D goes
+    through the TMA-store EVT epilogue (``D = acc``, or ``D = acc + bias[n]`` with ``bias``;
+    the scales applied to the accumulators it reads), whose stores overlap the next tile's
+    mainloop; the built-in epilogue's
     register stores cost a fixed time per tile (measured: 0.75x of ``torch._scaled_mm`` at
     K = 2048 against 0.96x at K = 16384, docs/performance.md, "FP8 GEMM", v9)."""
     from .kernels.gemm_sm90 import Sm90GemmConfig
@@ -162,8 +163,10 @@ def choose_fp8_config(M, N, K, a, b, out, mode, vec2=True, sms=132, fast_accum=F
     cluster = 2 if (promote or mode == "block") and M > 128 else 1
     epi = None
     if tma_store:
+        from cute_py.epilogue import evt
         from .kernels.gemm_sm90 import make_epilogue_config
-        epi = make_epilogue_config(None, tile_n=tn, element_d=_ARRAY[out])
+        tree = evt.add(evt.AccFetch(), evt.RowBroadcast("bias", _ARRAY[out])) if bias else None
+        epi = make_epilogue_config(tree, tile_n=tn, element_d=_ARRAY[out])
     return Sm90GemmConfig(tile_n=tn, tile_k=128, dtype=a, dtype_b="" if b == a else b,
                           out_dtype=out, scaling=mode, vec2=vec2, promote=promote,
                           cluster_m=cluster, epi=epi).fit_stages()
@@ -203,13 +206,15 @@ def scaled_mm(A, B, scale_a, scale_b, out_dtype="bfloat16", bias=None, out=None,
                               expected="an sm_90 device", actual=f"device {Am.device}")
         from .driver import sm_count
         vec2 = outm.strides[0] % 2 == 0 and outm.ptr % (8 if od == "f32" else 4) == 0
-        tma_store = biasm is None and outm.ptr % 16 == 0 and \
-            (outm.strides[0] * outm.itemsize) % 16 == 0
+        from .kernels.gemm_sm90 import tma_store_ok
         cfg = choose_fp8_config(M, N, K, FP8_TORCH[Am.dtype], FP8_TORCH[Bm.dtype], od, mode,
-                                vec2, sm_count(Am.device), use_fast_accum, tma_store)
+                                vec2, sm_count(Am.device), use_fast_accum, tma_store_ok(outm),
+                                bias=biasm is not None)
         # the kernel takes B as (N, K) K-major: W itself
         plan = get_kernel(cfg).plan(Am, Bm.swap_last(), outm, None, scale_a=sam, scale_b=sbm,
-                                    bias=biasm, device=Am.device)
+                                    bias=biasm, device=Am.device,
+                                    tensors={"bias": biasm} if cfg.epi is not None and
+                                    biasm is not None else None)
         remember(_PLANS, key, plan, _MAX_PLANS)
     metas = {"A": Am, "B": Bm, "D": outm, "C": outm, "SA": sam, "SB": sbm}
     ptrs = tuple(metas[r].ptr if r in metas else (biasm.ptr if biasm is not None else 0)

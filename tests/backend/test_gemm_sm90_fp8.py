@@ -540,6 +540,11 @@ def test_tma_store_epilogue_for_aligned_outputs():
         assert choose_fp8_config(4096, 4096, 4096, "e4m3", "e4m3", "bf16", mode).epi is None
         src = G.generate_source(cfg)
         assert "tma_store" in src and want[mode] in src, mode
+    # with a bias: D = scaled acc + bias[n] (a RowBroadcast the plan binds to the bias)
+    for mode in ("tensor", "row", "block"):
+        cfg = choose_fp8_config(4096, 4096, 4096, "e4m3", "e4m3", "f16", mode, tma_store=True,
+                                bias=True)
+        assert cfg.epi.tree.signature == {"bias": ("row", "float16")}
     fast = choose_fp8_config(4096, 4096, 4096, "e4m3", "e4m3", "bf16", "row", fast_accum=True,
                              tma_store=True)
     assert "(acc[0][0] * rs_[0]" in G.generate_source(fast)

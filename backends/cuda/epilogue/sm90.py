@@ -230,8 +230,8 @@ class Sm90Epilogue:
                 raise LaunchError(op, "epi_n", f"gives {rb}-byte rows for {name} ({dt}); the "
                                   "TMA swizzle needs 32, 64 or 128", expected="32|64|128",
                                   actual=rb)
-        if cfg.batched and (any(r.split(":")[0] != "scalar" for r, _ in cfg.tree.signature.values())
-                            or cfg.l2_evict_first):
+        roles = [r.split(":")[0] for r, _ in cfg.tree.signature.values()]
+        if cfg.batched and (any(r != "scalar" for r in roles) or cfg.l2_evict_first):
             raise LaunchError(op, "batched", "a batched D takes trees of the accumulator and "
                               "scalars only (no C / aux / vector tensors), without L2 hints",
                               actual=str(cfg.tree))

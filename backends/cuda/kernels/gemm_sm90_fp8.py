@@ -52,7 +52,8 @@ __all__ = ["FP8_DTYPES", "OUT_DTYPES", "SCALINGS", "check", "PARAMS", "emit_prom
            "emit_promotion", "promotes", "emit_promotion_init", "emit_k_block_tail",
            "emit_producer_scales",
            "emit_consumer_setup", "emit_epi_prelude", "acc_expr", "emit_epilogue", "name_part",
-           "scale_shapes", "check_scales", "scaling_of", "scale_layouts", "scale_offset", "d_layout", "d_offset"]
+           "scale_shapes", "check_scales", "scaling_of", "scale_layouts", "scale_offset",
+           "d_layout", "d_offset"]
 
 #: 8-bit input formats
 FP8_DTYPES = ("e4m3", "e5m2")
