@@ -769,3 +769,7 @@ def test_batched_d_takes_the_tma_store_epilogue():
         G.generate_source(G.Sm90GemmConfig(epi=G.make_epilogue_config(
             evt.linear_combination(), batched=True)))
     assert "batched" in str(e.value)
+    from backends.cuda.epilogue.sm90 import Sm90Epilogue, build_test_kernel_source
+    with pytest.raises(LaunchError) as e:
+        build_test_kernel_source(Sm90Epilogue(cfg.epi))
+    assert "batched" in str(e.value)

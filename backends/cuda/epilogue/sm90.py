@@ -27,8 +27,8 @@ register<->smem accesses conflict-free (see ``tests/backend/test_epilogue_sm90.p
 
 from __future__ import annotations
 
-import hashlib
 import dataclasses
+import hashlib
 from dataclasses import dataclass
 
 from cute_py.epilogue import evt
@@ -946,8 +946,14 @@ def _emit_lane_reduce(kb, name, op, xr, masks, lane, index, bound) -> None:
 def build_test_kernel_source(epi: Sm90Epilogue) -> tuple[str, str]:
     """A standalone kernel that feeds a known accumulator (read from a float32 M x N array
     ``acc_g`` with the fragment's layout) through the full epilogue: producer warp + consumer
-    threads, smem stages, TMA loads and stores.  Returns (source, kernel name)."""
+    threads, smem stages, TMA loads and stores.  Returns (source, kernel name).  A ``batched``
+    epilogue is refused (its stores take the GEMM tile's batch ``l_``; the test kernel's D is
+    one M x N matrix)."""
     cfg, fr = epi.cfg, epi.cfg.fragment
+    if cfg.batched:
+        raise LaunchError("build_test_kernel_source", "batched", "the standalone test kernel "
+                          "stores one M x N matrix; a batched epilogue runs inside the GEMM",
+                          expected=False, actual=True)
     name = f"cute_epi_sm90_test_{epi.key()}"
     nc = fr.num_threads
     kb = KernelBuilder(name, threads=nc + 32, min_blocks=1, arch="sm90a",
