@@ -15,10 +15,10 @@ tests' own: NumPy references, poisoned outputs, guard bands):
   consumer threads (``load_path="direct"``, pair and 16-byte quad loads);
 * FP8 ``scaled_mm`` (per-tensor, row-wise and block-scaled kernels: promotion, clusters of two,
   every output type) on an odd-size problem, the TMA-store epilogue of an aligned D, and block
-  scales of any strides;
+  scales of any strides and 128x192 block-scaled tiles;
 * the one-call GEMM's pieces: the cooperative kernel in clusters of two with a row-major B,
   the grouped copy of operands TMA cannot read into padded buffers, and batched D through
-  3-D TMA stores.
+  3-D TMA stores, and the one-wave 64-row decode tiles (a K-major B; a row-major B in SW64 atoms).
 
 Each tool runs once over the whole selection (one Python process, compiled kernels come from the
 disk cache).  Exit status: 0 when every tool reports no error.  Not a pytest module on purpose
@@ -56,7 +56,8 @@ SELECT = ("transpose_helper or strided_views or smem or scalar_any"
           " or (modes_and_output_types and 200-328-1040 and bfloat16)"
           " or test_bias and tensor-bfloat16"
           " or cluster_kernel_row_major_b_small or copy_group_kernel_odd_operands"
-          " or (batched_d_through_tma_stores and shape1-AB)")
+          " or (batched_d_through_tma_stores and shape1-AB)"
+          " or (one_wave_decode_tiles and 50x5000) or block_scaling_wide_tiles")
 
 
 def main(argv=None) -> int:

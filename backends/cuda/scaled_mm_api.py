@@ -138,8 +138,8 @@ def choose_fp8_config(M, N, K, a, b, out, mode, vec2=True, sms=132, fast_accum=F
                       tma_store=False, bias=False):
     """The FP8 configuration of a problem: two consumer warpgroups, tile_k 128, the most
     stages that fit.  Per-k-block promotion (two accumulator sets) unless ``fast_accum``:
-    128 x :func:`promoted_tile_n` tiles (block scaling: 128x128, the B scale blocks), in
-    clusters of two along M;
+    128 x :func:`promoted_tile_n` tiles (block scaling too: each thread's columns then span
+    one or two 128-column B scale blocks), in clusters of two along M;
     fast accumulation (per-tensor / row-wise only: one accumulator) 128x256 tiles, 128x128
     when that gives fewer tiles than SMs or N <= 128.
 
@@ -151,9 +151,12 @@ def choose_fp8_config(M, N, K, a, b, out, mode, vec2=True, sms=132, fast_accum=F
     K = 2048 against 0.96x at K = 16384, docs/performance.md, "FP8 GEMM", v9)."""
     from .kernels.gemm_sm90 import Sm90GemmConfig
     promote = mode != "block" and not fast_accum
-    if mode == "block" or N <= 128:
+    if N <= 128:
         tn = 128
-    elif promote:
+    elif promote or mode == "block":
+        # block scaling promotes every k-block too; its 128x192 tiles ran 0-9% faster than
+        # 128x128 at 8192^3 and the LLM layers, 1-3% slower at 4096^3 (where the wave rule
+        # keeps 128) (docs/performance.md, "FP8 GEMM", v10)
         tn = promoted_tile_n(M, N, sms)
     else:
         tn = 128 if -(-M // 128) * -(-N // 256) < sms else 256

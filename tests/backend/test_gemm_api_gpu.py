@@ -296,6 +296,24 @@ def test_split_k_and_swap_through_the_call_are_deterministic():
         assert _rel(D1, x, W.T) < 1e-2, (M, N, K)
 
 
+@pytest.mark.parametrize("layout", ["AB", "xWT"])
+@pytest.mark.parametrize("MNK", [(64, 11008, 1000), (50, 5000, 2040), (40, 28672, 512)],
+                         ids=lambda s: "x".join(map(str, s)))
+def test_one_wave_decode_tiles(layout, MNK):
+    """M <= 64 runs 64 x tn tiles that fill one wave (tn a multiple of 8, or of 32 with a SW64
+    B tile for a row-major B): poisoned out, odd N and K, both torch layouts."""
+    _skip_without_sm90()
+    M, N, K = MNK
+    x = torch.randn(M, K, device="cuda", dtype=torch.float16)
+    W = torch.randn(N, K, device="cuda", dtype=torch.float16)
+    B = W.T if layout == "xWT" else W.T.contiguous()
+    out = torch.full((M, N), float("nan"), device="cuda", dtype=torch.float16)
+    _, choice = cute.gemm(x, B, out=out, explain=True)
+    torch.cuda.synchronize()
+    assert "one wave" in str(choice) and "64x" in choice.kernel, str(choice)
+    assert _rel(out, x, B) < _tol(torch.float16), (layout, MNK, str(choice))
+
+
 @pytest.mark.parametrize("dt", ["float16", "bfloat16", "float32"])
 def test_sm80_backend_runs_through_launch_plans(dt):
     """``backend="sm80"`` on torch tensors: the SM80 kernel behind a cached launch plan (the

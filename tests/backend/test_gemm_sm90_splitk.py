@@ -43,7 +43,8 @@ def test_existing_configs_keep_repr_name_and_source():
     for cfg in G.SHIPPED_CONFIGS:
         r = repr(cfg)
         assert "split_k" not in r and "transpose_d" not in r
-        assert r.endswith(f"schedule={cfg.schedule!r})")
+        assert r.endswith(f"schedule={cfg.schedule!r})" if cfg.smem_swizzle == (3, 3) else
+                          f"smem_swizzle={cfg.smem_swizzle!r})")
         src = G.generate_source(cfg)
         assert "splits_k" not in src and "kb_lo_" not in src and "cute_sm90_wgmma" not in src
         assert "for (int kb = 0; kb < k_blocks; ++kb)" in src
@@ -334,8 +335,10 @@ from cute_py.backends.cuda.kernels.gemm_sm90_heuristic import choose_sm90  # noq
     (1, 4096, 4096, True, 16, 4),
     (16, 4096, 4096, True, 16, 4),
     (32, 4096, 4096, True, 32, 4),
-    (33, 4096, 4096, False, 64, 2),      # above SWAP_MAX_M: 64 64x64 tiles, split x2
-    (64, 4096, 4096, False, 64, 2),
+    (33, 4096, 4096, False, 32, 1),      # above SWAP_MAX_M: 128 64x32 tiles, one wave
+    (64, 4096, 4096, False, 32, 1),
+    (64, 11008, 4096, False, 88, 1),     # 126 64x88 tiles
+    (64, 2048, 4096, False, 64, 4),      # one-wave tiles narrower than 32: the rule's split
     (128, 4096, 4096, False, 64, 1),     # 128 64x64 tiles fill the SMs: no split
     (16, 28672, 4096, True, 16, 1),
     (1, 4096, 72, True, 16, 1),          # 2 k-blocks: nothing to split
@@ -354,6 +357,24 @@ def test_choose_sm90_table(M, N, K, swap, tile_n, splits):
     assert hash(c) == hash(choose_sm90(M, N, K))
     if splits > 1:
         assert c.workspace_elements(M, N) > 0
+
+
+def test_fill_tile_n_law():
+    """The one-wave width: its tiles fit the SMs, the next narrower step does not; an
+    N-contiguous B takes 32-multiples (SW64 atoms) and the config check accepts them."""
+    for N in (1000, 4096, 6144, 11008, 14336, 28672, 33000):
+        for bm, step in (("K", 8), ("MN", 32)):
+            tn = H.fill_tile_n(N, bm)
+            assert tn % step == 0 and -(-N // tn) <= 132
+            assert tn == step or -(-N // (tn - step)) > 132
+    c = choose_sm90(64, 11008, 4096, b_major="MN")
+    assert (c.cfg.tile_n, c.cfg.smem_swizzle, c.tiles) == (96, (3, 2), 115)
+    c = choose_sm90(48, 28672, 8192, a_major="MN")
+    assert (c.cfg.tile_m, c.cfg.tile_n, c.cfg.consumer_wgs, c.tiles) == (64, 224, 1, 128)
+    assert choose_sm90(128, 11008, 4096).default_path              # M = 128: the rule
+    assert choose_sm90(64, 11008, 4096, L=2).cfg.tile_n == 64       # batched: the rule
+    with pytest.raises(LaunchError, match="b_major"):
+        G.Sm90GemmConfig(64, 96, 64, 4, 1, b_major="MN").check()           # SW128: 64-wide rows
 
 
 def test_choose_sm90_rules():

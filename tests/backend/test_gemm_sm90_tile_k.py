@@ -52,6 +52,10 @@ COMBOS = {
     "bk256_k_sw128": (64, 64, 256, 1, "f16", "K", "K", 3, 3, {}),
     "bk256_mn_sw64_k_inter": (64, 64, 256, 1, "f16", "MN", "K", 2, 0, {}),
     "bk128_mn_sw32_cluster2": (128, 256, 128, 2, "f16", "K", "MN", 3, 1, dict(cluster_m=2)),
+    # decode tiles as wide as fill the SMs: N a multiple of the MN-major B atom's 32 rows
+    "bk64_mn_sw64_n96": (64, 96, 64, 1, "f16", "K", "MN", 3, 2, {}),
+    "bk64_mn_sw64_n224": (64, 224, 64, 1, "bf16", "K", "MN", 3, 2, {}),
+    "bk64_k_n88": (64, 88, 64, 1, "f16", "K", "K", 3, 3, {}),
 }
 
 
@@ -189,7 +193,8 @@ def test_tile_k_rule_and_refusals():
 # ------------------------------------------------------------------ GPU
 
 GPU_COMBOS = ("bk16_k_sw32", "bk32_mn_sw128", "bk48_k_sw32_mn_sw64", "bk128_k_sw128",
-              "bk128_mn_sw128_k_sw128", "bk256_mn_sw64_k_inter", "bk128_k_sw64_pp_cluster2")
+              "bk128_mn_sw128_k_sw128", "bk256_mn_sw64_k_inter", "bk128_k_sw64_pp_cluster2",
+              "bk64_mn_sw64_n96", "bk64_mn_sw64_n224", "bk64_k_n88")
 
 
 @pytest.mark.gpu

@@ -125,6 +125,20 @@ def test_bias(mode, out_dtype):
     assert _rel(D, ref + bias.double().cpu().numpy()[None, :]) < REL
 
 
+@pytest.mark.parametrize("out_dtype", ["bfloat16", "float32"])
+def test_block_scaling_wide_tiles(out_dtype):
+    """A problem large enough for 128x192 block-scaled tiles (each thread's columns span two
+    64-column chunks of B's 128-column scale blocks), N odd past the last tile."""
+    _skip_without_hopper()
+    from cute_py.backends.cuda.scaled_mm_api import promoted_tile_n
+    M, N, K = 2048, 3001 if out_dtype == "float32" else 3000, 1040
+    assert promoted_tile_n(M, N) == 192
+    A, B, sa, sb, ref = make_problem(M, N, K, "block", seed=11)
+    out = _poisoned(M, N, out_dtype)
+    D = cute.scaled_mm(A, B, sa, sb, out_dtype=out_dtype, out=out)
+    assert _rel(D, ref) < (REL_F32 if out_dtype == "float32" else REL)
+
+
 def test_large_k_block_scaling():
     _skip_without_hopper()
     A, B, sa, sb, ref = make_problem(128, 256, 16384, "block", seed=7)

@@ -201,10 +201,14 @@ class Sm90GemmConfig:
         # tile_k: whole wgmma k-steps, a tiling of both operands' GMMA smem atoms
         from .gemm_sm90_maps import check_tile_k
         check_tile_k(self, op)
+        from .gemm_sm90_maps import swizzle_width
+        b_width = swizzle_width(sw[1], self.elem_bytes) if self.b_major == "MN" else 8
         if self.tile_n % 64:
-            if self.b_major != "K":
-                raise LaunchError(op, "b_major", f"a tile_n of {self.tile_n} needs a K-major B "
-                                  "(an MN-major SW128 B tile is 64 rows wide)", expected="K",
+            if self.tile_n % b_width:
+                raise LaunchError(op, "b_major", f"a tile_n of {self.tile_n} needs a K-major "
+                                  f"B, or an MN-major B whose smem atom rows divide it (its "
+                                  f"smem_swizzle {sw[1]} gives {b_width}-element rows; SW64 "
+                                  "takes multiples of 32, SW32 of 16)", expected="K",
                                   actual=self.b_major)
             if self.cluster_m != 1:
                 raise LaunchError(op, "cluster_m", f"a tile_n of {self.tile_n} is not split "
@@ -260,9 +264,9 @@ class Sm90GemmConfig:
         for nm in ("a_major", "b_major"):
             if getattr(self, nm) not in ("K", "MN"):
                 raise LaunchError(op, nm, "must be 'K' or 'MN'", actual=getattr(self, nm))
-        if self.b_major == "MN" and (self.tile_n // self.cluster_m) % 64:
-            raise LaunchError(op, "cluster_m", "an MN-major B needs 64-row multiples per "
-                              "cluster slice of the B tile",
+        if self.b_major == "MN" and (self.tile_n // self.cluster_m) % b_width:
+            raise LaunchError(op, "cluster_m", f"an MN-major B needs {b_width}-row multiples "
+                              "(its swizzle atom's width) per cluster slice of the B tile",
                               actual=(self.tile_n, self.cluster_m))
         if not 2 <= self.stages <= 8:
             raise LaunchError(op, "stages", "must be in [2, 8]", actual=self.stages)
@@ -461,6 +465,9 @@ SHIPPED_CONFIGS = (
     Sm90GemmConfig(128, 256, 64, 4, 2, "f16", cluster_m=2),
     Sm90GemmConfig(64, 256, 64, 4, 2, "f16", group_m=16, schedule="pingpong"),
     Sm90GemmConfig(128, 128, 64, 5, 2, "bf16", schedule="pingpong", cluster_m=2),
+    # decode (M <= 64): one-wave tiles, a K-major B / a row-major B in SW64 atoms
+    Sm90GemmConfig(64, 88, 64, 8, 1, "f16"),
+    Sm90GemmConfig(64, 96, 64, 8, 1, "bf16", b_major="MN", smem_swizzle=(3, 2)),
 )
 
 
@@ -519,8 +526,9 @@ def shipped_fp8_configs() -> tuple:
     """FP8 configurations with golden sources: per-tensor e4m3 -> bf16 (128x256, one
     accumulator), row-wise mixed e4m3 x e5m2 -> f16 (128x128, promoted every k-block),
     block-scaled e4m3 -> bf16 (128x128); and the defaults of ``scaled_mm`` for a 16-byte
-    aligned D without bias: promoted per-tensor and row-wise (128x192) and block-scaled,
-    clusters of two, through the TMA-store EVT epilogue."""
+    aligned D without bias on large problems: promoted per-tensor, row-wise and block-scaled
+    (128x192; block-scaled also 128x128, its choice when 192-wide tiles leave the last wave
+    emptier), clusters of two, through the TMA-store EVT epilogue."""
     def tma_store(mode, tn, promote):     # as scaled_mm's choose_fp8_config picks them
         return Sm90GemmConfig(tile_n=tn, tile_k=128, dtype="e4m3", out_dtype="bf16",
                               scaling=mode, promote=promote, cluster_m=2,
@@ -536,6 +544,7 @@ def shipped_fp8_configs() -> tuple:
         tma_store("tensor", 192, True),
         tma_store("row", 192, True),
         tma_store("block", 128, False),
+        tma_store("block", 192, False),
     )
 
 

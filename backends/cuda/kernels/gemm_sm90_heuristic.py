@@ -15,6 +15,10 @@ them as a table; thresholds marked there as to-be-measured are first guesses):
    ``gemm_sm90.TILES`` with the fewest waves x tile work: 128x128 (the default path's skinny
    tile), the ping-pong 64x128 kernel with the built-in epilogue (never split), 128x64 or
    64x64.
+   Unswapped ``M <= FILL_MAX_M`` (64, one 64-row tile along M), one problem: ``64 x tn``
+   tiles, ``tn`` the narrowest width B's smem atom allows (8 for a K-major B, 32 for an
+   N-contiguous one, then with a SW64 B tile) whose tiles fit one wave -- every SM reads an
+   equal slice of B -- when that width is at least ``FILL_MIN_TN`` (32).
 3. **Split-K** when the tiles leave more than half the SMs idle (``tiles <= SMs / 2``): ``S =
    min(SMs // tiles, k_blocks // MIN_KB_PER_SPLIT, MAX_SPLITS)`` when that is >= 2 — units
    ``tiles * S`` <= SMs (one wave), every split at least ``MIN_KB_PER_SPLIT`` k-blocks of 64.
@@ -39,13 +43,22 @@ from cute_py.errors import LaunchError
 from .gemm_sm90 import SMALL_TILE_N, Sm90GemmConfig, _pick_tile
 
 __all__ = ["Sm90Choice", "choose_sm90", "SWAP_MAX_M", "MIN_KB_PER_SPLIT", "MAX_SPLITS",
-           "DEFAULT_SPLIT_MODE"]
+           "DEFAULT_SPLIT_MODE", "FILL_MAX_M", "FILL_MIN_TN", "fill_tile_n"]
 
 #: swap A and B for M at most this.  Measured on the H100 (x @ W.T fp16, wall per call, the
 #: heuristic with and without the swap in the same rounds): M = 32 swapped 12.2 us against 18.5
 #: unswapped (4096x4096); M = 64 unswapped 12.7 / 49.0 us against 14.3 / 52.2 swapped (4096 x
 #: 4096 / 4096 x 14336), 39.6 against 39.1 at 11008 x 4096
 SWAP_MAX_M = 32
+#: unswapped problems with M at most this (one 64-row tile along M) take tiles as wide as
+#: fill one wave (:func:`fill_tile_n`).  Measured on the H100 (M = 64, fp16, x @ W.T / A @ B,
+#: time ratio to torch.mm, the rule before -> one-wave tiles): 4096x4096 1.53 -> 1.71 / 1.35
+#: -> 1.56; 11008x4096 0.91 -> 0.96 / 0.89 -> 0.92; 28672x8192 0.97 -> 0.99 / 0.92 -> 0.98;
+#: 14336x4096 0.95 -> 0.97 / 0.96 -> 0.96; never slower.  At M = 128 (two tile rows) and
+#: swapped (M <= 32) they were slower than the rule (docs/performance.md, "Hopper GEMM", v11)
+FILL_MAX_M = 64
+#: ... when that width is at least this (narrower: the rule's split-K tiles)
+FILL_MIN_TN = 32
 #: each split covers at least this many 64-deep k-blocks (512^3 split in two ran slower than
 #: unsplit 64x64 tiles on the H100; decode with K = 4096 keeps 4 splits)
 MIN_KB_PER_SPLIT = 8
@@ -101,6 +114,16 @@ def _tiles(M, N, L, tm, tn):
     return -(-M // tm) * -(-N // tn) * L
 
 
+def fill_tile_n(N: int, b_major: str, num_sms: int = 132) -> int:
+    """The narrowest tile width whose ``N``-wide row of tiles fits ``num_sms`` CTAs: a
+    multiple of 8 for a K-major B (wgmma's N step), of 32 for an N-contiguous B (a SW64 smem
+    atom's row; 64-multiples keep SW128).  Law: ``ceil(N / fill_tile_n(N)) <= num_sms`` and
+    the next narrower step does not fit (for widths up to 256)."""
+    step = 8 if b_major == "K" else 32
+    tn = -(-N // num_sms)
+    return -(-tn // step) * step
+
+
 def choose_sm90(M: int, N: int, K: int, L: int = 1, dtype: str = "f16", a_major: str = "K",
                 b_major: str = "K", num_sms: int = 132, deterministic: bool = True,
                 allow_swap: bool = True, allow_split: bool = True,
@@ -149,6 +172,15 @@ def choose_sm90(M: int, N: int, K: int, L: int = 1, dtype: str = "f16", a_major:
                                  vec2=d_vec2, stream_k=True).check()
             return Sm90Choice(cfg, False, 1, t, t, num_sms, f"stream-K asked for: {t} 128x128 "
                               f"tiles ({t / num_sms:.2f} waves) shared in k-blocks by the grid")
+        tn = fill_tile_n(N, b_major, num_sms)
+        if M <= FILL_MAX_M and L == 1 and FILL_MIN_TN <= tn <= 256:
+            sw = (3, 2) if b_major == "MN" and tn % 64 else (3, 3)
+            cfg = Sm90GemmConfig(64, tn, 64, 8, 1, dtype, a_major=a_major, b_major=b_major,
+                                 vec2=d_vec2, smem_swizzle=sw).fit_stages(8).check()
+            t = _tiles(M, N, L, 64, tn)
+            return Sm90Choice(cfg, False, 1, t, t, num_sms,
+                              f"M={M} <= {FILL_MAX_M}: {t} 64x{tn} tiles, one wave (each SM "
+                              "reads an equal slice of B)")
         tm, tn, wgs, stages, sched = _pick_tile(M, N, L, num_sms)
         if sched == "pingpong":
             t = _tiles(M, N, L, tm, tn)
