@@ -199,9 +199,8 @@ class Sm90GemmConfig:
             raise LaunchError(op, "smem_swizzle", "must be two swizzle bits (3 SW128, 2 SW64, "
                               "1 SW32, 0 interleaved)", actual=sw)
         # tile_k: whole wgmma k-steps, a tiling of both operands' GMMA smem atoms
-        from .gemm_sm90_maps import check_tile_k
+        from .gemm_sm90_maps import check_tile_k, swizzle_width
         check_tile_k(self, op)
-        from .gemm_sm90_maps import swizzle_width
         b_width = swizzle_width(sw[1], self.elem_bytes) if self.b_major == "MN" else 8
         if self.tile_n % 64:
             if self.tile_n % b_width:
