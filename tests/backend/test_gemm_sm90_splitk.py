@@ -375,6 +375,11 @@ def test_fill_tile_n_law():
     assert choose_sm90(64, 11008, 4096, L=2).cfg.tile_n == 64       # batched: the rule
     with pytest.raises(LaunchError, match="b_major"):
         G.Sm90GemmConfig(64, 96, 64, 4, 1, b_major="MN").check()           # SW128: 64-wide rows
+    for kw, arg in ((dict(N=0), "N"), (dict(b_major="N"), "b_major"),
+                    (dict(num_sms=0), "num_sms")):
+        with pytest.raises(LaunchError) as e:
+            H.fill_tile_n(**{"N": 4096, "b_major": "K", **kw})
+        assert e.value.arg == arg
 
 
 def test_choose_sm90_rules():

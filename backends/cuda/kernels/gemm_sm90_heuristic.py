@@ -119,6 +119,11 @@ def fill_tile_n(N: int, b_major: str, num_sms: int = 132) -> int:
     multiple of 8 for a K-major B (wgmma's N step), of 32 for an N-contiguous B (a SW64 smem
     atom's row; 64-multiples keep SW128).  Law: ``ceil(N / fill_tile_n(N)) <= num_sms`` and
     the next narrower step does not fit (for widths up to 256)."""
+    for nm, v in (("N", N), ("num_sms", num_sms)):
+        if not isinstance(v, int) or v < 1:
+            raise LaunchError("fill_tile_n", nm, "must be a positive int", actual=v)
+    if b_major not in ("K", "MN"):
+        raise LaunchError("fill_tile_n", "b_major", "must be 'K' or 'MN'", actual=b_major)
     step = 8 if b_major == "K" else 32
     tn = -(-N // num_sms)
     return -(-tn // step) * step
