@@ -123,3 +123,42 @@ def test_bad_tiles_name_the_field(tm, tn, arg):
     with pytest.raises(LaunchError) as e:
         BlockScaleStages(4, tm, tn)
     assert e.value.arg == arg
+
+
+def test_scale_warps_are_the_free_spare_warps():
+    from backends.cuda.arch.sm90.block_scales import scale_warps
+    from cute_py.errors import LaunchError
+    assert scale_warps() == (1, 2, 3)
+    assert scale_warps((1,)) == (2, 3) and scale_warps((1, 2)) == (3,)
+    with pytest.raises(LaunchError) as e:
+        scale_warps((1, 2, 3))
+    assert e.value.arg == "taken"
+
+
+@pytest.mark.parametrize("n", [1, 2, 3])
+def test_every_k_block_has_one_scale_warp(n):
+    """The scale role's condition (``kb % n == sw_``) picks exactly one warp per k-block, and
+    each warp's k-blocks are a whole residue class (it waits on every n-th stage)."""
+    for kb in range(50):
+        owners = [sw for sw in range(n) if (kb % n == sw if n > 1 else True)]
+        assert len(owners) == 1
+
+
+def test_scale_warps_step_aside_for_the_epilogue_load_producer():
+    """A fused epilogue that loads C through TMA takes producer warp 1: the block scales go
+    to warps 2 and 3 (k-block kb to warp 2 + kb % 2); the kernel compiles without spills."""
+    from cute_py.epilogue import evt
+    from backends.cuda.compiler import compile_module, has_compiler
+    tree = evt.add(evt.AccFetch(), evt.SrcFetch("bfloat16"))
+    cfg = G.Sm90GemmConfig(tile_n=128, tile_k=128, dtype="e4m3", out_dtype="bf16",
+                           scaling="block",
+                           epi=G.make_epilogue_config(tree, tile_n=128, element_d="bfloat16")
+                           ).fit_stages()
+    src = G.generate_source(cfg)
+    assert "} else if (warp_id() >= 2 && warp_id() <= 3) {" in src
+    assert "kb % 2 == sw_" in src and "const int sw_ = warp_id() - 2;" in src
+    assert "if (warp_id() == 1 && (threadIdx.x & 31) == 0) {" in src
+    if not has_compiler():
+        pytest.skip("no CUDA compiler")
+    res = compile_module(src, arch="sm_90a").resources_for(cfg.name)
+    assert res.spills == 0 and res.stack_frame == 0, res

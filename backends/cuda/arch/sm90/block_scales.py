@@ -10,22 +10,30 @@ scale_b[nb, kb]`` before adding it into the fp32 total.  The scales travel with 
   entry ``j`` is the scale of the tile's columns ``[j * chunk, (j + 1) * chunk)``, ``chunk =
   gcd(tile_n, 128)``: tiles start at multiples of ``tile_n``, so each chunk lies inside one
   128-column block of B (a 128x192 tile takes 3 entries of 64 columns; 128x128 one entry);
-- the producer warp's 32 lanes copy the k-block's scales into the slot with 4-byte
-  ``cp.async`` (rows past M and blocks past N are zero-filled) and each lane's copies complete
-  on the stage's full barrier through ``cp.async.mbarrier.arrive.noinc``: the full barrier
-  expects :data:`LANES` such arrivals beside the leader's ``arrive.expect_tx``
-  (``PipelineTmaAsync.num_producers`` = 1 + 32);
+- the producer warpgroup's scale warps (the warps beside the TMA warp that no other role
+  uses; k-block ``kb`` is warp ``kb % n``'s) copy the k-block's scales: each lane loads its
+  rows' (and a B entry's) scales into registers *before* waiting for the stage to be empty,
+  stores them into the slot after the wait (rows past M and blocks past N store zero), and
+  arrives on the stage's full barrier (its release orders the stores before the consumers'
+  acquiring wait): the full barrier expects :data:`LANES` such arrivals beside the TMA
+  leader's ``arrive.expect_tx`` (``PipelineTmaAsync.num_producers`` = 1 + 32);
 - the consumers read their rows' scales and the tile's B scales out of the stage after the
   full barrier's wait, before the stage is released.
 
-A scale's global latency is so hidden as deep as the pipeline.  (Loading the scales into
-registers one k-block ahead was not enough: nvcc moved the register copy of the next k-block's
-scales to the loop's bottom, where it waited for loads issued in the same k-block.)
+A scale's global latency is so hidden twice: behind the stage's wait (the loads are issued
+first) and behind the other scale warps' k-blocks (``n`` loads in flight).  Measured
+alternatives: one warp's lanes copying with 4-byte ``cp.async`` and
+``cp.async.mbarrier.arrive.noinc`` (the previous protocol) ran the block kernel at 1.17-1.36x
+the per-tensor kernel's time, one warp of plain loads at 1.32-1.49x, three warps of plain loads
+at 1.08-1.15x (``docs/performance.md``, FP8 v11).  (Loading the scales into the consumers' registers one
+k-block ahead was not enough: nvcc moved the register copy of the next k-block's scales to
+the loop's bottom, where it waited for loads issued in the same k-block.)
 
 Law (``tests/backend/test_arch_sm90_block_scales.py``): the slots of the stages are disjoint
-and inside ``bytes``; the producer's lanes write every A scale of the tile exactly once and
-the B scales of the tile's blocks; a consumer thread reads the slot entries of its own rows
-(those of the wgmma C fragment) and of the blocks of its columns.
+and inside ``bytes``; a scale warp's lanes write every A scale of the tile exactly once and
+the B scales of the tile's blocks; every k-block has exactly one scale warp; a consumer thread
+reads the slot entries of its own rows (those of the wgmma C fragment) and of the blocks of its
+columns.
 """
 
 from __future__ import annotations
@@ -35,14 +43,28 @@ from dataclasses import dataclass
 from ... import ir
 from .pipeline import smem_address
 
-__all__ = ["BlockScaleStages", "LANES", "BLOCK"]
+__all__ = ["BlockScaleStages", "LANES", "BLOCK", "scale_warps"]
 
-#: lanes of the producer warp that copy scales (each one arrival on the full barrier)
+#: lanes of a scale warp (each one arrival on the full barrier of the stages it fills)
 LANES = 32
+#: the producer warpgroup's warps besides the TMA warp (warp 0)
+SPARE_WARPS = (1, 2, 3)
 #: elements of a scale block along K (A and B) and along N (B)
 BLOCK = 128
 
 _I32 = (1 << 31) - 1
+
+
+def scale_warps(taken=()) -> tuple:
+    """The producer warpgroup's warps that copy block scales: :data:`SPARE_WARPS` less those
+    ``taken`` by another role (the fused epilogue's load producer).  Law: never warp 0 (the
+    TMA warp), never a taken warp, at least one warp (else ``LaunchError``)."""
+    from cute_py.errors import LaunchError
+    free = tuple(w for w in SPARE_WARPS if w not in set(taken))
+    if not free:
+        raise LaunchError("BlockScaleStages", "taken", "no producer warp is left to copy the "
+                          "block scales", expected=SPARE_WARPS, actual=tuple(taken))
+    return free
 
 
 @dataclass(frozen=True)
@@ -106,9 +128,9 @@ class BlockScaleStages:
     # ------------------------------------------------------------------ producer
 
     def producer_copies(self, idx):
-        """The producer lane ``lane_``'s copies of one k-block: ``[(which, dst, coord)]`` with
-        ``which`` "A" / "B", ``dst`` the u32 shared address (IR) and ``coord`` the global row
-        of A (``m_blk * tile_m + lane_ + 32 t``) or column of B (``n_blk * tile_n + lane_ *
+        """A scale warp's lane ``lane_``'s copies of one k-block: ``[(which, dst, coord)]``
+        with ``which`` "A" / "B", ``dst`` the u32 shared address (IR) and ``coord`` the global
+        row of A (``m_blk * tile_m + lane_ + 32 t``) or column of B (``n_blk * tile_n + lane_ *
         chunk``, only for ``lane_ < b_entries``) whose scale it copies (IR)."""
         lane = ir.var("lane_", 0, LANES - 1)
         m0 = ir.var("m_blk", 0, _I32 // self.tile_m) * self.tile_m
@@ -117,26 +139,40 @@ class BlockScaleStages:
                for t in range(self.tile_m // LANES)]
         return out + [("B", self.address(idx, "B", lane), n0 + lane * self.chunk)]
 
-    def emit_producer(self, kb, idx, fb, SA, SB, k0) -> None:
-        """The producer warp's copies of one k-block's scales into stage ``idx``'s slot
-        (:meth:`producer_copies`; rows past M and columns past N zero-filled), then each
-        lane's arrival on the full barrier ``fb`` when its copies land.  ``SA`` / ``SB``: the
-        scale tensors as layouts over A's ``(m, k)`` / B's ``(n, k)`` (IR offsets through
-        ``lower.crd2idx``); ``k0``: the k-block's first K index (IR)."""
+    def _guard(self, which: str):
+        return None if which == "A" else f"lane_ < {self.b_entries}"
+
+    def emit_producer_loads(self, kb, SA, SB, k0) -> None:
+        """A scale warp's loads of one k-block's scales into registers ``sv0_``, ``sv1_``, ...
+        (one per :meth:`producer_copies` entry; zero for rows past M and columns past N).
+        ``SA`` / ``SB``: the scale tensors as layouts over A's ``(m, k)`` / B's ``(n, k)`` (IR
+        offsets through ``lower.crd2idx``); ``k0``: the k-block's first K index (IR).  They
+        touch no slot: issued before the stage's empty wait."""
         import cute_py as cute
         from ...lower import crd2idx
-        for which, dst, coord in self.producer_copies(idx):
+        for t, (which, _dst, coord) in enumerate(self.producer_copies(0)):
             nm, ext, L, ptr = (("r", "M", SA, "scale_a") if which == "A" else
                                ("n", "N", SB, "scale_b"))
             c = ir.var(nm, 0, _I32)
             off = crd2idx((c, k0), cute.shape(L), cute.stride(L))
-            ctx = kb.scope() if which == "A" else kb.if_(f"lane_ < {self.b_entries}")
-            with ctx:
+            kb.decl("float", f"sv{t}_", "0.0f", hint=False)
+            guard = self._guard(which)
+            with (kb.scope() if guard is None else kb.if_(guard)):
                 kb.decl("const int", nm, coord, hint=False)
-                ok = f"{nm} < {ext}"
-                kb.call("sm80::cp_async_zfill", dst, f"{ptr} + ({ok} ? {kb.expr(off)} : 0)",
-                        f"{ok} ? 4 : 0", template="4")
-        kb.call("sm80::cp_async_mbarrier_arrive_noinc", fb)
+                with kb.if_(f"{nm} < {ext}"):
+                    kb.assign(f"sv{t}_", f"__ldg({ptr} + {kb.expr(off)})")
+
+    def emit_producer_stores(self, kb, idx, fb) -> None:
+        """After the stage's empty wait: the registers of :meth:`emit_producer_loads` into
+        stage ``idx``'s slot, then the lane's arrival on the full barrier ``fb`` (IR)."""
+        for t, (which, dst, _coord) in enumerate(self.producer_copies(idx)):
+            guard = self._guard(which)
+            if guard is None:
+                kb.call("st_shared_f32", dst, f"sv{t}_")
+            else:
+                with kb.if_(guard):
+                    kb.call("st_shared_f32", dst, f"sv{t}_")
+        kb.call("mbarrier_arrive", fb)
 
     # ------------------------------------------------------------------ consumer
 

@@ -68,33 +68,20 @@ class Mainloop:
         return base + offset if not (isinstance(offset, int) and offset == 0) else base
 
     def emit_producer_k_block(self, kb, idx: str, phase: str, k0, a_row0, b_row0, l, *,
-                              b_offset=0, b_mask: str | None = None, warp_copies=None) -> None:
+                              b_offset=0, b_mask: str | None = None) -> None:
         """One k-block of the producer thread: ``k0`` the k-block's first K index, ``a_row0``
         / ``b_row0`` the first rows of the A / B boxes, ``l`` the batch (IR); ``b_offset``
         the smem byte offset of this CTA's slice of B and ``b_mask`` its multicast mask (a
-        cluster).  ``warp_copies(kb, idx, fb)``: copies the whole producer warp makes into
-        the stage after its empty barrier's wait, arriving on the full barrier ``fb`` (IR)
-        themselves; the TMA loads are then the elected lane's (``leader_``)."""
+        cluster)."""
         pl = self.pipeline
         i = ir.var(idx, 0, self.stages - 1)
         fb = ir.var("fb_", 0, _U32)
-
-        def loads():
-            self.load_a.emit(kb, self.stage("A", i), self.desc_a, fb, a_row0, k0, l,
-                             tile_k=self.tile_k)
-            self.load_b.emit(kb, self.stage("B", i, b_offset), self.desc_b, fb, b_row0, k0,
-                             l, mask=b_mask, tile_k=self.tile_k)
-        if warp_copies is None:
-            pl.producer_acquire(kb, idx, phase)
-            kb.decl("const u32", "fb_", pl.full_barrier(i), hint=False)
-            loads()
-        else:
-            pl.producer_wait(kb, idx, phase)
-            kb.decl("const u32", "fb_", pl.full_barrier(i), hint=False)
-            warp_copies(kb, i, fb)
-            with kb.if_("leader_"):
-                pl.producer_expect(kb, idx)
-                loads()
+        pl.producer_acquire(kb, idx, phase)
+        kb.decl("const u32", "fb_", pl.full_barrier(i), hint=False)
+        self.load_a.emit(kb, self.stage("A", i), self.desc_a, fb, a_row0, k0, l,
+                         tile_k=self.tile_k)
+        self.load_b.emit(kb, self.stage("B", i, b_offset), self.desc_b, fb, b_row0, k0,
+                         l, mask=b_mask, tile_k=self.tile_k)
         pl.increment(kb, idx, phase)
 
     def emit_consumer_k_block(self, kb, idx: str, phase: str, tail, *, a_offset=0,
