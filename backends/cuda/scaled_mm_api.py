@@ -141,8 +141,7 @@ def choose_fp8_config(M, N, K, a, b, out, mode, vec2=True, sms=132, fast_accum=F
     128 x :func:`promoted_tile_n` tiles (block scaling too: each thread's columns then span
     one or two 128-column B scale blocks), in clusters of two along M;
     fast accumulation (per-tensor / row-wise only: one accumulator) 128x256 tiles, 128x128
-    when that gives fewer tiles than SMs or N <= 128.  Block scaling's configurations
-    take :data:`~backends.cuda.kernels.gemm_sm90_fp8.BLOCK_REGS` (its scale warps' registers).
+    when that gives fewer tiles than SMs or N <= 128.
 
     ``tma_store`` (D's address, pitch and rows whole 16-byte chunks: ``tma_store_ok``): D goes
     through the TMA-store EVT epilogue (``D = acc``, or ``D = acc + bias[n]`` with ``bias``;

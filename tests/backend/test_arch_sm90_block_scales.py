@@ -137,11 +137,12 @@ def test_scale_warps_are_the_free_spare_warps():
 
 @pytest.mark.parametrize("n", [1, 2, 3])
 def test_every_k_block_has_one_scale_warp(n):
-    """The scale role's condition (``kb % n == sw_``) picks exactly one warp per k-block, and
-    each warp's k-blocks are a whole residue class (it waits on every n-th stage)."""
+    """The scale copies' condition (``warp_id() == w0 + kb % n``) picks exactly one of the
+    scale warps ``w0 ... w0 + n - 1`` per k-block, in turn."""
+    w0 = 4 - n
     for kb in range(50):
-        owners = [sw for sw in range(n) if (kb % n == sw if n > 1 else True)]
-        assert len(owners) == 1
+        owners = [w for w in range(4) if w == w0 + kb % n]
+        assert owners == [w0 + kb % n] and w0 <= owners[0] < 4
 
 
 def test_scale_warps_step_aside_for_the_epilogue_load_producer():
@@ -155,8 +156,8 @@ def test_scale_warps_step_aside_for_the_epilogue_load_producer():
                            epi=G.make_epilogue_config(tree, tile_n=128, element_d="bfloat16")
                            ).fit_stages()
     src = G.generate_source(cfg)
-    assert "} else if (warp_id() >= 2 && warp_id() <= 3) {" in src
-    assert "kb % 2 == sw_" in src and "const int sw_ = warp_id() - 2;" in src
+    assert "if (warp_id() == 0 || warp_id() == 2 || warp_id() == 3) {" in src
+    assert "if (warp_id() == 2 + kb % 2) {" in src
     assert "if (warp_id() == 1 && (threadIdx.x & 31) == 0) {" in src
     if not has_compiler():
         pytest.skip("no CUDA compiler")

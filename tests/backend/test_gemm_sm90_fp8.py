@@ -145,22 +145,23 @@ def test_promoted_source_adds_each_k_block():
 
 def test_block_source_promotes_after_each_k_block():
     src = G.generate_source(_cfg(scaling="block"))
-    body = src.split("for (int kb = 0; kb < k_blocks; ++kb)")[3]     # TMA, scales, consumers
+    body = src.split("for (int kb = 0; kb < k_blocks; ++kb)")[2]
     i_commit, i_wait = body.index("wgmma_commit_group();"), body.index("wgmma_wait_group<0>();")
     i_load, i_prom = body.index("sb_[0] = ld_shared_f32(sS"), body.index("tot_[0][0] += acc[0][0]")
     i_full, i_mma = body.index("mbarrier_wait_parity(bar_full"), body.index("wgmma_fence();")
     assert i_full < i_load < i_mma < i_commit < i_wait < i_prom     # scales read before the MMAs
     assert "__ldg(scale" not in body.split("epilogue")[0]             # scales come from smem
-    tma = src.split("for (int kb = 0; kb < k_blocks; ++kb)")[1]
-    assert "scale_" not in tma and "tma_load_3d(sA" in tma      # the TMA warp copies no scale
-    scales = src.split("// block scales: k-block kb's by warp 1 + kb % 3")[1].split(
-        "consumer warpgroups")[0]
-    assert "} else if (warp_id() >= 1 && warp_id() <= 3) {" in src
+    producer = src.split("for (int kb = 0; kb < k_blocks; ++kb)")[1]
+    assert "if (warp_id() == 0 || warp_id() == 1 || warp_id() == 2 || warp_id() == 3) {" in src
+    assert "// block scales: k-block kb's by warp 1 + kb % 3" in src
+    scales = producer.split("if (warp_id() == 1 + kb % 3) {")[1].split("if (warp_id() == 0 && leader_)")[0]
     loads, stores = scales.split("mbarrier_wait_parity(bar_empty + idx * 8, phase);")
     assert loads.count("= __ldg(scale_a + ") == 4 and loads.count("= __ldg(scale_b + ") == 1
     assert "st_shared" not in loads and "cp_async" not in src     # loads before the wait
     assert stores.count("st_shared_f32(sS + idx * 528") == 5            # 4 A rows + 1 B block
-    assert stores.index("st_shared_f32") < stores.index("mbarrier_arrive(bar_full + idx * 8);")
+    assert stores.index("st_shared_f32") < stores.index("mbarrier_arrive(fb_);")
+    tma = producer.split("if (warp_id() == 0 && leader_)")[1]
+    assert "tma_load_3d(sA" in tma and "scale_" not in tma
     assert "mbarrier_init(bar_full + s_ * 8, 33u)" in src
     assert "wgmma_wait_group<1>" not in body.split("wgmma_wait_group<0>")[0]
     assert body.count("] += acc[0][") == 64                          # every accumulator

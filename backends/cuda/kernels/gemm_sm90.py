@@ -125,8 +125,8 @@ class Sm90GemmConfig:
     consumer_wgs: int = 2
     dtype: str = "f16"
     group_m: int = 8
-    producer_regs: int = 40      # setmaxnreg of the producer / consumer warpgroups (FP8 block
-    consumer_regs: int = 232     # scaling left at these defaults: gemm_sm90_fp8.BLOCK_REGS)
+    producer_regs: int = 40
+    consumer_regs: int = 232
     has_c: bool = False          # beta * C term in the built-in epilogue
     vec2: bool = True            # D/C leading dimensions even: paired 4-byte stores
     raster_n: bool = False       # group along N instead of M
@@ -153,14 +153,6 @@ class Sm90GemmConfig:
     scaling: str = "none"
     promote: bool = False        # FP8 "tensor" / "row": sum each k-block in a fresh accumulator
     #                              set and add it into a second one (as "block" does, unscaled)
-
-    def __post_init__(self):
-        # FP8 block scaling's scale warps need more producer registers: the defaults resolve
-        # to gemm_sm90_fp8.BLOCK_REGS (explicit other values are kept)
-        if self.scaling == "block" and (self.producer_regs, self.consumer_regs) == (40, 232):
-            from .gemm_sm90_fp8 import BLOCK_REGS
-            object.__setattr__(self, "producer_regs", BLOCK_REGS[0])
-            object.__setattr__(self, "consumer_regs", BLOCK_REGS[1])
 
     def __repr__(self):
         """The dataclass repr, without the fields added after the first shipped kernels when

@@ -267,17 +267,26 @@ class Sm90Body:
         cfg = self.cfg
         kb.comment("---------------- producer warpgroup ----------------")
         kb.call("setmaxnreg_dec", template=str(cfg.producer_regs))
-        with kb.if_(f"{kb.call_expr('warp_id')} == 0 && {kb.call_expr('elect_one_sync')}"):
+        wid = kb.call_expr("warp_id")
+        warps = self.scale_warps()
+        if warps:
+            # block scales: the TMA warp (its elected lane issues the loads) and the scale
+            # warps walk the stages together; k-block kb's scales are warp w0 + kb % n's
+            w0, n = warps[0], len(warps)
+            who = " || ".join(f"{wid} == {w}" for w in (0, *warps))
+        else:
+            who = f"{wid} == 0 && {kb.call_expr('elect_one_sync')}"
+        with kb.if_(who):
+            if warps:
+                kb.comment(f"block scales: k-block kb's by warp {w0} + kb % {n}")
+                kb.decl("const int", "lane_", "threadIdx.x & 31", hint=False)
+                kb.decl("const bool", "leader_", kb.call_expr("elect_one_sync"), hint=False)
             kb.comment("make_producer_start_state")
             kb.decl("int", "idx", 0, hint=False)
             kb.decl("u32", "phase", "1u", hint=False)
             with self.tile_loop(kb, False):
                 self.emit_producer_tile(kb)
             self.pl.producer_tail(kb, "idx", "phase")
-        # the scale warps as an else-branch: no value of theirs stays live through the TMA
-        # warp's role (the producer warpgroup has 40-56 registers)
-        if cfg.block_scales() is not None:
-            self.emit_scale_producer(kb)
         if self.epi is not None and self.epi.has_producer:
             self.emit_epilogue_producer(kb)
 
@@ -288,39 +297,21 @@ class Sm90Body:
             return ()
         return (1, 2) if self.pp else (1,)
 
-    def emit_scale_producer(self, kb) -> None:
-        """FP8 block scaling (an ``else if`` after the TMA warp's role): the scale warps (``arch.sm90.block_scales.scale_warps``) walk the
-        producer's stages; k-block ``kb`` of a tile is warp ``kb % n``'s, which loads its
-        scales, waits for the stage to be empty, stores them into the stage's slot and arrives
-        on the stage's full barrier."""
+    def scale_warps(self) -> tuple:
+        """FP8 block scaling: the producer warps that copy the scales
+        (``arch.sm90.block_scales.scale_warps``); else none."""
+        if self.cfg.block_scales() is None:
+            return ()
         from ..arch.sm90.block_scales import scale_warps
-        from .gemm_sm90_fp8 import emit_producer_scales
-        cfg = self.cfg
         warps = scale_warps(self.epilogue_producer_warps())
-        n, w0 = len(warps), warps[0]
-        assert warps == tuple(range(w0, w0 + n))
-        wid = kb.call_expr("warp_id")
-        with kb.else_(f"{wid} >= {w0} && {wid} <= {warps[-1]}"):
-            kb.comment(f"block scales: k-block kb's by warp {w0} + kb % {n}")
-            kb.decl("const int", "lane_", "threadIdx.x & 31", hint=False)
-            kb.decl("const int", "sw_", f"{wid} - {w0}", hint=False)
-            kb.decl("int", "idx", 0, hint=False)
-            kb.decl("u32", "phase", "1u", hint=False)
-            first, end, _ = self.k_range
-            with self.tile_loop(kb, False):
-                self.emit_tile_decls(kb, unit=True)
-                with kb.for_("kb", first, end, hint=False):
-                    k = ir.var("kb", 0, _I32 // cfg.tile_k)
-                    i = ir.var("idx", 0, cfg.stages - 1)
-                    with kb.if_(f"kb % {n} == sw_" if n > 1 else "true"):
-                        emit_producer_scales(
-                            kb, cfg, i, self.pl.full_barrier(i), k * cfg.tile_k,
-                            lambda k2: self.pl.producer_wait(k2, "idx", "phase"))
-                    self.pl.increment(kb, "idx", "phase")
+        assert warps == tuple(range(warps[0], warps[0] + len(warps)))    # w0 + kb % n
+        return warps
 
     def emit_producer_tile(self, kb) -> None:
         """One unit of the mainloop producer: per k-block, acquire the stage, then its TMA
-        loads (A's box, B's box or its cluster slice, multicast) on the stage's full barrier."""
+        loads (A's box, B's box or its cluster slice, multicast) on the stage's full barrier;
+        with block scales, the owning scale warp's copies of the k-block's scales (it loads
+        them, waits for the stage to be empty, stores them and arrives on the full barrier)."""
         cfg, maps = self.cfg, self.maps
         self.emit_tile_decls(kb, unit=True)
         first, end, _ = self.k_range
@@ -332,11 +323,23 @@ class Sm90Body:
             b_offset = rank * maps.b_slice_offset(1)
             b_row0 = b_row0 + rank * maps.b_slice_rows
             b_mask = hex((1 << cfg.cluster_m) - 1)
+        side = None
+        warps = self.scale_warps()
+        if warps:
+            from .gemm_sm90_fp8 import emit_producer_scales
+            k0 = ir.var("kb", 0, _I32 // cfg.tile_k) * cfg.tile_k
+
+            def side(k, i, fb):
+                n = len(warps)
+                with k.if_(f"warp_id() == {warps[0]} + kb % {n}" if n > 1 else
+                           f"warp_id() == {warps[0]}"):
+                    emit_producer_scales(k, cfg, i, fb, k0,
+                                         lambda k2: self.pl.producer_wait(k2, "idx", "phase"))
         with kb.for_("kb", first, end, hint=False):
             k = ir.var("kb", 0, _I32 // cfg.tile_k)
             self.mainloop.emit_producer_k_block(
                 kb, "idx", "phase", k * cfg.tile_k, m_blk * cfg.tile_m, b_row0,
-                ir.var("l_", 0, _I32), b_offset=b_offset, b_mask=b_mask)
+                ir.var("l_", 0, _I32), b_offset=b_offset, b_mask=b_mask, side_copies=side)
 
     def emit_epilogue_producer(self, kb) -> None:
         """The fused epilogue's C / aux loads: producer warp 1 (ping-pong: warp 1 + w for

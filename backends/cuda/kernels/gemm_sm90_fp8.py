@@ -49,7 +49,7 @@ accumulator 1.3e-2 relative-norm error, promoted 1.2e-4 (bf16 output rounding: 1
 
 from __future__ import annotations
 
-__all__ = ["BLOCK_REGS", "FP8_DTYPES", "OUT_DTYPES", "SCALINGS", "check", "PARAMS", "emit_promotion_loads",
+__all__ = ["FP8_DTYPES", "OUT_DTYPES", "SCALINGS", "check", "PARAMS", "emit_promotion_loads",
            "emit_promotion", "promotes", "emit_promotion_init", "emit_k_block_tail",
            "emit_producer_scales",
            "emit_consumer_setup", "emit_epi_prelude", "acc_expr", "emit_epilogue", "name_part",
@@ -70,10 +70,6 @@ SCALINGS = ("tensor", "row", "block")
 ROW_SCALE_BATCH = 8
 #: K elements of one scale block (``scaling="block"``) and of one k-block of the kernel
 BLOCK_K = 128
-#: ``(producer_regs, consumer_regs)`` of block-scaled kernels: the producer warpgroup's scale
-#: warps keep five scale loads in flight per lane (ptxas: 112-176 bytes of spills at 40
-#: registers, none at 56); two accumulator sets of 128x192 fit 224 registers per consumer
-BLOCK_REGS = (56, 224)
 
 
 _I32 = (1 << 31) - 1

@@ -11,23 +11,25 @@ scale_b[nb, kb]`` before adding it into the fp32 total.  The scales travel with 
   gcd(tile_n, 128)``: tiles start at multiples of ``tile_n``, so each chunk lies inside one
   128-column block of B (a 128x192 tile takes 3 entries of 64 columns; 128x128 one entry);
 - the producer warpgroup's scale warps (the warps beside the TMA warp that no other role
-  uses; k-block ``kb`` is warp ``kb % n``'s) copy the k-block's scales: each lane loads its
-  rows' (and a B entry's) scales into registers *before* waiting for the stage to be empty,
-  stores them into the slot after the wait (rows past M and blocks past N store zero), and
-  arrives on the stage's full barrier (its release orders the stores before the consumers'
-  acquiring wait): the full barrier expects :data:`LANES` such arrivals beside the TMA
-  leader's ``arrive.expect_tx`` (``PipelineTmaAsync.num_producers`` = 1 + 32);
+  uses) walk the stages in the TMA warp's loop; k-block ``kb``'s scales are warp ``w0 + kb %
+  n``'s: each lane loads its rows' (and a B entry's) scales into registers *before* waiting
+  for the stage to be empty, stores them into the slot after the wait (rows past M and blocks
+  past N store zero) and arrives on the stage's full barrier (the arrival's release orders the
+  stores before the consumers' acquiring wait): the full barrier expects :data:`LANES` such
+  arrivals beside the TMA leader's ``arrive.expect_tx`` (``PipelineTmaAsync.num_producers`` =
+  1 + 32);
 - the consumers read their rows' scales and the tile's B scales out of the stage after the
   full barrier's wait, before the stage is released.
 
 A scale's global latency is so hidden twice: behind the stage's wait (the loads are issued
-first) and behind the other scale warps' k-blocks (``n`` loads in flight).  Measured
-alternatives: one warp's lanes copying with 4-byte ``cp.async`` and
-``cp.async.mbarrier.arrive.noinc`` (the previous protocol) ran the block kernel at 1.17-1.36x
-the per-tensor kernel's time, one warp of plain loads at 1.32-1.49x, three warps of plain loads
-at 1.08-1.15x (``docs/performance.md``, FP8 v11).  (Loading the scales into the consumers' registers one
-k-block ahead was not enough: nvcc moved the register copy of the next k-block's scales to
-the loop's bottom, where it waited for loads issued in the same k-block.)
+first) and behind the other scale warps' k-blocks (``n`` k-blocks' loads in flight).  Measured
+(``docs/performance.md``, FP8 v11), block-scaled time over the per-tensor kernel's: the TMA
+warp's lanes copying with 4-byte ``cp.async`` and ``cp.async.mbarrier.arrive.noinc`` (the
+previous protocol) 1.17-1.36x; one warp of plain loads 1.32-1.49x; three warps of plain loads
+1.08-1.15x.  (The same three warps in a loop of their own, apart from the TMA warp's, ran
+1.17-1.29x; loading the scales into the consumers' registers one k-block ahead was not enough
+either: nvcc moved the register copy of the next k-block's scales to the loop's bottom, where
+it waited for loads issued in the same k-block.)
 
 Law (``tests/backend/test_arch_sm90_block_scales.py``): the slots of the stages are disjoint
 and inside ``bytes``; a scale warp's lanes write every A scale of the tile exactly once and

@@ -68,20 +68,36 @@ class Mainloop:
         return base + offset if not (isinstance(offset, int) and offset == 0) else base
 
     def emit_producer_k_block(self, kb, idx: str, phase: str, k0, a_row0, b_row0, l, *,
-                              b_offset=0, b_mask: str | None = None) -> None:
+                              b_offset=0, b_mask: str | None = None,
+                              side_copies=None) -> None:
         """One k-block of the producer thread: ``k0`` the k-block's first K index, ``a_row0``
         / ``b_row0`` the first rows of the A / B boxes, ``l`` the batch (IR); ``b_offset``
         the smem byte offset of this CTA's slice of B and ``b_mask`` its multicast mask (a
-        cluster)."""
+        cluster).  ``side_copies(kb, idx, fb)``: copies other producer warps make into the
+        stage (waiting for it themselves and arriving on its full barrier ``fb``, IR); the
+        producer is then warp 0 (the empty wait) and its elected lane ``leader_`` (the
+        loads), with the other warps in the same loop."""
         pl = self.pipeline
         i = ir.var(idx, 0, self.stages - 1)
         fb = ir.var("fb_", 0, _U32)
-        pl.producer_acquire(kb, idx, phase)
-        kb.decl("const u32", "fb_", pl.full_barrier(i), hint=False)
-        self.load_a.emit(kb, self.stage("A", i), self.desc_a, fb, a_row0, k0, l,
-                         tile_k=self.tile_k)
-        self.load_b.emit(kb, self.stage("B", i, b_offset), self.desc_b, fb, b_row0, k0,
-                         l, mask=b_mask, tile_k=self.tile_k)
+
+        def loads():
+            self.load_a.emit(kb, self.stage("A", i), self.desc_a, fb, a_row0, k0, l,
+                             tile_k=self.tile_k)
+            self.load_b.emit(kb, self.stage("B", i, b_offset), self.desc_b, fb, b_row0, k0,
+                             l, mask=b_mask, tile_k=self.tile_k)
+        if side_copies is None:
+            pl.producer_acquire(kb, idx, phase)
+            kb.decl("const u32", "fb_", pl.full_barrier(i), hint=False)
+            loads()
+        else:
+            with kb.if_(f"{kb.call_expr('warp_id')} == 0"):
+                pl.producer_wait(kb, idx, phase)
+            kb.decl("const u32", "fb_", pl.full_barrier(i), hint=False)
+            side_copies(kb, i, fb)
+            with kb.if_(f"{kb.call_expr('warp_id')} == 0 && leader_"):
+                pl.producer_expect(kb, idx)
+                loads()
         pl.increment(kb, idx, phase)
 
     def emit_consumer_k_block(self, kb, idx: str, phase: str, tail, *, a_offset=0,
