@@ -332,9 +332,9 @@ from cute_py.backends.cuda.kernels.gemm_sm90_heuristic import choose_sm90  # noq
 
 
 @pytest.mark.parametrize("M,N,K,swap,tile_n,splits", [
-    (1, 4096, 4096, True, 16, 4),
-    (16, 4096, 4096, True, 16, 4),
-    (32, 4096, 4096, True, 32, 4),
+    (1, 4096, 4096, True, 16, 2),        # 64 64x16 swapped tiles, split x2
+    (16, 4096, 4096, True, 16, 2),
+    (32, 4096, 4096, True, 32, 2),
     (33, 4096, 4096, False, 32, 1),      # above SWAP_MAX_M: 128 64x32 tiles, one wave
     (64, 4096, 4096, False, 32, 1),
     (64, 11008, 4096, False, 88, 1),     # 126 64x88 tiles
@@ -357,6 +357,22 @@ def test_choose_sm90_table(M, N, K, swap, tile_n, splits):
     assert hash(c) == hash(choose_sm90(M, N, K))
     if splits > 1:
         assert c.workspace_elements(M, N) > 0
+
+
+def test_choose_sm90_swapped_64_row_tiles():
+    """Swapped problems take 64-row tiles (one consumer warpgroup) when those fit one wave,
+    else 128-row tiles; an M-contiguous A (64-wide swapped tiles) keeps 128 rows."""
+    for (M, N, K), (tm, splits) in {(16, 6144, 4096): (64, 1), (8, 4096, 14336): (64, 2),
+                                    (32, 8448, 4096): (64, 1), (32, 8512, 4096): (128, 1),
+                                    (16, 11008, 4096): (128, 1), (1, 28672, 8192): (128, 1)
+                                    }.items():
+        c = choose_sm90(M, N, K)
+        assert c.swap and (c.cfg.tile_m, c.cfg.consumer_wgs, c.splits) == \
+            (tm, tm // 64, splits), (M, N, K, str(c))
+        assert c.tiles == -(-N // tm) and (tm == 128 or c.tiles <= 132)
+    c = choose_sm90(16, 6144, 4096, a_major="MN")
+    assert (c.cfg.tile_m, c.cfg.tile_n) == (128, 64)
+    assert choose_sm90(16, 6144, 4096, num_sms=64).cfg.tile_m == 128    # 96 > 64 SMs
 
 
 def test_fill_tile_n_law():

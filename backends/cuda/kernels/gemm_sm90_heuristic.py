@@ -10,6 +10,7 @@ them as a table; thresholds marked there as to-be-measured are first guesses):
    stores D transposed (``transpose_d``).  The kernel's B is then the user's A, which must be
    K-major for a 16 / 32-wide tile (an MN-major A takes 64).
 2. **Tile**: swapped: ``128 x n`` with n = 16 / 32 / 64 (the smallest of them >= M), 8 stages;
+   ``64 x n`` (one consumer warpgroup) when n is 16 / 32 and the 64-row tiles fit one wave;
    otherwise the existing default when 128x256 tiles fill the SMs (``default_path``: the
    ping-pong 64x256 or cooperative 128x256 kernel of ``default_evt_config``), else the tile of
    ``gemm_sm90.TILES`` with the fewest waves x tile work: 128x128 (the default path's skinny
@@ -167,6 +168,17 @@ def choose_sm90(M: int, N: int, K: int, L: int = 1, dtype: str = "f16", a_major:
             why.append("A is M-contiguous: 64-wide tile (16/32 need a K-major operand)")
         tm, stages = 128, 8 if tn <= 64 else 6
         why.insert(0, f"M={M} <= {SWAP_MAX_M}: swap A/B (D^T = B^T A^T), wgmma N={tn}")
+        # 64-row tiles when they fit one wave.  Measured on the H100 (fp16, x @ W.T / A @ B,
+        # M = 1 / 8 / 16 / 32, time ratio to torch.mm, 128-row -> 64-row tiles): 6144x4096
+        # 0.85-0.88 -> 0.99-1.05 (96 tiles, no split, against 48 split x2); 4096x4096
+        # 1.07-1.54 -> 1.12-1.65 (M = 1 x @ W.T: 1.42 -> 1.38); 4096x14336 0.94-0.97 ->
+        # 0.97-0.99.  At 11008, 14336 and 28672 wide (172-448 64-row tiles, more than a wave)
+        # the 128-row tiles were as fast or faster (docs/performance.md, "Hopper GEMM", v12)
+        t64 = _tiles(km, kn, L, 64, tn)
+        if tn in SMALL_TILE_N and t64 <= num_sms:
+            tm = 64
+            why.append(f"{t64} 64x{tn} tiles fit one wave: 64-row tiles (one consumer "
+                       "warpgroup)")
     else:
         km, kn, ka, kbm = M, N, a_major, b_major
         tm = 128
@@ -204,7 +216,7 @@ def choose_sm90(M: int, N: int, K: int, L: int = 1, dtype: str = "f16", a_major:
                    f"{'s' if wgs > 1 else ''}): fewest waves x tile work")
     tiles = _tiles(km, kn, L, tm, tn)
     splits = 1
-    wgs = 2 if swap else wgs
+    wgs = tm // 64 if swap else wgs
     if allow_split and tiles * 2 <= num_sms:
         s = min(num_sms // tiles, kb // MIN_KB_PER_SPLIT, MAX_SPLITS)
         if s >= 2:
