@@ -212,7 +212,7 @@ def _build_sm90(Am, Bm, Dm, Cm, alpha_one, cfg, device):
     # row read straddles L2 lines); for problems with M >= PAD_B_MIN_M one copy of B into
     # 128-byte rows per call is cheaper than that (docs/performance.md, "Hopper GEMM", v5)
     call.pad_b128 = (cfg is None and not call.copy_b and G.tma_major(Bm) == "K"
-                     and not G.rows_128(Bm) and Am.shape[-2] >= PAD_B_MIN_M)
+                     and not G.rows_on(Bm, PAD_B_ROWS) and Am.shape[-2] >= PAD_B_MIN_M)
     call.copy_b = call.copy_b or call.pad_b128
     if call.copy_a:
         Am = _padded_meta(Am)
@@ -250,7 +250,8 @@ def _build_sm90(Am, Bm, Dm, Cm, alpha_one, cfg, device):
     call.plan = plan
     copied = tuple(n for n, c in (("A", call.copy_a), ("B", call.copy_b)) if c)
     if call.pad_b128:
-        reason += "; K-major B with rows off 128-byte boundaries copied into 128-byte rows"
+        reason += (f"; K-major B with rows off {PAD_B_ROWS}-byte boundaries copied into 128-byte "
+                   "rows")
     if cfg.cluster_m == 2 and cfg.b_major == "MN" and not G.rows_128(Bm):
         reason += "; N-contiguous B with rows off 128-byte boundaries: clusters of 2 (B multicast)"
     call.choice = GemmChoice("sm90", cfg.name, cfg, copied,
@@ -304,11 +305,18 @@ def _reduce_kernel(cfg):
     return k
 
 
-#: the smallest M for which a K-major B with rows off 128-byte boundaries is copied into 128-byte
-#: rows first.  Measured on the H100 (x @ W.T, fp16, wall per call vs torch.mm): 4096x4096x2040
-#: 0.73x -> 0.82x, 8192x8192x2040 0.74x -> 0.90x; 3000x5000x2000 0.88x -> 0.70x (the copy of a
-#: strided view costs ~25 us there, more than the mainloop gains at M = 3000)
+#: the smallest M for which a K-major B whose rows are off ``PAD_B_ROWS``-byte boundaries is
+#: copied into 128-byte rows first.  Measured on the H100 (x @ W.T, fp16, wall per call vs
+#: torch.mm): 4096x4096x2040 0.73x -> 0.82x, 8192x8192x2040 0.74x -> 0.90x; 3000x5000x2000
+#: 0.88x -> 0.70x (the copy of a strided view costs ~25 us there, more than the mainloop gains
+#: at M = 3000)
 PAD_B_MIN_M = 4096
+#: ... rows off this many bytes (a 32-byte sector): rows on sectors are read in place.  Measured
+#: on the H100 (x @ W.T, wall per call vs torch.mm, copied -> in place): K = 2000 (4000-byte
+#: rows, on sectors) 4096x4096 0.89-0.90x -> 1.00x, 8192x8192 0.96x -> 1.01x, 4096x11008 0.88x ->
+#: 0.97x; K = 2040 (4080-byte rows, off sectors) 4096x4096 0.92x -> 0.72x, 8192x8192 0.95x ->
+#: 0.78x, 16384x4096 0.97x -> 0.77x (docs/performance.md, "Hopper GEMM", v12)
+PAD_B_ROWS = 32
 
 
 def _keeps_mn(m: TensorMeta) -> bool:

@@ -1022,11 +1022,17 @@ def tma_major(m: TensorMeta) -> str | None:
     return None
 
 
+def rows_on(m: TensorMeta, nbytes: int) -> bool:
+    """Every row of operand ``m`` (along its contiguous mode) starts on an ``nbytes`` boundary
+    (its base, row pitch and batch stride are multiples of ``nbytes``)."""
+    pitch = m.strides[-2] if m.strides[-1] == 1 else m.strides[-1]
+    return m.ptr % nbytes == 0 and (pitch * m.itemsize) % nbytes == 0 and \
+        (len(m.shape) == 2 or (m.strides[0] * m.itemsize) % nbytes == 0)
+
+
 def rows_128(m: TensorMeta) -> bool:
     """Every row of operand ``m`` (along its contiguous mode) starts on a 128-byte boundary."""
-    pitch = m.strides[-2] if m.strides[-1] == 1 else m.strides[-1]
-    return m.ptr % 128 == 0 and (pitch * m.itemsize) % 128 == 0 and \
-        (len(m.shape) == 2 or (m.strides[0] * m.itemsize) % 128 == 0)
+    return rows_on(m, 128)
 
 
 def cluster_for(B: TensorMeta, tile_n: int) -> int:
