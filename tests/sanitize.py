@@ -18,7 +18,9 @@ tests' own: NumPy references, poisoned outputs, guard bands):
   scales of any strides and 128x192 block-scaled tiles;
 * the one-call GEMM's pieces: the cooperative kernel in clusters of two with a row-major B,
   the grouped copy of operands TMA cannot read into padded buffers, and batched D through
-  3-D TMA stores, and the one-wave 64-row decode tiles (a K-major B; a row-major B in SW64 atoms).
+  3-D TMA stores, and the one-wave 64-row decode tiles (a K-major B; a row-major B in SW64 atoms);
+* split-K and swapped decode through the heuristic: 64-row swapped tiles with the fix-up split
+  (16 x 4096 x 4096) and unsplit (7 x 391 x 2000).
 
 Each tool runs once over the whole selection (one Python process, compiled kernels come from the
 disk cache).  Exit status: 0 when every tool reports no error.  Not a pytest module on purpose
@@ -45,6 +47,7 @@ FILES = [
     "tests/backend/test_epilogue_sm90.py",
     "tests/backend/test_scaled_mm_gpu.py",
     "tests/backend/test_gemm_api_gpu.py",
+    "tests/backend/test_gemm_sm90_splitk_gpu.py",
 ]
 SELECT = ("transpose_helper or strided_views or smem or scalar_any"
           " or (7x13x29 and compact) or offset1-batched"
@@ -57,7 +60,9 @@ SELECT = ("transpose_helper or strided_views or smem or scalar_any"
           " or test_bias and tensor-bfloat16"
           " or cluster_kernel_row_major_b_small or copy_group_kernel_odd_operands"
           " or (batched_d_through_tma_stores and shape1-AB)"
-          " or (one_wave_decode_tiles and 50x5000) or block_scaling_wide_tiles")
+          " or (one_wave_decode_tiles and 50x5000) or block_scaling_wide_tiles"
+          " or (heuristic_choice_vs_reference and f16 and fixup"
+          " and (N4096K4096-16- or N391K2000-7-))")
 
 
 def main(argv=None) -> int:
