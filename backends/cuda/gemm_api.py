@@ -236,10 +236,29 @@ def _build_sm90(Am, Bm, Dm, Cm, alpha_one, cfg, device):
         reason += f"; {ch.reason}"
     if cfg is None:
         cfg = G.choose_config(Am, Bm, Dm, Cm, alpha_one, sms)
-    elif (cfg.a_major, cfg.b_major) != (G.tma_major(Am), G.tma_major(Bm)):
-        raise LaunchError(_OP, "cfg", "its operand majors differ from the arrays' (A, B)",
-                          expected=(G.tma_major(Am), G.tma_major(Bm)),
-                          actual=(cfg.a_major, cfg.b_major))
+    else:
+        from dataclasses import replace
+        if cfg.vec2 and not all(X is None or (X.strides[-2] % 2 == 0 and X.ptr % 4 == 0)
+                                for X in (Dm, Cm if use_c else None)):
+            # paired stores need even leading dimensions: like has_c, the call decides
+            cfg = replace(cfg, vec2=False)
+        kA, kB = (Bm, Am) if cfg.transpose_d else (Am, Bm)
+        if (cfg.a_major, cfg.b_major) != (G.tma_major(kA), G.tma_major(kB)):
+            raise LaunchError(_OP, "config", "its operand majors differ from the arrays' "
+                              "(kernel A, kernel B: the user's B, A when transpose_d)",
+                              expected=(G.tma_major(kA), G.tma_major(kB)),
+                              actual=(cfg.a_major, cfg.b_major))
+        if cfg.splits or cfg.stream_k or cfg.transpose_d:
+            # a split, stream-K or transposed configuration needs its workspace, its reduce
+            # and its swapped operands: the heuristic's special route, with the split count
+            # of its rule
+            from .kernels.gemm_sm90_heuristic import forced_choice
+            L = Am.shape[0] if len(Am.shape) == 3 else 1
+            ch = forced_choice(cfg, Am.shape[-2], Bm.shape[-2], Am.shape[-1], L, sms)
+            return _build_sm90_special(call, ch, Am, Bm, Dm, Cm, device)
+        if cfg.epi is None and cfg.has_c != use_c:
+            # the built-in epilogue's C term follows the call (as on the special route)
+            cfg = replace(cfg, has_c=use_c)
     g = G.get_kernel(cfg)
     if cfg.epi is not None:
         tensors = {"C": Cm, "alpha": 1.0, "beta": 0.0} if use_c else None
@@ -290,6 +309,13 @@ def _build_sm90_special(call, ch, Am, Bm, Dm, Cm, device):
             red = _reduce_kernel(SplitKReduceConfig(cfg.dtype, use_c, vec,
                                                     cfg.split_k == "atomic"))
             call.reduce = red.plan(lay, Dm, Cm, device=device)
+    if cfg.stream_k:
+        # the partials' workspace and one flag per CTA (zeroed once; the kernel leaves them
+        # zero), for the grid the plan was made for
+        from .kernels.gemm_sm90_streamk import streamk_layout
+        lay = streamk_layout(cfg, kA.shape[-2], kB.shape[-2], kA.shape[-1], L,
+                             g.max_ctas(device))
+        call.ws_elems, call.cnt_elems = lay.ws_elements, lay.flags
     call.choice = GemmChoice("sm90", cfg.name, cfg, (), str(ch))
     return call
 
@@ -630,6 +656,8 @@ def _gemm_general(A, B, C, alpha, beta, *, out, stream, explain, backend, mainlo
             return res
     hopper = _hopper(Am.device) and Am.dtype in ("float16", "bfloat16")
     cfg90 = config if _is_sm90_config(config) else None
+    if cfg90 is not None and cfg90.epi is not None:
+        _check_config_tree(cfg90.epi.tree, use_c, alpha, beta)
     if cfg90 is not None and backend == "sm80":
         raise LaunchError(_OP, "config", "is a Hopper configuration; backend='sm80' asked for "
                           "the SM80 kernel", actual=getattr(cfg90, "name", cfg90))
@@ -697,6 +725,27 @@ def _run_sm80_plan(A, B, C, alpha, beta, user_out, out, Am, Bm, Cm, Dm, use_c, b
         return out
     from dataclasses import replace
     return out, replace(call.choice, reason=call.choice.reason + f" ({why})")
+
+
+def _check_config_tree(tree, use_c: bool, alpha: float, beta: float) -> None:
+    """A Hopper ``config`` with an EVT epilogue, called without ``epilogue=``: its tree must
+    compute this call's ``alpha * A @ B (+ beta * C)`` -- read C exactly when the call has one,
+    carry the ``alpha`` / ``beta`` scalars the call sets to other than 1, and take no other
+    named tensor (those come with ``epilogue=tree, **tensors``)."""
+    sig = tree.signature
+    if use_c != ("C" in sig):
+        raise LaunchError(_OP, "C", "the configuration's epilogue tree " +
+                          ("does not read C (pass epilogue= a tree that does, or drop C)"
+                           if use_c else "reads C: pass C (and beta)"),
+                          expected="C" if "C" in sig else None)
+    for nm, v in (("alpha", alpha), ("beta", beta if use_c else 1.0)):
+        if v != 1.0 and nm not in sig:
+            raise LaunchError(_OP, nm, "the configuration's epilogue tree has no scalar of this "
+                              "name, so it cannot scale by it", actual=v)
+    extra = sorted(set(sig) - {"C", "alpha", "beta"})
+    if extra:
+        raise LaunchError(_OP, "config", "its epilogue tree takes named tensors: call gemm("
+                          "..., epilogue=tree, **tensors) with them", actual=extra)
 
 
 def _is_sm90_config(config) -> bool:

@@ -777,3 +777,66 @@ def test_sass_narrow_hgmma_no_local_memory(i, mma):
     assert "LDL" not in sass and "STL" not in sass
     if cfg.split_k == "fixup":
         assert "BAR.RED" in sass and "ATOMG" in sass
+
+
+# --------------------------------------------------------------------------- a given config
+
+_FORCED = (G.Sm90GemmConfig(128, 128, 64, 6, 2, "f16", split_k="fixup"),
+           G.Sm90GemmConfig(128, 64, 64, 8, 2, "f16", split_k="atomic", vec2=False),
+           G.Sm90GemmConfig(128, 128, 64, 6, 2, "f16", stream_k=True),
+           G.Sm90GemmConfig(128, 16, 64, 8, 2, "bf16", transpose_d=True, vec2=False,
+                            split_k="fixup"),
+           G.Sm90GemmConfig(128, 32, 64, 8, 2, "f16", transpose_d=True, vec2=False))
+
+
+@pytest.mark.parametrize("cfg", _FORCED, ids=lambda c: c.name)
+@pytest.mark.parametrize("mnk", [(1, 1, 1), (9, 520, 2000), (200, 136, 64), (4096, 4096, 4096),
+                                 (17, 33, 65)])
+def test_forced_choice_law(cfg, mnk):
+    """``forced_choice``: swapped exactly for ``transpose_d``; ``1 <= splits <= k-blocks``, 1
+    unless the configuration splits (at least 2 where K has two k-blocks); units = tiles x
+    splits; the configuration is the one given."""
+    from cute_py.backends.cuda.kernels.gemm_sm90_heuristic import forced_choice
+    M, N, K = mnk
+    ch = forced_choice(cfg, M, N, K)
+    kb = -(-K // cfg.tile_k)
+    assert ch.cfg is cfg and ch.swap == cfg.transpose_d
+    assert 1 <= ch.splits <= kb
+    assert ch.splits == 1 or cfg.splits
+    if cfg.splits and kb >= 2:
+        assert ch.splits >= 2
+    km, kn = (N, M) if ch.swap else (M, N)
+    assert ch.tiles == -(-km // cfg.tile_m) * -(-kn // cfg.tile_n)
+    assert ch.units == ch.tiles * ch.splits
+    with pytest.raises(LaunchError, match="K"):
+        forced_choice(cfg, M, N, 0)
+
+
+def test_prepare_refuses_configs_that_need_a_workspace_or_a_swap():
+    """``Sm90Gemm.prepare`` (one plan, no workspace) refuses split-K / stream-K / transposed-D
+    configurations, pointing to ``cute_py.gemm(..., config=cfg)``; nothing is launched."""
+    for cfg in _FORCED:
+        g = G.Sm90Gemm(cfg)
+        with pytest.raises(LaunchError, match=r"cute_py.gemm\(A, B, config=cfg\)") as e:
+            g.prepare(None, None)
+        assert e.value.arg == "cfg"
+
+
+def test_config_tree_must_compute_the_call():
+    """``gemm(..., config=cfg)`` with an EVT configuration: its tree reads C exactly when the
+    call has one, has the alpha / beta scalars the call sets, and takes no other tensor."""
+    from cute_py.backends.cuda.gemm_api import _check_config_tree
+    from cute_py.epilogue import evt
+    acc = evt.AccFetch()
+    lin = evt.linear_combination(element_c="float16")
+    _check_config_tree(acc, False, 1.0, 0.0)
+    _check_config_tree(lin, True, 2.0, 0.5)
+    for tree, use_c, a, b, arg in ((acc, True, 1.0, 1.0, "C"), (lin, False, 1.0, 0.0, "C"),
+                                   (acc, False, 2.0, 0.0, "alpha"),
+                                   (evt.add(acc, evt.SrcFetch("float16")), True, 1.0,
+                                    0.5, "beta"),
+                                   (evt.add(acc, evt.RowBroadcast("bias", "float16")), False,
+                                    1.0, 0.0, "config")):
+        with pytest.raises(LaunchError) as e:
+            _check_config_tree(tree, use_c, a, b)
+        assert e.value.op == "gemm" and e.value.arg == arg, str(e.value)

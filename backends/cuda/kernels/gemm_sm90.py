@@ -914,6 +914,10 @@ class Sm90Gemm:
         ``(N, K)`` K-major, D (allocated when None) of ``cfg.out_dtype``."""
         from ..stream import stream_handle
         op = "Sm90Gemm"
+        if self.cfg.splits or self.cfg.stream_k or self.cfg.transpose_d:
+            raise LaunchError(op, "cfg", "a split-K, stream-K or transposed-D configuration "
+                              "needs a workspace, a reduce or swapped operands: run it through "
+                              "cute_py.gemm(A, B, config=cfg)", actual=self.cfg.name)
         if not isinstance(alpha, numbers.Real) or not isinstance(beta, numbers.Real):
             raise LaunchError(op, "alpha", "alpha and beta must be real numbers",
                               actual=(type(alpha).__name__, type(beta).__name__))

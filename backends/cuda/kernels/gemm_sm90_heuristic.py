@@ -44,7 +44,7 @@ from cute_py.errors import LaunchError
 from .gemm_sm90 import SMALL_TILE_N, Sm90GemmConfig, _pick_tile
 
 __all__ = ["Sm90Choice", "choose_sm90", "SWAP_MAX_M", "MIN_KB_PER_SPLIT", "MAX_SPLITS",
-           "DEFAULT_SPLIT_MODE", "FILL_MAX_M", "FILL_MIN_TN", "fill_tile_n"]
+           "DEFAULT_SPLIT_MODE", "FILL_MAX_M", "FILL_MIN_TN", "fill_tile_n", "forced_choice"]
 
 #: swap A and B for M at most this.  Measured on the H100 (x @ W.T fp16, wall per call, the
 #: heuristic with and without the swap in the same rounds): M = 32 swapped 12.2 us against 18.5
@@ -236,4 +236,34 @@ def choose_sm90(M: int, N: int, K: int, L: int = 1, dtype: str = "f16", a_major:
                     "atomic": "atomic adds (not deterministic)"}[mode])
     cfg = Sm90GemmConfig(tm, tn, 64, stages, wgs, dtype, a_major=ka, b_major=kbm,
                          split_k=mode, transpose_d=swap, vec2=d_vec2 and not swap).check()
+    return Sm90Choice(cfg, swap, splits, tiles, tiles * splits, num_sms, "; ".join(why))
+
+
+def forced_choice(cfg: Sm90GemmConfig, M: int, N: int, K: int, L: int = 1,
+                  num_sms: int = 132) -> Sm90Choice:
+    """How a configuration the caller gives (``cute_py.gemm(..., config=cfg)``) runs ``D (L, M,
+    N) = A @ B`` when it splits K, runs stream-K or stores D transposed: swapped (kernel problem
+    ``N x M``, kernel A = the user's B) when ``cfg.transpose_d``; a splitting configuration
+    takes the split count of rule 3 (``min(SMs // tiles, k_blocks // MIN_KB_PER_SPLIT,
+    MAX_SPLITS)``), at least 2 where K has two k-blocks (the configuration asked for a split);
+    stream-K shares the tail tiles over the grid (one unit per tile here).  Law (test):
+    ``swap == cfg.transpose_d``; ``1 <= splits <= k_blocks`` and ``splits == 1`` unless
+    ``cfg.split_k`` splits; ``units == tiles * splits``."""
+    op = "forced_choice"
+    for nm, v in (("M", M), ("N", N), ("K", K), ("L", L), ("num_sms", num_sms)):
+        if not isinstance(v, int) or v < 1:
+            raise LaunchError(op, nm, "must be a positive int", actual=v)
+    swap = bool(cfg.transpose_d)
+    km, kn = (N, M) if swap else (M, N)
+    tiles = _tiles(km, kn, L, cfg.tile_m, cfg.tile_n)
+    kb = -(-K // cfg.tile_k)
+    splits, why = 1, ["the configuration given"]
+    if swap:
+        why.append("D^T = B^T A^T (transpose_d)")
+    if cfg.splits:
+        splits = max(2, min(num_sms // tiles, kb // MIN_KB_PER_SPLIT, MAX_SPLITS))
+        splits = max(1, min(splits, kb))
+        why.append(f"split-K x{splits} ({cfg.split_k}): {tiles} tiles, {kb} k-blocks")
+    if cfg.stream_k:
+        why.append("stream-K: the tail tiles shared in k-blocks by the grid")
     return Sm90Choice(cfg, swap, splits, tiles, tiles * splits, num_sms, "; ".join(why))
