@@ -27,6 +27,11 @@ def gemm(A, B, C=None, alpha=1.0, beta=0.0, *, out=None, stream=None, explain=Fa
       leading dimension; ``x @ W.T`` is ``gemm(x, W.T)``, read in place).  Operands the
       Hopper kernel's TMA cannot read in place (row pitch not a multiple of 16 bytes) are
       copied into padded buffers for the call.
+    - Batches broadcast as in ``torch.matmul``: a 2-D, batch-1 or stride-0 (``expand``)
+      operand is one matrix for every batch of the other (``gemm(x, W.T)`` with ``x (L, M,
+      K)`` is ``nn.Linear`` on a 3-D input: one GEMM on the folded ``(L*M, K)`` view when x,
+      C and out fold; else one GEMM per batch).  Empty problems follow ``torch.mm``: M, N or
+      L of 0 give the empty D; K of 0 gives ``D = act(beta * C + bias)``.
     - ``C``: D's shape and dtype; ``alpha``, ``beta``: real numbers.
     - ``out``: D, of A's dtype and the result's shape, not overlapping A, B or C (allocated
       row-major when None).

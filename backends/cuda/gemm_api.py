@@ -33,6 +33,9 @@ import sys
 from cute_py.errors import LaunchError
 
 from .stream import cupy_external_stream, torch_external_stream
+from cute_py.epilogue.fused import ACTIVATIONS
+
+from .gemm_broadcast import broadcast_call, empty_call, needs_broadcast
 from .gemm_common import GemmChoice
 from .gemm_common import acls as _acls
 from .gemm_common import cupy_view as _cupy_view
@@ -146,7 +149,8 @@ def _check_scalar(name, v):
     return float(v)
 
 
-def _check_metas(A: TensorMeta, B: TensorMeta, C, D, bits_ok: bool = False):
+def _check_metas(A: TensorMeta, B: TensorMeta, C, D, bits_ok: bool = False,
+                 allow_empty: bool = False):
     if A.dtype == "uint16" and not bits_ok:
         raise LaunchError(_OP, "A", "is uint16; CuPy has no bfloat16: pass torch bfloat16 "
                           "tensors, or bf16 bit patterns to gemm_sm90 / gemm_sm80(bf16=True)",
@@ -162,7 +166,7 @@ def _check_metas(A: TensorMeta, B: TensorMeta, C, D, bits_ok: bool = False):
     if A.shape[-1] != B.shape[-2] or (len(A.shape) == 3 and A.shape[0] != B.shape[0]):
         raise LaunchError(_OP, "B", "shape does not match A", expected=(*A.shape[:-2],
                           A.shape[-1], "N"), actual=B.shape)
-    if min(A.shape) < 1 or min(B.shape) < 1:
+    if not allow_empty and (min(A.shape) < 1 or min(B.shape) < 1):
         raise LaunchError(_OP, "A", "needs M, N, K (and L) >= 1", actual=(A.shape, B.shape))
     shape = (*A.shape[:-1], B.shape[-1])
     for nm, X in (("C", C), ("out", D)):
@@ -642,10 +646,22 @@ def _gemm_general(A, B, C, alpha, beta, *, out, stream, explain, backend, mainlo
     use_c = C is not None and beta != 0.0
     Cm = meta_of(C, "C", _OP) if C is not None else None
     Dm = meta_of(out, "out", _OP) if out is not None else None
-    shape = _check_metas(Am, Bm, Cm, Dm)
+    h = _stream(stream, A)
+    kw = dict(backend=backend, mainloop=mainloop, config=config, bias=bias,
+              activation=activation, epilogue=epilogue, tensors=tensors)
+    if needs_broadcast(Am, Bm):
+        # a broadcast operand: one folded GEMM or one per batch (gemm_broadcast)
+        return broadcast_call(_entry_kw, A, B, C, alpha, beta, out, Am, Bm, Cm, Dm, h,
+                              explain, kw)
+    shape = _check_metas(Am, Bm, Cm, Dm, allow_empty=True)
+    if min(shape) == 0 or Am.shape[-1] == 0:
+        if activation is not None and activation not in ("identity", *ACTIVATIONS):
+            raise LaunchError(_OP, "activation", "is not a known activation",
+                              expected=" | ".join(ACTIVATIONS), actual=activation)
+        return empty_call(_entry_kw, A, B, C, alpha, beta, out, Am, Bm, shape,
+                          lambda shp: _zeros_like(A, Am, shp, h), h, explain, kw)
     if C is not None and not use_c:
         Cm = None
-    h = _stream(stream, A)
     fused = bias is not None or activation is not None or epilogue is not None or tensors
     if fused:
         from .gemm_fused import run_fused
@@ -706,6 +722,24 @@ def _gemm_general(A, B, C, alpha, beta, *, out, stream, explain, backend, mainlo
     choice = _run_sm80(A, B, C if use_c else None, out, alpha, beta, Am, h, mainloop, config,
                        explain)
     return (out, choice) if explain else out
+
+
+def _entry_kw(A, B, C, alpha, beta, out, *, stream, explain, backend, mainloop, config, bias,
+              activation, epilogue, tensors):
+    """:func:`gemm_entry` with keyword arguments (the sub-calls of ``gemm_broadcast``)."""
+    return gemm_entry(A, B, C, alpha, beta, out, stream, explain, backend, mainloop, config,
+                      bias, activation, epilogue, tensors)
+
+
+def _zeros_like(X, m, shape, stream):
+    """Zeros of X's dtype and device, cleared on ``stream`` (before the launch that reads
+    them)."""
+    with _on_stream(m.framework, m.device, stream):
+        if m.framework == "torch":
+            import torch
+            return torch.zeros(shape, dtype=X.dtype, device=X.device)
+        import cupy as cp
+        return cp.zeros(shape, dtype=X.dtype)
 
 
 def _run_sm80_plan(A, B, C, alpha, beta, user_out, out, Am, Bm, Cm, Dm, use_c, backend, explain,

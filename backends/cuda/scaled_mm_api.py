@@ -53,25 +53,9 @@ def _out_name(out_dtype) -> str:
     return name
 
 
-def check_problem(Am: TensorMeta, Bm: TensorMeta, sam: TensorMeta, sbm: TensorMeta,
-                  biasm: TensorMeta | None, outm: TensorMeta | None, out_dtype: str):
-    """Checks a problem from metadata alone; returns ``(M, N, K, scaling, out)`` where
-    ``out`` is the kernel's output type.  Raises ``LaunchError`` naming the argument."""
-    from .kernels.gemm_sm90_fp8 import scale_shapes, scaling_of
-    out = OUT_DTYPES[_out_name(out_dtype)]
-    for nm, X in (("A", Am), ("B", Bm)):
-        if X.dtype not in FP8_TORCH:
-            raise LaunchError(_OP, nm, "must be an 8-bit float tensor", expected=tuple(FP8_TORCH),
-                              actual=X.dtype)
-        if len(X.shape) != 2:
-            raise LaunchError(_OP, nm, "must be 2-D", actual=X.shape)
-    M, K = Am.shape
-    if Bm.shape[0] != K:
-        raise LaunchError(_OP, "B", "must be (K, N) with A's K", expected=(K, "N"),
-                          actual=Bm.shape)
-    N = Bm.shape[1]
-    if min(M, N, K) < 1:
-        raise LaunchError(_OP, "A", "empty problem", actual=(M, N, K))
+def _check_operand_layouts(Am: TensorMeta, Bm: TensorMeta, K: int) -> None:
+    """A and B as the 8-bit kernel reads them: K-major, K a multiple of 16, 16-byte aligned
+    bases and leading dimensions."""
     if Am.strides[1] != 1:
         raise LaunchError(_OP, "A", "must be K-major (row-major (M, K)): 8-bit wgmma reads "
                           "K-major operands only", actual=Am.strides)
@@ -85,6 +69,32 @@ def check_problem(Am: TensorMeta, Bm: TensorMeta, sam: TensorMeta, sbm: TensorMe
         if ld % 16 or X.ptr % 16:
             raise LaunchError(_OP, nm, "needs a 16-byte aligned base and a leading dimension "
                               "that is a multiple of 16", actual=(hex(X.ptr), ld))
+
+
+def check_problem(Am: TensorMeta, Bm: TensorMeta, sam: TensorMeta, sbm: TensorMeta,
+                  biasm: TensorMeta | None, outm: TensorMeta | None, out_dtype: str,
+                  allow_empty: bool = False):
+    """Checks a problem from metadata alone; returns ``(M, N, K, scaling, out)`` where
+    ``out`` is the kernel's output type.  Raises ``LaunchError`` naming the argument.  With
+    ``allow_empty`` an extent of 0 passes (the operands' layout checks are then moot)."""
+    from .kernels.gemm_sm90_fp8 import scale_shapes, scaling_of
+    out = OUT_DTYPES[_out_name(out_dtype)]
+    for nm, X in (("A", Am), ("B", Bm)):
+        if X.dtype not in FP8_TORCH:
+            raise LaunchError(_OP, nm, "must be an 8-bit float tensor", expected=tuple(FP8_TORCH),
+                              actual=X.dtype)
+        if len(X.shape) != 2:
+            raise LaunchError(_OP, nm, "must be 2-D", actual=X.shape)
+    M, K = Am.shape
+    if Bm.shape[0] != K:
+        raise LaunchError(_OP, "B", "must be (K, N) with A's K", expected=(K, "N"),
+                          actual=Bm.shape)
+    N = Bm.shape[1]
+    empty_ = min(M, N, K) < 1
+    if empty_ and not allow_empty:
+        raise LaunchError(_OP, "A", "empty problem", actual=(M, N, K))
+    if not empty_:
+        _check_operand_layouts(Am, Bm, K)
     for nm, X in (("scale_a", sam), ("scale_b", sbm), ("bias", biasm), ("out", outm)):
         if X is not None and X.device != Am.device:
             raise LaunchError(_OP, nm, "must live on A's device", expected=Am.device,
@@ -192,12 +202,24 @@ def scaled_mm(A, B, scale_a, scale_b, out_dtype="bfloat16", bias=None, out=None,
     sam, sbm = meta_of(scale_a, "scale_a", _OP), meta_of(scale_b, "scale_b", _OP)
     biasm = meta_of(bias, "bias", _OP) if bias is not None else None
     outm = meta_of(out, "out", _OP) if out is not None else None
-    M, N, K, mode, od = check_problem(Am, Bm, sam, sbm, biasm, outm, out_dtype)
+    M, N, K, mode, od = check_problem(Am, Bm, sam, sbm, biasm, outm, out_dtype,
+                                      allow_empty=True)
     h = stream_handle(stream, A, _OP)
     if out is None:
         import torch
         out = empty(A, (M, N), Am.framework, dtype=getattr(torch, _ARRAY[od]))
         outm = meta_of(out, "out", _OP)
+    if min(M, N, K) == 0:
+        # torch.mm's empty problems: no D (M or N of 0), or D = bias (K of 0: the scaled
+        # product is exactly zero), written on the call's stream
+        if M and N:
+            import torch
+            from .stream import torch_external_stream
+            with torch.cuda.stream(torch_external_stream(h, Am.device)):
+                out.zero_()
+                if bias is not None:
+                    out.add_(bias)
+        return out
     if not isinstance(use_fast_accum, bool):
         raise LaunchError(_OP, "use_fast_accum", "must be a bool", actual=use_fast_accum)
     key = (bool(use_fast_accum), meta_key(Am), meta_key(Bm), meta_key(sam), meta_key(sbm),

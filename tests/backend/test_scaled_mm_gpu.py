@@ -259,3 +259,26 @@ def test_sm90gemm_called_with_scales(i):
     with pytest.raises(LaunchError) as e:
         G.get_kernel(cfg)(A, B.t(), scale_a=sa)
     assert e.value.arg == "scale_b"
+
+
+def test_empty_problems_follow_torch():
+    """M or N of 0: the empty D; K of 0: D = bias (or zeros) -- the scaled product is exactly
+    zero (``torch._scaled_mm``'s shapes), into a poisoned out on the call's stream."""
+    _skip_without_hopper()
+    f8 = torch.float8_e4m3fn
+    A = torch.randn(64, 128, device="cuda").to(f8)
+    W = torch.randn(48, 128, device="cuda").to(f8)
+    one = torch.ones((), device="cuda")
+    for a, b in ((A[:0], W.t()), (A, W[:0].t())):
+        D = cute.scaled_mm(a, b, one, one)
+        torch.cuda.synchronize()
+        assert tuple(D.shape) == (a.shape[0], b.shape[1]) and D.dtype == torch.bfloat16
+    bias = torch.randn(48, device="cuda").to(torch.bfloat16)
+    out = torch.full((64, 48), float("nan"), device="cuda", dtype=torch.bfloat16)
+    D = cute.scaled_mm(A[:, :0], W[:, :0].t(), one, one, bias=bias, out=out)
+    torch.cuda.synchronize()
+    assert D.data_ptr() == out.data_ptr() and torch.equal(D, bias.expand(64, 48))
+    D = cute.scaled_mm(A[:, :0], W[:, :0].t(), torch.ones(64, 0, device="cuda"),
+                       torch.ones(1, 0, device="cuda"))
+    torch.cuda.synchronize()
+    assert bool((D == 0).all()) and tuple(D.shape) == (64, 48)
