@@ -651,8 +651,14 @@ def _gemm_general(A, B, C, alpha, beta, *, out, stream, explain, backend, mainlo
               activation=activation, epilogue=epilogue, tensors=tensors)
     if needs_broadcast(Am, Bm):
         # a broadcast operand: one folded GEMM or one per batch (gemm_broadcast)
+        on_fold = None
+        if _T[0] is not None and type(A) is _T[0] and not explain and stream is None and \
+                not (bias is not None or activation is not None or epilogue is not None
+                     or tensors or mainloop is not None or config is not None):
+            def on_fold(A2, B2, C2, D2):
+                _remember_fold(A, B, C, out, alpha, beta, Am, A2, B2, C2, D2, backend)
         return broadcast_call(_entry_kw, A, B, C, alpha, beta, out, Am, Bm, Cm, Dm, h,
-                              explain, kw)
+                              explain, kw, on_fold)
     shape = _check_metas(Am, Bm, Cm, Dm, allow_empty=True)
     if min(shape) == 0 or Am.shape[-1] == 0:
         if activation is not None and activation not in ("identity", *ACTIVATIONS):
@@ -722,6 +728,26 @@ def _gemm_general(A, B, C, alpha, beta, *, out, stream, explain, backend, mainlo
     choice = _run_sm80(A, B, C if use_c else None, out, alpha, beta, Am, h, mainloop, config,
                        explain)
     return (out, choice) if explain else out
+
+
+def _remember_fold(A, B, C, out, alpha, beta, Am, A2, B2, C2, D2, backend):
+    """A folded broadcast call (torch, plain) is the 2-D call on the same pointers: remember a
+    copy of that call, with D's 3-D shape, under the 3-D call's fast-path key, so the next
+    such call skips the fold (unless the 2-D call copies operands: their buffers follow the
+    2-D shapes)."""
+    use_c = C is not None and beta != 0
+    c2 = C2 if use_c else None
+    call = _PLANS.get(_fast_key(A2, B2, c2, D2, alpha, use_c, A2.data_ptr(), B2.data_ptr(),
+                                c2.data_ptr() if use_c else 0, D2.data_ptr(), Am.device,
+                                backend))
+    if call is None or call.copy_a or call.copy_b or not isinstance(call, GemmCall):
+        return
+    import copy
+    folded = copy.copy(call)
+    folded.out_shape = (*A.shape[:-1], B.shape[-1])
+    _remember(_fast_key(A, B, C, out, alpha, use_c, A.data_ptr(), B.data_ptr(),
+                        C.data_ptr() if use_c else 0, out.data_ptr() if out is not None else 0,
+                        Am.device, backend), folded)
 
 
 def _entry_kw(A, B, C, alpha, beta, out, *, stream, explain, backend, mainloop, config, bias,

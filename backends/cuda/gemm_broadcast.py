@@ -80,9 +80,10 @@ def needs_broadcast(Am, Bm) -> bool:
 
 
 def broadcast_call(entry, A, B, C, alpha, beta, out, Am, Bm, Cm, Dm, stream, explain,
-                   kw) -> object:
+                   kw, on_fold=None) -> object:
     """Run a batched call with a broadcast operand (module docstring) through ``entry`` (the
-    2-D call, ``gemm_entry``'s signature); returns D or ``(D, choice)``."""
+    2-D call, ``gemm_entry``'s signature); returns D or ``(D, choice)``.  ``on_fold(A2, B2, C2,
+    D2)`` is told the 2-D views of a folded call (the caller caches the fold)."""
     from .gemm_common import empty
     LA, LB = _batch(Am), _batch(Bm)
     if len(Am.shape) == 3 and len(Bm.shape) == 3 and LA != LB and 1 not in (LA, LB):
@@ -125,6 +126,8 @@ def broadcast_call(entry, A, B, C, alpha, beta, out, Am, Bm, Cm, Dm, stream, exp
         B2 = _matrix(B, Bm, 0)
         res = entry(A2, B2, C2, alpha, beta, D2, explain=explain, epilogue=None, tensors={},
                     **common)
+        if on_fold is not None:
+            on_fold(A2, B2, C2, D2)
         if explain:
             from dataclasses import replace
             ch = res[1]

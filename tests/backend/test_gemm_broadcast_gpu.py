@@ -142,3 +142,28 @@ def test_empty_problems_follow_torch(dt):
     assert bool((D == 0).all()) and tuple(D.shape) == (64, 48)
     with pytest.raises(LaunchError, match="^gemm: activation"):
         cute.gemm(A[:0], B, activation="tanh")
+
+
+def test_folded_call_is_cached_for_new_tensors():
+    """A folded ``x (L, M, K) @ W.T`` is remembered as the 2-D call under the 3-D call's key:
+    later calls with new tensors (out allocated or given, C) take it and stay right."""
+    _skip_without_cuda()
+    from cute_py.backends.cuda import gemm_api
+    dt = torch.bfloat16
+    L, M, K, N = 2, 96, 256, 160
+    W = torch.randn(N, K, device="cuda", dtype=dt)
+    gemm_api.clear_plans()
+    for trial in range(3):
+        x = torch.randn(L, M, K, device="cuda", dtype=dt)
+        D = cute.gemm(x, W.T)
+        out = torch.full((L, M, N), float("nan"), device="cuda", dtype=dt)
+        C = torch.randn(L, M, N, device="cuda", dtype=dt)
+        D2 = cute.gemm(x, W.T, C, 1.0, 0.5, out=out)
+        torch.cuda.synchronize()
+        _close(D, x.double() @ W.T.double(), dt)
+        assert D2.data_ptr() == out.data_ptr()
+        _close(D2, x.double() @ W.T.double() + 0.5 * C.double(), dt)
+        assert tuple(D.shape) == (L, M, N)
+    keys = [k for k in gemm_api._PLANS if isinstance(k, tuple) and len(k) > 2
+            and k[1] == (L, M, K)]
+    assert keys, "the folded call was not remembered under the 3-D key"
