@@ -6,7 +6,8 @@ Importing this module registers (when torch is importable; nothing happens other
                   str? activation) -> Tensor
 
 ``D = act(alpha * A @ B + beta * C + bias)`` with ``torch.matmul`` shapes (A ``(M, K)`` /
-``(L, M, K)``, B ``(K, N)`` / ``(L, K, N)``; ``x @ W.T`` is ``B = W.T``, a view), bias a
+``(L, M, K)``, B ``(K, N)`` / ``(L, K, N)``, a 2-D or batch-1 operand broadcast over the
+other's batch; ``x @ W.T`` is ``B = W.T``, a view; M, N or K of 0 as ``torch.mm``), bias a
 length-N vector (one value per output column, as ``nn.Linear``) or an ``(M, 1)`` column,
 activation one of :data:`cute_py.epilogue.fused.ACTIVATIONS`.  D is a new contiguous tensor of
 C's dtype (A's without C) on A's device.  The body calls :func:`cute_py.gemm` on torch's current
@@ -20,7 +21,8 @@ stream.
   act'(Z)`` (Z recomputed by the same op without the activation; for relu the saved output
   gives the mask, ``D > 0``, and nothing is recomputed):
   ``dA = alpha * dZ @ B^T`` and ``dB = alpha * A^T @ dZ`` through the same GEMM (op calls, so
-  they are traced and compiled too), ``dC = beta * dZ``, ``dbias`` = ``dZ`` summed over the
+  they are traced and compiled too; a broadcast operand's gradient is summed over the batch
+  as one folded GEMM), ``dC = beta * dZ``, ``dbias`` = ``dZ`` summed over the
   modes the bias is broadcast along.  No double backward.
 - **EVT trees** (``cute_py.gemm(..., epilogue=tree, **tensors)``) are not op arguments: a tree
   is a Python object, not a value of a torch schema, and its side outputs (aux stores,
@@ -64,20 +66,22 @@ def _check(A, B, C, alpha, beta, bias, activation):
     for nm, X in (("A", A), ("B", B)):
         if X.dim() not in (2, 3):
             raise LaunchError(_NAME, nm, "must be 2-D or 3-D (batched)", actual=tuple(X.shape))
-    if A.dim() != B.dim():
-        raise LaunchError(_NAME, "B", "must have A's number of modes (both 2-D or both 3-D)",
-                          expected=A.dim(), actual=B.dim())
-    if A.shape[-1] != B.shape[-2] or (A.dim() == 3 and A.shape[0] != B.shape[0]):
+    if A.shape[-1] != B.shape[-2] or (A.dim() == 3 and B.dim() == 3 and
+                                      A.shape[0] != B.shape[0] and A.shape[0] != 1 and
+                                      B.shape[0] != 1):
         raise LaunchError(_NAME, "B", "does not match A (A @ B needs A (.., M, K), B (.., K, "
-                          "N))", expected=(*A.shape[:-2], A.shape[-1], "N"),
-                          actual=tuple(B.shape))
+                          "N), batches equal or one of them 1 or 2-D: broadcast)",
+                          expected=(*A.shape[:-2], A.shape[-1], "N"), actual=tuple(B.shape))
+    # torch.matmul's batch: the batched operand's (the other is one matrix for every batch)
+    batch = () if A.dim() == B.dim() == 2 else \
+        (B.shape[0],) if A.dim() == 2 or (B.dim() == 3 and A.shape[0] == 1) else (A.shape[0],)
     if A.dtype != B.dtype:
         raise LaunchError(_NAME, "B", "dtype must equal A's", expected=A.dtype, actual=B.dtype)
     if A.dtype not in (torch.float16, torch.bfloat16, torch.float32) and \
             not (A.dtype == torch.float64 and A.device.type == "cpu"):
         raise LaunchError(_NAME, "A", "has an unsupported dtype",
                           expected="float16 | bfloat16 | float32", actual=A.dtype)
-    shape = (*A.shape[:-1], B.shape[-1])
+    shape = (*batch, A.shape[-2], B.shape[-1])
     for nm, X in (("B", B), ("C", C), ("bias", bias)):
         if X is not None and X.device != A.device:
             raise LaunchError(_NAME, nm, "must live on A's device", expected=A.device,
@@ -88,9 +92,9 @@ def _check(A, B, C, alpha, beta, bias, activation):
     dtype = C.dtype if C is not None else A.dtype
     M, N = A.shape[-2], B.shape[-1]
     bias_shape = None if bias is None else tuple(bias.shape)
-    if not (isinstance(M, int) and isinstance(N, int)):
-        # symbolic sizes (torch.compile(dynamic=True)): check the bias's shape here with
-        # symbolic comparisons and the rest on a 1 x 1 stand-in, so M and N stay symbolic
+    if not (isinstance(M, int) and isinstance(N, int)) or M == 0 or N == 0:
+        # symbolic sizes (torch.compile(dynamic=True)) or an empty D: check the bias's shape
+        # here and the rest on a 1 x 1 stand-in, so M and N stay symbolic
         if bias_shape is not None:
             if bias_shape == (N,) or bias_shape == (1, N):
                 bias_shape = (1,)
@@ -178,6 +182,31 @@ def reference(A, B, C=None, alpha=1.0, beta=0.0, bias=None, activation=None):
     return _act(x, activation).to(dtype).contiguous()
 
 
+def _grad_shared(X, Y, like, alpha, which):
+    """``alpha * dZ @ B^T`` (``which`` "A": X = dZ, Y = B) or ``alpha * A^T @ dZ`` ("B": X =
+    A, Y = dZ) in ``like``'s shape (A's / B's): an operand that was one matrix for every batch
+    (2-D, or a batch of 1 against a larger batch) gets the sum over the batches, as one GEMM
+    over the folded batch (``(M, L*N) @ (L*N, K)`` / ``(K, L*M) @ (L*M, N)``)."""
+    op = torch.ops.cute_py.gemm.default
+    other = Y if which == "A" else X          # the batched side (B for dA, A for dB)
+    shared = like.dim() == 2 or (like.shape[0] == 1 and other.dim() == 3 and
+                                 other.shape[0] != 1)
+    if not shared or other.dim() == 2:
+        if which == "A":
+            return op(X, Y.transpose(-1, -2), None, alpha, 0.0, None, None)
+        return op(X.transpose(-1, -2), Y, None, alpha, 0.0, None, None)
+    if which == "A":                          # sum_l dZ_l B_l^T
+        L, M, N = X.shape
+        d = op(X.transpose(0, 1).reshape(M, L * N),
+               Y.transpose(-1, -2).expand(L, N, Y.shape[-2]).reshape(L * N, Y.shape[-2]),
+               None, alpha, 0.0, None, None)
+    else:                                     # sum_l A_l^T dZ_l
+        L, M, K = X.shape
+        d = op(X.reshape(L * M, K).transpose(0, 1), Y.expand(L, M, Y.shape[-1]).reshape(
+            L * M, Y.shape[-1]), None, alpha, 0.0, None, None)
+    return d.reshape(like.shape)
+
+
 # ---------------------------------------------------------------------------------------------
 # registration
 
@@ -215,9 +244,9 @@ if torch is not None:
         need = ctx.needs_input_grad
         dA = dB = dC = dbias = None
         if need[0]:
-            dA = op(dZ, B.transpose(-1, -2), None, alpha, 0.0, None, None).to(A.dtype)
+            dA = _grad_shared(dZ, B, A, alpha, "A").to(A.dtype)
         if need[1]:
-            dB = op(A.transpose(-1, -2), dZ, None, alpha, 0.0, None, None).to(B.dtype)
+            dB = _grad_shared(A, dZ, B, alpha, "B").to(B.dtype)
         if C is not None and need[2]:
             dC = (dZ.to(ct) * beta).to(C.dtype)
         if bias is not None and need[5]:

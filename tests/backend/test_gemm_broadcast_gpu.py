@@ -167,3 +167,26 @@ def test_folded_call_is_cached_for_new_tensors():
     keys = [k for k in gemm_api._PLANS if isinstance(k, tuple) and len(k) > 2
             and k[1] == (L, M, K)]
     assert keys, "the folded call was not remembered under the 3-D key"
+
+
+def test_torch_op_broadcast_forward_backward_and_compile():
+    """``torch.ops.cute_py.gemm`` on ``x (L, M, K) @ W.T`` (+ bias, gelu): forward, the
+    gradients of x, W and the bias against torch's, and under ``torch.compile``."""
+    _skip_without_cuda()
+    from cute_py.backends.cuda import torch_ops
+    dt = torch.bfloat16
+    g = torch.Generator(device="cuda").manual_seed(7)
+    x = torch.randn(2, 64, 128, device="cuda", dtype=dt, generator=g, requires_grad=True)
+    W = torch.randn(96, 128, device="cuda", dtype=dt, generator=g, requires_grad=True)
+    b = torch.randn(96, device="cuda", dtype=dt, generator=g, requires_grad=True)
+    y = torch_ops.gemm(x, W.t(), bias=b, activation="gelu")
+    xr, Wr, br = (t.detach().double().requires_grad_() for t in (x, W, b))
+    yr = F.gelu(xr @ Wr.t() + br, approximate="tanh")
+    _close(y, yr, dt)
+    y.float().square().sum().backward()
+    yr.square().sum().backward()
+    for got, want in ((x, xr), (W, Wr), (b, br)):
+        _close(got.grad, want.grad, dt)
+    f = torch.compile(lambda x, W, b: torch_ops.gemm(x, W.t(), bias=b, activation="gelu"),
+                      fullgraph=True)
+    _close(f(x.detach(), W.detach(), b.detach()), yr, dt)

@@ -56,7 +56,7 @@ def test_fake_impl_checks_arguments_by_name():
         (dict(C=_meta(24, 16), beta=1.0), "C"),
         (dict(B=_meta(31, 24)), "B"),
         (dict(B=_meta(32, 24, dtype=torch.bfloat16)), "B"),
-        (dict(A=_meta(2, 16, 32)), "B"),
+        (dict(A=_meta(2, 16, 32), B=_meta(3, 32, 24)), "B"),     # batches 2 and 3
         (dict(A=_meta(16, 32, dtype=torch.float64), B=_meta(32, 24, dtype=torch.float64)), "A"),
     ]
     for kw, arg in cases:
@@ -182,3 +182,27 @@ def test_scripts_exit_cleanly_without_a_gpu(script):
     r = subprocess.run([sys.executable, os.path.join(root, script)], capture_output=True,
                        text=True, timeout=120, env={**os.environ, "PYTHONPATH": root})
     assert r.returncode == 0 and "no CUDA GPU" in r.stdout, r.stdout + r.stderr
+
+
+def test_fake_impl_broadcasts_and_takes_empty_problems():
+    """torch.matmul's shapes: a 2-D or batch-1 operand against a batched one gives the batched
+    D; M, N or K of 0 gives an empty or full D (as torch.mm)."""
+    op = torch.ops.cute_py.gemm
+    for a, b, want in (((3, 5, 8), (8, 7), (3, 5, 7)), ((5, 8), (3, 8, 7), (3, 5, 7)),
+                       ((1, 5, 8), (3, 8, 7), (3, 5, 7)), ((3, 5, 8), (1, 8, 7), (3, 5, 7)),
+                       ((0, 8), (8, 7), (0, 7)), ((5, 8), (8, 0), (5, 0)),
+                       ((5, 0), (0, 7), (5, 7))):
+        D = op(_meta(*a), _meta(*b), None, 1.0, 0.0, _meta(want[-1]), "relu")
+        assert tuple(D.shape) == want
+
+
+@pytest.mark.parametrize("shapes", [((2, 5, 4), (4, 6)), ((5, 4), (2, 4, 6)),
+                                    ((1, 5, 4), (2, 4, 6)), ((2, 5, 4), (1, 4, 6))])
+def test_backward_broadcast_gradcheck(cpu_body, shapes):
+    """A broadcast operand's gradient is the sum over the batches (one folded GEMM)."""
+    g = torch.Generator().manual_seed(5)
+    A = torch.randn(*shapes[0], generator=g, dtype=torch.float64, requires_grad=True)
+    B = torch.randn(*shapes[1], generator=g, dtype=torch.float64, requires_grad=True)
+    bias = torch.randn(6, generator=g, dtype=torch.float64, requires_grad=True)
+    assert torch.autograd.gradcheck(
+        lambda A, B, bias: torch_ops.gemm(A, B, bias=bias, activation="silu"), (A, B, bias))
