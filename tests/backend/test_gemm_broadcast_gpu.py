@@ -190,3 +190,23 @@ def test_torch_op_broadcast_forward_backward_and_compile():
     f = torch.compile(lambda x, W, b: torch_ops.gemm(x, W.t(), bias=b, activation="gelu"),
                       fullgraph=True)
     _close(f(x.detach(), W.detach(), b.detach()), yr, dt)
+
+
+def test_cupy_arrays_broadcast_and_empty():
+    """The same rules for CuPy arrays: a folded shared B, a broadcast A, and K of 0."""
+    _skip_without_cuda()
+    cp = pytest.importorskip("cupy")
+    rng = cp.random.default_rng(3)
+    x = rng.standard_normal((3, 64, 128), dtype=cp.float32).astype(cp.float16)
+    W = rng.standard_normal((128, 96), dtype=cp.float32).astype(cp.float16)
+    Bb = rng.standard_normal((3, 128, 96), dtype=cp.float32).astype(cp.float16)
+    for a, b in ((x, W), (x[0], Bb)):
+        D = cute.gemm(a, b)
+        cp.cuda.get_current_stream().synchronize()
+        ref = cp.matmul(a.astype(cp.float64), b.astype(cp.float64))
+        assert D.shape == ref.shape
+        err = float(cp.linalg.norm(D.astype(cp.float64) - ref) / cp.linalg.norm(ref))
+        assert err < 3e-3, err
+    D = cute.gemm(x[0][:, :0], W[:0])
+    cp.cuda.get_current_stream().synchronize()
+    assert D.shape == (64, 96) and bool((D == 0).all())
