@@ -14,7 +14,7 @@ _IMPL: list = []
 
 
 def scaled_mm(A, B, scale_a, scale_b, *, out_dtype="bfloat16", bias=None, out=None,
-              stream=None, use_fast_accum=False):
+              stream=None, use_fast_accum=False, scale_result=None, amax=None):
     """``D = scale(A @ B) (+ bias)`` for 8-bit A and B on the Hopper GPU (fp32 accumulation);
     returns D.
 
@@ -28,9 +28,16 @@ def scaled_mm(A, B, scale_a, scale_b, *, out_dtype="bfloat16", bias=None, out=No
       per-tensor: one element each (read on the device, no host sync); row-wise: ``(M, 1)``
       and ``(1, N)``; block-wise (DeepGEMM): ``(M, ceil(K/128))`` (1x128 blocks of A) and
       ``(ceil(N/128), ceil(K/128))`` (128x128 blocks of W);
-    - ``out_dtype``: ``"bfloat16"``, ``"float16"`` or ``"float32"`` (or the torch dtypes);
-      ``bias``: a length-N vector of ``out_dtype`` added after scaling; ``out``: a row-major ``(M, N)``
-      tensor of ``out_dtype`` (allocated when None); ``stream``: a torch stream or raw handle;
+    - ``out_dtype``: ``"bfloat16"``, ``"float16"``, ``"float32"``, or 8-bit
+      ``"float8_e4m3fn"`` / ``"float8_e5m2"`` (or the torch dtypes; an 8-bit D is rounded to
+      nearest even and saturated to the format's largest finite value, and needs N a multiple
+      of 16); ``bias``: a length-N vector of ``out_dtype`` (bfloat16, float16 or float32 for an
+      8-bit D) added after scaling; ``out``: a row-major ``(M, N)`` tensor of ``out_dtype``
+      (allocated when None); ``stream``: a torch stream or raw handle;
+    - ``scale_result`` (8-bit D only, as ``torch._scaled_mm``): a one-element float32 tensor,
+      ``D = convert(v * scale_result)`` with ``v`` the scaled product plus bias; ``amax``: a
+      one-element float32 tensor that receives ``max |v|`` over D (before ``scale_result``:
+      the next layer's scale is ``amax / 448``), computed in the epilogue;
     - ``use_fast_accum`` (per-tensor / row-wise, as torch's): one accumulator over all of K
       (faster, 128x256 tiles; the tensor core's accumulator keeps fewer bits than fp32, so the
       error grows with K).  Default False: each 128-element k-block is summed apart and added
@@ -45,7 +52,8 @@ def scaled_mm(A, B, scale_a, scale_b, *, out_dtype="bfloat16", bias=None, out=No
     if not _IMPL:
         _load()
     try:
-        return _IMPL[0](A, B, scale_a, scale_b, out_dtype, bias, out, stream, use_fast_accum)
+        return _IMPL[0](A, B, scale_a, scale_b, out_dtype, bias, out, stream, use_fast_accum,
+                        scale_result, amax)
     except CuteError:
         raise
     except Exception as e:  # no foreign exception reaches the caller (cute_py.errors.public's rule)

@@ -32,8 +32,13 @@ _OP = "scaled_mm"
 FP8_TORCH = {"float8_e4m3fn": "e4m3", "float8_e5m2": "e5m2"}
 #: out_dtype names -> (kernel output type, torch dtype name)
 OUT_DTYPES = {"bfloat16": "bf16", "bf16": "bf16", "float16": "f16", "f16": "f16",
-              "half": "f16", "float32": "f32", "float": "f32", "f32": "f32"}
-_ARRAY = {"bf16": "bfloat16", "f16": "float16", "f32": "float32"}
+              "half": "f16", "float32": "f32", "float": "f32", "f32": "f32",
+              "float8_e4m3fn": "e4m3", "e4m3": "e4m3", "float8_e5m2": "e5m2", "e5m2": "e5m2"}
+_ARRAY = {"bf16": "bfloat16", "f16": "float16", "f32": "float32", "e4m3": "float8_e4m3fn",
+          "e5m2": "float8_e5m2"}
+#: 8-bit output types (stored through the TMA-store epilogue, saturating)
+_FP8_OUT = ("e4m3", "e5m2")
+_FP8_MAX = {"e4m3": 448.0, "e5m2": 57344.0}
 
 _PLANS: dict = {}
 _MAX_PLANS = 256
@@ -49,7 +54,8 @@ def _out_name(out_dtype) -> str:
         name = name[6:]
     if name not in OUT_DTYPES:
         raise LaunchError(_OP, "out_dtype", "is not an output type of the FP8 GEMM",
-                          expected=("bfloat16", "float16", "float32"), actual=str(out_dtype))
+                          expected=("bfloat16", "float16", "float32", "float8_e4m3fn",
+                                    "float8_e5m2"), actual=str(out_dtype))
     return name
 
 
@@ -112,8 +118,10 @@ def check_problem(Am: TensorMeta, Bm: TensorMeta, sam: TensorMeta, sbm: TensorMe
                                     ("tensor", "row", "block")},
                           actual=(sam.shape, sbm.shape))
     if biasm is not None:
-        if biasm.dtype != _ARRAY[out]:
-            raise LaunchError(_OP, "bias", "must have the output dtype", expected=_ARRAY[out],
+        ok = ("bfloat16", "float16", "float32") if out in _FP8_OUT else (_ARRAY[out],)
+        if biasm.dtype not in ok:
+            raise LaunchError(_OP, "bias", "must have the output dtype (bfloat16, float16 or "
+                              "float32 for an 8-bit out_dtype)", expected=ok[0],
                               actual=biasm.dtype)
         if tuple(biasm.shape) != (N,) or biasm.strides[0] != 1:
             raise LaunchError(_OP, "bias", "must be a contiguous vector of N elements",
@@ -145,7 +153,7 @@ def promoted_tile_n(M, N, sms=132) -> int:
 
 
 def choose_fp8_config(M, N, K, a, b, out, mode, vec2=True, sms=132, fast_accum=False,
-                      tma_store=False, bias=False):
+                      tma_store=False, bias=False, amax=False, scale_result=False):
     """The FP8 configuration of a problem: two consumer warpgroups, tile_k 128, the most
     stages that fit.  Per-k-block promotion (two accumulator sets) unless ``fast_accum``:
     128 x :func:`promoted_tile_n` tiles (block scaling too: each thread's columns then span
@@ -158,7 +166,13 @@ def choose_fp8_config(M, N, K, a, b, out, mode, vec2=True, sms=132, fast_accum=F
     the scales applied to the accumulators it reads), whose stores overlap the next tile's
     mainloop; the built-in epilogue's
     register stores cost a fixed time per tile (measured: 0.75x of ``torch._scaled_mm`` at
-    K = 2048 against 0.96x at K = 16384, docs/performance.md, "FP8 GEMM", v9)."""
+    K = 2048 against 0.96x at K = 16384, docs/performance.md, "FP8 GEMM", v9).
+
+    The tree is ``v = acc (+ bias[n])``; ``amax`` (a dtype name or True: float32) adds
+    ``amax[0] = max |v|`` (a ``ScalarReduction``), ``scale_result`` multiplies the stored
+    value by the one-element ``scale_result`` (``D = convert(v * scale_result)``); an 8-bit
+    ``out`` ("e4m3" / "e5m2") is converted with saturation.  ``bias``: False, True (the
+    output's dtype) or the bias's dtype name."""
     from .kernels.gemm_sm90 import Sm90GemmConfig
     promote = mode != "block" and not fast_accum
     if N <= 128:
@@ -175,11 +189,16 @@ def choose_fp8_config(M, N, K, a, b, out, mode, vec2=True, sms=132, fast_accum=F
     # nothing from it (docs/performance.md, "FP8 GEMM", v5)
     cluster = 2 if (promote or mode == "block") and M > 128 else 1
     epi = None
+    if (out in _FP8_OUT or amax or scale_result) and not tma_store:
+        raise LaunchError(_OP, "out", "an 8-bit out_dtype, amax and scale_result need the "
+                          "TMA-store epilogue: a 16-byte aligned out whose rows are whole "
+                          "16-byte chunks (N * element size a multiple of 16)", actual=(M, N))
     if tma_store:
-        from cute_py.epilogue import evt
         from .kernels.gemm_sm90 import make_epilogue_config
-        tree = evt.add(evt.AccFetch(), evt.RowBroadcast("bias", _ARRAY[out])) if bias else None
-        epi = make_epilogue_config(tree, tile_n=tn, element_d=_ARRAY[out])
+        from .kernels.gemm_sm90_fp8 import EPI_D, epilogue_tree
+        tree = epilogue_tree((bias if isinstance(bias, str) else _ARRAY[out]) if bias else None,
+                             bool(amax), bool(scale_result))
+        epi = make_epilogue_config(tree, tile_n=tn, element_d=EPI_D[out])
     return Sm90GemmConfig(tile_n=tn, tile_k=128, dtype=a, dtype_b="" if b == a else b,
                           out_dtype=out, scaling=mode, vec2=vec2, promote=promote,
                           cluster_m=cluster, epi=epi).fit_stages()
@@ -193,8 +212,23 @@ def _is_sm90(m: TensorMeta) -> bool:
     return is_hopper(m.device)
 
 
+def _one_float(X, name, Am):
+    """A one-element float32 tensor on A's device (``scale_result``, ``amax``)."""
+    m = meta_of(X, name, _OP)
+    n = 1
+    for e in m.shape:
+        n *= e
+    if m.dtype != "float32" or n != 1:
+        raise LaunchError(_OP, name, "must be a one-element float32 tensor",
+                          expected=("float32", 1), actual=(m.dtype, tuple(m.shape)))
+    if m.device != Am.device:
+        raise LaunchError(_OP, name, "must live on A's device", expected=Am.device,
+                          actual=m.device)
+    return m
+
+
 def scaled_mm(A, B, scale_a, scale_b, out_dtype="bfloat16", bias=None, out=None, stream=None,
-              use_fast_accum=False):
+              use_fast_accum=False, scale_result=None, amax=None):
     """See :func:`cute_py.scaled_mm`."""
     from .kernels.gemm_sm90 import get_kernel
     from .stream import stream_handle
@@ -202,8 +236,13 @@ def scaled_mm(A, B, scale_a, scale_b, out_dtype="bfloat16", bias=None, out=None,
     sam, sbm = meta_of(scale_a, "scale_a", _OP), meta_of(scale_b, "scale_b", _OP)
     biasm = meta_of(bias, "bias", _OP) if bias is not None else None
     outm = meta_of(out, "out", _OP) if out is not None else None
+    srm = _one_float(scale_result, "scale_result", Am) if scale_result is not None else None
+    amm = _one_float(amax, "amax", Am) if amax is not None else None
     M, N, K, mode, od = check_problem(Am, Bm, sam, sbm, biasm, outm, out_dtype,
                                       allow_empty=True)
+    if srm is not None and od not in _FP8_OUT:
+        raise LaunchError(_OP, "scale_result", "scales an 8-bit out_dtype only (as "
+                          "torch._scaled_mm)", actual=out_dtype)
     h = stream_handle(stream, A, _OP)
     if out is None:
         import torch
@@ -212,18 +251,25 @@ def scaled_mm(A, B, scale_a, scale_b, out_dtype="bfloat16", bias=None, out=None,
     if min(M, N, K) == 0:
         # torch.mm's empty problems: no D (M or N of 0), or D = bias (K of 0: the scaled
         # product is exactly zero), written on the call's stream
-        if M and N:
-            import torch
-            from .stream import torch_external_stream
-            with torch.cuda.stream(torch_external_stream(h, Am.device)):
-                out.zero_()
-                if bias is not None:
-                    out.add_(bias)
+        import torch
+        from .stream import torch_external_stream
+        with torch.cuda.stream(torch_external_stream(h, Am.device)):
+            v = torch.zeros((M, N), dtype=torch.float32, device=out.device)
+            if bias is not None:
+                v += bias.float()
+            if amax is not None:      # on the device: no host sync
+                amax.copy_((v.abs().amax() if v.numel() else v.new_zeros(())).reshape(
+                    amax.shape))
+            if scale_result is not None:
+                v *= scale_result
+            if M and N:
+                out.copy_(v.clamp(-_FP8_MAX[od], _FP8_MAX[od]) if od in _FP8_OUT else v)
         return out
     if not isinstance(use_fast_accum, bool):
         raise LaunchError(_OP, "use_fast_accum", "must be a bool", actual=use_fast_accum)
     key = (bool(use_fast_accum), meta_key(Am), meta_key(Bm), meta_key(sam), meta_key(sbm),
-           None if biasm is None else meta_key(biasm), meta_key(outm))
+           None if biasm is None else meta_key(biasm), meta_key(outm),
+           None if srm is None else meta_key(srm), None if amm is None else meta_key(amm))
     plan = _PLANS.get(key)
     if plan is None:
         if not _is_sm90(Am):
@@ -234,15 +280,23 @@ def scaled_mm(A, B, scale_a, scale_b, out_dtype="bfloat16", bias=None, out=None,
         from .kernels.gemm_sm90 import tma_store_ok
         cfg = choose_fp8_config(M, N, K, FP8_TORCH[Am.dtype], FP8_TORCH[Bm.dtype], od, mode,
                                 vec2, sm_count(Am.device), use_fast_accum, tma_store_ok(outm),
-                                bias=biasm is not None)
-        # the kernel takes B as (N, K) K-major: W itself
+                                bias=biasm.dtype if biasm is not None else False,
+                                amax=amm is not None, scale_result=srm is not None)
+        tensors = {k: v for k, v in (("bias", biasm if cfg.epi is not None else None),
+                                     ("amax", amm), ("scale_result", srm)) if v is not None}
+        # the kernel takes B as (N, K) K-major: W itself; an 8-bit D's bias is the tree's
         plan = get_kernel(cfg).plan(Am, Bm.swap_last(), outm, None, scale_a=sam, scale_b=sbm,
-                                    bias=biasm, device=Am.device,
-                                    tensors={"bias": biasm} if cfg.epi is not None and
-                                    biasm is not None else None)
+                                    bias=None if od in _FP8_OUT else biasm, device=Am.device,
+                                    tensors=tensors or None)
         remember(_PLANS, key, plan, _MAX_PLANS)
-    metas = {"A": Am, "B": Bm, "D": outm, "C": outm, "SA": sam, "SB": sbm}
-    ptrs = tuple(metas[r].ptr if r in metas else (biasm.ptr if biasm is not None else 0)
-                 for r in plan.roles)
+    metas = {"A": Am, "B": Bm, "D": outm, "C": outm, "SA": sam, "SB": sbm, "BIAS": biasm,
+             "bias": biasm, "amax": amm, "scale_result": srm}
+    ptrs = tuple(metas[r].ptr if metas.get(r) is not None else 0 for r in plan.roles)
+    if plan.resets:           # amax starts at the reduction's identity, on the call's stream
+        import torch
+        from .stream import torch_external_stream
+        with torch.cuda.stream(torch_external_stream(h, Am.device)):
+            for name, value in plan.resets:
+                {"amax": amax}[name].fill_(value)
     plan.run(ptrs, (1.0, 0.0), h)
     return out

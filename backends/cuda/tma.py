@@ -34,7 +34,7 @@ __all__ = ["TmaAtom", "make_tma_atom", "default_l2_promotion", "encode_tiled",
 #: element type name -> (CUtensorMapDataType value, bytes)
 TMA_DTYPES = {"f16": (6, 2), "float16": (6, 2), "bf16": (9, 2), "bfloat16": (9, 2),
               "f32": (7, 4), "float32": (7, 4), "u16": (1, 2), "uint16": (1, 2),
-              "u8": (0, 1), "uint8": (0, 1)}
+              "u8": (0, 1), "uint8": (0, 1), "float8_e4m3": (0, 1), "float8_e5m2": (0, 1)}
 #: swizzle bits B of Sw<B,4,3> -> (CUtensorMapSwizzle value, span in bytes)
 SWIZZLE_BYTES = {0: (0, 0), 1: (1, 32), 2: (2, 64), 3: (3, 128)}
 

@@ -578,3 +578,56 @@ def test_shipped_tma_store_configs_are_scaled_mms_choices():
                         ((4096, 4096, 4096), "block")):
         cfg = choose_fp8_config(*shape, "e4m3", "e4m3", "bf16", mode, tma_store=True)
         assert cfg.name in shipped, (mode, cfg)
+
+
+# --------------------------------------------------------------------------- an 8-bit D
+
+def test_epilogue_tree_law():
+    """``epilogue_tree``: None for ``D = acc``; otherwise its value is ``(acc + bias[n]) *
+    scale_result`` and its side output ``amax = max |acc + bias[n]|`` (``evt.evaluate_all``
+    against NumPy)."""
+    import numpy as np
+    from cute_py.epilogue import evt
+    epilogue_tree = F.epilogue_tree
+    assert epilogue_tree() is None
+    rng = np.random.default_rng(0)
+    acc = rng.standard_normal((5, 7)).astype(np.float32)
+    bias = rng.standard_normal(7).astype(np.float32)
+    for b, am, sr in ((None, True, False), ("float32", False, True), ("bfloat16", True, True)):
+        t = epilogue_tree(b, am, sr)
+        sig = t.signature
+        assert ("bias" in sig) == bool(b) and ("amax" in sig) == am and \
+            ("scale_result" in sig) == sr
+        kw = {}
+        if b:
+            kw["bias"] = bias
+        if sr:
+            kw["scale_result"] = np.array([0.5], np.float32)
+        if am:
+            kw["amax"] = np.zeros(1, np.float32)
+        got = evt.evaluate_all(t, acc, **kw)
+        v = acc.astype(np.float64) + (evt.round_to(bias, b) if b else 0.0)
+        np.testing.assert_allclose(got["D"] if "D" in got else got[None], v * (0.5 if sr else 1),
+                                   rtol=1e-6, atol=1e-6)
+        if am:
+            np.testing.assert_allclose(np.asarray(got["amax"]).reshape(()), np.abs(v).max(),
+                                       rtol=1e-6)
+
+
+def test_fp8_output_configuration_rules():
+    """An 8-bit D needs the TMA-store epilogue (``epi``); ``choose_fp8_config`` refuses an
+    out that TMA cannot store, naming ``out``; the kernel packs pairs with the saturating
+    ``cvt`` and stores them as 16-bit words."""
+    with pytest.raises(LaunchError, match="out_dtype") as e:
+        G.Sm90GemmConfig(tile_n=128, tile_k=128, dtype="e4m3", out_dtype="e4m3",
+                         scaling="tensor").check()
+    assert e.value.arg == "out_dtype"
+    with pytest.raises(LaunchError) as e:
+        choose_fp8_config(256, 100, 256, "e4m3", "e4m3", "e4m3", "tensor", tma_store=False)
+    assert e.value.arg == "out" and str(e.value).startswith("scaled_mm: out")
+    cfg = choose_fp8_config(256, 256, 256, "e4m3", "e4m3", "e5m2", "block", tma_store=True,
+                            bias="float32", amax=True, scale_result=True)
+    assert cfg.epi.element_d == "float8_e5m2" and cfg.out_dtype == "e5m2"
+    src = G.generate_source(cfg)
+    assert "pack_e5m2x2(" in src and "st_shared_16(" in src and "tma_store_2d" in src
+    assert "red_amax" in src and "p_scale_result[0]" in src

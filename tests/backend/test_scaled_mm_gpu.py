@@ -282,3 +282,80 @@ def test_empty_problems_follow_torch():
                        torch.ones(1, 0, device="cuda"))
     torch.cuda.synchronize()
     assert bool((D == 0).all()) and tuple(D.shape) == (64, 48)
+
+
+def _ulp(x, fmt):
+    """One unit in the last place of e4m3 / e5m2 at |x| (normal range)."""
+    mant = {"e4m3": 3, "e5m2": 2}[fmt]
+    e = torch.floor(torch.log2(x.abs().clamp_min(2.0 ** -6)))
+    return torch.pow(2.0, e - mant)
+
+
+@pytest.mark.parametrize("mode", ["tensor", "row", "block"])
+@pytest.mark.parametrize("fmt", ["e4m3", "e5m2"])
+def test_fp8_output_with_amax_and_scale_result(mode, fmt):
+    """An 8-bit D: ``D = sat(round(v * scale_result))`` with ``v`` the scaled product plus a
+    bf16 bias, and ``amax = max |v|`` from the epilogue: D within half an 8-bit ulp of the
+    float64 value (plus the accumulation error), amax within 1e-3; a large scale_result
+    saturates to the largest finite value (no NaN / inf)."""
+    _skip_without_hopper()
+    f8 = {"e4m3": torch.float8_e4m3fn, "e5m2": torch.float8_e5m2}[fmt]
+    fmax = {"e4m3": 448.0, "e5m2": 57344.0}[fmt]
+    g = torch.Generator(device="cuda").manual_seed(11)
+    M, N, K = 200, 144, 384
+    x = torch.randn(M, K, device="cuda", generator=g)
+    w = torch.randn(N, K, device="cuda", generator=g)
+    qa, qw = x.to(torch.float8_e4m3fn), w.to(torch.float8_e4m3fn)
+    if mode == "tensor":
+        sa = torch.full((), 0.5, device="cuda")
+        sb = torch.full((), 0.25, device="cuda")
+        fa, fb = sa.double(), sb.double()
+    elif mode == "row":
+        sa = torch.rand(M, 1, device="cuda", generator=g) + 0.5
+        sb = torch.rand(1, N, device="cuda", generator=g) + 0.5
+        fa, fb = sa.double(), sb.double().t()
+    else:
+        sa = torch.rand(M, 3, device="cuda", generator=g) + 0.5
+        sb = torch.rand(2, 3, device="cuda", generator=g) + 0.5
+        fa = sa.double().repeat_interleave(128, 1)[:, :K]
+        fb = sb.double().repeat_interleave(128, 0).repeat_interleave(128, 1)[:N, :K]
+    bias = torch.randn(N, device="cuda", generator=g).to(torch.bfloat16)
+    v = (qa.double() * fa) @ (qw.double() * fb).t() + bias.double()
+    for s in (0.75, 1e4):
+        sr = torch.full((1,), s, device="cuda")
+        amax = torch.full((1,), float("nan"), device="cuda")
+        out = torch.full((M, N), float("nan"), device="cuda").to(f8)
+        D = cute.scaled_mm(qa, qw.t(), sa, sb, out_dtype=f8, bias=bias, out=out,
+                           scale_result=sr, amax=amax)
+        torch.cuda.synchronize()
+        assert D.data_ptr() == out.data_ptr() and D.dtype == f8
+        got = D.double()
+        r = (v * s).clamp(-fmax, fmax)            # the exact value before the conversion
+        assert bool(torch.isfinite(got).all())
+        # round to nearest: within half an ulp of r, plus the fp32 / FP8-MMA accumulation
+        # error of v (relative 1e-3 of the largest |v|) scaled by s
+        bound = 0.5 * _ulp(r, fmt) + s * 1e-3 * float(v.abs().max())
+        diff = (got - r).abs()
+        bad = diff > bound
+        assert not bool(bad.any()), (float(diff.max()), r[bad][:4].tolist(),
+                                     got[bad][:4].tolist())
+        assert abs(float(amax) - float(v.abs().max())) <= 1e-3 * float(v.abs().max())
+        if s > 1:
+            assert float(got.abs().max()) == fmax
+
+
+def test_fp8_output_errors_name_the_argument():
+    _skip_without_hopper()
+    qa = torch.randn(64, 128, device="cuda").to(torch.float8_e4m3fn)
+    qw = torch.randn(100, 128, device="cuda").to(torch.float8_e4m3fn)
+    one = torch.ones((), device="cuda")
+    with pytest.raises(LaunchError, match="^scaled_mm: out "):          # N * 1 byte % 16
+        cute.scaled_mm(qa, qw.t(), one, one, out_dtype=torch.float8_e4m3fn)
+    with pytest.raises(LaunchError, match="^scaled_mm: scale_result "):
+        cute.scaled_mm(qa, qw[:96].t(), one, one, scale_result=torch.ones(1, device="cuda"))
+    with pytest.raises(LaunchError, match="^scaled_mm: amax "):
+        cute.scaled_mm(qa, qw[:96].t(), one, one, amax=torch.ones(2, device="cuda"))
+    amax = torch.zeros(1, device="cuda")
+    D = cute.scaled_mm(qa, qw[:96].t(), one, one, amax=amax)      # bf16 D with its amax
+    torch.cuda.synchronize()
+    assert abs(float(amax) - float(D.float().abs().max())) <= 1e-2 * float(amax)

@@ -45,9 +45,15 @@ from .lower import (MATH_HELPERS, LoweredTree, atomic_reduce, lower_tree, reduce
                     reduce_identity_literal, emit_reduction_state)
 
 __all__ = ["EpilogueConfig", "Sm90Epilogue", "ParamSpec", "swizzle_offset", "dtype_bytes",
+           "FP8_D_TYPES",
            "valid_option_combinations", "build_test_kernel_source"]
 
 _BYTES = {t: BYTES[t] for t in evt.DTYPES}    # the epilogue's types; cute_py.numeric's table
+#: 8-bit floats D may be stored in (saturating round-to-nearest-even of the tree's value): the
+#: FP8 GEMM's output for the next layer; never a type of the tree's inputs
+FP8_D_TYPES = ("float8_e4m3", "float8_e5m2")
+_BYTES.update({t: BYTES[t] for t in FP8_D_TYPES})
+_FP8_KIND = {"float8_e4m3": "e4m3", "float8_e5m2": "e5m2"}
 #: how C / aux reach the consumer threads (``EpilogueConfig.load_path``)
 LOAD_PATHS = ("tma", "direct")
 
@@ -206,6 +212,9 @@ class Sm90Epilogue:
         if cfg.element_d not in _BYTES:
             raise LaunchError(op, "element_d", "is not a supported type",
                               expected=list(_BYTES), actual=cfg.element_d)
+        if cfg.element_d in FP8_D_TYPES and (cfg.reuse_smem_c or cfg.batched):
+            raise LaunchError(op, "element_d", "an 8-bit D is staged apart from C and stored "
+                              "2-D (no reuse_smem_c, no batched D)", actual=cfg.element_d)
         if cfg.tile_m % em or cfg.tile_n % en:
             raise LaunchError(op, "epilogue_tile", "must divide the CTA tile",
                               expected=f"divisors of {(cfg.tile_m, cfg.tile_n)}", actual=(em, en))
@@ -671,7 +680,7 @@ class Sm90Epilogue:
         lane) plus the block's value offsets."""
         fr = self.cfg.fragment
         m_org, n_org = self.origins[s]
-        k = "f16" if dtype == "float16" else "bf16"
+        k = _FP8_KIND.get(dtype) or ("f16" if dtype == "float16" else "bf16")
         tid = self._tid()
         if self._use_stmatrix(dtype, pairs):
             with kb.scope():
@@ -697,6 +706,8 @@ class Sm90Epilogue:
                            dtype)
             if _BYTES[dtype] == 4:
                 kb.call("st_shared_f32x2", a, src(v), src(w))
+            elif _BYTES[dtype] == 1:    # two adjacent 8-bit values: one 16-bit store
+                kb.call("st_shared_16", a, kb.call_expr(f"pack_{k}x2", src(v), src(w)))
             else:
                 kb.call("st_shared_32", a, kb.call_expr(f"pack_{k}x2", src(v), src(w)))
         for v in singles:
@@ -704,6 +715,8 @@ class Sm90Epilogue:
                            dtype)
             if _BYTES[dtype] == 4:
                 kb.call("st_shared_f32", a, src(v))
+            elif _BYTES[dtype] == 1:
+                kb.call("st_shared_8", a, kb.call_expr(f"f32_to_{k}_bits", src(v)))
             else:
                 kb.call("st_shared_16", a, kb.call_expr(f"f32_to_{k}_bits", src(v)))
 

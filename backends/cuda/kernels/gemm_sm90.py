@@ -527,7 +527,10 @@ def shipped_fp8_configs() -> tuple:
     block-scaled e4m3 -> bf16 (128x128); and the defaults of ``scaled_mm`` for a 16-byte
     aligned D without bias on large problems: promoted per-tensor, row-wise and block-scaled
     (128x192; block-scaled also 128x128, its choice when 192-wide tiles leave the last wave
-    emptier), clusters of two, through the TMA-store EVT epilogue."""
+    emptier), clusters of two, through the TMA-store EVT epilogue; and an e4m3 D with bias,
+    amax and scale_result (the FP8 output for the next layer)."""
+    from .gemm_sm90_fp8 import epilogue_tree
+
     def tma_store(mode, tn, promote):     # as scaled_mm's choose_fp8_config picks them
         return Sm90GemmConfig(tile_n=tn, tile_k=128, dtype="e4m3", out_dtype="bf16",
                               scaling=mode, promote=promote, cluster_m=2,
@@ -544,6 +547,12 @@ def shipped_fp8_configs() -> tuple:
         tma_store("row", 192, True),
         tma_store("block", 128, False),
         tma_store("block", 192, False),
+        # an e4m3 D for the next layer: bias, amax and scale_result in the epilogue
+        Sm90GemmConfig(tile_n=192, tile_k=128, dtype="e4m3", out_dtype="e4m3",
+                       scaling="tensor", promote=True, cluster_m=2,
+                       epi=make_epilogue_config(epilogue_tree("bfloat16", True, True),
+                                                tile_n=192, element_d="float8_e4m3")
+                       ).fit_stages(),
     )
 
 
@@ -927,8 +936,8 @@ class Sm90Gemm:
             odt = None
             if self.cfg.fp8:
                 import torch
-                odt = getattr(torch, {"bf16": "bfloat16", "f16": "float16",
-                                      "f32": "float32"}[self.cfg.out_dtype])
+                from .gemm_sm90_fp8 import OUT_ARRAY_DTYPES
+                odt = getattr(torch, OUT_ARRAY_DTYPES[self.cfg.out_dtype][0])
             D = empty(A, (*Am.shape[:-1], Bm.shape[-2]), Am.framework, dtype=odt)
         Dm = meta_of(D, "D", op)
         fp8_metas = {}

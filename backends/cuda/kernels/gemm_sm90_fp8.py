@@ -49,7 +49,7 @@ accumulator 1.3e-2 relative-norm error, promoted 1.2e-4 (bf16 output rounding: 1
 
 from __future__ import annotations
 
-__all__ = ["FP8_DTYPES", "OUT_DTYPES", "SCALINGS", "check", "PARAMS", "emit_promotion_loads",
+__all__ = ["FP8_DTYPES", "OUT_DTYPES", "FP8_OUT", "EPI_D", "epilogue_tree", "SCALINGS", "check", "PARAMS", "emit_promotion_loads",
            "emit_promotion", "promotes", "emit_promotion_init", "emit_k_block_tail",
            "emit_producer_scales",
            "emit_consumer_setup", "emit_epi_prelude", "acc_expr", "emit_epilogue", "name_part",
@@ -59,9 +59,15 @@ __all__ = ["FP8_DTYPES", "OUT_DTYPES", "SCALINGS", "check", "PARAMS", "emit_prom
 #: 8-bit input formats
 FP8_DTYPES = ("e4m3", "e5m2")
 #: output types of the FP8 built-in epilogue
-OUT_DTYPES = ("bf16", "f16", "f32")
+OUT_DTYPES = ("bf16", "f16", "f32", "e4m3", "e5m2")
+#: 8-bit output types: stored only by the TMA-store EVT epilogue (saturating conversion)
+FP8_OUT = ("e4m3", "e5m2")
 #: torch / CuPy dtype names of D (and the bias) per output type
-OUT_ARRAY_DTYPES = {"bf16": ("bfloat16", "uint16"), "f16": ("float16",), "f32": ("float32",)}
+OUT_ARRAY_DTYPES = {"bf16": ("bfloat16", "uint16"), "f16": ("float16",), "f32": ("float32",),
+                    "e4m3": ("float8_e4m3fn", "uint8"), "e5m2": ("float8_e5m2", "uint8")}
+#: the epilogue's element type of D per output type
+EPI_D = {"bf16": "bfloat16", "f16": "float16", "f32": "float32", "e4m3": "float8_e4m3",
+         "e5m2": "float8_e5m2"}
 #: scaling modes: per-tensor, row-wise (per row of A / column of B), block-wise (1x128 A,
 #: 128x128 B)
 SCALINGS = ("tensor", "row", "block")
@@ -73,6 +79,23 @@ BLOCK_K = 128
 
 
 _I32 = (1 << 31) - 1
+
+
+def epilogue_tree(bias=None, amax: bool = False, scale_result: bool = False):
+    """The TMA-store epilogue's tree of ``scaled_mm`` (None: ``D = acc``): ``v = acc (+
+    bias[n])`` (``bias``: the bias's dtype name, or None), with ``amax`` a
+    ``ScalarReduction("amax", "absmax")`` of v (``amax[0] = max |v|``), with
+    ``scale_result`` ``v * scale_result[0]`` (a pointer scalar) as the stored value.  The
+    accumulators it reads are already scaled (:func:`acc_expr`)."""
+    from cute_py.epilogue import evt
+    v = evt.AccFetch()
+    if bias:
+        v = evt.add(v, evt.RowBroadcast("bias", bias))
+    if amax:
+        v = evt.ScalarReduction(v, "amax", "absmax")
+    if scale_result:
+        v = evt.multiply(v, evt.ScalarBroadcast("scale_result", ptr=True))
+    return None if v == evt.AccFetch() else v
 
 
 def scale_layouts(scaling: str):
@@ -160,6 +183,9 @@ def check(cfg, op: str = "Sm90GemmConfig") -> None:
                           actual=cfg.scaling)
     if cfg.epi is not None:
         _check_epi(op, cfg)
+    elif cfg.out_dtype in FP8_OUT:
+        raise LaunchError(op, "out_dtype", "an 8-bit D is stored by the TMA-store EVT epilogue "
+                          "(give the configuration an epi)", actual=cfg.out_dtype)
     for nm, bad in (("split_k", cfg.splits),
                     ("stream_k", cfg.stream_k), ("transpose_d", cfg.transpose_d),
                     ("has_c", cfg.has_c)):
@@ -292,7 +318,7 @@ def _check_epi(op, cfg) -> None:
     """An FP8 configuration with the TMA-store EVT epilogue (``epi``): the tree reads the
     scaled products (:func:`acc_expr`); D of the configuration's output type."""
     from cute_py.errors import LaunchError
-    want = {"bf16": "bfloat16", "f16": "float16", "f32": "float32"}[cfg.out_dtype]
+    want = EPI_D[cfg.out_dtype]
     if cfg.epi.element_d != want:
         raise LaunchError(op, "epi", "its element_d must be the FP8 output type",
                           expected=want, actual=cfg.epi.element_d)
@@ -479,10 +505,12 @@ def check_scales(op, cfg, M, N, K, scale_a, scale_b, bias) -> tuple:
     if cfg.scaling == "row":       # (M, 1): stride along M; (1, N): stride along N
         st = [st[0], 0, st[3], 0]
     if bias is not None:
-        ok = OUT_ARRAY_DTYPES[cfg.out_dtype]
+        # an 8-bit D takes a 16- or 32-bit bias (added before the conversion)
+        ok = ("bfloat16", "float16", "float32") if cfg.out_dtype in FP8_OUT else \
+            OUT_ARRAY_DTYPES[cfg.out_dtype]
         if bias.dtype not in ok:
-            raise LaunchError(op, "bias", "must have the output dtype", expected=ok[0],
-                              actual=bias.dtype)
+            raise LaunchError(op, "bias", "must have the output dtype (bfloat16, float16 or "
+                              "float32 for an 8-bit D)", expected=ok[0], actual=bias.dtype)
         if tuple(bias.shape) != (N,) or bias.strides[-1] != 1:
             raise LaunchError(op, "bias", "must be a contiguous vector of N elements",
                               expected=(N,), actual=(bias.shape, bias.strides))

@@ -197,6 +197,11 @@ CUTE_PY_DEVICE void st_shared_16(u32 saddr, u16 v) {
   asm volatile("st.shared.b16 [%0], %1;" :: "r"(saddr), "h"(v) : "memory");
 }
 
+// The low byte of v (an 8-bit float's bits).
+CUTE_PY_DEVICE void st_shared_8(u32 saddr, u16 v) {
+  asm volatile("st.shared.b8 [%0], %1;" :: "r"(saddr), "h"(v) : "memory");
+}
+
 CUTE_PY_DEVICE void st_shared_f32(u32 saddr, float x) {
   asm volatile("st.shared.f32 [%0], %1;" :: "r"(saddr), "f"(x) : "memory");
 }

@@ -270,6 +270,25 @@ CUTE_PY_HOST_DEVICE u64 gmma_desc_add(u64 desc, u32 bytes) {
   return desc + (u64)(bytes >> 4);
 }
 
+// ---- 8-bit float conversion (cvt.rn.satfinite.{e4m3,e5m2}x2.f32) ---------------------------
+// Round to nearest even, saturating to the largest finite value (e4m3: 448, e5m2: 57344);
+// NaN stays NaN.  The pair's `lo` lands in bits 0..7 (the lower address when stored).
+CUTE_PY_DEVICE u16 pack_e4m3x2(float lo, float hi) {
+  u16 r;
+  asm("cvt.rn.satfinite.e4m3x2.f32 %0, %1, %2;" : "=h"(r) : "f"(hi), "f"(lo));
+  return r;
+}
+
+CUTE_PY_DEVICE u16 pack_e5m2x2(float lo, float hi) {
+  u16 r;
+  asm("cvt.rn.satfinite.e5m2x2.f32 %0, %1, %2;" : "=h"(r) : "f"(hi), "f"(lo));
+  return r;
+}
+
+CUTE_PY_DEVICE u16 f32_to_e4m3_bits(float x) { return pack_e4m3x2(x, 0.0f) & 0xffu; }
+
+CUTE_PY_DEVICE u16 f32_to_e5m2_bits(float x) { return pack_e5m2x2(x, 0.0f) & 0xffu; }
+
 #endif  // __CUDA_ARCH__ >= 900
 
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
