@@ -34,8 +34,9 @@ def scaled_mm(A, B, scale_a, scale_b, *, out_dtype="bfloat16", bias=None, out=No
       of 16); ``bias``: a length-N vector of ``out_dtype`` (bfloat16, float16 or float32 for an
       8-bit D) added after scaling; ``out``: a row-major ``(M, N)`` tensor of ``out_dtype``
       (allocated when None); ``stream``: a torch stream or raw handle;
-    - ``scale_result`` (8-bit D only, as ``torch._scaled_mm``): a one-element float32 tensor,
-      ``D = convert(v * scale_result)`` with ``v`` the scaled product plus bias; ``amax``: a
+    - ``scale_result`` (8-bit D only): a one-element float32 tensor, ``D = convert(v *
+      scale_result)`` with ``v`` the scaled product plus bias (cuBLASLt's D scale; torch
+      2.11's ``_scaled_mm`` was measured to ignore its ``scale_result``); ``amax``: a
       one-element float32 tensor that receives ``max |v|`` over D (before ``scale_result``:
       the next layer's scale is ``amax / 448``), computed in the epilogue;
     - ``use_fast_accum`` (per-tensor / row-wise, as torch's): one accumulator over all of K

@@ -241,8 +241,8 @@ def scaled_mm(A, B, scale_a, scale_b, out_dtype="bfloat16", bias=None, out=None,
     M, N, K, mode, od = check_problem(Am, Bm, sam, sbm, biasm, outm, out_dtype,
                                       allow_empty=True)
     if srm is not None and od not in _FP8_OUT:
-        raise LaunchError(_OP, "scale_result", "scales an 8-bit out_dtype only (as "
-                          "torch._scaled_mm)", actual=out_dtype)
+        raise LaunchError(_OP, "scale_result", "scales an 8-bit out_dtype only",
+                          actual=out_dtype)
     h = stream_handle(stream, A, _OP)
     if out is None:
         import torch
