@@ -26,7 +26,7 @@ from __future__ import annotations
 
 from cute_py.errors import LaunchError
 
-__all__ = ["fold_strides", "broadcast_call", "empty_call", "is_broadcast"]
+__all__ = ["fold_strides", "broadcast_call", "empty_call", "is_broadcast", "needs_broadcast"]
 
 _OP = "gemm"
 
@@ -100,10 +100,9 @@ def broadcast_call(entry, A, B, C, alpha, beta, out, Am, Bm, Cm, Dm, stream, exp
             raise LaunchError(_OP, nm, "has the wrong shape (a broadcast batch gives D (L, M, "
                               "N))", expected=shape, actual=X.shape)
     if out is None:
+        from .tensors import meta_of
         out = empty(A, shape, Am.framework)
-        Dm = None
-    from .tensors import meta_of
-    Dm = Dm or meta_of(out, "out", _OP)
+        Dm = meta_of(out, "out", _OP)
     bias, activation, epilogue, tensors = kw["bias"], kw["activation"], kw["epilogue"], \
         kw["tensors"]
     # a per-column bias is the same for every row of the folded problem; a per-row one is not
@@ -136,7 +135,8 @@ def broadcast_call(entry, A, B, C, alpha, beta, out, Am, Bm, Cm, Dm, stream, exp
         return out
     choice = None
     for l in range(L):
-        tens = {k: (v[l] if getattr(v, "ndim", 0) == 3 else v) for k, v in (tensors or {}).items()}
+        tens = {k: (v[l] if getattr(v, "ndim", 0) == 3 else v)
+                for k, v in (tensors or {}).items()}
         res = entry(_matrix(A, Am, l), _matrix(B, Bm, l), C[l] if Cm is not None else None,
                     alpha, beta, out[l], explain=explain, epilogue=epilogue, tensors=tens,
                     **common)

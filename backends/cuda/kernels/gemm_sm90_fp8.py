@@ -49,7 +49,8 @@ accumulator 1.3e-2 relative-norm error, promoted 1.2e-4 (bf16 output rounding: 1
 
 from __future__ import annotations
 
-__all__ = ["FP8_DTYPES", "OUT_DTYPES", "FP8_OUT", "EPI_D", "epilogue_tree", "SCALINGS", "check", "PARAMS", "emit_promotion_loads",
+__all__ = ["FP8_DTYPES", "OUT_DTYPES", "FP8_OUT", "EPI_D", "epilogue_tree", "SCALINGS",
+           "check", "PARAMS", "emit_promotion_loads",
            "emit_promotion", "promotes", "emit_promotion_init", "emit_k_block_tail",
            "emit_producer_scales",
            "emit_consumer_setup", "emit_epi_prelude", "acc_expr", "emit_epilogue", "name_part",
