@@ -20,7 +20,10 @@ tests' own: NumPy references, poisoned outputs, guard bands):
   the grouped copy of operands TMA cannot read into padded buffers, and batched D through
   3-D TMA stores, and the one-wave 64-row decode tiles (a K-major B; a row-major B in SW64 atoms);
 * split-K and swapped decode through the heuristic: 64-row swapped tiles with the fix-up split
-  (16 x 4096 x 4096) and unsplit (7 x 391 x 2000).
+  (16 x 4096 x 4096) and unsplit (7 x 391 x 2000);
+* configurations given to ``gemm(config=...)``: split-K (fix-up, workspace, atomic), stream-K
+  and transposed D, with C; an 8-bit D with amax and scale_result (every scaling mode);
+  broadcast batches (a folded shared B; one GEMM per batch).
 
 Each tool runs once over the whole selection (one Python process, compiled kernels come from the
 disk cache).  Exit status: 0 when every tool reports no error.  Not a pytest module on purpose
@@ -48,6 +51,8 @@ FILES = [
     "tests/backend/test_scaled_mm_gpu.py",
     "tests/backend/test_gemm_api_gpu.py",
     "tests/backend/test_gemm_sm90_splitk_gpu.py",
+    "tests/backend/test_gemm_config_gpu.py",
+    "tests/backend/test_gemm_broadcast_gpu.py",
 ]
 SELECT = ("transpose_helper or strided_views or smem or scalar_any"
           " or (7x13x29 and compact) or offset1-batched"
@@ -62,7 +67,11 @@ SELECT = ("transpose_helper or strided_views or smem or scalar_any"
           " or (batched_d_through_tma_stores and shape1-AB)"
           " or (one_wave_decode_tiles and 50x5000) or block_scaling_wide_tiles"
           " or (heuristic_choice_vs_reference and f16 and fixup"
-          " and (N4096K4096-16- or N391K2000-7-))")
+          " and (N4096K4096-16- or N391K2000-7-))"
+          " or (special_configs_through_gemm and True)"
+          " or (fp8_output_with_amax and e4m3)"
+          " or (batched_x_times_shared_weight_folds and 2d and fp16)"
+          " or (broadcast_a_and_column_bias and fp16)")
 
 
 def main(argv=None) -> int:

@@ -30,7 +30,7 @@ def _close(D, ref, dt):
     assert err < (3e-3 if dt == torch.float16 else 1.5e-2), err
 
 
-@pytest.mark.parametrize("dt", [torch.float16, torch.bfloat16])
+@pytest.mark.parametrize("dt", [torch.float16, torch.bfloat16], ids=["fp16", "bf16"])
 @pytest.mark.parametrize("bkind", ["2d", "expand", "batch1"])
 def test_batched_x_times_shared_weight_folds(dt, bkind):
     """``gemm(x (L, M, K), B)`` with B 2-D, expanded or of batch 1: one GEMM on the folded
@@ -72,7 +72,7 @@ def test_fold_with_c_and_out_views():
     assert "broadcast batch: 4 calls" in why.reason
 
 
-@pytest.mark.parametrize("dt", [torch.float16, torch.bfloat16])
+@pytest.mark.parametrize("dt", [torch.float16, torch.bfloat16], ids=["fp16", "bf16"])
 def test_broadcast_a_and_column_bias_run_per_batch(dt):
     """A broadcast A (2-D or expanded) against a batched B, and a per-row bias with a shared B:
     one GEMM per batch, equal to torch.matmul's broadcast."""
@@ -120,7 +120,8 @@ def test_batch_mismatch_raises():
                   out=torch.empty(24, 8, device="cuda", dtype=torch.float16))
 
 
-@pytest.mark.parametrize("dt", [torch.float16, torch.bfloat16, torch.float32])
+@pytest.mark.parametrize("dt", [torch.float16, torch.bfloat16, torch.float32],
+                         ids=["fp16", "bf16", "fp32"])
 def test_empty_problems_follow_torch(dt):
     """M, N or L of 0: the empty D (as torch.mm); K of 0: D = act(beta * C + bias) from exact
     zero accumulators, also into a poisoned out."""
