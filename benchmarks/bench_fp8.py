@@ -9,7 +9,8 @@ Providers per scaling mode:
 - per-tensor and row-wise: ``cute_py`` (default: each 128-element k-block promoted into an fp32
   total), ``cute_py_fast`` (``use_fast_accum=True``: one accumulator), ``torch`` and
   ``torch_fast`` (``torch._scaled_mm(..., use_fast_accum=False / True)``); ratios are
-  cute_py / torch and cute_py_fast / torch_fast (time ratio: < 1 is faster);
+  cute_py / torch and cute_py_fast / torch_fast (time ratio: < 1 is faster); per-tensor also
+  an e4m3 D: ``cute_py_e4m3`` (with ``amax`` reduced in the epilogue) against ``torch_e4m3``;
 - block-wise: ``cute_py_block`` against our own per-tensor kernels (``cute_py``,
   ``cute_py_fast``): the cost of the block scales.
 
@@ -103,6 +104,15 @@ def providers(mode, qa, qw, sa, sb, torch):
         fns["torch_fast"] = lambda: torch._scaled_mm(qa, B, scale_a=ta, scale_b=tb,
                                                      out_dtype=torch.bfloat16,
                                                      use_fast_accum=True)
+        if mode == "tensor":
+            # an 8-bit D for the next layer (ours also reduces amax = max |D| in the epilogue)
+            f8 = torch.float8_e4m3fn
+            out8 = torch.empty(M, N, device="cuda", dtype=f8)
+            amax = torch.zeros(1, device="cuda")
+            fns["cute_py_e4m3"] = lambda: cute_py.scaled_mm(qa, B, sa, sb, out_dtype=f8,
+                                                            out=out8, amax=amax)
+            fns["torch_e4m3"] = lambda: torch._scaled_mm(qa, B, scale_a=ta, scale_b=tb,
+                                                         out_dtype=f8)
     else:
         fns["cute_py_block"] = lambda: cute_py.scaled_mm(qa, B, sa, sb, out=out)
         one = torch.ones((), device="cuda")
@@ -157,7 +167,8 @@ def run_case(name, mode, args, torch, results):
         if r["shape"] == name and r["mode"] == mode and r["provider"] in med:
             r["ms"] = med[r["provider"]]
             r["tflops"] = flop / med[r["provider"]] / 1e9
-    pairs = ([("cute_py", "torch"), ("cute_py_fast", "torch_fast")] if mode != "block"
+    pairs = ([("cute_py", "torch"), ("cute_py_fast", "torch_fast"),
+              ("cute_py_e4m3", "torch_e4m3")] if mode != "block"
              else [("cute_py_block", "cute_py"), ("cute_py_block", "cute_py_fast")])
     line = f"{name:>8} {mode:>6} " + "  ".join(
         f"{p} {flop / med[p] / 1e9:7.1f} TF/s (err {next(r['rel_err'] for r in results if r['shape'] == name and r['mode'] == mode and r['provider'] == p):.1e})"
