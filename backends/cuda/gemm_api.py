@@ -232,7 +232,7 @@ def _build_sm90(Am, Bm, Dm, Cm, alpha_one, cfg, device):
         from .kernels.gemm_sm90_heuristic import choose_sm90
         L = Am.shape[0] if len(Am.shape) == 3 else 1
         M, K, N = Am.shape[-2], Am.shape[-1], Bm.shape[-2]
-        vec2 = all(X is None or (X.strides[-2] % 2 == 0 and X.ptr % 4 == 0) for X in (Dm, Cm))
+        vec2 = G.vec2_ok(Dm, Cm)
         ch = choose_sm90(M, N, K, L, "f16" if Am.dtype == "float16" else "bf16",
                          G.tma_major(Am), G.tma_major(Bm), sms, d_vec2=vec2)
         if not ch.default_path:
@@ -242,8 +242,7 @@ def _build_sm90(Am, Bm, Dm, Cm, alpha_one, cfg, device):
         cfg = G.choose_config(Am, Bm, Dm, Cm, alpha_one, sms)
     else:
         from dataclasses import replace
-        if cfg.vec2 and not all(X is None or (X.strides[-2] % 2 == 0 and X.ptr % 4 == 0)
-                                for X in (Dm, Cm if use_c else None)):
+        if cfg.vec2 and not G.vec2_ok(Dm, Cm if use_c else None):
             # paired stores need even leading dimensions: like has_c, the call decides
             cfg = replace(cfg, vec2=False)
         kA, kB = (Bm, Am) if cfg.transpose_d else (Am, Bm)

@@ -198,12 +198,12 @@ def _grad_shared(X, Y, like, alpha, which):
     if which == "A":                          # sum_l dZ_l B_l^T
         L, M, N = X.shape
         d = op(X.transpose(0, 1).reshape(M, L * N),
-               Y.transpose(-1, -2).expand(L, N, Y.shape[-2]).reshape(L * N, Y.shape[-2]),
+               Y.transpose(-1, -2).reshape(L * N, Y.shape[-2]),
                None, alpha, 0.0, None, None)
     else:                                     # sum_l A_l^T dZ_l
         L, M, K = X.shape
-        d = op(X.reshape(L * M, K).transpose(0, 1), Y.expand(L, M, Y.shape[-1]).reshape(
-            L * M, Y.shape[-1]), None, alpha, 0.0, None, None)
+        d = op(X.reshape(L * M, K).transpose(0, 1), Y.reshape(L * M, Y.shape[-1]), None,
+               alpha, 0.0, None, None)
     return d.reshape(like.shape)
 
 

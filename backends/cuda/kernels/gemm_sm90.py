@@ -1023,6 +1023,12 @@ def _tma_aligned(m: TensorMeta, unit: int) -> bool:
     return len(m.shape) == 2 or m.shape[0] == 1 or (m.strides[0] * m.itemsize) % 16 == 0
 
 
+def vec2_ok(*metas) -> bool:
+    """The built-in epilogue's paired 4-byte stores (``vec2``) fit D / C (``metas``, None:
+    absent): even leading dimensions and 4-byte aligned bases."""
+    return all(X is None or (X.strides[-2] % 2 == 0 and X.ptr % 4 == 0) for X in metas)
+
+
 def tma_major(m: TensorMeta) -> str | None:
     """``"K"`` when operand ``m`` (``(rows, K)`` / ``(L, rows, K)``) is K-contiguous and TMA can
     read it in place, ``"MN"`` when rows-contiguous (the transpose view of a row-major
@@ -1180,7 +1186,7 @@ def choose_config(A: TensorMeta, B: TensorMeta, D: TensorMeta, C: TensorMeta | N
         # v10)
         return default_evt_config(dt, tn, False, a_major, b_major,
                                   rows_128(A) and rows_128(B), cluster_for(B, tn), batched=True)
-    vec2 = all(X is None or (X.strides[-2] % 2 == 0 and X.ptr % 4 == 0) for X in (D, C))
+    vec2 = vec2_ok(D, C)
     if L > 1 and tn == 256:
         # batched with full waves: ping-pong 128x128 (the predicated epilogue of one consumer
         # warpgroup under the other's mainloop); measured 1.15-1.21x the cooperative 128x256
