@@ -18,7 +18,10 @@ Three things live here, none of them touching a GPU:
   0, and the phase bit flips).  Producer and consumer *programs* are generators of steps that
   block on ``try_wait.parity``; :meth:`PipelineModel.run` interleaves them under any schedule and
   records every read of a stage that was not full and every overwrite of a stage a consumer had
-  not released.  ``tests/test_pipeline_model.py`` runs it over random schedules (hypothesis).
+  not released.  ``tests/test_pipeline_model.py`` runs it over random schedules (hypothesis);
+- :class:`StoreStaging` / :class:`StoreStagingModel`: the epilogue's D staging handed to a
+  store thread through full / empty mbarriers (the emitter lowers the same description), and
+  its model over any schedule.
 """
 
 from __future__ import annotations
@@ -29,7 +32,7 @@ from .errors import CuteError
 
 __all__ = ["PipelineState", "make_producer_start_state", "make_pipeline_state",
            "PipelineTmaAsync", "OrderedSequenceBarrier", "MBarrier", "PipelineModel",
-           "PingpongModel", "PipelineError"]
+           "PingpongModel", "PipelineError", "StoreStaging", "StoreStagingModel"]
 
 
 class PipelineError(CuteError):
@@ -412,3 +415,169 @@ class PingpongModel(PipelineModel):
                 release(idx)
             st = st.advance((G - 1) * kb)
             yield None
+
+
+# ---------------------------------------------------------------------------------------------
+# the epilogue's store staging (a store warp)
+
+
+@dataclass(frozen=True)
+class StoreStaging:
+    """The D staging of an epilogue whose TMA stores one store thread issues: ``buffers``
+    smem buffers of one subtile each, written by ``writers`` consumer threads, ``subtiles``
+    per tile.  ``whole`` (``buffers == subtiles``): the tile is handed over as one unit (one
+    full / empty mbarrier pair, one bulk group, released after ``wait_group.read<0>``);
+    else each buffer has its own pair and the store thread releases buffer ``j - 1`` after
+    issuing ``j`` (``wait_group.read<1>``; ``<0>`` with one buffer).
+
+    Law (checked by :class:`StoreStagingModel` under any schedule): no thread writes a buffer
+    whose previous stores have not read it, no store reads a buffer before every writer wrote
+    it, and neither side waits forever."""
+
+    buffers: int
+    writers: int
+    subtiles: int
+
+    def __post_init__(self):
+        for n in ("buffers", "writers", "subtiles"):
+            _check_pos_int("StoreStaging", n, getattr(self, n))
+
+    @property
+    def whole(self) -> bool:
+        return self.buffers == self.subtiles
+
+    @property
+    def barriers(self) -> int:
+        """Full / empty mbarrier pairs."""
+        return 1 if self.whole else self.buffers
+
+    @property
+    def full_arrive_count(self) -> int:
+        return self.writers
+
+    @property
+    def empty_arrive_count(self) -> int:
+        return 1
+
+    @property
+    def read_lag(self) -> int:
+        """``N`` of the store thread's ``wait_group.read<N>`` before it releases a buffer."""
+        return 0 if self.whole or self.buffers == 1 else 1
+
+
+@dataclass
+class StoreStagingModel:
+    """Runs :class:`StoreStaging`'s programs on modelled barriers: every writer (one per
+    ``writers``) writes each subtile of ``tiles`` tiles; the store thread waits for full,
+    issues the stores (their reads of smem land later, the ``read`` step, in order), waits
+    for ``read_lag`` groups to remain, releases.  :meth:`run` as :meth:`PipelineModel.run`."""
+
+    desc: StoreStaging
+    tiles: int
+    errors: list = field(default_factory=list)
+
+    def __post_init__(self):
+        _check_pos_int("StoreStagingModel", "tiles", self.tiles, 0)
+        d = self.desc
+        self.full = [MBarrier(d.full_arrive_count) for _ in range(d.barriers)]
+        self.empty = [MBarrier(d.empty_arrive_count) for _ in range(d.barriers)]
+        self.content = [None] * d.buffers       # the subtile each buffer holds
+        self.writes = [0] * d.buffers           # writers done with the current content
+        self.reading = [0] * d.buffers          # stores issued, not yet read
+        self.groups = []                        # bulk groups in flight: list of buffers
+        self.stored = []
+
+    def _units(self):
+        """(barrier, buffers, first subtile) of each handover, in order."""
+        d = self.desc
+        n = self.tiles * d.subtiles
+        if d.whole:
+            return [(0, list(range(d.buffers)), t * d.subtiles) for t in range(self.tiles)]
+        return [(j % d.buffers, [j % d.buffers], j) for j in range(n)]
+
+    def _writer(self, w):
+        d = self.desc
+        phase = 1
+        for bar, bufs, j0 in self._units():
+            while not self.empty[bar].try_wait_parity(phase):
+                yield "blocked"
+            for i, b in enumerate(bufs):
+                if self.reading[b]:
+                    self.errors.append(f"writer {w} overwrites buffer {b} before its store "
+                                       "read it")
+                if self.content[b] != j0 + i:
+                    self.content[b], self.writes[b] = j0 + i, 0
+                self.writes[b] += 1
+                yield None
+            self.full[bar].arrive()
+            if bar == d.barriers - 1:
+                phase ^= 1
+            yield None
+
+    def _store(self):
+        d = self.desc
+        phase, prev = 0, None
+        for bar, bufs, j0 in self._units():
+            while not self.full[bar].try_wait_parity(phase):
+                yield "blocked"
+            for i, b in enumerate(bufs):
+                if self.content[b] != j0 + i or self.writes[b] != d.writers:
+                    self.errors.append(f"store of subtile {j0 + i} reads buffer {b} before "
+                                       "every writer wrote it")
+                self.reading[b] += 1
+            self.groups.append((list(bufs), [j0 + i for i in range(len(bufs))]))
+            yield None
+            while len(self.groups) > d.read_lag:
+                yield "blocked"
+            if d.read_lag == 0:
+                self.empty[bar].arrive()
+            else:
+                if prev is not None:
+                    self.empty[prev].arrive()
+                prev = bar
+            if bar == d.barriers - 1:
+                phase ^= 1
+            yield None
+
+    def _read(self):
+        bufs, subs = self.groups.pop(0)
+        for b in bufs:
+            self.reading[b] -= 1
+        self.stored += subs
+
+    def run(self, schedule) -> bool:
+        agents = {"store": self._store()}
+        for w in range(self.desc.writers):
+            agents[f"writer{w}"] = self._writer(w)
+        done = set()
+        sched = iter(schedule)
+        while len(done) < len(agents):
+            live = [a for a in agents if a not in done]
+            choices = live + (["read"] if self.groups else [])
+            pick = next(sched, None)
+            order = choices if pick is None else choices[pick % len(choices):] + \
+                choices[:pick % len(choices)]
+            progressed = False
+            for who in order:
+                if who == "read":
+                    self._read()
+                    progressed = True
+                    break
+                try:
+                    r = next(agents[who])
+                except StopIteration:
+                    done.add(who)
+                    progressed = True
+                    break
+                except PipelineError as e:
+                    self.errors.append(f"{who}: {e}")
+                    return False
+                if r != "blocked":
+                    progressed = True
+                    break
+            if not progressed:
+                self.errors.append("deadlock: every agent blocked, no store read in flight")
+                return False
+        while self.groups:
+            self._read()
+        return True

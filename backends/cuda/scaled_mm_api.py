@@ -164,7 +164,9 @@ def choose_fp8_config(M, N, K, a, b, out, mode, vec2=True, sms=132, fast_accum=F
     ``tma_store`` (D's address, pitch and rows whole 16-byte chunks: ``tma_store_ok``): D goes
     through the TMA-store EVT epilogue (``D = acc``, or ``D = acc + bias[n]`` with ``bias``;
     the scales applied to the accumulators it reads), whose stores overlap the next tile's
-    mainloop; the built-in epilogue's
+    mainloop: per-tensor and row-wise with a store warp issuing the stores of a whole staged
+    tile (``gemm_sm90.with_store_warp``) when 4 or more mainloop stages still fit; the
+    built-in epilogue's
     register stores cost a fixed time per tile (measured: 0.75x of ``torch._scaled_mm`` at
     K = 2048 against 0.96x at K = 16384, docs/performance.md, "FP8 GEMM", v9).
 
@@ -199,9 +201,19 @@ def choose_fp8_config(M, N, K, a, b, out, mode, vec2=True, sms=132, fast_accum=F
         tree = epilogue_tree((bias if isinstance(bias, str) else _ARRAY[out]) if bias else None,
                              bool(amax), bool(scale_result))
         epi = make_epilogue_config(tree, tile_n=tn, element_d=EPI_D[out])
-    return Sm90GemmConfig(tile_n=tn, tile_k=128, dtype=a, dtype_b="" if b == a else b,
-                          out_dtype=out, scaling=mode, vec2=vec2, promote=promote,
-                          cluster_m=cluster, epi=epi).fit_stages()
+    cfg = Sm90GemmConfig(tile_n=tn, tile_k=128, dtype=a, dtype_b="" if b == a else b,
+                         out_dtype=out, scaling=mode, vec2=vec2, promote=promote,
+                         cluster_m=cluster, epi=epi).fit_stages()
+    if epi is not None and mode != "block":
+        # the stores from a store warp, the whole tile staged: +2-7% over per-subtile
+        # barriers (one stage fewer at 128x192); block scaling keeps every spare producer
+        # warp for its scales (a store warp instead: -6 to -16%); a whole tile that leaves
+        # fewer than 4 mainloop stages (f32 D, 128x256 fast-accumulation tiles) keeps the
+        # per-subtile stores (docs/performance.md, "FP8 GEMM", v14)
+        from .kernels.gemm_sm90 import with_store_warp
+        sw = with_store_warp(cfg)
+        cfg = sw if sw.stages >= 4 else cfg
+    return cfg
 
 
 def _is_sm90(m: TensorMeta) -> bool:

@@ -127,6 +127,8 @@ def test_bank_model():
     (dict(load_path="direct", reuse_smem_c=True), "reuse_smem_c"),
     (dict(load_path="direct", prefetch_l2=True), "prefetch_l2"),
     (dict(load_path="direct", direct_ahead=0), "direct_ahead"),
+    (dict(store_warp=True, reuse_smem_c=True), "store_warp"),
+    (dict(store_warp=True, delay_tma_store=True), "store_warp"),
 ])
 def test_invalid_configurations(kw, arg):
     base = dict(tree=evt.linear_combination(), fragment=FR, tile_m=128, tile_n=128)
@@ -178,6 +180,42 @@ def test_direct_load_path_structure(vector):
         assert (rest == []) == vector
         for m, n, run in quads:
             assert [(fr.m_val[v], fr.n_val[v]) for v in run] == [(m, n + 8 * j) for j in range(4)]
+
+
+@pytest.mark.parametrize("stages_d", [4, 2, 1])
+@pytest.mark.parametrize("tree", ["aux_store", "acc", "reductions"])
+def test_store_warp_protocol(stages_d, tree):
+    """``store_warp``: the consumers never wait for a store and (without broadcast vectors)
+    never meet at a named barrier; each handover is a wait on an empty mbarrier, the writes, a
+    fence and one arrival per thread on the full mbarrier; the store warp issues every
+    subtile's stores (D and each AuxStore) and releases with the description's read lag.
+    Counts and lag come from :class:`cute_py.pipeline.StoreStaging`."""
+    t = NODE_TREES[tree]
+    e = Sm90Epilogue(EpilogueConfig(t, FR, 128, 128, stages_d=stages_d, store_warp=True))
+    plain = Sm90Epilogue(EpilogueConfig(t, FR, 128, 128, stages_d=stages_d))
+    st, n = e.staging, len(e.subtiles)
+    assert (st.buffers, st.writers, st.subtiles) == (stages_d, 256, n) and plain.staging is None
+    body = e.consumer_code()
+    assert "tma_store" not in body and "bulk_" not in body
+    assert ("named_barrier_sync" in body) == bool(e.lt.rows or e.lt.cols)
+    units = 1 if st.whole else n
+    assert body.count("mbarrier_wait_parity(cute_epi_sempty") == units
+    assert body.count("mbarrier_arrive(cute_epi_sfull") == units
+    assert body.count("fence_proxy_async_shared()") == units
+    from cute_py.backends.cuda.builder import KernelBuilder
+    kb = KernelBuilder("k", threads=288)
+    e.emit_store_warp(kb)
+    sw = "\n".join(kb.lines)
+    assert sw.count("tma_store_2d") == n * (1 + len(e.lt.stores))
+    assert sw.count("bulk_commit_group()") == units
+    assert sw.count(f"bulk_wait_group_read<{st.read_lag}>") == units
+    assert e.smem_bytes == plain.smem_bytes + 16 * st.barriers
+    kb = KernelBuilder("k", threads=288)
+    e.emit_init(kb)
+    init = "\n".join(kb.lines)
+    assert init.count(f"mbarrier_init(cute_epi_sfull") == st.barriers
+    assert f", {st.full_arrive_count});" in init
+    assert e.key() != plain.key()
 
 
 def test_prefetch_code_loads_vectors_and_scalar_pointers_before_the_mainloop():
@@ -239,6 +277,13 @@ def test_compile_direct_load_path(name):
     _compile(EpilogueConfig(tree, FR, 128, 128, load_path="direct", direct_ahead=2,
                             l2_evict_first=name.startswith("aux_load") or "pairs" in name,
                             direct_vector="pairs" not in name))
+
+
+@needs_compiler
+@pytest.mark.parametrize("stages_d, path", [(4, "tma"), (2, "direct"), (1, "tma")])
+def test_compile_store_warp(stages_d, path):
+    _compile(EpilogueConfig(evt.lin_comb_bias_elt_act_aux("gelu"), FR, 128, 128,
+                            stages_d=stages_d, store_warp=True, load_path=path))
 
 
 @needs_compiler
@@ -403,6 +448,19 @@ def test_gpu_direct_load_path_with_store_options(sd, delay):
     errs = run_case(evt.lin_comb_bias_elt_act_aux("gelu"), 300, 264, load_path="direct",
                     direct_ahead=2, stages_d=sd, delay_tma_store=delay, seed=sd)
     assert all(e < 2e-3 for e in errs.values()), errs
+
+
+@gpu
+@needs_gpu
+@pytest.mark.parametrize("name", ["aux_store", "reductions", "col_bias_gelu", "acc"])
+@pytest.mark.parametrize("stages_d", [4, 2, 1])
+def test_gpu_store_warp(name, stages_d):
+    """A store warp issuing the stores (whole-tile, two-buffer and one-buffer staging), odd
+    sizes, against the float64 reference."""
+    for M, N in ((300, 264), (129, 72)):
+        errs = run_case(NODE_TREES[name], M, N, stages_d=stages_d, store_warp=True,
+                        seed=M + stages_d)
+        assert all(e < 2e-3 for e in errs.values()), (M, N, errs)
 
 
 @gpu

@@ -580,6 +580,46 @@ def test_shipped_tma_store_configs_are_scaled_mms_choices():
         assert cfg.name in shipped, (mode, cfg)
 
 
+def test_store_warp_configs():
+    """``with_store_warp``: same tile, tree and fragment, every subtile staged, ``_sw`` in the
+    name, the most stages that fit; refused for ping-pong or without an epilogue.
+    ``scaled_mm`` takes it for per-tensor / row-wise TMA-store configurations that keep 4 or
+    more stages, never for block scaling (whose producer warps copy scales; with a store warp
+    the scale warps would be 1 and 2 only)."""
+    from dataclasses import replace
+    from backends.cuda.kernels.gemm_sm90 import make_epilogue_config, with_store_warp
+    from backends.cuda.kernels.gemm_sm90_body import Sm90Body
+    for shape, mode, out in (((8192, 6144, 4096), "tensor", "bf16"),
+                             ((4096, 4096, 4096), "row", "bf16"),
+                             ((8192, 8192, 8192), "tensor", "e4m3")):
+        cfg = choose_fp8_config(*shape, "e4m3", "e4m3", out, mode, tma_store=True)
+        assert cfg.epi.store_warp and "_sw_" in cfg.name and cfg.stages >= 4, cfg.name
+        e = cfg.epilogue()
+        assert cfg.epi.stages_d == len(e.subtiles) and e.staging.whole
+        base = replace(cfg, epi=replace(cfg.epi, store_warp=False, stages_d=2)).fit_stages()
+        again = with_store_warp(base)
+        assert again == cfg and (again.tile_m, again.tile_n) == (base.tile_m, base.tile_n)
+        assert again.epi.tree == base.epi.tree and again.stages <= base.stages
+        src = G.generate_source(cfg)
+        assert "epilogue store warp" in src and "named_barrier_sync" not in src
+    blk = choose_fp8_config(8192, 6144, 4096, "e4m3", "e4m3", "bf16", "block", tma_store=True)
+    assert not blk.epi.store_warp
+    sw_blk = with_store_warp(blk)
+    assert Sm90Body(sw_blk, G.derive_maps(sw_blk)).scale_warps() == (1, 2)
+    f32 = choose_fp8_config(8192, 8192, 8192, "e4m3", "e4m3", "f32", "tensor", tma_store=True)
+    assert not f32.epi.store_warp and with_store_warp(f32).stages < 4
+    pp = G.Sm90GemmConfig(64, 256, 64, 4, 2, "f16", schedule="pingpong",
+                          epi=make_epilogue_config(None, 64, 256, schedule="pingpong"))
+    with pytest.raises(LaunchError) as e:
+        with_store_warp(pp)
+    assert e.value.arg == "cfg"
+    with pytest.raises(LaunchError) as e:
+        replace(pp, epi=replace(pp.epi, store_warp=True)).check()
+    assert e.value.arg == "epi"
+    with pytest.raises(LaunchError):
+        with_store_warp(G.Sm90GemmConfig())
+
+
 # --------------------------------------------------------------------------- an 8-bit D
 
 def test_epilogue_tree_law():

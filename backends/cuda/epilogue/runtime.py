@@ -150,6 +150,6 @@ class EpilogueTestKernel:
         if self._kernel is None:
             self._kernel = self.module.get_function(self.name)
         grid = (-(-N // cfg.tile_n), -(-M // cfg.tile_m), 1)
-        block = (cfg.fragment.num_threads + 32, 1, 1)
+        block = (cfg.fragment.num_threads + (64 if cfg.store_warp else 32), 1, 1)
         launch_typed(self._kernel, grid, block, epi.smem_bytes + 1024, args)
         return D

@@ -19,6 +19,12 @@ Structure (``shared/seeds/004``):
 - ``ReuseSmemC``: D is written into the C stage it was computed from; the stage is released to
   the producer only after the TMA store has read it;
 - ``DelayTmaStore``: the TMA store of subtile s is issued after subtile s+1 was computed.
+- ``store_warp``: one thread of a store warp issues the TMA stores.  Each staging buffer has a
+  full / empty mbarrier pair: the consumers wait for it to be empty, write, fence and arrive
+  on full (every thread); the store warp waits for full, stores, and releases the previous
+  buffer after ``wait_group.read<1>``.  The consumers never wait for one another or for a
+  store, which is what a barrier per subtile made them do (docs/performance.md, "FP8 GEMM",
+  v14).
 
 Shared-memory buffers are row-major subtiles with the TMA swizzle ``Swizzle<B,4,3>`` on byte
 addresses (``B = log2(row_bytes/16)``: 32, 64 or 128-byte rows), which makes the MMA-pattern
@@ -69,6 +75,8 @@ _SMEM_HI = 1 << 18
 SMEM = ir.var("cute_epi_smem", 0, _SMEM_HI)
 FULL = ir.var("cute_epi_full", 0, _SMEM_HI)
 EMPTY = ir.var("cute_epi_empty", 0, _SMEM_HI)
+SFULL = ir.var("cute_epi_sfull", 0, _SMEM_HI)
+SEMPTY = ir.var("cute_epi_sempty", 0, _SMEM_HI)
 M0 = ir.var("cute_epi_m0", 0, 1 << 30)
 N0 = ir.var("cute_epi_n0", 0, 1 << 30)
 MM = ir.var("M", 0, _I32)
@@ -143,6 +151,12 @@ class EpilogueConfig:
     #                               D is (L, M, N): TMA stores take the tile's batch ``l_`` as
     #                               a third coordinate (trees with tensor inputs / outputs other
     #                               than D are refused: their loads and stores stay 2-D)
+    store_warp: bool = dataclasses.field(default=False, repr=False)
+    #                               a warp of the GEMM's producer warpgroup issues the D / aux
+    #                               TMA stores: the consumers hand each subtile's staging buffer
+    #                               over through a full / empty mbarrier pair (no named barrier
+    #                               and no store wait in their epilogue; stages_d = the subtile
+    #                               count stages whole tiles).  Cooperative kernels only.
 
     @property
     def epilogue_tile(self) -> tuple[int, int]:
@@ -244,6 +258,10 @@ class Sm90Epilogue:
             raise LaunchError(op, "batched", "a batched D takes trees of the accumulator and "
                               "scalars only (no C / aux / vector tensors), without L2 hints",
                               actual=str(cfg.tree))
+        if cfg.store_warp and (cfg.reuse_smem_c or cfg.delay_tma_store):
+            raise LaunchError(op, "store_warp", "stages D apart from C and issues every store "
+                              "itself (no reuse_smem_c, no delay_tma_store)", expected=False,
+                              actual=(cfg.reuse_smem_c, cfg.delay_tma_store))
         if cfg.stages_c < 1 or cfg.stages_d < 1:
             raise LaunchError(op, "stages", "must be >= 1", actual=(cfg.stages_c, cfg.stages_d))
         if cfg.reuse_smem_c:
@@ -289,7 +307,8 @@ class Sm90Epilogue:
             off += -(-4 * cfg.tile_m // 128) * 128
         off = -(-off // 8) * 8
         self.bar_offset = off
-        self.smem_bytes = off + (16 * cfg.stages_c if self.tma_loads else 16)
+        self.store_bar_offset = off + (16 * cfg.stages_c if self.tma_loads else 16)
+        self.smem_bytes = self.store_bar_offset + 16 * self.store_barriers
         self.load_bytes = sum(em * en * _BYTES[dt] for _, dt in self.tma_loads)
 
     @property
@@ -375,6 +394,11 @@ class Sm90Epilogue:
                 f"static_cast<u32>(__cvta_generic_to_shared({base}))", hint=False)
         kb.decl("const u32", "cute_epi_full", ir.add(SMEM, self.bar_offset), hint=False)
         kb.decl("const u32", "cute_epi_empty", ir.add(FULL, 8 * self.cfg.stages_c), hint=False)
+        if self.cfg.store_warp:     # the D staging buffers' full / empty barriers
+            kb.decl("const u32", "cute_epi_sfull", ir.add(SMEM, self.store_bar_offset),
+                    hint=False)
+            kb.decl("const u32", "cute_epi_sempty", ir.add(SFULL, 8 * self.store_barriers),
+                    hint=False)
 
     def emit_init(self, kb, base: str = "cute_epi_smem_base") -> None:
         """:meth:`emit_region`, then thread 0 initialises the barriers.  The caller syncs the
@@ -382,11 +406,17 @@ class Sm90Epilogue:
         cfg = self.cfg
         empty_count = 1 if cfg.reuse_smem_c else self.nc // 32
         self.emit_region(kb, base)
-        if self.tma_loads:
+        if self.tma_loads or cfg.store_warp:
             with kb.if_("threadIdx.x == 0"):
-                for s in range(cfg.stages_c):
-                    kb.call("mbarrier_init", ir.add(FULL, 8 * s), 1)
-                    kb.call("mbarrier_init", ir.add(EMPTY, 8 * s), empty_count)
+                if self.tma_loads:
+                    for s in range(cfg.stages_c):
+                        kb.call("mbarrier_init", ir.add(FULL, 8 * s), 1)
+                        kb.call("mbarrier_init", ir.add(EMPTY, 8 * s), empty_count)
+                if cfg.store_warp:      # full: every consumer thread; empty: the store warp
+                    st = self.staging
+                    for s in range(st.barriers):
+                        kb.call("mbarrier_init", ir.add(SFULL, 8 * s), st.full_arrive_count)
+                        kb.call("mbarrier_init", ir.add(SEMPTY, 8 * s), st.empty_arrive_count)
                 kb.call("fence_mbarrier_init")
 
     def emit_producer_state(self, kb) -> None:
@@ -397,6 +427,8 @@ class Sm90Epilogue:
         kb.decl("int", "cute_epi_c_idx", 0, hint=False)
         kb.decl("u32", "cute_epi_c_phase", 0, hint=False)
         kb.decl("int", "cute_epi_d_idx", 0, hint=False)
+        if self.cfg.store_warp:     # producer start state: the first pass finds them empty
+            kb.decl("u32", "cute_epi_d_phase", "1u", hint=False)
 
     def _subtile_coords(self, s) -> tuple:
         """Global (x = column, y = row) of subtile ``s`` (IR) of the tile at (cute_epi_m0,
@@ -546,6 +578,9 @@ class Sm90Epilogue:
         mt, nt = self._thread(kb)
         reds, col_m = emit_reduction_state(kb, lt, fr)
         if lt.rows or lt.cols:   # stage the tile's slice of every broadcast vector in smem
+            if cfg.store_warp:
+                # no barrier ends the previous tile's epilogue: wait until it read its slices
+                kb.call("named_barrier_sync", bar_id, self.nc)
             for kind, name, dt, o, length, bound, origin in self._vector_slices():
                 for i in range(-(-length // self.nc)):
                     j = ir.add(tid, i * self.nc)
@@ -720,7 +755,7 @@ class Sm90Epilogue:
             else:
                 kb.call("st_shared_16", a, kb.call_expr(f"f32_to_{k}_bits", src(v)))
 
-    def _emit_issue_stores(self, kb, stage, x, y, d_from_c=False) -> None:
+    def _emit_issue_stores(self, kb, stage, x, y, d_from_c=False, commit=True) -> None:
         dbuf = self._buf(("load", "C") if d_from_c else ("store", "D"), stage)
         if self.cfg.batched:      # (N, M, L) descriptor: the tile's batch is the third coordinate
             kb.call("tma_store_3d", "&tmap_D", dbuf, x, y, "l_")
@@ -729,7 +764,8 @@ class Sm90Epilogue:
         for name, _ in self.lt.stores:
             kb.call(f"tma_store_2d{self._ef}", f"&tmap_{name}", self._buf(("store", name), stage),
                     x, y, *self._pol_args)
-        kb.call("bulk_commit_group")
+        if commit:
+            kb.call("bulk_commit_group")
 
     def _emit_store_phase(self, kb, s, pairs, singles, bar_id, x, y) -> None:
         cfg, nc = self.cfg, self.nc
@@ -756,16 +792,33 @@ class Sm90Epilogue:
                 kb.assign("cute_epi_prev_c", "cute_epi_this_c")
             return
         d_idx = ir.var("cute_epi_d_idx", 0, cfg.stages_d - 1)
+        if cfg.store_warp and self.whole_tile:
+            # the tile's staging is one buffer handed to the store warp: wait until the last
+            # tile's stores have read it, write every subtile, fence, arrive once
+            if s == 0:
+                kb.call("mbarrier_wait_parity", SEMPTY, "cute_epi_d_phase")
+            self._emit_staged_values(kb, s, pairs, singles, s)
+            if s == len(self.subtiles) - 1:
+                kb.call("fence_proxy_async_shared")
+                kb.call("mbarrier_arrive", SFULL)
+                kb.assign("cute_epi_d_phase", "1u", "^=")
+            return
+        if cfg.store_warp:
+            # hand the buffer to the store warp: wait until its last stores have read it,
+            # write, make the writes visible to the async proxy, arrive (no CTA-wide barrier)
+            kb.call("mbarrier_wait_parity", ir.add(SEMPTY, ir.mul(d_idx, 8)), "cute_epi_d_phase")
+            self._emit_staged_values(kb, d_idx, pairs, singles, s)
+            kb.call("fence_proxy_async_shared")
+            kb.call("mbarrier_arrive", ir.add(SFULL, ir.mul(d_idx, 8)))
+            kb.stmt(f"if (++cute_epi_d_idx == {cfg.stages_d}) "
+                    "{ cute_epi_d_idx = 0; cute_epi_d_phase ^= 1u; }")
+            return
         if cfg.delay_tma_store:
             self._emit_pending_store(kb)
         with kb.if_(tid0):
             kb.call("bulk_wait_group_read", template=str(cfg.stages_d - 1))
         kb.call("named_barrier_sync", bar_id, nc)
-        self._emit_write_values(kb, self._buf(("store", "D"), d_idx), cfg.element_d,
-                                lambda v: f"dv_{v}", pairs, singles, s)
-        for name, dt in self.lt.stores:
-            self._emit_write_values(kb, self._buf(("store", name), d_idx), dt,
-                                    lambda v, name=name: f"st_{name}_{v}", pairs, singles, s)
+        self._emit_staged_values(kb, d_idx, pairs, singles, s)
         kb.call("fence_proxy_async_shared")
         kb.call("named_barrier_sync", bar_id, nc)
         if cfg.delay_tma_store:
@@ -775,6 +828,87 @@ class Sm90Epilogue:
             with kb.if_(tid0):
                 self._emit_issue_stores(kb, d_idx, x, y)
         kb.stmt(f"if (++cute_epi_d_idx == {cfg.stages_d}) cute_epi_d_idx = 0;")
+
+    def _emit_staged_values(self, kb, d_idx, pairs, singles, s) -> None:
+        """D's values (and every AuxStore's) of subtile ``s`` into staging buffer ``d_idx``."""
+        self._emit_write_values(kb, self._buf(("store", "D"), d_idx), self.cfg.element_d,
+                                lambda v: f"dv_{v}", pairs, singles, s)
+        for name, dt in self.lt.stores:
+            self._emit_write_values(kb, self._buf(("store", name), d_idx), dt,
+                                    lambda v, name=name: f"st_{name}_{v}", pairs, singles, s)
+
+    @property
+    def staging(self):
+        """The D staging handed to the store warp (``store_warp``; else None): the
+        :class:`cute_py.pipeline.StoreStaging` whose barrier counts, handover unit and read
+        lag the kernel is emitted from (and :class:`~cute_py.pipeline.StoreStagingModel`
+        checks)."""
+        if not self.cfg.store_warp:
+            return None
+        from cute_py.pipeline import StoreStaging
+        return StoreStaging(self.cfg.stages_d, self.nc, len(self.subtiles))
+
+    @property
+    def whole_tile(self) -> bool:
+        """``store_warp`` with a buffer per subtile (``stages_d`` = the subtile count): the
+        tile's staging is handed over as one buffer (one mbarrier pair, one bulk group)."""
+        return self.cfg.store_warp and self.staging.whole
+
+    @property
+    def store_barriers(self) -> int:
+        """mbarrier pairs of the D staging (``store_warp``)."""
+        return self.staging.barriers if self.cfg.store_warp else 0
+
+    def emit_store_warp_state(self, kb) -> None:
+        """The store warp's staging state (``store_warp``): the next buffer, its phase and the
+        buffer whose stores were issued last (released once they have read it)."""
+        kb.decl("u32", "cute_epi_s_phase", "0u", hint=False)
+        if not self.whole_tile:
+            kb.decl("int", "cute_epi_s_idx", 0, hint=False)
+            kb.decl("int", "cute_epi_s_prev", -1, hint=False)
+
+    def emit_store_warp(self, kb) -> None:
+        """One thread, tile (cute_epi_m0, cute_epi_n0): per subtile, wait for its staging
+        buffer to be full, issue its TMA stores (one bulk group), then release the buffer of
+        the previous group once that group has read it (``bulk_wait_group_read<1>``; with one
+        buffer, this group's).  Law: a buffer is written only after the stores of its
+        previous contents have read it, and stored only after every consumer thread wrote
+        and fenced it."""
+        S = self.cfg.stages_d
+        if self.whole_tile:
+            # one buffer of the whole tile: wait, every subtile's stores, release once read
+            kb.call("mbarrier_wait_parity", SFULL, "cute_epi_s_phase")
+            for s, (sm, sn) in enumerate(self.subtiles):
+                m_org, n_org = self.origins[s]
+                kb.comment(f"subtile ({sm}, {sn})")
+                self._emit_issue_stores(kb, s, ir.add(N0, n_org), ir.add(M0, m_org),
+                                        commit=False)
+            kb.call("bulk_commit_group")
+            kb.call("bulk_wait_group_read", template=str(self.staging.read_lag))
+            kb.call("mbarrier_arrive", SEMPTY)
+            kb.assign("cute_epi_s_phase", "1u", "^=")
+            return
+        idx = ir.var("cute_epi_s_idx", 0, S - 1)
+        prev = ir.var("cute_epi_s_prev", 0, S - 1)
+        for s, (sm, sn) in enumerate(self.subtiles):
+            m_org, n_org = self.origins[s]
+            kb.comment(f"subtile ({sm}, {sn})")
+            kb.call("mbarrier_wait_parity", ir.add(SFULL, ir.mul(idx, 8)), "cute_epi_s_phase")
+            self._emit_issue_stores(kb, idx, ir.add(N0, n_org), ir.add(M0, m_org))
+            lag = self.staging.read_lag
+            kb.call("bulk_wait_group_read", template=str(lag))
+            if lag == 0:
+                kb.call("mbarrier_arrive", ir.add(SEMPTY, ir.mul(idx, 8)))
+            else:
+                with kb.if_("cute_epi_s_prev >= 0"):
+                    kb.call("mbarrier_arrive", ir.add(SEMPTY, ir.mul(prev, 8)))
+                kb.assign("cute_epi_s_prev", "cute_epi_s_idx")
+            kb.stmt(f"if (++cute_epi_s_idx == {S}) {{ cute_epi_s_idx = 0; "
+                    "cute_epi_s_phase ^= 1u; }")
+
+    def emit_store_warp_tail(self, kb) -> None:
+        """After the store warp's last tile: wait until every TMA store has finished."""
+        kb.call("bulk_wait_group", template="0")
 
     def _emit_pending_store(self, kb) -> None:
         """DelayTmaStore: issue the TMA store of the previous subtile (if any)."""
@@ -808,7 +942,10 @@ class Sm90Epilogue:
                     kb.stmt(atomic_reduce(op, f"p_{name}", xr))
 
     def emit_consumer_tail(self, kb) -> None:
-        """After the last tile: wait until every TMA store has finished (``store_tail``)."""
+        """After the last tile: wait until every TMA store has finished (``store_tail``; with
+        ``store_warp`` the store warp waits for its own)."""
+        if self.cfg.store_warp:
+            return
         with kb.if_(ir.eq(self._tid(), 0)):
             kb.call("bulk_wait_group", template="0")
 
@@ -934,12 +1071,13 @@ class Sm90Epilogue:
         return {"wavefronts": total, "ideal": ideal, "instr": f"st.shared.{8 * width}"}
 
     def key(self) -> str:
+        late = ("store_warp",) if self.cfg.store_warp else ()    # earlier keys unchanged
         return hashlib.sha256(repr((self.cfg.tree, self.cfg.fragment, self.cfg.tile_m,
                                     self.cfg.tile_n, self.cfg.element_d, self.cfg.epilogue_tile,
                                     self.cfg.stages_c, self.cfg.stages_d, self.cfg.reuse_smem_c,
                                     self.cfg.delay_tma_store, self.cfg.prefetch_l2,
                                     self.cfg.l2_evict_first, self.cfg.load_path,
-                                    self.cfg.direct_ahead, self.cfg.direct_vector)
+                                    self.cfg.direct_ahead, self.cfg.direct_vector) + late
                                    ).encode()).hexdigest()[:12]
 
 #: no longer needed: the staging swizzle is lowered into every address (kept, empty, for
@@ -969,7 +1107,8 @@ def build_test_kernel_source(epi: Sm90Epilogue) -> tuple[str, str]:
                           expected=False, actual=True)
     name = f"cute_epi_sm90_test_{epi.key()}"
     nc = fr.num_threads
-    kb = KernelBuilder(name, threads=nc + 32, min_blocks=1, arch="sm90a",
+    kb = KernelBuilder(name, threads=nc + (64 if cfg.store_warp else 32), min_blocks=1,
+                       arch="sm90a",
                        origin="cute_py.backends.cuda.epilogue.sm90",
                        description="standalone epilogue test kernel")
     kb.param("const float* __restrict__", "acc_g")
@@ -989,7 +1128,14 @@ def build_test_kernel_source(epi: Sm90Epilogue) -> tuple[str, str]:
                                                cfg.tile_m), hint=False)
     kb.decl("const int", "cute_epi_n0", ir.mul(ir.block_idx((1 << 30) // cfg.tile_n),
                                                cfg.tile_n), hint=False)
-    with kb.if_(f"threadIdx.x >= {nc}"):
+    if cfg.store_warp:
+        with kb.if_(f"threadIdx.x >= {nc + 32}"):
+            kb.comment("the store warp")
+            with kb.if_("(threadIdx.x & 31) == 0"):
+                epi.emit_store_warp_state(kb)
+                epi.emit_store_warp(kb)
+                epi.emit_store_warp_tail(kb)
+    with (kb.else_(f"threadIdx.x >= {nc}") if cfg.store_warp else kb.if_(f"threadIdx.x >= {nc}")):
         epi.emit_producer_state(kb)
         with kb.if_("(threadIdx.x & 31) == 0"):
             epi.emit_producer(kb)

@@ -62,7 +62,7 @@ from ..kernel import LaunchPlan, make_plan
 from ..tensors import TensorMeta, is_array, meta_of
 from .gemm_sm90_maps import derive_maps
 
-__all__ = ["Sm90GemmConfig", "generate_source", "Sm90Gemm", "SHIPPED_CONFIGS",
+__all__ = ["Sm90GemmConfig", "generate_source", "Sm90Gemm", "SHIPPED_CONFIGS", "with_store_warp",
            "make_epilogue_config", "shipped_epilogue_configs", "shipped_fp8_configs"]
 
 _DT = {"f16": "f16", "float16": "f16", "bf16": "bf16", "bfloat16": "bf16"}
@@ -248,6 +248,10 @@ class Sm90GemmConfig:
         if self.smem_bytes() > 227 * 1024:
             raise LaunchError(op, "stages", "shared memory exceeds 227 KB",
                               expected="<= 232448", actual=self.smem_bytes())
+        if self.epi is not None and self.epi.store_warp and (
+                self.schedule != "cooperative" or self.splits or self.stream_k):
+            raise LaunchError(op, "epi", "a store warp serves one cooperative tile loop (no "
+                              "ping-pong, split-K or stream-K)", actual=self.schedule)
         if self.epi is not None:
             e = self.epilogue()
             if (e.cfg.tile_m, e.cfg.tile_n) != (self.tile_m, self.tile_n) or \
@@ -381,6 +385,8 @@ class Sm90GemmConfig:
             pp += "_stk"
         if self.epi is not None and self.epi.batched:     # (not in the repr: a name part)
             pp += "_bl"
+        if self.epi is not None and self.epi.store_warp:  # (not in the repr: a name part)
+            pp += "_sw"
         if self.fp8:
             from .gemm_sm90_fp8 import name_part
             dt = name_part(self)
@@ -521,6 +527,23 @@ def shipped_epilogue_configs():
 _I32 = (1 << 31) - 1
 
 
+def with_store_warp(cfg: "Sm90GemmConfig", limit: int = 8) -> "Sm90GemmConfig":
+    """``cfg`` (cooperative, with a TMA-store epilogue) whose D / aux stores a store warp
+    issues from a whole tile of staging (``EpilogueConfig.store_warp``, ``stages_d`` = the
+    epilogue's subtile count), with the most mainloop stages (at most ``limit``) that then
+    fit.  The consumers' epilogue then has no named barrier and never waits for a store: at
+    8192x6144x4096 FP8 the per-tile barriers and store waits cost 6% (docs/performance.md,
+    "FP8 GEMM", v14).  Law: same tile, tree and fragment; only the staging and stages
+    change."""
+    import dataclasses
+    if cfg.epi is None or cfg.schedule != "cooperative":
+        raise LaunchError("with_store_warp", "cfg", "needs a cooperative kernel with a "
+                          "TMA-store epilogue (epi)", actual=(cfg.schedule, cfg.epi))
+    n = len(cfg.epilogue().subtiles)
+    epi = dataclasses.replace(cfg.epi, store_warp=True, stages_d=n)
+    return dataclasses.replace(cfg, epi=epi).fit_stages(limit)
+
+
 def shipped_fp8_configs() -> tuple:
     """FP8 configurations with golden sources: per-tensor e4m3 -> bf16 (128x256, one
     accumulator), row-wise mixed e4m3 x e5m2 -> f16 (128x128, promoted every k-block),
@@ -532,10 +555,11 @@ def shipped_fp8_configs() -> tuple:
     from .gemm_sm90_fp8 import epilogue_tree
 
     def tma_store(mode, tn, promote):     # as scaled_mm's choose_fp8_config picks them
-        return Sm90GemmConfig(tile_n=tn, tile_k=128, dtype="e4m3", out_dtype="bf16",
-                              scaling=mode, promote=promote, cluster_m=2,
-                              epi=make_epilogue_config(None, tile_n=tn,
-                                                       element_d="bfloat16")).fit_stages()
+        c = Sm90GemmConfig(tile_n=tn, tile_k=128, dtype="e4m3", out_dtype="bf16",
+                           scaling=mode, promote=promote, cluster_m=2,
+                           epi=make_epilogue_config(None, tile_n=tn,
+                                                    element_d="bfloat16")).fit_stages()
+        return c if mode == "block" else with_store_warp(c)
     return (
         Sm90GemmConfig(tile_n=256, tile_k=128, dtype="e4m3", out_dtype="bf16",
                        scaling="tensor").fit_stages(),
@@ -548,11 +572,11 @@ def shipped_fp8_configs() -> tuple:
         tma_store("block", 128, False),
         tma_store("block", 192, False),
         # an e4m3 D for the next layer: bias, amax and scale_result in the epilogue
-        Sm90GemmConfig(tile_n=192, tile_k=128, dtype="e4m3", out_dtype="e4m3",
-                       scaling="tensor", promote=True, cluster_m=2,
-                       epi=make_epilogue_config(epilogue_tree("bfloat16", True, True),
-                                                tile_n=192, element_d="float8_e4m3")
-                       ).fit_stages(),
+        with_store_warp(Sm90GemmConfig(
+            tile_n=192, tile_k=128, dtype="e4m3", out_dtype="e4m3", scaling="tensor",
+            promote=True, cluster_m=2,
+            epi=make_epilogue_config(epilogue_tree("bfloat16", True, True), tile_n=192,
+                                     element_d="float8_e4m3")).fit_stages()),
     )
 
 

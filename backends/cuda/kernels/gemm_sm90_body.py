@@ -289,6 +289,29 @@ class Sm90Body:
             self.pl.producer_tail(kb, "idx", "phase")
         if self.epi is not None and self.epi.has_producer:
             self.emit_epilogue_producer(kb)
+        if self.store_warp is not None:
+            self.emit_store_warp(kb)
+
+    @property
+    def store_warp(self):
+        """The producer warp that issues the epilogue's TMA stores (``EpilogueConfig.
+        store_warp``): the last one no other role takes; else None."""
+        if self.epi is None or not self.epi.cfg.store_warp:
+            return None
+        return 3
+
+    def emit_store_warp(self, kb) -> None:
+        """The epilogue's store warp: one thread walks this CTA's tiles and issues each
+        subtile's TMA stores once the consumers filled its staging buffer."""
+        epi = self.epi
+        with kb.if_(f"warp_id() == {self.store_warp} && (threadIdx.x & 31) == 0"):
+            kb.comment("epilogue store warp")
+            epi.emit_store_warp_state(kb)
+            with self.tile_loop(kb, False):
+                self.emit_tile_decls(kb, unit=False)
+                self.tile_origin(kb)
+                epi.emit_store_warp(kb)
+            epi.emit_store_warp_tail(kb)
 
     def epilogue_producer_warps(self) -> tuple:
         """The producer warpgroup's warps of the fused epilogue's load producer (none without
@@ -303,7 +326,8 @@ class Sm90Body:
         if self.cfg.block_scales() is None:
             return ()
         from ..arch.sm90.block_scales import scale_warps
-        warps = scale_warps(self.epilogue_producer_warps())
+        sw = () if self.store_warp is None else (self.store_warp,)
+        warps = scale_warps(self.epilogue_producer_warps() + sw)
         assert warps == tuple(range(warps[0], warps[0] + len(warps)))    # w0 + kb % n
         return warps
 
