@@ -14,8 +14,10 @@ tests' own: NumPy references, poisoned outputs, guard bands):
   tiles per warpgroup), and the standalone SM90 epilogue on odd sizes and with C loaded by the
   consumer threads (``load_path="direct"``, pair and 16-byte quad loads);
 * FP8 ``scaled_mm`` (per-tensor, row-wise and block-scaled kernels: promotion, clusters of two,
-  every output type) on an odd-size problem, the TMA-store epilogue of an aligned D, and block
-  scales of any strides and 128x192 block-scaled tiles;
+  every output type) on an odd-size problem, the TMA-store epilogue of an aligned D (its
+  stores issued by a store warp), and block scales of any strides and 128x192 block-scaled
+  tiles; the standalone epilogue with a store warp (whole-tile, two-buffer, one-buffer
+  staging);
 * the one-call GEMM's pieces: the cooperative kernel in clusters of two with a row-major B,
   the grouped copy of operands TMA cannot read into padded buffers, and batched D through
   3-D TMA stores, and the one-wave 64-row decode tiles (a K-major B; a row-major B in SW64 atoms);
@@ -71,7 +73,8 @@ SELECT = ("transpose_helper or strided_views or smem or scalar_any"
           " or (special_configs_through_gemm and True)"
           " or (fp8_output_with_amax and e4m3)"
           " or (batched_x_times_shared_weight_folds and 2d and fp16)"
-          " or (broadcast_a_and_column_bias and fp16)")
+          " or (broadcast_a_and_column_bias and fp16)"
+          " or (gpu_store_warp and (4-aux_store or 1-reductions or 2-col_bias_gelu))")
 
 
 def main(argv=None) -> int:
