@@ -213,6 +213,45 @@ class _Stage:
     readers_left: int = 0        # consumers that have not released the current contents
 
 
+def _interleave(agents: dict, schedule, async_name: str, pending, land, errors) -> bool:
+    """Run generator ``agents`` (steps yield None, or "blocked") and one asynchronous engine
+    (``land()`` completes its oldest operation while ``pending()``; named ``async_name``)
+    under ``schedule`` (ints picking, modulo the choices, who moves next; exhausted: the first
+    that can).  True when every agent finished; a barrier misuse (``PipelineError``) or a state
+    where every agent is blocked and nothing is pending is recorded in ``errors``."""
+    done = set()
+    sched = iter(schedule)
+    while len(done) < len(agents):
+        live = [a for a in agents if a not in done]
+        choices = live + ([async_name] if pending() else [])
+        pick = next(sched, None)
+        order = choices if pick is None else choices[pick % len(choices):] + \
+            choices[:pick % len(choices)]
+        progressed = False
+        for who in order:
+            if who == async_name:
+                if not land():
+                    return False
+                progressed = True
+                break
+            try:
+                r = next(agents[who])
+            except StopIteration:
+                done.add(who)
+                progressed = True
+                break
+            except PipelineError as e:     # a barrier misuse is a protocol violation
+                errors.append(f"{who}: {e}")
+                return False
+            if r != "blocked":
+                progressed = True
+                break
+        if not progressed:
+            errors.append(f"deadlock: every agent blocked, no {async_name} in flight")
+            return False
+    return True
+
+
 @dataclass
 class PipelineModel:
     """Runs producer and consumer programs of one :class:`PipelineTmaAsync` on modelled barriers.
@@ -316,40 +355,16 @@ class PipelineModel:
         agents = {"producer": self._producer()}
         for c in range(self.num_consumers):
             agents[f"consumer{c}"] = self._consumer(c)
-        done = set()
-        sched = iter(schedule)
-        while len(done) < len(agents):
-            live = [a for a in agents if a not in done]
-            choices = live + (["tma"] if self.inflight else [])
-            pick = next(sched, None)
-            order = choices if pick is None else choices[pick % len(choices):] + \
-                choices[:pick % len(choices)]
-            progressed = False
-            for who in order:
-                if who == "tma":
-                    try:
-                        self._land_tma()
-                    except PipelineError as e:
-                        self.errors.append(f"tma: {e}")
-                        return False
-                    progressed = True
-                    break
-                try:
-                    r = next(agents[who])
-                except StopIteration:
-                    done.add(who)
-                    progressed = True
-                    break
-                except PipelineError as e:     # a barrier misuse is a protocol violation
-                    self.errors.append(f"{who}: {e}")
-                    return False
-                if r != "blocked":
-                    progressed = True
-                    break
-            if not progressed:
-                self.errors.append("deadlock: every agent blocked, no TMA in flight")
+
+        def land():
+            try:
+                self._land_tma()
+            except PipelineError as e:
+                self.errors.append(f"tma: {e}")
                 return False
-        return True
+            return True
+        return _interleave(agents, schedule, "tma", lambda: bool(self.inflight), land,
+                           self.errors)
 
 
 @dataclass
@@ -549,35 +564,9 @@ class StoreStagingModel:
         agents = {"store": self._store()}
         for w in range(self.desc.writers):
             agents[f"writer{w}"] = self._writer(w)
-        done = set()
-        sched = iter(schedule)
-        while len(done) < len(agents):
-            live = [a for a in agents if a not in done]
-            choices = live + (["read"] if self.groups else [])
-            pick = next(sched, None)
-            order = choices if pick is None else choices[pick % len(choices):] + \
-                choices[:pick % len(choices)]
-            progressed = False
-            for who in order:
-                if who == "read":
-                    self._read()
-                    progressed = True
-                    break
-                try:
-                    r = next(agents[who])
-                except StopIteration:
-                    done.add(who)
-                    progressed = True
-                    break
-                except PipelineError as e:
-                    self.errors.append(f"{who}: {e}")
-                    return False
-                if r != "blocked":
-                    progressed = True
-                    break
-            if not progressed:
-                self.errors.append("deadlock: every agent blocked, no store read in flight")
-                return False
+        if not _interleave(agents, schedule, "read", lambda: bool(self.groups),
+                           lambda: self._read() or True, self.errors):
+            return False
         while self.groups:
             self._read()
         return True
