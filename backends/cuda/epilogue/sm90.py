@@ -792,7 +792,7 @@ class Sm90Epilogue:
                 kb.assign("cute_epi_prev_c", "cute_epi_this_c")
             return
         d_idx = ir.var("cute_epi_d_idx", 0, cfg.stages_d - 1)
-        if cfg.store_warp and self.whole_tile:
+        if self.whole_tile:
             # the tile's staging is one buffer handed to the store warp: wait until the last
             # tile's stores have read it, write every subtile, fence, arrive once
             if s == 0:
@@ -852,7 +852,7 @@ class Sm90Epilogue:
     def whole_tile(self) -> bool:
         """``store_warp`` with a buffer per subtile (``stages_d`` = the subtile count): the
         tile's staging is handed over as one buffer (one mbarrier pair, one bulk group)."""
-        return self.cfg.store_warp and self.staging.whole
+        return self.staging is not None and self.staging.whole
 
     @property
     def store_barriers(self) -> int:

@@ -295,10 +295,12 @@ class Sm90Body:
     @property
     def store_warp(self):
         """The producer warp that issues the epilogue's TMA stores (``EpilogueConfig.
-        store_warp``): the last one no other role takes; else None."""
+        store_warp``): the last spare one the epilogue's load producer does not take (the
+        block scales' warps are chosen after it); else None."""
         if self.epi is None or not self.epi.cfg.store_warp:
             return None
-        return 3
+        from ..arch.sm90.block_scales import SPARE_WARPS
+        return [w for w in SPARE_WARPS if w not in self.epilogue_producer_warps()][-1]
 
     def emit_store_warp(self, kb) -> None:
         """The epilogue's store warp: one thread walks this CTA's tiles and issues each
