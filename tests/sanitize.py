@@ -15,11 +15,12 @@ tests' own: NumPy references, poisoned outputs, guard bands):
   consumer threads (``load_path="direct"``, pair and 16-byte quad loads);
 * FP8 ``scaled_mm`` (per-tensor, row-wise and block-scaled kernels: promotion, clusters of two,
   every output type) on an odd-size problem, the TMA-store epilogue of an aligned D (its
-  stores issued by a store warp), and block scales of any strides and 128x192 block-scaled
-  tiles; the standalone epilogue with a store warp (whole-tile, two-buffer, one-buffer
+  stores issued by a store warp), block scales of any strides, 128x192 block-scaled
+  tiles and 160-wide tiles in clusters of two; the standalone epilogue with a store warp (whole-tile, two-buffer, one-buffer
   staging);
 * the one-call GEMM's pieces: the cooperative kernel in clusters of two with a row-major B,
-  the grouped copy of operands TMA cannot read into padded buffers, and batched D through
+  the cooperative 16-bit kernels' store warp (half a tile staged, with and without C), the
+  grouped copy of operands TMA cannot read into padded buffers, and batched D through
   3-D TMA stores, and the one-wave 64-row decode tiles (a K-major B; a row-major B in SW64 atoms);
 * split-K and swapped decode through the heuristic: 64-row swapped tiles with the fix-up split
   (16 x 4096 x 4096) and unsplit (7 x 391 x 2000);
@@ -74,7 +75,9 @@ SELECT = ("transpose_helper or strided_views or smem or scalar_any"
           " or (fp8_output_with_amax and e4m3)"
           " or (batched_x_times_shared_weight_folds and 2d and fp16)"
           " or (broadcast_a_and_column_bias and fp16)"
-          " or (gpu_store_warp and (4-aux_store or 1-reductions or 2-col_bias_gelu))")
+          " or (gpu_store_warp and (4-aux_store or 1-reductions or 2-col_bias_gelu))"
+          " or (store_warp_cooperative_16_bit and 130x520x72)"
+          " or (160_wide_tiles_in_clusters and tensor-bfloat16-1280)")
 
 
 def main(argv=None) -> int:

@@ -386,6 +386,54 @@ def test_cluster_kernel_row_major_b_small(size):
         assert _rel(D, A, B, C, 0.5 if use_c else 1.0, -1.5) < 2e-3
 
 
+@pytest.mark.parametrize("tile_n, b_major, cluster", [(256, "K", 1), (128, "K", 1),
+                                                     (256, "MN", 2), (128, "MN", 2)])
+@pytest.mark.parametrize("size", [(300, 264, 136), (130, 520, 72)], ids=lambda s: "x".join(map(str, s)))
+def test_store_warp_cooperative_16_bit(size, tile_n, b_major, cluster):
+    """The cooperative TMA-store kernels of rows off 128 bytes and skinny problems issue
+    their stores from a store warp with half a tile of staging (``half_tile_store_warp``):
+    D = A @ B and, where the C stages leave room, alpha * A @ B + beta * C, on odd sizes
+    against float64 with a poisoned D (small sizes: for the sanitizer)."""
+    _skip_without_sm90()
+    from cute_py.backends.cuda.kernels import gemm_sm90 as G
+    from cute_py.epilogue import evt
+    M, N, K = size
+    for use_c in (False, True):
+        tree = evt.linear_combination(element_c="float16") if use_c else None
+        cfg = G.evt_config(tree, "f16", tile_n, "K", b_major, False, cluster)
+        assert cfg.epi.store_warp or use_c, cfg.name
+        if cfg.epi.store_warp:
+            assert cfg.epi.stages_d == len(cfg.epilogue().subtiles) // 2
+        A = torch.randn(M, K, device="cuda", dtype=torch.float16)
+        W = torch.randn(N, K, device="cuda", dtype=torch.float16)
+        B = W.T if b_major == "K" else W.T.contiguous()
+        C = torch.randn(M, N, device="cuda", dtype=torch.float16) if use_c else None
+        a, b = (0.5, -1.5) if use_c else (1.0, 0.0)
+        D = torch.full((M, N), float("nan"), device="cuda", dtype=torch.float16)
+        gemm_api.gemm_sm90(A, B.T, D, C, a, b, cfg=cfg)
+        assert _rel(D, A, B, C, a, b) < 2e-3, (cfg.name, use_c)
+
+
+@pytest.mark.parametrize("dt", [torch.float16, torch.bfloat16])
+def test_rows_off_128_bytes_take_192_wide_tiles(dt):
+    """``x @ W.T`` with rows off 128 bytes where 192-wide tiles fill the waves better
+    (``coop_tile_n``): the cooperative 128x192 kernel with a store warp runs, exact against
+    float64 on a poisoned D, twice through the cached plan."""
+    _skip_without_sm90()
+    M, N, K = 2000, 3000, 200
+    gemm_api.clear_plans()
+    for trial in range(2):
+        x = torch.randn(M, K, device="cuda", dtype=dt)
+        W = torch.randn(N, K, device="cuda", dtype=dt)
+        out = torch.full((M, N), float("nan"), device="cuda", dtype=dt)
+        if trial == 0:
+            D, choice = cute.gemm(x, W.T, out=out, explain=True)
+            assert "128x192" in choice.kernel and "_sw_" in choice.kernel, str(choice)
+        else:
+            D = cute.gemm(x, W.T, out=out)
+        assert _rel(D, x, W.T) < _tol(dt)
+
+
 def test_copy_group_kernel_odd_operands():
     """One launch copying three operands TMA cannot read (odd pitches, a batched one with a
     padded batch stride) into padded buffers: every element lands, the pads keep their poison

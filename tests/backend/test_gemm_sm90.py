@@ -7,6 +7,8 @@ empty body (everything is under ``__CUDA_ARCH_FEAT_SM90_ALL``), which the compil
 too so a multi-arch build never breaks.
 """
 
+import dataclasses
+
 import pytest
 
 import cute_py as cute
@@ -272,8 +274,17 @@ def test_config_errors():
                          epi=G.make_epilogue_config(None, 128, 128)).check()
     with pytest.raises(LaunchError, match="tile_m"):            # 32 rows per warpgroup
         G.make_epilogue_config(None, 64, 256)
-    with pytest.raises(LaunchError, match="tile_n"):
-        G.make_epilogue_config(None, 128, 96)
+    with pytest.raises(LaunchError, match="tile_n"):            # not a multiple of 32
+        G.make_epilogue_config(None, 128, 80)
+    # 32-column multiples are TMA-store tiles (an 8-bit D at 160: 32-column subtiles)
+    assert G.make_epilogue_config(None, 128, 96).epilogue_tile == (128, 32)
+    assert G.make_epilogue_config(None, 128, 160, element_d="float8_e4m3").epilogue_tile == \
+        (128, 32)
+    assert G.make_epilogue_config(None, 128, 192, element_d="float8_e4m3").epilogue_tile == \
+        (128, 64)
+    with pytest.raises(LaunchError, match="cluster_m"):         # 36-row B slices
+        G.Sm90GemmConfig(128, 72, cluster_m=2).check()
+    assert G.Sm90GemmConfig(128, 80, cluster_m=2).check().tile_n == 80   # 40-row slices
     with pytest.raises(LaunchError, match="schedule"):
         G.make_epilogue_config(None, schedule="ping")
 
@@ -334,8 +345,17 @@ def test_default_evt_config(use_c):
     coop = G.default_evt_config("bf16", 256, use_c, rows_128=False)
     assert (coop.schedule, coop.tile_m, coop.tile_n, coop.stages) == ("cooperative", 128, 256, 4)
     assert coop.epi.load_path == "tma" and coop.epi.element_d == "bfloat16"
+    # the cooperative kernels' stores from a store warp, half a tile staged, where the C
+    # stages leave room (never fewer mainloop stages than without it)
+    assert coop.epi.store_warp == (not use_c)
     skinny = G.default_evt_config("f16", 128, use_c)
-    assert (skinny.schedule, skinny.tile_n, skinny.stages) == ("cooperative", 128, 5)
+    assert (skinny.schedule, skinny.tile_n, skinny.stages) == ("cooperative", 128, 6)
+    assert skinny.epi.store_warp and skinny.epi.stages_d == 2
+    for cfg in (coop, skinny):
+        plain = dataclasses.replace(cfg, epi=dataclasses.replace(
+            cfg.epi, store_warp=False, stages_d=2)).fit_stages(4 if cfg.tile_n == 256 else 5)
+        assert G.half_tile_store_warp(plain) == cfg
+        assert cfg.stages >= plain.stages
     c2 = G.default_evt_config("f16", 256, use_c, "K", "MN", False, 2)
     assert (c2.schedule, c2.tile_m, c2.cluster_m, c2.b_major) == ("cooperative", 128, 2, "MN")
     for cfg in (pp, coop, skinny, c2):
@@ -343,6 +363,53 @@ def test_default_evt_config(use_c):
     shipped = G.shipped_epilogue_configs()      # compiled by the shipped-config tests
     assert G.default_evt_config("f16" if not use_c else "bf16", 256, use_c, "K", "MN", False,
                                 2) in shipped
+
+
+def test_with_store_warp_buffers():
+    """``with_store_warp(cfg, buffers=b)``: b staging buffers (1 .. the subtile count; None:
+    all), the tile, tree and fragment unchanged; other counts are refused naming
+    ``buffers``."""
+    base = G.evt_config(None, "f16", 256, "K", "K", False, 1)
+    plain = dataclasses.replace(base, epi=dataclasses.replace(
+        base.epi, store_warp=False, stages_d=2)).fit_stages(4)
+    n = len(plain.epilogue().subtiles)
+    for b in (1, 2, n // 2, n):
+        c = G.with_store_warp(plain, buffers=b)
+        assert c.epi.store_warp and c.epi.stages_d == b
+        assert (c.tile_m, c.tile_n, c.epi.tree, c.epi.fragment) == \
+            (plain.tile_m, plain.tile_n, plain.epi.tree, plain.epi.fragment)
+    assert G.with_store_warp(plain) == G.with_store_warp(plain, buffers=n)
+    for bad in (0, n + 1, True, 2.0):
+        with pytest.raises(LaunchError) as e:
+            G.with_store_warp(plain, buffers=bad)
+        assert e.value.arg == "buffers"
+
+
+def test_coop_tile_n_law():
+    """The cooperative width minimises tile-rounds x width / relative throughput over
+    COOP_WIDTHS (ties to the wider); choose_config takes it for operand rows off 128 bytes
+    with a K-major B (3000x5000x2000 ``x @ W.T``: 192), keeps 256 (clusters of two) for an
+    N-contiguous B and the ping-pong kernel for rows on 128 bytes."""
+    from cute_py.backends.cuda.tensors import TensorMeta
+    for M, N in ((3000, 5000), (4096, 4096), (2048, 8192), (3000, 3000), (8192, 14336), (777, 999)):
+        costs = {tn: -(-(-(-M // 128) * -(-N // tn)) // 132) * tn / e for tn, e in G.COOP_WIDTHS}
+        best = min(costs.values())
+        assert G.coop_tile_n(M, N) == max(tn for tn, c in costs.items() if c <= best + 1e-9)
+    assert [G.coop_tile_n(*mn) for mn in ((3000, 5000), (4096, 4096), (2048, 8192))] == \
+        [192, 256, 256]
+
+    def meta(shape, strides):
+        return TensorMeta(1 << 20, shape, strides, "float16", 2, 0, "torch", None)
+    M, N, K = 3000, 5000, 2000
+    A, D = meta((M, K), (K, 1)), meta((M, N), (N, 1))
+    xwt = G.choose_config(A, meta((N, K), (K, 1)), D, None, True, 132)
+    assert (xwt.schedule, xwt.tile_n, xwt.cluster_m) == ("cooperative", 192, 1)
+    assert xwt.epi.store_warp and xwt.epi.stages_d == 3
+    ab = G.choose_config(A, meta((N, K), (1, N)), D, None, True, 132)
+    assert (ab.schedule, ab.tile_n, ab.cluster_m) == ("cooperative", 256, 2)
+    sq = G.choose_config(meta((4096, 4096), (4096, 1)), meta((4096, 4096), (4096, 1)),
+                         meta((4096, 4096), (4096, 1)), None, True, 132)
+    assert (sq.schedule, sq.tile_m, sq.tile_n) == ("pingpong", 64, 256)
 
 
 def test_cluster_for():
@@ -403,9 +470,9 @@ def test_gemm_sm90_default_lincomb_gpu(K):
     assert float(cp.linalg.norm(f64(D) - ref) / cp.linalg.norm(ref)) < 2e-3
     gemm_sm90(A, B, C, C, 1.5, 0.5)                    # in place: C's values read first
     assert float(cp.linalg.norm(f64(C) - ref) / cp.linalg.norm(ref)) < 2e-3
-    used = {c.schedule for c in G._CACHE if c.epi is not None and "C" in c.epi.tree.signature
-            and c.tile_n == 256}
-    assert ("pingpong" if K == 192 else "cooperative") in used
+    used = {(c.schedule, c.tile_n) for c in G._CACHE if c.epi is not None
+            and "C" in c.epi.tree.signature}
+    assert (("pingpong", 256) if K == 192 else ("cooperative", G.coop_tile_n(M, N))) in used
 
 
 @requires_gpu

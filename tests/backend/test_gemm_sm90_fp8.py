@@ -525,6 +525,48 @@ def test_promoted_tile_width_rule():
     assert promoted_tile_n(4096, 4096) == 128
 
 
+def test_every_choice_is_a_valid_configuration():
+    """Law: every configuration ``choose_fp8_config`` returns passes ``check`` -- over a grid of
+    shapes (160-wide promoted tiles included: 2048 x 1280, 256 x 8456), scaling modes, output
+    types, fast accumulation, TMA-store or built-in epilogue, bias and amax.  160-wide tiles
+    run in clusters of two (each CTA multicasts 80 of B's rows) and an 8-bit D there is staged
+    in 32-column subtiles."""
+    from backends.cuda.scaled_mm_api import choose_fp8_config, promoted_tile_n
+    assert promoted_tile_n(2048, 1280) == 160 and promoted_tile_n(256, 8456) == 160
+    seen = set()
+    for M in (1, 128, 129, 1000, 2048, 8192):
+        for N in (8, 136, 1000, 1280, 3000, 8456, 14336):
+            for mode in ("tensor", "row", "block"):
+                for out in ("bf16", "f32", "e4m3"):
+                    for fast in ((False, True) if mode != "block" else (False,)):
+                        for tma in ((True,) if out == "e4m3" else (False, True)):
+                            bias = "bfloat16" if out == "e4m3" else (M % 2 == 1)
+                            cfg = choose_fp8_config(M, N, 1024, "e4m3", "e4m3", out, mode,
+                                                    fast_accum=fast, tma_store=tma, bias=bias,
+                                                    amax=out == "e4m3")
+                            assert cfg.check() is cfg
+                            seen.add((cfg.tile_n, cfg.cluster_m))
+    assert (160, 2) in seen and (192, 2) in seen and (128, 1) in seen
+    e8 = choose_fp8_config(2048, 1280, 1024, "e4m3", "e4m3", "e4m3", "tensor", tma_store=True,
+                           amax=True)
+    assert e8.tile_n == 160 and e8.epi.epilogue_tile == (128, 32)
+    assert len(e8.epilogue().subtiles) == 5
+
+
+def test_160_wide_configs_compile_without_spills():
+    from backends.cuda.compiler import compile_module, has_compiler
+    from backends.cuda.scaled_mm_api import choose_fp8_config
+    if not has_compiler():
+        pytest.skip("no CUDA compiler")
+    for mode, out, tma in (("tensor", "bf16", True), ("block", "bf16", True),
+                           ("tensor", "e4m3", True), ("row", "f32", False)):
+        cfg = choose_fp8_config(2048, 1280, 1024, "e4m3", "e4m3", out, mode, tma_store=tma,
+                                amax=out == "e4m3")
+        assert (cfg.tile_n, cfg.cluster_m) == (160, 2)
+        res = compile_module(G.generate_source(cfg), arch="sm_90a").resources_for(cfg.name)
+        assert res.spills == 0 and res.stack_frame == 0, (cfg.name, res)
+
+
 def test_wide_promoted_configs_compile_without_spills():
     from backends.cuda.compiler import compile_module, has_compiler
     if not has_compiler():

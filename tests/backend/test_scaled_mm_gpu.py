@@ -139,6 +139,36 @@ def test_block_scaling_wide_tiles(out_dtype):
     assert _rel(D, ref) < (REL_F32 if out_dtype == "float32" else REL)
 
 
+@pytest.mark.parametrize("mode, out_dtype, N", [
+    ("tensor", "bfloat16", 1280), ("row", "float32", 1280), ("block", "bfloat16", 1272),
+    ("tensor", "bfloat16", 1275), ("block", "float16", 1275)])
+def test_160_wide_tiles_in_clusters(mode, out_dtype, N):
+    """Problems whose promoted tile is 160 wide (2048 x 1280): clusters of two, each CTA
+    multicasting 80 rows of B; aligned outputs through the TMA-store epilogue (5 subtiles),
+    an odd N (1275) through the built-in one."""
+    _skip_without_hopper()
+    from cute_py.backends.cuda.scaled_mm_api import promoted_tile_n
+    M, K = 2048, 528
+    assert promoted_tile_n(M, N) == 160
+    A, B, sa, sb, ref = make_problem(M, N, K, mode, seed=N)
+    D = cute.scaled_mm(A, B, sa, sb, out_dtype=out_dtype, out=_poisoned(M, N, out_dtype))
+    assert _rel(D, ref) < (REL_F32 if out_dtype == "float32" else REL)
+
+
+def test_160_wide_fp8_output_with_amax():
+    _skip_without_hopper()
+    M, N, K = 2048, 1280, 384
+    A, B, sa, sb, ref = make_problem(M, N, K, "tensor", seed=4)
+    f8 = torch.float8_e4m3fn
+    amax = torch.full((1,), float("nan"), device="cuda")
+    D = cute.scaled_mm(A, B, sa, sb, out_dtype=f8, amax=amax,
+                       out=torch.full((M, N), float("nan"), device="cuda").to(f8))
+    torch.cuda.synchronize()
+    assert bool(torch.isfinite(D.double()).all())
+    assert _rel(D, ref) < 0.05                       # e4m3: a 3-bit mantissa
+    assert abs(float(amax) - np.abs(ref).max()) <= 1e-3 * np.abs(ref).max()
+
+
 def test_large_k_block_scaling():
     _skip_without_hopper()
     A, B, sa, sb, ref = make_problem(128, 256, 16384, "block", seed=7)

@@ -162,6 +162,9 @@ class EpilogueConfig:
     def epilogue_tile(self) -> tuple[int, int]:
         em = self.epi_m or self.tile_m
         en = self.epi_n or max(8, 64 // _BYTES[self.element_d])
+        if not self.epi_n:
+            while en > 8 and self.tile_n % en:
+                en //= 2        # e.g. an 8-bit D in a 160-wide tile: 32-column subtiles
         return em, min(en, self.tile_n)
 
 

@@ -63,6 +63,7 @@ from ..tensors import TensorMeta, is_array, meta_of
 from .gemm_sm90_maps import derive_maps
 
 __all__ = ["Sm90GemmConfig", "generate_source", "Sm90Gemm", "SHIPPED_CONFIGS", "with_store_warp",
+           "half_tile_store_warp", "coop_tile_n", "COOP_WIDTHS",
            "make_epilogue_config", "shipped_epilogue_configs", "shipped_fp8_configs"]
 
 _DT = {"f16": "f16", "float16": "f16", "bf16": "bf16", "bfloat16": "bf16"}
@@ -98,8 +99,8 @@ def _check_tile(op, tile_m, tile_n, wgs, schedule, small_n=False) -> int:
                           expected="64 or 128" if wgs == 1 else "64*W or 128*W", actual=tile_m)
     if small_n and (tile_n in SMALL_TILE_N or (tile_n % 8 == 0 and 8 <= tile_n <= 256)):
         return rows     # the built-in epilogue takes any wgmma N
-    if tile_n % 64 or not 64 <= tile_n <= 256:
-        raise LaunchError(op, "tile_n", "must be 64, 128, 192 or 256" + (
+    if tile_n % 32 or not 64 <= tile_n <= 256:
+        raise LaunchError(op, "tile_n", "must be a multiple of 32 in [64, 256]" + (
             " (or, with the built-in epilogue, any multiple of 8 up to 256)" if small_n
             else ""), actual=tile_n)
     return rows
@@ -209,9 +210,6 @@ class Sm90GemmConfig:
                                   f"smem_swizzle {sw[1]} gives {b_width}-element rows; SW64 "
                                   "takes multiples of 32, SW32 of 16)", expected="K",
                                   actual=self.b_major)
-            if self.cluster_m != 1:
-                raise LaunchError(op, "cluster_m", f"a tile_n of {self.tile_n} is not split "
-                                  "over a cluster", expected=1, actual=self.cluster_m)
         if self.stream_k:
             if self.splits or self.schedule != "cooperative" or self.cluster_m != 1:
                 raise LaunchError(op, "stream_k", "needs the cooperative schedule, no cluster "
@@ -267,9 +265,10 @@ class Sm90GemmConfig:
         for nm in ("a_major", "b_major"):
             if getattr(self, nm) not in ("K", "MN"):
                 raise LaunchError(op, nm, "must be 'K' or 'MN'", actual=getattr(self, nm))
-        if self.b_major == "MN" and (self.tile_n // self.cluster_m) % b_width:
-            raise LaunchError(op, "cluster_m", f"an MN-major B needs {b_width}-row multiples "
-                              "(its swizzle atom's width) per cluster slice of the B tile",
+        if self.tile_n % self.cluster_m or (self.tile_n // self.cluster_m) % b_width:
+            raise LaunchError(op, "cluster_m", f"each CTA of a cluster multicasts a slice of "
+                              f"the B tile: the slice needs {b_width}-row multiples (its smem "
+                              "atom's " + ("width)" if self.b_major == "MN" else "height)"),
                               actual=(self.tile_n, self.cluster_m))
         if not 2 <= self.stages <= 8:
             raise LaunchError(op, "stages", "must be in [2, 8]", actual=self.stages)
@@ -527,21 +526,50 @@ def shipped_epilogue_configs():
 _I32 = (1 << 31) - 1
 
 
-def with_store_warp(cfg: "Sm90GemmConfig", limit: int = 8) -> "Sm90GemmConfig":
+def with_store_warp(cfg: "Sm90GemmConfig", limit: int = 8,
+                    buffers: int | None = None) -> "Sm90GemmConfig":
     """``cfg`` (cooperative, with a TMA-store epilogue) whose D / aux stores a store warp
-    issues from a whole tile of staging (``EpilogueConfig.store_warp``, ``stages_d`` = the
-    epilogue's subtile count), with the most mainloop stages (at most ``limit``) that then
-    fit.  The consumers' epilogue then has no named barrier and never waits for a store: at
-    8192x6144x4096 FP8 the per-tile barriers and store waits cost 6% (docs/performance.md,
-    "FP8 GEMM", v14).  Law: same tile, tree and fragment; only the staging and stages
-    change."""
+    issues (``EpilogueConfig.store_warp``) from ``buffers`` staging buffers (``stages_d``;
+    None: one per subtile, the whole tile handed over at once), with the most mainloop
+    stages (at most ``limit``) that then fit.  The consumers' epilogue then has no named
+    barrier and never waits for a store: at 8192x6144x4096 FP8 the per-tile barriers and
+    store waits cost 6% (docs/performance.md, "FP8 GEMM", v14).  Law: same tile, tree and
+    fragment; only the staging and stages change."""
     import dataclasses
     if cfg.epi is None or cfg.schedule != "cooperative":
         raise LaunchError("with_store_warp", "cfg", "needs a cooperative kernel with a "
                           "TMA-store epilogue (epi)", actual=(cfg.schedule, cfg.epi))
     n = len(cfg.epilogue().subtiles)
-    epi = dataclasses.replace(cfg.epi, store_warp=True, stages_d=n)
+    if buffers is not None and (not isinstance(buffers, int) or isinstance(buffers, bool)
+                                or not 1 <= buffers <= n):
+        raise LaunchError("with_store_warp", "buffers", "must be an int from 1 to the "
+                          "epilogue's subtile count (None: one per subtile)",
+                          expected=f"1..{n}", actual=buffers)
+    epi = dataclasses.replace(cfg.epi, store_warp=True, stages_d=n if buffers is None
+                              else buffers)
     return dataclasses.replace(cfg, epi=epi).fit_stages(limit)
+
+
+def half_tile_store_warp(cfg: "Sm90GemmConfig") -> "Sm90GemmConfig":
+    """The 16-bit cooperative kernels' staging: ``cfg`` with a store warp and half a tile of
+    staging buffers (``subtiles // 2``, at least 2) when that keeps at least ``cfg``'s
+    mainloop stages (the most that fit, up to 8), else ``cfg`` unchanged (also for
+    epilogues a store warp does not serve: C staged in D's buffers, delayed stores).
+    Measured on the H100 (fp16, ``torch.mm`` time / ours, two runs): 128x256 tiles with 4
+    buffers 3000x5000x2000 0.896 / 0.915 against 0.878 / 0.887 (the whole tile: 3 stages,
+    0.874 / 0.885), 2048x8192x2000 1.011 / 1.011 against 0.993 / 0.991; 128x128 tiles with 2
+    buffers and 6 stages (was 5) 512x4096x4096 1.030 against 1.018, 1024x2048x4096 1.034
+    against 1.020 (docs/performance.md, "Hopper GEMM", v15).  Law: tile, tree, fragment and
+    cluster unchanged; stages never fewer."""
+    e = cfg.epi
+    if e is None or cfg.schedule != "cooperative" or e.store_warp or e.reuse_smem_c or \
+            e.delay_tma_store or cfg.splits or cfg.stream_k:
+        return cfg
+    n = len(cfg.epilogue().subtiles)
+    if n < 2:
+        return cfg
+    sw = with_store_warp(cfg, buffers=max(2, n // 2))
+    return sw if sw.stages >= cfg.stages else cfg
 
 
 def shipped_fp8_configs() -> tuple:
@@ -1131,9 +1159,10 @@ def evt_config(tree, dt: str, tile_n: int = 256, a_major: str = "K", b_major: st
     """The TMA-store EVT kernel of ``tree`` (None: D = acc): ping-pong 64x256, 5 stages, when
     ``tile_n`` is 256 and A / B rows start on 128-byte boundaries; otherwise cooperative
     ``128 x tile_n`` (4 stages at 256, 5 at 128) in clusters of ``cluster_m`` CTAs along M
-    (:func:`cluster_for`).  Stages are reduced when the tree's epilogue buffers do not leave
-    room (``fit_stages``).  ``batched``: D is ``(L, M, N)`` (the epilogue's TMA stores take the
-    batch coordinate)."""
+    (:func:`cluster_for`), its stores issued by a store warp from half a tile of staging
+    (:func:`half_tile_store_warp`).  Stages are reduced when the tree's epilogue buffers do
+    not leave room (``fit_stages``).  ``batched``: D is ``(L, M, N)`` (the epilogue's TMA
+    stores take the batch coordinate)."""
     ed = "float16" if dt == "f16" else "bfloat16"
     bkw = {"batched": True} if batched else {}
     if tile_n == 256 and rows_128:
@@ -1145,6 +1174,7 @@ def evt_config(tree, dt: str, tile_n: int = 256, a_major: str = "K", b_major: st
         cfg = Sm90GemmConfig(tile_n=tile_n, stages=4 if tile_n == 256 else 5, dtype=dt,
                              a_major=a_major, b_major=b_major, cluster_m=cluster_m,
                              epi=make_epilogue_config(tree, tile_n=tile_n, element_d=ed, **bkw))
+        return half_tile_store_warp(cfg.fit_stages(cfg.stages))
     return cfg.fit_stages(cfg.stages)
 
 
@@ -1181,13 +1211,37 @@ def _pick_tile(M, N, L, num_sms):
     return best[1]
 
 
+#: widths of the cooperative TMA-store kernel for operand rows off 128 bytes with a K-major
+#: B, and their throughput per tile relative to 256 (fitted to the H100: 128x192 ran 0.96x
+#: of 128x256's speed per tile; docs/performance.md, "Hopper GEMM", v15)
+COOP_WIDTHS = ((256, 1.0), (192, 0.96))
+
+
+def coop_tile_n(M: int, N: int, L: int = 1, num_sms: int = 132) -> int:
+    """The cooperative kernel's tile width for a problem whose operand rows are off 128-byte
+    boundaries (K-major B): the fewest rounds of ``num_sms`` tiles weighted by width over
+    relative throughput (:data:`COOP_WIDTHS`); ties to the wider.  Measured (fp16, ``x @
+    W.T``, ``torch.mm`` time / ours, three runs): 3000x5000x2000 (256: 480 tiles, 3.6 waves;
+    192: 648 tiles, 4.9 waves) 0.896 / 0.960 / 0.922 at 192 against 0.896 / 0.915 / 0.905;
+    4096x4096x2000 0.887 at 192 against 1.011 (3.9 against 5.3 waves), as the rule predicts.
+    Law: ``-(-tiles(w) // num_sms) * w / eff(w)`` is minimal at the returned width."""
+    best = None
+    for tn, eff in COOP_WIDTHS:
+        tiles = -(-M // 128) * -(-N // tn) * L
+        cost = -(-tiles // num_sms) * tn / eff
+        if best is None or cost < best[0] - 1e-9:
+            best = (cost, tn)
+    return best[1]
+
+
 def choose_config(A: TensorMeta, B: TensorMeta, D: TensorMeta, C: TensorMeta | None,
                   alpha_one: bool, sms: int) -> Sm90GemmConfig:
     """The configuration ``gemm_sm90`` runs for operands A ``(M, K)`` and B ``(N, K)`` already
     readable by TMA (see :func:`tma_major`), D and C (None: no C term).
 
     For a single 2-D problem whose D (and C) rows are 16-byte aligned: the smem-staged
-    TMA-store EVT epilogue of :func:`default_evt_config`; otherwise (batched, unaligned D) the
+    TMA-store EVT epilogue of :func:`default_evt_config` (for operand rows off 128 bytes with
+    a K-major B, 128 x :func:`coop_tile_n` tiles); otherwise (batched, unaligned D) the
     cooperative kernel with the built-in predicated register->global epilogue.  128x128 tiles
     where the heuristic's wave model prefers them to 128x256 (``gemm_sm90_heuristic``);
     batched ``D = A @ B`` whose D TMA can store: the same kernels with 3-D D stores
@@ -1201,8 +1255,10 @@ def choose_config(A: TensorMeta, B: TensorMeta, D: TensorMeta, C: TensorMeta | N
     use_c = C is not None
     if len(A.shape) == 2 and tma_store_ok(D) and (not use_c or tma_store_ok(C)) and \
             (use_c or alpha_one):
-        return default_evt_config(dt, tn, use_c, a_major, b_major, rows_128(A) and rows_128(B),
-                                  cluster_for(B, tn))
+        r128 = rows_128(A) and rows_128(B)
+        if tn == 256 and not r128 and b_major == "K":
+            tn = coop_tile_n(M, N, 1, sms)      # the cooperative kernel's width
+        return default_evt_config(dt, tn, use_c, a_major, b_major, r128, cluster_for(B, tn))
     if L > 1 and not use_c and alpha_one and batched_tma_store_ok(D):
         # batched D = A @ B: the same TMA-store kernels with 3-D D stores; 8x1024^3 measured
         # 27.3-27.6 us as the stacked 8192x1024x1024 problem against 35.5-36.1 for the

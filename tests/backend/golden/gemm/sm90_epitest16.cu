@@ -25,7 +25,7 @@ __device__ __forceinline__ float cute_epi_visit(
   const float v0 = acc;
   return v0;
 }
-extern "C" __global__ void __launch_bounds__(288, 1) cute_epi_sm90_test_2fee981e2463(
+extern "C" __global__ void __launch_bounds__(320, 1) cute_epi_sm90_test_119a3a9bf4bf(
     const float* __restrict__ acc_g,
     int M,
     int N,
@@ -35,14 +35,115 @@ extern "C" __global__ void __launch_bounds__(288, 1) cute_epi_sm90_test_2fee981e
   extern __shared__ unsigned char cute_smem_raw[];
   unsigned char* cute_epi_smem_base = reinterpret_cast<unsigned char*>((reinterpret_cast<size_t>(cute_smem_raw) + 1023) & ~static_cast<size_t>(1023));
   const u32 cute_epi_smem = static_cast<u32>(__cvta_generic_to_shared(cute_epi_smem_base));
-  const u32 cute_epi_full = cute_epi_smem + 16384;
+  const u32 cute_epi_full = cute_epi_smem + 32768;
   const u32 cute_epi_empty = cute_epi_full + 16;
+  const u32 cute_epi_sfull = cute_epi_smem + 32784;
+  const u32 cute_epi_sempty = cute_epi_sfull + 32;
+  if (threadIdx.x == 0) {
+    mbarrier_init(cute_epi_sfull, 256);
+    mbarrier_init(cute_epi_sempty, 1);
+    mbarrier_init(cute_epi_sfull + 8, 256);
+    mbarrier_init(cute_epi_sempty + 8, 1);
+    mbarrier_init(cute_epi_sfull + 16, 256);
+    mbarrier_init(cute_epi_sempty + 16, 1);
+    mbarrier_init(cute_epi_sfull + 24, 256);
+    mbarrier_init(cute_epi_sempty + 24, 1);
+    fence_mbarrier_init();
+  }
   __syncthreads();
   const int bid_y = blockIdx.y;
   const int bid = blockIdx.x;
   const int cute_epi_m0 = bid_y * 128;
   const int cute_epi_n0 = bid * 256;
-  if (threadIdx.x >= 256) {
+  if (threadIdx.x >= 288) {
+    // the store warp
+    if ((threadIdx.x & 31) == 0) {
+      u32 cute_epi_s_phase = 0u;
+      int cute_epi_s_idx = 0;
+      int cute_epi_s_prev = -1;
+      // subtile (0, 0)
+      mbarrier_wait_parity(cute_epi_sfull + cute_epi_s_idx * 8, cute_epi_s_phase);
+      tma_store_2d(&tmap_D, cute_epi_smem + cute_epi_s_idx * 8192, cute_epi_n0, cute_epi_m0);
+      bulk_commit_group();
+      bulk_wait_group_read<1>();
+      if (cute_epi_s_prev >= 0) {
+        mbarrier_arrive(cute_epi_sempty + cute_epi_s_prev * 8);
+      }
+      cute_epi_s_prev = cute_epi_s_idx;
+      if (++cute_epi_s_idx == 4) { cute_epi_s_idx = 0; cute_epi_s_phase ^= 1u; }
+      // subtile (0, 1)
+      mbarrier_wait_parity(cute_epi_sfull + cute_epi_s_idx * 8, cute_epi_s_phase);
+      tma_store_2d(&tmap_D, cute_epi_smem + cute_epi_s_idx * 8192, cute_epi_n0 + 32, cute_epi_m0);
+      bulk_commit_group();
+      bulk_wait_group_read<1>();
+      if (cute_epi_s_prev >= 0) {
+        mbarrier_arrive(cute_epi_sempty + cute_epi_s_prev * 8);
+      }
+      cute_epi_s_prev = cute_epi_s_idx;
+      if (++cute_epi_s_idx == 4) { cute_epi_s_idx = 0; cute_epi_s_phase ^= 1u; }
+      // subtile (0, 2)
+      mbarrier_wait_parity(cute_epi_sfull + cute_epi_s_idx * 8, cute_epi_s_phase);
+      tma_store_2d(&tmap_D, cute_epi_smem + cute_epi_s_idx * 8192, cute_epi_n0 + 64, cute_epi_m0);
+      bulk_commit_group();
+      bulk_wait_group_read<1>();
+      if (cute_epi_s_prev >= 0) {
+        mbarrier_arrive(cute_epi_sempty + cute_epi_s_prev * 8);
+      }
+      cute_epi_s_prev = cute_epi_s_idx;
+      if (++cute_epi_s_idx == 4) { cute_epi_s_idx = 0; cute_epi_s_phase ^= 1u; }
+      // subtile (0, 3)
+      mbarrier_wait_parity(cute_epi_sfull + cute_epi_s_idx * 8, cute_epi_s_phase);
+      tma_store_2d(&tmap_D, cute_epi_smem + cute_epi_s_idx * 8192, cute_epi_n0 + 96, cute_epi_m0);
+      bulk_commit_group();
+      bulk_wait_group_read<1>();
+      if (cute_epi_s_prev >= 0) {
+        mbarrier_arrive(cute_epi_sempty + cute_epi_s_prev * 8);
+      }
+      cute_epi_s_prev = cute_epi_s_idx;
+      if (++cute_epi_s_idx == 4) { cute_epi_s_idx = 0; cute_epi_s_phase ^= 1u; }
+      // subtile (0, 4)
+      mbarrier_wait_parity(cute_epi_sfull + cute_epi_s_idx * 8, cute_epi_s_phase);
+      tma_store_2d(&tmap_D, cute_epi_smem + cute_epi_s_idx * 8192, cute_epi_n0 + 128, cute_epi_m0);
+      bulk_commit_group();
+      bulk_wait_group_read<1>();
+      if (cute_epi_s_prev >= 0) {
+        mbarrier_arrive(cute_epi_sempty + cute_epi_s_prev * 8);
+      }
+      cute_epi_s_prev = cute_epi_s_idx;
+      if (++cute_epi_s_idx == 4) { cute_epi_s_idx = 0; cute_epi_s_phase ^= 1u; }
+      // subtile (0, 5)
+      mbarrier_wait_parity(cute_epi_sfull + cute_epi_s_idx * 8, cute_epi_s_phase);
+      tma_store_2d(&tmap_D, cute_epi_smem + cute_epi_s_idx * 8192, cute_epi_n0 + 160, cute_epi_m0);
+      bulk_commit_group();
+      bulk_wait_group_read<1>();
+      if (cute_epi_s_prev >= 0) {
+        mbarrier_arrive(cute_epi_sempty + cute_epi_s_prev * 8);
+      }
+      cute_epi_s_prev = cute_epi_s_idx;
+      if (++cute_epi_s_idx == 4) { cute_epi_s_idx = 0; cute_epi_s_phase ^= 1u; }
+      // subtile (0, 6)
+      mbarrier_wait_parity(cute_epi_sfull + cute_epi_s_idx * 8, cute_epi_s_phase);
+      tma_store_2d(&tmap_D, cute_epi_smem + cute_epi_s_idx * 8192, cute_epi_n0 + 192, cute_epi_m0);
+      bulk_commit_group();
+      bulk_wait_group_read<1>();
+      if (cute_epi_s_prev >= 0) {
+        mbarrier_arrive(cute_epi_sempty + cute_epi_s_prev * 8);
+      }
+      cute_epi_s_prev = cute_epi_s_idx;
+      if (++cute_epi_s_idx == 4) { cute_epi_s_idx = 0; cute_epi_s_phase ^= 1u; }
+      // subtile (0, 7)
+      mbarrier_wait_parity(cute_epi_sfull + cute_epi_s_idx * 8, cute_epi_s_phase);
+      tma_store_2d(&tmap_D, cute_epi_smem + cute_epi_s_idx * 8192, cute_epi_n0 + 224, cute_epi_m0);
+      bulk_commit_group();
+      bulk_wait_group_read<1>();
+      if (cute_epi_s_prev >= 0) {
+        mbarrier_arrive(cute_epi_sempty + cute_epi_s_prev * 8);
+      }
+      cute_epi_s_prev = cute_epi_s_idx;
+      if (++cute_epi_s_idx == 4) { cute_epi_s_idx = 0; cute_epi_s_phase ^= 1u; }
+      bulk_wait_group<0>();
+    }
+  } else if (threadIdx.x >= 256) {
     int cute_epi_p_idx = 0;
     u32 cute_epi_p_phase = 1;
     if ((threadIdx.x & 31) == 0) {
@@ -53,6 +154,7 @@ extern "C" __global__ void __launch_bounds__(288, 1) cute_epi_sm90_test_2fee981e
     int cute_epi_c_idx = 0;
     u32 cute_epi_c_phase = 0;
     int cute_epi_d_idx = 0;
+    u32 cute_epi_d_phase = 1u;
     const int cute_mt0 = ((tid >> 2) & 7) + (tid >> 5) * 16;
     const int cute_nt0 = (tid & 3) * 2;
     float acc[128];
@@ -203,22 +305,15 @@ extern "C" __global__ void __launch_bounds__(288, 1) cute_epi_sm90_test_2fee981e
       const float dv_13 = cute_epi_visit(acc[13], cute_epi_m0 + cute_mt0 < M && cute_epi_n0 + cute_nt0 + 25 < N);
       const float dv_14 = cute_epi_visit(acc[14], cute_epi_m0 + cute_mt0 + 8 < M && cute_epi_n0 + cute_nt0 + 24 < N);
       const float dv_15 = cute_epi_visit(acc[15], cute_epi_m0 + cute_mt0 + 8 < M && cute_epi_n0 + cute_nt0 + 25 < N);
-      if (tid == 0) {
-        bulk_wait_group_read<1>();
-      }
-      named_barrier_sync(1, 256);
+      mbarrier_wait_parity(cute_epi_sempty + cute_epi_d_idx * 8, cute_epi_d_phase);
       {
         const int q_ = cute_lane >> 3;
         stmatrix_x4(cute_epi_smem + cute_epi_d_idx * 8192 + ((((tid >> 5) * 16 + (q_ == 0 ? 0 : (q_ == 1 ? 8 : (q_ == 2 ? 0 : 8))) + (tid & 7)) * 64 + (q_ == 0 ? 0 : (q_ == 1 ? 0 : 8)) * 2) ^ (((((tid >> 5) * 16 + (q_ == 0 ? 0 : (q_ == 1 ? 8 : (q_ == 2 ? 0 : 8))) + (tid & 7)) * 64 + (q_ == 0 ? 0 : (q_ == 1 ? 0 : 8)) * 2) & 384) >> 3)), pack_f16x2(dv_0, dv_1), pack_f16x2(dv_2, dv_3), pack_f16x2(dv_4, dv_5), pack_f16x2(dv_6, dv_7));
         stmatrix_x4(cute_epi_smem + cute_epi_d_idx * 8192 + ((((tid >> 5) * 16 + (q_ == 0 ? 0 : (q_ == 1 ? 8 : (q_ == 2 ? 0 : 8))) + (tid & 7)) * 64 + (q_ == 0 ? 16 : (q_ == 1 ? 16 : 24)) * 2) ^ (((((tid >> 5) * 16 + (q_ == 0 ? 0 : (q_ == 1 ? 8 : (q_ == 2 ? 0 : 8))) + (tid & 7)) * 64 + (q_ == 0 ? 16 : (q_ == 1 ? 16 : 24)) * 2) & 384) >> 3)), pack_f16x2(dv_8, dv_9), pack_f16x2(dv_10, dv_11), pack_f16x2(dv_12, dv_13), pack_f16x2(dv_14, dv_15));
       }
       fence_proxy_async_shared();
-      named_barrier_sync(1, 256);
-      if (tid == 0) {
-        tma_store_2d(&tmap_D, cute_epi_smem + cute_epi_d_idx * 8192, cute_epi_n0, cute_epi_m0);
-        bulk_commit_group();
-      }
-      if (++cute_epi_d_idx == 2) cute_epi_d_idx = 0;
+      mbarrier_arrive(cute_epi_sfull + cute_epi_d_idx * 8);
+      if (++cute_epi_d_idx == 4) { cute_epi_d_idx = 0; cute_epi_d_phase ^= 1u; }
     }
     {
       // subtile (0, 1)
@@ -238,22 +333,15 @@ extern "C" __global__ void __launch_bounds__(288, 1) cute_epi_sm90_test_2fee981e
       const float dv_29 = cute_epi_visit(acc[29], cute_epi_m0 + cute_mt0 < M && cute_epi_n0 + cute_nt0 + 57 < N);
       const float dv_30 = cute_epi_visit(acc[30], cute_epi_m0 + cute_mt0 + 8 < M && cute_epi_n0 + cute_nt0 + 56 < N);
       const float dv_31 = cute_epi_visit(acc[31], cute_epi_m0 + cute_mt0 + 8 < M && cute_epi_n0 + cute_nt0 + 57 < N);
-      if (tid == 0) {
-        bulk_wait_group_read<1>();
-      }
-      named_barrier_sync(1, 256);
+      mbarrier_wait_parity(cute_epi_sempty + cute_epi_d_idx * 8, cute_epi_d_phase);
       {
         const int q__1 = cute_lane >> 3;
         stmatrix_x4(cute_epi_smem + cute_epi_d_idx * 8192 + ((((tid >> 5) * 16 + (q__1 == 0 ? 0 : (q__1 == 1 ? 8 : (q__1 == 2 ? 0 : 8))) + (tid & 7)) * 64 + (q__1 == 0 ? 0 : (q__1 == 1 ? 0 : 8)) * 2) ^ (((((tid >> 5) * 16 + (q__1 == 0 ? 0 : (q__1 == 1 ? 8 : (q__1 == 2 ? 0 : 8))) + (tid & 7)) * 64 + (q__1 == 0 ? 0 : (q__1 == 1 ? 0 : 8)) * 2) & 384) >> 3)), pack_f16x2(dv_16, dv_17), pack_f16x2(dv_18, dv_19), pack_f16x2(dv_20, dv_21), pack_f16x2(dv_22, dv_23));
         stmatrix_x4(cute_epi_smem + cute_epi_d_idx * 8192 + ((((tid >> 5) * 16 + (q__1 == 0 ? 0 : (q__1 == 1 ? 8 : (q__1 == 2 ? 0 : 8))) + (tid & 7)) * 64 + (q__1 == 0 ? 16 : (q__1 == 1 ? 16 : 24)) * 2) ^ (((((tid >> 5) * 16 + (q__1 == 0 ? 0 : (q__1 == 1 ? 8 : (q__1 == 2 ? 0 : 8))) + (tid & 7)) * 64 + (q__1 == 0 ? 16 : (q__1 == 1 ? 16 : 24)) * 2) & 384) >> 3)), pack_f16x2(dv_24, dv_25), pack_f16x2(dv_26, dv_27), pack_f16x2(dv_28, dv_29), pack_f16x2(dv_30, dv_31));
       }
       fence_proxy_async_shared();
-      named_barrier_sync(1, 256);
-      if (tid == 0) {
-        tma_store_2d(&tmap_D, cute_epi_smem + cute_epi_d_idx * 8192, cute_epi_n0 + 32, cute_epi_m0);
-        bulk_commit_group();
-      }
-      if (++cute_epi_d_idx == 2) cute_epi_d_idx = 0;
+      mbarrier_arrive(cute_epi_sfull + cute_epi_d_idx * 8);
+      if (++cute_epi_d_idx == 4) { cute_epi_d_idx = 0; cute_epi_d_phase ^= 1u; }
     }
     {
       // subtile (0, 2)
@@ -273,22 +361,15 @@ extern "C" __global__ void __launch_bounds__(288, 1) cute_epi_sm90_test_2fee981e
       const float dv_45 = cute_epi_visit(acc[45], cute_epi_m0 + cute_mt0 < M && cute_epi_n0 + cute_nt0 + 89 < N);
       const float dv_46 = cute_epi_visit(acc[46], cute_epi_m0 + cute_mt0 + 8 < M && cute_epi_n0 + cute_nt0 + 88 < N);
       const float dv_47 = cute_epi_visit(acc[47], cute_epi_m0 + cute_mt0 + 8 < M && cute_epi_n0 + cute_nt0 + 89 < N);
-      if (tid == 0) {
-        bulk_wait_group_read<1>();
-      }
-      named_barrier_sync(1, 256);
+      mbarrier_wait_parity(cute_epi_sempty + cute_epi_d_idx * 8, cute_epi_d_phase);
       {
         const int q__2 = cute_lane >> 3;
         stmatrix_x4(cute_epi_smem + cute_epi_d_idx * 8192 + ((((tid >> 5) * 16 + (q__2 == 0 ? 0 : (q__2 == 1 ? 8 : (q__2 == 2 ? 0 : 8))) + (tid & 7)) * 64 + (q__2 == 0 ? 0 : (q__2 == 1 ? 0 : 8)) * 2) ^ (((((tid >> 5) * 16 + (q__2 == 0 ? 0 : (q__2 == 1 ? 8 : (q__2 == 2 ? 0 : 8))) + (tid & 7)) * 64 + (q__2 == 0 ? 0 : (q__2 == 1 ? 0 : 8)) * 2) & 384) >> 3)), pack_f16x2(dv_32, dv_33), pack_f16x2(dv_34, dv_35), pack_f16x2(dv_36, dv_37), pack_f16x2(dv_38, dv_39));
         stmatrix_x4(cute_epi_smem + cute_epi_d_idx * 8192 + ((((tid >> 5) * 16 + (q__2 == 0 ? 0 : (q__2 == 1 ? 8 : (q__2 == 2 ? 0 : 8))) + (tid & 7)) * 64 + (q__2 == 0 ? 16 : (q__2 == 1 ? 16 : 24)) * 2) ^ (((((tid >> 5) * 16 + (q__2 == 0 ? 0 : (q__2 == 1 ? 8 : (q__2 == 2 ? 0 : 8))) + (tid & 7)) * 64 + (q__2 == 0 ? 16 : (q__2 == 1 ? 16 : 24)) * 2) & 384) >> 3)), pack_f16x2(dv_40, dv_41), pack_f16x2(dv_42, dv_43), pack_f16x2(dv_44, dv_45), pack_f16x2(dv_46, dv_47));
       }
       fence_proxy_async_shared();
-      named_barrier_sync(1, 256);
-      if (tid == 0) {
-        tma_store_2d(&tmap_D, cute_epi_smem + cute_epi_d_idx * 8192, cute_epi_n0 + 64, cute_epi_m0);
-        bulk_commit_group();
-      }
-      if (++cute_epi_d_idx == 2) cute_epi_d_idx = 0;
+      mbarrier_arrive(cute_epi_sfull + cute_epi_d_idx * 8);
+      if (++cute_epi_d_idx == 4) { cute_epi_d_idx = 0; cute_epi_d_phase ^= 1u; }
     }
     {
       // subtile (0, 3)
@@ -308,22 +389,15 @@ extern "C" __global__ void __launch_bounds__(288, 1) cute_epi_sm90_test_2fee981e
       const float dv_61 = cute_epi_visit(acc[61], cute_epi_m0 + cute_mt0 < M && cute_epi_n0 + cute_nt0 + 121 < N);
       const float dv_62 = cute_epi_visit(acc[62], cute_epi_m0 + cute_mt0 + 8 < M && cute_epi_n0 + cute_nt0 + 120 < N);
       const float dv_63 = cute_epi_visit(acc[63], cute_epi_m0 + cute_mt0 + 8 < M && cute_epi_n0 + cute_nt0 + 121 < N);
-      if (tid == 0) {
-        bulk_wait_group_read<1>();
-      }
-      named_barrier_sync(1, 256);
+      mbarrier_wait_parity(cute_epi_sempty + cute_epi_d_idx * 8, cute_epi_d_phase);
       {
         const int q__3 = cute_lane >> 3;
         stmatrix_x4(cute_epi_smem + cute_epi_d_idx * 8192 + ((((tid >> 5) * 16 + (q__3 == 0 ? 0 : (q__3 == 1 ? 8 : (q__3 == 2 ? 0 : 8))) + (tid & 7)) * 64 + (q__3 == 0 ? 0 : (q__3 == 1 ? 0 : 8)) * 2) ^ (((((tid >> 5) * 16 + (q__3 == 0 ? 0 : (q__3 == 1 ? 8 : (q__3 == 2 ? 0 : 8))) + (tid & 7)) * 64 + (q__3 == 0 ? 0 : (q__3 == 1 ? 0 : 8)) * 2) & 384) >> 3)), pack_f16x2(dv_48, dv_49), pack_f16x2(dv_50, dv_51), pack_f16x2(dv_52, dv_53), pack_f16x2(dv_54, dv_55));
         stmatrix_x4(cute_epi_smem + cute_epi_d_idx * 8192 + ((((tid >> 5) * 16 + (q__3 == 0 ? 0 : (q__3 == 1 ? 8 : (q__3 == 2 ? 0 : 8))) + (tid & 7)) * 64 + (q__3 == 0 ? 16 : (q__3 == 1 ? 16 : 24)) * 2) ^ (((((tid >> 5) * 16 + (q__3 == 0 ? 0 : (q__3 == 1 ? 8 : (q__3 == 2 ? 0 : 8))) + (tid & 7)) * 64 + (q__3 == 0 ? 16 : (q__3 == 1 ? 16 : 24)) * 2) & 384) >> 3)), pack_f16x2(dv_56, dv_57), pack_f16x2(dv_58, dv_59), pack_f16x2(dv_60, dv_61), pack_f16x2(dv_62, dv_63));
       }
       fence_proxy_async_shared();
-      named_barrier_sync(1, 256);
-      if (tid == 0) {
-        tma_store_2d(&tmap_D, cute_epi_smem + cute_epi_d_idx * 8192, cute_epi_n0 + 96, cute_epi_m0);
-        bulk_commit_group();
-      }
-      if (++cute_epi_d_idx == 2) cute_epi_d_idx = 0;
+      mbarrier_arrive(cute_epi_sfull + cute_epi_d_idx * 8);
+      if (++cute_epi_d_idx == 4) { cute_epi_d_idx = 0; cute_epi_d_phase ^= 1u; }
     }
     {
       // subtile (0, 4)
@@ -343,22 +417,15 @@ extern "C" __global__ void __launch_bounds__(288, 1) cute_epi_sm90_test_2fee981e
       const float dv_77 = cute_epi_visit(acc[77], cute_epi_m0 + cute_mt0 < M && cute_epi_n0 + cute_nt0 + 153 < N);
       const float dv_78 = cute_epi_visit(acc[78], cute_epi_m0 + cute_mt0 + 8 < M && cute_epi_n0 + cute_nt0 + 152 < N);
       const float dv_79 = cute_epi_visit(acc[79], cute_epi_m0 + cute_mt0 + 8 < M && cute_epi_n0 + cute_nt0 + 153 < N);
-      if (tid == 0) {
-        bulk_wait_group_read<1>();
-      }
-      named_barrier_sync(1, 256);
+      mbarrier_wait_parity(cute_epi_sempty + cute_epi_d_idx * 8, cute_epi_d_phase);
       {
         const int q__4 = cute_lane >> 3;
         stmatrix_x4(cute_epi_smem + cute_epi_d_idx * 8192 + ((((tid >> 5) * 16 + (q__4 == 0 ? 0 : (q__4 == 1 ? 8 : (q__4 == 2 ? 0 : 8))) + (tid & 7)) * 64 + (q__4 == 0 ? 0 : (q__4 == 1 ? 0 : 8)) * 2) ^ (((((tid >> 5) * 16 + (q__4 == 0 ? 0 : (q__4 == 1 ? 8 : (q__4 == 2 ? 0 : 8))) + (tid & 7)) * 64 + (q__4 == 0 ? 0 : (q__4 == 1 ? 0 : 8)) * 2) & 384) >> 3)), pack_f16x2(dv_64, dv_65), pack_f16x2(dv_66, dv_67), pack_f16x2(dv_68, dv_69), pack_f16x2(dv_70, dv_71));
         stmatrix_x4(cute_epi_smem + cute_epi_d_idx * 8192 + ((((tid >> 5) * 16 + (q__4 == 0 ? 0 : (q__4 == 1 ? 8 : (q__4 == 2 ? 0 : 8))) + (tid & 7)) * 64 + (q__4 == 0 ? 16 : (q__4 == 1 ? 16 : 24)) * 2) ^ (((((tid >> 5) * 16 + (q__4 == 0 ? 0 : (q__4 == 1 ? 8 : (q__4 == 2 ? 0 : 8))) + (tid & 7)) * 64 + (q__4 == 0 ? 16 : (q__4 == 1 ? 16 : 24)) * 2) & 384) >> 3)), pack_f16x2(dv_72, dv_73), pack_f16x2(dv_74, dv_75), pack_f16x2(dv_76, dv_77), pack_f16x2(dv_78, dv_79));
       }
       fence_proxy_async_shared();
-      named_barrier_sync(1, 256);
-      if (tid == 0) {
-        tma_store_2d(&tmap_D, cute_epi_smem + cute_epi_d_idx * 8192, cute_epi_n0 + 128, cute_epi_m0);
-        bulk_commit_group();
-      }
-      if (++cute_epi_d_idx == 2) cute_epi_d_idx = 0;
+      mbarrier_arrive(cute_epi_sfull + cute_epi_d_idx * 8);
+      if (++cute_epi_d_idx == 4) { cute_epi_d_idx = 0; cute_epi_d_phase ^= 1u; }
     }
     {
       // subtile (0, 5)
@@ -378,22 +445,15 @@ extern "C" __global__ void __launch_bounds__(288, 1) cute_epi_sm90_test_2fee981e
       const float dv_93 = cute_epi_visit(acc[93], cute_epi_m0 + cute_mt0 < M && cute_epi_n0 + cute_nt0 + 185 < N);
       const float dv_94 = cute_epi_visit(acc[94], cute_epi_m0 + cute_mt0 + 8 < M && cute_epi_n0 + cute_nt0 + 184 < N);
       const float dv_95 = cute_epi_visit(acc[95], cute_epi_m0 + cute_mt0 + 8 < M && cute_epi_n0 + cute_nt0 + 185 < N);
-      if (tid == 0) {
-        bulk_wait_group_read<1>();
-      }
-      named_barrier_sync(1, 256);
+      mbarrier_wait_parity(cute_epi_sempty + cute_epi_d_idx * 8, cute_epi_d_phase);
       {
         const int q__5 = cute_lane >> 3;
         stmatrix_x4(cute_epi_smem + cute_epi_d_idx * 8192 + ((((tid >> 5) * 16 + (q__5 == 0 ? 0 : (q__5 == 1 ? 8 : (q__5 == 2 ? 0 : 8))) + (tid & 7)) * 64 + (q__5 == 0 ? 0 : (q__5 == 1 ? 0 : 8)) * 2) ^ (((((tid >> 5) * 16 + (q__5 == 0 ? 0 : (q__5 == 1 ? 8 : (q__5 == 2 ? 0 : 8))) + (tid & 7)) * 64 + (q__5 == 0 ? 0 : (q__5 == 1 ? 0 : 8)) * 2) & 384) >> 3)), pack_f16x2(dv_80, dv_81), pack_f16x2(dv_82, dv_83), pack_f16x2(dv_84, dv_85), pack_f16x2(dv_86, dv_87));
         stmatrix_x4(cute_epi_smem + cute_epi_d_idx * 8192 + ((((tid >> 5) * 16 + (q__5 == 0 ? 0 : (q__5 == 1 ? 8 : (q__5 == 2 ? 0 : 8))) + (tid & 7)) * 64 + (q__5 == 0 ? 16 : (q__5 == 1 ? 16 : 24)) * 2) ^ (((((tid >> 5) * 16 + (q__5 == 0 ? 0 : (q__5 == 1 ? 8 : (q__5 == 2 ? 0 : 8))) + (tid & 7)) * 64 + (q__5 == 0 ? 16 : (q__5 == 1 ? 16 : 24)) * 2) & 384) >> 3)), pack_f16x2(dv_88, dv_89), pack_f16x2(dv_90, dv_91), pack_f16x2(dv_92, dv_93), pack_f16x2(dv_94, dv_95));
       }
       fence_proxy_async_shared();
-      named_barrier_sync(1, 256);
-      if (tid == 0) {
-        tma_store_2d(&tmap_D, cute_epi_smem + cute_epi_d_idx * 8192, cute_epi_n0 + 160, cute_epi_m0);
-        bulk_commit_group();
-      }
-      if (++cute_epi_d_idx == 2) cute_epi_d_idx = 0;
+      mbarrier_arrive(cute_epi_sfull + cute_epi_d_idx * 8);
+      if (++cute_epi_d_idx == 4) { cute_epi_d_idx = 0; cute_epi_d_phase ^= 1u; }
     }
     {
       // subtile (0, 6)
@@ -413,22 +473,15 @@ extern "C" __global__ void __launch_bounds__(288, 1) cute_epi_sm90_test_2fee981e
       const float dv_109 = cute_epi_visit(acc[109], cute_epi_m0 + cute_mt0 < M && cute_epi_n0 + cute_nt0 + 217 < N);
       const float dv_110 = cute_epi_visit(acc[110], cute_epi_m0 + cute_mt0 + 8 < M && cute_epi_n0 + cute_nt0 + 216 < N);
       const float dv_111 = cute_epi_visit(acc[111], cute_epi_m0 + cute_mt0 + 8 < M && cute_epi_n0 + cute_nt0 + 217 < N);
-      if (tid == 0) {
-        bulk_wait_group_read<1>();
-      }
-      named_barrier_sync(1, 256);
+      mbarrier_wait_parity(cute_epi_sempty + cute_epi_d_idx * 8, cute_epi_d_phase);
       {
         const int q__6 = cute_lane >> 3;
         stmatrix_x4(cute_epi_smem + cute_epi_d_idx * 8192 + ((((tid >> 5) * 16 + (q__6 == 0 ? 0 : (q__6 == 1 ? 8 : (q__6 == 2 ? 0 : 8))) + (tid & 7)) * 64 + (q__6 == 0 ? 0 : (q__6 == 1 ? 0 : 8)) * 2) ^ (((((tid >> 5) * 16 + (q__6 == 0 ? 0 : (q__6 == 1 ? 8 : (q__6 == 2 ? 0 : 8))) + (tid & 7)) * 64 + (q__6 == 0 ? 0 : (q__6 == 1 ? 0 : 8)) * 2) & 384) >> 3)), pack_f16x2(dv_96, dv_97), pack_f16x2(dv_98, dv_99), pack_f16x2(dv_100, dv_101), pack_f16x2(dv_102, dv_103));
         stmatrix_x4(cute_epi_smem + cute_epi_d_idx * 8192 + ((((tid >> 5) * 16 + (q__6 == 0 ? 0 : (q__6 == 1 ? 8 : (q__6 == 2 ? 0 : 8))) + (tid & 7)) * 64 + (q__6 == 0 ? 16 : (q__6 == 1 ? 16 : 24)) * 2) ^ (((((tid >> 5) * 16 + (q__6 == 0 ? 0 : (q__6 == 1 ? 8 : (q__6 == 2 ? 0 : 8))) + (tid & 7)) * 64 + (q__6 == 0 ? 16 : (q__6 == 1 ? 16 : 24)) * 2) & 384) >> 3)), pack_f16x2(dv_104, dv_105), pack_f16x2(dv_106, dv_107), pack_f16x2(dv_108, dv_109), pack_f16x2(dv_110, dv_111));
       }
       fence_proxy_async_shared();
-      named_barrier_sync(1, 256);
-      if (tid == 0) {
-        tma_store_2d(&tmap_D, cute_epi_smem + cute_epi_d_idx * 8192, cute_epi_n0 + 192, cute_epi_m0);
-        bulk_commit_group();
-      }
-      if (++cute_epi_d_idx == 2) cute_epi_d_idx = 0;
+      mbarrier_arrive(cute_epi_sfull + cute_epi_d_idx * 8);
+      if (++cute_epi_d_idx == 4) { cute_epi_d_idx = 0; cute_epi_d_phase ^= 1u; }
     }
     {
       // subtile (0, 7)
@@ -448,25 +501,15 @@ extern "C" __global__ void __launch_bounds__(288, 1) cute_epi_sm90_test_2fee981e
       const float dv_125 = cute_epi_visit(acc[125], cute_epi_m0 + cute_mt0 < M && cute_epi_n0 + cute_nt0 + 249 < N);
       const float dv_126 = cute_epi_visit(acc[126], cute_epi_m0 + cute_mt0 + 8 < M && cute_epi_n0 + cute_nt0 + 248 < N);
       const float dv_127 = cute_epi_visit(acc[127], cute_epi_m0 + cute_mt0 + 8 < M && cute_epi_n0 + cute_nt0 + 249 < N);
-      if (tid == 0) {
-        bulk_wait_group_read<1>();
-      }
-      named_barrier_sync(1, 256);
+      mbarrier_wait_parity(cute_epi_sempty + cute_epi_d_idx * 8, cute_epi_d_phase);
       {
         const int q__7 = cute_lane >> 3;
         stmatrix_x4(cute_epi_smem + cute_epi_d_idx * 8192 + ((((tid >> 5) * 16 + (q__7 == 0 ? 0 : (q__7 == 1 ? 8 : (q__7 == 2 ? 0 : 8))) + (tid & 7)) * 64 + (q__7 == 0 ? 0 : (q__7 == 1 ? 0 : 8)) * 2) ^ (((((tid >> 5) * 16 + (q__7 == 0 ? 0 : (q__7 == 1 ? 8 : (q__7 == 2 ? 0 : 8))) + (tid & 7)) * 64 + (q__7 == 0 ? 0 : (q__7 == 1 ? 0 : 8)) * 2) & 384) >> 3)), pack_f16x2(dv_112, dv_113), pack_f16x2(dv_114, dv_115), pack_f16x2(dv_116, dv_117), pack_f16x2(dv_118, dv_119));
         stmatrix_x4(cute_epi_smem + cute_epi_d_idx * 8192 + ((((tid >> 5) * 16 + (q__7 == 0 ? 0 : (q__7 == 1 ? 8 : (q__7 == 2 ? 0 : 8))) + (tid & 7)) * 64 + (q__7 == 0 ? 16 : (q__7 == 1 ? 16 : 24)) * 2) ^ (((((tid >> 5) * 16 + (q__7 == 0 ? 0 : (q__7 == 1 ? 8 : (q__7 == 2 ? 0 : 8))) + (tid & 7)) * 64 + (q__7 == 0 ? 16 : (q__7 == 1 ? 16 : 24)) * 2) & 384) >> 3)), pack_f16x2(dv_120, dv_121), pack_f16x2(dv_122, dv_123), pack_f16x2(dv_124, dv_125), pack_f16x2(dv_126, dv_127));
       }
       fence_proxy_async_shared();
-      named_barrier_sync(1, 256);
-      if (tid == 0) {
-        tma_store_2d(&tmap_D, cute_epi_smem + cute_epi_d_idx * 8192, cute_epi_n0 + 224, cute_epi_m0);
-        bulk_commit_group();
-      }
-      if (++cute_epi_d_idx == 2) cute_epi_d_idx = 0;
-    }
-    if (tid == 0) {
-      bulk_wait_group<0>();
+      mbarrier_arrive(cute_epi_sfull + cute_epi_d_idx * 8);
+      if (++cute_epi_d_idx == 4) { cute_epi_d_idx = 0; cute_epi_d_phase ^= 1u; }
     }
   }
 #endif
