@@ -466,12 +466,15 @@ def test_copy_group_kernel_odd_operands():
 
 
 @pytest.mark.parametrize("layout", ["AB", "xWT"])
-@pytest.mark.parametrize("shape", [(3, 300, 264, 200), (8, 1024, 1024, 1024), (2, 77, 136, 64)])
+@pytest.mark.parametrize("shape", [(3, 300, 264, 200), (8, 1024, 1024, 1024), (2, 77, 136, 64),
+                                   (2, 1000, 3000, 200)])
 def test_batched_d_through_tma_stores(layout, shape):
     """Batched ``D = A @ B`` with full waves of tiles runs the TMA-store kernels with 3-D D
     stores (``_bl`` kernels; smaller problems keep the small-tile heuristic's kernels):
     partial tiles in M, N and the batch boundaries stay exact (poisoned out, float64
-    reference), the cached plan is reused with new tensors; with C no ``_bl`` kernel runs."""
+    reference), the cached plan is reused with new tensors; with C no ``_bl`` kernel runs.
+    Rows off 128 bytes (K = 200) with full waves: the cooperative ``_bl`` kernel, its 3-D
+    stores issued by the store warp."""
     _skip_without_sm90()
     L, M, N, K = shape
     dt = torch.float16
