@@ -142,14 +142,10 @@ PROMOTED_TILES = {128: 1.0, 160: 1.04, 192: 1.10}
 
 def promoted_tile_n(M, N, sms=132) -> int:
     """The promoted kernel's tile width: the fewest tile-rounds of ``sms`` CTAs weighted by the
-    tile's width over its relative throughput (:data:`PROMOTED_TILES`); ties to the narrower."""
-    best = None
-    for tn, eff in PROMOTED_TILES.items():
-        tiles = -(-M // 128) * -(-N // tn)
-        cost = -(-tiles // sms) * tn / eff
-        if best is None or cost < best[0] - 1e-9:
-            best = (cost, tn)
-    return best[1]
+    tile's width over its relative throughput (:data:`PROMOTED_TILES`,
+    ``gemm_sm90.fewest_rounds_width``); ties to the narrower."""
+    from .kernels.gemm_sm90 import fewest_rounds_width
+    return fewest_rounds_width(M, N, tuple(PROMOTED_TILES.items()), 1, sms)
 
 
 def choose_fp8_config(M, N, K, a, b, out, mode, vec2=True, sms=132, fast_accum=False,

@@ -63,7 +63,7 @@ from ..tensors import TensorMeta, is_array, meta_of
 from .gemm_sm90_maps import derive_maps
 
 __all__ = ["Sm90GemmConfig", "generate_source", "Sm90Gemm", "SHIPPED_CONFIGS", "with_store_warp",
-           "half_tile_store_warp", "coop_tile_n", "COOP_WIDTHS",
+           "half_tile_store_warp", "coop_tile_n", "COOP_WIDTHS", "fewest_rounds_width",
            "make_epilogue_config", "shipped_epilogue_configs", "shipped_fp8_configs"]
 
 _DT = {"f16": "f16", "float16": "f16", "bf16": "bf16", "bfloat16": "bf16"}
@@ -563,7 +563,7 @@ def half_tile_store_warp(cfg: "Sm90GemmConfig") -> "Sm90GemmConfig":
     cluster unchanged; stages never fewer."""
     e = cfg.epi
     if e is None or cfg.schedule != "cooperative" or e.store_warp or e.reuse_smem_c or \
-            e.delay_tma_store or cfg.splits or cfg.stream_k:
+            e.delay_tma_store:
         return cfg
     n = len(cfg.epilogue().subtiles)
     if n < 2:
@@ -1217,21 +1217,30 @@ def _pick_tile(M, N, L, num_sms):
 COOP_WIDTHS = ((256, 1.0), (192, 0.96))
 
 
-def coop_tile_n(M: int, N: int, L: int = 1, num_sms: int = 132) -> int:
-    """The cooperative kernel's tile width for a problem whose operand rows are off 128-byte
-    boundaries (K-major B): the fewest rounds of ``num_sms`` tiles weighted by width over
-    relative throughput (:data:`COOP_WIDTHS`); ties to the wider.  Measured (fp16, ``x @
-    W.T``, ``torch.mm`` time / ours, three runs): 3000x5000x2000 (256: 480 tiles, 3.6 waves;
-    192: 648 tiles, 4.9 waves) 0.896 / 0.960 / 0.922 at 192 against 0.896 / 0.915 / 0.905;
-    4096x4096x2000 0.887 at 192 against 1.011 (3.9 against 5.3 waves), as the rule predicts.
-    Law: ``-(-tiles(w) // num_sms) * w / eff(w)`` is minimal at the returned width."""
+def fewest_rounds_width(M: int, N: int, widths, L: int = 1, num_sms: int = 132,
+                        tile_m: int = 128) -> int:
+    """The tile width of ``widths`` (``(width, relative throughput per tile)`` pairs) whose
+    ``tile_m x width`` tiles of the ``L x M x N`` output take the least time as rounds of
+    ``num_sms`` tiles: ``ceil(tiles / num_sms) * width / throughput``; ties to the earlier
+    pair.  The wave model of :func:`coop_tile_n` and of FP8's ``promoted_tile_n``."""
     best = None
-    for tn, eff in COOP_WIDTHS:
-        tiles = -(-M // 128) * -(-N // tn) * L
+    for tn, eff in widths:
+        tiles = -(-M // tile_m) * -(-N // tn) * L
         cost = -(-tiles // num_sms) * tn / eff
         if best is None or cost < best[0] - 1e-9:
             best = (cost, tn)
     return best[1]
+
+
+def coop_tile_n(M: int, N: int, L: int = 1, num_sms: int = 132) -> int:
+    """The cooperative kernel's tile width for a problem whose operand rows are off 128-byte
+    boundaries (K-major B): :func:`fewest_rounds_width` over :data:`COOP_WIDTHS` (ties to
+    the wider).  Measured (fp16, ``x @ W.T``, ``torch.mm`` time / ours, three runs):
+    3000x5000x2000 (256: 480 tiles, 3.6 waves; 192: 648 tiles, 4.9 waves) 0.896 / 0.960 /
+    0.922 at 192 against 0.896 / 0.915 / 0.905; 4096x4096x2000 0.887 at 192 against 1.011
+    (3.9 against 5.3 waves), as the rule predicts.  Law: ``-(-tiles(w) // num_sms) * w /
+    eff(w)`` is minimal at the returned width."""
+    return fewest_rounds_width(M, N, COOP_WIDTHS, L, num_sms)
 
 
 def choose_config(A: TensorMeta, B: TensorMeta, D: TensorMeta, C: TensorMeta | None,
