@@ -19,6 +19,9 @@ Three things live here, none of them touching a GPU:
   block on ``try_wait.parity``; :meth:`PipelineModel.run` interleaves them under any schedule and
   records every read of a stage that was not full and every overwrite of a stage a consumer had
   not released.  ``tests/test_pipeline_model.py`` runs it over random schedules (hypothesis);
+- :class:`BlockScaleModel`: the same pipeline with block-scaled FP8's scale warps (extra
+  producers that wait on the empty barriers themselves; :func:`scale_owner` says which warp
+  takes which k-block, and when that keeps their parity waits exact);
 - :class:`StoreStaging` / :class:`StoreStagingModel`: the epilogue's D staging handed to a
   store thread through full / empty mbarriers (the emitter lowers the same description), and
   its model over any schedule.
@@ -32,7 +35,8 @@ from .errors import CuteError
 
 __all__ = ["PipelineState", "make_producer_start_state", "make_pipeline_state",
            "PipelineTmaAsync", "OrderedSequenceBarrier", "MBarrier", "PipelineModel",
-           "PingpongModel", "PipelineError", "StoreStaging", "StoreStagingModel"]
+           "PingpongModel", "PipelineError", "StoreStaging", "StoreStagingModel",
+           "BlockScaleModel", "scale_owner"]
 
 
 class PipelineError(CuteError):
@@ -333,19 +337,20 @@ class PipelineModel:
         held = []
         for k in range(self.num_blocks):
             yield from self._wait_and_read(c, st, k)
-            held.append(st.index)
+            held.append((st.index, k))
             while len(held) > self.release_lag:
-                idx = held.pop(0)
-                self.stages[idx].readers_left -= 1
-                for _ in range(per):
-                    self.empty[idx].arrive()
+                self._release(c, *held.pop(0), per)
             st = st.next()
             yield None
-        for idx in held:
-            self.stages[idx].readers_left -= 1
-            for _ in range(per):
-                self.empty[idx].arrive()
+        for idx, k in held:
+            self._release(c, idx, k, per)
         yield None
+
+    def _release(self, c, idx, k, per):
+        """Consumer ``c`` releases stage ``idx`` (holding block ``k``): ``per`` arrivals."""
+        self.stages[idx].readers_left -= 1
+        for _ in range(per):
+            self.empty[idx].arrive()
 
     def run(self, schedule) -> bool:
         """Interleave the agents: ``schedule`` is an iterable of ints; each picks (modulo the
@@ -430,6 +435,110 @@ class PingpongModel(PipelineModel):
                 release(idx)
             st = st.advance((G - 1) * kb)
             yield None
+
+
+def scale_owner(g: int, warps: int, blocks_per_tile: int, rotation: str = "running") -> int:
+    """The scale warp (``0 .. warps - 1``) that copies k-block ``g``'s block scales, ``g``
+    counted over the CTA's whole k-block sequence (``blocks_per_tile`` per tile).
+
+    ``"running"`` (the kernels' rule): ``g % warps`` -- a warp's consecutive k-blocks are
+    exactly ``warps`` apart.  ``"per_tile"``: ``(g % blocks_per_tile) % warps``, the count
+    restarting every tile -- across a tile boundary a warp's next k-block can be up to
+    ``2 * warps - 1`` away.
+
+    Law: a scale warp's wait for the empty barrier before k-block ``g`` (the release of
+    ``g - stages``) is exact iff its previous k-block ``g - d`` satisfies ``d <= stages``:
+    then every release up to ``g - d - stages >= g - 2 * stages`` has completed and the
+    barrier's phase bit cannot still show the release of ``g - 2 * stages`` (which has the
+    parity of the awaited one).  So the running rotation is safe iff ``warps <= stages``."""
+    if rotation == "running":
+        return g % warps
+    if rotation == "per_tile":
+        return (g % blocks_per_tile) % warps
+    raise PipelineError(f"scale_owner: rotation must be 'running' or 'per_tile', got "
+                        f"{rotation!r}")
+
+
+@dataclass
+class BlockScaleModel(PipelineModel):
+    """Block-scaled FP8's pipeline: besides the TMA leader, ``scale_warps`` producer warps copy
+    each k-block's scales into its stage.  A scale warp walks every k-block in the leader's
+    loop; for the ones it owns (:func:`scale_owner` with ``rotation``) it waits for the stage
+    to be empty itself, writes the stage's scale slot and arrives on the full barrier
+    ``num_producers - 1`` times (its lanes; the leader's ``arrive.expect_tx`` is the other
+    arrival).  Consumers check the operands and the scales they read are the k-block's.
+
+    Law: with ``rotation="running"`` and ``scale_warps <= stages`` every run is safe and
+    live; with ``"per_tile"``, ``stages < 2 * scale_warps - 1`` and a tile length that is
+    not a multiple of ``scale_warps``, a schedule exists where a warp passes its empty wait on
+    the parity of an older release and overwrites a slot the consumers still read (what the
+    kernels did with 3 scale warps and 3-4 stages: launch failures on the H100)."""
+
+    scale_warps: int = 1
+    blocks_per_tile: int = 1
+    rotation: str = "running"
+
+    def __post_init__(self):
+        _check_pos_int("BlockScaleModel", "scale_warps", self.scale_warps)
+        _check_pos_int("BlockScaleModel", "blocks_per_tile", self.blocks_per_tile)
+        if self.desc.num_producers < 2:
+            raise PipelineError("BlockScaleModel: num_producers must count the leader and at "
+                                "least one scale lane")
+        scale_owner(0, 1, 1, self.rotation)         # checks the rotation's name
+        super().__post_init__()
+        self.scales = [None] * self.desc.stages
+        self.released = {}            # block -> consumers that released its stage
+
+    def _scale_warp(self, w):
+        d = self.desc
+        lanes = d.num_producers - 1
+        st = d.producer_start_state()
+        for g in range(self.num_blocks):
+            if scale_owner(g, self.scale_warps, self.blocks_per_tile, self.rotation) == w:
+                while not self.empty[st.index].try_wait_parity(st.phase):
+                    yield "blocked"
+                prev = g - d.stages         # the slot's previous contents
+                if prev >= 0 and self.released.get(prev, 0) < self.num_consumers:
+                    self.errors.append(f"scale warp {w} overwrites stage {st.index}'s scales "
+                                       f"(block {g}) before the consumers released block "
+                                       f"{prev}")
+                self.scales[st.index] = g
+                for _ in range(lanes):
+                    self.full[st.index].arrive()
+                yield None
+            st = st.next()
+        for _ in range(d.stages):         # producer_tail, as the leader's
+            while not self.empty[st.index].try_wait_parity(st.phase):
+                yield "blocked"
+            st = st.next()
+            yield None
+
+    def _release(self, c, idx, k, per):
+        super()._release(c, idx, k, per)
+        self.released[k] = self.released.get(k, 0) + 1
+
+    def _wait_and_read(self, c, st, k):
+        yield from super()._wait_and_read(c, st, k)
+        if self.scales[st.index] != k:
+            self.errors.append(f"consumer {c} reads stage {st.index}'s scales for block {k} "
+                               f"but they are block {self.scales[st.index]!r}'s")
+
+    def run(self, schedule) -> bool:
+        agents = {"producer": self._producer()}
+        for w in range(self.scale_warps):
+            agents[f"scale{w}"] = self._scale_warp(w)
+        for c in range(self.num_consumers):
+            agents[f"consumer{c}"] = self._consumer(c)
+
+        def land():
+            try:
+                self._land_tma()
+            except PipelineError as e:
+                self.errors.append(f"tma: {e}")
+                return False
+            return True
+        return _interleave(agents, schedule, "tma", lambda: bool(self.inflight), land,
+                           self.errors)
 
 
 # ---------------------------------------------------------------------------------------------

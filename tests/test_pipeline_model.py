@@ -4,9 +4,11 @@ interleavings of the producer, the TMA engine and the consumers (hypothesis)."""
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from cute_py.pipeline import (MBarrier, OrderedSequenceBarrier, PingpongModel, PipelineError,
-                              PipelineModel, PipelineState,
-                              PipelineTmaAsync, make_pipeline_state, make_producer_start_state)
+import random
+
+from cute_py.pipeline import (BlockScaleModel, MBarrier, OrderedSequenceBarrier, PingpongModel,
+                              PipelineError, PipelineModel, PipelineState, PipelineTmaAsync,
+                              make_pipeline_state, make_producer_start_state, scale_owner)
 
 
 @given(st.integers(1, 9), st.integers(0, 1), st.integers(0, 60))
@@ -173,3 +175,90 @@ def test_store_staging_model_detects_early_release():
     assert any("overwrites" in e for e in m.errors), m.errors
     with pytest.raises(PipelineError):
         StoreStaging(0, 1, 1)
+
+
+# -- block-scaled FP8: scale warps as extra producers -----------------------------------------
+
+def test_scale_owner_gaps():
+    """Running rotation: a warp's consecutive k-blocks are exactly ``warps`` apart; restarting
+    the count every tile leaves gaps up to ``2 * warps - 1`` (5 k-blocks per tile, 3 warps)."""
+    def gaps(rotation, warps, kb, blocks=40):
+        last, out = {}, set()
+        for g in range(blocks):
+            w = scale_owner(g, warps, kb, rotation)
+            if w in last:
+                out.add(g - last[w])
+            last[w] = g
+        return out
+    assert gaps("running", 3, 5) == {3}
+    assert max(gaps("per_tile", 3, 5)) == 5 and max(gaps("per_tile", 2, 5)) == 3
+    assert gaps("per_tile", 3, 6) == {3}          # whole rounds per tile: no longer gap
+    with pytest.raises(PipelineError):
+        scale_owner(0, 1, 1, "tile")
+
+
+def _random_schedules(n, seed=0, length=1500, spread=20):
+    r = random.Random(seed)
+    return [[r.randrange(spread) for _ in range(length)] for _ in range(n)]
+
+
+@given(stages=st.integers(1, 6), warps=st.integers(1, 3), lanes=st.integers(1, 3),
+       consumers=st.integers(1, 2), kb=st.integers(1, 7), tiles=st.integers(0, 4),
+       lag=st.integers(0, 1), schedule=st.lists(st.integers(0, 12), max_size=600))
+@settings(max_examples=150, deadline=None)
+def test_block_scales_running_rotation_safe_and_live(stages, warps, lanes, consumers, kb,
+                                                     tiles, lag, schedule):
+    """The kernels' rule (running rotation, at most ``stages`` scale warps): every consumer
+    reads each block's operands and scales, no slot is overwritten early, nothing deadlocks."""
+    warps = min(warps, stages)
+    if lag >= stages:
+        lag = 0
+    d = PipelineTmaAsync(stages=stages, consumer_arrivals=consumers, transaction_bytes=64,
+                         num_producers=1 + lanes)
+    m = BlockScaleModel(d, num_consumers=consumers, num_blocks=tiles * kb, release_lag=lag,
+                        scale_warps=warps, blocks_per_tile=kb)
+    assert m.run(schedule), m.errors
+    assert m.errors == []
+    for r in m.reads:
+        assert r == list(range(tiles * kb))
+
+
+@pytest.mark.parametrize("stages,safe", [(3, False), (4, False), (5, True), (6, True)])
+def test_block_scales_per_tile_rotation_aliases_a_parity(stages, safe):
+    """What the kernels did before: 3 scale warps, the owner ``kb % 3`` restarting every tile
+    (5 k-blocks per tile here).  With 3 or 4 stages a warp's wait passes on the parity of a
+    release two fills back and it overwrites scales the consumers still read (the H100 ran
+    into launch failures at 3 and 4 stages, never at 5 or 6); the running rotation is safe
+    under the same schedules."""
+    d = PipelineTmaAsync(stages=stages, consumer_arrivals=2, transaction_bytes=64,
+                         num_producers=3)
+    bad = 0
+    for sched in _random_schedules(20):
+        m = BlockScaleModel(d, num_consumers=2, num_blocks=20, scale_warps=3,
+                            blocks_per_tile=5, rotation="per_tile")
+        bad += (not m.run(sched)) or bool(m.errors)
+        ok = BlockScaleModel(d, num_consumers=2, num_blocks=20, scale_warps=3,
+                             blocks_per_tile=5)
+        assert ok.run(sched) and ok.errors == [], ok.errors
+    assert (bad == 0) == safe, bad
+
+
+def test_block_scales_more_warps_than_stages_is_unsafe():
+    d = PipelineTmaAsync(stages=2, consumer_arrivals=1, transaction_bytes=64, num_producers=2)
+    bad = 0
+    for sched in _random_schedules(10):
+        m = BlockScaleModel(d, num_consumers=1, num_blocks=12, scale_warps=3,
+                            blocks_per_tile=4)
+        bad += (not m.run(sched)) or bool(m.errors)
+    assert bad
+
+
+def test_block_scale_model_errors():
+    d = PipelineTmaAsync(stages=2, consumer_arrivals=1, transaction_bytes=64)
+    with pytest.raises(PipelineError):
+        BlockScaleModel(d, num_consumers=1, num_blocks=2, scale_warps=1)   # no scale lanes
+    d2 = PipelineTmaAsync(stages=2, consumer_arrivals=1, transaction_bytes=64, num_producers=2)
+    with pytest.raises(PipelineError):
+        BlockScaleModel(d2, num_consumers=1, num_blocks=2, scale_warps=0)
+    with pytest.raises(PipelineError):
+        BlockScaleModel(d2, num_consumers=1, num_blocks=2, rotation="tile")

@@ -3,6 +3,8 @@ slots disjoint inside the carve-out; the producer lanes write every scale of the
 a consumer thread reads the scales of its own accumulator rows and column chunks, as the wgmma
 C layout places them (a NumPy model of the whole path, edges zero-filled)."""
 
+import re
+
 import numpy as np
 import pytest
 
@@ -130,24 +132,54 @@ def test_scale_warps_are_the_free_spare_warps():
     from cute_py.errors import LaunchError
     assert scale_warps() == (1, 2, 3)
     assert scale_warps((1,)) == (2, 3) and scale_warps((1, 2)) == (3,)
+    # no more warps than stages (a warp's turns are len(warps) k-blocks apart)
+    assert scale_warps((), 2) == (1, 2) and scale_warps((1,), 1) == (2,)
+    assert scale_warps((), 3) == (1, 2, 3) == scale_warps((), 6)
     with pytest.raises(LaunchError) as e:
         scale_warps((1, 2, 3))
     assert e.value.arg == "taken"
 
 
-@pytest.mark.parametrize("n", [1, 2, 3])
-def test_every_k_block_has_one_scale_warp(n):
-    """The scale copies' condition (``warp_id() == w0 + kb % n``) picks exactly one of the
-    scale warps ``w0 ... w0 + n - 1`` per k-block, in turn."""
-    w0 = 4 - n
-    for kb in range(50):
-        owners = [w for w in range(4) if w == w0 + kb % n]
-        assert owners == [w0 + kb % n] and w0 <= owners[0] < 4
+_OWN = re.compile(r"if \(warp_id\(\) == (\d)(?: \+ (idx % (\d)|own_))?\) \{\n *float sv0_")
+
+
+def _owners(src, stages, blocks):
+    """The scale warp of each k-block ``g`` of a CTA's sequence, by evaluating the emitted
+    condition: ``warp_id() == w0 [+ idx % n | + own_]`` with idx = g % stages and own_ the
+    generated counter (``++own_ == n`` resets it)."""
+    m = _OWN.search(src)
+    assert m, "no scale-warp condition"
+    w0 = int(m.group(1))
+    if m.group(2) is None:
+        return [w0] * blocks, 1
+    if m.group(2) == "own_":
+        n = int(re.search(r"if \(\+\+own_ == (\d)\) \{", src).group(1))
+        assert "int own_ = 0;" in src
+        return [w0 + g % n for g in range(blocks)], n
+    n = int(m.group(3))
+    assert stages % n == 0 and "own_" not in src
+    return [w0 + (g % stages) % n for g in range(blocks)], n
+
+
+@pytest.mark.parametrize("stages, tn", [(s, 128) for s in range(2, 7)] +
+                         [(s, 192) for s in range(2, 6)])
+def test_scale_warps_take_the_ctas_k_blocks_in_turn(stages, tn):
+    """The emitted ownership is ``pipeline.scale_owner(g, n, ..., "running")`` over the CTA's
+    whole k-block sequence (whatever the tile length), with n <= stages: the condition under
+    which :class:`cute_py.pipeline.BlockScaleModel` proves the scale warps' waits exact."""
+    from cute_py.pipeline import scale_owner
+    cfg = G.Sm90GemmConfig(tile_n=tn, tile_k=128, dtype="e4m3", out_dtype="bf16",
+                           scaling="block", stages=stages)
+    src = G.generate_source(cfg)
+    owners, n = _owners(src, stages, 60)
+    assert n == min(3, stages)
+    w0 = owners[0]
+    assert owners == [w0 + scale_owner(g, n, 7, "running") for g in range(60)]
 
 
 def test_scale_warps_step_aside_for_the_epilogue_load_producer():
     """A fused epilogue that loads C through TMA takes producer warp 1: the block scales go
-    to warps 2 and 3 (k-block kb to warp 2 + kb % 2); the kernel compiles without spills."""
+    to warps 2 and 3 (in turn); the kernel compiles without spills."""
     from cute_py.epilogue import evt
     from backends.cuda.compiler import compile_module, has_compiler
     tree = evt.add(evt.AccFetch(), evt.SrcFetch("bfloat16"))
@@ -157,7 +189,7 @@ def test_scale_warps_step_aside_for_the_epilogue_load_producer():
                            ).fit_stages()
     src = G.generate_source(cfg)
     assert "if (warp_id() == 0 || warp_id() == 2 || warp_id() == 3) {" in src
-    assert "if (warp_id() == 2 + kb % 2) {" in src
+    assert _owners(src, cfg.stages, 8)[0] == [2, 3] * 4
     assert "if (warp_id() == 1 && (threadIdx.x & 31) == 0) {" in src
     if not has_compiler():
         pytest.skip("no CUDA compiler")

@@ -153,8 +153,11 @@ def test_block_source_promotes_after_each_k_block():
     assert "__ldg(scale" not in body.split("epilogue")[0]             # scales come from smem
     producer = src.split("for (int kb = 0; kb < k_blocks; ++kb)")[1]
     assert "if (warp_id() == 0 || warp_id() == 1 || warp_id() == 2 || warp_id() == 3) {" in src
-    assert "// block scales: k-block kb's by warp 1 + kb % 3" in src
-    scales = producer.split("if (warp_id() == 1 + kb % 3) {")[1].split("if (warp_id() == 0 && leader_)")[0]
+    cond = (f"idx % 3" if _cfg(scaling="block").stages % 3 == 0 else "own_")
+    assert "// block scales: the CTA's k-blocks by warps 1 .. 3 in turn, counted across tiles" \
+        in src
+    scales = producer.split(f"if (warp_id() == 1 + {cond}) {{")[1].split(
+        "if (warp_id() == 0 && leader_)")[0]
     loads, stores = scales.split("mbarrier_wait_parity(bar_empty + idx * 8, phase);")
     assert loads.count("= __ldg(scale_a + ") == 4 and loads.count("= __ldg(scale_b + ") == 1
     assert "st_shared" not in loads and "cp_async" not in src     # loads before the wait

@@ -291,6 +291,28 @@ def test_sm90gemm_called_with_scales(i):
     assert e.value.arg == "scale_b"
 
 
+@pytest.mark.parametrize("stages, cluster", [(2, 1), (3, 2), (4, 1), (4, 2)])
+def test_block_scaling_with_few_stages(stages, cluster):
+    """Block-scaled kernels with 2-4 stages (up to 3 scale warps, one per stage): k-blocks per
+    tile not a multiple of 3 (K = 640: 5) and several tiles per CTA, launched 30 times back to
+    back -- every result correct and bit-identical.  (Scale warps taking turns per tile, not
+    over the CTA's whole sequence, failed to launch here at 3 and 4 stages:
+    ``cute_py.pipeline.BlockScaleModel``.)"""
+    _skip_without_hopper()
+    from cute_py.backends.cuda.kernels import gemm_sm90 as G
+    cfg = G.Sm90GemmConfig(tile_n=128, tile_k=128, dtype="e4m3", out_dtype="bf16",
+                           scaling="block", stages=stages, cluster_m=cluster)
+    M, N, K = 4096, 4096, 640          # 1024 tiles: 7-8 per CTA
+    A, B, sa, sb, ref = make_problem(M, N, K, "block", seed=40 + stages)
+    k = G.get_kernel(cfg)
+    first = k(A, B.t(), scale_a=sa, scale_b=sb)
+    torch.cuda.synchronize()
+    assert _rel(first, ref) < REL
+    outs = [k(A, B.t(), scale_a=sa, scale_b=sb) for _ in range(30)]
+    torch.cuda.synchronize()
+    assert all(torch.equal(o, first) for o in outs)
+
+
 def test_empty_problems_follow_torch():
     """M or N of 0: the empty D; K of 0: D = bias (or zeros) -- the scaled product is exactly
     zero (``torch._scaled_mm``'s shapes), into a poisoned out on the call's stream."""

@@ -271,16 +271,22 @@ class Sm90Body:
         warps = self.scale_warps()
         if warps:
             # block scales: the TMA warp (its elected lane issues the loads) and the scale
-            # warps walk the stages together; k-block kb's scales are warp w0 + kb % n's
+            # warps walk the stages together; the CTA's k-blocks go to the scale warps in turn,
+            # counted across tiles (cute_py.pipeline.scale_owner: "running")
             w0, n = warps[0], len(warps)
             who = " || ".join(f"{wid} == {w}" for w in (0, *warps))
         else:
             who = f"{wid} == 0 && {kb.call_expr('elect_one_sync')}"
         with kb.if_(who):
             if warps:
-                kb.comment(f"block scales: k-block kb's by warp {w0} + kb % {n}")
+                kb.comment(f"block scales: the CTA's k-blocks by warps {w0} .. {w0 + n - 1} in "
+                           "turn, counted across tiles" + (
+                               f" (idx % {n}: {n} divides the stages)" if n > 1 and
+                               cfg.stages % n == 0 else " (own_)" if n > 1 else ""))
                 kb.decl("const int", "lane_", "threadIdx.x & 31", hint=False)
                 kb.decl("const bool", "leader_", kb.call_expr("elect_one_sync"), hint=False)
+                if n > 1 and cfg.stages % n:
+                    kb.decl("int", "own_", 0, hint=False)
             kb.comment("make_producer_start_state")
             kb.decl("int", "idx", 0, hint=False)
             kb.decl("u32", "phase", "1u", hint=False)
@@ -329,8 +335,8 @@ class Sm90Body:
             return ()
         from ..arch.sm90.block_scales import scale_warps
         sw = () if self.store_warp is None else (self.store_warp,)
-        warps = scale_warps(self.epilogue_producer_warps() + sw)
-        assert warps == tuple(range(warps[0], warps[0] + len(warps)))    # w0 + kb % n
+        warps = scale_warps(self.epilogue_producer_warps() + sw, self.cfg.stages)
+        assert warps == tuple(range(warps[0], warps[0] + len(warps)))    # w0 + own_
         return warps
 
     def emit_producer_tile(self, kb) -> None:
@@ -356,11 +362,19 @@ class Sm90Body:
             k0 = ir.var("kb", 0, _I32 // cfg.tile_k) * cfg.tile_k
 
             def side(k, i, fb):
+                # k-block g (the CTA's running count) is warp w0 + g % n's: idx % n when n
+                # divides the stages (idx = g % stages), else the counter own_.  (own_ where
+                # idx would do ran 6-10% slower at 128x128 / 6 stages: docs/performance.md,
+                # "FP8 GEMM", v17.)
                 n = len(warps)
-                with k.if_(f"warp_id() == {warps[0]} + kb % {n}" if n > 1 else
+                run = None if n == 1 else f"idx % {n}" if cfg.stages % n == 0 else "own_"
+                with k.if_(f"warp_id() == {warps[0]} + {run}" if run else
                            f"warp_id() == {warps[0]}"):
                     emit_producer_scales(k, cfg, i, fb, k0,
                                          lambda k2: self.pl.producer_wait(k2, "idx", "phase"))
+                if run == "own_":
+                    with k.if_(f"++own_ == {n}"):
+                        k.assign("own_", 0)
         with kb.for_("kb", first, end, hint=False):
             k = ir.var("kb", 0, _I32 // cfg.tile_k)
             self.mainloop.emit_producer_k_block(

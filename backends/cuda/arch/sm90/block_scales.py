@@ -11,9 +11,13 @@ scale_b[nb, kb]`` before adding it into the fp32 total.  The scales travel with 
   gcd(tile_n, 128)``: tiles start at multiples of ``tile_n``, so each chunk lies inside one
   128-column block of B (a 128x192 tile takes 3 entries of 64 columns; 128x128 one entry);
 - the producer warpgroup's scale warps (the warps beside the TMA warp that no other role
-  uses) walk the stages in the TMA warp's loop; k-block ``kb``'s scales are warp ``w0 + kb %
-  n``'s: each lane loads its rows' (and a B entry's) scales into registers *before* waiting
-  for the stage to be empty, stores them into the slot after the wait (rows past M and blocks
+  uses, at most one per stage) walk the stages in the TMA warp's loop and take the CTA's
+  k-blocks in turn, counted across tiles (``own_``; :func:`cute_py.pipeline.scale_owner`,
+  "running": a count restarting every tile left gaps of up to ``2n - 1`` k-blocks between a
+  warp's turns, and with fewer stages than that a warp's empty wait passed on the parity of an
+  older release -- launch failures at 3 and 4 stages, :class:`cute_py.pipeline.BlockScaleModel`
+  reproduces them): each lane loads its rows' (and a B entry's) scales into registers
+  *before* waiting for the stage to be empty, stores them into the slot after the wait (rows past M and blocks
   past N store zero) and arrives on the stage's full barrier (the arrival's release orders the
   stores before the consumers' acquiring wait): the full barrier expects :data:`LANES` such
   arrivals beside the TMA leader's ``arrive.expect_tx`` (``PipelineTmaAsync.num_producers`` =
@@ -57,16 +61,21 @@ BLOCK = 128
 _I32 = (1 << 31) - 1
 
 
-def scale_warps(taken=()) -> tuple:
+def scale_warps(taken=(), stages: int | None = None) -> tuple:
     """The producer warpgroup's warps that copy block scales: :data:`SPARE_WARPS` less those
-    ``taken`` by another role (the fused epilogue's load producer).  Law: never warp 0 (the
-    TMA warp), never a taken warp, at least one warp (else ``LaunchError``)."""
+    ``taken`` by another role (the fused epilogue's load producer), at most ``stages`` of them.
+
+    Law: never warp 0 (the TMA warp), never a taken warp, at least one warp (else
+    ``LaunchError``), no more warps than pipeline stages: the warps take the CTA's k-blocks in
+    turn (:func:`cute_py.pipeline.scale_owner`, "running"), so a warp's consecutive k-blocks
+    are ``len(warps)`` apart, and its parity wait on a stage's empty barrier is exact only
+    while that is at most ``stages``."""
     from cute_py.errors import LaunchError
     free = tuple(w for w in SPARE_WARPS if w not in set(taken))
     if not free:
         raise LaunchError("BlockScaleStages", "taken", "no producer warp is left to copy the "
                           "block scales", expected=SPARE_WARPS, actual=tuple(taken))
-    return free
+    return free if stages is None else free[:max(1, stages)]
 
 
 @dataclass(frozen=True)

@@ -57,7 +57,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_e4m3e4m3_bf1
     // ---------------- producer warpgroup ----------------
     setmaxnreg_dec<40>();
     if (warp_id() == 0 || warp_id() == 1 || warp_id() == 2 || warp_id() == 3) {
-      // block scales: k-block kb's by warp 1 + kb % 3
+      // block scales: the CTA's k-blocks by warps 1 .. 3 in turn, counted across tiles (idx % 3: 3 divides the stages)
       const int lane_ = threadIdx.x & 31;
       const bool leader_ = elect_one_sync();
       // make_producer_start_state
@@ -84,7 +84,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) cute_sm90_gemm_e4m3e4m3_bf1
             mbarrier_wait_parity(bar_empty + idx * 8, phase);
           }
           const u32 fb_ = bar_full + idx * 8;
-          if (warp_id() == 1 + kb % 3) {
+          if (warp_id() == 1 + idx % 3) {
             float sv0_ = 0.0f;
             {
               const int r = m_blk * 128 + lane_;

@@ -93,9 +93,10 @@ extern "C" __global__ void CUTE_PY_SM90_CLUSTER_DIMS __launch_bounds__(384, 1) c
     // ---------------- producer warpgroup ----------------
     setmaxnreg_dec<40>();
     if (warp_id() == 0 || warp_id() == 1 || warp_id() == 2 || warp_id() == 3) {
-      // block scales: k-block kb's by warp 1 + kb % 3
+      // block scales: the CTA's k-blocks by warps 1 .. 3 in turn, counted across tiles (own_)
       const int lane_ = threadIdx.x & 31;
       const bool leader_ = elect_one_sync();
+      int own_ = 0;
       // make_producer_start_state
       int idx = 0;
       u32 phase = 1u;
@@ -121,7 +122,7 @@ extern "C" __global__ void CUTE_PY_SM90_CLUSTER_DIMS __launch_bounds__(384, 1) c
             mbarrier_wait_parity(bar_empty + idx * 8, phase);
           }
           const u32 fb_ = bar_full + idx * 8;
-          if (warp_id() == 1 + kb % 3) {
+          if (warp_id() == 1 + own_) {
             float sv0_ = 0.0f;
             {
               const int r = m_blk * 128 + lane_;
@@ -166,6 +167,9 @@ extern "C" __global__ void CUTE_PY_SM90_CLUSTER_DIMS __launch_bounds__(384, 1) c
               st_shared_f32(sS + idx * 528 + lane_ * 4 + 512, sv4_);
             }
             mbarrier_arrive(fb_);
+          }
+          if (++own_ == 3) {
+            own_ = 0;
           }
           if (warp_id() == 0 && leader_) {
             mbarrier_arrive_expect_tx(bar_full + idx * 8, 40960u);
