@@ -346,6 +346,13 @@ class PipelineModel:
             self._release(c, idx, k, per)
         yield None
 
+    def _agents(self) -> dict:
+        """The programs :meth:`run` interleaves, by name."""
+        agents = {"producer": self._producer()}
+        for c in range(self.num_consumers):
+            agents[f"consumer{c}"] = self._consumer(c)
+        return agents
+
     def _release(self, c, idx, k, per):
         """Consumer ``c`` releases stage ``idx`` (holding block ``k``): ``per`` arrivals."""
         self.stages[idx].readers_left -= 1
@@ -357,9 +364,7 @@ class PipelineModel:
         number of live agents) who moves next.  Returns True when all programs finished; a
         state where every live agent is blocked and no TMA is in flight is a deadlock
         (recorded in ``errors``, returns False)."""
-        agents = {"producer": self._producer()}
-        for c in range(self.num_consumers):
-            agents[f"consumer{c}"] = self._consumer(c)
+        agents = self._agents()
 
         def land():
             try:
@@ -523,22 +528,13 @@ class BlockScaleModel(PipelineModel):
             self.errors.append(f"consumer {c} reads stage {st.index}'s scales for block {k} "
                                f"but they are block {self.scales[st.index]!r}'s")
 
-    def run(self, schedule) -> bool:
+    def _agents(self) -> dict:
         agents = {"producer": self._producer()}
         for w in range(self.scale_warps):
             agents[f"scale{w}"] = self._scale_warp(w)
         for c in range(self.num_consumers):
             agents[f"consumer{c}"] = self._consumer(c)
-
-        def land():
-            try:
-                self._land_tma()
-            except PipelineError as e:
-                self.errors.append(f"tma: {e}")
-                return False
-            return True
-        return _interleave(agents, schedule, "tma", lambda: bool(self.inflight), land,
-                           self.errors)
+        return agents
 
 
 # ---------------------------------------------------------------------------------------------
