@@ -17,8 +17,8 @@ scale_b[nb, kb]`` before adding it into the fp32 total.  The scales travel with 
   warp's turns, and with fewer stages than that a warp's empty wait passed on the parity of an
   older release -- launch failures at 3 and 4 stages, :class:`cute_py.pipeline.BlockScaleModel`
   reproduces them): each lane loads its rows' (and a B entry's) scales into registers
-  *before* waiting for the stage to be empty, stores them into the slot after the wait (rows past M and blocks
-  past N store zero) and arrives on the stage's full barrier (the arrival's release orders the
+  *before* waiting for the stage to be empty, stores them into the slot after the wait (rows
+  past M and blocks past N store zero) and arrives on the stage's full barrier (the arrival's release orders the
   stores before the consumers' acquiring wait): the full barrier expects :data:`LANES` such
   arrivals beside the TMA leader's ``arrive.expect_tx`` (``PipelineTmaAsync.num_producers`` =
   1 + 32);
