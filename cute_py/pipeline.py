@@ -452,10 +452,11 @@ def scale_owner(g: int, warps: int, blocks_per_tile: int, rotation: str = "runni
     ``2 * warps - 1`` away.
 
     Law: a scale warp's wait for the empty barrier before k-block ``g`` (the release of
-    ``g - stages``) is exact iff its previous k-block ``g - d`` satisfies ``d <= stages``:
+    ``g - stages``) is exact if its previous k-block ``g - d`` satisfies ``d <= stages``:
     then every release up to ``g - d - stages >= g - 2 * stages`` has completed and the
     barrier's phase bit cannot still show the release of ``g - 2 * stages`` (which has the
-    parity of the awaited one).  So the running rotation is safe iff ``warps <= stages``."""
+    parity of the awaited one); with ``d > stages`` a schedule exists where it does.  So the
+    running rotation is safe iff ``warps <= stages``."""
     if rotation == "running":
         return g % warps
     if rotation == "per_tile":

@@ -336,7 +336,7 @@ class Sm90Body:
         from ..arch.sm90.block_scales import scale_warps
         sw = () if self.store_warp is None else (self.store_warp,)
         warps = scale_warps(self.epilogue_producer_warps() + sw, self.cfg.stages)
-        assert warps == tuple(range(warps[0], warps[0] + len(warps)))    # w0 + own_
+        assert warps == tuple(range(warps[0], warps[0] + len(warps)))    # w0 + g % n
         return warps
 
     def emit_producer_tile(self, kb) -> None:
