@@ -13,8 +13,8 @@ scale_b[nb, kb]`` before adding it into the fp32 total.  The scales travel with 
 - the producer warpgroup's scale warps (the warps beside the TMA warp that no other role
   uses, at most one per stage) walk the stages in the TMA warp's loop and take the CTA's
   k-blocks in turn, counted across tiles (``idx % n`` or a counter ``own_``;
-  :func:`cute_py.pipeline.scale_owner`,
-  "running": a count restarting every tile left gaps of up to ``2n - 1`` k-blocks between a
+  :func:`cute_py.pipeline.scale_owner`, "running": a count restarting every tile left gaps of
+  up to ``2n - 1`` k-blocks between a
   warp's turns, and with fewer stages than that a warp's empty wait passed on the parity of an
   older release -- launch failures at 3 and 4 stages, :class:`cute_py.pipeline.BlockScaleModel`
   reproduces them): each lane loads its rows' (and a B entry's) scales into registers
