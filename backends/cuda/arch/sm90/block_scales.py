@@ -10,19 +10,18 @@ scale_b[nb, kb]`` before adding it into the fp32 total.  The scales travel with 
   entry ``j`` is the scale of the tile's columns ``[j * chunk, (j + 1) * chunk)``, ``chunk =
   gcd(tile_n, 128)``: tiles start at multiples of ``tile_n``, so each chunk lies inside one
   128-column block of B (a 128x192 tile takes 3 entries of 64 columns; 128x128 one entry);
-- the producer warpgroup's scale warps (the warps beside the TMA warp that no other role
-  uses, at most one per stage) walk the stages in the TMA warp's loop and take the CTA's
-  k-blocks in turn, counted across tiles (``idx % n`` or a counter ``own_``;
-  :func:`cute_py.pipeline.scale_owner`, "running": a count restarting every tile left gaps of
-  up to ``2n - 1`` k-blocks between a
-  warp's turns, and with fewer stages than that a warp's empty wait passed on the parity of an
-  older release -- launch failures at 3 and 4 stages, :class:`cute_py.pipeline.BlockScaleModel`
-  reproduces them): each lane loads its rows' (and a B entry's) scales into registers
-  *before* waiting for the stage to be empty, stores them into the slot after the wait (rows
-  past M and blocks past N store zero) and arrives on the stage's full barrier (the arrival's release orders the
-  stores before the consumers' acquiring wait): the full barrier expects :data:`LANES` such
-  arrivals beside the TMA leader's ``arrive.expect_tx`` (``PipelineTmaAsync.num_producers`` =
-  1 + 32);
+- the producer warpgroup's scale warps (the warps beside the TMA warp that no other role uses,
+  at most one per stage) walk the stages in the TMA warp's loop and take the CTA's k-blocks in
+  turn, counted across tiles (``idx % n`` or a counter ``own_``;
+  :func:`cute_py.pipeline.scale_owner`, "running": a count restarting every tile left gaps of up
+  to ``2n - 1`` k-blocks between a warp's turns, and with fewer stages than that a warp's empty
+  wait passed on the parity of an older release -- launch failures at 3 and 4 stages,
+  :class:`cute_py.pipeline.BlockScaleModel` reproduces them): each lane loads its rows' (and a B
+  entry's) scales into registers *before* waiting for the stage to be empty, stores them into
+  the slot after the wait (rows past M and blocks past N store zero) and arrives on the stage's
+  full barrier (the arrival's release orders the stores before the consumers' acquiring wait):
+  the full barrier expects :data:`LANES` such arrivals beside the TMA leader's
+  ``arrive.expect_tx`` (``PipelineTmaAsync.num_producers`` = 1 + 32);
 - the consumers read their rows' scales and the tile's B scales out of the stage after the
   full barrier's wait, before the stage is released.
 
