@@ -279,13 +279,14 @@ class Sm90Body:
             who = f"{wid} == 0 && {kb.call_expr('elect_one_sync')}"
         with kb.if_(who):
             if warps:
+                turn = self.scale_turn()
                 kb.comment(f"block scales: the CTA's k-blocks by warps {w0} .. {w0 + n - 1} in "
                            "turn, counted across tiles" + (
-                               f" (idx % {n}: {n} divides the stages)" if n > 1 and
-                               cfg.stages % n == 0 else " (own_)" if n > 1 else ""))
+                               f" (idx % {n}: {n} divides the stages)" if turn == "idx" else
+                               " (own_)" if turn == "own_" else ""))
                 kb.decl("const int", "lane_", "threadIdx.x & 31", hint=False)
                 kb.decl("const bool", "leader_", kb.call_expr("elect_one_sync"), hint=False)
-                if n > 1 and cfg.stages % n:
+                if turn == "own_":
                     kb.decl("int", "own_", 0, hint=False)
             kb.comment("make_producer_start_state")
             kb.decl("int", "idx", 0, hint=False)
@@ -339,6 +340,15 @@ class Sm90Body:
         assert warps == tuple(range(warps[0], warps[0] + len(warps)))    # w0 + g % n
         return warps
 
+    def scale_turn(self):
+        """How the scale warps' running turn is emitted (k-block ``g`` of the CTA's sequence is
+        warp ``w0 + g % n``'s, :func:`cute_py.pipeline.scale_owner`): None for one warp;
+        "idx" (``idx % n``: ``idx = g % stages``) when ``n`` divides the stages; else "own_",
+        a counter.  (The counter where ``idx`` would do ran 6-10% slower at 128x128 / 6
+        stages: docs/performance.md, "FP8 GEMM", v17.)"""
+        n = len(self.scale_warps())
+        return None if n <= 1 else "idx" if self.cfg.stages % n == 0 else "own_"
+
     def emit_producer_tile(self, kb) -> None:
         """One unit of the mainloop producer: per k-block, acquire the stage, then its TMA
         loads (A's box, B's box or its cluster slice, multicast) on the stage's full barrier;
@@ -362,17 +372,12 @@ class Sm90Body:
             k0 = ir.var("kb", 0, _I32 // cfg.tile_k) * cfg.tile_k
 
             def side(k, i, fb):
-                # k-block g (the CTA's running count) is warp w0 + g % n's: idx % n when n
-                # divides the stages (idx = g % stages), else the counter own_.  (own_ where
-                # idx would do ran 6-10% slower at 128x128 / 6 stages: docs/performance.md,
-                # "FP8 GEMM", v17.)
-                n = len(warps)
-                run = None if n == 1 else f"idx % {n}" if cfg.stages % n == 0 else "own_"
-                with k.if_(f"warp_id() == {warps[0]} + {run}" if run else
-                           f"warp_id() == {warps[0]}"):
+                n, turn = len(warps), self.scale_turn()
+                own = {None: "", "idx": f" + idx % {n}", "own_": " + own_"}[turn]
+                with k.if_(f"warp_id() == {warps[0]}{own}"):
                     emit_producer_scales(k, cfg, i, fb, k0,
                                          lambda k2: self.pl.producer_wait(k2, "idx", "phase"))
-                if run == "own_":
+                if turn == "own_":
                     with k.if_(f"++own_ == {n}"):
                         k.assign("own_", 0)
         with kb.for_("kb", first, end, hint=False):
