@@ -77,7 +77,8 @@ SELECT = ("transpose_helper or strided_views or smem or scalar_any"
           " or (broadcast_a_and_column_bias and fp16)"
           " or (gpu_store_warp and (4-aux_store or 1-reductions or 2-col_bias_gelu))"
           " or (store_warp_cooperative_16_bit and 130x520x72)"
-          " or (160_wide_tiles_in_clusters and tensor-bfloat16-1280)")
+          " or (160_wide_tiles_in_clusters and tensor-bfloat16-1280)"
+          " or (block_scaling_store_warp_prefetch and 300-1000-256)")
 
 
 def main(argv=None) -> int:

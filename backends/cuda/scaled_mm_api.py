@@ -138,6 +138,12 @@ def check_problem(Am: TensorMeta, Bm: TensorMeta, sam: TensorMeta, sbm: TensorMe
 #: promoted tile widths and their throughput per tile relative to 128 (wider tiles read less
 #: smem per FLOP), measured on the H100 (docs/performance.md, "FP8 GEMM", v3)
 PROMOTED_TILES = {128: 1.0, 160: 1.04, 192: 1.10}
+#: Block scaling's tile widths and their relative throughput per tile.  With a store warp and
+#: two scale warps loading one turn ahead, 128x192 tiles ran 4096^3 at 1.075x the per-tensor
+#: kernel's time against 1.133x for 128x128 (8 rounds of 128-wide tiles against 6 of
+#: 192-wide: 192 / 1.19 per round breaks even), 2048x8192x4096 1.121 against 1.178
+#: (docs/performance.md, "FP8 GEMM", v18)
+BLOCK_TILES = {128: 1.0, 192: 1.19}
 
 
 def promoted_tile_n(M, N, sms=132) -> int:
@@ -148,12 +154,26 @@ def promoted_tile_n(M, N, sms=132) -> int:
     return fewest_rounds_width(M, N, tuple(PROMOTED_TILES.items()), 1, sms)
 
 
+def block_tile_n(M, N, sms=132) -> int:
+    """The block-scaled kernel's tile width: :func:`promoted_tile_n`'s wave rule over
+    :data:`BLOCK_TILES`."""
+    from .kernels.gemm_sm90 import fewest_rounds_width
+    return fewest_rounds_width(M, N, tuple(BLOCK_TILES.items()), 1, sms)
+
+
+def _scale_warp_count(cfg) -> int:
+    """The producer warps left to copy a block-scaled configuration's scales."""
+    from .kernels.gemm_sm90 import derive_maps
+    from .kernels.gemm_sm90_body import Sm90Body
+    return len(Sm90Body(cfg, derive_maps(cfg)).scale_warps())
+
+
 def choose_fp8_config(M, N, K, a, b, out, mode, vec2=True, sms=132, fast_accum=False,
                       tma_store=False, bias=False, amax=False, scale_result=False):
     """The FP8 configuration of a problem: two consumer warpgroups, tile_k 128, the most
     stages that fit.  Per-k-block promotion (two accumulator sets) unless ``fast_accum``:
-    128 x :func:`promoted_tile_n` tiles (block scaling too: each thread's columns then span
-    one or two 128-column B scale blocks), in clusters of two along M;
+    128 x :func:`promoted_tile_n` tiles (block scaling: :func:`block_tile_n`; each thread's
+    columns then span one or two 128-column B scale blocks), in clusters of two along M;
     fast accumulation (per-tensor / row-wise only: one accumulator) 128x256 tiles, 128x128
     when that gives fewer tiles than SMs or N <= 128.
 
@@ -175,10 +195,9 @@ def choose_fp8_config(M, N, K, a, b, out, mode, vec2=True, sms=132, fast_accum=F
     promote = mode != "block" and not fast_accum
     if N <= 128:
         tn = 128
-    elif promote or mode == "block":
-        # block scaling promotes every k-block too; its 128x192 tiles ran 0-9% faster than
-        # 128x128 at 8192^3 and the LLM layers, 1-3% slower at 4096^3 (where the wave rule
-        # keeps 128) (docs/performance.md, "FP8 GEMM", v10)
+    elif mode == "block":
+        tn = block_tile_n(M, N, sms)
+    elif promote:
         tn = promoted_tile_n(M, N, sms)
     else:
         tn = 128 if -(-M // 128) * -(-N // 256) < sms else 256
@@ -200,15 +219,18 @@ def choose_fp8_config(M, N, K, a, b, out, mode, vec2=True, sms=132, fast_accum=F
     cfg = Sm90GemmConfig(tile_n=tn, tile_k=128, dtype=a, dtype_b="" if b == a else b,
                          out_dtype=out, scaling=mode, vec2=vec2, promote=promote,
                          cluster_m=cluster, epi=epi).fit_stages()
-    if epi is not None and mode != "block":
+    if epi is not None:
         # the stores from a store warp, the whole tile staged: +2-7% over per-subtile
-        # barriers (one stage fewer at 128x192); block scaling keeps every spare producer
-        # warp for its scales (a store warp instead: -6 to -16%); a whole tile that leaves
-        # fewer than 4 mainloop stages (f32 D, 128x256 fast-accumulation tiles) keeps the
-        # per-subtile stores (docs/performance.md, "FP8 GEMM", v14)
+        # barriers (one stage fewer at 128x192); a whole tile that leaves fewer than 4
+        # mainloop stages (f32 D, 128x256 fast-accumulation tiles) keeps the per-subtile
+        # stores (docs/performance.md, "FP8 GEMM", v14).  Block scaling takes it when two
+        # scale warps stay (they load one turn ahead: as fast as three, and the store warp
+        # gains 5-10%, "FP8 GEMM", v18); with one left (a fused epilogue's load producer
+        # has another) the scales keep both
         from .kernels.gemm_sm90 import with_store_warp
         sw = with_store_warp(cfg)
-        cfg = sw if sw.stages >= 4 else cfg
+        if sw.stages >= 4 and (mode != "block" or _scale_warp_count(sw) >= 2):
+            cfg = sw
     return cfg
 
 

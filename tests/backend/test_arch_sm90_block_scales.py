@@ -195,3 +195,76 @@ def test_scale_warps_step_aside_for_the_epilogue_load_producer():
         pytest.skip("no CUDA compiler")
     res = compile_module(src, arch="sm_90a").resources_for(cfg.name)
     assert res.spills == 0 and res.stack_frame == 0, res
+
+
+_AHEAD = re.compile(r"pf_ = kb \+ (\d) < k_blocks;")
+
+
+def _prefetch_rule(src):
+    """The emitted look-ahead ``pf_ = kb + d < k_blocks`` with the loads of ``pv*`` at
+    ``(kb + d)`` and the take-over ``sv = pv`` under ``if (pf_)``: returns d (None when the
+    kernel does not prefetch)."""
+    m = _AHEAD.search(src)
+    if m is None:
+        assert "pf_" not in src and "pv0_" not in src
+        return None
+    d = int(m.group(1))
+    assert f"(long long)(kb + {d}) * ld_sa_k" in src and "sv0_ = pv0_;" in src
+    assert "bool pf_ = false;" in src and src.count("pf_ = false;") == 2  # decl + per tile
+    return d
+
+
+def _simulate(owners, d, tiles, blocks):
+    """Run the emitted rule over a CTA's sequence: on its turn a warp takes ``pv`` if ``pf_``
+    (else loads its own k-block) and, when ``kb + d < blocks``, loads ``(tile, kb + d)`` into
+    ``pv`` -- the values it stores on each turn, as (tile, kb)."""
+    state = {}                                   # warp -> (pf_, pv's k-block)
+    stored = []
+    g = 0
+    for t in range(tiles):
+        for w in set(owners):
+            state[w] = (False, None)             # pf_ = false at the tile's start
+        for kb in range(blocks):
+            w = owners[g]
+            pf, pv = state.get(w, (False, None))
+            stored.append(pv if pf else (t, kb))
+            state[w] = (kb + d < blocks, (t, kb + d))
+            g += 1
+    return stored
+
+
+@pytest.mark.parametrize("tn, with_c", [(128, False), (192, False), (128, True)])
+def test_two_scale_warps_load_one_turn_ahead(tn, with_c):
+    """With a store warp (or the epilogue's load producer) two scale warps are left; each
+    loads its next turn's scales ahead, k-block ``kb + 2`` of the same tile: the next k-block
+    the running rotation gives it.  Simulating the emitted rule over CTAs of any tile length
+    and owner sequence, every turn stores its own k-block's scales (never a stale or a
+    neighbour's prefetch).  Three scale warps do not prefetch."""
+    from cute_py.epilogue import evt
+    tree = evt.add(evt.AccFetch(), evt.SrcFetch("bfloat16")) if with_c else None
+    epi = G.make_epilogue_config(tree, tile_n=tn, element_d="bfloat16")
+    cfg = G.Sm90GemmConfig(tile_n=tn, tile_k=128, dtype="e4m3", out_dtype="bf16",
+                           scaling="block", cluster_m=2, epi=epi)
+    cfg = cfg.fit_stages() if with_c else G.with_store_warp(cfg.fit_stages())
+    src = G.generate_source(cfg)
+    d = _prefetch_rule(src)
+    assert d == len(cfg.scale_warps()) == 2 and cfg.scale_prefetch()
+    assert "setmaxnreg_dec<56>();" in src
+    for blocks in (1, 2, 3, 5, 32):
+        owners, n = _owners(src, cfg.stages, 7 * blocks)
+        assert n == d
+        stored = _simulate(owners, d, 7, blocks)
+        assert stored == [(t, kb) for t in range(7) for kb in range(blocks)]
+    plain = G.make_epilogue_config(None, tile_n=tn, element_d="bfloat16")
+    three = G.Sm90GemmConfig(tile_n=tn, tile_k=128, dtype="e4m3", out_dtype="bf16",
+                             scaling="block", epi=plain).fit_stages()
+    assert len(three.scale_warps()) == 3 and _prefetch_rule(G.generate_source(three)) is None
+
+
+def test_the_simulation_catches_a_wrong_look_ahead():
+    """The check above can fail: a look-ahead other than the warps' count stores other
+    k-blocks' scales."""
+    owners = [1 + g % 2 for g in range(3 * 8)]
+    assert _simulate(owners, 2, 3, 8) == [(t, kb) for t in range(3) for kb in range(8)]
+    assert _simulate(owners, 1, 3, 8) != [(t, kb) for t in range(3) for kb in range(8)]
+    assert _simulate(owners, 3, 3, 8) != [(t, kb) for t in range(3) for kb in range(8)]

@@ -277,12 +277,53 @@ def test_choose_config():
     assert (c.tile_n, c.promote) == (192, True) and c.check()
     c = choose_fp8_config(4096, 4096, 4096, "e4m3", "e4m3", "bf16", "tensor")
     assert (c.tile_n, c.promote) == (128, True) and c.check()
-    # block scaling takes the promoted kernels' tile rule: 192 wide on large problems, 128
-    # where 192-wide tiles leave the last wave emptier (4096^3)
+    # block scaling: its own wave rule (BLOCK_TILES): 192 wide on large problems, 4096^3 too
     c = choose_fp8_config(8192, 8192, 8192, "e4m3", "e5m2", "f16", "block")
     assert (c.tile_n, c.dtype_b) == (192, "e5m2") and c.check()
     c = choose_fp8_config(4096, 4096, 4096, "e4m3", "e4m3", "bf16", "block")
+    assert c.tile_n == 192 and c.check()
+    c = choose_fp8_config(1024, 1024, 4096, "e4m3", "e4m3", "bf16", "block")
     assert c.tile_n == 128 and c.check()
+
+
+def test_block_scaling_takes_a_store_warp_when_two_scale_warps_stay():
+    """With the TMA-store epilogue, block scaling's stores come from a store warp (warp 3) and
+    its scales from warps 1 and 2, which load one turn ahead (``scale_prefetch``) at 56
+    producer registers; with C loaded by the epilogue's producer (warp 1) a store warp would
+    leave one scale warp, so the scales keep warps 2 and 3; the built-in epilogue keeps three
+    scale warps, no prefetch, 40 registers."""
+    c = choose_fp8_config(4096, 4096, 4096, "e4m3", "e4m3", "bf16", "block", tma_store=True)
+    assert c.epi.store_warp and c.store_warp_id() == 3 and c.scale_warps() == (1, 2)
+    assert c.scale_prefetch() and (c.producer_regs, c.consumer_regs) == (56, 224)
+    assert c.stages >= 4 and c.check() is c
+    c = choose_fp8_config(4096, 4096, 4096, "e4m3", "e4m3", "bf16", "block")
+    assert c.epi is None and c.scale_warps() == (1, 2, 3) and not c.scale_prefetch()
+    assert (c.producer_regs, c.consumer_regs) == (40, 232)
+    from cute_py.epilogue import evt
+    tree = evt.add(evt.AccFetch(), evt.SrcFetch("bfloat16"))
+    c = G.Sm90GemmConfig(tile_n=128, tile_k=128, dtype="e4m3", out_dtype="bf16",
+                         scaling="block", epi=G.make_epilogue_config(
+                             tree, tile_n=128, element_d="bfloat16")).fit_stages()
+    assert c.epilogue_producer_warps() == (1,) and c.scale_warps() == (2, 3)
+    assert c.scale_prefetch() and c.producer_regs == 56
+
+
+def test_block_scaled_registers_rule():
+    """Law (``Sm90GemmConfig.__post_init__``): a block-scaled configuration with an ``epi``
+    has at least 56 producer registers and consumers within the CTA's pool; every other
+    configuration keeps the registers it was given."""
+    epi = G.make_epilogue_config(None, tile_n=128, element_d="bfloat16")
+    for p, c in ((24, 232), (40, 232), (48, 216), (56, 224), (64, 216)):
+        cfg = G.Sm90GemmConfig(tile_n=128, tile_k=128, dtype="e4m3", out_dtype="bf16",
+                               scaling="block", epi=epi, producer_regs=p, consumer_regs=c)
+        assert cfg.producer_regs == max(p, 56)
+        assert cfg.consumer_regs == (min(c, 224) if p < 56 else c)
+        assert cfg.producer_regs * 128 + cfg.consumer_regs * 256 <= cfg.register_pool
+    for kw in (dict(scaling="block"), dict(scaling="tensor", epi=epi),
+               dict(scaling="row", promote=True)):
+        cfg = G.Sm90GemmConfig(tile_n=128, tile_k=128, dtype="e4m3", out_dtype="bf16", **kw)
+        assert (cfg.producer_regs, cfg.consumer_regs) == (40, 232)
+    assert (G.Sm90GemmConfig().producer_regs, G.Sm90GemmConfig().consumer_regs) == (40, 232)
 
 
 def test_scaled_mm_is_exported_and_lazy():
@@ -561,13 +602,30 @@ def test_160_wide_configs_compile_without_spills():
     from backends.cuda.scaled_mm_api import choose_fp8_config
     if not has_compiler():
         pytest.skip("no CUDA compiler")
-    for mode, out, tma in (("tensor", "bf16", True), ("block", "bf16", True),
-                           ("tensor", "e4m3", True), ("row", "f32", False)):
+    for mode, out, tma in (("tensor", "bf16", True), ("tensor", "e4m3", True),
+                           ("row", "f32", False)):
         cfg = choose_fp8_config(2048, 1280, 1024, "e4m3", "e4m3", out, mode, tma_store=tma,
                                 amax=out == "e4m3")
         assert (cfg.tile_n, cfg.cluster_m) == (160, 2)
         res = compile_module(G.generate_source(cfg), arch="sm_90a").resources_for(cfg.name)
         assert res.spills == 0 and res.stack_frame == 0, (cfg.name, res)
+
+
+def test_block_scaled_choices_compile_without_spills():
+    """Block scaling's choices (128 and 192 wide, store warp and prefetching scale warps with
+    the TMA-store epilogue, three scale warps with the built-in one) at 0 spills."""
+    from backends.cuda.compiler import compile_module, has_compiler
+    from backends.cuda.scaled_mm_api import choose_fp8_config
+    if not has_compiler():
+        pytest.skip("no CUDA compiler")
+    seen = set()
+    for M, N in ((4096, 4096), (1024, 1024)):
+        for tma in (True, False):
+            cfg = choose_fp8_config(M, N, 1024, "e4m3", "e4m3", "bf16", "block", tma_store=tma)
+            seen.add((cfg.tile_n, cfg.scale_prefetch()))
+            res = compile_module(G.generate_source(cfg), arch="sm_90a").resources_for(cfg.name)
+            assert res.spills == 0 and res.stack_frame == 0, (cfg.name, res)
+    assert seen == {(192, True), (192, False), (128, True), (128, False)}
 
 
 def test_wide_promoted_configs_compile_without_spills():
@@ -629,8 +687,7 @@ def test_store_warp_configs():
     """``with_store_warp``: same tile, tree and fragment, every subtile staged, ``_sw`` in the
     name, the most stages that fit; refused for ping-pong or without an epilogue.
     ``scaled_mm`` takes it for per-tensor / row-wise TMA-store configurations that keep 4 or
-    more stages, never for block scaling (whose producer warps copy scales; with a store warp
-    the scale warps would be 1 and 2 only)."""
+    more stages; block scaling too, when two scale warps (1 and 2) stay."""
     from dataclasses import replace
     from backends.cuda.kernels.gemm_sm90 import make_epilogue_config, with_store_warp
     from backends.cuda.kernels.gemm_sm90_body import Sm90Body
@@ -648,9 +705,8 @@ def test_store_warp_configs():
         src = G.generate_source(cfg)
         assert "epilogue store warp" in src and "named_barrier_sync" not in src
     blk = choose_fp8_config(8192, 6144, 4096, "e4m3", "e4m3", "bf16", "block", tma_store=True)
-    assert not blk.epi.store_warp
-    sw_blk = with_store_warp(blk)
-    assert Sm90Body(sw_blk, G.derive_maps(sw_blk)).scale_warps() == (1, 2)
+    assert blk.epi.store_warp and blk.stages >= 4
+    assert Sm90Body(blk, G.derive_maps(blk)).scale_warps() == (1, 2) == blk.scale_warps()
     f32 = choose_fp8_config(8192, 8192, 8192, "e4m3", "e4m3", "f32", "tensor", tma_store=True)
     assert not f32.epi.store_warp and with_store_warp(f32).stages < 4
     pp = G.Sm90GemmConfig(64, 256, 64, 4, 2, "f16", schedule="pingpong",

@@ -155,6 +155,23 @@ class Sm90GemmConfig:
     promote: bool = False        # FP8 "tensor" / "row": sum each k-block in a fresh accumulator
     #                              set and add it into a second one (as "block" does, unscaled)
 
+    def __post_init__(self):
+        """Block-scaled FP8 (``scaling`` "block") with a TMA-store epilogue (``epi``, whose
+        store warp or load producer can leave the scales two warps that load one turn ahead:
+        :meth:`scale_prefetch`) runs its producer warpgroup at no fewer than
+        :data:`~backends.cuda.arch.sm90.block_scales.PRODUCER_REGS` registers (at 40 the
+        scale warps spill): a smaller ``producer_regs`` is raised to it and ``consumer_regs``
+        lowered to what the CTA's pool leaves (multiples of 8).  Law: every other
+        configuration keeps its fields as given."""
+        if self.scaling == "block" and self.dtype in ("e4m3", "e5m2") and self.epi is not None:
+            from ..arch.sm90.block_scales import PRODUCER_REGS
+            if isinstance(self.producer_regs, int) and self.producer_regs < PRODUCER_REGS:
+                object.__setattr__(self, "producer_regs", PRODUCER_REGS)
+                wgs = self.consumer_wgs if self.consumer_wgs in (1, 2) else 2
+                left = (self.register_pool - PRODUCER_REGS * 128) // (128 * wgs) // 8 * 8
+                if isinstance(self.consumer_regs, int) and self.consumer_regs > left:
+                    object.__setattr__(self, "consumer_regs", left)
+
     def __repr__(self):
         """The dataclass repr, without the fields added after the first shipped kernels when
         they hold their defaults (so existing configurations keep their names and sources)."""
@@ -346,6 +363,41 @@ class Sm90GemmConfig:
             return None
         from ..arch.sm90.block_scales import BlockScaleStages
         return BlockScaleStages(self.stages, self.tile_m, self.tile_n)
+
+    def epilogue_producer_warps(self) -> tuple:
+        """The producer warpgroup's warps of the fused epilogue's load producer (C / aux TMA
+        loads: warp 1, ping-pong warps 1 and 2); none without one."""
+        e = self.epilogue()
+        if e is None or not e.has_producer:
+            return ()
+        return (1, 2) if self.schedule == "pingpong" else (1,)
+
+    def store_warp_id(self):
+        """The producer warp that issues the epilogue's TMA stores (``EpilogueConfig.
+        store_warp``): the last spare one the epilogue's load producer does not take (the
+        block scales' warps are chosen after it); else None."""
+        if self.epi is None or not self.epi.store_warp:
+            return None
+        from ..arch.sm90.block_scales import SPARE_WARPS
+        return [w for w in SPARE_WARPS if w not in self.epilogue_producer_warps()][-1]
+
+    def scale_warps(self) -> tuple:
+        """FP8 block scaling: the producer warps that copy the scales -- the spare ones the
+        epilogue's load producer and store warp leave, at most one per stage
+        (``arch.sm90.block_scales.scale_warps``); else none."""
+        if self.block_scales() is None:
+            return ()
+        from ..arch.sm90.block_scales import scale_warps
+        sw = self.store_warp_id()
+        return scale_warps(self.epilogue_producer_warps() + (() if sw is None else (sw,)),
+                           self.stages)
+
+    def scale_prefetch(self) -> bool:
+        """Block scaling with fewer than three scale warps: each loads its next turn's scales
+        ahead (``BlockScaleStages.emit_producer_turn``).  Three warps' turns already cover a
+        scale load's latency (loading ahead there ran ~1% slower); two loading ahead ran as
+        fast as three (docs/performance.md, "FP8 GEMM", v18)."""
+        return 0 < len(self.scale_warps()) < 3
 
     def scale_smem_bytes(self) -> int:
         """Bytes of the block scales' slots; rounded up to 1024 when the epilogue's regions
@@ -587,7 +639,7 @@ def shipped_fp8_configs() -> tuple:
                            scaling=mode, promote=promote, cluster_m=2,
                            epi=make_epilogue_config(None, tile_n=tn,
                                                     element_d="bfloat16")).fit_stages()
-        return c if mode == "block" else with_store_warp(c)
+        return with_store_warp(c)
     return (
         Sm90GemmConfig(tile_n=256, tile_k=128, dtype="e4m3", out_dtype="bf16",
                        scaling="tensor").fit_stages(),

@@ -288,6 +288,11 @@ class Sm90Body:
                 kb.decl("const bool", "leader_", kb.call_expr("elect_one_sync"), hint=False)
                 if turn == "own_":
                     kb.decl("int", "own_", 0, hint=False)
+                if cfg.scale_prefetch():
+                    # the owner's next turn's scales (BlockScaleStages.emit_producer_turn)
+                    for r in cfg.block_scales().registers("pv"):
+                        kb.decl("float", r, "0.0f", hint=False)
+                    kb.decl("bool", "pf_", "false", hint=False)
             kb.comment("make_producer_start_state")
             kb.decl("int", "idx", 0, hint=False)
             kb.decl("u32", "phase", "1u", hint=False)
@@ -301,13 +306,9 @@ class Sm90Body:
 
     @property
     def store_warp(self):
-        """The producer warp that issues the epilogue's TMA stores (``EpilogueConfig.
-        store_warp``): the last spare one the epilogue's load producer does not take (the
-        block scales' warps are chosen after it); else None."""
-        if self.epi is None or not self.epi.cfg.store_warp:
-            return None
-        from ..arch.sm90.block_scales import SPARE_WARPS
-        return [w for w in SPARE_WARPS if w not in self.epilogue_producer_warps()][-1]
+        """The producer warp that issues the epilogue's TMA stores
+        (``Sm90GemmConfig.store_warp_id``); else None."""
+        return self.cfg.store_warp_id()
 
     def emit_store_warp(self, kb) -> None:
         """The epilogue's store warp: one thread walks this CTA's tiles and issues each
@@ -323,21 +324,15 @@ class Sm90Body:
             epi.emit_store_warp_tail(kb)
 
     def epilogue_producer_warps(self) -> tuple:
-        """The producer warpgroup's warps of the fused epilogue's load producer (none without
-        one)."""
-        if self.epi is None or not self.epi.has_producer:
-            return ()
-        return (1, 2) if self.pp else (1,)
+        """The producer warpgroup's warps of the fused epilogue's load producer
+        (``Sm90GemmConfig.epilogue_producer_warps``)."""
+        return self.cfg.epilogue_producer_warps()
 
     def scale_warps(self) -> tuple:
         """FP8 block scaling: the producer warps that copy the scales
-        (``arch.sm90.block_scales.scale_warps``); else none."""
-        if self.cfg.block_scales() is None:
-            return ()
-        from ..arch.sm90.block_scales import scale_warps
-        sw = () if self.store_warp is None else (self.store_warp,)
-        warps = scale_warps(self.epilogue_producer_warps() + sw, self.cfg.stages)
-        assert warps == tuple(range(warps[0], warps[0] + len(warps)))    # w0 + g % n
+        (``Sm90GemmConfig.scale_warps``); else none."""
+        warps = self.cfg.scale_warps()
+        assert not warps or warps == tuple(range(warps[0], warps[0] + len(warps)))
         return warps
 
     def scale_turn(self):
@@ -371,15 +366,20 @@ class Sm90Body:
             from .gemm_sm90_fp8 import emit_producer_scales
             k0 = ir.var("kb", 0, _I32 // cfg.tile_k) * cfg.tile_k
 
+            k_end = end if isinstance(end, int) else ir.var(end, 0, _I32)
+
             def side(k, i, fb):
                 n, turn = len(warps), self.scale_turn()
                 own = {None: "", "idx": f" + idx % {n}", "own_": " + own_"}[turn]
                 with k.if_(f"warp_id() == {warps[0]}{own}"):
                     emit_producer_scales(k, cfg, i, fb, k0,
-                                         lambda k2: self.pl.producer_wait(k2, "idx", "phase"))
+                                         lambda k2: self.pl.producer_wait(k2, "idx", "phase"),
+                                         n if cfg.scale_prefetch() else None, k_end)
                 if turn == "own_":
                     with k.if_(f"++own_ == {n}"):
                         k.assign("own_", 0)
+        if cfg.scale_prefetch():
+            kb.assign("pf_", "false")       # a tile's first turns load their own scales
         with kb.for_("kb", first, end, hint=False):
             k = ir.var("kb", 0, _I32 // cfg.tile_k)
             self.mainloop.emit_producer_k_block(

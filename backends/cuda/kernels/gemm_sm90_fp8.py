@@ -248,15 +248,20 @@ def emit_promotion_loads(kb, cfg, maps) -> None:
     cfg.block_scales().emit_consumer_loads(kb, ir.var("idx", 0, cfg.stages - 1), m, rows, nbs)
 
 
-def emit_producer_scales(kb, cfg, idx, fb, k0, wait) -> None:
+def emit_producer_scales(kb, cfg, idx, fb, k0, wait, ahead=None, k_end=None) -> None:
     """Block scaling, a scale warp's k-block ``k0`` (its first K index, IR): the scales'
-    loads into registers, ``wait(kb)`` (the stage's empty wait), their stores into stage
+    loads into registers (``emit_producer_loads``; with ``ahead``, this turn's from the
+    previous turn's prefetch and the next turn's -- ``ahead`` k-blocks on, before ``k_end``
+    -- issued now: :meth:`~backends.cuda.arch.sm90.block_scales.BlockScaleStages.
+    emit_producer_turn`), ``wait(kb)`` (the stage's empty wait), their stores into stage
     ``idx``'s slot and the lanes' arrivals on its full barrier ``fb``
-    (:meth:`~backends.cuda.arch.sm90.block_scales.BlockScaleStages.emit_producer_loads` /
-    ``emit_producer_stores`` on :func:`scale_layouts`)."""
+    (``emit_producer_stores``; the layouts of :func:`scale_layouts`)."""
     SA, SB = scale_layouts("block")
     bs = cfg.block_scales()
-    bs.emit_producer_loads(kb, SA, SB, k0)
+    if ahead is None:
+        bs.emit_producer_loads(kb, SA, SB, k0)
+    else:
+        bs.emit_producer_turn(kb, SA, SB, k0, ahead, k_end)
     wait(kb)
     bs.emit_producer_stores(kb, idx, fb)
 

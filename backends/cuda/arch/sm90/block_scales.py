@@ -26,7 +26,13 @@ scale_b[nb, kb]`` before adding it into the fp32 total.  The scales travel with 
   full barrier's wait, before the stage is released.
 
 A scale's global latency is so hidden twice: behind the stage's wait (the loads are issued
-first) and behind the other scale warps' k-blocks (``n`` k-blocks' loads in flight).  Measured
+first) and behind the other scale warps' k-blocks (``n`` k-blocks' loads in flight).  With
+fewer than three scale warps (a store warp or the epilogue's load producer took one:
+``Sm90GemmConfig.scale_prefetch``) each warp also loads one turn ahead
+(:meth:`BlockScaleStages.emit_producer_turn`): on its turn it stores the scales its previous
+turn loaded and issues the loads of its next k-block (``kb + n`` of the same tile), so each
+load has ``2n`` k-blocks to land; two warps loading ahead ran as fast as three without, and
+the store warp they make room for gained 5-10% (``docs/performance.md``, FP8 v18).  Measured
 (``docs/performance.md``, FP8 v11), block-scaled time over the per-tensor kernel's: the TMA
 warp's lanes copying with 4-byte ``cp.async`` and ``cp.async.mbarrier.arrive.noinc`` (the
 previous protocol) 1.17-1.36x; one warp of plain loads 1.32-1.49x; three warps of plain loads
@@ -49,7 +55,7 @@ from dataclasses import dataclass
 from ... import ir
 from .pipeline import smem_address
 
-__all__ = ["BlockScaleStages", "LANES", "BLOCK", "scale_warps"]
+__all__ = ["BlockScaleStages", "LANES", "BLOCK", "PRODUCER_REGS", "scale_warps"]
 
 #: lanes of a scale warp (each one arrival on the full barrier of the stages it fills)
 LANES = 32
@@ -57,6 +63,10 @@ LANES = 32
 SPARE_WARPS = (1, 2, 3)
 #: elements of a scale block along K (A and B) and along N (B)
 BLOCK = 128
+#: the fewest registers of a block-scaled kernel's producer warpgroup: a scale warp holds
+#: its turn's scales and its next turn's (:meth:`BlockScaleStages.emit_producer_turn`); at
+#: 40 registers ptxas spills 12-60 bytes there (128x128 and 128x192 tiles), at 56 none
+PRODUCER_REGS = 56
 
 _I32 = (1 << 31) - 1
 
@@ -153,25 +163,56 @@ class BlockScaleStages:
     def _guard(self, which: str):
         return None if which == "A" else f"lane_ < {self.b_entries}"
 
-    def emit_producer_loads(self, kb, SA, SB, k0) -> None:
-        """A scale warp's loads of one k-block's scales into registers ``sv0_``, ``sv1_``, ...
-        (one per :meth:`producer_copies` entry; zero for rows past M and columns past N).
+    def registers(self, prefix: str = "sv") -> list:
+        """A scale warp's registers of one k-block's scales: ``sv0_``, ``sv1_``, ... (one per
+        :meth:`producer_copies` entry); ``prefix`` "pv": those of its next turn."""
+        return [f"{prefix}{t}_" for t in range(len(self.producer_copies(0)))]
+
+    def emit_producer_loads(self, kb, SA, SB, k0, prefix: str = "sv",
+                            declare: bool = True) -> None:
+        """A scale warp's loads of one k-block's scales into :meth:`registers` (``prefix``;
+        zero for rows past M and columns past N; declared here unless ``declare`` is False).
         ``SA`` / ``SB``: the scale tensors as layouts over A's ``(m, k)`` / B's ``(n, k)`` (IR
         offsets through ``lower.crd2idx``); ``k0``: the k-block's first K index (IR).  They
         touch no slot: issued before the stage's empty wait."""
         import cute_py as cute
         from ...lower import crd2idx
+        regs = self.registers(prefix)
         for t, (which, _dst, coord) in enumerate(self.producer_copies(0)):
             nm, ext, L, ptr = (("r", "M", SA, "scale_a") if which == "A" else
                                ("n", "N", SB, "scale_b"))
             c = ir.var(nm, 0, _I32)
             off = crd2idx((c, k0), cute.shape(L), cute.stride(L))
-            kb.decl("float", f"sv{t}_", "0.0f", hint=False)
+            if declare:
+                kb.decl("float", regs[t], "0.0f", hint=False)
+            else:
+                kb.assign(regs[t], "0.0f")
             guard = self._guard(which)
             with (kb.scope() if guard is None else kb.if_(guard)):
                 kb.decl("const int", nm, coord, hint=False)
                 with kb.if_(f"{nm} < {ext}"):
-                    kb.assign(f"sv{t}_", f"__ldg({ptr} + {kb.expr(off)})")
+                    kb.assign(regs[t], f"__ldg({ptr} + {kb.expr(off)})")
+
+    def emit_producer_turn(self, kb, SA, SB, k0, ahead, k_end) -> None:
+        """A scale warp's loads on its turn, one turn ahead: this k-block's scales come from
+        the registers its previous turn loaded (``pv*``, valid while ``pf_``; else they are
+        loaded now), and its next turn's -- k-block ``k0 / BLOCK + ahead`` of the same tile
+        (``ahead`` = the scale warps: the turns run in rotation), when it is before ``k_end``
+        (IR, the tile's k-block end) -- are loaded into ``pv*`` before the stage's wait.  So a
+        load has two turns (``2 * ahead`` k-blocks) to land instead of one.  The caller
+        declares ``pv*`` and ``pf_`` (False at each tile's start: the first turn of a tile
+        loads its own)."""
+        cur, nxt = self.registers("sv"), self.registers("pv")
+        kb.stmt(f"float {', '.join(cur)}")
+        with kb.if_("pf_"):
+            for a, b in zip(cur, nxt):
+                kb.assign(a, b)
+        with kb.else_():
+            self.emit_producer_loads(kb, SA, SB, k0, "sv", declare=False)
+        k = ir.var("kb", 0, _I32 // BLOCK)
+        kb.assign("pf_", ir.lt(k + ahead, k_end))
+        with kb.if_("pf_"):
+            self.emit_producer_loads(kb, SA, SB, k0 + ahead * BLOCK, "pv", declare=False)
 
     def emit_producer_stores(self, kb, idx, fb) -> None:
         """After the stage's empty wait: the registers of :meth:`emit_producer_loads` into
