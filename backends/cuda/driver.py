@@ -67,6 +67,8 @@ def libcuda():
                                          ctypes.POINTER(CUlaunchConfig)],
         "cuTensorMapEncodeTiled": [_vp, _i32, _u32, _vp, _vp, _vp, _vp, _vp, _i32, _i32, _i32,
                                    _i32],
+        "cuMemsetD32Async": [ctypes.c_uint64, _u32, ctypes.c_size_t, _vp],
+        "cuMemsetD16Async": [ctypes.c_uint64, ctypes.c_uint16, ctypes.c_size_t, _vp],
     }
     for name, argtypes in sig.items():
         fn = getattr(lib, name)
@@ -156,6 +158,15 @@ def launch_kernel(func: int, grid, block, smem: int, stream: int, params) -> int
         res = lib.cuLaunchKernel(func, grid[0], grid[1], grid[2], block[0], block[1], block[2],
                                  smem, stream, params, None)
     return res
+
+
+def memset_async(ptr: int, bits: int, width: int, count: int, stream: int) -> None:
+    """Queue ``count`` copies of the ``width``-byte (4 or 2) pattern ``bits`` at device address
+    ``ptr`` on ``stream`` (``cuMemsetD32Async`` / ``cuMemsetD16Async``): a reduction output's
+    reset before the kernel that reduces into it, with no stream object to build."""
+    lib = libcuda()
+    fn = lib.cuMemsetD32Async if width == 4 else lib.cuMemsetD16Async
+    check(fn(ptr, bits, count, stream), "memset", "ptr")
 
 
 def untyped_launchers():

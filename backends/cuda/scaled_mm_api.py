@@ -323,10 +323,8 @@ def scaled_mm(A, B, scale_a, scale_b, out_dtype="bfloat16", bias=None, out=None,
              "bias": biasm, "amax": amm, "scale_result": srm}
     ptrs = tuple(metas[r].ptr if metas.get(r) is not None else 0 for r in plan.roles)
     if plan.resets:           # amax starts at the reduction's identity, on the call's stream
-        import torch
-        from .stream import torch_external_stream
-        with torch.cuda.stream(torch_external_stream(h, Am.device)):
-            for name, value in plan.resets:
-                {"amax": amax}[name].fill_(value)
+        from .kernels.gemm_sm90 import _fill
+        for name, value in plan.resets:
+            _fill({"amax": amax}[name], value, h)
     plan.run(ptrs, (1.0, 0.0), h)
     return out

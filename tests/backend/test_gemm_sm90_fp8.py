@@ -772,3 +772,29 @@ def test_fp8_output_configuration_rules():
     src = G.generate_source(cfg)
     assert "pack_e5m2x2(" in src and "st_shared_16(" in src and "tma_store_2d" in src
     assert "red_amax" in src and "p_scale_result[0]" in src
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float16", "bfloat16"])
+def test_fill_bits_round_to_the_dtype(dtype):
+    """Law: the memset pattern of a reduction's reset value, read back as ``dtype``, is the
+    value rounded to ``dtype`` (0, +-inf: the reductions' identities; others rounded to
+    nearest, ties to even)."""
+    from backends.cuda.kernels.gemm_sm90 import _fill_bits
+    vals = (0.0, -0.0, float("inf"), float("-inf"), 1.5, -3.0e-3, 1.0 + 2 ** -9,
+            1.0 + 3 * 2 ** -9, 65504.0, 1.0 + 2 ** -8 + 2 ** -20)
+    for v in vals:
+        bits, width = _fill_bits(dtype, v)
+        if dtype != "bfloat16":
+            got = np.frombuffer(bits.to_bytes(width, "little"), dtype=dtype)[0]
+            assert got.tobytes() == np.array(v, dtype=dtype).tobytes(), (v, bits)
+            continue
+        assert width == 2
+        dec = lambda b: np.array([b << 16], dtype=np.uint32).view(np.float32)[0]  # noqa: E731
+        got = dec(bits)
+        if np.isinf(v) or v == 0:
+            assert got == v and np.signbit(got) == np.signbit(v)
+            continue
+        f = np.float32(v)
+        lo = int(np.array([f], dtype=np.float32).view(np.uint32)[0]) >> 16
+        cands = sorted({lo, lo + 1}, key=lambda b: (abs(float(dec(b)) - float(f)), b & 1))
+        assert bits == cands[0], (v, bits, cands)

@@ -431,3 +431,40 @@ def test_fp8_output_errors_name_the_argument():
     D = cute.scaled_mm(qa, qw[:96].t(), one, one, amax=amax)      # bf16 D with its amax
     torch.cuda.synchronize()
     assert abs(float(amax) - float(D.float().abs().max())) <= 1e-2 * float(amax)
+
+
+def test_reduction_reset_is_queued_on_the_call_stream():
+    """A reduction output's reset (amax's 0, a max's -inf) is a driver memset queued on the
+    launch's stream: after work already queued there, before the kernel; float32, float16 and
+    bfloat16, contiguous (memset) and strided (the array library's fill)."""
+    _skip_without_hopper()
+    from cute_py.backends.cuda.kernels.gemm_sm90 import _fill
+    s = torch.cuda.Stream()
+    for dt in (torch.float32, torch.float16, torch.bfloat16):
+        x = torch.full((7, 5), 3.0, dtype=dt, device="cuda")
+        with torch.cuda.stream(s):
+            torch.cuda._sleep(2_000_000)
+            x.fill_(9.0)
+        _fill(x, float("-inf"), s.cuda_stream)
+        s.synchronize()
+        assert bool((x == float("-inf")).all()), dt
+    base = torch.zeros(8, 8, device="cuda")
+    _fill(base[:, ::2], 2.0, torch.cuda.current_stream().cuda_stream)
+    torch.cuda.synchronize()
+    assert bool((base[:, ::2] == 2).all()) and bool((base[:, 1::2] == 0).all())
+
+
+def test_amax_is_reset_every_call():
+    """amax is the call's own max |D|, not a running max over calls."""
+    _skip_without_hopper()
+    f8 = torch.float8_e4m3fn
+    M, N, K = 256, 384, 512
+    A, B, sa, sb, ref = make_problem(M, N, K, "tensor", seed=5)
+    amax = torch.full((1,), float("nan"), device="cuda")
+    big = sa * 4
+    cute.scaled_mm(A, B, big, sb, out_dtype=f8, amax=amax)
+    first = float(amax)
+    cute.scaled_mm(A, B, sa, sb, out_dtype=f8, amax=amax)
+    torch.cuda.synchronize()
+    assert abs(first - 4 * np.abs(ref).max()) <= 4e-3 * np.abs(ref).max()
+    assert abs(float(amax) - np.abs(ref).max()) <= 1e-3 * np.abs(ref).max()

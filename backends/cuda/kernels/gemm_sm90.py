@@ -1091,8 +1091,39 @@ class Sm90Gemm:
         return run.D
 
 
+_MEMSET = {"float32": (4, "<f", "<I"), "float16": (2, "<e", "<H")}
+
+
+def _fill_bits(dtype: str, value: float) -> tuple:
+    """``(bits, width)``: the bit pattern of ``value`` as one ``dtype`` element ("float32",
+    "float16", "bfloat16": float32's upper half rounded to nearest even) and its bytes.  Law:
+    reinterpreted as ``dtype`` the bits are ``value`` rounded to ``dtype``."""
+    import struct
+    if dtype == "bfloat16":
+        b = struct.unpack("<I", struct.pack("<f", float(value)))[0]
+        if value != value or value in (float("inf"), float("-inf")):
+            return b >> 16, 2
+        return ((b + 0x7FFF + ((b >> 16) & 1)) >> 16) & 0xFFFF, 2
+    width, vf, bf = _MEMSET[dtype]
+    return struct.unpack(bf, struct.pack(vf, float(value)))[0], width
+
+
 def _fill(X, value, stream: int) -> None:
-    """X[...] = value, queued on ``stream`` (the launch's stream)."""
+    """X[...] = value, queued on ``stream`` (the launch's stream): a driver memset of the
+    value's bit pattern for a contiguous float32 / float16 / bfloat16 array (~2 µs of host
+    time), else the array library's fill under that stream (torch's stream switch and
+    ``fill_``: ~50 µs of host time per call, measured on the H100)."""
+    import math
+    from ..driver import memset_async
+    from ..tensors import meta_of
+    m = meta_of(X, "tensor", "fill")
+    contiguous = all(st == math.prod(m.shape[i + 1:])
+                     for i, st in enumerate(m.strides) if m.shape[i] > 1)
+    if contiguous and m.dtype in ("float32", "float16", "bfloat16"):
+        n = math.prod(m.shape)
+        if n:
+            memset_async(m.ptr, *_fill_bits(m.dtype, value), n, stream)
+        return
     if type(X).__module__.startswith("torch"):
         import torch
         from ..stream import torch_external_stream
