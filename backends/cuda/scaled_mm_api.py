@@ -161,13 +161,6 @@ def block_tile_n(M, N, sms=132) -> int:
     return fewest_rounds_width(M, N, tuple(BLOCK_TILES.items()), 1, sms)
 
 
-def _scale_warp_count(cfg) -> int:
-    """The producer warps left to copy a block-scaled configuration's scales."""
-    from .kernels.gemm_sm90 import derive_maps
-    from .kernels.gemm_sm90_body import Sm90Body
-    return len(Sm90Body(cfg, derive_maps(cfg)).scale_warps())
-
-
 def choose_fp8_config(M, N, K, a, b, out, mode, vec2=True, sms=132, fast_accum=False,
                       tma_store=False, bias=False, amax=False, scale_result=False):
     """The FP8 configuration of a problem: two consumer warpgroups, tile_k 128, the most
@@ -229,7 +222,7 @@ def choose_fp8_config(M, N, K, a, b, out, mode, vec2=True, sms=132, fast_accum=F
         # has another) the scales keep both
         from .kernels.gemm_sm90 import with_store_warp
         sw = with_store_warp(cfg)
-        if sw.stages >= 4 and (mode != "block" or _scale_warp_count(sw) >= 2):
+        if sw.stages >= 4 and (mode != "block" or len(sw.scale_warps()) >= 2):
             cfg = sw
     return cfg
 
