@@ -1110,9 +1110,10 @@ def _fill_bits(dtype: str, value: float) -> tuple:
 
 def _fill(X, value, stream: int) -> None:
     """X[...] = value, queued on ``stream`` (the launch's stream): a driver memset of the
-    value's bit pattern for a contiguous float32 / float16 / bfloat16 array (~2 µs of host
-    time), else the array library's fill under that stream (torch's stream switch and
-    ``fill_``: ~50 µs of host time per call, measured on the H100)."""
+    value's bit pattern for a contiguous float32 / float16 / bfloat16 array, else the array
+    library's fill under that stream.  Measured on the H100 (``scaled_mm`` with amax at
+    256^3): the memset adds ~12 µs of host time per call, torch's stream switch and
+    ``fill_`` ~50 µs (docs/performance.md, "FP8 GEMM", v18)."""
     import math
     from ..driver import memset_async
     from ..tensors import meta_of
