@@ -569,6 +569,21 @@ def test_promoted_tile_width_rule():
     assert promoted_tile_n(4096, 4096) == 128
 
 
+def test_block_tile_width_rule():
+    """Law: block scaling's width minimises tile-rounds x width / relative throughput over
+    BLOCK_TILES (ties to the narrower); measured cases: 4096^3, 2048x8192 and the LLM layers
+    192; one-wave problems 128."""
+    from backends.cuda.scaled_mm_api import BLOCK_TILES, block_tile_n
+    for M, N in ((8192, 8192), (8192, 14336), (4096, 4096), (2048, 8192), (1024, 1024),
+                 (300, 1000), (129, 3000)):
+        costs = {tn: -(-(-(-M // 128) * -(-N // tn)) // 132) * tn / e
+                 for tn, e in BLOCK_TILES.items()}
+        best = min(costs.values())
+        assert block_tile_n(M, N) == min(tn for tn, c in costs.items() if c <= best + 1e-9)
+    assert [block_tile_n(*s) for s in ((4096, 4096), (2048, 8192), (8192, 4096))] == [192] * 3
+    assert block_tile_n(1024, 1024) == 128
+
+
 def test_every_choice_is_a_valid_configuration():
     """Law: every configuration ``choose_fp8_config`` returns passes ``check`` -- over a grid of
     shapes (160-wide promoted tiles included: 2048 x 1280, 256 x 8456), scaling modes, output
