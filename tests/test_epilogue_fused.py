@@ -102,7 +102,7 @@ def test_bad_fused_arguments_name_the_call_argument():
     assert _err("bias", bias_shape=(6, 5), bias_dtype="float16").arg == "bias"
     assert _err("bias", bias_shape=(5,), bias_dtype="int32").arg == "bias"
     assert _err("activation", activation="tanh").arg == "activation"
-    assert _err("activation", activation="identity").arg == "activation"
+    assert _err("activation", activation="Identity").arg == "activation"
     assert _err("alpha", alpha=float("nan")).arg == "alpha"
     assert _err("beta", beta="1").arg == "beta"
     assert _err("C", has_c=True, C_dtype="int8", beta=1.0).arg == "C"
@@ -110,6 +110,14 @@ def test_bad_fused_arguments_name_the_call_argument():
     assert _err("M", M=0).arg == "M" and _err("N", N=2.0).arg == "N"
     assert fused_epilogue(np.int64(3), np.int32(4), D_dtype="float16", alpha=2.0)[0] is not None
     assert _err("scale", tensors={"scale": np.ones(5)}).arg == "scale"
+
+
+def test_identity_activation_is_no_activation():
+    """``activation="identity"`` (documented by ``cute_py.gemm``) is ``activation=None``."""
+    assert fused_epilogue(6, 5, D_dtype="float16", activation="identity") == (None, {})
+    for kw in ({"alpha": 2.0}, {"bias_shape": (5,), "bias_dtype": "float16"}):
+        assert fused_epilogue(6, 5, D_dtype="float16", activation="identity", **kw) == \
+            fused_epilogue(6, 5, D_dtype="float16", **kw)
 
 
 def test_tree_with_bias_or_activation_is_refused():

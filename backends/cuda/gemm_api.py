@@ -351,14 +351,17 @@ PAD_B_ROWS = 32
 def _keeps_mn(m: TensorMeta) -> bool:
     """Whether an operand TMA cannot read in place is copied MN-major (its rows / columns are
     contiguous along M or N, the pitch only is off): the copy then stays a straight copy and a
-    configuration built for an MN-major operand still applies.  Otherwise K-major."""
-    return m.strides[-1] != 1 and m.strides[-2] == 1 and m.shape[-2] > 1
+    configuration built for an MN-major operand still applies.  Otherwise K-major (also for
+    K = 1: TMA reads an operand MN-major only when K > 1, ``tma_major``)."""
+    return m.strides[-1] != 1 and m.strides[-2] == 1 and m.shape[-2] > 1 and m.shape[-1] > 1
 
 
 def _padded_meta(m: TensorMeta, mult: int = 8) -> TensorMeta:
     """The metadata of :func:`_pad_buffer`'s view (fresh allocations are 256-byte aligned):
     the pitch padded to a multiple of ``mult`` elements, in the operand's own major when it
-    has one along M / N (:func:`_keeps_mn`), else K-major."""
+    has one along M / N (:func:`_keeps_mn`), else K-major.  Law: TMA reads the result in
+    place (``tma_major`` is not None) for every 2- or 3-D operand of 2-, 4- or 8-byte
+    elements."""
     rows, K = m.shape[-2], m.shape[-1]
     if _keeps_mn(m):
         Rp = -(-rows // mult) * mult

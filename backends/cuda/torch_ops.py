@@ -133,7 +133,7 @@ _SQRT_2_OVER_PI = math.sqrt(2.0 / math.pi)
 
 
 def _act(x, activation):
-    if activation is None:
+    if activation is None or activation == "identity":
         return x
     if activation == "relu":
         return torch.relu(x)
@@ -150,6 +150,8 @@ def _act(x, activation):
 
 def _act_grad(z, activation):
     """``act'(z)`` (z float32 or float64)."""
+    if activation is None or activation == "identity":
+        return torch.ones_like(z)
     if activation == "relu":
         return (z > 0).to(z.dtype)
     if activation == "gelu":
@@ -235,7 +237,7 @@ if torch is not None:
         ct = torch.promote_types(dD.dtype, torch.float32)     # the derivative's precision
         if act == "relu":
             dZ = torch.where(D > 0, dD, torch.zeros((), dtype=dD.dtype, device=dD.device))
-        elif act is not None:
+        elif act is not None and act != "identity":
             z = op(A, B, C, alpha, beta, bias, None)
             dZ = (dD.to(ct) * _act_grad(z.to(ct), act)).to(dD.dtype)
         else:

@@ -37,7 +37,8 @@ from . import evt
 
 __all__ = ["ACTIVATIONS", "fused_epilogue", "bind_fused", "fused_call", "dtype_name"]
 
-#: the activation names ``gemm(..., activation=)`` accepts (EVT compute ops)
+#: the activation names ``gemm(..., activation=)`` accepts (EVT compute ops; ``"identity"``
+#: is also accepted and means no activation, as ``activation=None``)
 ACTIVATIONS = ("relu", "gelu", "gelu_erf", "silu", "sigmoid")
 
 _OP = "gemm"
@@ -116,9 +117,11 @@ def fused_epilogue(M: int, N: int, *, D_dtype, C_dtype=None, has_c: bool = False
         name = sorted(tensors)[0]
         raise LaunchError(_OP, name, "is a named tensor, but the call has no epilogue tree "
                           "that reads it", expected="epilogue=<EVT tree>", actual=name)
+    if activation == "identity":
+        activation = None
     if activation is not None and activation not in ACTIVATIONS:
         raise LaunchError(_OP, "activation", "is not a known activation",
-                          expected=" | ".join(ACTIVATIONS), actual=activation)
+                          expected=" | ".join(("identity",) + ACTIVATIONS), actual=activation)
     bias_kind = None
     if bias_shape is not None:
         bias_kind = _bias_kind(M, N, bias_shape)
