@@ -47,12 +47,34 @@ def run_fused(A, B, C, alpha, beta, *, out, stream, explain, backend, bias, acti
     if out is None:
         out = empty(A, shape, Am.framework)
         Dm = meta_of(out, "out", _OP)
+    elif Dm.strides[-1] != 1 and Dm.shape[-1] > 1:
+        # the fused epilogues write row-major tiles: a column-major (or any other) out gets
+        # the result through a row-major D, copied into it on the call's stream
+        tmp = empty(A, shape, Am.framework)
+        res = run_fused(A, B, C, alpha, beta, out=tmp, stream=stream, explain=explain,
+                        backend=backend, bias=bias, activation=activation, epilogue=epilogue,
+                        tensors=tensors, metas=(Am, Bm, Cm, meta_of(tmp, "out", _OP)))
+        if res is NotImplemented:
+            return res
+        _copy_into(out, tmp, stream, Am)
+        return (out, res[1]) if explain else out
     for name, t in list((tensors or {}).items()) + [("bias", bias)]:
         if t is not None and _is_array(t):
             m = meta_of(t, name, _OP)          # host arrays / other devices are refused here
             if m.device != Am.device:
                 raise LaunchError(_OP, name, "lives on another device than A",
                                   expected=Am.device, actual=m.device)
+    if C is not None and Cm is not None and Cm.strides[-1] != 1 and Cm.shape[-1] > 1:
+        # the fused epilogues read C in row-major tiles: a row-major copy, on the call's stream
+        C = _row_major_copy(C, stream, Am)
+        Cm = meta_of(C, "C", _OP)
+    for name, t in (tensors or {}).items():
+        if _is_array(t) and len(getattr(t, "shape", ())) >= 2 and t.shape[-1] > 1:
+            m = meta_of(t, name, _OP)
+            if m.strides[-1] != 1:
+                raise LaunchError(_OP, name, "must be row-major (unit column stride): the "
+                                  "fused epilogue reads and writes its matrices in row-major "
+                                  "tiles", actual=(m.shape, m.strides))
     M, N = shape[-2], shape[-1]
     d_dtype = "bfloat16" if Dm.dtype == "uint16" else Dm.dtype
     L = shape[0] if batched else 1
@@ -69,6 +91,32 @@ def run_fused(A, B, C, alpha, beta, *, out, stream, explain, backend, bias, acti
             return NotImplemented
         choice = _run_tree(a, b, d, tree, launch, stream, backend)
     return (out, choice) if explain else out
+
+
+def _row_major_copy(X, h, Am):
+    """A row-major copy of ``X`` made on stream ``h``."""
+    if Am.framework == "torch":
+        import torch
+        from .stream import torch_external_stream
+        with torch.cuda.stream(torch_external_stream(h, Am.device)):
+            return X.contiguous()
+    import cupy as cp
+    from .stream import cupy_external_stream
+    with cupy_external_stream(h):
+        return cp.ascontiguousarray(X)
+
+
+def _copy_into(dst, src, h, Am):
+    """``dst[...] = src`` on stream ``h`` (torch tensors or CuPy arrays)."""
+    if Am.framework == "torch":
+        import torch
+        from .stream import torch_external_stream
+        with torch.cuda.stream(torch_external_stream(h, Am.device)):
+            dst.copy_(src)
+    else:
+        from .stream import cupy_external_stream
+        with cupy_external_stream(h):
+            dst[...] = src
 
 
 def _run_tree(A, B, D, tree, launch, h, backend):

@@ -21,10 +21,11 @@ from __future__ import annotations
 
 from cute_py.errors import LaunchError
 
-from .gemm_common import empty, is_hopper, meta_key, remember
-from .tensors import TensorMeta, meta_of
+from .gemm_common import empty, is_hopper, remember
+from .tensors import TensorMeta, meta_of, overlaps, span_bytes
 
-__all__ = ["scaled_mm", "check_problem", "choose_fp8_config", "plan_cache", "OUT_DTYPES"]
+__all__ = ["scaled_mm", "check_problem", "choose_fp8_config", "plan_cache", "clear_plans",
+           "align_of", "OUT_DTYPES"]
 
 _OP = "scaled_mm"
 
@@ -42,10 +43,32 @@ _FP8_MAX = {"e4m3": 448.0, "e5m2": 57344.0}
 
 _PLANS: dict = {}
 _MAX_PLANS = 256
+#: the torch fast path's calls: key (:func:`_fast_key`) -> :class:`_FastCall`
+_FAST: dict = {}
+#: the tensor arguments in the order of the fast path's pointer tuple
+_ARGS = ("A", "B", "scale_a", "scale_b", "bias", "out", "amax", "scale_result")
+#: a plan role -> its index in that tuple ("C" reads D's pointer: the kernel has no C here)
+_ROLE_ARG = {"A": 0, "B": 1, "SA": 2, "SB": 3, "BIAS": 4, "bias": 4, "D": 5, "C": 5,
+             "amax": 6, "scale_result": 7}
 
 
 def plan_cache() -> dict:
     return _PLANS
+
+
+def clear_plans() -> None:
+    _PLANS.clear()
+    _FAST.clear()
+
+
+def align_of(ptr: int) -> int:
+    """The largest power of two (at most 256) dividing the address ``ptr``: the alignment every
+    choice of a plan depends on (TMA's 16 bytes, paired 4- / 8-byte stores), exactly."""
+    return ptr & -ptr if ptr & 255 else 256
+
+
+def _plan_key(m: TensorMeta):
+    return (m.dtype, m.shape, m.strides, m.device, align_of(m.ptr))
 
 
 def _out_name(out_dtype) -> str:
@@ -250,9 +273,11 @@ def _one_float(X, name, Am):
     return m
 
 
-def scaled_mm(A, B, scale_a, scale_b, out_dtype="bfloat16", bias=None, out=None, stream=None,
-              use_fast_accum=False, scale_result=None, amax=None):
-    """See :func:`cute_py.scaled_mm`."""
+def _scaled_mm(A, B, scale_a, scale_b, out_dtype, bias, out, stream, use_fast_accum,
+               scale_result, amax, fast_key):
+    """The general call: checks every argument from its metadata, builds (or finds) the plan
+    and launches it; with ``fast_key`` (torch tensors) it also records the call for the fast
+    path under that key."""
     from .kernels.gemm_sm90 import get_kernel
     from .stream import stream_handle
     Am, Bm = meta_of(A, "A", _OP), meta_of(B, "B", _OP)
@@ -290,9 +315,12 @@ def scaled_mm(A, B, scale_a, scale_b, out_dtype="bfloat16", bias=None, out=None,
         return out
     if not isinstance(use_fast_accum, bool):
         raise LaunchError(_OP, "use_fast_accum", "must be a bool", actual=use_fast_accum)
-    key = (bool(use_fast_accum), meta_key(Am), meta_key(Bm), meta_key(sam), meta_key(sbm),
-           None if biasm is None else meta_key(biasm), meta_key(outm),
-           None if srm is None else meta_key(srm), None if amm is None else meta_key(amm))
+    metas = (Am, Bm, sam, sbm, biasm, outm, amm, srm)
+    for nm, X in zip(_ARGS, metas):
+        if X is not None and nm != "out" and overlaps(outm, X):
+            raise LaunchError(_OP, "out", f"overlaps {nm}; the GEMM reads it while writing out",
+                              actual=hex(outm.ptr))
+    key = (bool(use_fast_accum),) + tuple(None if m is None else _plan_key(m) for m in metas)
     plan = _PLANS.get(key)
     if plan is None:
         if not _is_sm90(Am):
@@ -312,12 +340,107 @@ def scaled_mm(A, B, scale_a, scale_b, out_dtype="bfloat16", bias=None, out=None,
                                     bias=None if od in _FP8_OUT else biasm, device=Am.device,
                                     tensors=tensors or None)
         remember(_PLANS, key, plan, _MAX_PLANS)
-    metas = {"A": Am, "B": Bm, "D": outm, "C": outm, "SA": sam, "SB": sbm, "BIAS": biasm,
-             "bias": biasm, "amax": amm, "scale_result": srm}
-    ptrs = tuple(metas[r].ptr if metas.get(r) is not None else 0 for r in plan.roles)
+    ptrs = tuple(0 if m is None else m.ptr for m in metas)
+    order = tuple(_ROLE_ARG[r] for r in plan.roles)
+    if fast_key is not None:
+        remember(_FAST, fast_key, _FastCall(plan, order, metas, _OUT_TORCH[od]), _MAX_PLANS)
+    _launch(plan, order, ptrs, amax, h)
+    return out
+
+
+def _launch(plan, order, ptrs, amax, h):
     if plan.resets:           # amax starts at the reduction's identity, on the call's stream
         from .kernels.gemm_sm90 import _fill
         for name, value in plan.resets:
             _fill({"amax": amax}[name], value, h)
-    plan.run(ptrs, (1.0, 0.0), h)
+    plan.run(tuple(ptrs[i] for i in order), (1.0, 0.0), h)
+
+
+# ----------------------------------------------------------------------------- torch fast path
+
+_OUT_TORCH = {"bf16": "bfloat16", "f16": "float16", "f32": "float32", "e4m3": "float8_e4m3fn",
+              "e5m2": "float8_e5m2"}
+
+
+class _FastCall:
+    """A cached call of the torch fast path: the plan, where each role's pointer comes from,
+    the output's shape and torch dtype (out=None), and each argument's byte span relative to
+    its pointer (the out-overlap check)."""
+
+    __slots__ = ("plan", "order", "out_shape", "out_dtype", "spans")
+
+    def __init__(self, plan, order, metas, out_dtype):
+        import torch
+        self.plan, self.order = plan, order
+        self.out_shape, self.out_dtype = tuple(metas[5].shape), getattr(torch, out_dtype)
+        self.spans = tuple(None if m is None else
+                           tuple(b - m.ptr for b in span_bytes(m)) for m in metas)
+
+
+_T: list = [None, None]     # torch.Tensor and torch's raw current-stream getter, once loaded
+
+
+def _init_torch():
+    import sys
+    torch = sys.modules.get("torch")
+    if torch is None:
+        return None
+    from .stream import torch_stream_getter
+    _T[1] = torch_stream_getter()
+    _T[0] = torch.Tensor
+    return _T[0]
+
+
+def _fast_key(out_dtype, fast, ts, ptrs):
+    """Dtype, shape, strides, device and alignment (:func:`align_of`) of each tensor argument
+    (None where absent; ``out`` None: allocated), the out_dtype argument and the accumulation
+    flag: everything a plan depends on but the pointers."""
+    key = [out_dtype, fast]
+    for t, p in zip(ts, ptrs):
+        if t is None:
+            key.append(None)
+        else:
+            key += (t.dtype, t.shape, t.stride(), t.get_device(), align_of(p))
+    return tuple(key)
+
+
+def scaled_mm(A, B, scale_a, scale_b, out_dtype="bfloat16", bias=None, out=None, stream=None,
+              use_fast_accum=False, scale_result=None, amax=None):
+    """See :func:`cute_py.scaled_mm`.  Torch tensors of a call seen before (same dtypes,
+    shapes, strides, devices, alignments; new pointers) take the fast path: read the pointers,
+    look the call up, check ``out`` for overlap, patch and launch on torch's current stream
+    (or ``stream``)."""
+    T = _T[0]
+    if T is None:
+        T = _init_torch()
+    ts = (A, B, scale_a, scale_b, bias, out, amax, scale_result)
+    if T is None or not all(t is None or type(t) is T for t in ts) or \
+            (use_fast_accum is not False and use_fast_accum is not True):
+        return _scaled_mm(A, B, scale_a, scale_b, out_dtype, bias, out, stream,
+                          use_fast_accum, scale_result, amax, None)
+    ptrs = [0 if t is None else t.data_ptr() for t in ts]
+    key = _fast_key(out_dtype, use_fast_accum, ts, ptrs)
+    try:
+        fc = _FAST.get(key)
+    except TypeError:         # an unhashable out_dtype: the general path names it
+        fc = key = None
+    if fc is None:
+        return _scaled_mm(A, B, scale_a, scale_b, out_dtype, bias, out, stream,
+                          use_fast_accum, scale_result, amax, key)
+    if out is None:
+        out = A.new_empty(fc.out_shape, dtype=fc.out_dtype)
+        ptrs[5] = out.data_ptr()
+    else:
+        sp, po = fc.spans, ptrs[5]
+        lo, hi = po + sp[5][0], po + sp[5][1]
+        for i in (0, 1, 2, 3, 4, 6, 7):
+            if sp[i] is not None and lo < ptrs[i] + sp[i][1] and ptrs[i] + sp[i][0] < hi:
+                raise LaunchError(_OP, "out", f"overlaps {_ARGS[i]}; the GEMM reads it while "
+                                  "writing out", actual=hex(po))
+    if stream is None:
+        h = _T[1](A.get_device())
+    else:
+        from .stream import stream_handle
+        h = stream_handle(stream, A, _OP)
+    _launch(fc.plan, fc.order, ptrs, amax, h)
     return out

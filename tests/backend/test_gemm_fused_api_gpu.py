@@ -123,6 +123,30 @@ def test_fused_arguments_match_evaluate(case, majors, dt):
         _check(D2, want, dt)
 
 
+@pytest.mark.parametrize("dt", ["float16", "bfloat16"])
+def test_fused_into_column_major_out(dt):
+    """A column-major ``out`` (or C) with a fused epilogue: the values of a row-major one,
+    written into ``out`` itself, with work queued on a side stream right before the call seen."""
+    M, N, K = 131, 72, 200
+    g, A, B, acc = _problem((M, N, K), "KN", dt, 7)
+    bias = torch.randn(N, generator=g, device="cuda").to(DTYPES[dt])
+    C = torch.randn(N, M, generator=g, device="cuda").to(DTYPES[dt]).t()
+    from cute_py.epilogue.fused import bind_fused, fused_epilogue
+    tree, names = fused_epilogue(M, N, D_dtype=dt, C_dtype=dt, has_c=True, alpha=0.5, beta=1.5,
+                                 bias_shape=(N,), bias_dtype=dt, activation="gelu")
+    want = evt.evaluate(tree, acc, **{k: (_np(v) if hasattr(v, "cpu") else v)
+                                      for k, v in bind_fused(names, C=C, bias=bias).items()})
+    s = torch.cuda.Stream()
+    with torch.cuda.stream(s):
+        out = torch.full((N, M), float("nan"), device="cuda", dtype=DTYPES[dt]).t()
+        torch.cuda._sleep(100000)
+        A2 = A + 0
+        D = cute_py.gemm(A2, B, C, 0.5, 1.5, bias=bias, activation="gelu", out=out)
+    s.synchronize()
+    assert D is out and out.stride() == (1, M)
+    _check(out, want, dt)
+
+
 @pytest.mark.parametrize("case", [("gelu", "n", False, 1.0, 0.0), (None, None, True, 1.5, -0.5),
                                   ("relu", "m1", True, 0.5, 2.0)], ids=_id)
 def test_fused_arguments_batched(case):
@@ -233,6 +257,8 @@ def test_bad_arguments_name_them():
     assert err(epilogue=tree, bias=bias, aux=aux[:, :8]) == "aux"           # shape
     assert err(epilogue=tree, bias=bias, aux=aux.cpu()) == "aux"            # device
     assert err(epilogue=tree, bias=bias, aux=aux, extra=aux) == "extra"
+    assert err(epilogue=tree, bias=bias, aux=torch.empty(N, M, device="cuda",
+                                                         dtype=torch.float16).t()) == "aux"
     assert err(epilogue=evt.linear_combination(), alpha=2.0) == "C"         # the tree reads C
     assert err(epilogue="relu") == "epilogue"
 

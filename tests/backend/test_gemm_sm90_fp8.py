@@ -813,3 +813,18 @@ def test_fill_bits_round_to_the_dtype(dtype):
         lo = int(np.array([f], dtype=np.float32).view(np.uint32)[0]) >> 16
         cands = sorted({lo, lo + 1}, key=lambda b: (abs(float(dec(b)) - float(f)), b & 1))
         assert bits == cands[0], (v, bits, cands)
+
+
+def test_align_of_law():
+    """``align_of(p)``: the largest power of two up to 256 dividing ``p`` -- it divides p, and
+    twice it does not (below 256); every choice a plan makes from p's alignment (p % 4, % 8,
+    % 16, % 128) is a function of it."""
+    import random
+    from backends.cuda.scaled_mm_api import align_of
+    rng = random.Random(3)
+    for p in [rng.randrange(1, 1 << 48) for _ in range(2000)] + [256, 512, 4, 12, 1 << 40]:
+        a = align_of(p)
+        assert a in (1, 2, 4, 8, 16, 32, 64, 128, 256) and p % a == 0
+        assert a == 256 or p % (2 * a)
+        q = rng.randrange(1, 1 << 40) * 512 + (p & 255)        # same low bits, other address
+        assert align_of(q) == a and all((p % m == 0) == (q % m == 0) for m in (4, 8, 16, 128))

@@ -201,6 +201,64 @@ def test_cached_plan_with_new_tensors_and_streams():
     assert _rel(D1, ref) < REL and _rel(D2, ref2) < REL and torch.equal(D2, D3)
 
 
+@pytest.mark.parametrize("mode", ["tensor", "row", "block"])
+def test_fast_path_new_tensors_every_call(mode):
+    """The cached torch path: new tensors (new pointers) each call, with and without ``out``,
+    a bias, an 8-bit D with amax (reset every call), a side stream queued right before."""
+    _skip_without_hopper()
+    from cute_py.backends.cuda import scaled_mm_api as S
+    M, N, K = 200, 272, 640
+    probs = [make_problem(M, N, K, mode, seed=40 + i) for i in range(3)]
+    for i, (A, B, sa, sb, ref) in enumerate(probs):
+        D = cute.scaled_mm(A, B, sa, sb)
+        assert _rel(D, ref) < REL, i
+        out = _poisoned(M, N, "float16")
+        bias = torch.randn(N, device="cuda").to(torch.float16)
+        assert cute.scaled_mm(A, B, sa, sb, out_dtype="float16", bias=bias, out=out) is out
+        assert _rel(out, ref + bias.double().cpu().numpy()[None, :]) < REL, i
+        amax = torch.full((1,), 1e9, device="cuda")
+        D8 = cute.scaled_mm(A, B, sa, sb, out_dtype=torch.float8_e4m3fn, amax=amax)
+        assert D8.dtype == torch.float8_e4m3fn
+        assert abs(amax.item() - np.abs(ref).max()) <= 1e-3 * np.abs(ref).max(), i
+        s = torch.cuda.Stream()
+        with torch.cuda.stream(s):
+            torch.cuda._sleep(200000)
+            A2 = A.view(torch.uint8).clone().view(A.dtype)      # written on s just before
+            D2 = cute.scaled_mm(A2, B, sa, sb)
+        s.synchronize()
+        assert torch.equal(D2, D), i
+    assert len(S._FAST) >= 3                                     # the calls were cached
+
+
+def test_fast_path_out_alignment_and_overlap():
+    """Plans depend on out's exact alignment (paired 8-byte stores of an f32 D): an f32 out at
+    4 mod 8 after one at 8 mod 16 of the same shape runs its own plan.  An out overlapping an
+    input raises on the first call and on the cached one."""
+    _skip_without_hopper()
+    M, N, K = 64, 100, 256
+    A, B, sa, sb, ref = make_problem(M, N, K, "row", seed=9)
+    big = torch.full((M, N + 4), float("nan"), device="cuda")
+    for off in (2, 1, 2, 1):                                     # 8 mod 16, then 4 mod 8
+        out = big[:, off:off + N]
+        assert cute.scaled_mm(A, B, sa, sb, out_dtype="float32", out=out) is out
+        assert _rel(out, ref) < REL_F32, off
+    buf = torch.zeros(M * N * 4 + 4096, dtype=torch.uint8, device="cuda")
+    sab = buf[:M * 4].view(torch.float32).view(M, 1)
+    sab.copy_(sa)
+    out = buf[:M * N * 2].view(torch.bfloat16).view(M, N)       # starts on scale_a
+    with pytest.raises(LaunchError, match="out overlaps scale_a") as e:
+        cute.scaled_mm(A, B, sab, sb, out=out)                   # the general path
+    assert e.value.arg == "out"
+    other = torch.empty_like(buf)
+    sab2 = other[:M * 4].view(torch.float32).view(M, 1)
+    sab2.copy_(sa)
+    ok = torch.empty(M, N, device="cuda", dtype=torch.bfloat16)
+    assert _rel(cute.scaled_mm(A, B, sab2, sb, out=ok), ref) < REL  # the same call, cached
+    with pytest.raises(LaunchError, match="out overlaps scale_a") as e:
+        cute.scaled_mm(A, B, sab, sb, out=out)                   # the fast path
+    assert e.value.arg == "out"
+
+
 def test_scales_are_read_on_the_device():
     """Changing a per-tensor scale's value between calls (no new tensor) changes the result:
     the kernel reads it from device memory, not a host copy."""

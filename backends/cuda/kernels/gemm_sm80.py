@@ -1213,6 +1213,13 @@ def _gemm_sm80_fused(A, B, C, D, alpha, beta, config, mainloop, stream, bf16, ep
     bound = evt.bind_arguments(tree, M, N, args, op=op, need_outputs=True)
     mats = [D2] + [bound[n] for n, (role, _) in sig.items()
                    if role in ("src", "aux_load", "aux_store")]
+    for n, (role, _) in sig.items():
+        a = bound[n]
+        if role in ("src", "aux_load", "aux_store") and a.shape[-1] > 1 and \
+                a.strides[-1] != a.itemsize:
+            raise LaunchError(op, n, "must be a row-major (M, N) matrix (unit column stride) "
+                              "with a fused epilogue", expected=(M, N),
+                              actual=(a.shape, a.strides))
     vec = all(_ptr_of(a) % 16 == 0 and a.strides[0] % 16 == 0 and (N * a.itemsize) % 16 == 0
               for a in mats)
     A, B, base, va, vb = _operand_plan(A, B, config, mainloop, dtype, out, op)
