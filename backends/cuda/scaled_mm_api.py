@@ -159,8 +159,14 @@ def check_problem(Am: TensorMeta, Bm: TensorMeta, sam: TensorMeta, sbm: TensorMe
 
 
 #: promoted tile widths and their throughput per tile relative to 128 (wider tiles read less
-#: smem per FLOP), measured on the H100 (docs/performance.md, "FP8 GEMM", v3)
-PROMOTED_TILES = {128: 1.0, 160: 1.04, 192: 1.10}
+#: smem per FLOP), measured on the H100 (docs/performance.md, "FP8 GEMM", v3); 64 (counted
+#: at 0.85) wins only where it keeps the tiles within one round and 128 leaves SMs idle:
+#: decode and small problems, bandwidth-bound ("FP8 GEMM", v19: 16x4096x4096 14.1 -> 10.1
+#: us, 256x4096x4096 14.2 -> 9.2, 1024^3 6.4 -> 4.5)
+PROMOTED_TILES = {128: 1.0, 160: 1.04, 192: 1.10, 64: 0.85}
+#: problems of at most this many rows run 64-row tiles on one consumer warpgroup (per-tensor
+#: and row-wise): 16x4096x4096 10.1 us against 15.6 for 128x64 tiles ("FP8 GEMM", v19)
+SMALL_M = 64
 #: Block scaling's tile widths and their relative throughput per tile.  With a store warp and
 #: two scale warps loading one turn ahead, 128x192 tiles ran 4096^3 at 1.075x the per-tensor
 #: kernel's time against 1.133x for 128x128 (8 rounds of 128-wide tiles against 6 of
@@ -169,12 +175,12 @@ PROMOTED_TILES = {128: 1.0, 160: 1.04, 192: 1.10}
 BLOCK_TILES = {128: 1.0, 192: 1.19}
 
 
-def promoted_tile_n(M, N, sms=132) -> int:
-    """The promoted kernel's tile width: the fewest tile-rounds of ``sms`` CTAs weighted by the
-    tile's width over its relative throughput (:data:`PROMOTED_TILES`,
-    ``gemm_sm90.fewest_rounds_width``); ties to the narrower."""
+def promoted_tile_n(M, N, sms=132, tile_m=128) -> int:
+    """The promoted kernel's tile width: the fewest ``tile_m``-row tile-rounds of ``sms`` CTAs
+    weighted by the tile's width over its relative throughput (:data:`PROMOTED_TILES`,
+    ``gemm_sm90.fewest_rounds_width``); ties to the earlier entry."""
     from .kernels.gemm_sm90 import fewest_rounds_width
-    return fewest_rounds_width(M, N, tuple(PROMOTED_TILES.items()), 1, sms)
+    return fewest_rounds_width(M, N, tuple(PROMOTED_TILES.items()), 1, sms, tile_m)
 
 
 def block_tile_n(M, N, sms=132) -> int:
@@ -188,10 +194,11 @@ def choose_fp8_config(M, N, K, a, b, out, mode, vec2=True, sms=132, fast_accum=F
                       tma_store=False, bias=False, amax=False, scale_result=False):
     """The FP8 configuration of a problem: two consumer warpgroups, tile_k 128, the most
     stages that fit.  Per-k-block promotion (two accumulator sets) unless ``fast_accum``:
-    128 x :func:`promoted_tile_n` tiles (block scaling: :func:`block_tile_n`; each thread's
-    columns then span one or two 128-column B scale blocks), in clusters of two along M;
-    fast accumulation (per-tensor / row-wise only: one accumulator) 128x256 tiles, 128x128
-    when that gives fewer tiles than SMs or N <= 128.
+    128 x :func:`promoted_tile_n` tiles (64 x :func:`promoted_tile_n` on one consumer
+    warpgroup when M <= :data:`SMALL_M`; block scaling: 128 x :func:`block_tile_n`, 128 when
+    N <= 128; each thread's columns then span one or two 128-column B scale blocks), in
+    clusters of two along M when M > 128; fast accumulation (per-tensor / row-wise only: one
+    accumulator) 128x256 tiles, 128x128 when that gives fewer tiles than SMs or N <= 128.
 
     ``tma_store`` (D's address, pitch and rows whole 16-byte chunks: ``tma_store_ok``): D goes
     through the TMA-store EVT epilogue (``D = acc``, or ``D = acc + bias[n]`` with ``bias``;
@@ -209,12 +216,13 @@ def choose_fp8_config(M, N, K, a, b, out, mode, vec2=True, sms=132, fast_accum=F
     output's dtype) or the bias's dtype name."""
     from .kernels.gemm_sm90 import Sm90GemmConfig
     promote = mode != "block" and not fast_accum
-    if N <= 128:
+    tm, wgs = (64, 1) if promote and M <= SMALL_M else (128, 2)
+    if promote:
+        tn = promoted_tile_n(M, N, sms, tm)
+    elif N <= 128:
         tn = 128
     elif mode == "block":
         tn = block_tile_n(M, N, sms)
-    elif promote:
-        tn = promoted_tile_n(M, N, sms)
     else:
         tn = 128 if -(-M // 128) * -(-N // 256) < sms else 256
     # promoting / block-scaled kernels in clusters of two along M (B's tile multicast): +6% at
@@ -231,8 +239,10 @@ def choose_fp8_config(M, N, K, a, b, out, mode, vec2=True, sms=132, fast_accum=F
         from .kernels.gemm_sm90_fp8 import EPI_D, epilogue_tree
         tree = epilogue_tree((bias if isinstance(bias, str) else _ARRAY[out]) if bias else None,
                              bool(amax), bool(scale_result))
-        epi = make_epilogue_config(tree, tile_n=tn, element_d=EPI_D[out])
-    cfg = Sm90GemmConfig(tile_n=tn, tile_k=128, dtype=a, dtype_b="" if b == a else b,
+        epi = make_epilogue_config(tree, tile_m=tm, tile_n=tn, consumer_wgs=wgs,
+                                   element_d=EPI_D[out])
+    cfg = Sm90GemmConfig(tile_m=tm, tile_n=tn, consumer_wgs=wgs, tile_k=128, dtype=a,
+                         dtype_b="" if b == a else b,
                          out_dtype=out, scaling=mode, vec2=vec2, promote=promote,
                          cluster_m=cluster, epi=epi).fit_stages()
     if epi is not None:

@@ -560,13 +560,20 @@ def test_promoted_tile_width_rule():
     PROMOTED_TILES (ties to the narrower); measured cases: 8192^3 and the LLM layers 192,
     4096^3 128."""
     from backends.cuda.scaled_mm_api import PROMOTED_TILES, promoted_tile_n
-    for M, N in ((8192, 8192), (8192, 14336), (8192, 4096), (4096, 4096), (300, 1000)):
-        costs = {tn: -(-(-(-M // 128) * -(-N // tn)) // 132) * tn / e
+    for M, N, tm in ((8192, 8192, 128), (8192, 14336, 128), (8192, 4096, 128),
+                     (4096, 4096, 128), (300, 1000, 128), (16, 4096, 64), (64, 14336, 64),
+                     (256, 4096, 128), (512, 4096, 128), (1, 100, 64)):
+        costs = {tn: -(-(-(-M // tm) * -(-N // tn)) // 132) * tn / e
                  for tn, e in PROMOTED_TILES.items()}
         best = min(costs.values())
-        assert promoted_tile_n(M, N) == min(tn for tn, c in costs.items() if c <= best + 1e-9)
+        first = next(tn for tn, c in costs.items() if c <= best + 1e-9)
+        assert promoted_tile_n(M, N, tile_m=tm) == first
     assert [promoted_tile_n(8192, n) for n in (8192, 14336, 4096)] == [192, 192, 192]
     assert promoted_tile_n(4096, 4096) == 128
+    # measured ("FP8 GEMM", v19): 64-wide where 128 leaves SMs idle, else the wider tiles
+    assert [promoted_tile_n(16, n, tile_m=64) for n in (4096, 6144, 14336)] == [64, 64, 128]
+    assert [promoted_tile_n(m, 4096) for m in (128, 256, 512)] == [64, 64, 128]
+    assert promoted_tile_n(1024, 1024) == 64
 
 
 def test_block_tile_width_rule():
@@ -610,6 +617,32 @@ def test_every_choice_is_a_valid_configuration():
                            amax=True)
     assert e8.tile_n == 160 and e8.epi.epilogue_tile == (128, 32)
     assert len(e8.epilogue().subtiles) == 5
+
+
+def test_small_problem_choices():
+    """Decode (M <= 64): 64-row tiles on one consumer warpgroup for the promoted modes, every
+    output type and epilogue compiling at 0 spills; block scaling keeps 128-row tiles."""
+    from backends.cuda.compiler import compile_module, has_compiler
+    from backends.cuda.scaled_mm_api import SMALL_M, choose_fp8_config
+    cases = [("tensor", "bf16", True, False), ("row", "f16", True, True),
+             ("tensor", "f32", False, False), ("tensor", "e4m3", True, True),
+             ("row", "f32", True, False)]
+    for M in (1, 16, SMALL_M):
+        for mode, out, tma, bias in cases:
+            cfg = choose_fp8_config(M, 4096, 4096, "e4m3", "e4m3", out, mode, tma_store=tma,
+                                    bias="bfloat16" if bias and out == "e4m3" else bias,
+                                    amax=out == "e4m3")
+            assert (cfg.tile_m, cfg.consumer_wgs, cfg.tile_n, cfg.cluster_m) == (64, 1, 64, 1)
+    assert choose_fp8_config(65, 4096, 4096, "e4m3", "e4m3", "bf16", "tensor").tile_m == 128
+    assert choose_fp8_config(16, 4096, 4096, "e4m3", "e4m3", "bf16", "block").tile_m == 128
+    if not has_compiler():
+        pytest.skip("no CUDA compiler")
+    for mode, out, tma, bias in cases:
+        cfg = choose_fp8_config(16, 4096, 4096, "e4m3", "e4m3", out, mode, tma_store=tma,
+                                bias="bfloat16" if bias and out == "e4m3" else bias,
+                                amax=out == "e4m3")
+        res = compile_module(G.generate_source(cfg), arch="sm_90a").resources_for(cfg.name)
+        assert res.spills == 0 and res.stack_frame == 0, (cfg.name, res)
 
 
 def test_160_wide_configs_compile_without_spills():

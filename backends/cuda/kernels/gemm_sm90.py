@@ -630,7 +630,8 @@ def shipped_fp8_configs() -> tuple:
     block-scaled e4m3 -> bf16 (128x128); and the defaults of ``scaled_mm`` for a 16-byte
     aligned D without bias on large problems: promoted per-tensor, row-wise and block-scaled
     (128x192; block-scaled also 128x128, its choice when 192-wide tiles leave the last wave
-    emptier), clusters of two, through the TMA-store EVT epilogue; and an e4m3 D with bias,
+    emptier), clusters of two, through the TMA-store EVT epilogue; the decode tile (64x64 on
+    one consumer warpgroup, M <= 64); and an e4m3 D with bias,
     amax and scale_result (the FP8 output for the next layer)."""
     from .gemm_sm90_fp8 import epilogue_tree
 
@@ -651,6 +652,12 @@ def shipped_fp8_configs() -> tuple:
         tma_store("row", 192, True),
         tma_store("block", 128, False),
         tma_store("block", 192, False),
+        # decode (M <= 64): 64x64 promoted tiles on one consumer warpgroup
+        with_store_warp(Sm90GemmConfig(
+            tile_m=64, tile_n=64, consumer_wgs=1, tile_k=128, dtype="e4m3", out_dtype="bf16",
+            scaling="tensor", promote=True,
+            epi=make_epilogue_config(None, tile_m=64, tile_n=64, consumer_wgs=1,
+                                     element_d="bfloat16")).fit_stages()),
         # an e4m3 D for the next layer: bias, amax and scale_result in the epilogue
         with_store_warp(Sm90GemmConfig(
             tile_n=192, tile_k=128, dtype="e4m3", out_dtype="e4m3", scaling="tensor",
