@@ -16,7 +16,8 @@ tests' own: NumPy references, poisoned outputs, guard bands):
 * FP8 ``scaled_mm`` (per-tensor, row-wise and block-scaled kernels: promotion, clusters of two,
   every output type) on an odd-size problem, the TMA-store epilogue of an aligned D (its
   stores issued by a store warp), block scales of any strides, 128x192 block-scaled
-  tiles and 160-wide tiles in clusters of two; the standalone epilogue with a store warp (whole-tile, two-buffer, one-buffer
+  tiles and 160-wide tiles in clusters of two, the 64-row decode tile (M = 1), the cached
+  torch path with an out at 4 mod 8 bytes; the standalone epilogue with a store warp (whole-tile, two-buffer, one-buffer
   staging);
 * the one-call GEMM's pieces: the cooperative kernel in clusters of two with a row-major B,
   the cooperative 16-bit kernels' store warp (half a tile staged, with and without C), the
@@ -26,7 +27,8 @@ tests' own: NumPy references, poisoned outputs, guard bands):
   (16 x 4096 x 4096) and unsplit (7 x 391 x 2000);
 * configurations given to ``gemm(config=...)``: split-K (fix-up, workspace, atomic), stream-K
   and transposed D, with C; an 8-bit D with amax and scale_result (every scaling mode);
-  broadcast batches (a folded shared B; one GEMM per batch).
+  broadcast batches (a folded shared B; one GEMM per batch); a fused epilogue into a
+  column-major out with a column-major C.
 
 Each tool runs once over the whole selection (one Python process, compiled kernels come from the
 disk cache).  Exit status: 0 when every tool reports no error.  Not a pytest module on purpose
@@ -56,6 +58,7 @@ FILES = [
     "tests/backend/test_gemm_sm90_splitk_gpu.py",
     "tests/backend/test_gemm_config_gpu.py",
     "tests/backend/test_gemm_broadcast_gpu.py",
+    "tests/backend/test_gemm_fused_api_gpu.py",
 ]
 SELECT = ("transpose_helper or strided_views or smem or scalar_any"
           " or (7x13x29 and compact) or offset1-batched"
@@ -78,7 +81,9 @@ SELECT = ("transpose_helper or strided_views or smem or scalar_any"
           " or (gpu_store_warp and (4-aux_store or 1-reductions or 2-col_bias_gelu))"
           " or (store_warp_cooperative_16_bit and 130x520x72)"
           " or (160_wide_tiles_in_clusters and tensor-bfloat16-1280)"
-          " or (block_scaling_store_warp_prefetch and 300-1000-256)")
+          " or (block_scaling_store_warp_prefetch and 300-1000-256)"
+          " or (modes_and_output_types and 1-129-16) or fast_path_out_alignment"
+          " or fused_into_column_major_out")
 
 
 def main(argv=None) -> int:
