@@ -46,7 +46,9 @@ def scaled_mm(A, B, scale_a, scale_b, *, out_dtype="bfloat16", bias=None, out=No
 
     ``D[r, c] = sum_kb sa[r, kb] * sb[c // 128, kb] * sum_{k in kb} A[r, k] B[k, c]`` (block
     mode; the others are the special cases ``sa[r] * sb[c] * sum_k ...``), computed in fp32
-    and rounded once to ``out_dtype``.  Every mistake raises
+    and rounded once to ``out_dtype``.  Repeated calls with torch tensors of the same dtypes,
+    shapes, strides and alignments (new pointers) reuse a cached launch plan; ``out`` must not
+    overlap an input.  Every mistake raises
     :class:`~cute_py.errors.LaunchError` naming the argument (``scaled_mm: scale_a ...``).
     Reference: :func:`cute_py.fp8.scaled_mm_reference` (float64).
     """
