@@ -86,6 +86,21 @@ def relerr(got, want):
     return (got - want).norm().item() / max(n, 1e-30)
 
 
+def guarded(kind, desc, fn):
+    """``fn()`` then a device sync; a raised error is a failure of ``kind`` (a CuteError:
+    "-raise", anything else: "-leak"), and None is returned."""
+    try:
+        D = fn()
+        torch.cuda.synchronize()
+        return D
+    except CuteError as e:
+        note(kind + "-raise", False, f"{desc} -> {type(e).__name__}: {str(e)[:300]}")
+    except Exception as e:
+        note(kind + "-leak", False, f"{desc} -> {type(e).__name__}: "
+             f"{traceback.format_exc()[-600:]}")
+    return None
+
+
 def gemm_case():
     dt = rng.choice([torch.float16, torch.bfloat16, torch.float16, torch.bfloat16, torch.float32])
     M, N, K = dim(), dim(), dim()
@@ -150,23 +165,20 @@ def gemm_case():
         ref = ref + bias.double()
     ref = ACTS[act](ref)
     torch.cuda.synchronize()
-    try:
-        if side:
-            s = torch.cuda.Stream()
-            with torch.cuda.stream(s):
-                A2 = A * 1            # produced on the side stream just before the call
-                torch.cuda._sleep(200000)
-                A2 = A2 + 0
-                D = cute_py.gemm(A2, B, C, alpha, beta, out=out, **kw)
-            torch.cuda.current_stream().wait_stream(s)
-        else:
-            D = cute_py.gemm(A, B, C, alpha, beta, out=out, **kw)
-        torch.cuda.synchronize()
-    except CuteError as e:
-        note("gemm-raise", False, f"{desc} -> {type(e).__name__}: {str(e)[:300]}")
-        return
-    except Exception as e:
-        note("gemm-leak", False, f"{desc} -> {type(e).__name__}: {str(e)[:300]}")
+
+    def call():
+        if not side:
+            return cute_py.gemm(A, B, C, alpha, beta, out=out, **kw)
+        s = torch.cuda.Stream()
+        with torch.cuda.stream(s):
+            A2 = A * 1            # produced on the side stream just before the call
+            torch.cuda._sleep(200000)
+            A2 = A2 + 0
+            D = cute_py.gemm(A2, B, C, alpha, beta, out=out, **kw)
+        torch.cuda.current_stream().wait_stream(s)
+        return D
+    D = guarded("gemm", desc, call)
+    if D is None:
         return
     if tuple(D.shape) != shape or D.dtype != dt:
         note("gemm", False, f"{desc} shape/dtype {tuple(D.shape)} {D.dtype}")
@@ -244,15 +256,9 @@ def fp8_case():
     kw = {}
     if amax is not None:
         kw["amax"] = amax
-    try:
-        D = cute_py.scaled_mm(qa, qw.t(), sa_, sb_, out_dtype=odt, bias=bias,
-                              use_fast_accum=fast, **kw)
-        torch.cuda.synchronize()
-    except CuteError as e:
-        note("fp8-raise", False, f"{desc} -> {type(e).__name__}: {str(e)[:300]}")
-        return
-    except Exception as e:
-        note("fp8-leak", False, f"{desc} -> {type(e).__name__}: {traceback.format_exc()[-600:]}")
+    D = guarded("fp8", desc, lambda: cute_py.scaled_mm(
+        qa, qw.t(), sa_, sb_, out_dtype=odt, bias=bias, use_fast_accum=fast, **kw))
+    if D is None:
         return
     if od == "float8_e4m3fn":
         want = ref.clamp(-448, 448)

@@ -28,11 +28,12 @@ kernels otherwise.  There is no fallback on an unexpected exception.
 from __future__ import annotations
 
 import numbers
-import sys
 
 from cute_py.errors import LaunchError
 
+from .stream import TORCH_FAST as _T
 from .stream import cupy_external_stream, torch_external_stream
+from .stream import init_torch as _init_torch
 from cute_py.epilogue.fused import ACTIVATIONS
 
 from .gemm_broadcast import broadcast_call, empty_call, needs_broadcast
@@ -603,17 +604,6 @@ def gemm_entry(A, B, C, alpha, beta, out, stream, explain, backend, mainloop, co
                          activation=activation, epilogue=epilogue, tensors=tensors)
 
 
-_T: list = [None, None]     # torch.Tensor and torch's raw current-stream getter, once loaded
-
-
-def _init_torch():
-    torch = sys.modules.get("torch")
-    if torch is None:
-        return None
-    from .stream import torch_stream_getter
-    _T[1] = torch_stream_getter()
-    _T[0] = torch.Tensor
-    return _T[0]
 
 
 def _stream(stream, like):

@@ -22,6 +22,8 @@ from __future__ import annotations
 from cute_py.errors import LaunchError
 
 from .gemm_common import empty, is_hopper, remember
+from .stream import TORCH_FAST as _T
+from .stream import init_torch as _init_torch
 from .tensors import TensorMeta, meta_of, overlaps, span_bytes
 
 __all__ = ["scaled_mm", "check_problem", "choose_fp8_config", "plan_cache", "clear_plans",
@@ -387,18 +389,6 @@ class _FastCall:
                            tuple(b - m.ptr for b in span_bytes(m)) for m in metas)
 
 
-_T: list = [None, None]     # torch.Tensor and torch's raw current-stream getter, once loaded
-
-
-def _init_torch():
-    import sys
-    torch = sys.modules.get("torch")
-    if torch is None:
-        return None
-    from .stream import torch_stream_getter
-    _T[1] = torch_stream_getter()
-    _T[0] = torch.Tensor
-    return _T[0]
 
 
 def _fast_key(out_dtype, fast, ts, ptrs):

@@ -30,6 +30,21 @@ def torch_stream_getter():
     return lambda dev: torch.cuda.current_stream(dev).cuda_stream
 
 
+#: ``[torch.Tensor, torch's raw current-stream getter]`` once :func:`init_torch` found torch
+#: imported (the torch fast paths' type test and stream lookup); ``[None, None]`` before
+TORCH_FAST: list = [None, None]
+
+
+def init_torch():
+    """Fill :data:`TORCH_FAST` when torch is imported; returns ``torch.Tensor`` or None."""
+    torch = sys.modules.get("torch")
+    if torch is None:
+        return None
+    TORCH_FAST[1] = torch_stream_getter()
+    TORCH_FAST[0] = torch.Tensor
+    return TORCH_FAST[0]
+
+
 def _is_torch(x) -> bool:
     return type(x).__module__.startswith("torch")
 
