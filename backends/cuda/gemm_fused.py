@@ -50,7 +50,7 @@ def run_fused(A, B, C, alpha, beta, *, out, stream, explain, backend, bias, acti
     elif Dm.strides[-1] != 1 and Dm.shape[-1] > 1:
         # the fused epilogues write row-major tiles: a column-major (or any other) out gets
         # the result through a row-major D, copied into it on the call's stream
-        tmp = empty(A, shape, Am.framework)
+        tmp = _on_stream(stream, Am, lambda: empty(A, shape, Am.framework))
         res = run_fused(A, B, C, alpha, beta, out=tmp, stream=stream, explain=explain,
                         backend=backend, bias=bias, activation=activation, epilogue=epilogue,
                         tensors=tensors, metas=(Am, Bm, Cm, meta_of(tmp, "out", _OP)))
@@ -93,30 +93,35 @@ def run_fused(A, B, C, alpha, beta, *, out, stream, explain, backend, bias, acti
     return (out, choice) if explain else out
 
 
-def _row_major_copy(X, h, Am):
-    """A row-major copy of ``X`` made on stream ``h``."""
+def _on_stream(h, Am, fn):
+    """``fn()`` with stream ``h`` current (torch or CuPy): temporaries it allocates belong to
+    the stream the call's kernels use, so their memory is reused only after those kernels."""
     if Am.framework == "torch":
         import torch
         from .stream import torch_external_stream
         with torch.cuda.stream(torch_external_stream(h, Am.device)):
-            return X.contiguous()
-    import cupy as cp
+            return fn()
     from .stream import cupy_external_stream
     with cupy_external_stream(h):
-        return cp.ascontiguousarray(X)
+        return fn()
+
+
+def _row_major_copy(X, h, Am):
+    """A row-major copy of ``X`` made on stream ``h``."""
+    if Am.framework == "torch":
+        return _on_stream(h, Am, X.contiguous)
+    import cupy as cp
+    return _on_stream(h, Am, lambda: cp.ascontiguousarray(X))
 
 
 def _copy_into(dst, src, h, Am):
     """``dst[...] = src`` on stream ``h`` (torch tensors or CuPy arrays)."""
-    if Am.framework == "torch":
-        import torch
-        from .stream import torch_external_stream
-        with torch.cuda.stream(torch_external_stream(h, Am.device)):
+    def copy():
+        if Am.framework == "torch":
             dst.copy_(src)
-    else:
-        from .stream import cupy_external_stream
-        with cupy_external_stream(h):
+        else:
             dst[...] = src
+    _on_stream(h, Am, copy)
 
 
 def _run_tree(A, B, D, tree, launch, h, backend):

@@ -145,6 +145,11 @@ def test_fused_into_column_major_out(dt):
     s.synchronize()
     assert D is out and out.stride() == (1, M)
     _check(out, want, dt)
+    out2 = torch.full((N, M), float("nan"), device="cuda", dtype=DTYPES[dt]).t()
+    torch.cuda.synchronize()
+    D2 = cute_py.gemm(A, B, C, 0.5, 1.5, bias=bias, activation="gelu", out=out2, stream=s)
+    s.synchronize()                                          # an explicit, non-current stream
+    assert D2 is out2 and torch.equal(out2, out)
 
 
 @pytest.mark.parametrize("case", [("gelu", "n", False, 1.0, 0.0), (None, None, True, 1.5, -0.5),
