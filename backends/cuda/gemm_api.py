@@ -32,8 +32,9 @@ import numbers
 from cute_py.errors import LaunchError
 
 from .stream import TORCH_FAST as _T
-from .stream import cupy_external_stream, torch_external_stream
+from .stream import cupy_external_stream
 from .stream import init_torch as _init_torch
+from .stream import on_stream as _on_stream
 from cute_py.epilogue.fused import ACTIVATIONS
 
 from .gemm_broadcast import broadcast_call, empty_call, needs_broadcast
@@ -482,18 +483,6 @@ def _run_call(call, A, B, Am, Bm, Dm, Cm, alpha, beta, h):
         pa, pb = ca or pa, cb or pb
     pd = Dm.ptr
     call.run(pa, pb, pd, Cm.ptr if Cm is not None else pd, alpha, beta, h)
-
-
-def _on_stream(framework, device, stream):
-    """A context that makes ``stream`` current for the framework's own work (a no-op when it
-    already is)."""
-    import contextlib
-    if framework == "torch":
-        if _T[1] is not None and _T[1](device) == stream:
-            return contextlib.nullcontext()
-        import torch
-        return torch.cuda.stream(torch_external_stream(stream, device))
-    return cupy_external_stream(stream)
 
 
 def _pad_buffer(X, stream, mult: int = 8):

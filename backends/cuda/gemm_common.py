@@ -36,6 +36,13 @@ def acls(ptr: int) -> int:
     return 0 if not ptr & 127 else 1 if not ptr & 15 else 2 if not ptr & 3 else 3
 
 
+def align_of(ptr: int) -> int:
+    """The largest power of two (at most 256) dividing the address ``ptr``: every alignment
+    choice of a plan (TMA's 16 bytes, paired 4- / 8-byte stores) exactly; :func:`acls` is its
+    coarser class."""
+    return ptr & -ptr if ptr & 255 else 256
+
+
 def is_hopper(device: int) -> bool:
     try:
         from .device import device_properties

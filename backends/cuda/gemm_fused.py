@@ -23,6 +23,7 @@ from __future__ import annotations
 from cute_py.errors import LaunchError
 
 from .gemm_common import GemmChoice, cupy_view, empty, is_hopper, meta_key, remember
+from .stream import on_stream
 from .tensors import TensorMeta, is_array, meta_of
 
 __all__ = ["run_fused"]
@@ -50,13 +51,18 @@ def run_fused(A, B, C, alpha, beta, *, out, stream, explain, backend, bias, acti
     elif Dm.strides[-1] != 1 and Dm.shape[-1] > 1:
         # the fused epilogues write row-major tiles: a column-major (or any other) out gets
         # the result through a row-major D, copied into it on the call's stream
-        tmp = _on_stream(stream, Am, lambda: empty(A, shape, Am.framework))
+        with on_stream(Am.framework, Am.device, stream):    # freed after the copy below
+            tmp = empty(A, shape, Am.framework)
         res = run_fused(A, B, C, alpha, beta, out=tmp, stream=stream, explain=explain,
                         backend=backend, bias=bias, activation=activation, epilogue=epilogue,
                         tensors=tensors, metas=(Am, Bm, Cm, meta_of(tmp, "out", _OP)))
         if res is NotImplemented:
             return res
-        _copy_into(out, tmp, stream, Am)
+        with on_stream(Am.framework, Am.device, stream):
+            if Am.framework == "torch":
+                out.copy_(tmp)
+            else:
+                out[...] = tmp
         return (out, res[1]) if explain else out
     for name, t in list((tensors or {}).items()) + [("bias", bias)]:
         if t is not None and _is_array(t):
@@ -66,7 +72,8 @@ def run_fused(A, B, C, alpha, beta, *, out, stream, explain, backend, bias, acti
                                   expected=Am.device, actual=m.device)
     if C is not None and Cm is not None and Cm.strides[-1] != 1 and Cm.shape[-1] > 1:
         # the fused epilogues read C in row-major tiles: a row-major copy, on the call's stream
-        C = _row_major_copy(C, stream, Am)
+        with on_stream(Am.framework, Am.device, stream):
+            C = C.contiguous() if Am.framework == "torch" else C.copy(order="C")
         Cm = meta_of(C, "C", _OP)
     for name, t in (tensors or {}).items():
         if _is_array(t) and len(getattr(t, "shape", ())) >= 2 and t.shape[-1] > 1:
@@ -91,37 +98,6 @@ def run_fused(A, B, C, alpha, beta, *, out, stream, explain, backend, bias, acti
             return NotImplemented
         choice = _run_tree(a, b, d, tree, launch, stream, backend)
     return (out, choice) if explain else out
-
-
-def _on_stream(h, Am, fn):
-    """``fn()`` with stream ``h`` current (torch or CuPy): temporaries it allocates belong to
-    the stream the call's kernels use, so their memory is reused only after those kernels."""
-    if Am.framework == "torch":
-        import torch
-        from .stream import torch_external_stream
-        with torch.cuda.stream(torch_external_stream(h, Am.device)):
-            return fn()
-    from .stream import cupy_external_stream
-    with cupy_external_stream(h):
-        return fn()
-
-
-def _row_major_copy(X, h, Am):
-    """A row-major copy of ``X`` made on stream ``h``."""
-    if Am.framework == "torch":
-        return _on_stream(h, Am, X.contiguous)
-    import cupy as cp
-    return _on_stream(h, Am, lambda: cp.ascontiguousarray(X))
-
-
-def _copy_into(dst, src, h, Am):
-    """``dst[...] = src`` on stream ``h`` (torch tensors or CuPy arrays)."""
-    def copy():
-        if Am.framework == "torch":
-            dst.copy_(src)
-        else:
-            dst[...] = src
-    _on_stream(h, Am, copy)
 
 
 def _run_tree(A, B, D, tree, launch, h, backend):

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from cute_py.errors import LaunchError
 
-from .gemm_common import empty, is_hopper, remember
+from .gemm_common import align_of, empty, is_hopper, remember
 from .stream import TORCH_FAST as _T
 from .stream import init_torch as _init_torch
 from .tensors import TensorMeta, meta_of, overlaps, span_bytes
@@ -61,12 +61,6 @@ def plan_cache() -> dict:
 def clear_plans() -> None:
     _PLANS.clear()
     _FAST.clear()
-
-
-def align_of(ptr: int) -> int:
-    """The largest power of two (at most 256) dividing the address ``ptr``: the alignment every
-    choice of a plan depends on (TMA's 16 bytes, paired 4- / 8-byte stores), exactly."""
-    return ptr & -ptr if ptr & 255 else 256
 
 
 def _plan_key(m: TensorMeta):
@@ -355,7 +349,7 @@ def _scaled_mm(A, B, scale_a, scale_b, out_dtype, bias, out, stream, use_fast_ac
     ptrs = tuple(0 if m is None else m.ptr for m in metas)
     order = tuple(_ROLE_ARG[r] for r in plan.roles)
     if fast_key is not None:
-        remember(_FAST, fast_key, _FastCall(plan, order, metas, _OUT_TORCH[od]), _MAX_PLANS)
+        remember(_FAST, fast_key, _FastCall(plan, order, metas, _ARRAY[od]), _MAX_PLANS)
     _launch(plan, order, ptrs, amax, h)
     return out
 
@@ -370,10 +364,6 @@ def _launch(plan, order, ptrs, amax, h):
 
 # ----------------------------------------------------------------------------- torch fast path
 
-_OUT_TORCH = {"bf16": "bfloat16", "f16": "float16", "f32": "float32", "e4m3": "float8_e4m3fn",
-              "e5m2": "float8_e5m2"}
-
-
 class _FastCall:
     """A cached call of the torch fast path: the plan, where each role's pointer comes from,
     the output's shape and torch dtype (out=None), and each argument's byte span relative to
@@ -387,8 +377,6 @@ class _FastCall:
         self.out_shape, self.out_dtype = tuple(metas[5].shape), getattr(torch, out_dtype)
         self.spans = tuple(None if m is None else
                            tuple(b - m.ptr for b in span_bytes(m)) for m in metas)
-
-
 
 
 def _fast_key(out_dtype, fast, ts, ptrs):

@@ -106,3 +106,15 @@ def cupy_external_stream(handle: int):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", DeprecationWarning)
         return cupy.cuda.ExternalStream(handle)
+
+
+def on_stream(framework: str, device: int, handle: int):
+    """A context that makes the raw stream ``handle`` current for the framework's own work
+    (torch or CuPy allocations, copies); a no-op for torch when it already is current."""
+    import contextlib
+    if framework == "torch":
+        if TORCH_FAST[1] is not None and TORCH_FAST[1](device) == handle:
+            return contextlib.nullcontext()
+        import torch
+        return torch.cuda.stream(torch_external_stream(handle, device))
+    return cupy_external_stream(handle)
