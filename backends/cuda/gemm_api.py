@@ -38,7 +38,7 @@ from .stream import on_stream as _on_stream
 from cute_py.epilogue.fused import ACTIVATIONS
 
 from .gemm_broadcast import broadcast_call, empty_call, needs_broadcast
-from .gemm_common import GemmChoice
+from .gemm_common import GemmChoice, StreamWorkspace
 from .gemm_common import acls as _acls
 from .gemm_common import cupy_view as _cupy_view
 from .gemm_common import empty as _empty
@@ -71,7 +71,7 @@ class GemmCall:
     per-stream workspace.  ``simple``: one plan launched with ``(A, B, D, C)`` pointers."""
 
     __slots__ = ("plan", "choice", "out_shape", "copy_a", "copy_b", "spans", "simple",
-                 "swap", "reduce", "ws_elems", "cnt_elems", "ws", "framework", "device", "pads",
+                 "swap", "reduce", "ws", "framework", "device", "pads",
                  "pad_b128", "copier")
 
     def __init__(self):
@@ -112,33 +112,12 @@ class GemmCall:
             self.reduce.run((0, 0, pd, pc, ws), (alpha, beta), stream)
 
     def _workspace(self, stream):
-        """The split-K workspace and tile counters of ``stream`` (grow-only, one per stream:
-        calls on one stream reuse it in stream order; counters start zeroed and the kernel
-        leaves them zero)."""
-        got = self.ws.get(stream)
-        if got is None:
-            if not self.ws_elems:
-                got = (None, 0, 0)
-            else:
-                w = _zeros(self.framework, self.device, self.ws_elems, "float32", stream)
-                c = _zeros(self.framework, self.device, max(1, self.cnt_elems), "int32", stream)
-                got = ((w, c), _ptr(w), _ptr(c))
-            self.ws[stream] = got
-        return got[1], got[2]
+        """The split-K workspace and tile counters of ``stream`` (:class:`StreamWorkspace`)."""
+        return self.ws.pointers(stream)
 
 
 def _ptr(x) -> int:
     return x.data_ptr() if hasattr(x, "data_ptr") else int(x.data.ptr)
-
-
-def _zeros(framework, device, n, dtype, stream):
-    """A zeroed device array of n elements, allocated and cleared on ``stream``."""
-    with _on_stream(framework, device, stream):
-        if framework == "torch":
-            import torch
-            return torch.zeros(n, dtype=getattr(torch, dtype), device=f"cuda:{device}")
-        import cupy as cp
-        return cp.zeros(n, dtype=dtype)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -224,8 +203,8 @@ def _build_sm90(Am, Bm, Dm, Cm, alpha_one, cfg, device):
         Am = _padded_meta(Am)
     if call.copy_b:
         Bm = _padded_meta(Bm, 64 if call.pad_b128 else 8)
-    call.simple, call.swap, call.reduce, call.ws, call.pads = True, False, None, {}, {}
-    call.ws_elems = call.cnt_elems = 0
+    call.simple, call.swap, call.reduce, call.pads = True, False, None, {}
+    call.ws = StreamWorkspace(0, 0, Am.framework, device)
     call.framework, call.device = Am.framework, device
     use_c = Cm is not None
     sms = driver.sm_count(device)
@@ -308,7 +287,7 @@ def _build_sm90_special(call, ch, Am, Bm, Dm, Cm, device):
     call.plan, call.simple, call.swap = plan, False, ch.swap
     if cfg.splits:
         lay = splitk_layout(cfg, kA.shape[-2], kB.shape[-2], L, ch.splits)
-        call.ws_elems, call.cnt_elems = lay.elements, lay.counters
+        call.ws = StreamWorkspace(lay.elements, lay.counters, call.framework, call.device)
         if not gemm_writes_d:
             vec = _vec_meta(Dm) and (not use_c or _vec_meta(Cm))
             red = _reduce_kernel(SplitKReduceConfig(cfg.dtype, use_c, vec,
@@ -320,7 +299,7 @@ def _build_sm90_special(call, ch, Am, Bm, Dm, Cm, device):
         from .kernels.gemm_sm90_streamk import streamk_layout
         lay = streamk_layout(cfg, kA.shape[-2], kB.shape[-2], kA.shape[-1], L,
                              g.max_ctas(device))
-        call.ws_elems, call.cnt_elems = lay.ws_elements, lay.flags
+        call.ws = StreamWorkspace(lay.ws_elements, lay.flags, call.framework, call.device)
     call.choice = GemmChoice("sm90", cfg.name, cfg, (), str(ch))
     return call
 
@@ -468,8 +447,8 @@ def _build_sm80(Am, Bm, Dm, Cm):
     call.out_shape = Dm.shape
     call.spans = _spans(Am, Bm, Cm, Dm)
     call.copy_a = call.copy_b = call.pad_b128 = False
-    call.simple, call.swap, call.reduce, call.ws, call.pads = True, False, None, {}, {}
-    call.ws_elems = call.cnt_elems = 0
+    call.simple, call.swap, call.reduce, call.pads = True, False, None, {}
+    call.ws = StreamWorkspace(0, 0, Am.framework, Am.device)
     call.framework, call.device = Am.framework, Am.device
     call.choice = GemmChoice("sm80", S.kernel_name(cfg), cfg, (),
                              "SM80 cp.async + ldmatrix + mma.sync mainloop, launch plan")

@@ -1,5 +1,6 @@
 """Pieces the one-call GEMM paths share (plain: ``gemm_api``; fused: ``gemm_fused``): the
-record of which kernel ran, metadata keys, output allocation, the Hopper test, CuPy views."""
+record of which kernel ran, metadata keys, output allocation, the Hopper test, CuPy views, and
+the split-K / stream-K workspaces of each stream."""
 
 from __future__ import annotations
 
@@ -7,7 +8,8 @@ from dataclasses import dataclass
 
 from .tensors import TensorMeta
 
-__all__ = ["GemmChoice", "meta_key", "acls", "empty", "is_hopper", "cupy_view", "remember"]
+__all__ = ["GemmChoice", "meta_key", "acls", "empty", "is_hopper", "cupy_view", "remember",
+           "StreamWorkspace"]
 
 
 @dataclass(frozen=True)
@@ -81,3 +83,48 @@ def remember(cache: dict, key, value, limit: int) -> None:
     if len(cache) >= limit:
         cache.pop(next(iter(cache)))
     cache[key] = value
+
+
+class StreamWorkspace:
+    """The fp32 workspace and int32 counters of a split-K / stream-K plan, one pair per stream.
+
+    Law: :meth:`pointers` of one stream always gives the same two arrays (calls on a stream reuse
+    them in stream order -- the next call's kernel starts after this one's finished); two
+    streams never share them.  Both are zeroed on the stream that first asks for them; the
+    kernels leave the counters zero (each tile's last unit resets its counter), so nothing is
+    cleared per call.  ``elements`` 0: no workspace (pointers 0, 0)."""
+
+    __slots__ = ("elements", "counters", "framework", "device", "_by_stream")
+
+    def __init__(self, elements: int, counters: int, framework: str, device: int):
+        self.elements, self.counters = int(elements), int(counters)
+        self.framework, self.device = framework, device
+        self._by_stream = {}
+
+    def pointers(self, stream: int) -> tuple:
+        """``(workspace pointer, counters pointer)`` of ``stream`` (allocated on first use)."""
+        got = self._by_stream.get(stream)
+        if got is None:
+            if not self.elements:
+                got = (None, 0, 0)
+            else:
+                w = _zeros(self.framework, self.device, self.elements, "float32", stream)
+                c = _zeros(self.framework, self.device, max(1, self.counters), "int32", stream)
+                got = ((w, c), _data_ptr(w), _data_ptr(c))
+            self._by_stream[stream] = got
+        return got[1], got[2]
+
+
+def _data_ptr(x) -> int:
+    return x.data_ptr() if hasattr(x, "data_ptr") else int(x.data.ptr)
+
+
+def _zeros(framework, device, n, dtype, stream):
+    """A zeroed device array of n elements, allocated and cleared on ``stream``."""
+    from .stream import on_stream
+    with on_stream(framework, device, stream):
+        if framework == "torch":
+            import torch
+            return torch.zeros(n, dtype=getattr(torch, dtype), device=f"cuda:{device}")
+        import cupy as cp
+        return cp.zeros(n, dtype=dtype)

@@ -21,13 +21,14 @@ from __future__ import annotations
 
 from cute_py.errors import LaunchError
 
-from .gemm_common import align_of, empty, is_hopper, remember
+from .gemm_common import StreamWorkspace, align_of, empty, is_hopper, remember
 from .stream import TORCH_FAST as _T
 from .stream import init_torch as _init_torch
 from .tensors import TensorMeta, meta_of, overlaps, span_bytes
 
-__all__ = ["scaled_mm", "check_problem", "choose_fp8_config", "plan_cache", "clear_plans",
-           "align_of", "OUT_DTYPES"]
+__all__ = ["scaled_mm", "check_problem", "choose_fp8_config", "fp8_splits", "plan_cache",
+           "clear_plans", "align_of", "OUT_DTYPES", "SPLIT_MIN_KB", "SPLIT_MAX", "SPLIT_MIN",
+           "NARROW_TILES"]
 
 _OP = "scaled_mm"
 
@@ -49,9 +50,10 @@ _MAX_PLANS = 256
 _FAST: dict = {}
 #: the tensor arguments in the order of the fast path's pointer tuple
 _ARGS = ("A", "B", "scale_a", "scale_b", "bias", "out", "amax", "scale_result")
-#: a plan role -> its index in that tuple ("C" reads D's pointer: the kernel has no C here)
+#: a plan role -> its index in that tuple ("C" reads D's pointer: the kernel has no C here),
+#: then the split-K workspace's two pointers (appended per call: the stream's own)
 _ROLE_ARG = {"A": 0, "B": 1, "SA": 2, "SB": 3, "BIAS": 4, "bias": 4, "D": 5, "C": 5,
-             "amax": 6, "scale_result": 7}
+             "amax": 6, "scale_result": 7, "WS": 8, "CNT": 9}
 
 
 def plan_cache() -> dict:
@@ -160,6 +162,11 @@ def check_problem(Am: TensorMeta, Bm: TensorMeta, sam: TensorMeta, sbm: TensorMe
 #: decode and small problems, bandwidth-bound ("FP8 GEMM", v19: 16x4096x4096 14.1 -> 10.1
 #: us, 256x4096x4096 14.2 -> 9.2, 1024^3 6.4 -> 4.5)
 PROMOTED_TILES = {128: 1.0, 160: 1.04, 192: 1.10, 64: 0.85}
+#: 32-wide tiles (64 rows, one consumer warpgroup, the built-in epilogue) for decode: counted
+#: at 0.5, they win only where they keep one round of tiles and double the CTAs that stream
+#: the weight (16x4096x4096 7.4 -> 6.8 us per-tensor, 8.3 -> 7.0 row-wise; two rounds at
+#: 16x6144x4096 ran 7.6 -> 11.9, "FP8 GEMM", v20)
+NARROW_TILES = {32: 0.5}
 #: problems of at most this many rows run 64-row tiles on one consumer warpgroup (per-tensor
 #: and row-wise): 16x4096x4096 10.1 us against 15.6 for 128x64 tiles ("FP8 GEMM", v19)
 SMALL_M = 64
@@ -171,12 +178,35 @@ SMALL_M = 64
 BLOCK_TILES = {128: 1.0, 192: 1.19}
 
 
-def promoted_tile_n(M, N, sms=132, tile_m=128) -> int:
+#: FP8 split-K: every split covers at least this many 128-deep k-blocks ...
+SPLIT_MIN_KB = 16
+#: ... a tile has at most this many splits (the fix-up reads S partials) ...
+SPLIT_MAX = 4
+#: ... and a problem splits only into at least this many (two gain less than the fix-up costs)
+SPLIT_MIN = 3
+
+
+def fp8_splits(M, N, K, tile_m, tile_n, sms=132) -> int:
+    """The split count of an FP8 problem on ``tile_m x tile_n`` tiles: ``S = min(sms //
+    tiles, k_blocks // SPLIT_MIN_KB, SPLIT_MAX)`` when that is at least :data:`SPLIT_MIN`,
+    else 1 -- one wave of units at most, each split at least :data:`SPLIT_MIN_KB` k-blocks of
+    128.  Measured on the H100 (docs/performance.md, "FP8 GEMM", v20): the fix-up costs
+    ~1-2 us, so tiles split in two ran slower (16x4096x4096 7.4 -> 8.6 us, 128x4096x4096
+    12.4 -> 14.2), split in four faster (32x2048x8192 12.4 -> 9.2, 64x1024x8192 12.4 ->
+    8.9, 16x4096x14336 with one accumulator 35.8 -> 33.1)."""
+    tiles = -(-M // tile_m) * -(-N // tile_n)
+    s = min(sms // tiles, -(-K // 128) // SPLIT_MIN_KB, SPLIT_MAX)
+    return s if s >= SPLIT_MIN else 1
+
+
+def promoted_tile_n(M, N, sms=132, tile_m=128, narrow=False) -> int:
     """The promoted kernel's tile width: the fewest ``tile_m``-row tile-rounds of ``sms`` CTAs
-    weighted by the tile's width over its relative throughput (:data:`PROMOTED_TILES`,
-    ``gemm_sm90.fewest_rounds_width``); ties to the earlier entry."""
+    weighted by the tile's width over its relative throughput (:data:`PROMOTED_TILES`, and
+    with ``narrow`` :data:`NARROW_TILES`; ``gemm_sm90.fewest_rounds_width``); ties to the
+    earlier entry."""
     from .kernels.gemm_sm90 import fewest_rounds_width
-    return fewest_rounds_width(M, N, tuple(PROMOTED_TILES.items()), 1, sms, tile_m)
+    widths = {**PROMOTED_TILES, **(NARROW_TILES if narrow else {})}
+    return fewest_rounds_width(M, N, tuple(widths.items()), 1, sms, tile_m)
 
 
 def block_tile_n(M, N, sms=132) -> int:
@@ -190,11 +220,14 @@ def choose_fp8_config(M, N, K, a, b, out, mode, vec2=True, sms=132, fast_accum=F
                       tma_store=False, bias=False, amax=False, scale_result=False):
     """The FP8 configuration of a problem: two consumer warpgroups, tile_k 128, the most
     stages that fit.  Per-k-block promotion (two accumulator sets) unless ``fast_accum``:
-    128 x :func:`promoted_tile_n` tiles (64 x :func:`promoted_tile_n` on one consumer
-    warpgroup when M <= :data:`SMALL_M`; block scaling: 128 x :func:`block_tile_n`, 128 when
+    128 x :func:`promoted_tile_n` tiles (block scaling: 128 x :func:`block_tile_n`, 128 when
     N <= 128; each thread's columns then span one or two 128-column B scale blocks), in
     clusters of two along M when M > 128; fast accumulation (per-tensor / row-wise only: one
     accumulator) 128x256 tiles, 128x128 when that gives fewer tiles than SMs or N <= 128.
+    Per-tensor and row-wise problems with M <= :data:`SMALL_M` (decode), promoted or not, run
+    64 x :func:`promoted_tile_n` tiles on one consumer warpgroup, 32-wide among the widths
+    (:data:`NARROW_TILES`) unless the tree needs the TMA-store epilogue.  A problem of fewer
+    rows than the tile loads only ``a_rows`` = M rounded up to 8 of A's tile.
 
     ``tma_store`` (D's address, pitch and rows whole 16-byte chunks: ``tma_store_ok``): D goes
     through the TMA-store EVT epilogue (``D = acc``, or ``D = acc + bias[n]`` with ``bias``;
@@ -209,24 +242,46 @@ def choose_fp8_config(M, N, K, a, b, out, mode, vec2=True, sms=132, fast_accum=F
     ``amax[0] = max |v|`` (a ``ScalarReduction``), ``scale_result`` multiplies the stored
     value by the one-element ``scale_result`` (``D = convert(v * scale_result)``); an 8-bit
     ``out`` ("e4m3" / "e5m2") is converted with saturation.  ``bias``: False, True (the
-    output's dtype) or the bias's dtype name."""
+    output's dtype) or the bias's dtype name.
+
+    Split-K (:func:`fp8_splits`): per-tensor and row-wise problems with a 16-bit or f32 D
+    (no amax, no scale_result) whose tiles leave most SMs idle split K over ``fp8_splits``
+    units per tile (``split_k="fixup"``: the tile's last unit sums the splits in fixed order
+    and runs the built-in epilogue; no cluster, no store warp)."""
     from .kernels.gemm_sm90 import Sm90GemmConfig
     promote = mode != "block" and not fast_accum
-    tm, wgs = (64, 1) if promote and M <= SMALL_M else (128, 2)
-    if promote:
-        tn = promoted_tile_n(M, N, sms, tm)
+    # the epilogue tree's features (8-bit D, amax, scale_result) need the TMA-store epilogue
+    tree_only = out in _FP8_OUT or bool(amax) or bool(scale_result)
+    small = mode != "block" and M <= SMALL_M
+    tm, wgs = (64, 1) if small else (128, 2)
+    if small or promote:
+        tn = promoted_tile_n(M, N, sms, tm, narrow=small and not tree_only)
     elif N <= 128:
         tn = 128
     elif mode == "block":
         tn = block_tile_n(M, N, sms)
     else:
         tn = 128 if -(-M // 128) * -(-N // 256) < sms else 256
+    # a problem of fewer rows than the tile loads only its rows of A: TMA boxes past M cost
+    # time to fill (16x4096x4096 10.3 -> 7.4 us, "FP8 GEMM", v20)
+    a_rows = -(-M // 8) * 8 if M < tm else 0
+    splits = 1 if mode == "block" or tree_only else fp8_splits(M, N, K, tm, tn, sms)
+    if tn * (tm // wgs) // 128 > 64:     # the fix-up's sums hold 64 accumulators at most
+        splits = 1
+    if splits > 1 or tn < 64:
+        # split-K (the tile's last unit sums the splits) and 32-wide tiles run the built-in
+        # epilogue (the EVT epilogue's subtiles are 64 wide at least)
+        return Sm90GemmConfig(tile_m=tm, tile_n=tn, consumer_wgs=wgs, tile_k=128, dtype=a,
+                              dtype_b="" if b == a else b, out_dtype=out, scaling=mode,
+                              vec2=vec2, promote=promote,
+                              split_k="fixup" if splits > 1 else "none",
+                              a_rows=a_rows).fit_stages()
     # promoting / block-scaled kernels in clusters of two along M (B's tile multicast): +6% at
     # 8192^3 and 4096^3, the same at 8192x14336x4096; the fast-accumulation kernel gained
     # nothing from it (docs/performance.md, "FP8 GEMM", v5)
     cluster = 2 if (promote or mode == "block") and M > 128 else 1
     epi = None
-    if (out in _FP8_OUT or amax or scale_result) and not tma_store:
+    if tree_only and not tma_store:
         raise LaunchError(_OP, "out", "an 8-bit out_dtype, amax and scale_result need the "
                           "TMA-store epilogue: a 16-byte aligned out whose rows are whole "
                           "16-byte chunks (N * element size a multiple of 16)", actual=(M, N))
@@ -240,7 +295,7 @@ def choose_fp8_config(M, N, K, a, b, out, mode, vec2=True, sms=132, fast_accum=F
     cfg = Sm90GemmConfig(tile_m=tm, tile_n=tn, consumer_wgs=wgs, tile_k=128, dtype=a,
                          dtype_b="" if b == a else b,
                          out_dtype=out, scaling=mode, vec2=vec2, promote=promote,
-                         cluster_m=cluster, epi=epi).fit_stages()
+                         cluster_m=cluster, epi=epi, a_rows=a_rows).fit_stages()
     if epi is not None:
         # the stores from a store warp, the whole tile staged: +2-7% over per-subtile
         # barriers (one stage fewer at 128x192); a whole tile that leaves fewer than 4
@@ -327,7 +382,7 @@ def _scaled_mm(A, B, scale_a, scale_b, out_dtype, bias, out, stream, use_fast_ac
             raise LaunchError(_OP, "out", f"overlaps {nm}; the GEMM reads it while writing out",
                               actual=hex(outm.ptr))
     key = (bool(use_fast_accum),) + tuple(None if m is None else _plan_key(m) for m in metas)
-    plan = _PLANS.get(key)
+    plan, ws = _PLANS.get(key, (None, None))
     if plan is None:
         if not _is_sm90(Am):
             raise LaunchError(_OP, "A", "the FP8 GEMM runs on sm_90 (Hopper) GPUs only",
@@ -341,39 +396,49 @@ def _scaled_mm(A, B, scale_a, scale_b, out_dtype, bias, out, stream, use_fast_ac
                                 amax=amm is not None, scale_result=srm is not None)
         tensors = {k: v for k, v in (("bias", biasm if cfg.epi is not None else None),
                                      ("amax", amm), ("scale_result", srm)) if v is not None}
+        splits = fp8_splits(M, N, K, cfg.tile_m, cfg.tile_n, sm_count(Am.device)) \
+            if cfg.splits else 1
         # the kernel takes B as (N, K) K-major: W itself; an 8-bit D's bias is the tree's
         plan = get_kernel(cfg).plan(Am, Bm.swap_last(), outm, None, scale_a=sam, scale_b=sbm,
                                     bias=None if od in _FP8_OUT else biasm, device=Am.device,
-                                    tensors=tensors or None)
-        remember(_PLANS, key, plan, _MAX_PLANS)
+                                    tensors=tensors or None, splits=splits)
+        if cfg.splits:
+            from .kernels.gemm_sm90_splitk import splitk_layout
+            lay = splitk_layout(cfg, M, N, 1, splits)
+            ws = StreamWorkspace(lay.elements, lay.counters, Am.framework, Am.device)
+        remember(_PLANS, key, (plan, ws), _MAX_PLANS)
     ptrs = tuple(0 if m is None else m.ptr for m in metas)
     order = tuple(_ROLE_ARG[r] for r in plan.roles)
     if fast_key is not None:
-        remember(_FAST, fast_key, _FastCall(plan, order, metas, _ARRAY[od]), _MAX_PLANS)
-    _launch(plan, order, ptrs, amax, h)
+        remember(_FAST, fast_key, _FastCall(plan, ws, order, metas, _ARRAY[od]), _MAX_PLANS)
+    _launch(plan, ws, order, ptrs, amax, h)
     return out
 
 
-def _launch(plan, order, ptrs, amax, h):
+def _launch(plan, ws, order, ptrs, amax, h):
+    """Launch ``plan`` on stream ``h``: the amax reset first (when the plan has one), the
+    stream's split-K workspace after the arguments' pointers (when it splits)."""
     if plan.resets:           # amax starts at the reduction's identity, on the call's stream
         from .kernels.gemm_sm90 import _fill
         for name, value in plan.resets:
             _fill({"amax": amax}[name], value, h)
+    if ws is not None:
+        ptrs = (*ptrs, *ws.pointers(h))
     plan.run(tuple(ptrs[i] for i in order), (1.0, 0.0), h)
 
 
 # ----------------------------------------------------------------------------- torch fast path
 
 class _FastCall:
-    """A cached call of the torch fast path: the plan, where each role's pointer comes from,
-    the output's shape and torch dtype (out=None), and each argument's byte span relative to
-    its pointer (the out-overlap check)."""
+    """A cached call of the torch fast path: the plan, its split-K workspace (or None), where
+    each role's pointer comes from, the output's shape and torch dtype (out=None), and each
+    argument's byte span relative to its pointer (the out-overlap check)."""
 
-    __slots__ = ("plan", "order", "out_shape", "out_dtype", "spans")
+    __slots__ = ("plan", "ws", "order", "out_shape", "out_dtype", "spans")
 
-    def __init__(self, plan, order, metas, out_dtype):
+    def __init__(self, plan, ws, order, metas, out_dtype):
         import torch
-        self.plan, self.order = plan, order
+        self.plan, self.ws, self.order = plan, ws, order
         self.out_shape, self.out_dtype = tuple(metas[5].shape), getattr(torch, out_dtype)
         self.spans = tuple(None if m is None else
                            tuple(b - m.ptr for b in span_bytes(m)) for m in metas)
@@ -430,5 +495,5 @@ def scaled_mm(A, B, scale_a, scale_b, out_dtype="bfloat16", bias=None, out=None,
     else:
         from .stream import stream_handle
         h = stream_handle(stream, A, _OP)
-    _launch(fc.plan, fc.order, ptrs, amax, h)
+    _launch(fc.plan, fc.ws, fc.order, ptrs, amax, h)
     return out

@@ -620,29 +620,66 @@ def test_every_choice_is_a_valid_configuration():
 
 
 def test_small_problem_choices():
-    """Decode (M <= 64): 64-row tiles on one consumer warpgroup for the promoted modes, every
-    output type and epilogue compiling at 0 spills; block scaling keeps 128-row tiles."""
+    """Decode (M <= 64): 64-row tiles on one consumer warpgroup for per-tensor and row-wise
+    scaling, promoted or not; 32 wide (the built-in epilogue) where one round of tiles
+    doubles the CTAs, 64 wide when the tree needs the TMA-store epilogue (an 8-bit D with
+    amax) or 32-wide tiles would take two rounds; only M rounded up to 8 of A's rows loaded;
+    every output type and epilogue compiling at 0 spills; block scaling keeps 128-row
+    tiles."""
     from backends.cuda.compiler import compile_module, has_compiler
     from backends.cuda.scaled_mm_api import SMALL_M, choose_fp8_config
-    cases = [("tensor", "bf16", True, False), ("row", "f16", True, True),
-             ("tensor", "f32", False, False), ("tensor", "e4m3", True, True),
-             ("row", "f32", True, False)]
-    for M in (1, 16, SMALL_M):
-        for mode, out, tma, bias in cases:
-            cfg = choose_fp8_config(M, 4096, 4096, "e4m3", "e4m3", out, mode, tma_store=tma,
-                                    bias="bfloat16" if bias and out == "e4m3" else bias,
-                                    amax=out == "e4m3")
-            assert (cfg.tile_m, cfg.consumer_wgs, cfg.tile_n, cfg.cluster_m) == (64, 1, 64, 1)
+    cases = [("tensor", "bf16", True, False, False), ("row", "f16", True, True, False),
+             ("tensor", "f32", False, False, True), ("tensor", "e4m3", True, True, False),
+             ("row", "f32", True, False, True)]
+    for M in (1, 16, 33, SMALL_M):
+        for mode, out, tma, bias, fast in cases:
+            for N, narrow in ((4096, out != "e4m3"), (6144, False)):
+                cfg = choose_fp8_config(M, N, 4096, "e4m3", "e4m3", out, mode, tma_store=tma,
+                                        bias="bfloat16" if bias and out == "e4m3" else bias,
+                                        amax=out == "e4m3", fast_accum=fast)
+                assert (cfg.tile_m, cfg.consumer_wgs, cfg.cluster_m) == (64, 1, 1)
+                assert cfg.tile_n == (32 if narrow else 64), (M, N, cfg.name)
+                assert cfg.a_rows == (0 if M == SMALL_M else -(-M // 8) * 8)
+                assert cfg.promote == (not fast) and not cfg.splits
+                assert (cfg.epi is None) == (narrow or not tma)
     assert choose_fp8_config(65, 4096, 4096, "e4m3", "e4m3", "bf16", "tensor").tile_m == 128
     assert choose_fp8_config(16, 4096, 4096, "e4m3", "e4m3", "bf16", "block").tile_m == 128
     if not has_compiler():
         pytest.skip("no CUDA compiler")
-    for mode, out, tma, bias in cases:
+    for mode, out, tma, bias, fast in cases:
         cfg = choose_fp8_config(16, 4096, 4096, "e4m3", "e4m3", out, mode, tma_store=tma,
                                 bias="bfloat16" if bias and out == "e4m3" else bias,
-                                amax=out == "e4m3")
+                                amax=out == "e4m3", fast_accum=fast)
         res = compile_module(G.generate_source(cfg), arch="sm_90a").resources_for(cfg.name)
         assert res.spills == 0 and res.stack_frame == 0, (cfg.name, res)
+
+
+def test_fp8_split_rule():
+    """Law of ``fp8_splits``: 1, or S in [SPLIT_MIN, SPLIT_MAX] with S * tiles <= SMs (one
+    wave of units) and every split at least SPLIT_MIN_KB k-blocks; ``choose_fp8_config``
+    splits exactly where it says (per-tensor / row-wise, no tree-only feature, at most 64
+    accumulators per thread), with the built-in epilogue and no cluster, and the split
+    configurations pass ``check``."""
+    from backends.cuda import scaled_mm_api as S
+    for M in (1, 16, 64, 100, 128, 300):
+        for N in (256, 520, 1024, 4096, 14336):
+            for K in (1024, 4096, 6000, 8192, 28672):
+                for tm, tn in ((64, 32), (64, 64), (128, 64), (128, 128)):
+                    s = S.fp8_splits(M, N, K, tm, tn)
+                    tiles = -(-M // tm) * -(-N // tn)
+                    assert s == 1 or (S.SPLIT_MIN <= s <= S.SPLIT_MAX and s * tiles <= 132
+                                      and -(-K // 128) // s >= S.SPLIT_MIN_KB), (M, N, K, tm)
+                for mode in ("tensor", "row", "block"):
+                    for out, amax in (("bf16", False), ("f32", False), ("e4m3", True)):
+                        cfg = S.choose_fp8_config(M, N, K, "e4m3", "e4m3", out, mode,
+                                                  tma_store=True, amax=amax).check()
+                        want = (mode != "block" and not amax and (cfg.tile_m // cfg.mma_wgs)
+                                * cfg.tile_n // 128 <= 64 and
+                                S.fp8_splits(M, N, K, cfg.tile_m, cfg.tile_n) > 1)
+                        assert cfg.splits == want, (M, N, K, mode, out, cfg.name)
+                        if cfg.splits:
+                            assert cfg.split_k == "fixup" and cfg.epi is None
+                            assert cfg.cluster_m == 1
 
 
 def test_160_wide_configs_compile_without_spills():

@@ -526,3 +526,83 @@ def test_amax_is_reset_every_call():
     torch.cuda.synchronize()
     assert abs(first - 4 * np.abs(ref).max()) <= 4e-3 * np.abs(ref).max()
     assert abs(float(amax) - np.abs(ref).max()) <= 1e-3 * np.abs(ref).max()
+
+
+_SPLIT_CASES = [(1, 1024, 8192, "bfloat16"), (17, 1000, 8320, "float16"),
+                (64, 520, 8192, "float32"), (100, 700, 8192, "bfloat16")]
+
+
+@pytest.mark.parametrize("fast", [False, True])
+@pytest.mark.parametrize("mode", ["tensor", "row"])
+@pytest.mark.parametrize("M, N, K, out_dtype", _SPLIT_CASES)
+def test_split_k(M, N, K, out_dtype, mode, fast):
+    """Problems whose tiles leave SMs idle split K ('fixup'): odd M and N, K off a whole
+    number of k-blocks, a bias, a NaN-poisoned out; the same inputs give bit-identical D
+    twice (the splits are summed in a fixed order)."""
+    _skip_without_hopper()
+    from cute_py.backends.cuda import scaled_mm_api as S
+    from cute_py.backends.cuda.driver import sm_count
+    cfg = S.choose_fp8_config(M, N, K, "e4m3", "e4m3", S.OUT_DTYPES[out_dtype], mode,
+                              sms=sm_count(0), fast_accum=fast, tma_store=True, bias=True)
+    assert cfg.split_k == "fixup", cfg.name                  # the case really splits
+    A, B, sa, sb, ref = make_problem(M, N, K, mode, seed=M + K)
+    bias = torch.randn(N, device="cuda").to(getattr(torch, out_dtype))
+    ref = ref + bias.double().cpu().numpy()[None, :]
+    out = _poisoned(M, N, out_dtype)
+    D = cute.scaled_mm(A, B, sa, sb, out_dtype=out_dtype, bias=bias, out=out,
+                       use_fast_accum=fast)
+    tol = REL_FAST if fast else REL_F32 if out_dtype == "float32" else REL
+    assert D is out and _rel(D, ref) < tol
+    D2 = cute.scaled_mm(A, B, sa, sb, out_dtype=out_dtype, bias=bias, use_fast_accum=fast)
+    assert torch.equal(D2, D)
+
+
+def test_split_k_workspaces_per_stream():
+    """Two streams running the same split-K plan at once each use their own workspace and
+    tile counters: both results are right, and a side stream's work queued just before the
+    call is seen."""
+    _skip_without_hopper()
+    M, N, K = 16, 2048, 4096
+    probs = [make_problem(M, N, K, "tensor", seed=90 + i) for i in range(2)]
+    ss = [torch.cuda.Stream() for _ in probs]
+    outs = []
+    for _ in range(3):
+        for s, (A, B, sa, sb, _ref) in zip(ss, probs):
+            with torch.cuda.stream(s):
+                torch.cuda._sleep(100000)
+                A2 = A.view(torch.uint8).clone().view(A.dtype)   # written on s just before
+                outs.append(cute.scaled_mm(A2, B, sa, sb))
+    torch.cuda.synchronize()
+    for i, D in enumerate(outs):
+        assert _rel(D, probs[i % 2][4]) < REL, i
+        assert torch.equal(D, outs[i % 2]), i
+
+
+@pytest.mark.parametrize("mode", ["tensor", "row", "block"])
+@pytest.mark.parametrize("M", [1, 5, 37, 100])
+def test_partial_a_tiles_ignore_stale_rows(mode, M):
+    """A problem with fewer rows than the tile loads only its rows of A (``a_rows``); the
+    wgmma reads the rest of the stage's A tile as left by earlier kernels.  Filled with NaN
+    first (a 64- and a 128-row GEMM of NaN operands on every SM), those rows must reach
+    neither D, nor the amax, nor the bias."""
+    _skip_without_hopper()
+    f8 = torch.float8_e4m3fn
+    N, K = 1024, 1024
+    nan8 = torch.full((8192, K), 0x7F, dtype=torch.uint8, device="cuda").view(f8)  # e4m3 NaN
+    one = torch.ones((), device="cuda")
+    for rows in (64, 128):      # 64- and 128-row tiles over (8192 / 64) CTAs
+        cute.scaled_mm(nan8[:rows], nan8.t(), one, one)
+    A, B, sa, sb, ref = make_problem(M, N, K, mode, seed=M)
+    from cute_py.backends.cuda import scaled_mm_api as S
+    cfg = S.choose_fp8_config(M, N, K, "e4m3", "e4m3", "e4m3", mode, tma_store=True,
+                              bias="bfloat16", amax=True)
+    assert 0 < cfg.a_rows < cfg.tile_m                    # the case loads part of A's tile
+    bias = torch.randn(N, device="cuda").to(torch.bfloat16)
+    v = ref + bias.double().cpu().numpy()[None, :]
+    amax = torch.full((1,), float("nan"), device="cuda")
+    D8 = cute.scaled_mm(A, B, sa, sb, out_dtype=f8, bias=bias, amax=amax)
+    D = cute.scaled_mm(A, B, sa, sb, out_dtype="bfloat16", bias=bias)
+    torch.cuda.synchronize()
+    assert bool(torch.isfinite(D8.float()).all())
+    assert _rel(D, v) < REL
+    assert abs(float(amax) - np.abs(v).max()) <= 1e-3 * np.abs(v).max()

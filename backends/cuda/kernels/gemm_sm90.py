@@ -154,6 +154,11 @@ class Sm90GemmConfig:
     scaling: str = "none"
     promote: bool = False        # FP8 "tensor" / "row": sum each k-block in a fresh accumulator
     #                              set and add it into a second one (as "block" does, unscaled)
+    a_rows: int = 0              # rows of A's tile each stage loads (0: all tile_m; K-major A,
+    #                              a multiple of 8): a problem with M < tile_m loads only its
+    #                              rows (TMA boxes past M cost time to fill); the wgmma reads the
+    #                              stage's stale rows beyond, which feed only accumulator rows
+    #                              >= M, never stored nor reduced
 
     def __post_init__(self):
         """Block-scaled FP8 (``scaling`` "block") with a TMA-store epilogue (``epi``, whose
@@ -257,6 +262,16 @@ class Sm90GemmConfig:
                                   actual=True)
         if self.tile_m > 256:
             raise LaunchError(op, "tile_m", "exceeds the TMA box limit 256", actual=self.tile_m)
+        if self.a_rows:
+            if not isinstance(self.a_rows, int) or self.a_rows % 8 or \
+                    not 8 <= self.a_rows < self.tile_m:
+                raise LaunchError(op, "a_rows", "must be 0 (the whole tile) or a multiple of 8 "
+                                  "below tile_m", expected=f"8, 16, ... < {self.tile_m}",
+                                  actual=self.a_rows)
+            if self.a_major != "K":
+                raise LaunchError(op, "a_rows", "loads part of a K-major A only (an MN-major "
+                                  "A's smem atoms span 64 rows)", expected="K",
+                                  actual=self.a_major)
         if (rows // 64) * self.tile_n // 2 > 128:
             raise LaunchError(op, "tile", "needs more than 128 accumulators per thread",
                               actual=(self.tile_m, self.tile_n, self.consumer_wgs))
@@ -336,7 +351,19 @@ class Sm90GemmConfig:
 
     @property
     def stage_bytes(self) -> int:
+        """Shared memory of one mainloop stage (A's and B's tiles)."""
         return (self.tile_m + self.tile_n) * self.tile_k * self.elem_bytes
+
+    @property
+    def load_rows_a(self) -> int:
+        """Rows of A's tile a stage's TMA loads write (``a_rows``, or all of ``tile_m``)."""
+        return self.a_rows or self.tile_m
+
+    @property
+    def tx_bytes(self) -> int:
+        """Bytes the TMA loads of one stage write (the full barrier's transaction count):
+        :attr:`load_rows_a` rows of A and B's whole tile."""
+        return (self.load_rows_a + self.tile_n) * self.tile_k * self.elem_bytes
 
     def epilogue(self):
         """The :class:`~cute_py.backends.cuda.epilogue.sm90.Sm90Epilogue` of ``epi`` (cached)."""
@@ -434,6 +461,8 @@ class Sm90GemmConfig:
             pp += "_dt"
         if self.stream_k:
             pp += "_stk"
+        if self.a_rows:
+            pp += f"_a{self.a_rows}"
         if self.epi is not None and self.epi.batched:     # (not in the repr: a name part)
             pp += "_bl"
         if self.epi is not None and self.epi.store_warp:  # (not in the repr: a name part)
@@ -457,7 +486,7 @@ class Sm90GemmConfig:
         per_warp = LANES if self.block_scales() else 1
         return PipelineTmaAsync(stages=self.stages,
                                 consumer_arrivals=4 * self.mma_wgs * per_warp,
-                                transaction_bytes=self.stage_bytes, cluster_size=self.cluster_m,
+                                transaction_bytes=self.tx_bytes, cluster_size=self.cluster_m,
                                 num_producers=1 + (LANES if self.block_scales() else 0))
 
     def order(self) -> OrderedSequenceBarrier | None:
@@ -467,7 +496,7 @@ class Sm90GemmConfig:
 
 #: Sm90GemmConfig fields left out of its repr at their defaults (see ``__repr__``)
 _LATE_FIELDS = ("split_k", "transpose_d", "stream_k", "smem_swizzle", "dtype_b", "out_dtype",
-                "scaling", "promote")
+                "scaling", "promote", "a_rows")
 
 
 @lru_cache(maxsize=None)
@@ -630,9 +659,10 @@ def shipped_fp8_configs() -> tuple:
     block-scaled e4m3 -> bf16 (128x128); and the defaults of ``scaled_mm`` for a 16-byte
     aligned D without bias on large problems: promoted per-tensor, row-wise and block-scaled
     (128x192; block-scaled also 128x128, its choice when 192-wide tiles leave the last wave
-    emptier), clusters of two, through the TMA-store EVT epilogue; the decode tile (64x64 on
-    one consumer warpgroup, M <= 64); and an e4m3 D with bias,
-    amax and scale_result (the FP8 output for the next layer)."""
+    emptier), clusters of two, through the TMA-store EVT epilogue; the decode tiles (64x64 on
+    one consumer warpgroup, M <= 64; 64x32 with the built-in epilogue and 16 rows of A, split
+    in K or not); and an e4m3 D with bias, amax and scale_result (the FP8 output for the next
+    layer)."""
     from .gemm_sm90_fp8 import epilogue_tree
 
     def tma_store(mode, tn, promote):     # as scaled_mm's choose_fp8_config picks them
@@ -658,6 +688,14 @@ def shipped_fp8_configs() -> tuple:
             scaling="tensor", promote=True,
             epi=make_epilogue_config(None, tile_m=64, tile_n=64, consumer_wgs=1,
                                      element_d="bfloat16")).fit_stages()),
+        # decode with the built-in epilogue: 64x32 tiles loading 16 of A's 64 rows (M = 16),
+        # and split K in four ('fixup', row-wise)
+        Sm90GemmConfig(tile_m=64, tile_n=32, consumer_wgs=1, tile_k=128, dtype="e4m3",
+                       out_dtype="bf16", scaling="tensor", promote=True,
+                       a_rows=16).fit_stages(),
+        Sm90GemmConfig(tile_m=64, tile_n=32, consumer_wgs=1, tile_k=128, dtype="e4m3",
+                       out_dtype="bf16", scaling="row", promote=True, split_k="fixup",
+                       a_rows=16).fit_stages(),
         # an e4m3 D for the next layer: bias, amax and scale_result in the epilogue
         with_store_warp(Sm90GemmConfig(
             tile_n=192, tile_k=128, dtype="e4m3", out_dtype="e4m3", scaling="tensor",
@@ -903,7 +941,8 @@ class Sm90Gemm:
         ``CNT`` its workspace and per-CTA flags).  FP8 configurations (``cfg.fp8``) take
         ``scale_a`` / ``scale_b`` (float32, shapes by ``cfg.scaling``: see
         :func:`gemm_sm90_fp8.check_scales`) and an optional ``bias`` (N elements of D's type):
-        roles ``SA``, ``SB``, ``BIAS`` (pointer 0: no bias) after ``A``, ``B``, ``D``, ``C``."""
+        roles ``SA``, ``SB``, ``BIAS`` (pointer 0: no bias) after the epilogue's tensors and
+        before ``WS`` / ``CNT`` (an FP8 split-K configuration), the kernel's parameter order."""
         from .. import driver
         op, cfg = "Sm90Gemm", self.cfg
         _check_operand(op, "A", A, cfg.dtype)
@@ -993,6 +1032,16 @@ class Sm90Gemm:
             ptrs0 = {"D": D3.ptr, **{k: v.ptr for k, v in (tensors or {}).items()
                                      if isinstance(v, TensorMeta)}}
             resets = self._epilogue_slots(D3, M, N, L, tensors, add, ptrs0)
+        if cfg.fp8:
+            from .gemm_sm90_fp8 import check_scales
+            if L != 1:
+                raise LaunchError(op, "A", "the FP8 GEMM takes 2-D operands", actual=A.shape)
+            strides = check_scales(op, cfg, M, N, K, scale_a, scale_b, bias)
+            add("u64", None, "SA")
+            add("u64", None, "SB")
+            add("u64", None, "BIAS")
+            for v in strides:
+                add("i64", v, None)
         if cfg.splits:
             from .gemm_sm90_splitk import splitk_layout
             lay = splitk_layout(cfg, M, N, L, splits)
@@ -1009,16 +1058,6 @@ class Sm90Gemm:
             add("u64", None, "WS")
             add("u64", None, "CNT")
             add("i32", lay.sk_tiles, None)
-        if cfg.fp8:
-            from .gemm_sm90_fp8 import check_scales
-            if L != 1:
-                raise LaunchError(op, "A", "the FP8 GEMM takes 2-D operands", actual=A.shape)
-            strides = check_scales(op, cfg, M, N, K, scale_a, scale_b, bias)
-            add("u64", None, "SA")
-            add("u64", None, "SB")
-            add("u64", None, "BIAS")
-            for v in strides:
-                add("i64", v, None)
         plan = make_plan(self.kernel, dev, (grid, 1, 1), (cfg.threads, 1, 1), cfg.smem_bytes(),
                          params, ("A", "B", "D", "C"), ("alpha", "beta"))
         plan.resets = tuple(resets)
@@ -1037,7 +1076,8 @@ class Sm90Gemm:
         if self.cfg.splits or self.cfg.stream_k or self.cfg.transpose_d:
             raise LaunchError(op, "cfg", "a split-K, stream-K or transposed-D configuration "
                               "needs a workspace, a reduce or swapped operands: run it through "
-                              "cute_py.gemm(A, B, config=cfg)", actual=self.cfg.name)
+                              "cute_py.gemm(A, B, config=cfg) (8-bit: cute_py.scaled_mm)",
+                              actual=self.cfg.name)
         if not isinstance(alpha, numbers.Real) or not isinstance(beta, numbers.Real):
             raise LaunchError(op, "alpha", "alpha and beta must be real numbers",
                               actual=(type(alpha).__name__, type(beta).__name__))

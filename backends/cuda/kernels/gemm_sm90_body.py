@@ -116,7 +116,7 @@ class Sm90Body:
         from ..arch.sm90.mainloop import Mainloop
         from ..arch.sm90.tma import TmaLoad
         cfg, maps = self.cfg, self.maps
-        return Mainloop(self.pl, TmaLoad(maps.atom_a, maps.operand("A"), cfg.tile_m),
+        return Mainloop(self.pl, TmaLoad(maps.atom_a, maps.operand("A"), cfg.load_rows_a),
                         TmaLoad(maps.atom_b, maps.operand("B"), maps.b_slice_rows),
                         maps.wgmma_atom, cfg.tile_k, maps.slabs, self.a_bytes, self.b_bytes)
 
@@ -535,6 +535,9 @@ class Sm90Body:
                 epi.emit_consumer(kb, acc, "(1 + cw)" if self.pp else 1, prefetched=True)
         elif cfg.fp8:
             from . import gemm_sm90_fp8 as f8
+            if cfg.splits:      # "fixup": the tile's last unit scales the sum of its splits
+                from . import gemm_sm90_splitk as sk
+                sk.emit_fixup(kb, cfg, maps, "tot_" if self.block else "acc")
             f8.emit_epilogue(kb, cfg, maps, None if self.block else
                              (lambda k: st.emit_origin(k, cfg)))
         elif cfg.splits:

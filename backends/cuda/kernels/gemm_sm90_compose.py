@@ -215,7 +215,7 @@ def _registers_for_loads(cfg: Sm90GemmConfig, maps) -> Sm90GemmConfig:
     with more, ``setmaxnreg.inc`` waits forever), in multiples of 8."""
     from ..arch.sm90.tma import TmaLoad
     boxes = sum(len(TmaLoad(a, maps.operand(w), r).boxes(cfg.tile_k))
-                for w, a, r in (("A", maps.atom_a, cfg.tile_m),
+                for w, a, r in (("A", maps.atom_a, cfg.load_rows_a),
                                 ("B", maps.atom_b, maps.b_slice_rows)))
     if boxes <= 6:
         return cfg

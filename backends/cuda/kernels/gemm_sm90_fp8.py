@@ -32,6 +32,13 @@ or "e5m2", ``dtype_b`` B's format when it differs) changes only
   fragment (``row0_`` / ``col0_`` lowered from ``CLayout_64xN`` plus the fragment's offsets),
   as in the 16-bit built-in epilogue; D's offsets are lowered from :func:`d_layout` through IR.
 
+Split-K (``split_k="fixup"``, per-tensor and row-wise, the built-in epilogue): the units of a
+tile sum their k-ranges in fp32 (promoted or not) and the tile's last unit adds the splits'
+partials in the fixed order 0, 1, ..., S-1 (``gemm_sm90_splitk.emit_fixup``) before this
+epilogue scales the sum -- the scales and the bias stay on the device, read once per tile as
+without a split, and the result is bit-identical run to run.  Decode problems, whose tiles
+leave SMs idle, spread the weight's reads over every SM this way.
+
 The kernel's builder gets the pieces of this module: :data:`PARAMS` (after the kernel's own
 parameters), :func:`emit_promotion_init` / :func:`emit_k_block_tail` (the promoting mainloop's
 second accumulator set and per-k-block tail) and :func:`emit_epilogue`, each emitting
@@ -187,8 +194,14 @@ def check(cfg, op: str = "Sm90GemmConfig") -> None:
     elif cfg.out_dtype in FP8_OUT:
         raise LaunchError(op, "out_dtype", "an 8-bit D is stored by the TMA-store EVT epilogue "
                           "(give the configuration an epi)", actual=cfg.out_dtype)
-    for nm, bad in (("split_k", cfg.splits),
-                    ("stream_k", cfg.stream_k), ("transpose_d", cfg.transpose_d),
+    if cfg.splits and (cfg.split_k != "fixup" or cfg.scaling == "block"
+                       or cfg.epi is not None):
+        raise LaunchError(op, "split_k", "8-bit operands split K with 'fixup' only (the tile's "
+                          "last unit sums the splits and runs the FP8 built-in epilogue on the "
+                          "sum), per-tensor or row-wise scaling, no epi",
+                          expected="fixup", actual=(cfg.split_k, cfg.scaling,
+                                                    cfg.epi is not None))
+    for nm, bad in (("stream_k", cfg.stream_k), ("transpose_d", cfg.transpose_d),
                     ("has_c", cfg.has_c)):
         if bad:
             raise LaunchError(op, nm, "is not available with 8-bit operands (the FP8 built-in "

@@ -269,7 +269,8 @@ def _derive(cfg, dt, eb, mma_a, mma_b) -> Sm90Maps:
     sb = smem_tile(dt, cfg.tile_n, cfg.tile_k, bm, swb)
 
     ta = make_tma_atom(dt, *_symbolic_operand(am),
-                       _box_tile(dt, cfg.tile_m, cfg.tile_k, am, swa, eb))
+                       _box_tile(dt, getattr(cfg, "a_rows", 0) or cfg.tile_m, cfg.tile_k, am,
+                                 swa, eb))
     # with a cluster of `cluster_m` CTAs along M, each CTA loads 1/cluster_m of the B tile and
     # multicasts it to every CTA of the cluster: the box is (a chunk of) that slice
     slice_rows = cfg.tile_n // cfg.cluster_m

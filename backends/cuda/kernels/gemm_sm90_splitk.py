@@ -213,7 +213,7 @@ def emit_partials(kb, cfg, maps) -> None:
                     kb.assign("*reinterpret_cast<float2*>(wp)", f"make_float2({a0}, {a1})")
 
 
-def emit_fixup(kb, cfg, maps) -> None:
+def emit_fixup(kb, cfg, maps, src: str = "acc") -> None:
     """"fixup": the unit's partials in fragment order, and the tile's last unit sums them.
 
     Unit ``u`` (= the loop index ``tile``) owns the slot ``ws[u][v][t]`` (value ``v`` of
@@ -223,14 +223,16 @@ def emit_fixup(kb, cfg, maps) -> None:
     and ``bar.red.or`` hands "this unit is the tile's last" to every consumer thread; the other
     units go on to their next unit (``continue``).  The last unit's threads add the slots of the
     tile's splits 0, 1, ..., S-1 in that order (``__ldcg``: L2, past the SM's non-coherent L1;
-    their own slot too, so the sum does not depend on which unit came last) into ``acc``; the
-    caller then runs the built-in epilogue on the sums.  With ``splits_k == 1`` the workspace is
-    not touched."""
+    their own slot too, so the sum does not depend on which unit came last) into ``src`` (the
+    accumulators: ``acc``, or an FP8 kernel's promoted ``tot_``); the caller then runs its
+    epilogue on the sums (the 16-bit built-in stores, or the FP8 built-in epilogue: the scales
+    apply to the sum, as without a split).  With ``splits_k == 1`` the workspace is not
+    touched."""
     from .. import ir
     nv = maps.frag.num_values
     nacc = nv // maps.slabs
     nthr = 128 * cfg.consumer_wgs
-    acc = [f"acc[{v // nacc}][{v % nacc}]" for v in range(nv)]
+    acc = [f"{src}[{v // nacc}][{v % nacc}]" for v in range(nv)]
     tile, split = ir.var("tile", 0, _I32), ir.var("split_", 0, _I32)
 
     def off(unit, v=0, t=None):
