@@ -17,7 +17,8 @@ tests' own: NumPy references, poisoned outputs, guard bands):
   every output type) on an odd-size problem, the TMA-store epilogue of an aligned D (its
   stores issued by a store warp), block scales of any strides, 128x192 block-scaled
   tiles and 160-wide tiles in clusters of two, the 64-row decode tile (M = 1), the cached
-  torch path with an out at 4 mod 8 bytes; the standalone epilogue with a store warp (whole-tile, two-buffer, one-buffer
+  torch path with an out at 4 mod 8 bytes, decode split in K ('fixup', 64x32 tiles, 24 of
+  A's rows loaded) and partial A tiles over stale NaN rows; the standalone epilogue with a store warp (whole-tile, two-buffer, one-buffer
   staging);
 * the one-call GEMM's pieces: the cooperative kernel in clusters of two with a row-major B,
   the cooperative 16-bit kernels' store warp (half a tile staged, with and without C), the
@@ -83,7 +84,8 @@ SELECT = ("transpose_helper or strided_views or smem or scalar_any"
           " or (160_wide_tiles_in_clusters and tensor-bfloat16-1280)"
           " or (block_scaling_store_warp_prefetch and 300-1000-256)"
           " or (modes_and_output_types and 1-129-16) or fast_path_out_alignment"
-          " or fused_into_column_major_out")
+          " or fused_into_column_major_out"
+          " or (test_split_k and 17-1000-8320) or (partial_a_tiles and 37-)")
 
 
 def main(argv=None) -> int:

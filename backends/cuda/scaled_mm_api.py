@@ -223,7 +223,8 @@ def choose_fp8_config(M, N, K, a, b, out, mode, vec2=True, sms=132, fast_accum=F
     128 x :func:`promoted_tile_n` tiles (block scaling: 128 x :func:`block_tile_n`, 128 when
     N <= 128; each thread's columns then span one or two 128-column B scale blocks), in
     clusters of two along M when M > 128; fast accumulation (per-tensor / row-wise only: one
-    accumulator) 128x256 tiles, 128x128 when that gives fewer tiles than SMs or N <= 128.
+    accumulator) 128x256 tiles, or the promoted widths when that gives fewer tiles than SMs
+    or N <= 128.
     Per-tensor and row-wise problems with M <= :data:`SMALL_M` (decode), promoted or not, run
     64 x :func:`promoted_tile_n` tiles on one consumer warpgroup, 32-wide among the widths
     (:data:`NARROW_TILES`) unless the tree needs the TMA-store epilogue.  A problem of fewer
@@ -256,16 +257,23 @@ def choose_fp8_config(M, N, K, a, b, out, mode, vec2=True, sms=132, fast_accum=F
     tm, wgs = (64, 1) if small else (128, 2)
     if small or promote:
         tn = promoted_tile_n(M, N, sms, tm, narrow=small and not tree_only)
-    elif N <= 128:
-        tn = 128
     elif mode == "block":
-        tn = block_tile_n(M, N, sms)
-    else:
-        tn = 128 if -(-M // 128) * -(-N // 256) < sms else 256
+        tn = 128 if N <= 128 else block_tile_n(M, N, sms)
+    elif N > 128 and -(-M // 128) * -(-N // 256) >= sms:
+        tn = 256
+    else:       # fast accumulation on fewer 128x256 tiles than SMs: the promoted widths
+        tn = promoted_tile_n(M, N, sms, tm)
     # a problem of fewer rows than the tile loads only its rows of A: TMA boxes past M cost
     # time to fill (16x4096x4096 10.3 -> 7.4 us, "FP8 GEMM", v20)
     a_rows = -(-M // 8) * 8 if M < tm else 0
-    splits = 1 if mode == "block" or tree_only else fp8_splits(M, N, K, tm, tn, sms)
+    splitting = mode != "block" and not tree_only
+    splits = fp8_splits(M, N, K, tm, tn, sms) if splitting else 1
+    if splitting and tn == 32 and splits == 1:
+        # 64-wide tiles split in K may stream the weight from more CTAs than unsplit 32-wide
+        # ones (32x2048x8192: 128 units 9.2 us against 64 tiles 10.8, "FP8 GEMM", v20)
+        s64 = fp8_splits(M, N, K, tm, 64, sms)
+        if s64 > 1 and s64 * -(-N // 64) > -(-N // 32):
+            tn, splits = 64, s64
     if tn * (tm // wgs) // 128 > 64:     # the fix-up's sums hold 64 accumulators at most
         splits = 1
     if splits > 1 or tn < 64:
