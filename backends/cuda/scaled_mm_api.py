@@ -28,7 +28,7 @@ from .tensors import TensorMeta, meta_of, overlaps, span_bytes
 
 __all__ = ["scaled_mm", "check_problem", "choose_fp8_config", "fp8_splits", "plan_cache",
            "clear_plans", "align_of", "OUT_DTYPES", "SPLIT_MIN_KB", "SPLIT_MAX", "SPLIT_MIN",
-           "NARROW_TILES"]
+           "NARROW_TILES", "NARROW_MAX_M"]
 
 _OP = "scaled_mm"
 
@@ -167,6 +167,10 @@ PROMOTED_TILES = {128: 1.0, 160: 1.04, 192: 1.10, 64: 0.85}
 #: the weight (16x4096x4096 7.4 -> 6.8 us per-tensor, 8.3 -> 7.0 row-wise; two rounds at
 #: 16x6144x4096 ran 7.6 -> 11.9, "FP8 GEMM", v20)
 NARROW_TILES = {32: 0.5}
+#: ... offered to problems of at most this many rows (one row of 128-row tiles on two consumer
+#: warpgroups: 128x4096x4096 8.9 -> 8.2 us per-tensor, 10.1 -> 8.5 row-wise; 80x6144x4096,
+#: two rounds, 8.9 -> 13.3 -- the wave rule keeps 64 there, "FP8 GEMM", v20)
+NARROW_MAX_M = 128
 #: problems of at most this many rows run 64-row tiles on one consumer warpgroup (per-tensor
 #: and row-wise): 16x4096x4096 10.1 us against 15.6 for 128x64 tiles ("FP8 GEMM", v19)
 SMALL_M = 64
@@ -226,9 +230,10 @@ def choose_fp8_config(M, N, K, a, b, out, mode, vec2=True, sms=132, fast_accum=F
     accumulator) 128x256 tiles, or the promoted widths when that gives fewer tiles than SMs
     or N <= 128.
     Per-tensor and row-wise problems with M <= :data:`SMALL_M` (decode), promoted or not, run
-    64 x :func:`promoted_tile_n` tiles on one consumer warpgroup, 32-wide among the widths
-    (:data:`NARROW_TILES`) unless the tree needs the TMA-store epilogue.  A problem of fewer
-    rows than the tile loads only ``a_rows`` = M rounded up to 8 of A's tile.
+    64 x :func:`promoted_tile_n` tiles on one consumer warpgroup; up to
+    :data:`NARROW_MAX_M` rows the widths include 32 (:data:`NARROW_TILES`, the built-in
+    epilogue) unless the tree needs the TMA-store epilogue.  A problem of fewer rows than the
+    tile loads only ``a_rows`` = M rounded up to 8 of A's tile.
 
     ``tma_store`` (D's address, pitch and rows whole 16-byte chunks: ``tma_store_ok``): D goes
     through the TMA-store EVT epilogue (``D = acc``, or ``D = acc + bias[n]`` with ``bias``;
@@ -255,17 +260,19 @@ def choose_fp8_config(M, N, K, a, b, out, mode, vec2=True, sms=132, fast_accum=F
     tree_only = out in _FP8_OUT or bool(amax) or bool(scale_result)
     small = mode != "block" and M <= SMALL_M
     tm, wgs = (64, 1) if small else (128, 2)
+    narrow = mode != "block" and M <= NARROW_MAX_M and not tree_only
     if small or promote:
-        tn = promoted_tile_n(M, N, sms, tm, narrow=small and not tree_only)
+        tn = promoted_tile_n(M, N, sms, tm, narrow=narrow)
     elif mode == "block":
         tn = 128 if N <= 128 else block_tile_n(M, N, sms)
     elif N > 128 and -(-M // 128) * -(-N // 256) >= sms:
         tn = 256
     else:       # fast accumulation on fewer 128x256 tiles than SMs: the promoted widths
-        tn = promoted_tile_n(M, N, sms, tm)
+        tn = promoted_tile_n(M, N, sms, tm, narrow=narrow)
     # a problem of fewer rows than the tile loads only its rows of A: TMA boxes past M cost
     # time to fill (16x4096x4096 10.3 -> 7.4 us, "FP8 GEMM", v20)
-    a_rows = -(-M // 8) * 8 if M < tm else 0
+    a_rows = -(-M // 8) * 8
+    a_rows = a_rows if a_rows < tm else 0
     splitting = mode != "block" and not tree_only
     splits = fp8_splits(M, N, K, tm, tn, sms) if splitting else 1
     if splitting and tn == 32 and splits == 1:

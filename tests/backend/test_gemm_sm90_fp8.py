@@ -898,3 +898,22 @@ def test_align_of_law():
         assert a == 256 or p % (2 * a)
         q = rng.randrange(1, 1 << 40) * 512 + (p & 255)        # same low bits, other address
         assert align_of(q) == a and all((p % m == 0) == (q % m == 0) for m in (4, 8, 16, 128))
+
+
+def test_partial_a_rows_law():
+    """Law: the chosen ``a_rows`` is 0 (the whole tile) or M rounded up to 8 and below
+    ``tile_m``, for every M (M = 61 rounds up to the 64-row tile: 0), and the choice passes
+    ``check``; 32-wide tiles only up to NARROW_MAX_M rows, with the built-in epilogue."""
+    from backends.cuda import scaled_mm_api as S
+    for M in range(1, 300, 3):
+        for mode in ("tensor", "row", "block"):
+            for fast in (False, True):
+                if fast and mode == "block":
+                    continue
+                for N in (1024, 4096):
+                    cfg = S.choose_fp8_config(M, N, 1136, "e5m2", "e5m2", "bf16", mode,
+                                              fast_accum=fast, tma_store=True).check()
+                    r = -(-M // 8) * 8
+                    assert cfg.a_rows == (r if r < cfg.tile_m else 0), (M, mode, cfg.name)
+                    if cfg.tile_n == 32:
+                        assert M <= S.NARROW_MAX_M and cfg.epi is None and mode != "block"
