@@ -917,3 +917,28 @@ def test_partial_a_rows_law():
                     assert cfg.a_rows == (r if r < cfg.tile_m else 0), (M, mode, cfg.name)
                     if cfg.tile_n == 32:
                         assert M <= S.NARROW_MAX_M and cfg.epi is None and mode != "block"
+
+
+def test_a_rows_and_fp8_split_errors_name_the_argument():
+    """``a_rows``: a multiple of 8 below tile_m, K-major A only; 8-bit split-K: 'fixup' only,
+    per-tensor / row-wise, the built-in epilogue -- each refusal a LaunchError naming the
+    field."""
+    from cute_py.errors import LaunchError
+    base = dict(tile_m=64, tile_n=64, consumer_wgs=1, tile_k=128, dtype="e4m3",
+                out_dtype="bf16", scaling="tensor", promote=True, stages=4)
+    for bad in (4, 12, 64, 72):
+        with pytest.raises(LaunchError, match="a_rows"):
+            G.Sm90GemmConfig(**base, a_rows=bad).check()
+    with pytest.raises(LaunchError, match="a_rows"):
+        G.Sm90GemmConfig(tile_m=128, tile_n=128, a_major="MN", a_rows=64).check()
+    assert G.Sm90GemmConfig(**base, a_rows=56).check().tx_bytes == (56 + 64) * 128
+    with pytest.raises(LaunchError, match="split_k"):
+        G.Sm90GemmConfig(**base, split_k="workspace").check()
+    with pytest.raises(LaunchError, match="split_k"):
+        G.Sm90GemmConfig(**{**base, "scaling": "block", "promote": False, "tile_m": 128,
+                            "consumer_wgs": 2}, split_k="fixup").check()
+    epi = G.make_epilogue_config(None, tile_m=64, tile_n=64, consumer_wgs=1,
+                                 element_d="bfloat16")
+    with pytest.raises(LaunchError, match="split_k"):
+        G.Sm90GemmConfig(**base, split_k="fixup", epi=epi).check()
+    G.Sm90GemmConfig(**base, split_k="fixup").check()
