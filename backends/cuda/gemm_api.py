@@ -39,6 +39,7 @@ from cute_py.epilogue.fused import ACTIVATIONS
 
 from .gemm_broadcast import broadcast_call, empty_call, needs_broadcast
 from .gemm_common import GemmChoice, StreamWorkspace
+from .gemm_common import data_ptr as _ptr
 from .gemm_common import acls as _acls
 from .gemm_common import cupy_view as _cupy_view
 from .gemm_common import empty as _empty
@@ -114,10 +115,6 @@ class GemmCall:
     def _workspace(self, stream):
         """The split-K workspace and tile counters of ``stream`` (:class:`StreamWorkspace`)."""
         return self.ws.pointers(stream)
-
-
-def _ptr(x) -> int:
-    return x.data_ptr() if hasattr(x, "data_ptr") else int(x.data.ptr)
 
 
 # ---------------------------------------------------------------------------------------------

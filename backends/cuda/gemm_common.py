@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from .tensors import TensorMeta
 
 __all__ = ["GemmChoice", "meta_key", "acls", "empty", "is_hopper", "cupy_view", "remember",
-           "StreamWorkspace"]
+           "StreamWorkspace", "data_ptr"]
 
 
 @dataclass(frozen=True)
@@ -110,12 +110,13 @@ class StreamWorkspace:
             else:
                 w = _zeros(self.framework, self.device, self.elements, "float32", stream)
                 c = _zeros(self.framework, self.device, max(1, self.counters), "int32", stream)
-                got = ((w, c), _data_ptr(w), _data_ptr(c))
+                got = ((w, c), data_ptr(w), data_ptr(c))
             self._by_stream[stream] = got
         return got[1], got[2]
 
 
-def _data_ptr(x) -> int:
+def data_ptr(x) -> int:
+    """The device pointer of a torch tensor or a CuPy array."""
     return x.data_ptr() if hasattr(x, "data_ptr") else int(x.data.ptr)
 
 
