@@ -36,7 +36,7 @@ from .errors import CuteError
 __all__ = ["PipelineState", "make_producer_start_state", "make_pipeline_state",
            "PipelineTmaAsync", "OrderedSequenceBarrier", "MBarrier", "PipelineModel",
            "PingpongModel", "PipelineError", "StoreStaging", "StoreStagingModel",
-           "BlockScaleModel", "scale_owner"]
+           "BlockScaleModel", "scale_owner", "KSplitModel"]
 
 
 class PipelineError(CuteError):
@@ -440,6 +440,47 @@ class PingpongModel(PipelineModel):
                 release(idx)
             st = st.advance((G - 1) * kb)
             yield None
+
+
+@dataclass
+class KSplitModel(PipelineModel):
+    """The "ksplit" schedule on one pipeline: ``num_consumers`` (G) warpgroups share every
+    tile; consumer ``c`` reads exactly the blocks whose stage index ``idx`` has ``idx % G ==
+    c`` and steps its state over the others without waiting (``state.next()``), releasing each
+    of its stages alone (all ``consumer_arrivals`` arrivals, ``release_lag`` of its own blocks
+    later).  A stage always has the same owner, so a consumer waits only on stages whose
+    earlier fills it read and released itself: its wait can never see a phase two fills old.
+    Law (test): every block is read once, by the owner of its stage, in order; no overwrite
+    of an unreleased stage; no deadlock."""
+
+    def _check_arrivals(self):
+        pass
+
+    def _land_tma(self):
+        idx, k = self.inflight.pop(0)
+        s = self.stages[idx]
+        s.data, s.readers_left = k, 1
+        self.full[idx].complete_tx(self.desc.transaction_bytes)
+
+    def owner(self, k: int) -> int:
+        """The consumer that reads block ``k`` (its stage index modulo the consumers)."""
+        return (k % self.desc.stages) % self.num_consumers
+
+    def _consumer(self, c):
+        d = self.desc
+        st = d.consumer_start_state()
+        held = []
+        for k in range(self.num_blocks):
+            if st.index % self.num_consumers == c:
+                yield from self._wait_and_read(c, st, k)
+                held.append((st.index, k))
+                while len(held) > self.release_lag:
+                    self._release(c, *held.pop(0), d.consumer_arrivals)
+            st = st.next()
+            yield None
+        for idx, k in held:
+            self._release(c, idx, k, d.consumer_arrivals)
+        yield None
 
 
 def scale_owner(g: int, warps: int, blocks_per_tile: int, rotation: str = "running") -> int:

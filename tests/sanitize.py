@@ -18,7 +18,8 @@ tests' own: NumPy references, poisoned outputs, guard bands):
   stores issued by a store warp), block scales of any strides, 128x192 block-scaled
   tiles and 160-wide tiles in clusters of two, the 64-row decode tile (M = 1), the cached
   torch path with an out at 4 mod 8 bytes, decode split in K ('fixup', 64x32 tiles, 24 of
-  A's rows loaded) and partial A tiles over stale NaN rows; the standalone epilogue with a store warp (whole-tile, two-buffer, one-buffer
+  A's rows loaded), the "ksplit" decode tiles (two warpgroups on alternate k-blocks, an
+  odd k-block count) and partial A tiles over stale NaN rows; the standalone epilogue with a store warp (whole-tile, two-buffer, one-buffer
   staging);
 * the one-call GEMM's pieces: the cooperative kernel in clusters of two with a row-major B,
   the cooperative 16-bit kernels' store warp (half a tile staged, with and without C), the
@@ -26,8 +27,8 @@ tests' own: NumPy references, poisoned outputs, guard bands):
   3-D TMA stores, and the one-wave 64-row decode tiles (a K-major B; a row-major B in SW64 atoms);
 * split-K and swapped decode through the heuristic: 64-row swapped tiles with the fix-up split
   (16 x 4096 x 4096) and unsplit (7 x 391 x 2000);
-* configurations given to ``gemm(config=...)``: split-K (fix-up, workspace, atomic), stream-K
-  and transposed D, with C; an 8-bit D with amax and scale_result (every scaling mode);
+* configurations given to ``gemm(config=...)``: split-K (fix-up, workspace, atomic), stream-K,
+  transposed D and the "ksplit" schedule, with C; an 8-bit D with amax and scale_result (every scaling mode);
   broadcast batches (a folded shared B; one GEMM per batch); a fused epilogue into a
   column-major out with a column-major C.
 
@@ -85,7 +86,8 @@ SELECT = ("transpose_helper or strided_views or smem or scalar_any"
           " or (block_scaling_store_warp_prefetch and 300-1000-256)"
           " or (modes_and_output_types and 1-129-16) or fast_path_out_alignment"
           " or fused_into_column_major_out"
-          " or (test_split_k and 17-1000-8320) or (partial_a_tiles and 37-)")
+          " or (test_split_k and 17-1000-8320) or (partial_a_tiles and 37-)"
+          " or (ksplit_decode and 7-2048)")
 
 
 def main(argv=None) -> int:

@@ -6,7 +6,7 @@ from hypothesis import given, settings, strategies as st
 
 import random
 
-from cute_py.pipeline import (BlockScaleModel, MBarrier, OrderedSequenceBarrier, PingpongModel,
+from cute_py.pipeline import (BlockScaleModel, KSplitModel, MBarrier, OrderedSequenceBarrier, PingpongModel,
                               PipelineError, PipelineModel, PipelineState, PipelineTmaAsync,
                               make_pipeline_state, make_producer_start_state, scale_owner)
 
@@ -131,6 +131,38 @@ def test_pingpong_without_turn_order_reads_a_stale_fill():
         m.errors
     ok = PingpongModel(d, num_consumers=2, num_blocks=8, blocks_per_tile=4)
     assert ok.run([0, 0, 3] + [2] * 50) and ok.errors == []
+
+
+@given(stages=st.integers(1, 8), consumers=st.integers(2, 3), per=st.integers(1, 4),
+       blocks=st.integers(0, 40), lag=st.integers(0, 1),
+       schedule=st.lists(st.integers(0, 10), max_size=500))
+@settings(max_examples=150, deadline=None)
+def test_ksplit_safe_and_live(stages, consumers, per, blocks, lag, schedule):
+    """The ksplit schedule: consumer c reads exactly the blocks of the stages idx % G == c, in
+    order, the producer never overwrites an unreleased stage, nothing deadlocks (a consumer
+    that holds one stage while it waits for the next needs two stages of its own:
+    :func:`test_ksplit_one_own_stage_with_lag_deadlocks`)."""
+    if stages < 2 * consumers:
+        lag = 0
+    d = PipelineTmaAsync(stages=stages, consumer_arrivals=per, transaction_bytes=64)
+    m = KSplitModel(d, num_consumers=consumers, num_blocks=blocks, release_lag=lag)
+    assert m.run(schedule), m.errors
+    assert m.errors == []
+    for c, r in enumerate(m.reads):
+        assert r == [k for k in range(blocks) if (k % stages) % consumers == c]
+    assert sorted(x for r in m.reads for x in r) == list(range(blocks))
+
+
+def test_ksplit_one_own_stage_with_lag_deadlocks():
+    """Why the kernel's ksplit schedule needs at least 4 stages: with 2 stages each warpgroup
+    owns one; holding it (the 16-bit mainloop releases a stage one k-block late) while
+    waiting for that same stage's next fill never ends."""
+    d = PipelineTmaAsync(stages=2, consumer_arrivals=1, transaction_bytes=64)
+    m = KSplitModel(d, num_consumers=2, num_blocks=6, release_lag=1)
+    assert not m.run([0] * 200) and any("deadlock" in e for e in m.errors)
+    ok = KSplitModel(PipelineTmaAsync(stages=4, consumer_arrivals=1, transaction_bytes=64),
+                     num_consumers=2, num_blocks=6, release_lag=1)
+    assert ok.run([0] * 200) and ok.errors == []
 
 
 def test_ordered_sequence_barrier():

@@ -26,9 +26,9 @@ from .stream import TORCH_FAST as _T
 from .stream import init_torch as _init_torch
 from .tensors import TensorMeta, meta_of, overlaps, span_bytes
 
-__all__ = ["scaled_mm", "check_problem", "choose_fp8_config", "fp8_splits", "plan_cache",
-           "clear_plans", "align_of", "OUT_DTYPES", "SPLIT_MIN_KB", "SPLIT_MAX", "SPLIT_MIN",
-           "NARROW_TILES", "NARROW_MAX_M"]
+__all__ = ["scaled_mm", "check_problem", "choose_fp8_config", "fp8_splits", "ksplit_pays",
+           "plan_cache", "clear_plans", "align_of", "OUT_DTYPES", "SPLIT_MIN_KB", "SPLIT_MAX",
+           "SPLIT_MIN", "NARROW_TILES", "NARROW_MAX_M", "KSPLIT_MIN_KB", "KSPLIT_MAX_B_BYTES"]
 
 _OP = "scaled_mm"
 
@@ -182,6 +182,27 @@ SMALL_M = 64
 BLOCK_TILES = {128: 1.0, 192: 1.19}
 
 
+#: The "ksplit" schedule (two consumer warpgroups sharing each 64-row tile, alternate stages'
+#: k-blocks, ``gemm_sm90.SCHEDULES``) for promoted decode tiles: it keeps two k-blocks' wgmmas
+#: in flight where the promoting warpgroup waits for each.  Measured on the H100 (CUPTI us,
+#: per-tensor / row-wise, docs/performance.md "FP8 GEMM", v21): 16x4096x4096 6.78 -> 6.18 /
+#: 7.09 -> 6.52, 64x4096x4096 6.94 -> 6.43 / 7.26 -> 6.81, 16x6144x4096 7.58 -> 7.51 / 8.50 ->
+#: 8.06; no gain where the weight streams from DRAM (16x4096x14336 24.5 -> 24.2 / 24.6,
+#: 16x28672x4096 44.8 -> 46.0) or K is short (40x4096x1024 3.44 -> 3.48), and slower with one
+#: accumulator (16x4096x4096 fast 5.49 -> 5.64).  So: promoted, unsplit 64-row tiles with at
+#: least :data:`KSPLIT_MIN_KB` k-blocks and a B of at most :data:`KSPLIT_MAX_B_BYTES` (it stays
+#: in the 50 MB L2 between calls)
+KSPLIT_MIN_KB = 16
+KSPLIT_MAX_B_BYTES = 32 << 20
+
+
+def ksplit_pays(N, K) -> bool:
+    """Whether a promoted decode problem's 64-row tiles run the "ksplit" schedule (see
+    :data:`KSPLIT_MIN_KB`): ``ceil(K / 128) >= KSPLIT_MIN_KB`` and ``N * K <=
+    KSPLIT_MAX_B_BYTES`` (B's bytes at one byte per element)."""
+    return -(-K // 128) >= KSPLIT_MIN_KB and N * K <= KSPLIT_MAX_B_BYTES
+
+
 #: FP8 split-K: every split covers at least this many 128-deep k-blocks ...
 SPLIT_MIN_KB = 16
 #: ... a tile has at most this many splits (the fix-up reads S partials) ...
@@ -233,7 +254,9 @@ def choose_fp8_config(M, N, K, a, b, out, mode, vec2=True, sms=132, fast_accum=F
     64 x :func:`promoted_tile_n` tiles on one consumer warpgroup; up to
     :data:`NARROW_MAX_M` rows the widths include 32 (:data:`NARROW_TILES`, the built-in
     epilogue) unless the tree needs the TMA-store epilogue.  A problem of fewer rows than the
-    tile loads only ``a_rows`` = M rounded up to 8 of A's tile.
+    tile loads only ``a_rows`` = M rounded up to 8 of A's tile.  Promoted decode tiles run
+    the "ksplit" schedule (two warpgroups on each tile's alternate k-blocks, the built-in
+    epilogue) where :func:`ksplit_pays`.
 
     ``tma_store`` (D's address, pitch and rows whole 16-byte chunks: ``tma_store_ok``): D goes
     through the TMA-store EVT epilogue (``D = acc``, or ``D = acc + bias[n]`` with ``bias``;
@@ -283,6 +306,12 @@ def choose_fp8_config(M, N, K, a, b, out, mode, vec2=True, sms=132, fast_accum=F
             tn, splits = 64, s64
     if tn * (tm // wgs) // 128 > 64:     # the fix-up's sums hold 64 accumulators at most
         splits = 1
+    if promote and small and splits == 1 and not tree_only and ksplit_pays(N, K):
+        # two warpgroups on each tile's alternate k-blocks, the built-in epilogue
+        return Sm90GemmConfig(tile_m=tm, tile_n=tn, consumer_wgs=2, tile_k=128, dtype=a,
+                              dtype_b="" if b == a else b, out_dtype=out, scaling=mode,
+                              vec2=vec2, promote=True, schedule="ksplit",
+                              a_rows=a_rows).fit_stages()
     if splits > 1 or tn < 64:
         # split-K (the tile's last unit sums the splits) and 32-wide tiles run the built-in
         # epilogue (the EVT epilogue's subtiles are 64 wide at least)

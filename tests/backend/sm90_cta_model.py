@@ -25,6 +25,7 @@ import numpy as np
 
 import cute_py as cute
 from cute_py.backends.cuda.arch.sm90.tma import TmaLoad
+from cute_py.backends.cuda.kernels.gemm_sm90_body import exchange_layout
 from cute_py.backends.cuda.kernels.gemm_sm90_maps import derive_maps
 
 #: descriptor layout type -> swizzle bits of Sw<B,4,3>
@@ -112,7 +113,9 @@ def simulate_cta(cfg, A, B):
     size = SMEM_BASE + S * (a_bytes + b_bytes) + 4096
     wgs = maps.consumer_wgs
     nv = cfg.tile_n // 2
-    acc = np.zeros((wgs, maps.slabs, 64, cfg.tile_n))
+    # "ksplit": warpgroup g of two sums the k-blocks of stages idx % 2 == g (its own partial)
+    parts = 2 if cfg.schedule == "ksplit" else 1
+    acc = np.zeros((parts, wgs, maps.slabs, 64, cfg.tile_n))
     op_a, op_b = maps.operand("A"), maps.operand("B")
     (lbo_a, sbo_a), (lbo_b, sbo_b) = op_a.lbo_sbo(), op_b.lbo_sbo()
     for kb in range(A.shape[1] // cfg.tile_k):
@@ -132,7 +135,22 @@ def simulate_cta(cfg, A, B):
                 for j in range(maps.slabs):
                     av = smem[wgmma_reads(desc_add(da, maps.desc_a_offset(j, kk)), op_a.major,
                                           64, k, eb)]
-                    acc[w, j] += av @ bv.T
+                    acc[idx % parts, w, j] += av @ bv.T
+    if parts == 2:
+        # warpgroup 1's registers through the exchange buffer into warpgroup 0's
+        xch = np.full(cfg.exchange_bytes // 4, np.nan)
+        lay = exchange_layout(cfg)
+        for r in range(128):
+            for j in range(maps.slabs):
+                for v in range(nv):
+                    x = lay(r, j, v)
+                    assert np.isnan(xch[x]), "the exchange layout is not injective"
+                    xch[x] = acc[1, 0, j][_reg_index(cfg, r, v)]
+        for r in range(128):
+            for j in range(maps.slabs):
+                for v in range(nv):
+                    acc[0, 0, j][_reg_index(cfg, r, v)] += xch[lay(r, j, v)]
+    acc = acc[0]
     # registers: value v of thread r of slab j holds the slab's element CLayout_64xN(r, v)
     cl = cute.CLayout_64xN(cfg.tile_n)
     fr = maps.frag
@@ -150,3 +168,9 @@ def simulate_cta(cfg, A, B):
                 written[m, n] += 1
     assert (written == 1).all(), "the fragment does not cover the tile once"
     return D
+
+
+def _reg_index(cfg, r, v):
+    """The (row, column) of a 64-row slab that value ``v`` of thread ``r`` holds."""
+    idx = cute.CLayout_64xN(cfg.tile_n)(r, v)
+    return idx % 64, idx // 64

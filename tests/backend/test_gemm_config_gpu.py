@@ -48,10 +48,16 @@ CONFIGS = {
     "swapped": G.Sm90GemmConfig(128, 32, 64, 8, 2, "f16", transpose_d=True, vec2=False),
     "swapped_fixup": G.Sm90GemmConfig(128, 16, 64, 8, 2, "bf16", transpose_d=True, vec2=False,
                                       split_k="fixup"),
+    # two warpgroups on each tile's alternate k-blocks (one or two 64-row slabs each)
+    "ksplit": G.Sm90GemmConfig(64, 64, 64, 8, 2, "f16", schedule="ksplit"),
+    "ksplit_slabs": G.Sm90GemmConfig(128, 64, 64, 6, 2, "bf16", schedule="ksplit"),
+    "ksplit_swapped": G.Sm90GemmConfig(64, 16, 64, 8, 2, "f16", schedule="ksplit",
+                                       transpose_d=True, vec2=False),
 }
 SHAPES = {"fixup": (200, 136, 1000), "workspace": (130, 264, 2056), "atomic": (96, 200, 1560),
           "stream_k": (520, 392, 1064), "swapped": (24, 1000, 776),
-          "swapped_fixup": (9, 520, 2000)}
+          "swapped_fixup": (9, 520, 2000), "ksplit": (37, 1000, 1096),
+          "ksplit_slabs": (200, 136, 1000), "ksplit_swapped": (5, 3000, 200)}
 
 
 @pytest.mark.parametrize("with_c", [False, True])
@@ -74,11 +80,13 @@ def test_special_configs_through_gemm(name, with_c):
     _check(D, A, B, C, alpha, beta, dt)
     assert bool(torch.isnan(buf[:, N:]).all()), "the padding of out was written"
     got = why.config
-    assert (got.tile_m, got.tile_n, got.split_k, got.stream_k, got.transpose_d) == \
-        (cfg.tile_m, cfg.tile_n, cfg.split_k, cfg.stream_k, cfg.transpose_d)
+    assert (got.tile_m, got.tile_n, got.split_k, got.stream_k, got.transpose_d,
+            got.schedule) == (cfg.tile_m, cfg.tile_n, cfg.split_k, cfg.stream_k,
+                              cfg.transpose_d, cfg.schedule)
 
 
-@pytest.mark.parametrize("name", ["fixup", "workspace", "stream_k", "swapped_fixup"])
+@pytest.mark.parametrize("name", ["fixup", "workspace", "stream_k", "swapped_fixup", "ksplit",
+                                  "ksplit_swapped"])
 def test_special_configs_are_deterministic_and_reuse_their_plan(name):
     """The deterministic modes give bit-identical D twice, also with new tensors of the same
     shapes on the cached plan (the workspace / flags are reused: the kernel leaves them

@@ -606,3 +606,30 @@ def test_partial_a_tiles_ignore_stale_rows(mode, M):
     assert bool(torch.isfinite(D8.float()).all())
     assert _rel(D, v) < REL
     assert abs(float(amax) - np.abs(v).max()) <= 1e-3 * np.abs(v).max()
+
+
+_KSPLIT_CASES = [(7, 2048, 2176, "bfloat16"), (16, 16384, 2048, "float16"),
+                 (64, 1000, 2048, "float32"), (1, 4096, 4096, "bfloat16")]
+
+
+@pytest.mark.parametrize("mode", ["tensor", "row"])
+@pytest.mark.parametrize("M, N, K, out_dtype", _KSPLIT_CASES)
+def test_ksplit_decode(M, N, K, out_dtype, mode):
+    """Promoted decode tiles on the "ksplit" schedule (two warpgroups on alternate stages'
+    k-blocks, warpgroup 1's sums added by warpgroup 0): an odd number of k-blocks, several
+    tiles per CTA (16 x 16384: 512 tiles), odd M and N, a bias, a NaN-poisoned out, and
+    bit-identical D twice."""
+    _skip_without_hopper()
+    from cute_py.backends.cuda import scaled_mm_api as S
+    from cute_py.backends.cuda.driver import sm_count
+    cfg = S.choose_fp8_config(M, N, K, "e4m3", "e4m3", S.OUT_DTYPES[out_dtype], mode,
+                              sms=sm_count(0), tma_store=True, bias=True)
+    assert cfg.schedule == "ksplit", cfg.name                # the case really runs it
+    A, B, sa, sb, ref = make_problem(M, N, K, mode, seed=M + N)
+    bias = torch.randn(N, device="cuda").to(getattr(torch, out_dtype))
+    ref = ref + bias.double().cpu().numpy()[None, :]
+    out = _poisoned(M, N, out_dtype)
+    D = cute.scaled_mm(A, B, sa, sb, out_dtype=out_dtype, bias=bias, out=out)
+    assert D is out and _rel(D, ref) < (REL_F32 if out_dtype == "float32" else REL)
+    D2 = cute.scaled_mm(A, B, sa, sb, out_dtype=out_dtype, bias=bias)
+    assert torch.equal(D2, D)

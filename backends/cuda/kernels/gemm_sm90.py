@@ -68,8 +68,13 @@ __all__ = ["Sm90GemmConfig", "generate_source", "Sm90Gemm", "SHIPPED_CONFIGS", "
 
 _DT = {"f16": "f16", "float16": "f16", "bf16": "bf16", "bfloat16": "bf16"}
 
-#: kernel schedules (CUTLASS ``KernelTmaWarpSpecializedCooperative`` / ``...Pingpong``)
-SCHEDULES = ("cooperative", "pingpong")
+#: kernel schedules: CUTLASS's ``KernelTmaWarpSpecializedCooperative`` / ``...Pingpong``, and
+#: "ksplit": two consumer warpgroups share each tile, each computing the whole tile over half
+#: of its k-blocks (warpgroup ``w`` takes the stages ``idx`` with ``idx % 2 == w``); warpgroup
+#: 1 hands its fp32 sums to warpgroup 0 through shared memory, which adds them and runs the
+#: built-in epilogue.  For tiles whose mainloop waits on every k-block (FP8 promotion): two
+#: k-blocks' wgmmas are in flight where one warpgroup has one
+SCHEDULES = ("cooperative", "pingpong", "ksplit")
 
 
 #: narrow tile_n values (wgmma's N is any multiple of 8 for 16-bit inputs) the mainloop takes
@@ -105,6 +110,31 @@ def _check_tile(op, tile_m, tile_n, wgs, schedule, small_n=False) -> int:
             else ""), actual=tile_n)
     return rows
 
+
+
+def _check_ksplit(op, cfg) -> None:
+    """The "ksplit" schedule's rule: two consumer warpgroups; an even number of stages, at
+    least 4 (stage ``idx`` always belongs to warpgroup ``idx % 2``, so a warpgroup waits only
+    on stages whose earlier fills it released itself; an odd count would give one warpgroup
+    more k-blocks, and with two stages the 16-bit mainloop, which holds its last stage while
+    waiting for the next, would wait on the stage it holds: ``cute_py.pipeline.KSplitModel``);
+    the built-in epilogue (run by warpgroup 0 alone); no split-K, stream-K or cluster."""
+    if cfg.consumer_wgs != 2:
+        raise LaunchError(op, "consumer_wgs", "must be 2 for the ksplit schedule (two "
+                          "warpgroups sharing each tile's k-blocks)", expected=2,
+                          actual=cfg.consumer_wgs)
+    if not isinstance(cfg.stages, int) or cfg.stages % 2 or cfg.stages < 4:
+        raise LaunchError(op, "stages", "must be even and at least 4 for the ksplit schedule "
+                          "(stage idx belongs to warpgroup idx % 2: an even count splits the "
+                          "k-blocks evenly, and a warpgroup holding one stage while it waits "
+                          "for its next needs two of its own)", expected="4, 6 or 8",
+                          actual=cfg.stages)
+    if cfg.epi is not None:
+        raise LaunchError(op, "epi", "the ksplit schedule runs the built-in epilogue only "
+                          "(epi=None)", actual=cfg.epi)
+    if cfg.splits or cfg.stream_k or cfg.cluster_m != 1:
+        raise LaunchError(op, "schedule", "ksplit takes no split_k, stream_k or cluster",
+                          actual=(cfg.split_k, cfg.stream_k, cfg.cluster_m))
 
 @lru_cache(maxsize=64)
 def _wgmma_frag(wgs, tile_n, rows):
@@ -212,6 +242,8 @@ class Sm90GemmConfig:
         if self.schedule == "pingpong" and self.consumer_wgs != 2:
             raise LaunchError(op, "consumer_wgs", "must be 2 for the ping-pong schedule (two "
                               "warpgroups taking turns)", expected=2, actual=self.consumer_wgs)
+        if self.schedule == "ksplit":
+            _check_ksplit(op, self)
         if self.split_k not in SPLIT_K_MODES:
             raise LaunchError(op, "split_k", "is not a split-K mode", expected=SPLIT_K_MODES,
                               actual=self.split_k)
@@ -341,13 +373,20 @@ class Sm90GemmConfig:
 
     @property
     def mma_wgs(self) -> int:
-        """Consumer warpgroups sharing one tile: all of them (cooperative) or one (pingpong)."""
+        """Consumer warpgroups whose wgmmas split one tile's rows: all of them (cooperative) or
+        one (pingpong: a tile per warpgroup; ksplit: each computes the whole tile)."""
         return self.consumer_wgs if self.schedule == "cooperative" else 1
 
     @property
     def epi_regions(self) -> int:
         """Epilogue smem regions: one per warpgroup that runs an epilogue of its own."""
-        return self.consumer_wgs // self.mma_wgs
+        return 1 if self.schedule == "ksplit" else self.consumer_wgs // self.mma_wgs
+
+    @property
+    def exchange_bytes(self) -> int:
+        """"ksplit": the shared memory through which warpgroup 1 hands its fp32 sums of a
+        tile to warpgroup 0 (4 bytes per accumulator of one warpgroup); else 0."""
+        return self.tile_m * self.tile_n * 4 if self.schedule == "ksplit" else 0
 
     @property
     def stage_bytes(self) -> int:
@@ -438,13 +477,16 @@ class Sm90GemmConfig:
         """[A stages][B stages][scale slots][epilogue region][mbarriers] + 1024 bytes to
         align the base."""
         return self.stages * self.stage_bytes + self.scale_smem_bytes() \
-            + self.epilogue_smem_bytes() + 16 * self.stages + 1024
+            + self.epilogue_smem_bytes() + self.exchange_bytes + 16 * self.stages + 1024
 
     def fit_stages(self, limit: int = 8) -> "Sm90GemmConfig":
         """This configuration with the most mainloop stages (at most ``limit``) whose shared
-        memory (stages + epilogue regions) fits in 227 KB."""
+        memory (stages + epilogue regions) fits in 227 KB (an even count, at least 4, for
+        "ksplit")."""
         import dataclasses
         for s in range(min(limit, 8), 1, -1):
+            if self.schedule == "ksplit" and (s % 2 or s < 4):
+                continue
             c = dataclasses.replace(self, stages=s)
             if c.smem_bytes() <= 227 * 1024:
                 return c
@@ -454,7 +496,7 @@ class Sm90GemmConfig:
     @property
     def name(self) -> str:
         h = hashlib.sha256(repr(self).encode()).hexdigest()[:8]
-        pp = "_pp" if self.schedule == "pingpong" else ""
+        pp = {"pingpong": "_pp", "ksplit": "_ks"}.get(self.schedule, "")
         if self.splits:
             pp += "_sk" + self.split_k[0]
         if self.transpose_d:
@@ -661,7 +703,7 @@ def shipped_fp8_configs() -> tuple:
     (128x192; block-scaled also 128x128, its choice when 192-wide tiles leave the last wave
     emptier), clusters of two, through the TMA-store EVT epilogue; the decode tiles (64x64 on
     one consumer warpgroup, M <= 64; 64x32 with the built-in epilogue and 16 rows of A, split
-    in K or not); and an e4m3 D with bias, amax and scale_result (the FP8 output for the next
+    in K or not, or on the "ksplit" schedule); and an e4m3 D with bias, amax and scale_result (the FP8 output for the next
     layer)."""
     from .gemm_sm90_fp8 import epilogue_tree
 
@@ -695,6 +737,10 @@ def shipped_fp8_configs() -> tuple:
                        a_rows=16).fit_stages(),
         Sm90GemmConfig(tile_m=64, tile_n=32, consumer_wgs=1, tile_k=128, dtype="e4m3",
                        out_dtype="bf16", scaling="row", promote=True, split_k="fixup",
+                       a_rows=16).fit_stages(),
+        # ... and on two warpgroups sharing each tile's k-blocks ("ksplit": the weight in L2)
+        Sm90GemmConfig(tile_m=64, tile_n=32, consumer_wgs=2, tile_k=128, dtype="e4m3",
+                       out_dtype="bf16", scaling="tensor", promote=True, schedule="ksplit",
                        a_rows=16).fit_stages(),
         # an e4m3 D for the next layer: bias, amax and scale_result in the epilogue
         with_store_warp(Sm90GemmConfig(

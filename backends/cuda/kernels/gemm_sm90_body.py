@@ -39,7 +39,7 @@ from functools import cached_property
 
 from .. import ir
 
-__all__ = ["Sm90Body", "tile_scheduler", "sched_vars"]
+__all__ = ["Sm90Body", "tile_scheduler", "sched_vars", "exchange_layout"]
 
 _I32 = (1 << 31) - 1
 
@@ -68,6 +68,17 @@ def emit_schedule(kb, cfg) -> None:
     kb.decl("const int", "num_tiles", units, hint=False)
     kb.decl("const int", "first_tile", sch.first_unit(blk), hint=False)
     kb.decl("const int", "tile_step", sch.unit_step(grid), hint=False)
+
+
+def exchange_layout(cfg):
+    """The "ksplit" schedule's exchange buffer as a layout: ``(thread, slab, value)`` of one
+    warpgroup's accumulators (``acc[slab][value]``, ``tid`` 0..127) -> fp32 element,
+    ``(128, slabs, tile_n / 2) : (1, 128 * tile_n / 2, 128)`` -- for each register, the 128
+    threads' values are consecutive (conflict-free 4-byte accesses).  Law (test): a bijection
+    onto ``[0, tile_m * tile_n)``, the ``exchange_bytes / 4`` elements of the buffer."""
+    import cute_py as cute
+    slabs, nacc = cfg.tile_m // 64, cfg.tile_n // 2
+    return cute.make_layout((128, slabs, nacc), (1, 128 * nacc, 128))
 
 
 def emit_tile_coords(kb, cfg) -> None:
@@ -127,6 +138,11 @@ class Sm90Body:
     @property
     def pp(self) -> bool:
         return self.cfg.schedule == "pingpong"
+
+    @property
+    def ks(self) -> bool:
+        """The "ksplit" schedule: two warpgroups, each the whole tile over half its k-blocks."""
+        return self.cfg.schedule == "ksplit"
 
     @property
     def block(self) -> bool:
@@ -191,7 +207,10 @@ class Sm90Body:
                        f"B {bs.slot_layout()[1]}")
             kb.decl("const u32", "sS", after_b, hint=False)
             after_b = smem_address("sS") + cfg.scale_smem_bytes()
-        kb.decl("const u32", "bar_full", after_b + cfg.epilogue_smem_bytes(), hint=False)
+        if self.ks:
+            kb.comment(f"ksplit exchange: {cfg.exchange_bytes} B, {exchange_layout(cfg)} fp32")
+        kb.decl("const u32", "bar_full", after_b + cfg.epilogue_smem_bytes() + cfg.exchange_bytes,
+                hint=False)
         kb.decl("const u32", "bar_empty", self.pl.barrier(self.pl.full, S), hint=False)
 
     def emit_epilogue_init(self, kb) -> None:
@@ -414,7 +433,7 @@ class Sm90Body:
         cfg, maps, epi = self.cfg, self.maps, self.epi
         kb.comment("---------------- consumer warpgroups ----------------")
         kb.call("setmaxnreg_inc", template=str(cfg.consumer_regs))
-        kb.decl("const int", "tid", f"threadIdx.x - {'128 * wg' if self.pp else '128'}",
+        kb.decl("const int", "tid", f"threadIdx.x - {'128 * wg' if self.pp or self.ks else '128'}",
                 hint=False)
         kb.decl("const int", "cw", "wg - 1", hint=False)
         kb.decl("const bool", "release_lane", "(threadIdx.x & 31) == 0", hint=False)
@@ -433,6 +452,10 @@ class Sm90Body:
         if cfg.fp8:
             from . import gemm_sm90_fp8 as f8
             f8.emit_consumer_setup(kb, cfg)
+        if self.ks:
+            off = cfg.stages * cfg.stage_bytes + cfg.scale_smem_bytes()
+            kb.decl("float*", "xch_", f"reinterpret_cast<float*>(smem_raw_ + (smem0_ - "
+                    f"{kb.call_expr('cvta_to_shared_u32', 'smem_raw_')}) + {off})", hint=False)
         with self.tile_loop(kb, self.pp):
             self.emit_consumer_tile(kb)
         if epi is not None:
@@ -461,8 +484,19 @@ class Sm90Body:
             from .gemm_sm90_store import emit_origin
             f8.emit_promotion_init(kb, cfg, maps, lambda k: emit_origin(k, cfg))
         first, end, empty = self.k_range
+        if self.ks:
+            kb.comment("ksplit: this warpgroup's k-blocks are those in stages idx % 2 == cw")
+            kb.decl("int", "mine_", 0, hint=False)
+            empty = "mine_ == 0"
         with kb.for_("kb", first, end, hint=False):
-            self.emit_k_block(kb)
+            if self.ks:
+                with kb.if_("(idx & 1) == cw"):
+                    self.emit_k_block(kb)
+                    kb.assign("mine_", 1, "+=")
+                with kb.else_():
+                    self.pl.increment(kb, "idx", "phase")
+            else:
+                self.emit_k_block(kb)
         if self.pp:
             with kb.if_("tile + tile_step < num_tiles"):   # the other warpgroup's turn
                 order.signal(kb, cw)
@@ -475,10 +509,47 @@ class Sm90Body:
                 with kb.for_("i", 0, cfg.tile_n // 2, unroll=True, hint=False) as i:
                     kb.assign(f"acc[{kb.expr(j)}][{kb.expr(i)}]", "0.0f")
         kb.comment("---------------- epilogue ----------------")
-        self.emit_epilogue(kb)
+        if self.ks:
+            self.emit_exchange(kb)
+            with kb.if_("cw == 0"):
+                self.emit_epilogue(kb)
+        else:
+            self.emit_epilogue(kb)
         if self.pp:
             kb.comment("skip the other warpgroup's tile")
             self.pl.advance(kb, "idx", "phase", "k_blocks")
+
+    def emit_exchange(self, kb) -> None:
+        """"ksplit": warpgroup 1 stores its sums (``tot_`` when promoting, else ``acc``) into
+        the exchange buffer (:func:`exchange_layout`) and arrives on named barrier 1; warpgroup
+        0 waits there and adds them to its own, in the fixed order own + other (bit-identical
+        run to run), then arrives on named barrier 2 -- which warpgroup 1 waits on before
+        writing its next tile's sums -- except after its last tile."""
+        import cute_py as cute
+        from ..lower import crd2idx
+        cfg, maps = self.cfg, self.maps
+        src = "tot_" if self.block else "acc"
+        lay = exchange_layout(cfg)
+        tid = ir.var("tid", 0, 127)
+        nthr = "256u"
+
+        def each(body):
+            with kb.for_("j", 0, maps.slabs, unroll=True) as j:
+                with kb.for_("i", 0, cfg.tile_n // 2, unroll=True) as i:
+                    body(f"{src}[{kb.expr(j)}][{kb.expr(i)}]",
+                         f"xch_[{kb.expr(crd2idx((tid, j, i), cute.shape(lay), cute.stride(lay)))}]")
+        kb.comment("ksplit: warpgroup 1's sums -> warpgroup 0 (exchange buffer, named barriers "
+                   "1: written, 2: read)")
+        with kb.if_("cw == 1"):
+            with kb.if_("tile != first_tile"):
+                kb.call("named_barrier_sync", "2u", nthr)
+            each(lambda r, x: kb.assign(x, r))
+            kb.call("named_barrier_arrive", "1u", nthr)
+        with kb.else_():
+            kb.call("named_barrier_sync", "1u", nthr)
+            each(lambda r, x: kb.assign(r, x, "+="))
+            with kb.if_("tile + tile_step < num_tiles"):
+                kb.call("named_barrier_arrive", "2u", nthr)
 
     def emit_release_previous(self, kb) -> None:
         """Release the stage of the previous k-block (``prev_``; none before the first)."""
@@ -491,7 +562,8 @@ class Sm90Body:
         group in flight, after ``wait_group<1>`` the previous k-block's stage is released; FP8
         promotion waits for its own group and releases its own stage instead."""
         cfg, maps = self.cfg, self.maps
-        a_off = 0 if self.pp else ir.var("cw", 0, cfg.consumer_wgs - 1) * maps.wg_a_offset(1)
+        a_off = 0 if self.pp or self.ks else \
+            ir.var("cw", 0, cfg.consumer_wgs - 1) * maps.wg_a_offset(1)
         if self.block:
             # FP8 block scaling / promotion (gemm_sm90_fp8): every k-block starts from zero;
             # the k-block's scale loads, wait_group<0>, release of its stage, promotion
@@ -511,7 +583,7 @@ class Sm90Body:
                 k.call("wgmma_wait_group", template="1")
                 self.emit_release_previous(k)
                 k.assign("prev_", "idx")
-            accumulate = f"kb > {self.k_range[0]}"
+            accumulate = "mine_ > 0" if self.ks else f"kb > {self.k_range[0]}"
             head = None
         self.mainloop.emit_consumer_k_block(kb, "idx", "phase", tail, a_offset=a_off,
                                             accumulate=accumulate, head=head)

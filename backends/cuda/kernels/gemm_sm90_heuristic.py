@@ -19,7 +19,8 @@ them as a table; thresholds marked there as to-be-measured are first guesses):
    Unswapped ``M <= FILL_MAX_M`` (64, one 64-row tile along M), one problem: ``64 x tn``
    tiles, ``tn`` the narrowest width B's smem atom allows (8 for a K-major B, 32 for an
    N-contiguous one, then with a SW64 B tile) whose tiles fit one wave -- every SM reads an
-   equal slice of B -- when that width is at least ``FILL_MIN_TN`` (32).
+   equal slice of B -- when that width is at least ``FILL_MIN_TN`` (32); a K-major A of
+   fewer than 64 rows loads only its rows (``a_rows``: M rounded up to 8).
 3. **Split-K** when the tiles leave more than half the SMs idle (``tiles <= SMs / 2``): ``S =
    min(SMs // tiles, k_blocks // MIN_KB_PER_SPLIT, MAX_SPLITS)`` when that is >= 2 — units
    ``tiles * S`` <= SMs (one wave), every split at least ``MIN_KB_PER_SPLIT`` k-blocks of 64.
@@ -192,12 +193,19 @@ def choose_sm90(M: int, N: int, K: int, L: int = 1, dtype: str = "f16", a_major:
         tn = fill_tile_n(N, b_major, num_sms)
         if M <= FILL_MAX_M and L == 1 and FILL_MIN_TN <= tn <= 256:
             sw = (3, 2) if b_major == "MN" and tn % 64 else (3, 3)
+            # fewer rows than the tile: TMA loads only A's M rows (rounded up to 8), boxes
+            # past M cost time to fill (48x4096x4096: 13.1 us of GPU time against 10.6 at
+            # M = 64, docs/performance.md "Hopper GEMM", v17)
+            a_rows = -(-M // 8) * 8
+            a_rows = a_rows if a_rows < 64 and a_major == "K" else 0
             cfg = Sm90GemmConfig(64, tn, 64, 8, 1, dtype, a_major=a_major, b_major=b_major,
-                                 vec2=d_vec2, smem_swizzle=sw).fit_stages(8).check()
+                                 vec2=d_vec2, smem_swizzle=sw,
+                                 a_rows=a_rows).fit_stages(8).check()
             t = _tiles(M, N, L, 64, tn)
             return Sm90Choice(cfg, False, 1, t, t, num_sms,
                               f"M={M} <= {FILL_MAX_M}: {t} 64x{tn} tiles, one wave (each SM "
-                              "reads an equal slice of B)")
+                              "reads an equal slice of B)"
+                              + (f", {a_rows} of A's rows loaded" if a_rows else ""))
         tm, tn, wgs, stages, sched = _pick_tile(M, N, L, num_sms)
         if sched == "pingpong":
             t = _tiles(M, N, L, tm, tn)
