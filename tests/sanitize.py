@@ -25,8 +25,9 @@ tests' own: NumPy references, poisoned outputs, guard bands):
   the cooperative 16-bit kernels' store warp (half a tile staged, with and without C), the
   grouped copy of operands TMA cannot read into padded buffers, and batched D through
   3-D TMA stores, and the one-wave 64-row decode tiles (a K-major B; a row-major B in SW64 atoms);
-* split-K and swapped decode through the heuristic: 64-row swapped tiles with the fix-up split
-  (16 x 4096 x 4096) and unsplit (7 x 391 x 2000);
+* decode through the heuristic: one-wave 64-row tiles loading 16 of A's rows (16 x 4096 x
+  4096), swapped unsplit tiles (7 x 391 x 2000); swapped tiles with a forced fix-up split and
+  C (1 x 4096 x 4096);
 * configurations given to ``gemm(config=...)``: split-K (fix-up, workspace, atomic), stream-K,
   transposed D and the "ksplit" schedule, with C; an 8-bit D with amax and scale_result (every scaling mode);
   broadcast batches (a folded shared B; one GEMM per batch); a fused epilogue into a
@@ -87,7 +88,8 @@ SELECT = ("transpose_helper or strided_views or smem or scalar_any"
           " or (modes_and_output_types and 1-129-16) or fast_path_out_alignment"
           " or fused_into_column_major_out"
           " or (test_split_k and 17-1000-8320) or (partial_a_tiles and 37-)"
-          " or (ksplit_decode and 7-2048)")
+          " or (ksplit_decode and 7-2048)"
+          " or (splitk_with_c_alpha_beta and fixup and f16 and 1-4096-4096)")
 
 
 def main(argv=None) -> int:

@@ -332,9 +332,12 @@ from cute_py.backends.cuda.kernels.gemm_sm90_heuristic import choose_sm90  # noq
 
 
 @pytest.mark.parametrize("M,N,K,swap,tile_n,splits", [
-    (1, 4096, 4096, True, 16, 2),        # 64 64x16 swapped tiles, split x2
-    (16, 4096, 4096, True, 16, 2),
-    (32, 4096, 4096, True, 32, 2),
+    (1, 4096, 4096, False, 32, 1),       # swapped 64x16 tiles would split: one wave of 64x32
+    (16, 4096, 4096, False, 32, 1),
+    (32, 4096, 4096, False, 32, 1),
+    (16, 4096, 14336, True, 16, 2),      # B of 112 MiB (DRAM-bound): swapped, split x2
+    (16, 1024, 8192, True, 16, 8),       # one-wave tiles narrower than 32: swapped split
+    (8, 2048, 2048, True, 16, 4),
     (33, 4096, 4096, False, 32, 1),      # above SWAP_MAX_M: 128 64x32 tiles, one wave
     (64, 4096, 4096, False, 32, 1),
     (64, 11008, 4096, False, 88, 1),     # 126 64x88 tiles
@@ -357,6 +360,38 @@ def test_choose_sm90_table(M, N, K, swap, tile_n, splits):
     assert hash(c) == hash(choose_sm90(M, N, K))
     if splits > 1:
         assert c.workspace_elements(M, N) > 0
+
+
+def test_fill_beats_split_law():
+    """A problem rule 1 would swap runs unswapped one-wave tiles exactly when the swapped
+    tiles would split K, those tiles fit (K-major A, width in [FILL_MIN_TN, 256]) and B has
+    at most FILL_OVER_SPLIT_MAX_B_BYTES; the unswapped tiles load only A's M rows."""
+    for M in (1, 3, 8, 16, 24, 32):
+        for N, K in ((4096, 4096), (2048, 2048), (4096, 14336), (1024, 8192), (8192, 2048)):
+            for am, bm in (("K", "K"), ("K", "MN"), ("MN", "K")):
+                c = choose_sm90(M, N, K, a_major=am, b_major=bm)
+                sw = choose_sm90(M, N, K, a_major=am, b_major=bm, allow_split=False)
+                fill = H.fill_tile_n(N, bm)
+                want = (choose_sm90(M, N, K, a_major=am, b_major=bm, allow_split=True).swap
+                        is False)
+                split_if_swapped = H._split_count(
+                    -(-N // sw.cfg.tile_m) * -(-M // sw.cfg.tile_n), -(-K // 64), 132) > 1
+                assert want == (split_if_swapped and am == "K" and
+                                H.FILL_MIN_TN <= fill <= 256 and
+                                N * K * 2 <= H.FILL_OVER_SPLIT_MAX_B_BYTES), (M, N, K, am, bm)
+                if not c.swap:
+                    assert c.cfg.a_rows == -(-M // 8) * 8 and c.splits == 1
+                    assert "not swapped" in c.reason
+
+
+def test_fill_tiles_load_only_the_rows_of_a():
+    """The one-wave tiles of 33 <= M < 64 rows load M rounded up to 8 rows of a K-major A
+    (none of an MN-major one: its smem atoms span 64 rows)."""
+    for M in (33, 40, 48, 56, 57, 63, 64):
+        c = choose_sm90(M, 4096, 4096)
+        assert c.cfg.a_rows == (-(-M // 8) * 8 if M <= 56 else 0), M
+        assert choose_sm90(M, 4096, 4096, a_major="MN").cfg.a_rows == 0
+        c.cfg.check()
 
 
 def test_choose_sm90_swapped_64_row_tiles():
@@ -401,11 +436,11 @@ def test_fill_tile_n_law():
 def test_choose_sm90_rules():
     big = choose_sm90(4096, 4096, 4096)
     assert big.default_path and big.cfg is None and "default" in str(big)
-    assert choose_sm90(16, 4096, 4096, deterministic=False).cfg.split_k == "atomic"
-    fx = choose_sm90(16, 4096, 4096, split_mode="fixup")
+    assert choose_sm90(16, 4096, 14336, deterministic=False).cfg.split_k == "atomic"
+    fx = choose_sm90(16, 4096, 14336, split_mode="fixup")
     assert fx.cfg.split_k == "fixup" and "last unit" in fx.reason
     with pytest.raises(LaunchError, match="split_mode"):
-        choose_sm90(16, 4096, 4096, split_mode="atomic")
+        choose_sm90(16, 4096, 14336, split_mode="atomic")
     sk = choose_sm90(4096, 4096, 4096, stream_k=True)
     assert sk.cfg.stream_k and sk.tiles == 1024 and "stream-K" in str(sk)
     assert not choose_sm90(16, 4096, 4096, stream_k=True).cfg.stream_k     # decode: swap
@@ -413,11 +448,11 @@ def test_choose_sm90_rules():
     c = choose_sm90(16, 4096, 4096, a_major="MN")
     assert c.cfg.tile_n == 64 and c.cfg.b_major == "MN" and "M-contiguous" in c.reason
     # the kernel's A is the user's B: its major travels with it
-    assert choose_sm90(16, 4096, 4096, b_major="MN").cfg.a_major == "MN"
+    assert choose_sm90(16, 4096, 14336, b_major="MN").cfg.a_major == "MN"
     assert not choose_sm90(16, 4096, 4096, allow_swap=False).swap
     assert choose_sm90(16, 4096, 4096, allow_split=False).splits == 1
     assert choose_sm90(64, 64, 4096).swap is False                     # N < 2M: no swap
-    assert choose_sm90(16, 4096, 4096, num_sms=32).splits == 1         # the tiles fill 32 SMs
+    assert choose_sm90(16, 4096, 14336, num_sms=32).splits == 1        # the tiles fill 32 SMs
     with pytest.raises(LaunchError, match="M"):
         choose_sm90(0, 4, 4)
     with pytest.raises(LaunchError, match="dtype"):

@@ -8,7 +8,9 @@ them as a table; thresholds marked there as to-be-measured are first guesses):
 1. **Swap A and B** when ``M <= SWAP_MAX_M`` (32) and ``N >= 2 * M``: the kernel computes
    ``D^T = B^T A^T`` (kernel problem ``N x M``) so the small extent becomes wgmma's N, and
    stores D transposed (``transpose_d``).  The kernel's B is then the user's A, which must be
-   K-major for a 16 / 32-wide tile (an MN-major A takes 64).
+   K-major for a 16 / 32-wide tile (an MN-major A takes 64).  Not where the swapped tiles
+   would split K while unswapped one-wave tiles (rule 2's ``64 x tn``, loading only A's M
+   rows) fit and B is at most :data:`FILL_OVER_SPLIT_MAX_B_BYTES` (:func:`fill_beats_split`).
 2. **Tile**: swapped: ``128 x n`` with n = 16 / 32 / 64 (the smallest of them >= M), 8 stages;
    ``64 x n`` (one consumer warpgroup) when n is 16 / 32 and the 64-row tiles fit one wave;
    otherwise the existing default when 128x256 tiles fill the SMs (``default_path``: the
@@ -45,7 +47,8 @@ from cute_py.errors import LaunchError
 from .gemm_sm90 import SMALL_TILE_N, Sm90GemmConfig, _pick_tile
 
 __all__ = ["Sm90Choice", "choose_sm90", "SWAP_MAX_M", "MIN_KB_PER_SPLIT", "MAX_SPLITS",
-           "DEFAULT_SPLIT_MODE", "FILL_MAX_M", "FILL_MIN_TN", "fill_tile_n", "forced_choice"]
+           "DEFAULT_SPLIT_MODE", "FILL_MAX_M", "FILL_MIN_TN", "FILL_OVER_SPLIT_MAX_B_BYTES",
+           "fill_tile_n", "fill_beats_split", "forced_choice"]
 
 #: swap A and B for M at most this.  Measured on the H100 (x @ W.T fp16, wall per call, the
 #: heuristic with and without the swap in the same rounds): M = 32 swapped 12.2 us against 18.5
@@ -61,6 +64,14 @@ SWAP_MAX_M = 32
 FILL_MAX_M = 64
 #: ... when that width is at least this (narrower: the rule's split-K tiles)
 FILL_MIN_TN = 32
+#: a swapped problem (M <= SWAP_MAX_M) whose tiles would split K runs unswapped one-wave tiles
+#: instead when B has at most this many bytes.  Measured on the H100 (fp16, CUPTI us, swapped
+#: split-K -> unswapped 64x32 tiles loading M rows of A, docs/performance.md "Hopper GEMM",
+#: v17): M = 1 / 8 / 16 / 32 at 4096x4096 `x @ W.T` 11.10 -> 8.61, 9.64 -> 8.50, 9.17 ->
+#: 8.91, 10.09 -> 9.23 (`A @ B` alike; `torch.mm` 10.4 / 7.8 / 8.7 / 7.9); 8x2048x2048 `A @ B`
+#: 6.11 -> 5.25; where B streams from DRAM the split stays ahead (16x4096x14336 44.8 against
+#: 45.7)
+FILL_OVER_SPLIT_MAX_B_BYTES = 32 << 20
 #: each split covers at least this many 64-deep k-blocks (512^3 split in two ran slower than
 #: unsplit 64x64 tiles on the H100; decode with K = 4096 keeps 4 splits)
 MIN_KB_PER_SPLIT = 8
@@ -131,6 +142,37 @@ def fill_tile_n(N: int, b_major: str, num_sms: int = 132) -> int:
     return -(-tn // step) * step
 
 
+def _swapped_tile(M, N, L, a_major, num_sms):
+    """The swapped kernel's ``(tile_m, tile_n)`` (rule 2, swapped) for the user's M and N."""
+    tn = next(t for t in (*SMALL_TILE_N, 64) if t >= M)
+    if tn in SMALL_TILE_N and a_major != "K":
+        tn = 64
+    tm = 64 if tn in SMALL_TILE_N and _tiles(N, M, L, 64, tn) <= num_sms else 128
+    return tm, tn
+
+
+def _split_count(tiles, k_blocks, num_sms) -> int:
+    """Rule 3's split count for ``tiles`` tiles of ``k_blocks`` k-blocks (1: no split)."""
+    if tiles * 2 > num_sms:
+        return 1
+    s = min(num_sms // tiles, k_blocks // MIN_KB_PER_SPLIT, MAX_SPLITS)
+    return s if s >= 2 else 1
+
+
+def fill_beats_split(M: int, N: int, K: int, L: int = 1, a_major: str = "K",
+                     b_major: str = "K", num_sms: int = 132, elem_bytes: int = 2) -> bool:
+    """Whether a problem rule 1 would swap runs unswapped instead: the swapped tiles would
+    split K, rule 2's one-wave ``64 x fill_tile_n(N)`` tiles fit (one problem, a width in
+    ``[FILL_MIN_TN, 256]``, a K-major A so that only its M rows are loaded) and B has at most
+    :data:`FILL_OVER_SPLIT_MAX_B_BYTES` bytes."""
+    tm, tn = _swapped_tile(M, N, L, a_major, num_sms)
+    if _split_count(_tiles(N, M, L, tm, tn), -(-K // 64), num_sms) == 1:
+        return False
+    fill = fill_tile_n(N, b_major, num_sms)
+    return L == 1 and a_major == "K" and FILL_MIN_TN <= fill <= 256 and \
+        N * K * elem_bytes <= FILL_OVER_SPLIT_MAX_B_BYTES
+
+
 def choose_sm90(M: int, N: int, K: int, L: int = 1, dtype: str = "f16", a_major: str = "K",
                 b_major: str = "K", num_sms: int = 132, deterministic: bool = True,
                 allow_swap: bool = True, allow_split: bool = True,
@@ -160,6 +202,9 @@ def choose_sm90(M: int, N: int, K: int, L: int = 1, dtype: str = "f16", a_major:
     kb = -(-K // 64)
     why = []
     swap = allow_swap and M <= SWAP_MAX_M and N >= 2 * M
+    unswapped = swap and allow_split and not stream_k and \
+        fill_beats_split(M, N, K, L, a_major, b_major, num_sms)
+    swap = swap and not unswapped
     if swap:
         km, kn = N, M                          # kernel problem
         ka, kbm = b_major, a_major             # kernel A = user B, kernel B = user A
@@ -205,7 +250,9 @@ def choose_sm90(M: int, N: int, K: int, L: int = 1, dtype: str = "f16", a_major:
             return Sm90Choice(cfg, False, 1, t, t, num_sms,
                               f"M={M} <= {FILL_MAX_M}: {t} 64x{tn} tiles, one wave (each SM "
                               "reads an equal slice of B)"
-                              + (f", {a_rows} of A's rows loaded" if a_rows else ""))
+                              + (f", {a_rows} of A's rows loaded" if a_rows else "")
+                              + ("; not swapped: the swapped tiles would split K"
+                                 if unswapped else ""))
         tm, tn, wgs, stages, sched = _pick_tile(M, N, L, num_sms)
         if sched == "pingpong":
             t = _tiles(M, N, L, tm, tn)
