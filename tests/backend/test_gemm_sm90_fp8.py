@@ -621,13 +621,13 @@ def test_every_choice_is_a_valid_configuration():
 
 def test_small_problem_choices():
     """Decode (M <= 64): 64-row tiles on one consumer warpgroup for per-tensor and row-wise
-    scaling, promoted or not; 32 wide (the built-in epilogue) where one round of tiles
+    scaling, promoted or not (promoted ones on two, "ksplit", where ``ksplit_pays``); 32 wide (the built-in epilogue) where one round of tiles
     doubles the CTAs, 64 wide when the tree needs the TMA-store epilogue (an 8-bit D with
     amax) or 32-wide tiles would take two rounds; only M rounded up to 8 of A's rows loaded;
     every output type and epilogue compiling at 0 spills; block scaling keeps 128-row
     tiles."""
     from backends.cuda.compiler import compile_module, has_compiler
-    from backends.cuda.scaled_mm_api import SMALL_M, choose_fp8_config
+    from backends.cuda.scaled_mm_api import SMALL_M, choose_fp8_config, ksplit_pays
     cases = [("tensor", "bf16", True, False, False), ("row", "f16", True, True, False),
              ("tensor", "f32", False, False, True), ("tensor", "e4m3", True, True, False),
              ("row", "f32", True, False, True)]
@@ -637,11 +637,14 @@ def test_small_problem_choices():
                 cfg = choose_fp8_config(M, N, 4096, "e4m3", "e4m3", out, mode, tma_store=tma,
                                         bias="bfloat16" if bias and out == "e4m3" else bias,
                                         amax=out == "e4m3", fast_accum=fast)
-                assert (cfg.tile_m, cfg.consumer_wgs, cfg.cluster_m) == (64, 1, 1)
+                # promoted tiles without a tree-only feature: two warpgroups ("ksplit")
+                ks = not fast and out != "e4m3" and ksplit_pays(N, 4096)
+                assert cfg.schedule == ("ksplit" if ks else "cooperative"), cfg.name
+                assert (cfg.tile_m, cfg.consumer_wgs, cfg.cluster_m) == (64, 1 + ks, 1)
                 assert cfg.tile_n == (32 if narrow else 64), (M, N, cfg.name)
                 assert cfg.a_rows == (0 if M == SMALL_M else -(-M // 8) * 8)
                 assert cfg.promote == (not fast) and not cfg.splits
-                assert (cfg.epi is None) == (narrow or not tma)
+                assert (cfg.epi is None) == (narrow or not tma or ks)
     assert choose_fp8_config(65, 4096, 4096, "e4m3", "e4m3", "bf16", "tensor").tile_m == 128
     assert choose_fp8_config(16, 4096, 4096, "e4m3", "e4m3", "bf16", "block").tile_m == 128
     if not has_compiler():
