@@ -378,7 +378,23 @@ class PipelineModel:
 
 
 @dataclass
-class PingpongModel(PipelineModel):
+class _SoleReaderModel(PipelineModel):
+    """A schedule in which each block is read by one consumer alone, who releases its stage
+    with all ``consumer_arrivals`` arrivals (ping-pong, ksplit): any arrival count works, and a
+    landed block has one reader."""
+
+    def _check_arrivals(self):
+        pass
+
+    def _land_tma(self):
+        idx, k = self.inflight.pop(0)
+        s = self.stages[idx]
+        s.data, s.readers_left = k, 1
+        self.full[idx].complete_tx(self.desc.transaction_bytes)
+
+
+@dataclass
+class PingpongModel(_SoleReaderModel):
     """The ping-pong schedule on one pipeline: the producer fills ``num_blocks`` k-blocks, tile
     after tile (``blocks_per_tile`` each); consumer ``c`` (a warpgroup) reads the blocks of tiles
     ``c, c + G, c + 2G, ...`` (``G = num_consumers``), releases each stage alone (all
@@ -399,15 +415,6 @@ class PingpongModel(PipelineModel):
         super().__post_init__()   # each consumer releases a stage alone: any count works
         self.order = OrderedSequenceBarrier(self.num_consumers)
         self.signalled = [False] * self.num_consumers
-
-    def _check_arrivals(self):
-        pass
-
-    def _land_tma(self):
-        idx, k = self.inflight.pop(0)
-        s = self.stages[idx]
-        s.data, s.readers_left = k, 1
-        self.full[idx].complete_tx(self.desc.transaction_bytes)
 
     def _consumer(self, c):
         d, G, kb = self.desc, self.num_consumers, self.blocks_per_tile
@@ -443,7 +450,7 @@ class PingpongModel(PipelineModel):
 
 
 @dataclass
-class KSplitModel(PipelineModel):
+class KSplitModel(_SoleReaderModel):
     """The "ksplit" schedule on one pipeline: ``num_consumers`` (G) warpgroups share every
     tile; consumer ``c`` reads exactly the blocks whose stage index ``idx`` has ``idx % G ==
     c`` and steps its state over the others without waiting (``state.next()``), releasing each
@@ -452,15 +459,6 @@ class KSplitModel(PipelineModel):
     earlier fills it read and released itself: its wait can never see a phase two fills old.
     Law (test): every block is read once, by the owner of its stage, in order; no overwrite
     of an unreleased stage; no deadlock."""
-
-    def _check_arrivals(self):
-        pass
-
-    def _land_tma(self):
-        idx, k = self.inflight.pop(0)
-        s = self.stages[idx]
-        s.data, s.readers_left = k, 1
-        self.full[idx].complete_tx(self.desc.transaction_bytes)
 
     def owner(self, k: int) -> int:
         """The consumer that reads block ``k`` (its stage index modulo the consumers)."""
