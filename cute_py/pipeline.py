@@ -460,10 +460,6 @@ class KSplitModel(_SoleReaderModel):
     Law (test): every block is read once, by the owner of its stage, in order; no overwrite
     of an unreleased stage; no deadlock."""
 
-    def owner(self, k: int) -> int:
-        """The consumer that reads block ``k`` (its stage index modulo the consumers)."""
-        return (k % self.desc.stages) % self.num_consumers
-
     def _consumer(self, c):
         d = self.desc
         st = d.consumer_start_state()

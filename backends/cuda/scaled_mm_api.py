@@ -306,19 +306,16 @@ def choose_fp8_config(M, N, K, a, b, out, mode, vec2=True, sms=132, fast_accum=F
             tn, splits = 64, s64
     if tn * (tm // wgs) // 128 > 64:     # the fix-up's sums hold 64 accumulators at most
         splits = 1
-    if promote and small and splits == 1 and not tree_only and ksplit_pays(N, K):
-        # two warpgroups on each tile's alternate k-blocks, the built-in epilogue
-        return Sm90GemmConfig(tile_m=tm, tile_n=tn, consumer_wgs=2, tile_k=128, dtype=a,
-                              dtype_b="" if b == a else b, out_dtype=out, scaling=mode,
-                              vec2=vec2, promote=True, schedule="ksplit",
-                              a_rows=a_rows).fit_stages()
-    if splits > 1 or tn < 64:
-        # split-K (the tile's last unit sums the splits) and 32-wide tiles run the built-in
-        # epilogue (the EVT epilogue's subtiles are 64 wide at least)
-        return Sm90GemmConfig(tile_m=tm, tile_n=tn, consumer_wgs=wgs, tile_k=128, dtype=a,
-                              dtype_b="" if b == a else b, out_dtype=out, scaling=mode,
-                              vec2=vec2, promote=promote,
+    # two warpgroups on each promoted decode tile's alternate k-blocks ("ksplit")
+    ks = promote and small and splits == 1 and not tree_only and ksplit_pays(N, K)
+    if ks or splits > 1 or tn < 64:
+        # split-K (the tile's last unit sums the splits), 32-wide tiles and ksplit run the
+        # built-in epilogue (the EVT epilogue's subtiles are 64 wide at least)
+        return Sm90GemmConfig(tile_m=tm, tile_n=tn, consumer_wgs=2 if ks else wgs, tile_k=128,
+                              dtype=a, dtype_b="" if b == a else b, out_dtype=out,
+                              scaling=mode, vec2=vec2, promote=promote,
                               split_k="fixup" if splits > 1 else "none",
+                              schedule="ksplit" if ks else "cooperative",
                               a_rows=a_rows).fit_stages()
     # promoting / block-scaled kernels in clusters of two along M (B's tile multicast): +6% at
     # 8192^3 and 4096^3, the same at 8192x14336x4096; the fast-accumulation kernel gained

@@ -111,7 +111,6 @@ def _check_tile(op, tile_m, tile_n, wgs, schedule, small_n=False) -> int:
     return rows
 
 
-
 def _check_ksplit(op, cfg) -> None:
     """The "ksplit" schedule's rule: two consumer warpgroups; an even number of stages, at
     least 4 (stage ``idx`` always belongs to warpgroup ``idx % 2``, so a warpgroup waits only
@@ -135,6 +134,7 @@ def _check_ksplit(op, cfg) -> None:
     if cfg.splits or cfg.stream_k or cfg.cluster_m != 1:
         raise LaunchError(op, "schedule", "ksplit takes no split_k, stream_k or cluster",
                           actual=(cfg.split_k, cfg.stream_k, cfg.cluster_m))
+
 
 @lru_cache(maxsize=64)
 def _wgmma_frag(wgs, tile_n, rows):
@@ -703,8 +703,8 @@ def shipped_fp8_configs() -> tuple:
     (128x192; block-scaled also 128x128, its choice when 192-wide tiles leave the last wave
     emptier), clusters of two, through the TMA-store EVT epilogue; the decode tiles (64x64 on
     one consumer warpgroup, M <= 64; 64x32 with the built-in epilogue and 16 rows of A, split
-    in K or not, or on the "ksplit" schedule); and an e4m3 D with bias, amax and scale_result (the FP8 output for the next
-    layer)."""
+    in K or not, or on the "ksplit" schedule); and an e4m3 D with bias, amax and scale_result
+    (the FP8 output for the next layer)."""
     from .gemm_sm90_fp8 import epilogue_tree
 
     def tma_store(mode, tn, promote):     # as scaled_mm's choose_fp8_config picks them

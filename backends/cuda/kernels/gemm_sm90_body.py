@@ -209,17 +209,27 @@ class Sm90Body:
             after_b = smem_address("sS") + cfg.scale_smem_bytes()
         if self.ks:
             kb.comment(f"ksplit exchange: {cfg.exchange_bytes} B, {exchange_layout(cfg)} fp32")
-        kb.decl("const u32", "bar_full", after_b + cfg.epilogue_smem_bytes() + cfg.exchange_bytes,
-                hint=False)
+        kb.decl("const u32", "bar_full",
+                after_b + cfg.epilogue_smem_bytes() + cfg.exchange_bytes, hint=False)
         kb.decl("const u32", "bar_empty", self.pl.barrier(self.pl.full, S), hint=False)
+
+    @property
+    def regions_offset(self) -> int:
+        """Byte offset from ``smem0_`` of what follows the stages and scale slots: the
+        epilogue regions, then the ksplit exchange (``emit_smem``'s carve-out)."""
+        return self.cfg.stages * self.cfg.stage_bytes + self.cfg.scale_smem_bytes()
+
+    def smem_pointer(self, kb, offset: int) -> str:
+        """C text of a generic pointer to the dynamic smem byte ``offset`` past ``smem0_``."""
+        return (f"smem_raw_ + (smem0_ - {kb.call_expr('cvta_to_shared_u32', 'smem_raw_')}) + "
+                f"{offset}")
 
     def emit_epilogue_init(self, kb) -> None:
         """The fused epilogue's smem regions (one per ping-pong warpgroup, each with its own C
         barriers) after the mainloop stages."""
         cfg, epi = self.cfg, self.epi
-        kb.decl("unsigned char*", "cute_epi_smem_base",
-                f"smem_raw_ + (smem0_ - {kb.call_expr('cvta_to_shared_u32', 'smem_raw_')}) + "
-                f"{cfg.stages * cfg.stage_bytes + cfg.scale_smem_bytes()}", hint=False)
+        kb.decl("unsigned char*", "cute_epi_smem_base", self.smem_pointer(kb, self.regions_offset),
+                hint=False)
         if self.pp:
             R = cfg.epilogue_region_bytes()
             for w in range(cfg.epi_regions):
@@ -433,8 +443,8 @@ class Sm90Body:
         cfg, maps, epi = self.cfg, self.maps, self.epi
         kb.comment("---------------- consumer warpgroups ----------------")
         kb.call("setmaxnreg_inc", template=str(cfg.consumer_regs))
-        kb.decl("const int", "tid", f"threadIdx.x - {'128 * wg' if self.pp or self.ks else '128'}",
-                hint=False)
+        own = self.pp or self.ks       # a warpgroup's own 128-thread fragment
+        kb.decl("const int", "tid", f"threadIdx.x - {'128 * wg' if own else '128'}", hint=False)
         kb.decl("const int", "cw", "wg - 1", hint=False)
         kb.decl("const bool", "release_lane", "(threadIdx.x & 31) == 0", hint=False)
         kb.decl("int", "idx", 0, hint=False)
@@ -453,9 +463,9 @@ class Sm90Body:
             from . import gemm_sm90_fp8 as f8
             f8.emit_consumer_setup(kb, cfg)
         if self.ks:
-            off = cfg.stages * cfg.stage_bytes + cfg.scale_smem_bytes()
-            kb.decl("float*", "xch_", f"reinterpret_cast<float*>(smem_raw_ + (smem0_ - "
-                    f"{kb.call_expr('cvta_to_shared_u32', 'smem_raw_')}) + {off})", hint=False)
+            off = self.regions_offset + cfg.epilogue_smem_bytes()
+            kb.decl("float*", "xch_",
+                    f"reinterpret_cast<float*>({self.smem_pointer(kb, off)})", hint=False)
         with self.tile_loop(kb, self.pp):
             self.emit_consumer_tile(kb)
         if epi is not None:
@@ -536,8 +546,8 @@ class Sm90Body:
         def each(body):
             with kb.for_("j", 0, maps.slabs, unroll=True) as j:
                 with kb.for_("i", 0, cfg.tile_n // 2, unroll=True) as i:
-                    body(f"{src}[{kb.expr(j)}][{kb.expr(i)}]",
-                         f"xch_[{kb.expr(crd2idx((tid, j, i), cute.shape(lay), cute.stride(lay)))}]")
+                    x = crd2idx((tid, j, i), cute.shape(lay), cute.stride(lay))
+                    body(f"{src}[{kb.expr(j)}][{kb.expr(i)}]", f"xch_[{kb.expr(x)}]")
         kb.comment("ksplit: warpgroup 1's sums -> warpgroup 0 (exchange buffer, named barriers "
                    "1: written, 2: read)")
         with kb.if_("cw == 1"):

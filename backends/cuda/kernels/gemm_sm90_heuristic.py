@@ -143,7 +143,9 @@ def fill_tile_n(N: int, b_major: str, num_sms: int = 132) -> int:
 
 
 def _swapped_tile(M, N, L, a_major, num_sms):
-    """The swapped kernel's ``(tile_m, tile_n)`` (rule 2, swapped) for the user's M and N."""
+    """The swapped kernel's ``(tile_m, tile_n)`` (rule 2, swapped) for the user's M and N: n
+    the smallest of 16 / 32 / 64 >= M (64 for an M-contiguous A), 64 rows where those tiles
+    fit one wave (n 16 / 32), else 128."""
     tn = next(t for t in (*SMALL_TILE_N, 64) if t >= M)
     if tn in SMALL_TILE_N and a_major != "K":
         tn = 64
@@ -208,11 +210,10 @@ def choose_sm90(M: int, N: int, K: int, L: int = 1, dtype: str = "f16", a_major:
     if swap:
         km, kn = N, M                          # kernel problem
         ka, kbm = b_major, a_major             # kernel A = user B, kernel B = user A
-        tn = next(t for t in (*SMALL_TILE_N, 64) if t >= M)
-        if tn in SMALL_TILE_N and kbm != "K":
-            tn = 64
+        tm, tn = _swapped_tile(M, N, L, a_major, num_sms)
+        if tn == 64 and M <= SMALL_TILE_N[-1]:
             why.append("A is M-contiguous: 64-wide tile (16/32 need a K-major operand)")
-        tm, stages = 128, 8 if tn <= 64 else 6
+        stages = 8
         why.insert(0, f"M={M} <= {SWAP_MAX_M}: swap A/B (D^T = B^T A^T), wgmma N={tn}")
         # 64-row tiles when they fit one wave.  Measured on the H100 (fp16, x @ W.T / A @ B,
         # M = 1 / 8 / 16 / 32, time ratio to torch.mm, 128-row -> 64-row tiles): 6144x4096
@@ -220,11 +221,9 @@ def choose_sm90(M: int, N: int, K: int, L: int = 1, dtype: str = "f16", a_major:
         # 1.07-1.54 -> 1.12-1.65 (M = 1 x @ W.T: 1.42 -> 1.38); 4096x14336 0.94-0.97 ->
         # 0.97-0.99.  At 11008, 14336 and 28672 wide (172-448 64-row tiles, more than a wave)
         # the 128-row tiles were as fast or faster (docs/performance.md, "Hopper GEMM", v12)
-        t64 = _tiles(km, kn, L, 64, tn)
-        if tn in SMALL_TILE_N and t64 <= num_sms:
-            tm = 64
-            why.append(f"{t64} 64x{tn} tiles fit one wave: 64-row tiles (one consumer "
-                       "warpgroup)")
+        if tm == 64:
+            why.append(f"{_tiles(km, kn, L, 64, tn)} 64x{tn} tiles fit one wave: 64-row tiles "
+                       "(one consumer warpgroup)")
     else:
         km, kn, ka, kbm = M, N, a_major, b_major
         tm = 128
@@ -273,7 +272,7 @@ def choose_sm90(M: int, N: int, K: int, L: int = 1, dtype: str = "f16", a_major:
     splits = 1
     wgs = tm // 64 if swap else wgs
     if allow_split and tiles * 2 <= num_sms:
-        s = min(num_sms // tiles, kb // MIN_KB_PER_SPLIT, MAX_SPLITS)
+        s = _split_count(tiles, kb, num_sms)
         if s >= 2:
             splits = s
             why.append(f"{tiles} tiles <= SMs/2 and {kb} k-blocks: split-K x{s} "
