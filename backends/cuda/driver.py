@@ -19,12 +19,14 @@ from cute_py.errors import LaunchError
 __all__ = ["libcuda", "check", "ensure_context", "load_module",
            "module_function", "set_max_dynamic_smem", "launch_kernel", "launch_kernel_ex",
            "max_active_clusters", "tensor_map_encode_tiled", "sm_count",
-           "CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION", "untyped_launchers"]
+           "CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION", "CUDA_ERROR_INVALID_CONTEXT",
+           "untyped_launchers"]
 
 CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION = 4
 _CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES = 8
 _CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT = 16
-_CUDA_ERROR_INVALID_CONTEXT = 201
+#: ``CUDA_ERROR_INVALID_CONTEXT``: the calling thread has no current context
+CUDA_ERROR_INVALID_CONTEXT = _CUDA_ERROR_INVALID_CONTEXT = 201
 
 _vp, _u32, _i32, _u64 = ctypes.c_void_p, ctypes.c_uint, ctypes.c_int, ctypes.c_uint64
 

@@ -38,7 +38,7 @@ from .stream import on_stream as _on_stream
 from cute_py.epilogue.fused import ACTIVATIONS
 
 from .gemm_broadcast import broadcast_call, empty_call, needs_broadcast
-from .gemm_common import GemmChoice, StreamWorkspace
+from .gemm_common import GemmChoice, StreamWorkspace, keep_for_stream
 from .gemm_common import data_ptr as _ptr
 from .gemm_common import acls as _acls
 from .gemm_common import cupy_view as _cupy_view
@@ -46,6 +46,7 @@ from .gemm_common import empty as _empty
 from .gemm_common import is_hopper as _hopper
 from .gemm_common import meta_key as _meta_key
 from .gemm_common import remember
+from .hostpath import NATIVE as _NATIVE
 from .tensors import TensorMeta, meta_of, overlaps, span_bytes
 
 __all__ = ["gemm", "gemm_entry", "GemmChoice", "GemmCall", "gemm_sm90", "plan_cache", "clear_plans"]
@@ -86,11 +87,11 @@ class GemmCall:
         are one launch (:mod:`.kernels.copy_group`), planned on the first call from the
         operands' layouts and alignment classes (the call's key holds both)."""
         pads = self.pads.get(stream)
-        if pads is None:
-            pads = self.pads[stream] = (
+        if pads is None:       # a capturing stream's buffers are the graph's (keep_for_stream)
+            pads = keep_for_stream(self.pads, stream, (
                 _pad_buffer(A, stream) if self.copy_a else (None, None),
                 _pad_buffer(B_nk, stream, 64 if self.pad_b128 else 8) if self.copy_b
-                else (None, None))
+                else (None, None)), self.framework, self.device)
         if self.copier is None:
             self.copier = _copier([(X, view) for (view, _), X in zip(pads, (A, B_nk))
                                    if view is not None], self.device)
@@ -525,9 +526,15 @@ def gemm_entry(A, B, C, alpha, beta, out, stream, explain, backend, mainloop, co
     shapes, strides, dtypes and devices, look the call up, check ``out`` for overlap, patch and
     launch on torch's current stream (or ``stream``)."""
     T = _T[0]
-    if T is None:
-        T = _init_torch()
-    if (type(A) is T and type(B) is T and bias is None and activation is None
+    if not _READY[0]:
+        T = _ready()
+    if _NATIVE is not None:
+        # the same fast path in C (hostpath.c's gemm_fast): None where the general path runs
+        res = _NATIVE.gemm_fast(A, B, C, alpha, beta, out, stream, explain, backend, mainloop,
+                                config, bias, activation, epilogue, tensors)
+        if res is not None:
+            return res
+    elif (type(A) is T and type(B) is T and bias is None and activation is None
             and epilogue is None and not tensors and mainloop is None and config is None
             and not explain and (backend == "auto" or backend == "sm90" or backend == "sm80")
             and (C is None or type(C) is T) and (out is None or type(out) is T)):
@@ -551,8 +558,7 @@ def gemm_entry(A, B, C, alpha, beta, out, stream, explain, backend, mainloop, co
                             (lo < pb + sp[3][1] and pb + sp[3][0] < hi) or \
                             (pc and lo < pc + sp[4][1] and pc + sp[4][0] < hi
                              and not (pc == pd and C.stride() == out.stride())):
-                        raise LaunchError(_OP, "out", "overlaps an input (A, B or C); the "
-                                          "GEMM reads it while writing out", actual=hex(pd))
+                        _overlap_error(pd)
                 h = _T[1](dev) if stream is None else _stream(stream, A)
                 if call.copy_a or call.copy_b:
                     ca, cb = call.copy_in(A, B.transpose(-1, -2), h)
@@ -571,12 +577,32 @@ def gemm_entry(A, B, C, alpha, beta, out, stream, explain, backend, mainloop, co
 
 
 
+#: whether the fast paths know torch (and the native one its state); False until torch is seen
+_READY = [False]
+
+
+def _ready():
+    """torch.Tensor once torch is imported (None before): the fast paths' setup."""
+    T = _init_torch()
+    if T is not None:
+        if _NATIVE is not None:
+            _NATIVE.configure(T, _T[1], _stream, _overlap_error, _PLANS)
+        _READY[0] = True
+    return T
+
+
 def _stream(stream, like):
     from .stream import stream_handle
     return stream_handle(stream, like, _OP)
 
 
-def _fast_key(A, B, C, out, alpha, use_c, pa, pb, pc, pd, dev, backend):
+def _overlap_error(pd):
+    """The fast paths' out-overlap error (``pd``: out's pointer)."""
+    raise LaunchError(_OP, "out", "overlaps an input (A, B or C); the GEMM reads it while "
+                      "writing out", actual=hex(pd))
+
+
+def _py_fast_key(A, B, C, out, alpha, use_c, pa, pb, pc, pd, dev, backend):
     """The torch fast path's key: dtypes, shapes, strides, devices and alignment classes of
     the call's tensors (pointers ``pa`` ... ``pd`` of A, B, C, out; 0 when absent), C only when
     it is read, whether alpha is 1, and the backend asked for ("auto" may pick the SM80 kernel
@@ -594,6 +620,10 @@ def _fast_key(A, B, C, out, alpha, use_c, pa, pb, pc, pd, dev, backend):
     return (A.dtype, A.shape, A.stride(), B.dtype, B.shape, B.stride(), dev, B.get_device(),
             pa & 127 == 0, pa & 15 == 0, pb & 127 == 0, pb & 15 == 0, cd, cs, cst, cdev, cal,
             od, osh, ost, odev, oal, alpha == 1, backend)
+
+
+#: the key function of both fast paths: the native one where built (the same tuple)
+_fast_key = _NATIVE.fast_key if _NATIVE is not None else _py_fast_key
 
 
 def _gemm_general(A, B, C, alpha, beta, *, out, stream, explain, backend, mainloop, config,

@@ -225,6 +225,25 @@ class CompiledKernel:
         launch_ex.keep = cfg
         return launch_ex
 
+    def native_launcher(self, grid, pack: ArgPack, ptr_slots, scalar_slots, *, block=None,
+                        smem=None, device: int):
+        """The native ``Launcher`` of a plan (:func:`~.hostpath.launcher`: patch the pointer
+        words ``ptr_slots`` and the scalars ``scalar_slots``, then the same driver call as
+        :meth:`bound_launcher`), or None where the extension is absent."""
+        from .hostpath import NATIVE, launcher
+        if NATIVE is None:
+            return None
+        plain, ex = driver.untyped_launchers()
+        block = tuple(block or self.block)
+        smem = self.spec.smem if smem is None and self.spec is not None else (smem or 0)
+        func = self.handle(device)
+        if self.cluster == (1, 1, 1):
+            return launcher(pack, ptr_slots, scalar_slots, func, grid, block, smem,
+                            ctypes.cast(plain, ctypes.c_void_p).value)
+        cfg = driver.make_launch_config(tuple(grid), block, smem, self.cluster)
+        return launcher(pack, ptr_slots, scalar_slots, func, grid, block, smem,
+                        ctypes.cast(ex, ctypes.c_void_p).value, cfg)
+
     def __repr__(self):
         return f"CompiledKernel({self.name!r}, {self.resources})"
 
@@ -239,12 +258,27 @@ class LaunchPlan:
 
     __slots__ = ("kernel", "device", "grid", "block", "smem", "pack", "ptr_slots",
                  "encode_slots", "scalar_slots", "roles", "scalar_roles", "resets", "_last",
-                 "_launch", "_lock")
+                 "_launch", "_lock", "_native")
 
     def run(self, ptrs, scalars=(), stream: int = 0) -> None:
+        # the native launcher (hostpath) patches and launches holding the GIL; it exists from
+        # the plan's first launch on, and then every launch of the plan goes through it (one
+        # record of the scalars written)
+        nat = self._native
+        if nat is not None:
+            res = nat(ptrs, scalars, stream)
+            if res:
+                self._native_failed(nat, res, ptrs, scalars, stream)
+            return
         # the driver reads the pack during the call (ctypes releases the GIL): one thread at a
         # time patches and launches
         with self._lock:
+            nat = self._native
+            if nat is not None:         # made by another thread meanwhile
+                res = nat(ptrs, scalars, stream)
+                if res:
+                    self._native_failed(nat, res, ptrs, scalars, stream)
+                return
             pack = self.pack
             words = pack.words
             for w, r in self.ptr_slots:
@@ -261,9 +295,24 @@ class LaunchPlan:
                 return
             self.kernel.launch_pack(self.grid, pack, stream, device=self.device)
             if launch is None:
+                if not self.encode_slots:
+                    self._native = self.kernel.native_launcher(
+                        self.grid, pack, self.ptr_slots,
+                        [(i, r) for i, r in self.scalar_slots], block=self.block,
+                        smem=self.smem, device=self.device)
+                    if self._native is not None:
+                        return
                 self._launch = self.kernel.bound_launcher(
                     self.grid, pack, block=self.block, smem=self.smem, device=self.device) \
                     or False
+
+    def _native_failed(self, nat, res: int, ptrs, scalars, stream) -> None:
+        """A native launch returned ``res``: without a current context (a new thread), make
+        the plan's device current and launch again; any other result raises."""
+        if res == driver.CUDA_ERROR_INVALID_CONTEXT:
+            driver.ensure_context(self.device)
+            res = nat(ptrs, scalars, stream)
+        driver.check(res, f"launch({self.kernel.name})", "cuLaunchKernel")
 
 
 def make_plan(kernel: CompiledKernel, device: int, grid, block, smem: int, params, roles=(),
@@ -313,5 +362,5 @@ def make_plan(kernel: CompiledKernel, device: int, grid, block, smem: int, param
     plan.ptr_slots, plan.encode_slots = tuple(ptr_slots), tuple(encode_slots)
     plan.scalar_slots, plan.roles = tuple(scalar_slots), tuple(roles)
     plan.scalar_roles, plan.resets = tuple(scalar_roles), ()
-    plan._last, plan._launch, plan._lock = None, None, threading.Lock()
+    plan._last, plan._launch, plan._lock, plan._native = None, None, threading.Lock(), None
     return plan
