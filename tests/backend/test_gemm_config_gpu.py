@@ -45,6 +45,7 @@ CONFIGS = {
     "workspace": G.Sm90GemmConfig(128, 128, 64, 6, 2, "bf16", split_k="workspace"),
     "atomic": G.Sm90GemmConfig(128, 64, 64, 8, 2, "f16", split_k="atomic", vec2=False),
     "stream_k": G.Sm90GemmConfig(128, 128, 64, 6, 2, "f16", stream_k=True),
+    "stream_k_256": G.Sm90GemmConfig(128, 256, 64, 4, 2, "bf16", stream_k=True),
     "swapped": G.Sm90GemmConfig(128, 32, 64, 8, 2, "f16", transpose_d=True, vec2=False),
     "swapped_fixup": G.Sm90GemmConfig(128, 16, 64, 8, 2, "bf16", transpose_d=True, vec2=False,
                                       split_k="fixup"),
@@ -55,7 +56,7 @@ CONFIGS = {
                                        transpose_d=True, vec2=False),
 }
 SHAPES = {"fixup": (200, 136, 1000), "workspace": (130, 264, 2056), "atomic": (96, 200, 1560),
-          "stream_k": (520, 392, 1064), "swapped": (24, 1000, 776),
+          "stream_k": (520, 392, 1064), "stream_k_256": (1000, 1500, 2000), "swapped": (24, 1000, 776),
           "swapped_fixup": (9, 520, 2000), "ksplit": (37, 1000, 1096),
           "ksplit_slabs": (200, 136, 1000), "ksplit_swapped": (5, 3000, 200)}
 

@@ -232,22 +232,25 @@ def test_narrow_tile_unswapped(tile_n):
 
 
 @pytest.mark.parametrize("dt", ["f16", "bf16"])
-@pytest.mark.parametrize("M,N,K,sk,swap", [
-    (1000, 1000, 1000, None, False),      # 64 tiles < 132 CTAs: pure stream-K
-    (4096, 4096, 4096, None, False),      # 1024 tiles: 6 data-parallel waves + stream-K
-    (4096, 4096, 4096, 1024, False),      # all stream-K
-    (2048, 3000, 520, None, False),
-    (300, 5000, 2000, None, False),
-    (33, 4096, 4096, None, True),         # swapped: 128 x 64 tiles, D^T
+@pytest.mark.parametrize("M,N,K,sk,swap,tn", [
+    (1000, 1000, 1000, None, False, 128),      # 64 tiles < 132 CTAs: pure stream-K
+    (4096, 4096, 4096, None, False, 128),      # 1024 tiles: 6 data-parallel waves + stream-K
+    (4096, 4096, 4096, 1024, False, 128),      # all stream-K
+    (2048, 3000, 520, None, False, 128),
+    (300, 5000, 2000, None, False, 128),
+    (33, 4096, 4096, None, True, 64),          # swapped: 128 x 64 tiles, D^T
+    (3000, 5000, 2000, None, False, 256),      # 128 accumulators per thread: 480 tiles
+    (1000, 1000, 1000, None, False, 256),      # 32 tiles: pure stream-K
+    (3000, 5000, 2000, 84, False, 256),        # the last partial wave only
 ])
-def test_streamk_vs_reference_deterministic(dt, M, N, K, sk, swap):
+def test_streamk_vs_reference_deterministic(dt, M, N, K, sk, swap, tn):
     """Stream-K with C, alpha, beta: float64 reference, poisoned padding, flags left zero, and
     two runs bit-identical."""
     import cupy as cp
     rng = cp.random.default_rng(M + K)
     A, B = _rand(cp, (M, K), dt, rng), _rand(cp, (N, K), dt, rng)
     C = _rand(cp, (M, N), dt, rng)
-    cfg = G.Sm90GemmConfig(128, 64 if swap else 128, 64, 8 if swap else 6, 2, dt,
+    cfg = G.Sm90GemmConfig(128, tn, 64, 8 if tn == 64 else 6 if tn == 128 else 4, 2, dt,
                            stream_k=True, has_c=True, vec2=False, transpose_d=swap)
     flags = cp.zeros(512, cp.int32)
     buf, D = _poisoned(cp, M, N, dt)

@@ -269,9 +269,6 @@ class Sm90GemmConfig:
                 raise LaunchError(op, "stream_k", "needs the cooperative schedule, no cluster "
                                   "and no split_k", actual=(self.schedule, self.cluster_m,
                                                             self.split_k))
-            if (rows // 64) * self.tile_n // 2 > 64:
-                raise LaunchError(op, "stream_k", "needs at most 64 accumulators per thread "
-                                  "(the fix-up sums)", actual=(self.tile_m, self.tile_n))
         if self.splits or self.transpose_d or self.stream_k:
             what = "split_k" if self.splits else ("stream_k" if self.stream_k else
                                                   "transpose_d")

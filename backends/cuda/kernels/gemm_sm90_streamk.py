@@ -17,9 +17,9 @@ A CTA's stream-K range cuts its tiles into *pieces* ``(tile, [kb_lo, kb_hi))``:
   (``st.release.gpu``);
 - a tail (``kb_lo > 0``, ``kb_hi == KB``): consumer thread 0 waits for the flags of the CTAs
   that hold the tile's earlier pieces (``cta_of(first iteration)`` .. ``cta_of(kb_lo - 1)``,
-  ``ld.acquire.gpu``) and clears them; after barrier 1 every thread adds their partials in k
-  order, then its own accumulators (``((p_c0 + p_c0+1) + ...) + own``: the same order every run
-  for a given grid), and runs the built-in epilogue.
+  ``ld.acquire.gpu``) and clears them; after barrier 1 every thread adds the partials to its own
+  accumulators in k order (``((own + p_c0) + p_c0+1) + ...``: the same order every run for a
+  given grid, and no registers beyond the accumulators), and runs the built-in epilogue.
 
 A CTA runs its stream-K pieces from its *last* tile backwards, so its head piece (the one a
 later CTA waits for) is computed first and its tail piece (the one that waits) last: no chain
@@ -350,18 +350,12 @@ def emit_epilogue(kb, cfg, maps, emit_store) -> None:
                 kb.assign("sk_flags[c]", 0)
         kb.call("named_barrier_sync", "1u", f"{nthr}u")
         kb.stmt("__threadfence()")
-        kb.decl("float", f"sk_sum_[{nv}]", hint=False)
+        kb.comment("own + head c0 + head c0+1 + ...: a fixed order, no registers beyond acc")
         with kb.for_("c", c0, c1 + 1, hint=False) as c:
             kb.decl("const float*", "pp_", f"ws + {kb.expr(workspace_offset(cfg, tid, 0, c))}",
                     hint=False)
-            with kb.if_(f"c == {kb.expr(c0)}"):
-                for v, o in enumerate(voff):
-                    kb.assign(f"sk_sum_[{v}]", f"__ldcg(pp_ + {o})")
-            with kb.else_():
-                for v, o in enumerate(voff):
-                    kb.assign(f"sk_sum_[{v}]", f"__ldcg(pp_ + {o})", "+=")
-        for v, a in enumerate(acc):
-            kb.assign(a, f"sk_sum_[{v}] + {a}")
+            for o, a in zip(voff, acc):
+                kb.assign(a, f"__ldcg(pp_ + {o})", "+=")
     with kb.scope():
         emit_store(kb)
 
