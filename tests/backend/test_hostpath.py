@@ -175,10 +175,12 @@ class _Plan:
 
 
 class _Call:
-    def __init__(self, rec, out_shape, spans, simple=True, copy_a=False, copy_b=False):
+    def __init__(self, rec, out_shape, spans, simple=True, copy_a=False, copy_b=False,
+                 reduce=None):
         self.rec, self.plan = rec, _Plan(rec)
         self.out_shape, self.spans = out_shape, spans
         self.simple, self.copy_a, self.copy_b = simple, copy_a, copy_b
+        self.reduce, self.swap, self.ws = reduce, False, None
 
     def run(self, pa, pb, pd, pc, alpha, beta, stream):
         self.rec.log.append(("call.run", pa, pb, pd, pc, alpha, beta, stream))
@@ -275,7 +277,7 @@ def test_gemm_fast_equals_python(fast_paths, case):
     elif case == "copies":
         kw = dict(copy_a=True, copy_b=True)
     elif case == "split":
-        kw = dict(simple=False)
+        kw = dict(simple=False, reduce="a reduce plan")   # GemmCall.run in Python
     elif case == "stream":
         args = _args(A, B, out=D, stream=12345)
     elif case == "explain":
@@ -324,3 +326,56 @@ def test_gemm_fast_launches_the_plans_launcher(fast_paths):
     assert got["calls"] == before + 1 and got["stream"] == 6 and not rec.log
     assert list(pack.words[:4]) == [A.data_ptr(), B.data_ptr(), D.data_ptr(), C.data_ptr()]
     assert struct.unpack_from("<ff", pack.tobytes(), pack.offsets[4]) == (0.75, -2.0)
+
+
+def _stub_plan(n_ptrs):
+    """A LaunchPlan whose native launcher is the recording stand-in (pointers, then alpha, beta
+    as f32)."""
+    import threading
+
+    from cute_py.backends.cuda.kernel import LaunchPlan
+    pack = ArgPack(["ptr"] * n_ptrs + ["f32", "f32"])
+    plain, _ = N.stub()
+    plan = LaunchPlan()
+    plan._native = hostpath.launcher(pack, [(pack.word(i), i) for i in range(n_ptrs)],
+                                     [(n_ptrs, 0), (n_ptrs + 1, 1)], 0xC0DE, (5, 1, 1),
+                                     (384, 1, 1), 0, plain)
+    plan._lock, plan.pack = threading.Lock(), pack
+    return plan
+
+
+@pytest.mark.parametrize("swap", [False, True])
+def test_gemm_fast_split_call_launches_directly(fast_paths, swap):
+    # a split-K / swapped GemmCall without a reduce launch, whose stream has its workspace:
+    # gemm_fast launches the plan itself with (A, B) swapped as GemmCall.run swaps them and the
+    # workspace's two pointers appended -- the same bytes as the Python path
+    from cute_py.backends.cuda.gemm_common import StreamWorkspace
+    f16 = torch.float16
+    A, B = torch.randn(48, 32).to(f16), torch.randn(40, 32).to(f16).t()
+    D = torch.empty(48, 40, dtype=f16)
+    got = []
+    for native in (N, None):
+        G._PLANS.clear()
+        call = G.GemmCall()
+        call.plan, call.simple, call.swap, call.reduce = _stub_plan(6), False, swap, None
+        call.copy_a = call.copy_b = False
+        call.out_shape, call.spans = (48, 40), (0, 3840, (0, 3072), (0, 2560), (0, 0))
+        call.ws = StreamWorkspace(16, 4, "torch", -1)
+        call.ws._by_stream[6] = (None, 0x111, 0x222)
+        G._PLANS[G._fast_key(A, B, None, D, 0.5, False, A.data_ptr(), B.data_ptr(), 0,
+                             D.data_ptr(), -1, "auto")] = call
+        old, G._NATIVE = G._NATIVE, native
+        try:
+            assert G.gemm_entry(*_args(A, B, alpha=0.5, out=D)) is D
+        finally:
+            G._NATIVE = old
+        rec = N.stub_record()
+        rec.pop("calls")
+        rec.pop("params")
+        pack = call.plan.pack
+        got.append((list(pack.words[:6]), struct.unpack_from("<ff", pack.tobytes(),
+                                                             pack.offsets[6]), rec))
+    assert got[0] == got[1]
+    pa, pb = (B.data_ptr(), A.data_ptr()) if swap else (A.data_ptr(), B.data_ptr())
+    assert got[0][0] == [pa, pb, D.data_ptr(), D.data_ptr(), 0x111, 0x222]
+    assert got[0][1] == (0.5, 0.0) and got[0][2]["stream"] == 6

@@ -322,7 +322,8 @@ static struct {
 
 static PyObject *s_data_ptr, *s_get_device, *s_dtype, *s_shape, *s_stride, *s_new_empty,
     *s_copy_a, *s_copy_b, *s_simple, *s_spans, *s_out_shape, *s_plan, *s_native, *s_run,
-    *s_copy_in, *s_transpose, *s_auto, *s_sm90, *s_sm80;
+    *s_copy_in, *s_transpose, *s_auto, *s_sm90, *s_sm80, *s_reduce, *s_swap, *s_ws,
+    *s_by_stream;
 
 static PyObject *call0(PyObject *obj, PyObject *name) {
     return PyObject_VectorcallMethod(name, &obj, 1 | PY_VECTORCALL_ARGUMENTS_OFFSET, NULL);
@@ -553,7 +554,47 @@ static int run_call(PyObject *call, PyObject *A, PyObject *B, long long pa, long
     int simple = attr_true(call, s_simple);
     if (simple < 0)
         return -1;
-    if (simple) {
+    uint64_t ptrs[6] = {(uint64_t)pa, (uint64_t)pb, (uint64_t)pd, (uint64_t)pc4, 0, 0};
+    Py_ssize_t np = 4;
+    int direct = simple;
+    if (!simple) {
+        /* split-K / swapped (`GemmCall.run`): the plan alone, when it has no reduce launch and
+         * the stream's workspace exists already (its first call allocates it in Python) */
+        PyObject *red = PyObject_GetAttr(call, s_reduce);
+        if (!red)
+            return -1;
+        int no_reduce = red == Py_None;
+        Py_DECREF(red);
+        if (no_reduce) {
+            int swap = attr_true(call, s_swap);
+            if (swap < 0)
+                return -1;
+            PyObject *ws = PyObject_GetAttr(call, s_ws);
+            if (!ws)
+                return -1;
+            PyObject *by = PyObject_GetAttr(ws, s_by_stream);
+            Py_DECREF(ws);
+            if (!by)
+                return -1;
+            PyObject *got = PyDict_Check(by) ? PyDict_GetItemWithError(by, h) : NULL;
+            if (got && PyTuple_Check(got) && PyTuple_GET_SIZE(got) == 3) {
+                ptrs[4] = PyLong_AsUnsignedLongLong(PyTuple_GET_ITEM(got, 1));
+                ptrs[5] = PyLong_AsUnsignedLongLong(PyTuple_GET_ITEM(got, 2));
+                if (!PyErr_Occurred()) {
+                    np = 6;
+                    direct = 1;
+                    if (swap) {
+                        ptrs[0] = (uint64_t)pb;
+                        ptrs[1] = (uint64_t)pa;
+                    }
+                }
+            }
+            Py_DECREF(by);
+            if (PyErr_Occurred())
+                return -1;
+        }
+    }
+    if (direct) {
         PyObject *plan = PyObject_GetAttr(call, s_plan);
         if (!plan)
             return -1;
@@ -563,20 +604,14 @@ static int run_call(PyObject *call, PyObject *A, PyObject *B, long long pa, long
             return -1;
         }
         if (Py_TYPE(nat) == &LauncherType) {
-            uint64_t ptrs[4] = {(uint64_t)pa, (uint64_t)pb, (uint64_t)pd, (uint64_t)pc4};
             double sc[2] = {PyFloat_AsDouble(alpha), PyFloat_AsDouble(beta)};
+            void *stream = PyErr_Occurred() ? NULL : PyLong_AsVoidPtr(h);
             if (PyErr_Occurred()) {
                 Py_DECREF(nat);
                 Py_DECREF(plan);
                 return -1;
             }
-            void *stream = PyLong_AsVoidPtr(h);
-            if (stream == NULL && PyErr_Occurred()) {
-                Py_DECREF(nat);
-                Py_DECREF(plan);
-                return -1;
-            }
-            int res = launcher_launch((Launcher *)nat, ptrs, 4, sc, 2, stream);
+            int res = launcher_launch((Launcher *)nat, ptrs, np, sc, 2, stream);
             Py_DECREF(nat);
             if (!res) {
                 Py_DECREF(plan);
@@ -586,14 +621,22 @@ static int run_call(PyObject *call, PyObject *A, PyObject *B, long long pa, long
         } else {
             Py_DECREF(nat);
         }
-        PyObject *ptrs = Py_BuildValue("(LLLL)", pa, pb, pd, pc4);
-        PyObject *sc = ptrs ? PyTuple_Pack(2, alpha, beta) : NULL;
+        PyObject *pt = PyTuple_New(np);
+        for (Py_ssize_t i = 0; pt && i < np; i++) {
+            PyObject *x = PyLong_FromUnsignedLongLong(ptrs[i]);
+            if (!x) {
+                Py_CLEAR(pt);
+                break;
+            }
+            PyTuple_SET_ITEM(pt, i, x);
+        }
+        PyObject *sc = pt ? PyTuple_Pack(2, alpha, beta) : NULL;
         PyObject *r = NULL;
         if (sc) {
-            PyObject *rargs[4] = {plan, ptrs, sc, h};
+            PyObject *rargs[4] = {plan, pt, sc, h};
             r = PyObject_VectorcallMethod(s_run, rargs, 4, NULL);
         }
-        Py_XDECREF(ptrs);
+        Py_XDECREF(pt);
         Py_XDECREF(sc);
         Py_DECREF(plan);
         if (!r)
@@ -601,8 +644,8 @@ static int run_call(PyObject *call, PyObject *A, PyObject *B, long long pa, long
         Py_DECREF(r);
         return 0;
     }
-    PyObject *v[5] = {PyLong_FromLongLong(pa), PyLong_FromLongLong(pb), PyLong_FromLongLong(pd),
-                      PyLong_FromLongLong(pc4), NULL};
+    PyObject *v[4] = {PyLong_FromLongLong(pa), PyLong_FromLongLong(pb), PyLong_FromLongLong(pd),
+                      PyLong_FromLongLong(pc4)};
     PyObject *r = NULL;
     if (v[0] && v[1] && v[2] && v[3]) {
         PyObject *rargs[8] = {call, v[0], v[1], v[2], v[3], alpha, beta, h};
@@ -848,6 +891,10 @@ PyMODINIT_FUNC PyInit__hostpath(void) {
     INTERN(s_auto, "auto");
     INTERN(s_sm90, "sm90");
     INTERN(s_sm80, "sm80");
+    INTERN(s_reduce, "reduce");
+    INTERN(s_swap, "swap");
+    INTERN(s_ws, "ws");
+    INTERN(s_by_stream, "_by_stream");
     if (PyType_Ready(&LauncherType) < 0)
         return NULL;
     PyObject *m = PyModule_Create(&module);
