@@ -301,9 +301,10 @@ class Sm90GemmConfig:
                 raise LaunchError(op, "a_rows", "loads part of a K-major A only (an MN-major "
                                   "A's smem atoms span 64 rows)", expected="K",
                                   actual=self.a_major)
-        if (rows // 64) * self.tile_n // 2 > 128:
-            raise LaunchError(op, "tile", "needs more than 128 accumulators per thread",
-                              actual=(self.tile_m, self.tile_n, self.consumer_wgs))
+        if (rows // 64) * self.tile_n // 2 > MAX_ACCUMULATORS:
+            raise LaunchError(op, "tile", f"needs more than {MAX_ACCUMULATORS} accumulators "
+                              "per thread", actual=(self.tile_m, self.tile_n,
+                                                    self.consumer_wgs))
         if self.smem_bytes() > 227 * 1024:
             raise LaunchError(op, "stages", "shared memory exceeds 227 KB",
                               expected="<= 232448", actual=self.smem_bytes())
@@ -639,11 +640,20 @@ def shipped_epilogue_configs():
     # batched D = A @ B: D stored by 3-D TMA stores (ping-pong; cooperative for rows off 128 B)
     out += [default_evt_config("f16", 256, False, "K", "MN", batched=True),
             default_evt_config("bf16", 256, False, "K", "K", False, batched=True)]
+    # large problems: 256-row tiles, one staging buffer (wide_tile_n)
+    out += [wide_evt_config("f16", 160), wide_evt_config("bf16", 192, "K", "MN"),
+            wide_evt_config("f16", 128, "K", "MN")]
     return tuple(out)
 
 
 #: the int range of the kernel's sizes and unit counters
 _I32 = (1 << 31) - 1
+
+#: the most fp32 accumulators one consumer thread holds: a 256x192 cooperative tile (two
+#: 64-row slabs of 96 per warpgroup) compiles without spills under ``setmaxnreg`` 232 and is
+#: the fastest tile measured at 6144^3 and 8192x6144x4096 (docs/performance.md, "Hopper
+#: GEMM", v18)
+MAX_ACCUMULATORS = 192
 
 
 def with_store_warp(cfg: "Sm90GemmConfig", limit: int = 8,
@@ -1417,6 +1427,63 @@ def coop_tile_n(M: int, N: int, L: int = 1, num_sms: int = 132) -> int:
     return fewest_rounds_width(M, N, COOP_WIDTHS, L, num_sms)
 
 
+#: the 256-row cooperative tiles of :func:`wide_evt_config` (width, rate) and the tiles of
+#: :func:`default_evt_config` they compete with ((schedule, tile_m, tile_n), rate): rate is
+#: the throughput of full waves of the tile (TFLOP/s, fp16, H100 at 1980 MHz), ``*_K0`` the
+#: per-tile cost of the epilogue and the pipeline's fill in k elements.  Fitted to 15 shapes
+#: from 2048^3 to 16384x4096x4096 and 3000x3000x2000 (docs/performance.md, "Hopper GEMM",
+#: v18): the model picks the fastest measured tile or one within 2% of it at every shape.
+WIDE_TILES = ((128, 785.0), (160, 805.0), (192, 825.0))
+WIDE_K0 = 200
+DEFAULT_TILE_RATES = {("pingpong", 64, 256): (770.0, 50), ("cooperative", 128, 256): (760.0, 100),
+                      ("cooperative", 128, 192): (730.0, 100)}
+
+
+def wave_time(tile_m: int, tile_n: int, M: int, N: int, K: int, rate: float, k0: int,
+              slots: int) -> float:
+    """The wave model's time (arbitrary units) of an ``M x N x K`` problem in ``tile_m x
+    tile_n`` tiles on ``slots`` concurrent tile slots (SMs; twice that for ping-pong, whose
+    two warpgroups run a tile each, at half the SM's rate): ``ceil(tiles / slots) * tile_m *
+    tile_n * (K + k0) * slots / rate``."""
+    tiles = -(-M // tile_m) * -(-N // tile_n)
+    return -(-tiles // slots) * tile_m * tile_n * (K + k0) * slots / rate
+
+
+def wide_tile_n(M: int, N: int, K: int, b_major: str, default: tuple,
+                num_sms: int = 132) -> int:
+    """The width of the 256-row tile (:data:`WIDE_TILES`) the wave model finds faster than the
+    ``default`` tile ``(schedule, tile_m, tile_n)`` of :func:`default_evt_config`, or 0 (keep
+    it).  A 160-wide tile needs a K-major B (an N-contiguous B's SW128 atoms are 64 wide; in
+    SW64 atoms it ran 20% slower).  Law: the returned width's :func:`wave_time` is below the
+    default's and every other candidate's (ties to the default, then the narrower)."""
+    rate, k0 = DEFAULT_TILE_RATES[default]
+    slots = num_sms * (2 if default[0] == "pingpong" else 1)
+    best, pick = wave_time(default[1], default[2], M, N, K, rate, k0, slots), 0
+    for tn, r in WIDE_TILES:
+        if tn % 64 and b_major != "K":
+            continue
+        t = wave_time(256, tn, M, N, K, r, WIDE_K0, num_sms)
+        if t < best * (1 - 1e-9):
+            best, pick = t, tn
+    return pick
+
+
+def wide_evt_config(dt: str, tile_n: int, a_major: str = "K",
+                    b_major: str = "K") -> Sm90GemmConfig:
+    """The 256-row cooperative TMA-store kernel for ``D = A @ B``: two 64-row slabs per
+    consumer warpgroup (``tile_n`` / 2 * 2 accumulators per thread, at most
+    :data:`MAX_ACCUMULATORS`), stores issued by a store warp from one staging buffer so that
+    four mainloop stages fit (three at 192).  Its operand bytes per FLOP are the fewest of the
+    16-bit tiles (256x160: 0.0102 per element against 0.0117 for 128x256 and 0.0195 for a
+    ping-pong warpgroup's 64x256)."""
+    ed = "float16" if dt == "f16" else "bfloat16"
+    sw = (3, 2) if b_major == "MN" and tile_n % 64 else (3, 3)
+    cfg = Sm90GemmConfig(256, tile_n, 64, 4, 2, dt, a_major=a_major, b_major=b_major,
+                         smem_swizzle=sw,
+                         epi=make_epilogue_config(None, 256, tile_n, element_d=ed))
+    return with_store_warp(cfg.fit_stages(8), buffers=1).check()
+
+
 def choose_config(A: TensorMeta, B: TensorMeta, D: TensorMeta, C: TensorMeta | None,
                   alpha_one: bool, sms: int) -> Sm90GemmConfig:
     """The configuration ``gemm_sm90`` runs for operands A ``(M, K)`` and B ``(N, K)`` already
@@ -1441,7 +1508,14 @@ def choose_config(A: TensorMeta, B: TensorMeta, D: TensorMeta, C: TensorMeta | N
         r128 = rows_128(A) and rows_128(B)
         if tn == 256 and not r128 and b_major == "K":
             tn = coop_tile_n(M, N, 1, sms)      # the cooperative kernel's width
-        return default_evt_config(dt, tn, use_c, a_major, b_major, r128, cluster_for(B, tn))
+        cluster = cluster_for(B, tn)
+        if tn >= 192 and not use_c and a_major == "K" and cluster == 1:
+            # large problems: 256-row tiles where the wave model finds them faster
+            default = ("pingpong", 64, 256) if tn == 256 and r128 else ("cooperative", 128, tn)
+            wide = wide_tile_n(M, N, A.shape[-1], b_major, default, sms)
+            if wide:
+                return wide_evt_config(dt, wide, a_major, b_major)
+        return default_evt_config(dt, tn, use_c, a_major, b_major, r128, cluster)
     if L > 1 and not use_c and alpha_one and batched_tma_store_ok(D):
         # batched D = A @ B: the same TMA-store kernels with 3-D D stores; 8x1024^3 measured
         # 27.3-27.6 us as the stacked 8192x1024x1024 problem against 35.5-36.1 for the
