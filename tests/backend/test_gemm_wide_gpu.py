@@ -74,3 +74,19 @@ def test_forced_wide_tiles(width, dt, b_major, M, N, K):
     out.fill_(float("nan"))
     cute.gemm(A, B, out=out, config=cfg)
     assert torch.equal(out, first), "not deterministic"
+
+
+@pytest.mark.parametrize("activation", ["gelu", "silu"])
+def test_fused_bias_activation_on_wide_tiles(activation):
+    """A fused tree that reads only vectors takes the 256-row tile the wave model picks."""
+    _skip_without_sm90()
+    M, N, K = 3000, 5000, 2000
+    A, B = _operands(M, N, K, "f16", "K", seed=7)
+    b = torch.randn(N, device="cuda").to(torch.float16)
+    D, why = cute.gemm(A, B, bias=b, activation=activation, explain=True)
+    assert (why.config.tile_m, why.config.tile_n) == (256, 160), why
+    x = A.double() @ B.double() + b.double()
+    ref = torch.nn.functional.gelu(x, approximate="tanh") if activation == "gelu" else \
+        torch.nn.functional.silu(x)
+    err = float((D.double() - ref).norm() / ref.norm())
+    assert err < 3e-3, err

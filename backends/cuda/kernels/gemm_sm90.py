@@ -1450,17 +1450,19 @@ def wave_time(tile_m: int, tile_n: int, M: int, N: int, K: int, rate: float, k0:
 
 
 def wide_tile_n(M: int, N: int, K: int, b_major: str, default: tuple,
-                num_sms: int = 132) -> int:
+                num_sms: int = 132, max_width: int = 256) -> int:
     """The width of the 256-row tile (:data:`WIDE_TILES`) the wave model finds faster than the
     ``default`` tile ``(schedule, tile_m, tile_n)`` of :func:`default_evt_config`, or 0 (keep
     it).  A 160-wide tile needs a K-major B (an N-contiguous B's SW128 atoms are 64 wide; in
-    SW64 atoms it ran 20% slower).  Law: the returned width's :func:`wave_time` is below the
-    default's and every other candidate's (ties to the default, then the narrower)."""
+    SW64 atoms it ran 20% slower); widths above ``max_width`` are not candidates (a fused
+    tree's registers: 256x192 with a GELU spills).  Law: the returned width's
+    :func:`wave_time` is below the default's and every other candidate's (ties to the
+    default, then the narrower)."""
     rate, k0 = DEFAULT_TILE_RATES[default]
     slots = num_sms * (2 if default[0] == "pingpong" else 1)
     best, pick = wave_time(default[1], default[2], M, N, K, rate, k0, slots), 0
     for tn, r in WIDE_TILES:
-        if tn % 64 and b_major != "K":
+        if (tn % 64 and b_major != "K") or tn > max_width:
             continue
         t = wave_time(256, tn, M, N, K, r, WIDE_K0, num_sms)
         if t < best * (1 - 1e-9):
@@ -1468,9 +1470,10 @@ def wide_tile_n(M: int, N: int, K: int, b_major: str, default: tuple,
     return pick
 
 
-def wide_evt_config(dt: str, tile_n: int, a_major: str = "K",
-                    b_major: str = "K") -> Sm90GemmConfig:
-    """The 256-row cooperative TMA-store kernel for ``D = A @ B``: two 64-row slabs per
+def wide_evt_config(dt: str, tile_n: int, a_major: str = "K", b_major: str = "K",
+                    tree=None) -> Sm90GemmConfig:
+    """The 256-row cooperative TMA-store kernel of ``tree`` (None: ``D = A @ B``; a fused
+    tree that reads no matrix, e.g. bias + activation): two 64-row slabs per
     consumer warpgroup (``tile_n`` / 2 * 2 accumulators per thread, at most
     :data:`MAX_ACCUMULATORS`), stores issued by a store warp from one staging buffer so that
     four mainloop stages fit (three at 192).  Its operand bytes per FLOP are the fewest of the
@@ -1480,7 +1483,7 @@ def wide_evt_config(dt: str, tile_n: int, a_major: str = "K",
     sw = (3, 2) if b_major == "MN" and tile_n % 64 else (3, 3)
     cfg = Sm90GemmConfig(256, tile_n, 64, 4, 2, dt, a_major=a_major, b_major=b_major,
                          smem_swizzle=sw,
-                         epi=make_epilogue_config(None, 256, tile_n, element_d=ed))
+                         epi=make_epilogue_config(tree, 256, tile_n, element_d=ed))
     return with_store_warp(cfg.fit_stages(8), buffers=1).check()
 
 
