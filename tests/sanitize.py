@@ -28,6 +28,8 @@ tests' own: NumPy references, poisoned outputs, guard bands):
 * decode through the heuristic: one-wave 64-row tiles loading 16 of A's rows (16 x 4096 x
   4096), swapped unsplit tiles (7 x 391 x 2000); swapped tiles with a forced fix-up split and
   C (1 x 4096 x 4096);
+* the 256-row cooperative tiles (one staging buffer, a store warp; 160 wide with partial
+  tiles in both modes, 192 wide with an N-contiguous B) and stream-K with 128x256 tiles;
 * configurations given to ``gemm(config=...)``: split-K (fix-up, workspace, atomic), stream-K,
   transposed D and the "ksplit" schedule, with C; an 8-bit D with amax and scale_result (every scaling mode);
   broadcast batches (a folded shared B; one GEMM per batch); a fused epilogue into a
@@ -62,6 +64,7 @@ FILES = [
     "tests/backend/test_gemm_config_gpu.py",
     "tests/backend/test_gemm_broadcast_gpu.py",
     "tests/backend/test_gemm_fused_api_gpu.py",
+    "tests/backend/test_gemm_wide_gpu.py",
 ]
 SELECT = ("transpose_helper or strided_views or smem or scalar_any"
           " or (7x13x29 and compact) or offset1-batched"
@@ -89,7 +92,9 @@ SELECT = ("transpose_helper or strided_views or smem or scalar_any"
           " or fused_into_column_major_out"
           " or (test_split_k and 17-1000-8320) or (partial_a_tiles and 37-)"
           " or (ksplit_decode and 7-2048)"
-          " or (splitk_with_c_alpha_beta and fixup and f16 and 1-4096-4096)")
+          " or (splitk_with_c_alpha_beta and fixup and f16 and 1-4096-4096)"
+          " or (forced_wide_tiles and (257-344 or 1000-1544))"
+          " or (streamk_vs_reference_deterministic and f16 and 1000-1000-1000-None-False-256)")
 
 
 def main(argv=None) -> int:
