@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from .tensors import TensorMeta
 
 __all__ = ["GemmChoice", "meta_key", "acls", "empty", "is_hopper", "cupy_view", "remember",
-           "StreamWorkspace", "data_ptr"]
+           "StreamWorkspace", "keep_for_stream", "CAPTURED", "data_ptr"]
 
 
 @dataclass(frozen=True)
@@ -85,6 +85,23 @@ def remember(cache: dict, key, value, limit: int) -> None:
     cache[key] = value
 
 
+#: the key under which :func:`keep_for_stream` holds the buffers a CUDA graph capture asked
+#: for (never a stream handle: no later call finds them)
+CAPTURED = "captured"
+
+
+def keep_for_stream(cache: dict, stream: int, value, framework: str, device: int):
+    """Remember ``value`` (buffers just allocated on ``stream``) as ``cache[stream]`` for the
+    stream's later calls -- unless ``stream`` is capturing a CUDA graph: then under
+    :data:`CAPTURED` only (kept alive, replacing the previous capture's), so that no later call
+    on that stream handle (an eager call, another capture) reuses the graph's buffers.  Asked
+    only where a cached call first needs buffers for a stream, never on a cached launch.
+    Returns ``value``."""
+    from .stream import is_capturing
+    cache[CAPTURED if is_capturing(framework, device, stream) else stream] = value
+    return value
+
+
 class StreamWorkspace:
     """The fp32 workspace and int32 counters of a split-K / stream-K plan, one pair per stream.
 
@@ -92,7 +109,16 @@ class StreamWorkspace:
     them in stream order -- the next call's kernel starts after this one's finished); two
     streams never share them.  Both are zeroed on the stream that first asks for them; the
     kernels leave the counters zero (each tile's last unit resets its counter), so nothing is
-    cleared per call.  ``elements`` 0: no workspace (pointers 0, 0)."""
+    cleared per call.  ``elements`` 0: no workspace (pointers 0, 0).
+
+    CUDA graphs: where the stream is capturing when it first asks (checked only then, never on
+    a cached launch), the pair is allocated for that capture -- torch: in the graph's private
+    pool, zeroed by a memset the graph replays -- and not remembered for the stream
+    (:func:`keep_for_stream`): each capturing call gets its own pair, and no later call on that
+    stream handle, eager or captured, shares it with the graph's replays.  The last captured
+    pair is kept alive.  A stream that already has a pair (an eager call of this shape ran on
+    it) keeps using it when it captures later, so warm up on another stream than the capture's
+    (torch's ``torch.cuda.graph`` captures on its own side stream)."""
 
     __slots__ = ("elements", "counters", "framework", "device", "_by_stream")
 
@@ -106,12 +132,13 @@ class StreamWorkspace:
         got = self._by_stream.get(stream)
         if got is None:
             if not self.elements:
-                got = (None, 0, 0)
+                got = self._by_stream[stream] = (None, 0, 0)
             else:
                 w = _zeros(self.framework, self.device, self.elements, "float32", stream)
                 c = _zeros(self.framework, self.device, max(1, self.counters), "int32", stream)
-                got = ((w, c), data_ptr(w), data_ptr(c))
-            self._by_stream[stream] = got
+                got = keep_for_stream(self._by_stream, stream, ((w, c), data_ptr(w),
+                                                                data_ptr(c)),
+                                      self.framework, self.device)
         return got[1], got[2]
 
 

@@ -16,7 +16,7 @@ import sys
 from cute_py.errors import LaunchError
 
 __all__ = ["stream_handle", "torch_stream_getter", "torch_external_stream",
-           "cupy_external_stream"]
+           "cupy_external_stream", "is_capturing"]
 
 
 def torch_stream_getter():
@@ -118,3 +118,15 @@ def on_stream(framework: str, device: int, handle: int):
         import torch
         return torch.cuda.stream(torch_external_stream(handle, device))
     return cupy_external_stream(handle)
+
+
+def is_capturing(framework: str, device: int, handle: int) -> bool:
+    """Whether the stream ``handle`` is capturing a CUDA graph (``torch.cuda.graph``, CuPy's
+    ``Stream.begin_capture``): asked where a cached call first allocates buffers for a stream
+    (:func:`~.gemm_common.keep_for_stream`), never per launch.  Torch's answer for torch
+    arrays (the stream made current for the question), CuPy's otherwise."""
+    if framework == "torch":
+        import torch
+        with on_stream(framework, device, handle):
+            return bool(torch.cuda.is_current_stream_capturing())
+    return bool(cupy_external_stream(handle).is_capturing())
