@@ -243,11 +243,12 @@ def _register(A, B, C, out, alpha, backend, **kw):
     key = G._fast_key(A, B, C if use_c else None, out, alpha, use_c, A.data_ptr(),
                       B.data_ptr(), C.data_ptr() if use_c else 0,
                       out.data_ptr() if out is not None else 0, A.get_device(), backend)
-    nb = (A.shape[-2] * A.shape[-1] * 2)
+    def span(t):                # the bytes a dense tensor (or its transpose) covers
+        return (0, t.numel() * t.element_size()) if t is not None else (0, 0)
 
     def setup(rec):
         G._PLANS[key] = _Call(rec, (A.shape[0], B.shape[1]),
-                              (0, A.shape[0] * B.shape[1] * 2, (0, nb), (0, nb), (0, nb)),
+                              (0, A.shape[0] * B.shape[1] * 2, span(A), span(B), span(C)),
                               **kw)
     return setup
 
