@@ -20,7 +20,7 @@ __all__ = ["libcuda", "check", "ensure_context", "load_module",
            "module_function", "set_max_dynamic_smem", "launch_kernel", "launch_kernel_ex",
            "max_active_clusters", "tensor_map_encode_tiled", "sm_count",
            "CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION", "CUDA_ERROR_INVALID_CONTEXT",
-           "untyped_launchers"]
+           "untyped_launchers", "DeviceBuffer", "device_zeros"]
 
 CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION = 4
 _CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES = 8
@@ -71,6 +71,8 @@ def libcuda():
                                    _i32],
         "cuMemsetD32Async": [ctypes.c_uint64, _u32, ctypes.c_size_t, _vp],
         "cuMemsetD16Async": [ctypes.c_uint64, ctypes.c_uint16, ctypes.c_size_t, _vp],
+        "cuMemAlloc_v2": [ctypes.POINTER(ctypes.c_uint64), ctypes.c_size_t],
+        "cuMemFree_v2": [ctypes.c_uint64],
     }
     for name, argtypes in sig.items():
         fn = getattr(lib, name)
@@ -169,6 +171,35 @@ def memset_async(ptr: int, bits: int, width: int, count: int, stream: int) -> No
     lib = libcuda()
     fn = lib.cuMemsetD32Async if width == 4 else lib.cuMemsetD16Async
     check(fn(ptr, bits, count, stream), "memset", "ptr")
+
+
+class DeviceBuffer:
+    """Device memory of cute_py's own (``cuMemAlloc`` on ``device``), freed when collected:
+    buffers no framework's allocator (torch's CUDA-graph pools, CuPy's pool) should see."""
+
+    __slots__ = ("ptr", "nbytes", "device")
+
+    def __init__(self, nbytes: int, device: int):
+        ensure_context(device)
+        p = ctypes.c_uint64()
+        check(libcuda().cuMemAlloc_v2(ctypes.byref(p), max(1, int(nbytes))), "cuda",
+              "cuMemAlloc")
+        self.ptr, self.nbytes, self.device = p.value, int(nbytes), device
+
+    def __del__(self):
+        try:
+            if self.ptr:
+                libcuda().cuMemFree_v2(self.ptr)
+                self.ptr = 0
+        except Exception:  # noqa: BLE001 - interpreter shutdown: the driver frees it anyway
+            pass
+
+
+def device_zeros(nbytes: int, device: int, stream: int) -> DeviceBuffer:
+    """A :class:`DeviceBuffer` of ``nbytes`` (a multiple of 4) zeroed on ``stream``."""
+    buf = DeviceBuffer(nbytes, device)
+    memset_async(buf.ptr, 0, 4, max(1, nbytes // 4), stream)
+    return buf
 
 
 def untyped_launchers():

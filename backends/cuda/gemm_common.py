@@ -111,6 +111,11 @@ class StreamWorkspace:
     kernels leave the counters zero (each tile's last unit resets its counter), so nothing is
     cleared per call.  ``elements`` 0: no workspace (pointers 0, 0).
 
+    Outside a CUDA-graph capture the pair is device memory of cute_py's own
+    (:class:`~.driver.DeviceBuffer`, zeroed on the stream), not torch's or CuPy's: no
+    framework pool holds it, so ``torch.compile(mode="reduce-overhead")``, whose warm-up
+    routes torch allocations into its graphs' pool, never finds a stray tensor there.
+
     CUDA graphs: where the stream is capturing when it first asks (checked only then, never on
     a cached launch), the pair is allocated for that capture -- torch: in the graph's private
     pool, zeroed by a memset the graph replays -- and not remembered for the stream
@@ -134,11 +139,19 @@ class StreamWorkspace:
             if not self.elements:
                 got = self._by_stream[stream] = (None, 0, 0)
             else:
-                w = _zeros(self.framework, self.device, self.elements, "float32", stream)
-                c = _zeros(self.framework, self.device, max(1, self.counters), "int32", stream)
-                got = keep_for_stream(self._by_stream, stream, ((w, c), data_ptr(w),
-                                                                data_ptr(c)),
-                                      self.framework, self.device)
+                from .stream import is_capturing
+                if is_capturing(self.framework, self.device, stream):
+                    w = _zeros(self.framework, self.device, self.elements, "float32", stream)
+                    c = _zeros(self.framework, self.device, max(1, self.counters), "int32",
+                               stream)
+                    got = keep_for_stream(self._by_stream, stream, ((w, c), data_ptr(w),
+                                                                    data_ptr(c)),
+                                          self.framework, self.device)
+                else:
+                    from .driver import device_zeros
+                    w = device_zeros(4 * self.elements, self.device, stream)
+                    c = device_zeros(4 * max(1, self.counters), self.device, stream)
+                    got = self._by_stream[stream] = ((w, c), w.ptr, c.ptr)
         return got[1], got[2]
 
 

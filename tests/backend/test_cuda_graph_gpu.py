@@ -267,3 +267,28 @@ def test_scaled_mm_fp8_in_a_graph(shape):
         split = [fc for fc in scaled_mm_api._FAST.values()
                  if fc.out_shape == (M, N) and fc.ws is not None]
         assert split, "32x2048x8192 no longer splits in K: pick another decode shape"
+
+
+def test_reduce_overhead_compile_of_split_k_decode():
+    """``torch.compile(mode="reduce-overhead")`` (CUDA-graph trees) of a function calling the
+    torch op on a split-K decode shape: the warm-up's routing of torch allocations into the
+    trees' pool must not catch the per-stream workspace (it is cute_py's own device memory),
+    and replays with new inputs match float64."""
+    _skip_without_sm90()
+    split = [c for c in SPLIT_CANDIDATES if _splits(_choice(*c, "x@W.T", torch.float16))]
+    assert split, f"none of {SPLIT_CANDIDATES} ran a split-K kernel: pick new candidates"
+    M, N, K = split[0]
+    from cute_py.backends.cuda import torch_ops
+    W = _randn(N, K, dt=torch.float16)
+    torch._dynamo.reset()
+
+    @torch.compile(mode="reduce-overhead")
+    def layer(x):
+        return torch_ops.gemm(x, W.t()) * 2.0
+
+    for i in range(5):                     # warm-up, recording, then graph replays
+        x = _randn(M, K, dt=torch.float16)
+        y = layer(x).clone()
+        torch.cuda.synchronize()
+        ref = 2.0 * (x.double() @ W.double().t())
+        assert _rel(y, ref) < REL16, i

@@ -36,7 +36,13 @@ def fake(monkeypatch):
         state["asked"].append(s)
         return s in state["capturing"]
 
+    def device_zeros(nbytes, device, s):        # outside capture: cute_py's own memory
+        state["allocs"].append((s, "device"))
+        return _Buf(nbytes // 4, "device")
+
+    from cute_py.backends.cuda import driver
     monkeypatch.setattr(gemm_common, "_zeros", zeros)
+    monkeypatch.setattr(driver, "device_zeros", device_zeros)
     monkeypatch.setattr(stream, "is_capturing", is_capturing)
     return state
 
@@ -49,7 +55,8 @@ def test_one_pair_per_stream_outside_capture(fake):
     assert ws.pointers(11) == p1 and ws.pointers(11) == p1
     p2 = ws.pointers(22)
     assert p2 != p1 and not set(p1) & set(p2)
-    assert fake["allocs"] == [(11, "float32"), (11, "int32"), (22, "float32"), (22, "int32")]
+    # outside capture: device memory of cute_py's own (no framework pool sees it)
+    assert fake["allocs"] == [(11, "device"), (11, "device"), (22, "device"), (22, "device")]
     assert fake["asked"] == [11, 22]
 
 
