@@ -388,8 +388,9 @@ def test_with_store_warp_buffers():
 def test_coop_tile_n_law():
     """The cooperative width minimises tile-rounds x width / relative throughput over
     COOP_WIDTHS (ties to the wider); choose_config takes it for operand rows off 128 bytes
-    with a K-major B (3000x5000x2000 ``x @ W.T``: 192), keeps 256 (clusters of two) for an
-    N-contiguous B and the ping-pong kernel for rows on 128 bytes."""
+    with a K-major B (3000x3000x2000 ``x @ W.T``: 192; at 3000x5000x2000 the wave model's
+    256x160 tile beats it, ``wide_tile_n``), keeps 256 (clusters of two) for an N-contiguous
+    B and the ping-pong kernel for rows on 128 bytes."""
     from cute_py.backends.cuda.tensors import TensorMeta
     for M, N in ((3000, 5000), (4096, 4096), (2048, 8192), (3000, 3000), (8192, 14336), (777, 999)):
         costs = {tn: -(-(-(-M // 128) * -(-N // tn)) // 132) * tn / e for tn, e in G.COOP_WIDTHS}
@@ -403,8 +404,12 @@ def test_coop_tile_n_law():
     M, N, K = 3000, 5000, 2000
     A, D = meta((M, K), (K, 1)), meta((M, N), (N, 1))
     xwt = G.choose_config(A, meta((N, K), (K, 1)), D, None, True, 132)
-    assert (xwt.schedule, xwt.tile_n, xwt.cluster_m) == ("cooperative", 192, 1)
-    assert xwt.epi.store_warp and xwt.epi.stages_d == 3
+    assert (xwt.schedule, xwt.tile_m, xwt.tile_n, xwt.cluster_m) == ("cooperative", 256, 160, 1)
+    assert xwt.epi.store_warp and xwt.epi.stages_d == 1 and xwt.stages == 4
+    sq3 = G.choose_config(meta((3000, K), (K, 1)), meta((3000, K), (K, 1)),
+                          meta((3000, 3000), (3000, 1)), None, True, 132)
+    assert (sq3.schedule, sq3.tile_m, sq3.tile_n) == ("cooperative", 128, 192)
+    assert sq3.epi.store_warp and sq3.epi.stages_d == 3
     ab = G.choose_config(A, meta((N, K), (1, N)), D, None, True, 132)
     assert (ab.schedule, ab.tile_n, ab.cluster_m) == ("cooperative", 256, 2)
     sq = G.choose_config(meta((4096, 4096), (4096, 1)), meta((4096, 4096), (4096, 1)),
@@ -603,7 +608,8 @@ def test_tma_bind_errors_and_law():
 def test_default_path_picks_tiles_and_epilogue():
     cfgs = G.shipped_epilogue_configs()
     assert all(c.epi is not None and c.smem_bytes() <= 227 * 1024 for c in cfgs)
-    assert {c.tile_n for c in cfgs} == {128, 256}
+    assert {c.tile_n for c in cfgs} == {128, 160, 192, 256}
+    assert {c.tile_m for c in cfgs} == {64, 128, 256}
 
 
 @requires_gpu
