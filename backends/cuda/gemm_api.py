@@ -87,11 +87,16 @@ class GemmCall:
         are one launch (:mod:`.kernels.copy_group`), planned on the first call from the
         operands' layouts and alignment classes (the call's key holds both)."""
         pads = self.pads.get(stream)
-        if pads is None:       # a capturing stream's buffers are the graph's (keep_for_stream)
+        if pads is None:
+            # a capturing stream's buffers are the graph's (keep_for_stream); otherwise
+            # cute_py's own device memory, which no framework pool sees (torch.compile's
+            # CUDA-graph trees route torch allocations of their warm-up into their pool)
+            from .stream import is_capturing
+            cap = is_capturing(self.framework, self.device, stream)
             pads = keep_for_stream(self.pads, stream, (
-                _pad_buffer(A, stream) if self.copy_a else (None, None),
-                _pad_buffer(B_nk, stream, 64 if self.pad_b128 else 8) if self.copy_b
-                else (None, None)), self.framework, self.device)
+                _pad_buffer(A, stream, own=not cap) if self.copy_a else (None, None),
+                _pad_buffer(B_nk, stream, 64 if self.pad_b128 else 8, own=not cap)
+                if self.copy_b else (None, None)), cap)
         if self.copier is None:
             self.copier = _copier([(X, view) for (view, _), X in zip(pads, (A, B_nk))
                                    if view is not None], self.device)
@@ -462,15 +467,28 @@ def _run_call(call, A, B, Am, Bm, Dm, Cm, alpha, beta, h):
     call.run(pa, pb, pd, Cm.ptr if Cm is not None else pd, alpha, beta, h)
 
 
-def _pad_buffer(X, stream, mult: int = 8):
+def _pad_buffer(X, stream, mult: int = 8, own: bool = False):
     """A zeroed buffer for operand X (``(rows, K)`` / ``(L, rows, K)``) whose pitch is a
     multiple of ``mult`` elements, in X's major (:func:`_keeps_mn`; K-major otherwise),
-    allocated on ``stream``; ``(view of X's shape, ptr)``."""
+    allocated on ``stream``; ``(view of X's shape, ptr)``.  ``own``: device memory of
+    cute_py's own (:class:`~.driver.DeviceBuffer`, zeroed on ``stream``; the view is its
+    :class:`TensorMeta`), else the framework's array."""
     m = meta_of(X, "A", _OP)
     rows, K = m.shape[-2], m.shape[-1]
     mn = _keeps_mn(m)
     shape = (*m.shape[:-2], K, -(-rows // mult) * mult) if mn else \
         (*m.shape[:-2], rows, -(-K // mult) * mult)
+    if own:
+        from .driver import device_zeros
+        n = 1
+        for e in shape:
+            n *= e
+        buf = device_zeros(-(-n * m.itemsize // 4) * 4, m.device, stream)
+        pitch = shape[-1]
+        bstride = (shape[-2] * pitch,) if len(shape) == 3 else ()
+        view = TensorMeta(buf.ptr, m.shape, bstride + ((1, pitch) if mn else (pitch, 1)),
+                          m.dtype, m.itemsize, m.device, m.framework, buf)
+        return view, buf.ptr
     with _on_stream(m.framework, m.device, stream):
         if m.framework == "torch":
             buf = X.new_zeros(shape)
@@ -495,7 +513,8 @@ def _copier(pairs, device):
     from .kernels.copy_group import CopyGroup, group_kernel
     plans = []
     for X, view in pairs:
-        sm, dm = meta_of(X, "A", _OP), meta_of(view, "A", _OP)
+        sm = meta_of(X, "A", _OP)
+        dm = view if isinstance(view, TensorMeta) else meta_of(view, "A", _OP)
         plans.append(plan_copy(Layout(sm.shape, sm.strides), Layout(dm.shape, dm.strides),
                                sm.itemsize, src_align=16 if sm.ptr % 16 == 0 else sm.itemsize,
                                dst_align=16 if dm.ptr % 16 == 0 else dm.itemsize))

@@ -90,15 +90,14 @@ def remember(cache: dict, key, value, limit: int) -> None:
 CAPTURED = "captured"
 
 
-def keep_for_stream(cache: dict, stream: int, value, framework: str, device: int):
+def keep_for_stream(cache: dict, stream: int, value, capturing: bool):
     """Remember ``value`` (buffers just allocated on ``stream``) as ``cache[stream]`` for the
-    stream's later calls -- unless ``stream`` is capturing a CUDA graph: then under
-    :data:`CAPTURED` only (kept alive, replacing the previous capture's), so that no later call
-    on that stream handle (an eager call, another capture) reuses the graph's buffers.  Asked
-    only where a cached call first needs buffers for a stream, never on a cached launch.
-    Returns ``value``."""
-    from .stream import is_capturing
-    cache[CAPTURED if is_capturing(framework, device, stream) else stream] = value
+    stream's later calls -- unless ``stream`` is capturing a CUDA graph (``capturing``, asked of
+    :func:`~.stream.is_capturing` only where a cached call first needs buffers for a stream,
+    never on a cached launch): then under :data:`CAPTURED` only (kept alive, replacing the
+    previous capture's), so that no later call on that stream handle (an eager call, another
+    capture) reuses the graph's buffers.  Returns ``value``."""
+    cache[CAPTURED if capturing else stream] = value
     return value
 
 
@@ -145,8 +144,7 @@ class StreamWorkspace:
                     c = _zeros(self.framework, self.device, max(1, self.counters), "int32",
                                stream)
                     got = keep_for_stream(self._by_stream, stream, ((w, c), data_ptr(w),
-                                                                    data_ptr(c)),
-                                          self.framework, self.device)
+                                                                    data_ptr(c)), True)
                 else:
                     from .driver import device_zeros
                     w = device_zeros(4 * self.elements, self.device, stream)

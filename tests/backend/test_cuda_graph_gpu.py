@@ -292,3 +292,24 @@ def test_reduce_overhead_compile_of_split_k_decode():
         torch.cuda.synchronize()
         ref = 2.0 * (x.double() @ W.double().t())
         assert _rel(y, ref) < REL16, i
+
+
+def test_reduce_overhead_compile_of_copied_operands():
+    """The same for operands copied into padded buffers (K = 1001: rows TMA cannot read):
+    the buffers are cute_py's own device memory outside a capture too."""
+    _skip_without_sm90()
+    from cute_py.backends.cuda import torch_ops
+    M, N, K = 16, 4096, 1001
+    assert _choice(M, N, K, "x@W.T", torch.float16).copied
+    W = _randn(N, K, dt=torch.float16)
+    torch._dynamo.reset()
+
+    @torch.compile(mode="reduce-overhead")
+    def layer(x):
+        return torch_ops.gemm(x, W.t()) + 1.0
+
+    for i in range(5):
+        x = _randn(M, K, dt=torch.float16)
+        y = layer(x).clone()
+        torch.cuda.synchronize()
+        assert _rel(y, x.double() @ W.double().t() + 1.0) < REL16, i

@@ -90,9 +90,8 @@ def test_keep_for_stream_rule(fake):
     """keep_for_stream: cache[stream] outside capture; cache[CAPTURED] (replaced by the next
     capture's) while the stream captures; returns the value either way."""
     cache = {}
-    assert gemm_common.keep_for_stream(cache, 1, "a", "torch", 0) == "a"
-    fake["capturing"].add(2)
-    assert gemm_common.keep_for_stream(cache, 2, "b", "torch", 0) == "b"
-    assert gemm_common.keep_for_stream(cache, 2, "c", "torch", 0) == "c"
+    assert gemm_common.keep_for_stream(cache, 1, "a", False) == "a"
+    assert gemm_common.keep_for_stream(cache, 2, "b", True) == "b"
+    assert gemm_common.keep_for_stream(cache, 2, "c", True) == "c"
     assert cache == {1: "a", gemm_common.CAPTURED: "c"}
     assert not isinstance(gemm_common.CAPTURED, int)               # never a stream handle
