@@ -643,6 +643,11 @@ def shipped_epilogue_configs():
     # large problems: 256-row tiles, one staging buffer (wide_tile_n)
     out += [wide_evt_config("f16", 160), wide_evt_config("bf16", 192, "K", "MN"),
             wide_evt_config("f16", 128, "K", "MN")]
+    # ... and the fused gemm(A, B, bias=b, activation="gelu") of a large problem on them
+    from cute_py.epilogue.fused import fused_epilogue
+    gelu, _ = fused_epilogue(8192, 8192, D_dtype="float16", bias_shape=(8192,),
+                             bias_dtype="float16", activation="gelu")
+    out.append(wide_evt_config("f16", 160, tree=gelu))
     return tuple(out)
 
 
