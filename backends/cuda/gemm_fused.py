@@ -10,7 +10,8 @@ the tree:
   chunks) and every matrix of the tree (row-major, 2-element aligned); ping-pong 64x256 when
   A / B rows start on 128-byte boundaries (C / aux then loaded by the consumer threads),
   cooperative 128x256 otherwise — the same rule as the plain default (``gemm_sm90.evt_config``),
-  and for trees that read no matrix the 256-row tiles of large problems (``wide_tile_n``);
+  and for trees that read no matrix on rows off 128 bytes the 256-row tiles of large
+  problems (``wide_tile_n``);
   launch plans cached by metadata like the plain path's;
 - otherwise the SM80 kernel with the fused EVT epilogue (``gemm_sm80(epilogue=tree)``);
 - a batched problem ``(L, M, K)`` runs the tree once per batch: matrices with a leading ``L``
@@ -149,19 +150,21 @@ def _run_tree(A, B, D, tree, launch, h, backend):
 def _fused_config(tree, dt, Am, Bnk, tm):
     """The Hopper kernel of a 2-D fused GEMM: the plain default's rule (``evt_config``: ping-pong
     64x256 for operand rows on 128 bytes, cooperative 128x256 otherwise) or, for trees that
-    read no matrix (bias vectors, activations: nothing staged through shared memory), the
-    256-row tile the wave model picks (``wide_tile_n``), as for ``D = A @ B``."""
+    read no matrix (bias vectors, activations: nothing staged through shared memory) on
+    operand rows off 128 bytes, the 256-row tile the wave model picks (``wide_tile_n``), as
+    for ``D = A @ B``."""
     from .driver import sm_count
     from .kernels import gemm_sm90 as G
     a_major, b_major = G.tma_major(Am), G.tma_major(Bnk)
     r128 = G.rows_128(Am) and G.rows_128(Bnk)
     cluster = G.cluster_for(Bnk, 256)
-    if a_major == "K" and cluster == 1 and all(len(m.shape) < 2 for m in tm.values()):
+    if a_major == "K" and cluster == 1 and not r128 and \
+            all(len(m.shape) < 2 for m in tm.values()):
         M, N, K = Am.shape[-2], Bnk.shape[-2], Am.shape[-1]
         if -(-M // 128) * -(-N // 256) >= sm_count(Am.device):
-            default = ("pingpong", 64, 256) if r128 else ("cooperative", 128, 256)
             # 160 at most: a 192-wide tile with an activation's temporaries spills
-            wide = G.wide_tile_n(M, N, K, b_major, default, sm_count(Am.device), 160)
+            wide = G.wide_tile_n(M, N, K, b_major, ("cooperative", 128, 256),
+                                 sm_count(Am.device), 160)
             if wide:
                 return G.wide_evt_config(dt, wide, a_major, b_major, tree)
     return G.evt_config(tree, dt, 256, a_major, b_major, r128, cluster)
