@@ -121,38 +121,25 @@ static int launcher_launch(Launcher *L, const uint64_t *ptrs, Py_ssize_t nptrs,
 
 #define MAX_ARGS 16
 
-/* Python ints (pointers) of a tuple into `out`; -1 with an exception on a bad value. */
-static Py_ssize_t read_ptrs(PyObject *seq, uint64_t *out) {
+/* A tuple of at most MAX_ARGS Python numbers, read as pointers (`ptrs`: unsigned 64-bit
+ * ints) or as scalars (`vals`: doubles); its length, or -1 with an exception. */
+static Py_ssize_t read_tuple(PyObject *seq, const char *what, uint64_t *ptrs, double *vals) {
     if (!PyTuple_Check(seq)) {
-        PyErr_SetString(PyExc_TypeError, "Launcher: ptrs must be a tuple");
+        PyErr_Format(PyExc_TypeError, "Launcher: %s must be a tuple", what);
         return -1;
     }
     Py_ssize_t n = PyTuple_GET_SIZE(seq);
     if (n > MAX_ARGS) {
-        PyErr_SetString(PyExc_ValueError, "Launcher: too many pointers");
+        PyErr_Format(PyExc_ValueError, "Launcher: too many %s", what);
         return -1;
     }
     for (Py_ssize_t i = 0; i < n; i++) {
-        out[i] = PyLong_AsUnsignedLongLong(PyTuple_GET_ITEM(seq, i));
-        if (out[i] == (uint64_t)-1 && PyErr_Occurred())
-            return -1;
-    }
-    return n;
-}
-
-static Py_ssize_t read_scalars(PyObject *seq, double *out) {
-    if (!PyTuple_Check(seq)) {
-        PyErr_SetString(PyExc_TypeError, "Launcher: scalars must be a tuple");
-        return -1;
-    }
-    Py_ssize_t n = PyTuple_GET_SIZE(seq);
-    if (n > MAX_ARGS) {
-        PyErr_SetString(PyExc_ValueError, "Launcher: too many scalars");
-        return -1;
-    }
-    for (Py_ssize_t i = 0; i < n; i++) {
-        out[i] = PyFloat_AsDouble(PyTuple_GET_ITEM(seq, i));
-        if (out[i] == -1.0 && PyErr_Occurred())
+        PyObject *x = PyTuple_GET_ITEM(seq, i);
+        if (ptrs)
+            ptrs[i] = PyLong_AsUnsignedLongLong(x);
+        else
+            vals[i] = PyFloat_AsDouble(x);
+        if (PyErr_Occurred())
             return -1;
     }
     return n;
@@ -169,10 +156,10 @@ static PyObject *launcher_vectorcall(PyObject *self, PyObject *const *args, size
     }
     uint64_t ptrs[MAX_ARGS];
     double scalars[MAX_ARGS];
-    Py_ssize_t np = read_ptrs(args[0], ptrs);
+    Py_ssize_t np = read_tuple(args[0], "ptrs", ptrs, NULL);
     if (np < 0)
         return NULL;
-    Py_ssize_t ns = read_scalars(args[1], scalars);
+    Py_ssize_t ns = read_tuple(args[1], "scalars", NULL, scalars);
     if (ns < 0)
         return NULL;
     void *stream = PyLong_AsVoidPtr(args[2]);
