@@ -129,8 +129,7 @@ def _run_tree(A, B, D, tree, launch, h, backend):
         if cfg.tile_m == 256 and (g.resources.spills or g.resources.stack_frame):
             # a tree whose registers do not fit beside a 256-row tile's accumulators: the
             # default tile (checked on the compiled kernel, not guessed)
-            cfg = G.evt_config(tree, dt, 256, G.tma_major(Am), G.tma_major(Bnk),
-                               G.rows_128(Am) and G.rows_128(Bnk), G.cluster_for(Bnk, 256))
+            cfg = _fused_config(tree, dt, Am, Bnk, tm, wide=False)
             g = G.get_kernel(cfg)
         plan = g.plan(Am, Bnk, Dm, None, tensors={**tm, **scal}, device=Am.device)
         entry = (plan, GemmChoice("sm90", cfg.name, cfg, (),
@@ -147,26 +146,26 @@ def _run_tree(A, B, D, tree, launch, h, backend):
     return choice
 
 
-def _fused_config(tree, dt, Am, Bnk, tm):
+def _fused_config(tree, dt, Am, Bnk, tm, wide: bool = True):
     """The Hopper kernel of a 2-D fused GEMM: the plain default's rule (``evt_config``: ping-pong
     64x256 for operand rows on 128 bytes, cooperative 128x256 otherwise) or, for trees that
     read no matrix (bias vectors, activations: nothing staged through shared memory) on
     operand rows off 128 bytes, the 256-row tile the wave model picks (``wide_tile_n``), as
-    for ``D = A @ B``."""
+    for ``D = A @ B`` (``wide`` False: never)."""
     from .driver import sm_count
     from .kernels import gemm_sm90 as G
     a_major, b_major = G.tma_major(Am), G.tma_major(Bnk)
     r128 = G.rows_128(Am) and G.rows_128(Bnk)
     cluster = G.cluster_for(Bnk, 256)
-    if a_major == "K" and cluster == 1 and not r128 and \
+    if wide and a_major == "K" and cluster == 1 and not r128 and \
             all(len(m.shape) < 2 for m in tm.values()):
         M, N, K = Am.shape[-2], Bnk.shape[-2], Am.shape[-1]
         if -(-M // 128) * -(-N // 256) >= sm_count(Am.device):
             # 160 at most: a 192-wide tile with an activation's temporaries spills
-            wide = G.wide_tile_n(M, N, K, b_major, ("cooperative", 128, 256),
-                                 sm_count(Am.device), 160)
-            if wide:
-                return G.wide_evt_config(dt, wide, a_major, b_major, tree)
+            tn = G.wide_tile_n(M, N, K, b_major, ("cooperative", 128, 256),
+                               sm_count(Am.device), 160)
+            if tn:
+                return G.wide_evt_config(dt, tn, a_major, b_major, tree)
     return G.evt_config(tree, dt, 256, a_major, b_major, r128, cluster)
 
 

@@ -197,9 +197,8 @@ class CompiledKernel:
         array and config are bound as ``ctypes`` objects, the stream's ``c_void_p`` is kept per
         handle (a small table, cleared when it grows past 64 streams)."""
         plain, ex = driver.untyped_launchers()
-        func = ctypes.c_void_p(self.handle(device))
-        (g0, g1, g2), (b0, b1, b2) = tuple(grid), tuple(block or self.block)
-        smem = self.spec.smem if smem is None and self.spec is not None else (smem or 0)
+        handle, (g0, g1, g2), (b0, b1, b2), smem = self._launch_shape(grid, block, smem, device)
+        func = ctypes.c_void_p(handle)
         params = ctypes.cast(pack.params, ctypes.c_void_p)
         streams: dict = {}
 
@@ -234,15 +233,19 @@ class CompiledKernel:
         if NATIVE is None:
             return None
         plain, ex = driver.untyped_launchers()
-        block = tuple(block or self.block)
-        smem = self.spec.smem if smem is None and self.spec is not None else (smem or 0)
-        func = self.handle(device)
+        func, grid, block, smem = self._launch_shape(grid, block, smem, device)
         if self.cluster == (1, 1, 1):
             return launcher(pack, ptr_slots, scalar_slots, func, grid, block, smem,
                             ctypes.cast(plain, ctypes.c_void_p).value)
-        cfg = driver.make_launch_config(tuple(grid), block, smem, self.cluster)
+        cfg = driver.make_launch_config(grid, block, smem, self.cluster)
         return launcher(pack, ptr_slots, scalar_slots, func, grid, block, smem,
                         ctypes.cast(ex, ctypes.c_void_p).value, cfg)
+
+    def _launch_shape(self, grid, block, smem, device: int):
+        """``(CUfunction, grid, block, dynamic smem)`` of a bound launch on ``device``:
+        the kernel's own block and shared memory where not given."""
+        smem = self.spec.smem if smem is None and self.spec is not None else (smem or 0)
+        return self.handle(device), tuple(grid), tuple(block or self.block), smem
 
     def __repr__(self):
         return f"CompiledKernel({self.name!r}, {self.resources})"
@@ -264,21 +267,13 @@ class LaunchPlan:
         # the native launcher (hostpath) patches and launches holding the GIL; it exists from
         # the plan's first launch on, and then every launch of the plan goes through it (one
         # record of the scalars written)
-        nat = self._native
-        if nat is not None:
-            res = nat(ptrs, scalars, stream)
-            if res:
-                self._native_failed(nat, res, ptrs, scalars, stream)
-            return
+        if self._native is not None:
+            return self._run_native(ptrs, scalars, stream)
         # the driver reads the pack during the call (ctypes releases the GIL): one thread at a
         # time patches and launches
         with self._lock:
-            nat = self._native
-            if nat is not None:         # made by another thread meanwhile
-                res = nat(ptrs, scalars, stream)
-                if res:
-                    self._native_failed(nat, res, ptrs, scalars, stream)
-                return
+            if self._native is not None:        # made by another thread meanwhile
+                return self._run_native(ptrs, scalars, stream)
             pack = self.pack
             words = pack.words
             for w, r in self.ptr_slots:
@@ -297,8 +292,7 @@ class LaunchPlan:
             if launch is None:
                 if not self.encode_slots:
                     self._native = self.kernel.native_launcher(
-                        self.grid, pack, self.ptr_slots,
-                        [(i, r) for i, r in self.scalar_slots], block=self.block,
+                        self.grid, pack, self.ptr_slots, self.scalar_slots, block=self.block,
                         smem=self.smem, device=self.device)
                     if self._native is not None:
                         return
@@ -306,13 +300,15 @@ class LaunchPlan:
                     self.grid, pack, block=self.block, smem=self.smem, device=self.device) \
                     or False
 
-    def _native_failed(self, nat, res: int, ptrs, scalars, stream) -> None:
-        """A native launch returned ``res``: without a current context (a new thread), make
-        the plan's device current and launch again; any other result raises."""
+    def _run_native(self, ptrs, scalars, stream) -> None:
+        """Launch through the native launcher; a thread without a current context makes the
+        plan's device current and launches again, any other failure raises."""
+        res = self._native(ptrs, scalars, stream)
         if res == driver.CUDA_ERROR_INVALID_CONTEXT:
             driver.ensure_context(self.device)
-            res = nat(ptrs, scalars, stream)
-        driver.check(res, f"launch({self.kernel.name})", "cuLaunchKernel")
+            res = self._native(ptrs, scalars, stream)
+        if res:
+            driver.check(res, f"launch({self.kernel.name})", "cuLaunchKernel")
 
 
 def make_plan(kernel: CompiledKernel, device: int, grid, block, smem: int, params, roles=(),
