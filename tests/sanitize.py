@@ -30,6 +30,8 @@ tests' own: NumPy references, poisoned outputs, guard bands):
   C (1 x 4096 x 4096);
 * the 256-row cooperative tiles (one staging buffer, a store warp; 160 wide with partial
   tiles in both modes, 192 wide with an N-contiguous B) and stream-K with 128x256 tiles;
+* the ping-pong 128x192 tiles (two 64-row slabs per warpgroup) with partial tiles, an
+  N-contiguous B and an M-contiguous A;
 * configurations given to ``gemm(config=...)``: split-K (fix-up, workspace, atomic), stream-K,
   transposed D and the "ksplit" schedule, with C; an 8-bit D with amax and scale_result (every scaling mode);
   broadcast batches (a folded shared B; one GEMM per batch); a fused epilogue into a
@@ -65,6 +67,7 @@ FILES = [
     "tests/backend/test_gemm_broadcast_gpu.py",
     "tests/backend/test_gemm_fused_api_gpu.py",
     "tests/backend/test_gemm_wide_gpu.py",
+    "tests/backend/test_gemm_pingpong_gpu.py",
 ]
 SELECT = ("transpose_helper or strided_views or smem or scalar_any"
           " or (7x13x29 and compact) or offset1-batched"
@@ -94,6 +97,7 @@ SELECT = ("transpose_helper or strided_views or smem or scalar_any"
           " or (ksplit_decode and 7-2048)"
           " or (splitk_with_c_alpha_beta and fixup and f16 and 1-4096-4096)"
           " or (forced_wide_tiles and (257-344 or 1000-1544))"
+          " or (forced_128x192 and (257-392 or 520-776))"
           " or (streamk_vs_reference_deterministic and f16 and 1000-1000-1000-None-False-256)")
 
 

@@ -10,8 +10,9 @@ the tree:
   chunks) and every matrix of the tree (row-major, 2-element aligned); ping-pong 64x256 when
   A / B rows start on 128-byte boundaries (C / aux then loaded by the consumer threads),
   cooperative 128x256 otherwise — the same rule as the plain default (``gemm_sm90.evt_config``),
-  and for trees that read no matrix on rows off 128 bytes the 256-row tiles of large
-  problems (``wide_tile_n``);
+  and for trees that read no matrix the tiles of large problems the wave models pick
+  (ping-pong 128x192 on rows on 128 bytes, ``pingpong_tile``; 256-row tiles off them,
+  ``wide_tile_n``);
   launch plans cached by metadata like the plain path's;
 - otherwise the SM80 kernel with the fused EVT epilogue (``gemm_sm80(epilogue=tree)``);
 - a batched problem ``(L, M, K)`` runs the tree once per batch: matrices with a leading ``L``
@@ -124,12 +125,16 @@ def _run_tree(A, B, D, tree, launch, h, backend):
     entry = _PLANS.get(key)
     if entry is None:
         dt = "f16" if Am.dtype == "float16" else "bf16"
-        cfg = _fused_config(tree, dt, Am, Bnk, tm)
-        g = G.get_kernel(cfg)
-        if cfg.tile_m == 256 and (g.resources.spills or g.resources.stack_frame):
-            # a tree whose registers do not fit beside a 256-row tile's accumulators: the
-            # default tile (checked on the compiled kernel, not guessed)
-            cfg = _fused_config(tree, dt, Am, Bnk, tm, wide=False)
+        # the first candidate whose compiled kernel does not spill (checked, not guessed: a
+        # tree's registers beside a 128x192 ping-pong or a 256-row tile's accumulators), else
+        # the default tile
+        cands = _fused_configs(tree, dt, Am, Bnk, tm)
+        for cfg in cands:
+            g = G.get_kernel(cfg)
+            if not (g.resources.spills or g.resources.stack_frame):
+                break
+        else:
+            cfg = cands[-1]
             g = G.get_kernel(cfg)
         plan = g.plan(Am, Bnk, Dm, None, tensors={**tm, **scal}, device=Am.device)
         entry = (plan, GemmChoice("sm90", cfg.name, cfg, (),
@@ -146,26 +151,45 @@ def _run_tree(A, B, D, tree, launch, h, backend):
     return choice
 
 
+def _fused_configs(tree, dt, Am, Bnk, tm) -> tuple:
+    """The Hopper kernels of a 2-D fused GEMM in order of preference, the default tile last:
+    :func:`_fused_config`'s pick, for a 128x192 ping-pong tile also with the 24 / 240 register
+    split, then ``_fused_config(wide=False)``."""
+    from .kernels import gemm_sm90 as G
+    pick, default = _fused_config(tree, dt, Am, Bnk, tm), \
+        _fused_config(tree, dt, Am, Bnk, tm, wide=False)
+    out = [pick]
+    if pick.schedule == "pingpong" and pick.tile_m == 128:
+        out.append(G.pingpong_evt_config(tree, dt, pick.tile_m, pick.tile_n, pick.a_major,
+                                         pick.b_major, registers=(24, 240)))
+    return tuple(dict.fromkeys(out + [default]))
+
+
 def _fused_config(tree, dt, Am, Bnk, tm, wide: bool = True):
     """The Hopper kernel of a 2-D fused GEMM: the plain default's rule (``evt_config``: ping-pong
     64x256 for operand rows on 128 bytes, cooperative 128x256 otherwise) or, for trees that
     read no matrix (bias vectors, activations: nothing staged through shared memory) on
-    operand rows off 128 bytes, the 256-row tile the wave model picks (``wide_tile_n``), as
-    for ``D = A @ B`` (``wide`` False: never)."""
+    problems with a full wave of 128x256 tiles, the tile the wave models pick for ``D = A @
+    B``: the ping-pong 128x192 tile (``pingpong_tile``) for operand rows on 128 bytes, the
+    256-row tile (``wide_tile_n``) for rows off them (``wide`` False: neither)."""
     from .driver import sm_count
     from .kernels import gemm_sm90 as G
     a_major, b_major = G.tma_major(Am), G.tma_major(Bnk)
     r128 = G.rows_128(Am) and G.rows_128(Bnk)
     cluster = G.cluster_for(Bnk, 256)
-    if wide and a_major == "K" and cluster == 1 and not r128 and \
-            all(len(m.shape) < 2 for m in tm.values()):
-        M, N, K = Am.shape[-2], Bnk.shape[-2], Am.shape[-1]
-        if -(-M // 128) * -(-N // 256) >= sm_count(Am.device):
-            # 160 at most: a 192-wide tile with an activation's temporaries spills
-            tn = G.wide_tile_n(M, N, K, b_major, ("cooperative", 128, 256),
-                               sm_count(Am.device), 160)
-            if tn:
-                return G.wide_evt_config(dt, tn, a_major, b_major, tree)
+    M, N, K = Am.shape[-2], Bnk.shape[-2], Am.shape[-1]
+    vectors_only = all(len(m.shape) < 2 for m in tm.values())
+    full = -(-M // 128) * -(-N // 256) >= sm_count(Am.device)
+    if wide and r128 and cluster == 1 and vectors_only and full:
+        pm, pn = G.pingpong_tile(M, N, 1, sm_count(Am.device))
+        if (pm, pn) != (64, 256):
+            return G.pingpong_evt_config(tree, dt, pm, pn, a_major, b_major)
+    if wide and a_major == "K" and cluster == 1 and not r128 and vectors_only and full:
+        # 160 at most: a 192-wide tile with an activation's temporaries spills
+        tn = G.wide_tile_n(M, N, K, b_major, ("cooperative", 128, 256),
+                           sm_count(Am.device), 160)
+        if tn:
+            return G.wide_evt_config(dt, tn, a_major, b_major, tree)
     return G.evt_config(tree, dt, 256, a_major, b_major, r128, cluster)
 
 

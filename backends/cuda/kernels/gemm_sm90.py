@@ -649,6 +649,11 @@ def shipped_epilogue_configs():
     gelu, _ = fused_epilogue(8192, 8192, D_dtype="float16", bias_shape=(8192,),
                              bias_dtype="float16", activation="gelu")
     out.append(wide_evt_config("f16", 160, tree=gelu))
+    # ping-pong 128x192 tiles: the default for large problems where pingpong_tile picks them
+    # (plain, batched with an N-contiguous B, and the fused bias + GELU at 24 / 240 registers)
+    out += [pingpong_evt_config(None, "f16", 128, 192),
+            pingpong_evt_config(None, "bf16", 128, 192, "K", "MN", batched=True),
+            pingpong_evt_config(gelu, "f16", 128, 192, registers=(24, 240))]
     return tuple(out)
 
 
@@ -1356,16 +1361,73 @@ def evt_config(tree, dt: str, tile_n: int = 256, a_major: str = "K", b_major: st
     ed = "float16" if dt == "f16" else "bfloat16"
     bkw = {"batched": True} if batched else {}
     if tile_n == 256 and rows_128:
+        return pingpong_evt_config(tree, dt, 64, 256, a_major, b_major, batched)
+    cfg = Sm90GemmConfig(tile_n=tile_n, stages=4 if tile_n == 256 else 5, dtype=dt,
+                         a_major=a_major, b_major=b_major, cluster_m=cluster_m,
+                         epi=make_epilogue_config(tree, tile_n=tile_n, element_d=ed, **bkw))
+    return half_tile_store_warp(cfg.fit_stages(cfg.stages))
+
+
+def pingpong_evt_config(tree, dt: str, tile_m: int = 64, tile_n: int = 256, a_major: str = "K",
+                        b_major: str = "K", batched: bool = False,
+                        registers: tuple = (40, 232)) -> Sm90GemmConfig:
+    """The ping-pong TMA-store EVT kernel of ``tree`` (None: ``D = acc``) with ``tile_m x
+    tile_n`` tiles per warpgroup (:data:`PINGPONG_TILES`): 64x256 in 5 stages and a raster of
+    16 tile-rows; 128x192 (two 64-row slabs, 192 accumulators per thread) in 4 stages, a raster
+    of 8 tile-rows (the same 1024 rows of A) and ``registers``, the (producer, consumer)
+    ``setmaxnreg`` split: at 40 / 232 the plain kernel and SiLU / sigmoid epilogues compile
+    without spills, a GELU epilogue spills 212 bytes and needs 24 / 240 (where the plain
+    kernel's producer spills 56).  ``batched``: D is ``(L, M, N)``."""
+    ed = "float16" if dt == "f16" else "bfloat16"
+    bkw = {"batched": True} if batched else {}
+    epi = make_epilogue_config(tree, tile_m, tile_n, element_d=ed, schedule="pingpong", **bkw)
+    if (tile_m, tile_n) == (64, 256):
         cfg = Sm90GemmConfig(64, 256, 64, 5, 2, dt, group_m=16, schedule="pingpong",
-                             a_major=a_major, b_major=b_major,
-                             epi=make_epilogue_config(tree, 64, 256, element_d=ed,
-                                                      schedule="pingpong", **bkw))
-    else:
-        cfg = Sm90GemmConfig(tile_n=tile_n, stages=4 if tile_n == 256 else 5, dtype=dt,
-                             a_major=a_major, b_major=b_major, cluster_m=cluster_m,
-                             epi=make_epilogue_config(tree, tile_n=tile_n, element_d=ed, **bkw))
-        return half_tile_store_warp(cfg.fit_stages(cfg.stages))
-    return cfg.fit_stages(cfg.stages)
+                             a_major=a_major, b_major=b_major, epi=epi)
+        return cfg.fit_stages(cfg.stages)
+    sw = (3, 2) if b_major == "MN" and tile_n % 64 else (3, 3)
+    cfg = Sm90GemmConfig(tile_m, tile_n, 64, 8, 2, dt, group_m=8, producer_regs=registers[0],
+                         consumer_regs=registers[1], schedule="pingpong", a_major=a_major,
+                         b_major=b_major, smem_swizzle=sw, epi=epi)
+    return cfg.fit_stages(8).check()
+
+
+#: the ping-pong tiles (per warpgroup) for operand rows on 128 bytes and their throughput per
+#: unit of tile work relative to 64x256's, fitted to the H100 (fp16, CUPTI time of 4-10 calls,
+#: 1560-1980 MHz): 128x192 reads a third fewer operand bytes per FLOP and ran 1.052-1.061x
+#: 64x256's rate at 4096^3, 8192^3 and 4096x11008x4096 `A @ B` (docs/performance.md, "Hopper
+#: GEMM", v19)
+PINGPONG_TILES = ((64, 256, 1.0), (128, 192, 1.055))
+#: the least predicted gain for a tile other than 64x256: under sustained, power-capped load
+#: the gains shrink (8192x4096x14336: +3.8% in bursts, -5% sustained at a predicted 2.3%)
+PINGPONG_MARGIN = 0.04
+
+
+def pingpong_time(tile_m: int, tile_n: int, rate: float, M: int, N: int, L: int = 1,
+                  num_sms: int = 132) -> float:
+    """The ping-pong wave model's time (arbitrary units): ``ceil(tiles / num_sms) * tile_m *
+    tile_n / rate``.  A CTA's two warpgroups take turns on the tensor cores (one's epilogue
+    under the other's mainloop), so a CTA's time is the sum of its tiles' mainloops: the
+    granularity is a tile per SM, not a tile per warpgroup."""
+    tiles = -(-M // tile_m) * -(-N // tile_n) * L
+    return -(-tiles // num_sms) * tile_m * tile_n / rate
+
+
+def pingpong_tile(M: int, N: int, L: int = 1, num_sms: int = 132) -> tuple:
+    """``(tile_m, tile_n)`` of the ping-pong kernel for an ``L x M x N`` output: the tile of
+    :data:`PINGPONG_TILES` with the least :func:`pingpong_time`, where it beats 64x256's by at
+    least :data:`PINGPONG_MARGIN`; else 64x256.  Picks 128x192 at 8192^3, 6144^3,
+    8192x6144x4096 and 8192x14336x4096; keeps 64x256 at 4096^3 (5.3 tiles of 128x192 per SM
+    take 6 turns), 16384x4096x4096 and 8192x4096x14336 (a 192-wide tile wastes 3% of N =
+    4096).  Law: the returned tile's time is at most ``(1 - PINGPONG_MARGIN)`` times 64x256's
+    (or it is 64x256) and no candidate's time is lower."""
+    base = pingpong_time(*PINGPONG_TILES[0], M, N, L, num_sms)
+    best, pick = base * (1 - PINGPONG_MARGIN), PINGPONG_TILES[0][:2]
+    for tm, tn, rate in PINGPONG_TILES[1:]:
+        t = pingpong_time(tm, tn, rate, M, N, L, num_sms)
+        if t <= best:
+            best, pick = t, (tm, tn)
+    return pick
 
 
 #: candidate tiles of the unswapped kernel: (tile_m, tile_n, consumer warpgroups, stages,
@@ -1518,6 +1580,11 @@ def choose_config(A: TensorMeta, B: TensorMeta, D: TensorMeta, C: TensorMeta | N
         if tn == 256 and not r128 and b_major == "K":
             tn = coop_tile_n(M, N, 1, sms)      # the cooperative kernel's width
         cluster = cluster_for(B, tn)
+        if tn == 256 and r128 and not use_c and cluster == 1:
+            # operand rows on 128 bytes: the ping-pong tile of the wave model
+            pm, pn = pingpong_tile(M, N, 1, sms)
+            if (pm, pn) != (64, 256):
+                return pingpong_evt_config(None, dt, pm, pn, a_major, b_major)
         if tn >= 192 and not r128 and not use_c and a_major == "K" and cluster == 1:
             # operand rows off 128 bytes: 256-row tiles where the wave model finds them faster
             # than the cooperative default (never against ping-pong: under the power cap
@@ -1532,8 +1599,13 @@ def choose_config(A: TensorMeta, B: TensorMeta, D: TensorMeta, C: TensorMeta | N
         # 27.3-27.6 us as the stacked 8192x1024x1024 problem against 35.5-36.1 for the
         # ping-pong 128x128 kernel's register epilogue (docs/performance.md, "Hopper GEMM",
         # v10)
-        return default_evt_config(dt, tn, False, a_major, b_major,
-                                  rows_128(A) and rows_128(B), cluster_for(B, tn), batched=True)
+        r128 = rows_128(A) and rows_128(B)
+        if tn == 256 and r128 and cluster_for(B, tn) == 1:
+            pm, pn = pingpong_tile(M, N, L, sms)
+            if (pm, pn) != (64, 256):
+                return pingpong_evt_config(None, dt, pm, pn, a_major, b_major, batched=True)
+        return default_evt_config(dt, tn, False, a_major, b_major, r128, cluster_for(B, tn),
+                                  batched=True)
     vec2 = vec2_ok(D, C)
     if L > 1 and tn == 256:
         # batched with full waves: ping-pong 128x128 (the predicated epilogue of one consumer
