@@ -20,6 +20,11 @@ providers are timed in interleaved rounds (CUDA events, median of the per-round 
 provider failing is reported and skipped; the rest of the run goes on.  The data distribution
 (normal) and the GPU clocks (``nvidia-smi`` before and after) are printed with the results.
 
+``--sustained``: before each shape and case the GPU runs the reference provider (cuBLASLt /
+``addmm+relu``) for ``--warm-s`` seconds, so the rounds run at the clocks the power cap leaves
+(bursts after idle run at the top clock), and each round times the providers in a shuffled
+(seeded) order; the SM clock and power at the end of each case are printed and stored.
+
     python benchmarks/bench_fused_torch.py                    # all shapes, both cases
     python benchmarks/bench_fused_torch.py --shapes 4096 --rounds 5 --json out.json
 """
@@ -29,6 +34,7 @@ import json
 import statistics
 import subprocess
 import sys
+import time
 import traceback
 
 from _shapes import SHAPES  # noqa: E402  (benchmarks/ is the script's folder)
@@ -141,8 +147,21 @@ def run_shape(name, case, args, torch, results):
     per_round = {p: [] for p in ok}
     flop = 2 * M * N * K
     reps = max(3, min(50, int(args.seconds_per_sample / (flop / 700e12))))
+    order = list(ok)
+    if args.sustained and ok:
+        warm = ok.get("cublaslt") or ok.get("addmm+relu") or ok[order[0]]
+        t_end = time.perf_counter() + args.warm_s
+        while time.perf_counter() < t_end:
+            for _ in range(reps):
+                warm()
+            torch.cuda.synchronize()
     for _ in range(args.rounds):
-        for pname, fn in list(ok.items()):
+        if args.sustained:
+            args.rng.shuffle(order)
+        for pname in order:
+            fn = ok.get(pname)
+            if fn is None:
+                continue
             try:
                 fn()
                 fn()
@@ -165,7 +184,10 @@ def run_shape(name, case, args, torch, results):
         ms = statistics.median(meds)
         row[pname] = dict(ms=ms, tflops=flop / ms / 1e9, err=errs[pname],
                           spread=max(meds) / min(meds))
-    results[f"{name}|{case}"] = dict(shape=(M, N, K), providers=row)
+    clock = clocks() if args.sustained else ""
+    if clock:
+        print(f"  [{name} {case}] clocks at the end: {clock}")
+    results[f"{name}|{case}"] = dict(shape=(M, N, K), providers=row, clocks=clock)
     return row
 
 
@@ -183,8 +205,13 @@ def main(argv=None):
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--json", help="write the results here")
     p.add_argument("--no-explain", action="store_true")
+    p.add_argument("--sustained", action="store_true",
+                   help="warm to the power cap's clocks before each case; shuffled order")
+    p.add_argument("--warm-s", type=float, default=1.0)
     p.add_argument("--verbose", action="store_true")
     args = p.parse_args(argv)
+    import random
+    args.rng = random.Random(args.seed)
     try:
         import torch
     except ImportError:
@@ -195,7 +222,9 @@ def main(argv=None):
         return 0
     print(f"device: {torch.cuda.get_device_name()}, torch {torch.__version__}, "
           f"dtype {args.dtype}, B layout {args.b_layout}, data ~ normal: A, C, bias N(0, 1), "
-          f"B N(0, 1/K); alpha={ALPHA} beta={BETA}; {args.rounds} interleaved rounds")
+          f"B N(0, 1/K); alpha={ALPHA} beta={BETA}; {args.rounds} interleaved rounds"
+          + (f", sustained (warm {args.warm_s:g} s per case, shuffled order)"
+             if args.sustained else ""))
     before = clocks()
     print("clocks before:", before)
     # warm the GPU up (clocks leave idle) with ~1 s of matmuls

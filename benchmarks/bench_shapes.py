@@ -30,6 +30,16 @@ shape (printed as "n/a" when the installed cute_py has no ``explain``).
 
 ``--quick``: fp16 only, a 39-shape subset, 3 rounds, 5 ms targets (about 5 minutes on an H100
 with Triton's autotuning; ``--providers cute,torch`` halves it).
+
+``--sustained``: the steady state of a long run instead of short bursts.  Before each shape's
+rounds the GPU runs that shape's ``torch.mm`` for ``--warm-s`` seconds (default 1), so the
+rounds run at the clocks the power cap leaves (on an H100, 1200-1500 MHz at 700 W for large
+shapes, against 1980 MHz in bursts); every round then times the providers in a shuffled
+order (seeded), 40 ms per measurement and 7 rounds unless ``--target-ms`` / ``--rounds`` say
+otherwise.  Each row records the SM clock and power at its end (``nvidia-smi``).  Large
+GEMMs in bursts and sustained rank kernels differently (docs/performance.md, "Hopper GEMM",
+v18 and v19); both are what users see, in an interactive call and in a training or serving
+loop.
 """
 
 from __future__ import annotations
@@ -201,6 +211,17 @@ def gpu_per_call(torch, fn, n):
 
 # ------------------------------------------------------------------------------ main
 
+def gpu_clock():
+    """'SM clock, power' of GPU 0 now (``nvidia-smi``), or why not."""
+    import subprocess
+    try:
+        r = subprocess.run(["nvidia-smi", "--query-gpu=clocks.sm,power.draw",
+                            "--format=csv,noheader"], capture_output=True, text=True, timeout=20)
+        return r.stdout.strip().splitlines()[0] if r.stdout.strip() else r.stderr.strip()
+    except Exception as e:      # no nvidia-smi: say so
+        return f"nvidia-smi unavailable: {type(e).__name__}"
+
+
 def geomean(xs):
     xs = [x for x in xs if x and x > 0 and math.isfinite(x)]
     return math.exp(sum(math.log(x) for x in xs) / len(xs)) if xs else float("nan")
@@ -230,9 +251,17 @@ def run_case(torch, provs, name, cat, L, M, N, K, dtype, layout, args):
     choice = explain(A, B, D) if "cute" in provs else ""
     n = {p: calls_for(torch, fn, args.target_ms) for p, fn in fns.items()}
     walls = {p: [] for p in fns}
+    order = list(fns)
+    if args.sustained and fns:
+        warm = fns.get("torch") or fns[order[0]]
+        t_end = time.perf_counter() + args.warm_s
+        while time.perf_counter() < t_end:
+            wall_per_call(torch, warm, max(1, n.get("torch", 1)))
     for _ in range(args.rounds):
-        for p, fn in fns.items():
-            walls[p].append(wall_per_call(torch, fn, n[p]))
+        if args.sustained:
+            args.rng.shuffle(order)
+        for p in order:
+            walls[p].append(wall_per_call(torch, fns[p], n[p]))
     wall = {p: statistics.median(v) for p, v in walls.items()}
     gpu = {}
     if not args.no_profile:
@@ -242,10 +271,11 @@ def run_case(torch, provs, name, cat, L, M, N, K, dtype, layout, args):
             except Exception as e:  # profiler missing or failing: wall time only
                 print(f"  profile {p}: {type(e).__name__}: {e}")
     flops = 2.0 * L * M * N * K
+    clock = gpu_clock() if args.sustained else ""
     row = {"name": name, "category": cat, "L": L, "M": M, "N": N, "K": K,
            "dtype": str(dtype).split(".")[-1], "layout": layout, "choice": choice,
            "err": errs, "wall_us": {p: v * 1e6 for p, v in wall.items()},
-           "gpu_us": {p: v * 1e6 for p, v in gpu.items()}}
+           "gpu_us": {p: v * 1e6 for p, v in gpu.items()}, "clock": clock}
     for key, src in (("wall_ratio", wall), ("gpu_ratio", gpu)):
         if "cute" in src and "torch" in src:
             row[key] = src["torch"] / src["cute"]
@@ -255,7 +285,7 @@ def run_case(torch, provs, name, cat, L, M, N, K, dtype, layout, args):
     print(f"{name:>22} {row['dtype']:>8} {layout:>4}  {cols}  "
           f"x{row.get('wall_ratio', float('nan')):.3f} wall"
           + (f" x{row['gpu_ratio']:.3f} gpu" if "gpu_ratio" in row else ""))
-    print(f"{'':>22} choice: {choice}")
+    print(f"{'':>22} choice: {choice}" + (f"  [{clock}]" if clock else ""))
     del A, B, D
     return row
 
@@ -305,6 +335,9 @@ def main(argv=None):
     ap.add_argument("--rounds", type=int, default=None)
     ap.add_argument("--target-ms", type=float, default=None)
     ap.add_argument("--no-profile", action="store_true")
+    ap.add_argument("--sustained", action="store_true",
+                    help="warm to the power cap's clocks first, shuffled order, longer rounds")
+    ap.add_argument("--warm-s", type=float, default=1.0)
     ap.add_argument("--list", action="store_true")
     ap.add_argument("--json", default=None)
     ap.add_argument("--verbose", action="store_true")
@@ -316,13 +349,18 @@ def main(argv=None):
         print(f"{len(shapes)} shapes")
         return 0
     import torch
-    args.rounds = args.rounds or (3 if args.quick else 5)
-    args.target_ms = args.target_ms or (5.0 if args.quick else 20.0)
+    args.rounds = args.rounds or (7 if args.sustained else 3 if args.quick else 5)
+    args.target_ms = args.target_ms or (40.0 if args.sustained else 5.0 if args.quick else 20.0)
+    import random
+    args.rng = random.Random(0)
     dts = {"f16": torch.float16, "bf16": torch.bfloat16}
     dtypes = [dts[d] for d in (args.dtypes or ("f16" if args.quick else "f16,bf16")).split(",")]
     provs = providers(args.providers.split(","))
     print(f"# {torch.cuda.get_device_name()}, {len(shapes)} shapes x {len(dtypes)} dtypes x "
-          f"layouts {args.layouts}; providers {list(provs)}; rounds {args.rounds}")
+          f"layouts {args.layouts}; providers {list(provs)}; rounds {args.rounds} of "
+          f"{args.target_ms:g} ms" + (f"; sustained (warm {args.warm_s:g} s per shape, "
+                                      f"shuffled order)" if args.sustained else "; bursts")
+          + "; data N(0, 1)")
     rows = []
     t0 = time.time()
     for name, cat, L, M, N, K in shapes:

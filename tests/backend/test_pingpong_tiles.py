@@ -59,3 +59,10 @@ def test_pingpong_evt_config_128x192(dt, a_major, b_major, batched):
 def test_pingpong_evt_config_64x256_is_the_default():
     assert G.pingpong_evt_config(None, "f16") == G.evt_config(None, "f16", 256, "K", "K", True)
     assert G.evt_config(None, "f16", 256).tile_m == 64
+
+
+def test_pingpong_64x256_raster_follows_b_major():
+    # an N-contiguous B rasters 8 tile-rows (16 fell into a slow state at N = 11008)
+    assert G.pingpong_evt_config(None, "f16", b_major="K").group_m == 16
+    assert G.pingpong_evt_config(None, "f16", b_major="MN").group_m == 8
+    assert G.pingpong_evt_config(None, "bf16", 128, 192, b_major="K").group_m == 8

@@ -1373,7 +1373,7 @@ def pingpong_evt_config(tree, dt: str, tile_m: int = 64, tile_n: int = 256, a_ma
                         registers: tuple = (40, 232)) -> Sm90GemmConfig:
     """The ping-pong TMA-store EVT kernel of ``tree`` (None: ``D = acc``) with ``tile_m x
     tile_n`` tiles per warpgroup (:data:`PINGPONG_TILES`): 64x256 in 5 stages and a raster of
-    16 tile-rows; 128x192 (two 64-row slabs, 192 accumulators per thread) in 4 stages, a raster
+    16 tile-rows (8 with an N-contiguous B); 128x192 (two 64-row slabs, 192 accumulators per thread) in 4 stages, a raster
     of 8 tile-rows (the same 1024 rows of A) and ``registers``, the (producer, consumer)
     ``setmaxnreg`` split: at 40 / 232 the plain kernel and SiLU / sigmoid epilogues compile
     without spills, a GELU epilogue spills 212 bytes and needs 24 / 240 (where the plain
@@ -1382,8 +1382,11 @@ def pingpong_evt_config(tree, dt: str, tile_m: int = 64, tile_n: int = 256, a_ma
     bkw = {"batched": True} if batched else {}
     epi = make_epilogue_config(tree, tile_m, tile_n, element_d=ed, schedule="pingpong", **bkw)
     if (tile_m, tile_n) == (64, 256):
-        cfg = Sm90GemmConfig(64, 256, 64, 5, 2, dt, group_m=16, schedule="pingpong",
-                             a_major=a_major, b_major=b_major, epi=epi)
+        # an N-contiguous B: a raster of 8 tile-rows; with 16, A @ B at N = 11008 fell into a
+        # slow state in 5 of 12 fresh runs (8192x11008x4096: 1134-1451 us against 1100-1138
+        # with 8; docs/performance.md, "Hopper GEMM", v19)
+        cfg = Sm90GemmConfig(64, 256, 64, 5, 2, dt, group_m=8 if b_major == "MN" else 16,
+                             schedule="pingpong", a_major=a_major, b_major=b_major, epi=epi)
         return cfg.fit_stages(cfg.stages)
     sw = (3, 2) if b_major == "MN" and tile_n % 64 else (3, 3)
     cfg = Sm90GemmConfig(tile_m, tile_n, 64, 8, 2, dt, group_m=8, producer_regs=registers[0],
