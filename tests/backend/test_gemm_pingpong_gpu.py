@@ -12,12 +12,8 @@ pytestmark = pytest.mark.gpu
 import cute_py as cute  # noqa: E402
 from cute_py.backends.cuda.kernels import gemm_sm90 as G  # noqa: E402
 
-DT = {"f16": torch.float16, "bf16": torch.bfloat16}
-
-
-def _skip_without_sm90():
-    if not torch.cuda.is_available() or torch.cuda.get_device_capability() != (9, 0):
-        pytest.skip("needs an sm_90 GPU")
+from torch_sm90 import DT  # noqa: E402
+from torch_sm90 import skip_without_sm90 as _skip_without_sm90  # noqa: E402
 
 
 def _operands(M, N, K, dt, a_major, b_major, seed, L=None):
