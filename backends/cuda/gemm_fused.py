@@ -181,9 +181,8 @@ def _fused_config(tree, dt, Am, Bnk, tm, wide: bool = True):
     vectors_only = all(len(m.shape) < 2 for m in tm.values())
     full = -(-M // 128) * -(-N // 256) >= sm_count(Am.device)
     if wide and r128 and cluster == 1 and vectors_only and full:
-        pm, pn = G.pingpong_tile(M, N, 1, sm_count(Am.device))
-        if (pm, pn) != (64, 256):
-            return G.pingpong_evt_config(tree, dt, pm, pn, a_major, b_major)
+        return G.pingpong_evt_config(tree, dt, *G.pingpong_tile(M, N, 1, sm_count(Am.device)),
+                                     a_major, b_major)
     if wide and a_major == "K" and cluster == 1 and not r128 and vectors_only and full:
         # 160 at most: a 192-wide tile with an activation's temporaries spills
         tn = G.wide_tile_n(M, N, K, b_major, ("cooperative", 128, 256),

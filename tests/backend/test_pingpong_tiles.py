@@ -66,3 +66,18 @@ def test_pingpong_64x256_raster_follows_b_major():
     assert G.pingpong_evt_config(None, "f16", b_major="K").group_m == 16
     assert G.pingpong_evt_config(None, "f16", b_major="MN").group_m == 8
     assert G.pingpong_evt_config(None, "bf16", 128, 192, b_major="K").group_m == 8
+
+
+@pytest.mark.parametrize("b_major", ["K", "MN"])
+@pytest.mark.parametrize("tile_n", [32, 64, 96, 128, 160, 192, 256])
+def test_b_swizzle_law(b_major, tile_n):
+    """An N-contiguous B's smem atoms tile its width with the widest swizzle that does (SW128,
+    else SW64); a K-major B and A always take SW128."""
+    from cute_py.backends.cuda.kernels.gemm_sm90_maps import swizzle_width
+    a_sw, b_sw = G.b_swizzle(b_major, tile_n)
+    assert a_sw == 3
+    if b_major == "K":
+        assert b_sw == 3
+    else:
+        assert b_sw in (2, 3) and tile_n % swizzle_width(b_sw, 2) == 0
+        assert b_sw == 3 or tile_n % swizzle_width(3, 2)

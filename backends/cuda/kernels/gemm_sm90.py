@@ -1368,16 +1368,23 @@ def evt_config(tree, dt: str, tile_n: int = 256, a_major: str = "K", b_major: st
     return half_tile_store_warp(cfg.fit_stages(cfg.stages))
 
 
+def b_swizzle(b_major: str, tile_n: int) -> tuple:
+    """``smem_swizzle`` for a B tile ``tile_n`` wide: SW128 atoms for both operands, except an
+    N-contiguous B whose width is not a multiple of SW128's 64 elements, which takes SW64
+    atoms (32 wide)."""
+    return (3, 2) if b_major == "MN" and tile_n % 64 else (3, 3)
+
+
 def pingpong_evt_config(tree, dt: str, tile_m: int = 64, tile_n: int = 256, a_major: str = "K",
                         b_major: str = "K", batched: bool = False,
                         registers: tuple = (40, 232)) -> Sm90GemmConfig:
     """The ping-pong TMA-store EVT kernel of ``tree`` (None: ``D = acc``) with ``tile_m x
     tile_n`` tiles per warpgroup (:data:`PINGPONG_TILES`): 64x256 in 5 stages and a raster of
-    16 tile-rows (8 with an N-contiguous B); 128x192 (two 64-row slabs, 192 accumulators per thread) in 4 stages, a raster
-    of 8 tile-rows (the same 1024 rows of A) and ``registers``, the (producer, consumer)
-    ``setmaxnreg`` split: at 40 / 232 the plain kernel and SiLU / sigmoid epilogues compile
-    without spills, a GELU epilogue spills 212 bytes and needs 24 / 240 (where the plain
-    kernel's producer spills 56).  ``batched``: D is ``(L, M, N)``."""
+    16 tile-rows (8 with an N-contiguous B); 128x192 (two 64-row slabs, 192 accumulators per
+    thread) in 4 stages, a raster of 8 tile-rows (the same 1024 rows of A) and ``registers``,
+    the (producer, consumer) ``setmaxnreg`` split: at 40 / 232 the plain kernel and SiLU /
+    sigmoid epilogues compile without spills, a GELU epilogue spills 212 bytes and needs 24 /
+    240 (where the plain kernel's producer spills 56).  ``batched``: D is ``(L, M, N)``."""
     ed = "float16" if dt == "f16" else "bfloat16"
     bkw = {"batched": True} if batched else {}
     epi = make_epilogue_config(tree, tile_m, tile_n, element_d=ed, schedule="pingpong", **bkw)
@@ -1388,7 +1395,7 @@ def pingpong_evt_config(tree, dt: str, tile_m: int = 64, tile_n: int = 256, a_ma
         cfg = Sm90GemmConfig(64, 256, 64, 5, 2, dt, group_m=8 if b_major == "MN" else 16,
                              schedule="pingpong", a_major=a_major, b_major=b_major, epi=epi)
         return cfg.fit_stages(cfg.stages)
-    sw = (3, 2) if b_major == "MN" and tile_n % 64 else (3, 3)
+    sw = b_swizzle(b_major, tile_n)
     cfg = Sm90GemmConfig(tile_m, tile_n, 64, 8, 2, dt, group_m=8, producer_regs=registers[0],
                          consumer_regs=registers[1], schedule="pingpong", a_major=a_major,
                          b_major=b_major, smem_swizzle=sw, epi=epi)
@@ -1551,7 +1558,7 @@ def wide_evt_config(dt: str, tile_n: int, a_major: str = "K", b_major: str = "K"
     16-bit tiles (256x160: 0.0102 per element against 0.0117 for 128x256 and 0.0195 for a
     ping-pong warpgroup's 64x256)."""
     ed = "float16" if dt == "f16" else "bfloat16"
-    sw = (3, 2) if b_major == "MN" and tile_n % 64 else (3, 3)
+    sw = b_swizzle(b_major, tile_n)
     cfg = Sm90GemmConfig(256, tile_n, 64, 4, 2, dt, a_major=a_major, b_major=b_major,
                          smem_swizzle=sw,
                          epi=make_epilogue_config(tree, 256, tile_n, element_d=ed))
@@ -1585,9 +1592,7 @@ def choose_config(A: TensorMeta, B: TensorMeta, D: TensorMeta, C: TensorMeta | N
         cluster = cluster_for(B, tn)
         if tn == 256 and r128 and not use_c and cluster == 1:
             # operand rows on 128 bytes: the ping-pong tile of the wave model
-            pm, pn = pingpong_tile(M, N, 1, sms)
-            if (pm, pn) != (64, 256):
-                return pingpong_evt_config(None, dt, pm, pn, a_major, b_major)
+            return pingpong_evt_config(None, dt, *pingpong_tile(M, N, 1, sms), a_major, b_major)
         if tn >= 192 and not r128 and not use_c and a_major == "K" and cluster == 1:
             # operand rows off 128 bytes: 256-row tiles where the wave model finds them faster
             # than the cooperative default (never against ping-pong: under the power cap
@@ -1604,9 +1609,8 @@ def choose_config(A: TensorMeta, B: TensorMeta, D: TensorMeta, C: TensorMeta | N
         # v10)
         r128 = rows_128(A) and rows_128(B)
         if tn == 256 and r128 and cluster_for(B, tn) == 1:
-            pm, pn = pingpong_tile(M, N, L, sms)
-            if (pm, pn) != (64, 256):
-                return pingpong_evt_config(None, dt, pm, pn, a_major, b_major, batched=True)
+            return pingpong_evt_config(None, dt, *pingpong_tile(M, N, L, sms), a_major, b_major,
+                                       batched=True)
         return default_evt_config(dt, tn, False, a_major, b_major, r128, cluster_for(B, tn),
                                   batched=True)
     vec2 = vec2_ok(D, C)

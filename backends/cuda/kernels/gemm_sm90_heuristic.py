@@ -44,7 +44,7 @@ from dataclasses import dataclass
 
 from cute_py.errors import LaunchError
 
-from .gemm_sm90 import SMALL_TILE_N, Sm90GemmConfig, _pick_tile
+from .gemm_sm90 import SMALL_TILE_N, Sm90GemmConfig, _pick_tile, b_swizzle
 
 __all__ = ["Sm90Choice", "choose_sm90", "SWAP_MAX_M", "MIN_KB_PER_SPLIT", "MAX_SPLITS",
            "DEFAULT_SPLIT_MODE", "FILL_MAX_M", "FILL_MIN_TN", "FILL_OVER_SPLIT_MAX_B_BYTES",
@@ -236,7 +236,7 @@ def choose_sm90(M: int, N: int, K: int, L: int = 1, dtype: str = "f16", a_major:
                               f"tiles ({t / num_sms:.2f} waves) shared in k-blocks by the grid")
         tn = fill_tile_n(N, b_major, num_sms)
         if M <= FILL_MAX_M and L == 1 and FILL_MIN_TN <= tn <= 256:
-            sw = (3, 2) if b_major == "MN" and tn % 64 else (3, 3)
+            sw = b_swizzle(b_major, tn)
             # fewer rows than the tile: TMA loads only A's M rows (rounded up to 8), boxes
             # past M cost time to fill (48x4096x4096: 13.1 us of GPU time against 10.6 at
             # M = 64, docs/performance.md "Hopper GEMM", v17)
