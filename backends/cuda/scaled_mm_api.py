@@ -241,13 +241,29 @@ def block_tile_n(M, N, sms=132) -> int:
     return fewest_rounds_width(M, N, tuple(BLOCK_TILES.items()), 1, sms)
 
 
+def promoted_raster(M: int, N: int, tile_n: int, sms: int = 132) -> tuple:
+    """``(cluster_m, group_m)`` of a promoted per-tensor / row-wise FP8 problem of more than
+    one 128-row tile: where groups of 4 tile-rows across all of N's tiles fill the SMs in one
+    wave (``4 * ceil(N / tile_n) <= sms``: each wave reads 4 row-blocks of A and all of B), no
+    cluster and groups of 4; otherwise clusters of two along M (B's tile multicast) and
+    groups of 16 tile-rows.  Measured (CUPTI, against clusters of two in groups of 8,
+    docs/performance.md, "FP8 GEMM", v23): 4096^3 +8.6%, 4096x4096x2048 +3.6%, 5120^3 +1.7%,
+    8192x6144x4096 +1.3%; groups of 16: +1.2% at 8192^3, +2.5% at 8192x14336x4096, +2.8% at
+    4096x14336x4096 (where 4-row groups lost 3%).  Law: the group is 4 or 16, the cluster 1
+    exactly when the group is 4."""
+    if 4 * -(-N // tile_n) <= sms:
+        return 1, 4
+    return 2, 16
+
+
 def choose_fp8_config(M, N, K, a, b, out, mode, vec2=True, sms=132, fast_accum=False,
                       tma_store=False, bias=False, amax=False, scale_result=False):
     """The FP8 configuration of a problem: two consumer warpgroups, tile_k 128, the most
     stages that fit.  Per-k-block promotion (two accumulator sets) unless ``fast_accum``:
     128 x :func:`promoted_tile_n` tiles (block scaling: 128 x :func:`block_tile_n`, 128 when
     N <= 128; each thread's columns then span one or two 128-column B scale blocks), in
-    clusters of two along M when M > 128; fast accumulation (per-tensor / row-wise only: one
+    clusters of two along M when M > 128 (promoted per-tensor / row-wise: the cluster and
+    raster of :func:`promoted_raster`); fast accumulation (per-tensor / row-wise only: one
     accumulator) 128x256 tiles, or the promoted widths when that gives fewer tiles than SMs
     or N <= 128.
     Per-tensor and row-wise problems with M <= :data:`SMALL_M` (decode), promoted or not, run
@@ -321,6 +337,9 @@ def choose_fp8_config(M, N, K, a, b, out, mode, vec2=True, sms=132, fast_accum=F
     # 8192^3 and 4096^3, the same at 8192x14336x4096; the fast-accumulation kernel gained
     # nothing from it (docs/performance.md, "FP8 GEMM", v5)
     cluster = 2 if (promote or mode == "block") and M > 128 else 1
+    group = 8
+    if promote and M > 128:
+        cluster, group = promoted_raster(M, N, tn, sms)
     epi = None
     if tree_only and not tma_store:
         raise LaunchError(_OP, "out", "an 8-bit out_dtype, amax and scale_result need the "
@@ -336,7 +355,8 @@ def choose_fp8_config(M, N, K, a, b, out, mode, vec2=True, sms=132, fast_accum=F
     cfg = Sm90GemmConfig(tile_m=tm, tile_n=tn, consumer_wgs=wgs, tile_k=128, dtype=a,
                          dtype_b="" if b == a else b,
                          out_dtype=out, scaling=mode, vec2=vec2, promote=promote,
-                         cluster_m=cluster, epi=epi, a_rows=a_rows).fit_stages()
+                         cluster_m=cluster, group_m=group, epi=epi,
+                         a_rows=a_rows).fit_stages()
     if epi is not None:
         # the stores from a store warp, the whole tile staged: +2-7% over per-subtile
         # barriers (one stage fewer at 128x192); a whole tile that leaves fewer than 4

@@ -692,7 +692,8 @@ def test_160_wide_configs_compile_without_spills():
         pytest.skip("no CUDA compiler")
     for mode, out, tma in (("tensor", "bf16", True), ("tensor", "e4m3", True),
                            ("row", "f32", False)):
-        cfg = choose_fp8_config(2048, 1280, 1024, "e4m3", "e4m3", out, mode, tma_store=tma,
+        # 40 columns of 160-wide tiles: too many for 4-row groups in one wave -> clusters
+        cfg = choose_fp8_config(2048, 6400, 1024, "e4m3", "e4m3", out, mode, tma_store=tma,
                                 amax=out == "e4m3")
         assert (cfg.tile_n, cfg.cluster_m) == (160, 2)
         res = compile_module(G.generate_source(cfg), arch="sm_90a").resources_for(cfg.name)
@@ -765,7 +766,7 @@ def test_shipped_tma_store_configs_are_scaled_mms_choices():
     picks (same configuration, same kernel name)."""
     from backends.cuda.scaled_mm_api import choose_fp8_config
     shipped = {c.name for c in G.shipped_fp8_configs()}
-    for shape, mode in (((8192, 6144, 4096), "tensor"), ((8192, 6144, 4096), "row"),
+    for shape, mode in (((8192, 8192, 4096), "tensor"), ((8192, 8192, 4096), "row"),
                         ((4096, 4096, 4096), "block")):
         cfg = choose_fp8_config(*shape, "e4m3", "e4m3", "bf16", mode, tma_store=True)
         assert cfg.name in shipped, (mode, cfg)
@@ -945,3 +946,22 @@ def test_a_rows_and_fp8_split_errors_name_the_argument():
     with pytest.raises(LaunchError, match="split_k"):
         G.Sm90GemmConfig(**base, split_k="fixup", epi=epi).check()
     G.Sm90GemmConfig(**base, split_k="fixup").check()
+
+
+def test_promoted_raster_law():
+    """``promoted_raster``: groups of 4 tile-rows without a cluster exactly where 4-row groups
+    over all of N's tiles fit the SMs in one wave, else clusters of two in groups of 16; and
+    ``choose_fp8_config`` takes it for promoted per-tensor / row-wise problems above one
+    128-row tile (block scaling keeps clusters of two in groups of 8)."""
+    from backends.cuda.scaled_mm_api import choose_fp8_config, promoted_raster
+    for N in range(64, 20000, 328):
+        for tn in (128, 160, 192):
+            c, g = promoted_raster(4096, N, tn)
+            assert (c, g) == ((1, 4) if 4 * -(-N // tn) <= 132 else (2, 16)), (N, tn)
+    for (M, N, K) in ((4096, 4096, 4096), (8192, 8192, 8192), (8192, 14336, 4096), (512, 2048, 4096)):
+        for mode in ("tensor", "row", "block"):
+            cfg = choose_fp8_config(M, N, K, "e4m3", "e4m3", "bf16", mode, tma_store=True)
+            if mode == "block":
+                assert (cfg.cluster_m, cfg.group_m) == (2, 8)
+            else:
+                assert (cfg.cluster_m, cfg.group_m) == promoted_raster(M, N, cfg.tile_n)
