@@ -140,19 +140,36 @@ def test_block_scaling_wide_tiles(out_dtype):
 
 
 @pytest.mark.parametrize("mode, out_dtype, N", [
-    ("tensor", "bfloat16", 1280), ("row", "float32", 1280), ("block", "bfloat16", 1272),
-    ("tensor", "bfloat16", 1275), ("block", "float16", 1275)])
+    ("tensor", "bfloat16", 6400), ("row", "float32", 6400), ("block", "bfloat16", 1272),
+    ("tensor", "bfloat16", 6395), ("block", "float16", 1275)])
 def test_160_wide_tiles_in_clusters(mode, out_dtype, N):
-    """Problems whose promoted tile is 160 wide (2048 x 1280): clusters of two, each CTA
-    multicasting 80 rows of B; aligned outputs through the TMA-store epilogue (5 subtiles),
-    an odd N (1275) through the built-in one."""
+    """Problems whose promoted tile is 160 wide (2048 x 6400; block scaling 2048 x 1272):
+    clusters of two, each CTA multicasting 80 rows of B; aligned outputs through the
+    TMA-store epilogue (5 subtiles), an odd N through the built-in one."""
     _skip_without_hopper()
-    from cute_py.backends.cuda.scaled_mm_api import promoted_tile_n
+    from cute_py.backends.cuda.scaled_mm_api import choose_fp8_config, promoted_tile_n
     M, K = 2048, 528
     assert promoted_tile_n(M, N) == 160
+    assert choose_fp8_config(M, N, K, "e4m3", "e4m3", "bf16", mode).cluster_m == 2
     A, B, sa, sb, ref = make_problem(M, N, K, mode, seed=N)
     D = cute.scaled_mm(A, B, sa, sb, out_dtype=out_dtype, out=_poisoned(M, N, out_dtype))
     assert _rel(D, ref) < (REL_F32 if out_dtype == "float32" else REL)
+
+
+@pytest.mark.parametrize("mode", ["tensor", "row"])
+@pytest.mark.parametrize("N", [1000, 6400])
+def test_promoted_rasters(mode, N):
+    """Both rasters of ``promoted_raster`` on 10 tile-rows (M = 1160: the last group partial,
+    the last row of tiles partial): no cluster in groups of 4 (N = 1000), clusters of two in
+    groups of 16 (N = 6400: 5 cluster-rows), into poisoned outputs."""
+    _skip_without_hopper()
+    from cute_py.backends.cuda.scaled_mm_api import choose_fp8_config
+    M, K = 1160, 528
+    cfg = choose_fp8_config(M, N, K, "e4m3", "e4m3", "bf16", mode, tma_store=True)
+    assert (cfg.cluster_m, cfg.group_m) == ((1, 4) if N == 1000 else (2, 16))
+    A, B, sa, sb, ref = make_problem(M, N, K, mode, seed=N + 7)
+    D = cute.scaled_mm(A, B, sa, sb, out=_poisoned(M, N, "bfloat16"))
+    assert _rel(D, ref) < REL
 
 
 def test_160_wide_fp8_output_with_amax():
