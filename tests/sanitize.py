@@ -17,7 +17,8 @@ tests' own: NumPy references, poisoned outputs, guard bands):
   every output type) on an odd-size problem, the TMA-store epilogue of an aligned D (its
   stores issued by a store warp), block scales of any strides, 128x192 block-scaled
   tiles and 160-wide tiles in clusters of two, both rasters of the promoted tiles (no
-  cluster in 4-row groups; clusters of two in 16-row groups), the 64-row decode tile (M = 1), the cached
+  cluster in 4-row groups; clusters of two in 16-row groups), row-wise column scales staged in shared
+  memory (cooperative and ping-pong, several tiles per CTA), the 64-row decode tile (M = 1), the cached
   torch path with an out at 4 mod 8 bytes, decode split in K ('fixup', 64x32 tiles, 24 of
   A's rows loaded), the "ksplit" decode tiles (two warpgroups on alternate k-blocks, an
   odd k-block count) and partial A tiles over stale NaN rows; the standalone epilogue with a store warp (whole-tile, two-buffer, one-buffer
@@ -91,6 +92,7 @@ SELECT = ("transpose_helper or strided_views or smem or scalar_any"
           " or (gpu_store_warp and (4-aux_store or 1-reductions or 2-col_bias_gelu))"
           " or (store_warp_cooperative_16_bit and 130x520x72)"
           " or (160_wide_tiles_in_clusters and tensor-bfloat16-6400) or promoted_rasters"
+          " or row_scales_staged_in_shared_memory"
           " or (block_scaling_store_warp_prefetch and 300-1000-256)"
           " or (modes_and_output_types and 1-129-16) or fast_path_out_alignment"
           " or fused_into_column_major_out"

@@ -366,8 +366,12 @@ def choose_fp8_config(M, N, K, a, b, out, mode, vec2=True, sms=132, fast_accum=F
         # gains 5-10%, "FP8 GEMM", v18); with one left (a fused epilogue's load producer
         # has another) the scales keep both
         from .kernels.gemm_sm90 import with_store_warp
-        sw = with_store_warp(cfg)
-        if sw.stages >= 4 and (mode != "block" or len(sw.scale_warps()) >= 2):
+        try:
+            sw = with_store_warp(cfg)
+        except LaunchError:         # the whole tile's staging leaves no room for 2 stages
+            sw = None
+        if sw is not None and sw.stages >= 4 and \
+                (mode != "block" or len(sw.scale_warps()) >= 2):
             cfg = sw
     return cfg
 

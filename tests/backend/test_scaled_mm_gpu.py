@@ -366,6 +366,36 @@ def test_sm90gemm_called_with_scales(i):
     assert e.value.arg == "scale_b"
 
 
+@pytest.mark.parametrize("schedule, tile_n, grid", [("cooperative", 192, 4),
+                                                    ("cooperative", 128, None),
+                                                    ("pingpong", 192, 3)])
+def test_row_scales_staged_in_shared_memory(schedule, tile_n, grid):
+    """Row-wise scaling through the TMA-store epilogue: each tile's column scales staged in
+    shared memory by the threads sharing the tile (all consumers; one warpgroup in ping-pong,
+    two scales per thread at 192 columns) -- several tiles per CTA on a small grid, a partial
+    last column of tiles (N = 1000), distinct scales per row and column, a poisoned D,
+    launched twice for bit-identical results."""
+    _skip_without_hopper()
+    from cute_py.backends.cuda.kernels import gemm_sm90 as G
+    tm = 64 if schedule == "pingpong" else 128
+    cfg = G.Sm90GemmConfig(
+        tile_m=tm, tile_n=tile_n, tile_k=128, dtype="e4m3", out_dtype="bf16", scaling="row",
+        promote=True, schedule=schedule,
+        epi=G.make_epilogue_config(None, tile_m=tm, tile_n=tile_n, element_d="bfloat16",
+                                   schedule=schedule)).fit_stages()
+    assert cfg.col_scale_bytes > 0
+    M, N, K = 520, 1000, 384
+    A, B, sa, sb, ref = make_problem(M, N, K, "row", seed=tile_n + tm)
+    outs = []
+    for _ in range(2):
+        D = _poisoned(M, N, "bfloat16")
+        G.get_kernel(cfg).prepare(A, B.t(), D, max_ctas=grid, scale_a=sa, scale_b=sb)()
+        torch.cuda.synchronize()
+        assert _rel(D, ref) < REL
+        outs.append(D.clone())
+    assert torch.equal(outs[0], outs[1])
+
+
 @pytest.mark.parametrize("stages, cluster", [(2, 1), (3, 2), (4, 1), (4, 2)])
 def test_block_scaling_with_few_stages(stages, cluster):
     """Block-scaled kernels with 2-4 stages (up to 3 scale warps, one per stage): k-blocks per

@@ -387,6 +387,15 @@ class Sm90GemmConfig:
         return self.tile_m * self.tile_n * 4 if self.schedule == "ksplit" else 0
 
     @property
+    def col_scale_bytes(self) -> int:
+        """Row-wise FP8 scaling through the TMA-store epilogue: the tile's ``tile_n`` column
+        scales per epilogue region, staged by the consumers
+        (``gemm_sm90_fp8.emit_col_scale_stage``); else 0."""
+        if not (self.fp8 and self.scaling == "row" and self.epi is not None):
+            return 0
+        return self.epi_regions * self.tile_n * 4
+
+    @property
     def stage_bytes(self) -> int:
         """Shared memory of one mainloop stage (A's and B's tiles)."""
         return (self.tile_m + self.tile_n) * self.tile_k * self.elem_bytes
@@ -472,10 +481,11 @@ class Sm90GemmConfig:
         return -(-bs.bytes // 1024) * 1024 if self.epi is not None else bs.bytes
 
     def smem_bytes(self) -> int:
-        """[A stages][B stages][scale slots][epilogue region][mbarriers] + 1024 bytes to
-        align the base."""
+        """[A stages][B stages][scale slots][epilogue region][ksplit exchange][column scales]
+        [mbarriers] + 1024 bytes to align the base."""
         return self.stages * self.stage_bytes + self.scale_smem_bytes() \
-            + self.epilogue_smem_bytes() + self.exchange_bytes + 16 * self.stages + 1024
+            + self.epilogue_smem_bytes() + self.exchange_bytes + self.col_scale_bytes \
+            + 16 * self.stages + 1024
 
     def fit_stages(self, limit: int = 8) -> "Sm90GemmConfig":
         """This configuration with the most mainloop stages (at most ``limit``) whose shared

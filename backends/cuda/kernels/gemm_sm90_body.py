@@ -209,8 +209,12 @@ class Sm90Body:
             after_b = smem_address("sS") + cfg.scale_smem_bytes()
         if self.ks:
             kb.comment(f"ksplit exchange: {cfg.exchange_bytes} B, {exchange_layout(cfg)} fp32")
+        if cfg.col_scale_bytes:
+            kb.comment(f"row-wise column scales: {cfg.col_scale_bytes} B ({cfg.epi_regions} "
+                       f"x {cfg.tile_n} fp32)")
         kb.decl("const u32", "bar_full",
-                after_b + cfg.epilogue_smem_bytes() + cfg.exchange_bytes, hint=False)
+                after_b + cfg.epilogue_smem_bytes() + cfg.exchange_bytes + cfg.col_scale_bytes,
+                hint=False)
         kb.decl("const u32", "bar_empty", self.pl.barrier(self.pl.full, S), hint=False)
 
     @property
@@ -462,6 +466,9 @@ class Sm90Body:
         if cfg.fp8:
             from . import gemm_sm90_fp8 as f8
             f8.emit_consumer_setup(kb, cfg)
+            if cfg.col_scale_bytes:
+                off = self.regions_offset + cfg.epilogue_smem_bytes() + cfg.exchange_bytes
+                f8.emit_col_scale_setup(kb, cfg, self.smem_pointer(kb, off), self.pp)
         if self.ks:
             off = self.regions_offset + cfg.epilogue_smem_bytes()
             kb.decl("float*", "xch_",
@@ -488,6 +495,9 @@ class Sm90Body:
             kb.comment("turn order: start after the other warpgroup issued its tile's mainloop")
             with kb.if_("tile != first_tile"):
                 order.wait(kb, cw)
+        if cfg.col_scale_bytes:
+            from . import gemm_sm90_fp8 as f8
+            f8.emit_col_scale_load(kb, cfg, self.pp)
         kb.decl("int", "prev_", -1, hint=False)
         if self.block:
             from . import gemm_sm90_fp8 as f8
@@ -611,7 +621,7 @@ class Sm90Body:
             if cfg.fp8:     # the scaled product of the promoted (or single) accumulators
                 from . import gemm_sm90_fp8 as f8
                 src = "tot_" if self.block else "acc"
-                f8.emit_epi_prelude(kb, cfg, maps)
+                f8.emit_epi_prelude(kb, cfg, maps, self.pp)
                 acc = (lambda v: f8.acc_expr(cfg, maps, v, src))
             with kb.scope():
                 epi.emit_consumer(kb, acc, "(1 + cw)" if self.pp else 1, prefetched=True)

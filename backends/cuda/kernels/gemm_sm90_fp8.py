@@ -60,7 +60,9 @@ __all__ = ["FP8_DTYPES", "OUT_DTYPES", "FP8_OUT", "EPI_D", "epilogue_tree", "SCA
            "check", "PARAMS", "emit_promotion_loads",
            "emit_promotion", "promotes", "emit_promotion_init", "emit_k_block_tail",
            "emit_producer_scales",
-           "emit_consumer_setup", "emit_epi_prelude", "acc_expr", "emit_epilogue", "name_part",
+           "emit_consumer_setup", "emit_epi_prelude", "emit_col_scale_setup",
+           "emit_col_scale_load", "emit_col_scale_stage", "acc_expr", "emit_epilogue",
+           "name_part",
            "scale_shapes", "check_scales", "scaling_of", "scale_layouts", "scale_offset",
            "d_layout", "d_offset"]
 
@@ -343,16 +345,74 @@ def _check_epi(op, cfg) -> None:
                           expected=want, actual=cfg.epi.element_d)
 
 
-def emit_epi_prelude(kb, cfg, maps) -> None:
+def emit_epi_prelude(kb, cfg, maps, pingpong: bool = False) -> None:
     """Before the TMA-store epilogue of a tile: for row-wise scales, the thread's origin
-    ``row0_`` / ``col0_`` (unless the promoting mainloop declared it) and its rows' scales
-    ``rs_`` (zero past M)."""
+    ``row0_`` / ``col0_`` (unless the promoting mainloop declared it), its rows' scales
+    ``rs_`` (zero past M) and the tile's column scales staged in shared memory
+    (:func:`emit_col_scale_stage`: ``cs_``)."""
     if cfg.scaling != "row":
         return
     from .gemm_sm90_store import emit_origin
     if not promotes(cfg):
         emit_origin(kb, cfg)
     _emit_row_scales(kb, maps)
+    emit_col_scale_stage(kb, cfg, pingpong)
+
+
+# Row-wise column scales through shared memory.  Read where each value is used, every value
+# paid a global load, a bound check and 64-bit address arithmetic: 870 more instructions per
+# thread per 128x192 tile than per-tensor scaling, 1.7-2 us per tile (docs/performance.md,
+# "FP8 GEMM", v24).  Instead the threads that share a tile (all consumers; one warpgroup in
+# ping-pong) load its ``tile_n`` column scales once, one or two per thread, at the tile's
+# start (in flight during the mainloop), and before the epilogue meet at a named barrier (5,
+# ping-pong 5 + warpgroup) -- every thread has then read the previous tile's scales --, store
+# them into the buffer, meet again and read them with shared loads at constant offsets.
+
+def _col_scale_group(cfg, pingpong: bool) -> int:
+    """Consumer threads sharing a tile's column scales."""
+    return 128 if pingpong else 128 * cfg.consumer_wgs
+
+
+def emit_col_scale_setup(kb, cfg, region: str, pingpong: bool) -> None:
+    """Once per consumer thread: ``csb_``, the column-scale buffer of this thread's tiles
+    (generic pointer ``region`` to the configuration's ``col_scale_bytes``; ping-pong:
+    warpgroup ``cw``'s)."""
+    tn = cfg.tile_n
+    kb.decl("float* const", "csb_", f"reinterpret_cast<float*>({region})"
+            + (f" + cw * {tn}" if pingpong else ""), hint=False)
+
+
+def emit_col_scale_load(kb, cfg, pingpong: bool) -> None:
+    """At the tile's start: ``cs_pre_[j]``, the scale of the tile's column ``tid + j * G``
+    (``G`` threads share the tile; zero past N or the tile)."""
+    from .. import ir
+    _, SB = scale_layouts("row")
+    G = _col_scale_group(cfg, pingpong)
+    R = -(-cfg.tile_n // G)
+    c_ = ir.var("c", 0, _I32)
+    kb.decl("float", f"cs_pre_[{R}]", hint=False)
+    for j in range(R):
+        with kb.scope():
+            kb.decl("const int", "j", f"tid + {j * G}", hint=False)
+            kb.decl("const int", "c", f"n_blk * {cfg.tile_n} + j", hint=False)
+            kb.assign(f"cs_pre_[{j}]", f"j < {cfg.tile_n} && c < N ? "
+                      f"__ldg(scale_b + {scale_offset(SB, c_, 0)}) : 0.0f")
+
+
+def emit_col_scale_stage(kb, cfg, pingpong: bool) -> None:
+    """Before the epilogue: the group's named barrier (the previous tile's reads done),
+    ``cs_pre_`` into the buffer, the barrier again, and ``cs_``, the buffer from this thread's
+    first column (``cs_[n]``: column ``col0_ + n``)."""
+    G = _col_scale_group(cfg, pingpong)
+    R = -(-cfg.tile_n // G)
+    tn = cfg.tile_n
+    bar = ("5u + (u32)cw" if pingpong else "5u", f"{G}u")
+    kb.call("named_barrier_sync", *bar)
+    for j in range(R):
+        with kb.if_(f"tid + {j * G} < {tn}"):
+            kb.assign(f"csb_[tid + {j * G}]", f"cs_pre_[{j}]")
+    kb.call("named_barrier_sync", *bar)
+    kb.decl("const float* const", "cs_", f"csb_ + (col0_ - n_blk * {tn})", hint=False)
 
 
 def _emit_row_scales(kb, maps) -> None:
@@ -372,20 +432,15 @@ def _emit_row_scales(kb, maps) -> None:
 def acc_expr(cfg, maps, v: int, src: str) -> str:
     """The scaled product the epilogue tree reads for value ``v`` of the thread's accumulators
     ``src`` (``tot_`` promoted, else ``acc``): per tensor ``s_ * a`` (``s_``:
-    :func:`emit_consumer_setup`); row-wise ``a * rs_[row] * scale_b[col]`` (the column's scale
-    read through L1 where the value is used, zero past N; ``rs_``: :func:`emit_epi_prelude`);
-    block scaling ``a`` itself (its scales are applied in the promotion)."""
+    :func:`emit_consumer_setup`); row-wise ``a * rs_[row] * cs_[n]`` (the thread's row scales
+    and the tile's staged column scales: :func:`emit_epi_prelude`); block scaling ``a`` itself (its scales are
+    applied in the promotion)."""
     a = _acc(maps, v, src)
     if cfg.scaling == "tensor":
         return f"s_ * {a}"
     if cfg.scaling == "row":
-        from .. import ir
-        _, SB = scale_layouts("row")
         _, ri = _rows(maps)
-        n = maps.frag.n_val[v]
-        col = ir.var("col0_", 0, _I32) + n
-        return (f"({a} * rs_[{ri[v]}] * (col0_ + {n} < N ? "
-                f"__ldg(scale_b + {scale_offset(SB, col, 0)}) : 0.0f))")
+        return f"({a} * rs_[{ri[v]}] * cs_[{maps.frag.n_val[v]}])"
     return a
 
 
