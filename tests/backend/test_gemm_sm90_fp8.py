@@ -737,7 +737,7 @@ def test_tma_store_epilogue_for_aligned_outputs():
     from dataclasses import replace
     from backends.cuda.scaled_mm_api import choose_fp8_config
     from backends.cuda.kernels.gemm_sm90 import make_epilogue_config
-    want = {"tensor": "s_ * tot_[0][0]", "row": "(tot_[0][0] * rs_[0] * cs_[0])",
+    want = {"tensor": "s_ * tot_[0][0]", "row": "(tot_[0][0] * rs_[0] * csb_[ncol_])",
             "block": "tot_[0][0]"}
     for mode in ("tensor", "row", "block"):
         cfg = choose_fp8_config(4096, 4096, 4096, "e4m3", "e4m3", "bf16", mode, tma_store=True)
@@ -962,10 +962,35 @@ def test_promoted_raster_law():
         for tn in (128, 160, 192):
             c, g = promoted_raster(4096, N, tn)
             assert (c, g) == ((1, 4) if 4 * -(-N // tn) <= 132 else (2, 16)), (N, tn)
-    for (M, N, K) in ((4096, 4096, 4096), (8192, 8192, 8192), (8192, 14336, 4096), (512, 2048, 4096)):
+    for (M, N, K) in ((4096, 4096, 4096), (8192, 8192, 8192), (8192, 14336, 4096),
+                      (512, 2048, 4096)):
         for mode in ("tensor", "row", "block"):
             cfg = choose_fp8_config(M, N, K, "e4m3", "e4m3", "bf16", mode, tma_store=True)
             if mode == "block":
                 assert (cfg.cluster_m, cfg.group_m) == (2, 8)
             else:
                 assert (cfg.cluster_m, cfg.group_m) == promoted_raster(M, N, cfg.tile_n)
+
+
+def test_col_scale_layout_law():
+    """``col_scale_layout``: injective onto the configuration's ``col_scale_bytes`` floats, in
+    ping-pong (a region per warpgroup) and cooperative tiles; and the generated row-wise
+    epilogue reads every value's column scale from it."""
+    import cute_py as cute
+    from backends.cuda.kernels.gemm_sm90_fp8 import col_scale_layout
+    for schedule, tm, tn in (("cooperative", 128, 192), ("cooperative", 128, 128),
+                             ("pingpong", 64, 192)):
+        pp = schedule == "pingpong"
+        cfg = G.Sm90GemmConfig(
+            tile_m=tm, tile_n=tn, tile_k=128, dtype="e4m3", out_dtype="bf16", scaling="row",
+            promote=True, schedule=schedule,
+            epi=G.make_epilogue_config(None, tile_m=tm, tile_n=tn, element_d="bfloat16",
+                                       schedule=schedule)).fit_stages()
+        lay = col_scale_layout(cfg, pp)
+        offs = [lay(c, r) for r in range(cute.size(lay, 1)) for c in range(tn)]
+        assert sorted(offs) == list(range(cfg.col_scale_bytes // 4))
+        src = G.generate_source(cfg)
+        values = tm * tn // (128 if pp else 256)        # per consumer thread
+        assert src.count("* csb_[ncol_") == values
+        # the column scales' only global loads: one or two per thread at the tile's start
+        assert src.count("__ldg(scale_b") == -(-tn // (128 if pp else 256))

@@ -60,7 +60,7 @@ __all__ = ["FP8_DTYPES", "OUT_DTYPES", "FP8_OUT", "EPI_D", "epilogue_tree", "SCA
            "check", "PARAMS", "emit_promotion_loads",
            "emit_promotion", "promotes", "emit_promotion_init", "emit_k_block_tail",
            "emit_producer_scales",
-           "emit_consumer_setup", "emit_epi_prelude", "emit_col_scale_setup",
+           "emit_consumer_setup", "emit_epi_prelude", "col_scale_layout", "emit_col_scale_setup",
            "emit_col_scale_load", "emit_col_scale_stage", "acc_expr", "emit_epilogue",
            "name_part",
            "scale_shapes", "check_scales", "scaling_of", "scale_layouts", "scale_offset",
@@ -349,7 +349,7 @@ def emit_epi_prelude(kb, cfg, maps, pingpong: bool = False) -> None:
     """Before the TMA-store epilogue of a tile: for row-wise scales, the thread's origin
     ``row0_`` / ``col0_`` (unless the promoting mainloop declared it), its rows' scales
     ``rs_`` (zero past M) and the tile's column scales staged in shared memory
-    (:func:`emit_col_scale_stage`: ``cs_``)."""
+    (:func:`emit_col_scale_stage`)."""
     if cfg.scaling != "row":
         return
     from .gemm_sm90_store import emit_origin
@@ -373,13 +373,33 @@ def _col_scale_group(cfg, pingpong: bool) -> int:
     return 128 if pingpong else 128 * cfg.consumer_wgs
 
 
+def col_scale_layout(cfg, pingpong: bool):
+    """The shared buffer of the tile's column scales: ``(tile_n, regions) : (1, tile_n)``
+    over (column within the tile, the warpgroup owning it in ping-pong; one region
+    otherwise) -> float offset.  Law: an injective map onto ``[0, cfg.col_scale_bytes / 4)``."""
+    import cute_py as cute
+    regions = cfg.consumer_wgs if pingpong else 1
+    return cute.make_layout((cfg.tile_n, regions), (1, cfg.tile_n))
+
+
+def _col_scale_index(cfg, pingpong: bool, col, region=0) -> str:
+    """C text of the float offset of ``(col, region)`` in :func:`col_scale_layout`."""
+    import cute_py as cute
+    from ..lower import crd2idx
+    from ..render import render_expr
+    lay = col_scale_layout(cfg, pingpong)
+    return render_expr(crd2idx((col, region), cute.shape(lay), cute.stride(lay)))
+
+
 def emit_col_scale_setup(kb, cfg, region: str, pingpong: bool) -> None:
     """Once per consumer thread: ``csb_``, the column-scale buffer of this thread's tiles
-    (generic pointer ``region`` to the configuration's ``col_scale_bytes``; ping-pong:
-    warpgroup ``cw``'s)."""
-    tn = cfg.tile_n
+    (generic pointer ``region`` to the configuration's ``col_scale_bytes``, at
+    :func:`col_scale_layout`'s ``(0, cw)`` in ping-pong)."""
+    from .. import ir
+    off = _col_scale_index(cfg, pingpong, 0, ir.var("cw", 0, cfg.consumer_wgs - 1)
+                           if pingpong else 0)
     kb.decl("float* const", "csb_", f"reinterpret_cast<float*>({region})"
-            + (f" + cw * {tn}" if pingpong else ""), hint=False)
+            + ("" if off == "0" else f" + {off}"), hint=False)
 
 
 def emit_col_scale_load(kb, cfg, pingpong: bool) -> None:
@@ -401,18 +421,23 @@ def emit_col_scale_load(kb, cfg, pingpong: bool) -> None:
 
 def emit_col_scale_stage(kb, cfg, pingpong: bool) -> None:
     """Before the epilogue: the group's named barrier (the previous tile's reads done),
-    ``cs_pre_`` into the buffer, the barrier again, and ``cs_``, the buffer from this thread's
-    first column (``cs_[n]``: column ``col0_ + n``)."""
+    ``cs_pre_`` into the buffer, the barrier again, and ``ncol_``, this thread's first
+    column within the tile (the epilogue reads column ``ncol_ + n`` of the buffer:
+    :func:`acc_expr`)."""
+    from .. import ir
     G = _col_scale_group(cfg, pingpong)
     R = -(-cfg.tile_n // G)
     tn = cfg.tile_n
     bar = ("5u + (u32)cw" if pingpong else "5u", f"{G}u")
     kb.call("named_barrier_sync", *bar)
     for j in range(R):
-        with kb.if_(f"tid + {j * G} < {tn}"):
-            kb.assign(f"csb_[tid + {j * G}]", f"cs_pre_[{j}]")
+        with kb.scope():
+            kb.decl("const int", "j", f"tid + {j * G}", hint=False)
+            with kb.if_(f"j < {tn}"):
+                idx = _col_scale_index(cfg, pingpong, ir.var("j", 0, G * R - 1))
+                kb.assign(f"csb_[{idx}]", f"cs_pre_[{j}]")
     kb.call("named_barrier_sync", *bar)
-    kb.decl("const float* const", "cs_", f"csb_ + (col0_ - n_blk * {tn})", hint=False)
+    kb.decl("const int", "ncol_", f"col0_ - n_blk * {tn}", hint=False)
 
 
 def _emit_row_scales(kb, maps) -> None:
@@ -432,15 +457,17 @@ def _emit_row_scales(kb, maps) -> None:
 def acc_expr(cfg, maps, v: int, src: str) -> str:
     """The scaled product the epilogue tree reads for value ``v`` of the thread's accumulators
     ``src`` (``tot_`` promoted, else ``acc``): per tensor ``s_ * a`` (``s_``:
-    :func:`emit_consumer_setup`); row-wise ``a * rs_[row] * cs_[n]`` (the thread's row scales
-    and the tile's staged column scales: :func:`emit_epi_prelude`); block scaling ``a`` itself (its scales are
-    applied in the promotion)."""
+    :func:`emit_consumer_setup`); row-wise ``a * rs_[row] * csb_[ncol_ + n]`` (the thread's
+    row scales and the tile's staged column scales: :func:`emit_epi_prelude`); block scaling
+    ``a`` itself (its scales are applied in the promotion)."""
     a = _acc(maps, v, src)
     if cfg.scaling == "tensor":
         return f"s_ * {a}"
     if cfg.scaling == "row":
+        from .. import ir
         _, ri = _rows(maps)
-        return f"({a} * rs_[{ri[v]}] * cs_[{maps.frag.n_val[v]}])"
+        col = ir.var("ncol_", 0, cfg.tile_n - 1) + maps.frag.n_val[v]
+        return f"({a} * rs_[{ri[v]}] * csb_[{_col_scale_index(cfg, False, col)}])"
     return a
 
 

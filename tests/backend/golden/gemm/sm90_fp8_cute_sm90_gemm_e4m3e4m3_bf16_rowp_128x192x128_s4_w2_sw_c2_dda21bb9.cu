@@ -387,33 +387,36 @@ extern "C" __global__ void CUTE_PY_SM90_CLUSTER_DIMS __launch_bounds__(384, 1) c
         rs_[1] = r < M ? __ldg(scale_a + (long long)r * ld_sa_m) : 0.0f;
       }
       named_barrier_sync(5u, 256u);
-      if (tid + 0 < 192) {
-        csb_[tid + 0] = cs_pre_[0];
+      {
+        const int j = tid + 0;
+        if (j < 192) {
+          csb_[j] = cs_pre_[0];
+        }
       }
       named_barrier_sync(5u, 256u);
-      const float* const cs_ = csb_ + (col0_ - n_blk * 192);
+      const int ncol_ = col0_ - n_blk * 192;
       {
         const int cute_lane = tid & 31;
         const int cute_mt = ((tid >> 2) & 7) + (tid >> 5) * 16;
         const int cute_nt = (tid & 3) * 2;
         {
           // subtile (0, 0)
-          const float dv_0 = cute_epi_visit((tot_[0][0] * rs_[0] * cs_[0]), cute_epi_m0 + cute_mt < M && cute_epi_n0 + cute_nt < N);
-          const float dv_1 = cute_epi_visit((tot_[0][1] * rs_[0] * cs_[1]), cute_epi_m0 + cute_mt < M && cute_epi_n0 + cute_nt + 1 < N);
-          const float dv_2 = cute_epi_visit((tot_[0][2] * rs_[1] * cs_[0]), cute_epi_m0 + cute_mt + 8 < M && cute_epi_n0 + cute_nt < N);
-          const float dv_3 = cute_epi_visit((tot_[0][3] * rs_[1] * cs_[1]), cute_epi_m0 + cute_mt + 8 < M && cute_epi_n0 + cute_nt + 1 < N);
-          const float dv_4 = cute_epi_visit((tot_[0][4] * rs_[0] * cs_[8]), cute_epi_m0 + cute_mt < M && cute_epi_n0 + cute_nt + 8 < N);
-          const float dv_5 = cute_epi_visit((tot_[0][5] * rs_[0] * cs_[9]), cute_epi_m0 + cute_mt < M && cute_epi_n0 + cute_nt + 9 < N);
-          const float dv_6 = cute_epi_visit((tot_[0][6] * rs_[1] * cs_[8]), cute_epi_m0 + cute_mt + 8 < M && cute_epi_n0 + cute_nt + 8 < N);
-          const float dv_7 = cute_epi_visit((tot_[0][7] * rs_[1] * cs_[9]), cute_epi_m0 + cute_mt + 8 < M && cute_epi_n0 + cute_nt + 9 < N);
-          const float dv_8 = cute_epi_visit((tot_[0][8] * rs_[0] * cs_[16]), cute_epi_m0 + cute_mt < M && cute_epi_n0 + cute_nt + 16 < N);
-          const float dv_9 = cute_epi_visit((tot_[0][9] * rs_[0] * cs_[17]), cute_epi_m0 + cute_mt < M && cute_epi_n0 + cute_nt + 17 < N);
-          const float dv_10 = cute_epi_visit((tot_[0][10] * rs_[1] * cs_[16]), cute_epi_m0 + cute_mt + 8 < M && cute_epi_n0 + cute_nt + 16 < N);
-          const float dv_11 = cute_epi_visit((tot_[0][11] * rs_[1] * cs_[17]), cute_epi_m0 + cute_mt + 8 < M && cute_epi_n0 + cute_nt + 17 < N);
-          const float dv_12 = cute_epi_visit((tot_[0][12] * rs_[0] * cs_[24]), cute_epi_m0 + cute_mt < M && cute_epi_n0 + cute_nt + 24 < N);
-          const float dv_13 = cute_epi_visit((tot_[0][13] * rs_[0] * cs_[25]), cute_epi_m0 + cute_mt < M && cute_epi_n0 + cute_nt + 25 < N);
-          const float dv_14 = cute_epi_visit((tot_[0][14] * rs_[1] * cs_[24]), cute_epi_m0 + cute_mt + 8 < M && cute_epi_n0 + cute_nt + 24 < N);
-          const float dv_15 = cute_epi_visit((tot_[0][15] * rs_[1] * cs_[25]), cute_epi_m0 + cute_mt + 8 < M && cute_epi_n0 + cute_nt + 25 < N);
+          const float dv_0 = cute_epi_visit((tot_[0][0] * rs_[0] * csb_[ncol_]), cute_epi_m0 + cute_mt < M && cute_epi_n0 + cute_nt < N);
+          const float dv_1 = cute_epi_visit((tot_[0][1] * rs_[0] * csb_[ncol_ + 1]), cute_epi_m0 + cute_mt < M && cute_epi_n0 + cute_nt + 1 < N);
+          const float dv_2 = cute_epi_visit((tot_[0][2] * rs_[1] * csb_[ncol_]), cute_epi_m0 + cute_mt + 8 < M && cute_epi_n0 + cute_nt < N);
+          const float dv_3 = cute_epi_visit((tot_[0][3] * rs_[1] * csb_[ncol_ + 1]), cute_epi_m0 + cute_mt + 8 < M && cute_epi_n0 + cute_nt + 1 < N);
+          const float dv_4 = cute_epi_visit((tot_[0][4] * rs_[0] * csb_[ncol_ + 8]), cute_epi_m0 + cute_mt < M && cute_epi_n0 + cute_nt + 8 < N);
+          const float dv_5 = cute_epi_visit((tot_[0][5] * rs_[0] * csb_[ncol_ + 9]), cute_epi_m0 + cute_mt < M && cute_epi_n0 + cute_nt + 9 < N);
+          const float dv_6 = cute_epi_visit((tot_[0][6] * rs_[1] * csb_[ncol_ + 8]), cute_epi_m0 + cute_mt + 8 < M && cute_epi_n0 + cute_nt + 8 < N);
+          const float dv_7 = cute_epi_visit((tot_[0][7] * rs_[1] * csb_[ncol_ + 9]), cute_epi_m0 + cute_mt + 8 < M && cute_epi_n0 + cute_nt + 9 < N);
+          const float dv_8 = cute_epi_visit((tot_[0][8] * rs_[0] * csb_[ncol_ + 16]), cute_epi_m0 + cute_mt < M && cute_epi_n0 + cute_nt + 16 < N);
+          const float dv_9 = cute_epi_visit((tot_[0][9] * rs_[0] * csb_[ncol_ + 17]), cute_epi_m0 + cute_mt < M && cute_epi_n0 + cute_nt + 17 < N);
+          const float dv_10 = cute_epi_visit((tot_[0][10] * rs_[1] * csb_[ncol_ + 16]), cute_epi_m0 + cute_mt + 8 < M && cute_epi_n0 + cute_nt + 16 < N);
+          const float dv_11 = cute_epi_visit((tot_[0][11] * rs_[1] * csb_[ncol_ + 17]), cute_epi_m0 + cute_mt + 8 < M && cute_epi_n0 + cute_nt + 17 < N);
+          const float dv_12 = cute_epi_visit((tot_[0][12] * rs_[0] * csb_[ncol_ + 24]), cute_epi_m0 + cute_mt < M && cute_epi_n0 + cute_nt + 24 < N);
+          const float dv_13 = cute_epi_visit((tot_[0][13] * rs_[0] * csb_[ncol_ + 25]), cute_epi_m0 + cute_mt < M && cute_epi_n0 + cute_nt + 25 < N);
+          const float dv_14 = cute_epi_visit((tot_[0][14] * rs_[1] * csb_[ncol_ + 24]), cute_epi_m0 + cute_mt + 8 < M && cute_epi_n0 + cute_nt + 24 < N);
+          const float dv_15 = cute_epi_visit((tot_[0][15] * rs_[1] * csb_[ncol_ + 25]), cute_epi_m0 + cute_mt + 8 < M && cute_epi_n0 + cute_nt + 25 < N);
           mbarrier_wait_parity(cute_epi_sempty, cute_epi_d_phase);
           {
             const int q_ = cute_lane >> 3;
@@ -423,22 +426,22 @@ extern "C" __global__ void CUTE_PY_SM90_CLUSTER_DIMS __launch_bounds__(384, 1) c
         }
         {
           // subtile (0, 1)
-          const float dv_16 = cute_epi_visit((tot_[0][16] * rs_[0] * cs_[32]), cute_epi_m0 + cute_mt < M && cute_epi_n0 + cute_nt + 32 < N);
-          const float dv_17 = cute_epi_visit((tot_[0][17] * rs_[0] * cs_[33]), cute_epi_m0 + cute_mt < M && cute_epi_n0 + cute_nt + 33 < N);
-          const float dv_18 = cute_epi_visit((tot_[0][18] * rs_[1] * cs_[32]), cute_epi_m0 + cute_mt + 8 < M && cute_epi_n0 + cute_nt + 32 < N);
-          const float dv_19 = cute_epi_visit((tot_[0][19] * rs_[1] * cs_[33]), cute_epi_m0 + cute_mt + 8 < M && cute_epi_n0 + cute_nt + 33 < N);
-          const float dv_20 = cute_epi_visit((tot_[0][20] * rs_[0] * cs_[40]), cute_epi_m0 + cute_mt < M && cute_epi_n0 + cute_nt + 40 < N);
-          const float dv_21 = cute_epi_visit((tot_[0][21] * rs_[0] * cs_[41]), cute_epi_m0 + cute_mt < M && cute_epi_n0 + cute_nt + 41 < N);
-          const float dv_22 = cute_epi_visit((tot_[0][22] * rs_[1] * cs_[40]), cute_epi_m0 + cute_mt + 8 < M && cute_epi_n0 + cute_nt + 40 < N);
-          const float dv_23 = cute_epi_visit((tot_[0][23] * rs_[1] * cs_[41]), cute_epi_m0 + cute_mt + 8 < M && cute_epi_n0 + cute_nt + 41 < N);
-          const float dv_24 = cute_epi_visit((tot_[0][24] * rs_[0] * cs_[48]), cute_epi_m0 + cute_mt < M && cute_epi_n0 + cute_nt + 48 < N);
-          const float dv_25 = cute_epi_visit((tot_[0][25] * rs_[0] * cs_[49]), cute_epi_m0 + cute_mt < M && cute_epi_n0 + cute_nt + 49 < N);
-          const float dv_26 = cute_epi_visit((tot_[0][26] * rs_[1] * cs_[48]), cute_epi_m0 + cute_mt + 8 < M && cute_epi_n0 + cute_nt + 48 < N);
-          const float dv_27 = cute_epi_visit((tot_[0][27] * rs_[1] * cs_[49]), cute_epi_m0 + cute_mt + 8 < M && cute_epi_n0 + cute_nt + 49 < N);
-          const float dv_28 = cute_epi_visit((tot_[0][28] * rs_[0] * cs_[56]), cute_epi_m0 + cute_mt < M && cute_epi_n0 + cute_nt + 56 < N);
-          const float dv_29 = cute_epi_visit((tot_[0][29] * rs_[0] * cs_[57]), cute_epi_m0 + cute_mt < M && cute_epi_n0 + cute_nt + 57 < N);
-          const float dv_30 = cute_epi_visit((tot_[0][30] * rs_[1] * cs_[56]), cute_epi_m0 + cute_mt + 8 < M && cute_epi_n0 + cute_nt + 56 < N);
-          const float dv_31 = cute_epi_visit((tot_[0][31] * rs_[1] * cs_[57]), cute_epi_m0 + cute_mt + 8 < M && cute_epi_n0 + cute_nt + 57 < N);
+          const float dv_16 = cute_epi_visit((tot_[0][16] * rs_[0] * csb_[ncol_ + 32]), cute_epi_m0 + cute_mt < M && cute_epi_n0 + cute_nt + 32 < N);
+          const float dv_17 = cute_epi_visit((tot_[0][17] * rs_[0] * csb_[ncol_ + 33]), cute_epi_m0 + cute_mt < M && cute_epi_n0 + cute_nt + 33 < N);
+          const float dv_18 = cute_epi_visit((tot_[0][18] * rs_[1] * csb_[ncol_ + 32]), cute_epi_m0 + cute_mt + 8 < M && cute_epi_n0 + cute_nt + 32 < N);
+          const float dv_19 = cute_epi_visit((tot_[0][19] * rs_[1] * csb_[ncol_ + 33]), cute_epi_m0 + cute_mt + 8 < M && cute_epi_n0 + cute_nt + 33 < N);
+          const float dv_20 = cute_epi_visit((tot_[0][20] * rs_[0] * csb_[ncol_ + 40]), cute_epi_m0 + cute_mt < M && cute_epi_n0 + cute_nt + 40 < N);
+          const float dv_21 = cute_epi_visit((tot_[0][21] * rs_[0] * csb_[ncol_ + 41]), cute_epi_m0 + cute_mt < M && cute_epi_n0 + cute_nt + 41 < N);
+          const float dv_22 = cute_epi_visit((tot_[0][22] * rs_[1] * csb_[ncol_ + 40]), cute_epi_m0 + cute_mt + 8 < M && cute_epi_n0 + cute_nt + 40 < N);
+          const float dv_23 = cute_epi_visit((tot_[0][23] * rs_[1] * csb_[ncol_ + 41]), cute_epi_m0 + cute_mt + 8 < M && cute_epi_n0 + cute_nt + 41 < N);
+          const float dv_24 = cute_epi_visit((tot_[0][24] * rs_[0] * csb_[ncol_ + 48]), cute_epi_m0 + cute_mt < M && cute_epi_n0 + cute_nt + 48 < N);
+          const float dv_25 = cute_epi_visit((tot_[0][25] * rs_[0] * csb_[ncol_ + 49]), cute_epi_m0 + cute_mt < M && cute_epi_n0 + cute_nt + 49 < N);
+          const float dv_26 = cute_epi_visit((tot_[0][26] * rs_[1] * csb_[ncol_ + 48]), cute_epi_m0 + cute_mt + 8 < M && cute_epi_n0 + cute_nt + 48 < N);
+          const float dv_27 = cute_epi_visit((tot_[0][27] * rs_[1] * csb_[ncol_ + 49]), cute_epi_m0 + cute_mt + 8 < M && cute_epi_n0 + cute_nt + 49 < N);
+          const float dv_28 = cute_epi_visit((tot_[0][28] * rs_[0] * csb_[ncol_ + 56]), cute_epi_m0 + cute_mt < M && cute_epi_n0 + cute_nt + 56 < N);
+          const float dv_29 = cute_epi_visit((tot_[0][29] * rs_[0] * csb_[ncol_ + 57]), cute_epi_m0 + cute_mt < M && cute_epi_n0 + cute_nt + 57 < N);
+          const float dv_30 = cute_epi_visit((tot_[0][30] * rs_[1] * csb_[ncol_ + 56]), cute_epi_m0 + cute_mt + 8 < M && cute_epi_n0 + cute_nt + 56 < N);
+          const float dv_31 = cute_epi_visit((tot_[0][31] * rs_[1] * csb_[ncol_ + 57]), cute_epi_m0 + cute_mt + 8 < M && cute_epi_n0 + cute_nt + 57 < N);
           {
             const int q__1 = cute_lane >> 3;
             stmatrix_x4(cute_epi_smem + ((((tid >> 5) * 16 + (q__1 == 0 ? 0 : (q__1 == 1 ? 8 : (q__1 == 2 ? 0 : 8))) + (tid & 7)) * 64 + (q__1 == 0 ? 0 : (q__1 == 1 ? 0 : 8)) * 2) ^ (((((tid >> 5) * 16 + (q__1 == 0 ? 0 : (q__1 == 1 ? 8 : (q__1 == 2 ? 0 : 8))) + (tid & 7)) * 64 + (q__1 == 0 ? 0 : (q__1 == 1 ? 0 : 8)) * 2) & 384) >> 3)) + 8192, pack_bf16x2(dv_16, dv_17), pack_bf16x2(dv_18, dv_19), pack_bf16x2(dv_20, dv_21), pack_bf16x2(dv_22, dv_23));
@@ -447,22 +450,22 @@ extern "C" __global__ void CUTE_PY_SM90_CLUSTER_DIMS __launch_bounds__(384, 1) c
         }
         {
           // subtile (0, 2)
-          const float dv_32 = cute_epi_visit((tot_[0][32] * rs_[0] * cs_[64]), cute_epi_m0 + cute_mt < M && cute_epi_n0 + cute_nt + 64 < N);
-          const float dv_33 = cute_epi_visit((tot_[0][33] * rs_[0] * cs_[65]), cute_epi_m0 + cute_mt < M && cute_epi_n0 + cute_nt + 65 < N);
-          const float dv_34 = cute_epi_visit((tot_[0][34] * rs_[1] * cs_[64]), cute_epi_m0 + cute_mt + 8 < M && cute_epi_n0 + cute_nt + 64 < N);
-          const float dv_35 = cute_epi_visit((tot_[0][35] * rs_[1] * cs_[65]), cute_epi_m0 + cute_mt + 8 < M && cute_epi_n0 + cute_nt + 65 < N);
-          const float dv_36 = cute_epi_visit((tot_[0][36] * rs_[0] * cs_[72]), cute_epi_m0 + cute_mt < M && cute_epi_n0 + cute_nt + 72 < N);
-          const float dv_37 = cute_epi_visit((tot_[0][37] * rs_[0] * cs_[73]), cute_epi_m0 + cute_mt < M && cute_epi_n0 + cute_nt + 73 < N);
-          const float dv_38 = cute_epi_visit((tot_[0][38] * rs_[1] * cs_[72]), cute_epi_m0 + cute_mt + 8 < M && cute_epi_n0 + cute_nt + 72 < N);
-          const float dv_39 = cute_epi_visit((tot_[0][39] * rs_[1] * cs_[73]), cute_epi_m0 + cute_mt + 8 < M && cute_epi_n0 + cute_nt + 73 < N);
-          const float dv_40 = cute_epi_visit((tot_[0][40] * rs_[0] * cs_[80]), cute_epi_m0 + cute_mt < M && cute_epi_n0 + cute_nt + 80 < N);
-          const float dv_41 = cute_epi_visit((tot_[0][41] * rs_[0] * cs_[81]), cute_epi_m0 + cute_mt < M && cute_epi_n0 + cute_nt + 81 < N);
-          const float dv_42 = cute_epi_visit((tot_[0][42] * rs_[1] * cs_[80]), cute_epi_m0 + cute_mt + 8 < M && cute_epi_n0 + cute_nt + 80 < N);
-          const float dv_43 = cute_epi_visit((tot_[0][43] * rs_[1] * cs_[81]), cute_epi_m0 + cute_mt + 8 < M && cute_epi_n0 + cute_nt + 81 < N);
-          const float dv_44 = cute_epi_visit((tot_[0][44] * rs_[0] * cs_[88]), cute_epi_m0 + cute_mt < M && cute_epi_n0 + cute_nt + 88 < N);
-          const float dv_45 = cute_epi_visit((tot_[0][45] * rs_[0] * cs_[89]), cute_epi_m0 + cute_mt < M && cute_epi_n0 + cute_nt + 89 < N);
-          const float dv_46 = cute_epi_visit((tot_[0][46] * rs_[1] * cs_[88]), cute_epi_m0 + cute_mt + 8 < M && cute_epi_n0 + cute_nt + 88 < N);
-          const float dv_47 = cute_epi_visit((tot_[0][47] * rs_[1] * cs_[89]), cute_epi_m0 + cute_mt + 8 < M && cute_epi_n0 + cute_nt + 89 < N);
+          const float dv_32 = cute_epi_visit((tot_[0][32] * rs_[0] * csb_[ncol_ + 64]), cute_epi_m0 + cute_mt < M && cute_epi_n0 + cute_nt + 64 < N);
+          const float dv_33 = cute_epi_visit((tot_[0][33] * rs_[0] * csb_[ncol_ + 65]), cute_epi_m0 + cute_mt < M && cute_epi_n0 + cute_nt + 65 < N);
+          const float dv_34 = cute_epi_visit((tot_[0][34] * rs_[1] * csb_[ncol_ + 64]), cute_epi_m0 + cute_mt + 8 < M && cute_epi_n0 + cute_nt + 64 < N);
+          const float dv_35 = cute_epi_visit((tot_[0][35] * rs_[1] * csb_[ncol_ + 65]), cute_epi_m0 + cute_mt + 8 < M && cute_epi_n0 + cute_nt + 65 < N);
+          const float dv_36 = cute_epi_visit((tot_[0][36] * rs_[0] * csb_[ncol_ + 72]), cute_epi_m0 + cute_mt < M && cute_epi_n0 + cute_nt + 72 < N);
+          const float dv_37 = cute_epi_visit((tot_[0][37] * rs_[0] * csb_[ncol_ + 73]), cute_epi_m0 + cute_mt < M && cute_epi_n0 + cute_nt + 73 < N);
+          const float dv_38 = cute_epi_visit((tot_[0][38] * rs_[1] * csb_[ncol_ + 72]), cute_epi_m0 + cute_mt + 8 < M && cute_epi_n0 + cute_nt + 72 < N);
+          const float dv_39 = cute_epi_visit((tot_[0][39] * rs_[1] * csb_[ncol_ + 73]), cute_epi_m0 + cute_mt + 8 < M && cute_epi_n0 + cute_nt + 73 < N);
+          const float dv_40 = cute_epi_visit((tot_[0][40] * rs_[0] * csb_[ncol_ + 80]), cute_epi_m0 + cute_mt < M && cute_epi_n0 + cute_nt + 80 < N);
+          const float dv_41 = cute_epi_visit((tot_[0][41] * rs_[0] * csb_[ncol_ + 81]), cute_epi_m0 + cute_mt < M && cute_epi_n0 + cute_nt + 81 < N);
+          const float dv_42 = cute_epi_visit((tot_[0][42] * rs_[1] * csb_[ncol_ + 80]), cute_epi_m0 + cute_mt + 8 < M && cute_epi_n0 + cute_nt + 80 < N);
+          const float dv_43 = cute_epi_visit((tot_[0][43] * rs_[1] * csb_[ncol_ + 81]), cute_epi_m0 + cute_mt + 8 < M && cute_epi_n0 + cute_nt + 81 < N);
+          const float dv_44 = cute_epi_visit((tot_[0][44] * rs_[0] * csb_[ncol_ + 88]), cute_epi_m0 + cute_mt < M && cute_epi_n0 + cute_nt + 88 < N);
+          const float dv_45 = cute_epi_visit((tot_[0][45] * rs_[0] * csb_[ncol_ + 89]), cute_epi_m0 + cute_mt < M && cute_epi_n0 + cute_nt + 89 < N);
+          const float dv_46 = cute_epi_visit((tot_[0][46] * rs_[1] * csb_[ncol_ + 88]), cute_epi_m0 + cute_mt + 8 < M && cute_epi_n0 + cute_nt + 88 < N);
+          const float dv_47 = cute_epi_visit((tot_[0][47] * rs_[1] * csb_[ncol_ + 89]), cute_epi_m0 + cute_mt + 8 < M && cute_epi_n0 + cute_nt + 89 < N);
           {
             const int q__2 = cute_lane >> 3;
             stmatrix_x4(cute_epi_smem + ((((tid >> 5) * 16 + (q__2 == 0 ? 0 : (q__2 == 1 ? 8 : (q__2 == 2 ? 0 : 8))) + (tid & 7)) * 64 + (q__2 == 0 ? 0 : (q__2 == 1 ? 0 : 8)) * 2) ^ (((((tid >> 5) * 16 + (q__2 == 0 ? 0 : (q__2 == 1 ? 8 : (q__2 == 2 ? 0 : 8))) + (tid & 7)) * 64 + (q__2 == 0 ? 0 : (q__2 == 1 ? 0 : 8)) * 2) & 384) >> 3)) + 16384, pack_bf16x2(dv_32, dv_33), pack_bf16x2(dv_34, dv_35), pack_bf16x2(dv_36, dv_37), pack_bf16x2(dv_38, dv_39));
@@ -471,22 +474,22 @@ extern "C" __global__ void CUTE_PY_SM90_CLUSTER_DIMS __launch_bounds__(384, 1) c
         }
         {
           // subtile (0, 3)
-          const float dv_48 = cute_epi_visit((tot_[0][48] * rs_[0] * cs_[96]), cute_epi_m0 + cute_mt < M && cute_epi_n0 + cute_nt + 96 < N);
-          const float dv_49 = cute_epi_visit((tot_[0][49] * rs_[0] * cs_[97]), cute_epi_m0 + cute_mt < M && cute_epi_n0 + cute_nt + 97 < N);
-          const float dv_50 = cute_epi_visit((tot_[0][50] * rs_[1] * cs_[96]), cute_epi_m0 + cute_mt + 8 < M && cute_epi_n0 + cute_nt + 96 < N);
-          const float dv_51 = cute_epi_visit((tot_[0][51] * rs_[1] * cs_[97]), cute_epi_m0 + cute_mt + 8 < M && cute_epi_n0 + cute_nt + 97 < N);
-          const float dv_52 = cute_epi_visit((tot_[0][52] * rs_[0] * cs_[104]), cute_epi_m0 + cute_mt < M && cute_epi_n0 + cute_nt + 104 < N);
-          const float dv_53 = cute_epi_visit((tot_[0][53] * rs_[0] * cs_[105]), cute_epi_m0 + cute_mt < M && cute_epi_n0 + cute_nt + 105 < N);
-          const float dv_54 = cute_epi_visit((tot_[0][54] * rs_[1] * cs_[104]), cute_epi_m0 + cute_mt + 8 < M && cute_epi_n0 + cute_nt + 104 < N);
-          const float dv_55 = cute_epi_visit((tot_[0][55] * rs_[1] * cs_[105]), cute_epi_m0 + cute_mt + 8 < M && cute_epi_n0 + cute_nt + 105 < N);
-          const float dv_56 = cute_epi_visit((tot_[0][56] * rs_[0] * cs_[112]), cute_epi_m0 + cute_mt < M && cute_epi_n0 + cute_nt + 112 < N);
-          const float dv_57 = cute_epi_visit((tot_[0][57] * rs_[0] * cs_[113]), cute_epi_m0 + cute_mt < M && cute_epi_n0 + cute_nt + 113 < N);
-          const float dv_58 = cute_epi_visit((tot_[0][58] * rs_[1] * cs_[112]), cute_epi_m0 + cute_mt + 8 < M && cute_epi_n0 + cute_nt + 112 < N);
-          const float dv_59 = cute_epi_visit((tot_[0][59] * rs_[1] * cs_[113]), cute_epi_m0 + cute_mt + 8 < M && cute_epi_n0 + cute_nt + 113 < N);
-          const float dv_60 = cute_epi_visit((tot_[0][60] * rs_[0] * cs_[120]), cute_epi_m0 + cute_mt < M && cute_epi_n0 + cute_nt + 120 < N);
-          const float dv_61 = cute_epi_visit((tot_[0][61] * rs_[0] * cs_[121]), cute_epi_m0 + cute_mt < M && cute_epi_n0 + cute_nt + 121 < N);
-          const float dv_62 = cute_epi_visit((tot_[0][62] * rs_[1] * cs_[120]), cute_epi_m0 + cute_mt + 8 < M && cute_epi_n0 + cute_nt + 120 < N);
-          const float dv_63 = cute_epi_visit((tot_[0][63] * rs_[1] * cs_[121]), cute_epi_m0 + cute_mt + 8 < M && cute_epi_n0 + cute_nt + 121 < N);
+          const float dv_48 = cute_epi_visit((tot_[0][48] * rs_[0] * csb_[ncol_ + 96]), cute_epi_m0 + cute_mt < M && cute_epi_n0 + cute_nt + 96 < N);
+          const float dv_49 = cute_epi_visit((tot_[0][49] * rs_[0] * csb_[ncol_ + 97]), cute_epi_m0 + cute_mt < M && cute_epi_n0 + cute_nt + 97 < N);
+          const float dv_50 = cute_epi_visit((tot_[0][50] * rs_[1] * csb_[ncol_ + 96]), cute_epi_m0 + cute_mt + 8 < M && cute_epi_n0 + cute_nt + 96 < N);
+          const float dv_51 = cute_epi_visit((tot_[0][51] * rs_[1] * csb_[ncol_ + 97]), cute_epi_m0 + cute_mt + 8 < M && cute_epi_n0 + cute_nt + 97 < N);
+          const float dv_52 = cute_epi_visit((tot_[0][52] * rs_[0] * csb_[ncol_ + 104]), cute_epi_m0 + cute_mt < M && cute_epi_n0 + cute_nt + 104 < N);
+          const float dv_53 = cute_epi_visit((tot_[0][53] * rs_[0] * csb_[ncol_ + 105]), cute_epi_m0 + cute_mt < M && cute_epi_n0 + cute_nt + 105 < N);
+          const float dv_54 = cute_epi_visit((tot_[0][54] * rs_[1] * csb_[ncol_ + 104]), cute_epi_m0 + cute_mt + 8 < M && cute_epi_n0 + cute_nt + 104 < N);
+          const float dv_55 = cute_epi_visit((tot_[0][55] * rs_[1] * csb_[ncol_ + 105]), cute_epi_m0 + cute_mt + 8 < M && cute_epi_n0 + cute_nt + 105 < N);
+          const float dv_56 = cute_epi_visit((tot_[0][56] * rs_[0] * csb_[ncol_ + 112]), cute_epi_m0 + cute_mt < M && cute_epi_n0 + cute_nt + 112 < N);
+          const float dv_57 = cute_epi_visit((tot_[0][57] * rs_[0] * csb_[ncol_ + 113]), cute_epi_m0 + cute_mt < M && cute_epi_n0 + cute_nt + 113 < N);
+          const float dv_58 = cute_epi_visit((tot_[0][58] * rs_[1] * csb_[ncol_ + 112]), cute_epi_m0 + cute_mt + 8 < M && cute_epi_n0 + cute_nt + 112 < N);
+          const float dv_59 = cute_epi_visit((tot_[0][59] * rs_[1] * csb_[ncol_ + 113]), cute_epi_m0 + cute_mt + 8 < M && cute_epi_n0 + cute_nt + 113 < N);
+          const float dv_60 = cute_epi_visit((tot_[0][60] * rs_[0] * csb_[ncol_ + 120]), cute_epi_m0 + cute_mt < M && cute_epi_n0 + cute_nt + 120 < N);
+          const float dv_61 = cute_epi_visit((tot_[0][61] * rs_[0] * csb_[ncol_ + 121]), cute_epi_m0 + cute_mt < M && cute_epi_n0 + cute_nt + 121 < N);
+          const float dv_62 = cute_epi_visit((tot_[0][62] * rs_[1] * csb_[ncol_ + 120]), cute_epi_m0 + cute_mt + 8 < M && cute_epi_n0 + cute_nt + 120 < N);
+          const float dv_63 = cute_epi_visit((tot_[0][63] * rs_[1] * csb_[ncol_ + 121]), cute_epi_m0 + cute_mt + 8 < M && cute_epi_n0 + cute_nt + 121 < N);
           {
             const int q__3 = cute_lane >> 3;
             stmatrix_x4(cute_epi_smem + ((((tid >> 5) * 16 + (q__3 == 0 ? 0 : (q__3 == 1 ? 8 : (q__3 == 2 ? 0 : 8))) + (tid & 7)) * 64 + (q__3 == 0 ? 0 : (q__3 == 1 ? 0 : 8)) * 2) ^ (((((tid >> 5) * 16 + (q__3 == 0 ? 0 : (q__3 == 1 ? 8 : (q__3 == 2 ? 0 : 8))) + (tid & 7)) * 64 + (q__3 == 0 ? 0 : (q__3 == 1 ? 0 : 8)) * 2) & 384) >> 3)) + 24576, pack_bf16x2(dv_48, dv_49), pack_bf16x2(dv_50, dv_51), pack_bf16x2(dv_52, dv_53), pack_bf16x2(dv_54, dv_55));
@@ -495,22 +498,22 @@ extern "C" __global__ void CUTE_PY_SM90_CLUSTER_DIMS __launch_bounds__(384, 1) c
         }
         {
           // subtile (0, 4)
-          const float dv_64 = cute_epi_visit((tot_[0][64] * rs_[0] * cs_[128]), cute_epi_m0 + cute_mt < M && cute_epi_n0 + cute_nt + 128 < N);
-          const float dv_65 = cute_epi_visit((tot_[0][65] * rs_[0] * cs_[129]), cute_epi_m0 + cute_mt < M && cute_epi_n0 + cute_nt + 129 < N);
-          const float dv_66 = cute_epi_visit((tot_[0][66] * rs_[1] * cs_[128]), cute_epi_m0 + cute_mt + 8 < M && cute_epi_n0 + cute_nt + 128 < N);
-          const float dv_67 = cute_epi_visit((tot_[0][67] * rs_[1] * cs_[129]), cute_epi_m0 + cute_mt + 8 < M && cute_epi_n0 + cute_nt + 129 < N);
-          const float dv_68 = cute_epi_visit((tot_[0][68] * rs_[0] * cs_[136]), cute_epi_m0 + cute_mt < M && cute_epi_n0 + cute_nt + 136 < N);
-          const float dv_69 = cute_epi_visit((tot_[0][69] * rs_[0] * cs_[137]), cute_epi_m0 + cute_mt < M && cute_epi_n0 + cute_nt + 137 < N);
-          const float dv_70 = cute_epi_visit((tot_[0][70] * rs_[1] * cs_[136]), cute_epi_m0 + cute_mt + 8 < M && cute_epi_n0 + cute_nt + 136 < N);
-          const float dv_71 = cute_epi_visit((tot_[0][71] * rs_[1] * cs_[137]), cute_epi_m0 + cute_mt + 8 < M && cute_epi_n0 + cute_nt + 137 < N);
-          const float dv_72 = cute_epi_visit((tot_[0][72] * rs_[0] * cs_[144]), cute_epi_m0 + cute_mt < M && cute_epi_n0 + cute_nt + 144 < N);
-          const float dv_73 = cute_epi_visit((tot_[0][73] * rs_[0] * cs_[145]), cute_epi_m0 + cute_mt < M && cute_epi_n0 + cute_nt + 145 < N);
-          const float dv_74 = cute_epi_visit((tot_[0][74] * rs_[1] * cs_[144]), cute_epi_m0 + cute_mt + 8 < M && cute_epi_n0 + cute_nt + 144 < N);
-          const float dv_75 = cute_epi_visit((tot_[0][75] * rs_[1] * cs_[145]), cute_epi_m0 + cute_mt + 8 < M && cute_epi_n0 + cute_nt + 145 < N);
-          const float dv_76 = cute_epi_visit((tot_[0][76] * rs_[0] * cs_[152]), cute_epi_m0 + cute_mt < M && cute_epi_n0 + cute_nt + 152 < N);
-          const float dv_77 = cute_epi_visit((tot_[0][77] * rs_[0] * cs_[153]), cute_epi_m0 + cute_mt < M && cute_epi_n0 + cute_nt + 153 < N);
-          const float dv_78 = cute_epi_visit((tot_[0][78] * rs_[1] * cs_[152]), cute_epi_m0 + cute_mt + 8 < M && cute_epi_n0 + cute_nt + 152 < N);
-          const float dv_79 = cute_epi_visit((tot_[0][79] * rs_[1] * cs_[153]), cute_epi_m0 + cute_mt + 8 < M && cute_epi_n0 + cute_nt + 153 < N);
+          const float dv_64 = cute_epi_visit((tot_[0][64] * rs_[0] * csb_[ncol_ + 128]), cute_epi_m0 + cute_mt < M && cute_epi_n0 + cute_nt + 128 < N);
+          const float dv_65 = cute_epi_visit((tot_[0][65] * rs_[0] * csb_[ncol_ + 129]), cute_epi_m0 + cute_mt < M && cute_epi_n0 + cute_nt + 129 < N);
+          const float dv_66 = cute_epi_visit((tot_[0][66] * rs_[1] * csb_[ncol_ + 128]), cute_epi_m0 + cute_mt + 8 < M && cute_epi_n0 + cute_nt + 128 < N);
+          const float dv_67 = cute_epi_visit((tot_[0][67] * rs_[1] * csb_[ncol_ + 129]), cute_epi_m0 + cute_mt + 8 < M && cute_epi_n0 + cute_nt + 129 < N);
+          const float dv_68 = cute_epi_visit((tot_[0][68] * rs_[0] * csb_[ncol_ + 136]), cute_epi_m0 + cute_mt < M && cute_epi_n0 + cute_nt + 136 < N);
+          const float dv_69 = cute_epi_visit((tot_[0][69] * rs_[0] * csb_[ncol_ + 137]), cute_epi_m0 + cute_mt < M && cute_epi_n0 + cute_nt + 137 < N);
+          const float dv_70 = cute_epi_visit((tot_[0][70] * rs_[1] * csb_[ncol_ + 136]), cute_epi_m0 + cute_mt + 8 < M && cute_epi_n0 + cute_nt + 136 < N);
+          const float dv_71 = cute_epi_visit((tot_[0][71] * rs_[1] * csb_[ncol_ + 137]), cute_epi_m0 + cute_mt + 8 < M && cute_epi_n0 + cute_nt + 137 < N);
+          const float dv_72 = cute_epi_visit((tot_[0][72] * rs_[0] * csb_[ncol_ + 144]), cute_epi_m0 + cute_mt < M && cute_epi_n0 + cute_nt + 144 < N);
+          const float dv_73 = cute_epi_visit((tot_[0][73] * rs_[0] * csb_[ncol_ + 145]), cute_epi_m0 + cute_mt < M && cute_epi_n0 + cute_nt + 145 < N);
+          const float dv_74 = cute_epi_visit((tot_[0][74] * rs_[1] * csb_[ncol_ + 144]), cute_epi_m0 + cute_mt + 8 < M && cute_epi_n0 + cute_nt + 144 < N);
+          const float dv_75 = cute_epi_visit((tot_[0][75] * rs_[1] * csb_[ncol_ + 145]), cute_epi_m0 + cute_mt + 8 < M && cute_epi_n0 + cute_nt + 145 < N);
+          const float dv_76 = cute_epi_visit((tot_[0][76] * rs_[0] * csb_[ncol_ + 152]), cute_epi_m0 + cute_mt < M && cute_epi_n0 + cute_nt + 152 < N);
+          const float dv_77 = cute_epi_visit((tot_[0][77] * rs_[0] * csb_[ncol_ + 153]), cute_epi_m0 + cute_mt < M && cute_epi_n0 + cute_nt + 153 < N);
+          const float dv_78 = cute_epi_visit((tot_[0][78] * rs_[1] * csb_[ncol_ + 152]), cute_epi_m0 + cute_mt + 8 < M && cute_epi_n0 + cute_nt + 152 < N);
+          const float dv_79 = cute_epi_visit((tot_[0][79] * rs_[1] * csb_[ncol_ + 153]), cute_epi_m0 + cute_mt + 8 < M && cute_epi_n0 + cute_nt + 153 < N);
           {
             const int q__4 = cute_lane >> 3;
             stmatrix_x4(cute_epi_smem + ((((tid >> 5) * 16 + (q__4 == 0 ? 0 : (q__4 == 1 ? 8 : (q__4 == 2 ? 0 : 8))) + (tid & 7)) * 64 + (q__4 == 0 ? 0 : (q__4 == 1 ? 0 : 8)) * 2) ^ (((((tid >> 5) * 16 + (q__4 == 0 ? 0 : (q__4 == 1 ? 8 : (q__4 == 2 ? 0 : 8))) + (tid & 7)) * 64 + (q__4 == 0 ? 0 : (q__4 == 1 ? 0 : 8)) * 2) & 384) >> 3)) + 32768, pack_bf16x2(dv_64, dv_65), pack_bf16x2(dv_66, dv_67), pack_bf16x2(dv_68, dv_69), pack_bf16x2(dv_70, dv_71));
@@ -519,22 +522,22 @@ extern "C" __global__ void CUTE_PY_SM90_CLUSTER_DIMS __launch_bounds__(384, 1) c
         }
         {
           // subtile (0, 5)
-          const float dv_80 = cute_epi_visit((tot_[0][80] * rs_[0] * cs_[160]), cute_epi_m0 + cute_mt < M && cute_epi_n0 + cute_nt + 160 < N);
-          const float dv_81 = cute_epi_visit((tot_[0][81] * rs_[0] * cs_[161]), cute_epi_m0 + cute_mt < M && cute_epi_n0 + cute_nt + 161 < N);
-          const float dv_82 = cute_epi_visit((tot_[0][82] * rs_[1] * cs_[160]), cute_epi_m0 + cute_mt + 8 < M && cute_epi_n0 + cute_nt + 160 < N);
-          const float dv_83 = cute_epi_visit((tot_[0][83] * rs_[1] * cs_[161]), cute_epi_m0 + cute_mt + 8 < M && cute_epi_n0 + cute_nt + 161 < N);
-          const float dv_84 = cute_epi_visit((tot_[0][84] * rs_[0] * cs_[168]), cute_epi_m0 + cute_mt < M && cute_epi_n0 + cute_nt + 168 < N);
-          const float dv_85 = cute_epi_visit((tot_[0][85] * rs_[0] * cs_[169]), cute_epi_m0 + cute_mt < M && cute_epi_n0 + cute_nt + 169 < N);
-          const float dv_86 = cute_epi_visit((tot_[0][86] * rs_[1] * cs_[168]), cute_epi_m0 + cute_mt + 8 < M && cute_epi_n0 + cute_nt + 168 < N);
-          const float dv_87 = cute_epi_visit((tot_[0][87] * rs_[1] * cs_[169]), cute_epi_m0 + cute_mt + 8 < M && cute_epi_n0 + cute_nt + 169 < N);
-          const float dv_88 = cute_epi_visit((tot_[0][88] * rs_[0] * cs_[176]), cute_epi_m0 + cute_mt < M && cute_epi_n0 + cute_nt + 176 < N);
-          const float dv_89 = cute_epi_visit((tot_[0][89] * rs_[0] * cs_[177]), cute_epi_m0 + cute_mt < M && cute_epi_n0 + cute_nt + 177 < N);
-          const float dv_90 = cute_epi_visit((tot_[0][90] * rs_[1] * cs_[176]), cute_epi_m0 + cute_mt + 8 < M && cute_epi_n0 + cute_nt + 176 < N);
-          const float dv_91 = cute_epi_visit((tot_[0][91] * rs_[1] * cs_[177]), cute_epi_m0 + cute_mt + 8 < M && cute_epi_n0 + cute_nt + 177 < N);
-          const float dv_92 = cute_epi_visit((tot_[0][92] * rs_[0] * cs_[184]), cute_epi_m0 + cute_mt < M && cute_epi_n0 + cute_nt + 184 < N);
-          const float dv_93 = cute_epi_visit((tot_[0][93] * rs_[0] * cs_[185]), cute_epi_m0 + cute_mt < M && cute_epi_n0 + cute_nt + 185 < N);
-          const float dv_94 = cute_epi_visit((tot_[0][94] * rs_[1] * cs_[184]), cute_epi_m0 + cute_mt + 8 < M && cute_epi_n0 + cute_nt + 184 < N);
-          const float dv_95 = cute_epi_visit((tot_[0][95] * rs_[1] * cs_[185]), cute_epi_m0 + cute_mt + 8 < M && cute_epi_n0 + cute_nt + 185 < N);
+          const float dv_80 = cute_epi_visit((tot_[0][80] * rs_[0] * csb_[ncol_ + 160]), cute_epi_m0 + cute_mt < M && cute_epi_n0 + cute_nt + 160 < N);
+          const float dv_81 = cute_epi_visit((tot_[0][81] * rs_[0] * csb_[ncol_ + 161]), cute_epi_m0 + cute_mt < M && cute_epi_n0 + cute_nt + 161 < N);
+          const float dv_82 = cute_epi_visit((tot_[0][82] * rs_[1] * csb_[ncol_ + 160]), cute_epi_m0 + cute_mt + 8 < M && cute_epi_n0 + cute_nt + 160 < N);
+          const float dv_83 = cute_epi_visit((tot_[0][83] * rs_[1] * csb_[ncol_ + 161]), cute_epi_m0 + cute_mt + 8 < M && cute_epi_n0 + cute_nt + 161 < N);
+          const float dv_84 = cute_epi_visit((tot_[0][84] * rs_[0] * csb_[ncol_ + 168]), cute_epi_m0 + cute_mt < M && cute_epi_n0 + cute_nt + 168 < N);
+          const float dv_85 = cute_epi_visit((tot_[0][85] * rs_[0] * csb_[ncol_ + 169]), cute_epi_m0 + cute_mt < M && cute_epi_n0 + cute_nt + 169 < N);
+          const float dv_86 = cute_epi_visit((tot_[0][86] * rs_[1] * csb_[ncol_ + 168]), cute_epi_m0 + cute_mt + 8 < M && cute_epi_n0 + cute_nt + 168 < N);
+          const float dv_87 = cute_epi_visit((tot_[0][87] * rs_[1] * csb_[ncol_ + 169]), cute_epi_m0 + cute_mt + 8 < M && cute_epi_n0 + cute_nt + 169 < N);
+          const float dv_88 = cute_epi_visit((tot_[0][88] * rs_[0] * csb_[ncol_ + 176]), cute_epi_m0 + cute_mt < M && cute_epi_n0 + cute_nt + 176 < N);
+          const float dv_89 = cute_epi_visit((tot_[0][89] * rs_[0] * csb_[ncol_ + 177]), cute_epi_m0 + cute_mt < M && cute_epi_n0 + cute_nt + 177 < N);
+          const float dv_90 = cute_epi_visit((tot_[0][90] * rs_[1] * csb_[ncol_ + 176]), cute_epi_m0 + cute_mt + 8 < M && cute_epi_n0 + cute_nt + 176 < N);
+          const float dv_91 = cute_epi_visit((tot_[0][91] * rs_[1] * csb_[ncol_ + 177]), cute_epi_m0 + cute_mt + 8 < M && cute_epi_n0 + cute_nt + 177 < N);
+          const float dv_92 = cute_epi_visit((tot_[0][92] * rs_[0] * csb_[ncol_ + 184]), cute_epi_m0 + cute_mt < M && cute_epi_n0 + cute_nt + 184 < N);
+          const float dv_93 = cute_epi_visit((tot_[0][93] * rs_[0] * csb_[ncol_ + 185]), cute_epi_m0 + cute_mt < M && cute_epi_n0 + cute_nt + 185 < N);
+          const float dv_94 = cute_epi_visit((tot_[0][94] * rs_[1] * csb_[ncol_ + 184]), cute_epi_m0 + cute_mt + 8 < M && cute_epi_n0 + cute_nt + 184 < N);
+          const float dv_95 = cute_epi_visit((tot_[0][95] * rs_[1] * csb_[ncol_ + 185]), cute_epi_m0 + cute_mt + 8 < M && cute_epi_n0 + cute_nt + 185 < N);
           {
             const int q__5 = cute_lane >> 3;
             stmatrix_x4(cute_epi_smem + ((((tid >> 5) * 16 + (q__5 == 0 ? 0 : (q__5 == 1 ? 8 : (q__5 == 2 ? 0 : 8))) + (tid & 7)) * 64 + (q__5 == 0 ? 0 : (q__5 == 1 ? 0 : 8)) * 2) ^ (((((tid >> 5) * 16 + (q__5 == 0 ? 0 : (q__5 == 1 ? 8 : (q__5 == 2 ? 0 : 8))) + (tid & 7)) * 64 + (q__5 == 0 ? 0 : (q__5 == 1 ? 0 : 8)) * 2) & 384) >> 3)) + 40960, pack_bf16x2(dv_80, dv_81), pack_bf16x2(dv_82, dv_83), pack_bf16x2(dv_84, dv_85), pack_bf16x2(dv_86, dv_87));
