@@ -263,7 +263,8 @@ def choose_fp8_config(M, N, K, a, b, out, mode, vec2=True, sms=132, fast_accum=F
     128 x :func:`promoted_tile_n` tiles (block scaling: 128 x :func:`block_tile_n`, 128 when
     N <= 128; each thread's columns then span one or two 128-column B scale blocks), in
     clusters of two along M when M > 128 (promoted per-tensor / row-wise: the cluster and
-    raster of :func:`promoted_raster`); fast accumulation (per-tensor / row-wise only: one
+    raster of :func:`promoted_raster`; block scaling: groups of 16 tile-rows); fast
+    accumulation (per-tensor / row-wise only: one
     accumulator) 128x256 tiles, or the promoted widths when that gives fewer tiles than SMs
     or N <= 128.
     Per-tensor and row-wise problems with M <= :data:`SMALL_M` (decode), promoted or not, run
@@ -340,6 +341,10 @@ def choose_fp8_config(M, N, K, a, b, out, mode, vec2=True, sms=132, fast_accum=F
     group = 8
     if promote and M > 128:
         cluster, group = promoted_raster(M, N, tn, sms)
+    elif mode == "block" and M > 128:
+        # groups of 16 tile-rows: +0.5-2% at 8192^3 and the LLM layers, -0.3% at 4096^3;
+        # no cluster / groups of 4 lose 1-3% here (docs/performance.md, "FP8 GEMM", v25)
+        group = 16
     epi = None
     if tree_only and not tma_store:
         raise LaunchError(_OP, "out", "an 8-bit out_dtype, amax and scale_result need the "

@@ -729,7 +729,7 @@ def shipped_fp8_configs() -> tuple:
     block-scaled e4m3 -> bf16 (128x128); and the defaults of ``scaled_mm`` for a 16-byte
     aligned D without bias on large problems: promoted per-tensor, row-wise and block-scaled
     (128x192; block-scaled also 128x128, its choice when 192-wide tiles leave the last wave
-    emptier), clusters of two (promoted: rasters of 16 tile-rows), through the TMA-store EVT
+    emptier), clusters of two in rasters of 16 tile-rows, through the TMA-store EVT
     epilogue; the decode tiles (64x64 on
     one consumer warpgroup, M <= 64; 64x32 with the built-in epilogue and 16 rows of A, split
     in K or not, or on the "ksplit" schedule); and an e4m3 D with bias, amax and scale_result
@@ -738,8 +738,7 @@ def shipped_fp8_configs() -> tuple:
 
     def tma_store(mode, tn, promote):     # as scaled_mm's choose_fp8_config picks them
         c = Sm90GemmConfig(tile_n=tn, tile_k=128, dtype="e4m3", out_dtype="bf16",
-                           scaling=mode, promote=promote, cluster_m=2,
-                           group_m=16 if promote else 8,
+                           scaling=mode, promote=promote, cluster_m=2, group_m=16,
                            epi=make_epilogue_config(None, tile_n=tn,
                                                     element_d="bfloat16")).fit_stages()
         return with_store_warp(c)
