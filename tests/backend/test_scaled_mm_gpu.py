@@ -192,6 +192,25 @@ def test_large_k_block_scaling():
     assert _rel(cute.scaled_mm(A, B, sa, sb), ref) < REL
 
 
+@pytest.mark.parametrize("M, N, out_dtype", [(520, 1000, "bfloat16"), (300, 6400, "float32"),
+                                             (77, 333, "bfloat16")])
+def test_row_scales_any_strides(M, N, out_dtype):
+    """Row-wise scales as strided views (every other element of wider tensors): the staged
+    column scales of the TMA-store epilogue and the built-in epilogue's loads read them
+    through the scale layouts, into poisoned outputs."""
+    _skip_without_hopper()
+    K = 256
+    A, B, sa, sb, ref = make_problem(M, N, K, "row", seed=M + N)
+    sa2 = torch.zeros(M, 2, device="cuda")
+    sa2[:, 0] = sa[:, 0]
+    sb2 = torch.zeros(2, 2 * N, device="cuda")
+    sb2[0, ::2] = sb[0]
+    sa_v, sb_v = sa2[:, :1], sb2[:1, ::2]
+    assert sa_v.stride() == (2, 1) and sb_v.stride() == (2 * N, 2)
+    D = cute.scaled_mm(A, B, sa_v, sb_v, out_dtype=out_dtype, out=_poisoned(M, N, out_dtype))
+    assert _rel(D, ref) < (REL_F32 if out_dtype == "float32" else REL)
+
+
 def test_block_scales_any_strides():
     """A's scales M-major (DeepGEMM's TMA-friendly layout): the same result."""
     _skip_without_hopper()
