@@ -241,7 +241,7 @@ def block_tile_n(M, N, sms=132) -> int:
     return fewest_rounds_width(M, N, tuple(BLOCK_TILES.items()), 1, sms)
 
 
-def promoted_raster(M: int, N: int, tile_n: int, sms: int = 132) -> tuple:
+def promoted_raster(N: int, tile_n: int, sms: int = 132) -> tuple:
     """``(cluster_m, group_m)`` of a promoted per-tensor / row-wise FP8 problem of more than
     one 128-row tile: where groups of 4 tile-rows across all of N's tiles fill the SMs in one
     wave (``4 * ceil(N / tile_n) <= sms``: each wave reads 4 row-blocks of A and all of B), no
@@ -340,7 +340,7 @@ def choose_fp8_config(M, N, K, a, b, out, mode, vec2=True, sms=132, fast_accum=F
     cluster = 2 if (promote or mode == "block") and M > 128 else 1
     group = 8
     if promote and M > 128:
-        cluster, group = promoted_raster(M, N, tn, sms)
+        cluster, group = promoted_raster(N, tn, sms)
     elif mode == "block" and M > 128:
         # groups of 16 tile-rows: +0.5-2% at 8192^3 and the LLM layers, -0.3% at 4096^3;
         # no cluster / groups of 4 lose 1-3% here (docs/performance.md, "FP8 GEMM", v25)
