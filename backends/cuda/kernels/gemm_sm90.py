@@ -1618,12 +1618,11 @@ def choose_config(A: TensorMeta, B: TensorMeta, D: TensorMeta, C: TensorMeta | N
         # 27.3-27.6 us as the stacked 8192x1024x1024 problem against 35.5-36.1 for the
         # ping-pong 128x128 kernel's register epilogue (docs/performance.md, "Hopper GEMM",
         # v10)
-        r128 = rows_128(A) and rows_128(B)
-        if tn == 256 and r128 and cluster_for(B, tn) == 1:
+        r128, cluster = rows_128(A) and rows_128(B), cluster_for(B, tn)
+        if tn == 256 and r128 and cluster == 1:
             return pingpong_evt_config(None, dt, *pingpong_tile(M, N, L, sms), a_major, b_major,
                                        batched=True)
-        return default_evt_config(dt, tn, False, a_major, b_major, r128, cluster_for(B, tn),
-                                  batched=True)
+        return default_evt_config(dt, tn, False, a_major, b_major, r128, cluster, batched=True)
     vec2 = vec2_ok(D, C)
     if L > 1 and tn == 256:
         # batched with full waves: ping-pong 128x128 (the predicated epilogue of one consumer

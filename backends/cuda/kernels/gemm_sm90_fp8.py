@@ -368,9 +368,11 @@ def emit_epi_prelude(kb, cfg, maps, pingpong: bool = False) -> None:
 # ping-pong 5 + warpgroup) -- every thread has then read the previous tile's scales --, store
 # them into the buffer, meet again and read them with shared loads at constant offsets.
 
-def _col_scale_group(cfg, pingpong: bool) -> int:
-    """Consumer threads sharing a tile's column scales."""
-    return 128 if pingpong else 128 * cfg.consumer_wgs
+def _col_scale_group(cfg, pingpong: bool) -> tuple:
+    """``(G, R)``: the consumer threads sharing a tile's column scales and the scales each
+    of them loads (``ceil(tile_n / G)``)."""
+    G = 128 if pingpong else 128 * cfg.consumer_wgs
+    return G, -(-cfg.tile_n // G)
 
 
 def col_scale_layout(cfg, pingpong: bool):
@@ -407,8 +409,7 @@ def emit_col_scale_load(kb, cfg, pingpong: bool) -> None:
     (``G`` threads share the tile; zero past N or the tile)."""
     from .. import ir
     _, SB = scale_layouts("row")
-    G = _col_scale_group(cfg, pingpong)
-    R = -(-cfg.tile_n // G)
+    G, R = _col_scale_group(cfg, pingpong)
     c_ = ir.var("c", 0, _I32)
     kb.decl("float", f"cs_pre_[{R}]", hint=False)
     for j in range(R):
@@ -425,8 +426,7 @@ def emit_col_scale_stage(kb, cfg, pingpong: bool) -> None:
     column within the tile (the epilogue reads column ``ncol_ + n`` of the buffer:
     :func:`acc_expr`)."""
     from .. import ir
-    G = _col_scale_group(cfg, pingpong)
-    R = -(-cfg.tile_n // G)
+    G, R = _col_scale_group(cfg, pingpong)
     tn = cfg.tile_n
     bar = ("5u + (u32)cw" if pingpong else "5u", f"{G}u")
     kb.call("named_barrier_sync", *bar)
