@@ -32,6 +32,9 @@ tests' own: NumPy references, poisoned outputs, guard bands):
   C (1 x 4096 x 4096);
 * the 256-row cooperative tiles (one staging buffer, a store warp; 160 wide with partial
   tiles in both modes, 192 wide with an N-contiguous B) and stream-K with 128x256 tiles;
+* stream-K under the TMA-store EVT epilogue (a store warp; C through the epilogue's load
+  producer) and FP8 stream-K (promoted per-tensor tiles all shared in k-blocks; block scaling
+  with a data-parallel wave first);
 * the ping-pong 128x192 tiles (two 64-row slabs per warpgroup) with partial tiles, an
   N-contiguous B and an M-contiguous A;
 * configurations given to ``gemm(config=...)``: split-K (fix-up, workspace, atomic), stream-K,
@@ -101,7 +104,9 @@ SELECT = ("transpose_helper or strided_views or smem or scalar_any"
           " or (splitk_with_c_alpha_beta and fixup and f16 and 1-4096-4096)"
           " or (forced_wide_tiles and (257-344 or 1000-1544))"
           " or (forced_128x192 and (257-392 or 520-776))"
-          " or (streamk_vs_reference_deterministic and f16 and 1000-1000-1000-None-False-256)")
+          " or (streamk_vs_reference_deterministic and f16 and 1000-1000-1000-None-False-256)"
+          " or (streamk_with_the_evt_epilogue and (520-1000 or 700-1496))"
+          " or (test_stream_k and (520-1000 or 2100-3000))")
 
 
 def main(argv=None) -> int:

@@ -268,9 +268,10 @@ def _build_sm90(Am, Bm, Dm, Cm, alpha_one, cfg, device):
 
 
 def _build_sm90_special(call, ch, Am, Bm, Dm, Cm, device):
-    """A swapped and / or split-K call (``choose_sm90``'s choice ``ch``): kernel A / B are the
-    user's B / A when swapped (D stored transposed); split-K "workspace" / "atomic" add the
-    fixed-order reduce kernel, "fixup" sums in the GEMM itself."""
+    """A swapped, split-K or stream-K call (``choose_sm90``'s choice ``ch``): kernel A / B are
+    the user's B / A when swapped (D stored transposed); split-K "workspace" / "atomic" add the
+    fixed-order reduce kernel, "fixup" sums in the GEMM itself; stream-K (built-in or EVT
+    epilogue) gets its partials' workspace and flags."""
     from dataclasses import replace
 
     from .kernels import gemm_sm90 as G
@@ -279,14 +280,21 @@ def _build_sm90_special(call, ch, Am, Bm, Dm, Cm, device):
     use_c = Cm is not None
     cfg = ch.cfg
     gemm_writes_d = cfg.split_k in ("none", "fixup")
-    cfg = replace(cfg, has_c=use_c and gemm_writes_d)
+    if cfg.epi is None:     # the built-in epilogue's C term follows the call
+        cfg = replace(cfg, has_c=use_c and gemm_writes_d)
     if not gemm_writes_d:
         cfg = replace(cfg, vec2=False)
     g = G.get_kernel(cfg)
     kA, kB = (Bm, Am) if ch.swap else (Am, Bm)
     L = Am.shape[0] if len(Am.shape) == 3 else 1
-    plan = g.plan(kA, kB, Dm, Cm if cfg.has_c else None, device=device,
-                  splits=max(1, ch.splits))
+    if cfg.epi is not None:
+        # stream-K with the TMA-store EVT epilogue (the only special route it takes): C, when
+        # given, is the tree's named tensor, as on the plain route
+        tensors = {"C": Cm, "alpha": 1.0, "beta": 0.0} if use_c else None
+        plan = g.plan(kA, kB, Dm, None, tensors=tensors, device=device)
+    else:
+        plan = g.plan(kA, kB, Dm, Cm if cfg.has_c else None, device=device,
+                      splits=max(1, ch.splits))
     call.plan, call.simple, call.swap = plan, False, ch.swap
     if cfg.splits:
         lay = splitk_layout(cfg, kA.shape[-2], kB.shape[-2], L, ch.splits)

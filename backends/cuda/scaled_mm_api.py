@@ -257,7 +257,8 @@ def promoted_raster(N: int, tile_n: int, sms: int = 132) -> tuple:
 
 
 def choose_fp8_config(M, N, K, a, b, out, mode, vec2=True, sms=132, fast_accum=False,
-                      tma_store=False, bias=False, amax=False, scale_result=False):
+                      tma_store=False, bias=False, amax=False, scale_result=False,
+                      stream_k=False):
     """The FP8 configuration of a problem: two consumer warpgroups, tile_k 128, the most
     stages that fit.  Per-k-block promotion (two accumulator sets) unless ``fast_accum``:
     128 x :func:`promoted_tile_n` tiles (block scaling: 128 x :func:`block_tile_n`, 128 when
@@ -293,7 +294,12 @@ def choose_fp8_config(M, N, K, a, b, out, mode, vec2=True, sms=132, fast_accum=F
     Split-K (:func:`fp8_splits`): per-tensor and row-wise problems with a 16-bit or f32 D
     (no amax, no scale_result) whose tiles leave most SMs idle split K over ``fp8_splits``
     units per tile (``split_k="fixup"``: the tile's last unit sums the splits in fixed order
-    and runs the built-in epilogue; no cluster, no store warp)."""
+    and runs the built-in epilogue; no cluster, no store warp).
+
+    ``stream_k`` (not the default: measured 2-24% slower, docs/performance.md, "FP8 GEMM",
+    v27): problems of more than one row of 128-row tiles run the widest tile (128x192
+    promoted / block-scaled, 128x256 fast accumulation) without a cluster, the last tiles'
+    k-blocks shared by every CTA (``gemm_sm90_streamk``: no wave-quantization tail)."""
     from .kernels.gemm_sm90 import Sm90GemmConfig
     promote = mode != "block" and not fast_accum
     # the epilogue tree's features (8-bit D, amax, scale_result) need the TMA-store epilogue
@@ -325,6 +331,9 @@ def choose_fp8_config(M, N, K, a, b, out, mode, vec2=True, sms=132, fast_accum=F
         splits = 1
     # two warpgroups on each promoted decode tile's alternate k-blocks ("ksplit")
     ks = promote and small and splits == 1 and not tree_only and ksplit_pays(N, K)
+    stream_k = bool(stream_k) and not small and splits == 1 and M > 128 and N > 128
+    if stream_k:        # the widest tile: its waves' tail is shared by every CTA
+        tn = 256 if mode != "block" and not promote else 192
     if ks or splits > 1 or tn < 64:
         # split-K (the tile's last unit sums the splits), 32-wide tiles and ksplit run the
         # built-in epilogue (the EVT epilogue's subtiles are 64 wide at least)
@@ -345,6 +354,8 @@ def choose_fp8_config(M, N, K, a, b, out, mode, vec2=True, sms=132, fast_accum=F
         # groups of 16 tile-rows: +0.5-2% at 8192^3 and the LLM layers, -0.3% at 4096^3;
         # no cluster / groups of 4 lose 1-3% here (docs/performance.md, "FP8 GEMM", v25)
         group = 16
+    if stream_k:        # stream-K runs without a cluster
+        cluster = 1
     epi = None
     if tree_only and not tma_store:
         raise LaunchError(_OP, "out", "an 8-bit out_dtype, amax and scale_result need the "
@@ -360,7 +371,7 @@ def choose_fp8_config(M, N, K, a, b, out, mode, vec2=True, sms=132, fast_accum=F
     cfg = Sm90GemmConfig(tile_m=tm, tile_n=tn, consumer_wgs=wgs, tile_k=128, dtype=a,
                          dtype_b="" if b == a else b,
                          out_dtype=out, scaling=mode, vec2=vec2, promote=promote,
-                         cluster_m=cluster, group_m=group, epi=epi,
+                         cluster_m=cluster, group_m=group, epi=epi, stream_k=stream_k,
                          a_rows=a_rows).fit_stages()
     if epi is not None:
         # the stores from a store warp, the whole tile staged: +2-7% over per-subtile
@@ -476,6 +487,12 @@ def _scaled_mm(A, B, scale_a, scale_b, out_dtype, bias, out, stream, use_fast_ac
             from .kernels.gemm_sm90_splitk import splitk_layout
             lay = splitk_layout(cfg, M, N, 1, splits)
             ws = StreamWorkspace(lay.elements, lay.counters, Am.framework, Am.device)
+        elif cfg.stream_k:
+            # the heads' partials and one flag per CTA (zeroed once, left zero by the
+            # kernel), for the grid the plan was made for
+            from .kernels.gemm_sm90_streamk import streamk_layout
+            lay = streamk_layout(cfg, M, N, K, 1, plan.grid[0])
+            ws = StreamWorkspace(lay.ws_elements, lay.flags, Am.framework, Am.device)
         remember(_PLANS, key, (plan, ws), _MAX_PLANS)
     ptrs = tuple(0 if m is None else m.ptr for m in metas)
     order = tuple(_ROLE_ARG[r] for r in plan.roles)

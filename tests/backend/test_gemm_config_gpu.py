@@ -129,3 +129,35 @@ def test_evt_config_that_cannot_compute_the_call_raises():
     D = cute.gemm(A, B, C, 0.5, 1.5, config=lin)
     torch.cuda.synchronize()
     _check(D, A, B, C, 0.5, 1.5, "f16")
+
+
+@pytest.mark.parametrize("dt, with_c, M, N, K", [
+    ("f16", False, 520, 1000, 1064),       # 5 x 4 tiles: every tile shared in k-blocks
+    ("bf16", True, 700, 1496, 2000),       # C through the epilogue's load producer
+    ("f16", False, 4200, 4504, 512),       # 33 x 18 tiles: data-parallel waves, then stream-K
+])
+def test_streamk_with_the_evt_epilogue(dt, with_c, M, N, K):
+    """Stream-K under the TMA-store EVT epilogue (a store warp without C, the epilogue's load
+    producer with C): float64 reference into a poisoned ``out``, flags left zero (a second call
+    on new inputs is right), bit-identical twice."""
+    import dataclasses
+    _skip_without_sm90()
+    cfg = dataclasses.replace(G.default_evt_config(dt, 256, with_c, rows_128=False),
+                              stream_k=True)
+    A, B, C = _case(M, N, K, dt, with_c, seed=M)
+    alpha, beta = (0.75, -0.5) if with_c else (1.0, 0.0)
+    pitch = -(-(N + 1) // 8) * 8          # TMA stores: 16-byte row pitch, padding after N
+    buf = torch.full((M, pitch), float("nan"), device="cuda", dtype=DT[dt])
+    out = buf[:, :N]
+    D, why = cute.gemm(A, B, C, alpha, beta, out=out, config=cfg, explain=True)
+    torch.cuda.synchronize()
+    assert why.config.stream_k and why.config.epi is not None
+    _check(D, A, B, C, alpha, beta, dt)
+    assert bool(torch.isnan(buf[:, N:]).all()), "the padding of out was written"
+    D2 = cute.gemm(A, B, C, alpha, beta, config=cfg)
+    torch.cuda.synchronize()
+    assert torch.equal(D, D2)
+    A2, B2, C2 = _case(M, N, K, dt, with_c, seed=M + 1)
+    D3 = cute.gemm(A2, B2, C2, alpha, beta, config=cfg)
+    torch.cuda.synchronize()
+    _check(D3, A2, B2, C2, alpha, beta, dt)

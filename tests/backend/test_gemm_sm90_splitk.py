@@ -519,6 +519,53 @@ def test_streamk_rules_and_source():
     assert i_head < i_rel < i_tail < i_acq < i_store
 
 
+def _streamk_composed():
+    """Stream-K with the TMA-store EVT epilogue (store warp; with C, the epilogue's load
+    producer) and with FP8 (promoted per-tensor / row-wise, block scaling, fast accumulation;
+    the EVT or the built-in epilogue)."""
+    from cute_py.backends.cuda import scaled_mm_api as S
+    evt = [dataclasses.replace(G.default_evt_config(dt, 256, c, rows_128=False), stream_k=True)
+           for dt, c in (("f16", False), ("bf16", True))]
+    fp8 = [S.choose_fp8_config(4096, 4096, 4096, "e4m3", "e4m3", out, mode, True, 132, fast,
+                               tma, stream_k=True)
+           for mode, fast, out, tma in (("tensor", False, "bf16", True),
+                                        ("row", False, "f32", False),
+                                        ("block", False, "bf16", True),
+                                        ("tensor", True, "f16", False))]
+    return evt + fp8
+
+
+def test_streamk_composes_with_the_evt_epilogue_and_fp8():
+    """Stream-K runs under any epilogue: heads leave their partial (``tot_`` in promoting FP8
+    kernels) before the tile's epilogue, and the loops that only serve finished tiles (the
+    store warp, the epilogue's load producer) skip the heads, so they meet the consumers on
+    the same tiles.  Each configuration compiles for sm_90a without spills.  Still refused:
+    ping-pong and clusters (``test_streamk_rules_and_source``)."""
+    from cute_py.backends.cuda.compiler import compile_module, has_compiler
+    cfgs = _streamk_composed()
+    assert any(c.store_warp_id() for c in cfgs) and any(c.epi is None for c in cfgs)
+    for cfg in cfgs:
+        cfg.check()
+        assert cfg.stream_k and cfg.cluster_m == 1, cfg.name
+        src = G.generate_source(cfg)
+        acc = "tot_" if cfg.fp8 and (cfg.scaling == "block" or cfg.promote) else "acc"
+        i_head = src.index("// stream-K head piece")
+        assert f"wp_[0] = {acc}[0][0];" in src[i_head:i_head + 400], cfg.name
+        i_tail = src.index("// stream-K tail piece", i_head)
+        assert f"{acc}[0][0] += __ldcg(pp_ + 0);" in src[i_tail:], cfg.name
+        # the consumers' tile loop is the last one: every loop before it (producer, store
+        # warp, epilogue producer) that serves only finished tiles skips the heads
+        loops = src.split("for (int tile = first_tile; tile < num_tiles; tile += tile_step)")
+        serving = (cfg.store_warp_id() is not None) + (cfg.epi is not None and
+                                                       cfg.epilogue().has_producer)
+        skips = sum("if (kb_hi_ < k_blocks) {\n" in lp.split("for (int kb")[0]
+                    for lp in loops[1:-1])
+        assert len(loops) == 3 + serving and skips == serving, cfg.name
+        if has_compiler():
+            res = compile_module(src, arch="sm_90a").resources_for(cfg.name)
+            assert res.spills == 0 and res.stack_frame == 0, (cfg.name, res)
+
+
 @pytest.mark.parametrize("tiles,kb,grid,sk", [
     (512, 64, 132, None), (512, 64, 132, 512), (30, 64, 132, None), (7, 3, 16, None),
     (300, 5, 132, None), (133, 64, 132, None), (1, 64, 132, 1), (264, 10, 132, 132)])

@@ -623,6 +623,49 @@ def test_split_k(M, N, K, out_dtype, mode, fast):
     assert torch.equal(D2, D)
 
 
+@pytest.fixture
+def stream_k_rule(monkeypatch):
+    """``scaled_mm`` with the stream-K kernels (``choose_fp8_config(..., stream_k=True)``;
+    not the rule's choice: measured slower), the plan caches cleared before and after."""
+    import functools
+    from cute_py.backends.cuda import scaled_mm_api as S
+    monkeypatch.setattr(S, "choose_fp8_config",
+                        functools.partial(S.choose_fp8_config, stream_k=True))
+    S.clear_plans()
+    yield S
+    S.clear_plans()
+
+
+@pytest.mark.parametrize("mode, out_dtype, fast, M, N, K", [
+    ("tensor", "bfloat16", False, 520, 1000, 1040),    # 5 x 6 tiles, all shared; a partial k-block
+    ("row", "float32", False, 300, 1000, 2048),        # an f32 D
+    ("block", "bfloat16", False, 1000, 1500, 2048),
+    ("block", "float16", False, 2100, 3000, 512),      # 17 x 16 tiles: a data-parallel wave first
+    ("tensor", "bfloat16", True, 700, 1300, 4096),     # fast accumulation, 128x256
+])
+def test_stream_k(stream_k_rule, mode, out_dtype, fast, M, N, K):
+    """FP8 stream-K (heads leave the promoted sums, tails add them before the scaled epilogue):
+    a bias, a poisoned out, the float64 reference, bit-identical twice, right again on new
+    inputs (the flags were left zero)."""
+    _skip_without_hopper()
+    from cute_py.backends.cuda.driver import sm_count
+    S = stream_k_rule
+    cfg = S.choose_fp8_config(M, N, K, "e4m3", "e4m3", S.OUT_DTYPES[out_dtype], mode,
+                              sms=sm_count(0), fast_accum=fast, tma_store=True, bias=True)
+    assert cfg.stream_k, cfg.name
+    tol = REL_FAST if fast else REL_F32 if out_dtype == "float32" else REL
+    for seed in (M, M + 1):
+        A, B, sa, sb, ref = make_problem(M, N, K, mode, seed=seed)
+        bias = torch.randn(N, device="cuda").to(getattr(torch, out_dtype))
+        ref = ref + bias.double().cpu().numpy()[None, :]
+        out = _poisoned(M, N, out_dtype)
+        D = cute.scaled_mm(A, B, sa, sb, out_dtype=out_dtype, bias=bias, out=out,
+                           use_fast_accum=fast)
+        assert D is out and _rel(D, ref) < tol
+        D2 = cute.scaled_mm(A, B, sa, sb, out_dtype=out_dtype, bias=bias, use_fast_accum=fast)
+        assert torch.equal(D2, D)
+
+
 def test_split_k_workspaces_per_stream():
     """Two streams running the same split-K plan at once each use their own workspace and
     tile counters: both results are right, and a side stream's work queued just before the

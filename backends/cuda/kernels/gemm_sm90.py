@@ -269,9 +269,8 @@ class Sm90GemmConfig:
                 raise LaunchError(op, "stream_k", "needs the cooperative schedule, no cluster "
                                   "and no split_k", actual=(self.schedule, self.cluster_m,
                                                             self.split_k))
-        if self.splits or self.transpose_d or self.stream_k:
-            what = "split_k" if self.splits else ("stream_k" if self.stream_k else
-                                                  "transpose_d")
+        if self.splits or self.transpose_d:
+            what = "split_k" if self.splits else "transpose_d"
             if self.epi is not None:
                 raise LaunchError(op, what, "works with the built-in epilogue only (epi=None)",
                                   actual=self.epi)
@@ -309,9 +308,9 @@ class Sm90GemmConfig:
             raise LaunchError(op, "stages", "shared memory exceeds 227 KB",
                               expected="<= 232448", actual=self.smem_bytes())
         if self.epi is not None and self.epi.store_warp and (
-                self.schedule != "cooperative" or self.splits or self.stream_k):
+                self.schedule != "cooperative" or self.splits):
             raise LaunchError(op, "epi", "a store warp serves one cooperative tile loop (no "
-                              "ping-pong, split-K or stream-K)", actual=self.schedule)
+                              "ping-pong or split-K)", actual=self.schedule)
         if self.epi is not None:
             e = self.epilogue()
             if (e.cfg.tile_m, e.cfg.tile_n) != (self.tile_m, self.tile_n) or \

@@ -274,12 +274,17 @@ class Sm90Body:
         stream-K tile), then their values in a block of their own."""
         for nm in ("m_blk", "n_blk", "l_"):
             kb.decl("int", nm, hint=False)
-        if unit and (self.cfg.splits or self.cfg.stream_k):
+        if (unit and self.cfg.splits) or self.cfg.stream_k:
             for nm in ("kb_lo_", "kb_hi_", "split_") + (("ktile_",) if self.cfg.stream_k
                                                          else ()):
                 kb.decl("int", nm, hint=False)
         with kb.scope():
             emit_tile_coords(kb, self.cfg)
+        if self.cfg.stream_k and not unit:
+            # a loop that serves finished tiles only (the epilogue's load producer, its store
+            # warp): the consumers' head pieces leave their tile to another CTA
+            from .gemm_sm90_streamk import emit_skip_heads
+            emit_skip_heads(kb)
 
     def tile_loop(self, kb, pingpong: bool):
         """The persistent loop over this CTA's units (ping-pong: warpgroup ``cw`` takes the
@@ -612,9 +617,13 @@ class Sm90Body:
 
     def emit_epilogue(self, kb) -> None:
         """The tile's epilogue on ``acc``: the fused collective, the FP8 epilogue, split-K's
-        partials / fix-up, stream-K's head / tail, or the built-in stores."""
+        partials / fix-up, or the built-in stores; stream-K's head / tail pieces first (heads
+        leave their partial and go on, tails add the heads' partials, then the epilogue)."""
         from . import gemm_sm90_store as st
         cfg, maps, epi = self.cfg, self.maps, self.epi
+        if cfg.stream_k:
+            from .gemm_sm90_streamk import emit_fixup
+            emit_fixup(kb, cfg, maps, "tot_" if self.block else "acc")
         if epi is not None:
             nacc = cfg.tile_n // 2
             acc = "acc[0]" if maps.slabs == 1 else (lambda v: f"acc[{v // nacc}][{v % nacc}]")
@@ -643,20 +652,10 @@ class Sm90Body:
             with kb.scope():
                 st.emit_prelude(kb, plain)
                 st.emit_store(kb, plain, maps)
-        elif cfg.stream_k:
-            self.emit_streamk_epilogue(kb)
+        elif cfg.stream_k:      # in a block of its own, after the tail's sums
+            with kb.scope():
+                st.emit_prelude(kb, cfg)
+                st.emit_store(kb, cfg, maps)
         else:
             st.emit_prelude(kb, cfg)
             st.emit_store(kb, cfg, maps)
-
-    def emit_streamk_epilogue(self, kb) -> None:
-        """Stream-K (``gemm_sm90_streamk.emit_epilogue``): head pieces store their partial
-        and ``continue``, tail pieces add the heads' partials; then, in a block of its own, the
-        built-in stores."""
-        from . import gemm_sm90_store as st
-        from .gemm_sm90_streamk import emit_epilogue
-
-        def store(kb):
-            st.emit_prelude(kb, self.cfg)
-            st.emit_store(kb, self.cfg, self.maps)
-        emit_epilogue(kb, self.cfg, self.maps, store)

@@ -203,8 +203,7 @@ def check(cfg, op: str = "Sm90GemmConfig") -> None:
                           "sum), per-tensor or row-wise scaling, no epi",
                           expected="fixup", actual=(cfg.split_k, cfg.scaling,
                                                     cfg.epi is not None))
-    for nm, bad in (("stream_k", cfg.stream_k), ("transpose_d", cfg.transpose_d),
-                    ("has_c", cfg.has_c)):
+    for nm, bad in (("transpose_d", cfg.transpose_d), ("has_c", cfg.has_c)):
         if bad:
             raise LaunchError(op, nm, "is not available with 8-bit operands (the FP8 built-in "
                               "epilogue scales, adds the bias and stores D)",

@@ -10,7 +10,8 @@ StreamK`` in its "DP + SK" form, with a deterministic fix-up.
 
 A CTA's stream-K range cuts its tiles into *pieces* ``(tile, [kb_lo, kb_hi))``:
 
-- whole (``kb_lo == 0``, ``kb_hi == KB``): the built-in epilogue;
+- whole (``kb_lo == 0``, ``kb_hi == KB``): the tile's epilogue (the built-in stores, the
+  EVT epilogue, or the FP8 kernel's scaled epilogue on its promoted sums);
 - a head (``kb_hi < KB``: the CTA's range ends inside the tile; only ever its last tile): the
   fp32 partial goes to the CTA's workspace slot ``ws[c][v][t]`` (value ``v`` of consumer thread
   ``t``: coalesced), then fence, named barrier 1, and thread 0 sets ``sk_flags[c] = 1``
@@ -19,7 +20,9 @@ A CTA's stream-K range cuts its tiles into *pieces* ``(tile, [kb_lo, kb_hi))``:
   that hold the tile's earlier pieces (``cta_of(first iteration)`` .. ``cta_of(kb_lo - 1)``,
   ``ld.acquire.gpu``) and clears them; after barrier 1 every thread adds the partials to its own
   accumulators in k order (``((own + p_c0) + p_c0+1) + ...``: the same order every run for a
-  given grid, and no registers beyond the accumulators), and runs the built-in epilogue.
+  given grid, and no registers beyond the accumulators), and runs the tile's epilogue.
+  The epilogue's load producer and store warp walk the same pieces and skip the heads
+  (:func:`emit_skip_heads`).
 
 A CTA runs its stream-K pieces from its *last* tile backwards, so its head piece (the one a
 later CTA waits for) is computed first and its tail piece (the one that waits) last: no chain
@@ -30,7 +33,7 @@ Device code: the schedule (:func:`schedule_program`), the piece -> ``(tile, kb_l
 map (:func:`piece_program`) and the CTA owning an iteration (:func:`cta_of_node`) are IR,
 emitted through a KernelBuilder (:func:`emit_schedule`, :func:`emit_coords`,
 :func:`emit_tail_ctas`; on the kernel's names :func:`emit_kernel_schedule`,
-:func:`emit_kernel_coords`, and the head / tail pieces :func:`emit_epilogue`); the workspace
+:func:`emit_kernel_coords`, and the head / tail pieces :func:`emit_fixup` / :func:`emit_epilogue`); the workspace
 is a layout (:func:`workspace_layout`) lowered to the epilogue's addresses.
 ``schedule_code`` / ``coord_code`` render the first two as text for the host-side scheduler
 tests.
@@ -55,8 +58,8 @@ from .. import ir
 
 __all__ = ["StreamKLayout", "streamk_layout", "streamk_extra_args", "streamk_pieces",
            "StreamKVars", "schedule_program", "piece_program", "cta_of_node", "emit_schedule",
-           "emit_coords", "emit_tail_ctas", "workspace_layout", "workspace_offset",
-           "STREAMK_PARAMS"]
+           "emit_coords", "emit_tail_ctas", "emit_fixup", "emit_skip_heads", "emit_epilogue",
+           "workspace_layout", "workspace_offset", "STREAMK_PARAMS"]
 
 #: names of the kernel parameters a stream-K configuration appends, in order
 STREAMK_PARAMS = ("ws", "sk_flags", "sk_tiles")
@@ -315,19 +318,39 @@ def workspace_offset(cfg, t, v, c, grid=None):
     return lower.layout_apply(workspace_layout(cfg), (t, v, c), symbols={"G": g})
 
 
-def emit_epilogue(kb, cfg, maps, emit_store) -> None:
+def emit_epilogue(kb, cfg, maps, emit_store, src: str = "acc") -> None:
+    """:func:`emit_fixup`, then ``emit_store(kb)`` (the tile's epilogue) in a block of its
+    own, for tails and whole tiles."""
+    emit_fixup(kb, cfg, maps, src)
+    with kb.scope():
+        emit_store(kb)
+
+
+def emit_skip_heads(kb) -> None:
+    """In a loop over this CTA's pieces that only serves finished tiles (the epilogue's load
+    producer, its store warp): go on to the next piece when this one is a head (another CTA
+    finishes its tile and runs the epilogue).  The consumers' head pieces ``continue`` in
+    :func:`emit_fixup` after their partials, so both loops see the same tiles in the same
+    order."""
+    with kb.if_("kb_hi_ < k_blocks"):
+        kb.stmt("continue")
+
+
+def emit_fixup(kb, cfg, maps, src: str = "acc") -> None:
     """Head pieces: the partial to the CTA's workspace slot, flag, ``continue``; tail pieces:
-    wait for the flags of the heads' CTAs, add their partials in k order, own accumulators
-    last; then ``emit_store(kb)`` (the built-in epilogue) in a block of its own, for tails and
-    whole tiles.  Workspace addresses: :func:`workspace_layout` lowered (the thread's base in
-    the slot of CTA ``c``, plus the value's constant offset)."""
+    wait for the flags of the heads' CTAs and add their partials into the own accumulators in
+    a fixed order, ``((own + p_c0) + p_c0+1) + ...`` (``src``: the accumulator array, ``acc``
+    or an FP8 kernel's promoted ``tot_``; the caller's epilogue then runs on the sum, as on a
+    whole tile).  Workspace addresses:
+    :func:`workspace_layout` lowered (the thread's base in the slot of CTA ``c``, plus the
+    value's constant offset)."""
     from ..render import render_expr
     nv = maps.frag.num_values
     nthr = 128 * cfg.consumer_wgs
     nacc = nv // maps.slabs
     tid = ir.var("tid", 0, nthr - 1)
     voff = [render_expr(workspace_offset(cfg, 0, v, 0)) for v in range(nv)]
-    acc = [f"acc[{v // nacc}][{v % nacc}]" for v in range(nv)]
+    acc = [f"{src}[{v // nacc}][{v % nacc}]" for v in range(nv)]
     with kb.if_("kb_hi_ < k_blocks"):
         kb.comment("stream-K head piece: another CTA finishes this tile")
         kb.decl("float*", "wp_", f"ws + {kb.expr(workspace_offset(cfg, tid, 0, ir.var('sk_bid_', 0, _I32 - 1)))}", hint=False)
@@ -356,8 +379,6 @@ def emit_epilogue(kb, cfg, maps, emit_store) -> None:
                     hint=False)
             for o, a in zip(voff, acc):
                 kb.assign(a, f"__ldcg(pp_ + {o})", "+=")
-    with kb.scope():
-        emit_store(kb)
 
 
 # ------------------------------------------------------------------------------ host side
