@@ -248,9 +248,7 @@ def _build_sm90(Am, Bm, Dm, Cm, alpha_one, cfg, device):
             cfg = replace(cfg, has_c=use_c)
     g = G.get_kernel(cfg)
     if cfg.epi is not None:
-        tensors = {"C": Cm, "alpha": 1.0, "beta": 0.0} if use_c else None
-        # the tree's scalars alpha / beta share the kernel's scalar slots (same names)
-        plan = g.plan(Am, Bm, Dm, None, tensors=tensors, device=device)
+        plan = _evt_plan(g, Am, Bm, Dm, Cm, device)
     else:
         plan = g.plan(Am, Bm, Dm, Cm if cfg.has_c else None, device=device)
     call.plan = plan
@@ -265,6 +263,14 @@ def _build_sm90(Am, Bm, Dm, Cm, alpha_one, cfg, device):
                                        ", predicated epilogue (batched, or D / C rows not "
                                        "16-byte aligned)"))
     return call
+
+
+def _evt_plan(g, A, B, Dm, Cm, device):
+    """The plan of a TMA-store EVT kernel ``g`` for ``D = alpha * A @ B (+ beta * C)``: C, when
+    given, is the tree's named tensor, and the tree's scalars alpha / beta share the kernel's
+    scalar slots (same names)."""
+    tensors = {"C": Cm, "alpha": 1.0, "beta": 0.0} if Cm is not None else None
+    return g.plan(A, B, Dm, None, tensors=tensors, device=device)
 
 
 def _build_sm90_special(call, ch, Am, Bm, Dm, Cm, device):
@@ -287,30 +293,21 @@ def _build_sm90_special(call, ch, Am, Bm, Dm, Cm, device):
     g = G.get_kernel(cfg)
     kA, kB = (Bm, Am) if ch.swap else (Am, Bm)
     L = Am.shape[0] if len(Am.shape) == 3 else 1
-    if cfg.epi is not None:
-        # stream-K with the TMA-store EVT epilogue (the only special route it takes): C, when
-        # given, is the tree's named tensor, as on the plain route
-        tensors = {"C": Cm, "alpha": 1.0, "beta": 0.0} if use_c else None
-        plan = g.plan(kA, kB, Dm, None, tensors=tensors, device=device)
+    if cfg.epi is not None:     # stream-K with the TMA-store EVT epilogue
+        plan = _evt_plan(g, kA, kB, Dm, Cm, device)
     else:
         plan = g.plan(kA, kB, Dm, Cm if cfg.has_c else None, device=device,
                       splits=max(1, ch.splits))
     call.plan, call.simple, call.swap = plan, False, ch.swap
-    if cfg.splits:
+    # split-K's partials and tile counters, stream-K's partials and per-CTA flags (zeroed
+    # once; the kernels leave them zero)
+    call.ws = StreamWorkspace(*plan.workspace, call.framework, call.device)
+    if cfg.splits and not gemm_writes_d:
+        # "workspace" / "atomic": the fixed-order reduce kernel writes D
         lay = splitk_layout(cfg, kA.shape[-2], kB.shape[-2], L, ch.splits)
-        call.ws = StreamWorkspace(lay.elements, lay.counters, call.framework, call.device)
-        if not gemm_writes_d:
-            vec = _vec_meta(Dm) and (not use_c or _vec_meta(Cm))
-            red = _reduce_kernel(SplitKReduceConfig(cfg.dtype, use_c, vec,
-                                                    cfg.split_k == "atomic"))
-            call.reduce = red.plan(lay, Dm, Cm, device=device)
-    if cfg.stream_k:
-        # the partials' workspace and one flag per CTA (zeroed once; the kernel leaves them
-        # zero), for the grid the plan was made for
-        from .kernels.gemm_sm90_streamk import streamk_layout
-        lay = streamk_layout(cfg, kA.shape[-2], kB.shape[-2], kA.shape[-1], L,
-                             g.max_ctas(device))
-        call.ws = StreamWorkspace(lay.ws_elements, lay.flags, call.framework, call.device)
+        vec = _vec_meta(Dm) and (not use_c or _vec_meta(Cm))
+        red = _reduce_kernel(SplitKReduceConfig(cfg.dtype, use_c, vec, cfg.split_k == "atomic"))
+        call.reduce = red.plan(lay, Dm, Cm, device=device)
     call.choice = GemmChoice("sm90", cfg.name, cfg, (), str(ch))
     return call
 

@@ -257,11 +257,13 @@ class LaunchPlan:
     pointer is one 64-bit word (a kernel argument, or a ``CUtensorMap``'s global-address word
     where :func:`~cute_py.backends.cuda.tma.address_word_patchable` verified that; otherwise
     the descriptor is encoded again).  ``roles`` names the pointers in ``ptrs`` order,
-    ``scalar_roles`` the scalars."""
+    ``scalar_roles`` the scalars.  ``workspace``: ``(fp32 elements, int32 counters)`` of the
+    scratch memory the kernel needs beside its arguments (a split-K / stream-K GEMM's partials
+    and tile counters or flags; the caller passes their pointers), ``(0, 0)`` for none."""
 
     __slots__ = ("kernel", "device", "grid", "block", "smem", "pack", "ptr_slots",
-                 "encode_slots", "scalar_slots", "roles", "scalar_roles", "resets", "_last",
-                 "_launch", "_lock", "_native")
+                 "encode_slots", "scalar_slots", "roles", "scalar_roles", "resets",
+                 "workspace", "_last", "_launch", "_lock", "_native")
 
     def run(self, ptrs, scalars=(), stream: int = 0) -> None:
         # the native launcher (hostpath) patches and launches holding the GIL; it exists from
@@ -357,6 +359,6 @@ def make_plan(kernel: CompiledKernel, device: int, grid, block, smem: int, param
     plan.block, plan.smem, plan.pack = tuple(block), smem, pack
     plan.ptr_slots, plan.encode_slots = tuple(ptr_slots), tuple(encode_slots)
     plan.scalar_slots, plan.roles = tuple(scalar_slots), tuple(roles)
-    plan.scalar_roles, plan.resets = tuple(scalar_roles), ()
+    plan.scalar_roles, plan.resets, plan.workspace = tuple(scalar_roles), (), (0, 0)
     plan._last, plan._launch, plan._lock, plan._native = None, None, threading.Lock(), None
     return plan

@@ -483,16 +483,8 @@ def _scaled_mm(A, B, scale_a, scale_b, out_dtype, bias, out, stream, use_fast_ac
         plan = get_kernel(cfg).plan(Am, Bm.swap_last(), outm, None, scale_a=sam, scale_b=sbm,
                                     bias=None if od in _FP8_OUT else biasm, device=Am.device,
                                     tensors=tensors or None, splits=splits)
-        if cfg.splits:
-            from .kernels.gemm_sm90_splitk import splitk_layout
-            lay = splitk_layout(cfg, M, N, 1, splits)
-            ws = StreamWorkspace(lay.elements, lay.counters, Am.framework, Am.device)
-        elif cfg.stream_k:
-            # the heads' partials and one flag per CTA (zeroed once, left zero by the
-            # kernel), for the grid the plan was made for
-            from .kernels.gemm_sm90_streamk import streamk_layout
-            lay = streamk_layout(cfg, M, N, K, 1, plan.grid[0])
-            ws = StreamWorkspace(lay.ws_elements, lay.flags, Am.framework, Am.device)
+        if plan.workspace[0]:   # split-K's partials and counters, stream-K's partials and flags
+            ws = StreamWorkspace(*plan.workspace, Am.framework, Am.device)
         remember(_PLANS, key, (plan, ws), _MAX_PLANS)
     ptrs = tuple(0 if m is None else m.ptr for m in metas)
     order = tuple(_ROLE_ARG[r] for r in plan.roles)

@@ -1007,7 +1007,8 @@ class Sm90Gemm:
         """The launch plan for arrays like these (metadata only: shapes, strides, dtypes,
         alignment classes).  ``roles`` of the plan: ``A``, ``B``, ``D``, ``C`` (D when no C)
         then the epilogue's named tensors, ``WS`` (split-K workspace) and ``CNT`` (the
-        "fixup" tile counters); ``scalar_roles``: ``alpha``, ``beta`` then the epilogue's
+        "fixup" tile counters; their sizes: the plan's ``workspace``); ``scalar_roles``:
+        ``alpha``, ``beta`` then the epilogue's
         scalars.  With ``transpose_d`` D and C are given in the user's orientation ``(L, N,
         M)`` of the kernel problem (row-major): the kernel stores ``D^T``.  ``splits``: the
         split-K count of a split-K configuration; ``sk_tiles``: a stream-K configuration's
@@ -1116,6 +1117,7 @@ class Sm90Gemm:
             add("u64", None, "BIAS")
             for v in strides:
                 add("i64", v, None)
+        workspace = (0, 0)      # the split-K / stream-K scratch (LaunchPlan.workspace)
         if cfg.splits:
             from .gemm_sm90_splitk import splitk_layout
             lay = splitk_layout(cfg, M, N, L, splits)
@@ -1125,6 +1127,7 @@ class Sm90Gemm:
                 add("i64", v, None)
             if cfg.split_k == "fixup":
                 add("u64", None, "CNT")
+            workspace = (lay.elements, lay.counters)
         if cfg.stream_k:
             from .gemm_sm90_streamk import streamk_layout
             lay = streamk_layout(cfg, M, N, K, L, max_ctas or self.max_ctas(dev), sk_tiles)
@@ -1132,9 +1135,10 @@ class Sm90Gemm:
             add("u64", None, "WS")
             add("u64", None, "CNT")
             add("i32", lay.sk_tiles, None)
+            workspace = (lay.ws_elements, lay.flags)
         plan = make_plan(self.kernel, dev, (grid, 1, 1), (cfg.threads, 1, 1), cfg.smem_bytes(),
                          params, ("A", "B", "D", "C"), ("alpha", "beta"))
-        plan.resets = tuple(resets)
+        plan.resets, plan.workspace = tuple(resets), workspace
         return plan
 
     def prepare(self, A, B, D=None, C=None, alpha=1.0, beta=0.0, max_ctas=None, tensors=None,

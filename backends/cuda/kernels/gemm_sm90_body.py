@@ -152,6 +152,12 @@ class Sm90Body:
         return promotes(self.cfg)
 
     @property
+    def sums(self) -> str:
+        """The accumulators a tile's epilogue (and a split / stream-K fix-up) reads: the
+        promoted ``tot_`` (:attr:`block`), else ``acc``."""
+        return "tot_" if self.block else "acc"
+
+    @property
     def a_bytes(self) -> int:
         c = self.cfg
         return c.tile_m * c.tile_k * c.elem_bytes
@@ -553,7 +559,7 @@ class Sm90Body:
         import cute_py as cute
         from ..lower import crd2idx
         cfg, maps = self.cfg, self.maps
-        src = "tot_" if self.block else "acc"
+        src = self.sums
         lay = exchange_layout(cfg)
         tid = ir.var("tid", 0, 127)
         nthr = "256u"
@@ -623,22 +629,21 @@ class Sm90Body:
         cfg, maps, epi = self.cfg, self.maps, self.epi
         if cfg.stream_k:
             from .gemm_sm90_streamk import emit_fixup
-            emit_fixup(kb, cfg, maps, "tot_" if self.block else "acc")
+            emit_fixup(kb, cfg, maps, self.sums)
         if epi is not None:
             nacc = cfg.tile_n // 2
             acc = "acc[0]" if maps.slabs == 1 else (lambda v: f"acc[{v // nacc}][{v % nacc}]")
             if cfg.fp8:     # the scaled product of the promoted (or single) accumulators
                 from . import gemm_sm90_fp8 as f8
-                src = "tot_" if self.block else "acc"
                 f8.emit_epi_prelude(kb, cfg, maps, self.pp)
-                acc = (lambda v: f8.acc_expr(cfg, maps, v, src))
+                acc = (lambda v: f8.acc_expr(cfg, maps, v, self.sums))
             with kb.scope():
                 epi.emit_consumer(kb, acc, "(1 + cw)" if self.pp else 1, prefetched=True)
         elif cfg.fp8:
             from . import gemm_sm90_fp8 as f8
             if cfg.splits:      # "fixup": the tile's last unit scales the sum of its splits
                 from . import gemm_sm90_splitk as sk
-                sk.emit_fixup(kb, cfg, maps, "tot_" if self.block else "acc")
+                sk.emit_fixup(kb, cfg, maps, self.sums)
             f8.emit_epilogue(kb, cfg, maps, None if self.block else
                              (lambda k: st.emit_origin(k, cfg)))
         elif cfg.splits:
@@ -652,10 +657,6 @@ class Sm90Body:
             with kb.scope():
                 st.emit_prelude(kb, plain)
                 st.emit_store(kb, plain, maps)
-        elif cfg.stream_k:      # in a block of its own, after the tail's sums
-            with kb.scope():
-                st.emit_prelude(kb, cfg)
-                st.emit_store(kb, cfg, maps)
         else:
             st.emit_prelude(kb, cfg)
             st.emit_store(kb, cfg, maps)

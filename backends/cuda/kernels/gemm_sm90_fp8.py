@@ -496,7 +496,7 @@ def emit_epilogue(kb, cfg, maps, emit_origin=None) -> None:
     else:
         kb.decl("u16*", "Dl_", f"D + {l_off}", hint=False)
     row0, cc = ir.var("row0_", 0, _I32), ir.var("cc_", 0, _I32)
-    src = "tot_" if cfg.scaling == "block" or cfg.promote else "acc"
+    src = "tot_" if promotes(cfg) else "acc"
     rows, ri = _rows(maps)
     if cfg.scaling == "row":
         _, SB = scale_layouts("row")

@@ -33,8 +33,8 @@ Device code: the schedule (:func:`schedule_program`), the piece -> ``(tile, kb_l
 map (:func:`piece_program`) and the CTA owning an iteration (:func:`cta_of_node`) are IR,
 emitted through a KernelBuilder (:func:`emit_schedule`, :func:`emit_coords`,
 :func:`emit_tail_ctas`; on the kernel's names :func:`emit_kernel_schedule`,
-:func:`emit_kernel_coords`, and the head / tail pieces :func:`emit_fixup` / :func:`emit_epilogue`); the workspace
-is a layout (:func:`workspace_layout`) lowered to the epilogue's addresses.
+:func:`emit_kernel_coords`, and the head / tail pieces :func:`emit_fixup`); the workspace is
+a layout (:func:`workspace_layout`) lowered to the epilogue's addresses.
 ``schedule_code`` / ``coord_code`` render the first two as text for the host-side scheduler
 tests.
 
@@ -58,7 +58,7 @@ from .. import ir
 
 __all__ = ["StreamKLayout", "streamk_layout", "streamk_extra_args", "streamk_pieces",
            "StreamKVars", "schedule_program", "piece_program", "cta_of_node", "emit_schedule",
-           "emit_coords", "emit_tail_ctas", "emit_fixup", "emit_skip_heads", "emit_epilogue",
+           "emit_coords", "emit_tail_ctas", "emit_fixup", "emit_skip_heads",
            "workspace_layout", "workspace_offset", "STREAMK_PARAMS"]
 
 #: names of the kernel parameters a stream-K configuration appends, in order
@@ -316,14 +316,6 @@ def workspace_offset(cfg, t, v, c, grid=None):
     from .. import lower
     g = grid if grid is not None else ir.var("sk_grid_", 1, _I32)
     return lower.layout_apply(workspace_layout(cfg), (t, v, c), symbols={"G": g})
-
-
-def emit_epilogue(kb, cfg, maps, emit_store, src: str = "acc") -> None:
-    """:func:`emit_fixup`, then ``emit_store(kb)`` (the tile's epilogue) in a block of its
-    own, for tails and whole tiles."""
-    emit_fixup(kb, cfg, maps, src)
-    with kb.scope():
-        emit_store(kb)
 
 
 def emit_skip_heads(kb) -> None:
