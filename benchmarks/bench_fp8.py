@@ -8,11 +8,18 @@ Providers per scaling mode:
 
 - per-tensor and row-wise: ``cute_py`` (default: each 128-element k-block promoted into an fp32
   total), ``cute_py_fast`` (``use_fast_accum=True``: one accumulator), ``torch`` and
-  ``torch_fast`` (``torch._scaled_mm(..., use_fast_accum=False / True)``); ratios are
-  cute_py / torch and cute_py_fast / torch_fast (time ratio: < 1 is faster); per-tensor also
-  an e4m3 D: ``cute_py_e4m3`` (with ``amax`` reduced in the epilogue) against ``torch_e4m3``;
-- block-wise: ``cute_py_block`` against our own per-tensor kernels (``cute_py``,
-  ``cute_py_fast``): the cost of the block scales.
+  ``torch_fast`` (``torch._scaled_mm(..., use_fast_accum=False / True)``), ``triton`` (the
+  Triton tutorial's matmul on 8-bit operands, scales applied to the accumulator:
+  ``triton_fp8.py``); ratios are cute_py / torch, cute_py / triton, cute_py_fast /
+  torch_fast and cute_py_fast / triton (Triton's FP8 dot accumulates as ``use_fast_accum``
+  does: its error is the fast kernels'; time ratio: < 1 is faster); per-tensor also an e4m3 D: ``cute_py_e4m3`` (with
+  ``amax`` reduced in the epilogue) against ``torch_e4m3``;
+- block-wise: ``cute_py_block`` against ``torch_block`` (``torch._scaled_mm``'s DeepSeek
+  recipe, cuBLAS's 1x128 x 128x128 block scaling, where torch has it), ``triton_block`` (the
+  same Triton kernel promoting each 128-deep k-block) and our own per-tensor kernels
+  (``cute_py``, ``cute_py_fast``: the cost of the block scales).  Both read the same scale
+  memory: ``scale_a`` M-major (stride ``(1, M)``, as torch requires), and torch's ``scale_b``
+  ``(K/128, N/128)`` is cute_py's ``(N/128, K/128)`` transposed (``sb.t()``).
 
 Each provider's output is first checked against a float64 product of the dequantized operands
 (relative Frobenius-norm error).  Timing: CUDA events around ``--iters`` back-to-back calls,
@@ -85,12 +92,30 @@ def problem(name, mode, torch, seed):
     qa, sa = quantize(x, torch, mode, 1)
     qw, sw = quantize(w, torch, mode, 128)
     sb = sw.t().contiguous() if mode == "row" else sw       # (1, N) row-wise
+    if mode == "block":
+        sa = sa.t().contiguous().t()        # M-major, as torch takes it (cute_py: any strides)
     return qa, qw, sa, sb, sw
+
+
+def _triton():
+    """``triton_fp8`` (benchmarks/), or None without Triton (said once)."""
+    try:
+        import triton_fp8
+        return triton_fp8
+    except Exception as e:          # no Triton here: its providers are left out
+        if not _triton.said:
+            print(f"Triton providers left out: {type(e).__name__}: {e}")
+            _triton.said = True
+        return None
+
+
+_triton.said = False
 
 
 def providers(mode, qa, qw, sa, sb, torch):
     import cute_py
     B = qw.t()
+    tri = _triton()
     M, N = qa.shape[0], qw.shape[0]
     out = torch.empty(M, N, device="cuda", dtype=torch.bfloat16)
     fns = {}
@@ -113,8 +138,15 @@ def providers(mode, qa, qw, sa, sb, torch):
                                                             out=out8, amax=amax)
             fns["torch_e4m3"] = lambda: torch._scaled_mm(qa, B, scale_a=ta, scale_b=tb,
                                                          out_dtype=f8)
+        if tri is not None:
+            fns["triton"] = lambda: tri.scaled_mm(qa, B, sa, sb, mode, out=out)
     else:
         fns["cute_py_block"] = lambda: cute_py.scaled_mm(qa, B, sa, sb, out=out)
+        # torch's scale_b is (K/128, N/128): ours transposed (the same memory)
+        fns["torch_block"] = lambda: torch._scaled_mm(qa, B, scale_a=sa, scale_b=sb.t(),
+                                                      out_dtype=torch.bfloat16)
+        if tri is not None:
+            fns["triton_block"] = lambda: tri.scaled_mm(qa, B, sa, sb, "block", out=out)
         one = torch.ones((), device="cuda")
         fns["cute_py"] = lambda: cute_py.scaled_mm(qa, B, one, one, out=out)
         fns["cute_py_fast"] = lambda: cute_py.scaled_mm(qa, B, one, one, out=out,
@@ -144,7 +176,7 @@ def run_case(name, mode, args, torch, results):
             out.fill_(float("nan"))
             D = fn()
             torch.cuda.synchronize()
-            if mode == "block" and p != "cute_py_block":
+            if mode == "block" and p in ("cute_py", "cute_py_fast"):
                 err = float("nan")          # per-tensor kernels on block data: timing only
             else:
                 err = (D.double() - ref).norm().item() / rn
@@ -167,9 +199,11 @@ def run_case(name, mode, args, torch, results):
         if r["shape"] == name and r["mode"] == mode and r["provider"] in med:
             r["ms"] = med[r["provider"]]
             r["tflops"] = flop / med[r["provider"]] / 1e9
-    pairs = ([("cute_py", "torch"), ("cute_py_fast", "torch_fast"),
+    pairs = ([("cute_py", "torch"), ("cute_py", "triton"), ("cute_py_fast", "torch_fast"),
+              ("cute_py_fast", "triton"),
               ("cute_py_e4m3", "torch_e4m3")] if mode != "block"
-             else [("cute_py_block", "cute_py"), ("cute_py_block", "cute_py_fast")])
+             else [("cute_py_block", "torch_block"), ("cute_py_block", "triton_block"),
+                   ("cute_py_block", "cute_py"), ("cute_py_block", "cute_py_fast")])
     line = f"{name:>8} {mode:>6} " + "  ".join(
         f"{p} {flop / med[p] / 1e9:7.1f} TF/s (err {next(r['rel_err'] for r in results if r['shape'] == name and r['mode'] == mode and r['provider'] == p):.1e})"
         for p in med)

@@ -27,7 +27,12 @@ def scaled_mm(A, B, scale_a, scale_b, *, out_dtype="bfloat16", bias=None, out=No
     - ``scale_a``, ``scale_b``: float32 CUDA tensors whose shapes pick the scaling --
       per-tensor: one element each (read on the device, no host sync); row-wise: ``(M, 1)``
       and ``(1, N)``; block-wise (DeepGEMM): ``(M, ceil(K/128))`` (1x128 blocks of A) and
-      ``(ceil(N/128), ceil(K/128))`` (128x128 blocks of W);
+      ``(ceil(N/128), ceil(K/128))`` (128x128 blocks of W), any strides.  From torch's
+      DeepSeek recipe (``torch._scaled_mm`` with ``scale_a`` M-major and ``scale_b``
+      ``(K/128, N/128)``): pass the same ``scale_a`` and ``scale_b.t()`` (a view; a
+      non-square ``scale_b`` left in torch's orientation is refused, naming it).  An
+      M-major ``scale_a`` (strides ``(1, M)``) is also the faster one: a warp's scale loads
+      coalesce (0.3-1.5%, ``docs/performance.md``, "FP8 GEMM", v29);
     - ``out_dtype``: ``"bfloat16"``, ``"float16"``, ``"float32"``, or 8-bit
       ``"float8_e4m3fn"`` / ``"float8_e5m2"`` (or the torch dtypes; an 8-bit D is rounded to
       nearest even and saturated to the format's largest finite value, and needs N a multiple

@@ -254,6 +254,20 @@ def test_check_problem_errors_name_the_argument():
     _err("B", A, _meta((256, 384), "float8_e4m3fn", strides=(1, 256)), sa, sb)  # K differs
 
 
+def test_torch_block_scale_orientation_is_named():
+    """torch._scaled_mm's 128x128 scale_b is (K/128, N/128); ours is its transpose: a
+    non-square one left in torch's orientation is refused naming scale_b and saying
+    ``scale_b.t()``; its transposed view picks block scaling."""
+    A, B, _, _ = _problem(mode="row")                   # 256 x 384 x 512: 4 k-blocks, 3 blocks
+    sa = _meta((256, 4), "float32", strides=(1, 256), itemsize=4)
+    with pytest.raises(LaunchError) as e:
+        check_problem(A, B, sa, _meta((4, 3), "float32", strides=(1, 4), itemsize=4), None,
+                      None, "bfloat16")
+    assert e.value.arg == "scale_b" and "scale_b.t()" in str(e.value)
+    assert check_problem(A, B, sa, _meta((3, 4), "float32", itemsize=4), None, None,
+                         "bfloat16")[3] == "block"
+
+
 def test_plan_scale_checks_name_the_argument():
     cfg = _cfg(scaling="block")
     strides = F.check_scales("Sm90Gemm", cfg, 200, 300, 1000,

@@ -330,6 +330,23 @@ def test_agrees_with_torch_scaled_mm(mode, fast):
     assert d < 2 * bound
 
 
+def test_block_agrees_with_torch_scaled_mm():
+    """The DeepSeek recipe in torch's layouts: ``scale_a`` M-major (stride ``(1, M)``) for both,
+    and torch's ``scale_b`` ``(K/128, N/128)`` is ours transposed (a view, ``sb.t()``); both
+    agree with the float64 reference and each other.  12 k-blocks: at 9 (not a multiple of 4)
+    torch 2.11's result was not finite."""
+    _skip_without_hopper()
+    M, N, K = 512, 768, 1536
+    A, B, sa, sb, ref = make_problem(M, N, K, "block", seed=23)
+    sa_t = sa.t().contiguous().t()
+    assert sa_t.stride() == (1, M)
+    D = cute.scaled_mm(A, B, sa_t, sb, out=_poisoned(M, N, "bfloat16"))
+    assert _rel(D, ref) < REL and torch.equal(D, cute.scaled_mm(A, B, sa, sb))
+    T = _torch_scaled_mm(A, B, sa_t, sb.t())
+    assert _rel(T, ref) < REL
+    assert float((D.double() - T.double()).norm() / T.double().norm()) < 2 * REL
+
+
 def test_errors_name_the_argument():
     _skip_without_hopper()
     M, N, K = 128, 128, 256
