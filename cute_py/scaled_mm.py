@@ -32,7 +32,7 @@ def scaled_mm(A, B, scale_a, scale_b, *, out_dtype="bfloat16", bias=None, out=No
       ``(K/128, N/128)``): pass the same ``scale_a`` and ``scale_b.t()`` (a view; a
       non-square ``scale_b`` left in torch's orientation is refused, naming it).  An
       M-major ``scale_a`` (strides ``(1, M)``) is also the faster one: a warp's scale loads
-      coalesce (0.3-1.5%, ``docs/performance.md``, "FP8 GEMM", v29);
+      coalesce (0.4-1.5%, ``docs/performance.md``, "FP8 GEMM", v29);
     - ``out_dtype``: ``"bfloat16"``, ``"float16"``, ``"float32"``, or 8-bit
       ``"float8_e4m3fn"`` / ``"float8_e5m2"`` (or the torch dtypes; an 8-bit D is rounded to
       nearest even and saturated to the format's largest finite value, and needs N a multiple
