@@ -21,6 +21,8 @@ import torch
 import triton
 import triton.language as tl
 
+from triton_matmul import grouped_tile, load_k_block, store_tile, tile_pointers
+
 __all__ = ["scaled_mm", "MODES"]
 
 #: scaling modes and the kernel's constexpr for each
@@ -40,42 +42,27 @@ def _body(a_ptr, b_ptr, c_ptr, sa_ptr, sb_ptr, M, N, K, stride_am, stride_ak, st
           stride_bn, stride_cm, stride_cn, sa_m, sa_k, sb_n, sb_k, MODE: tl.constexpr,
           BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
           GROUP_M: tl.constexpr):
-    pid = tl.program_id(0)
-    num_pid_m = tl.cdiv(M, BLOCK_M)
-    num_pid_n = tl.cdiv(N, BLOCK_N)
-    num_pid_in_group = GROUP_M * num_pid_n
-    group_id = pid // num_pid_in_group
-    first_pid_m = group_id * GROUP_M
-    group_size_m = min(num_pid_m - first_pid_m, GROUP_M)
-    pid_m = first_pid_m + ((pid % num_pid_in_group) % group_size_m)
-    pid_n = (pid % num_pid_in_group) // group_size_m
-    offs_am = (pid_m * BLOCK_M + tl.arange(0, BLOCK_M)) % M
-    offs_bn = (pid_n * BLOCK_N + tl.arange(0, BLOCK_N)) % N
-    offs_k = tl.arange(0, BLOCK_K)
-    a_ptrs = a_ptr + (offs_am[:, None] * stride_am + offs_k[None, :] * stride_ak)
-    b_ptrs = b_ptr + (offs_k[:, None] * stride_bk + offs_bn[None, :] * stride_bn)
+    pid_m, pid_n = grouped_tile(M, N, BLOCK_M, BLOCK_N, GROUP_M)
+    offs_am, offs_bn, a_ptrs, b_ptrs = tile_pointers(
+        a_ptr, b_ptr, pid_m, pid_n, M, N, stride_am, stride_ak, stride_bk, stride_bn,
+        BLOCK_M, BLOCK_N, BLOCK_K)
     acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
     for k in range(0, tl.cdiv(K, BLOCK_K)):
-        a = tl.load(a_ptrs, mask=offs_k[None, :] < K - k * BLOCK_K, other=0.0)
-        b = tl.load(b_ptrs, mask=offs_k[:, None] < K - k * BLOCK_K, other=0.0)
+        a, b = load_k_block(a_ptrs, b_ptrs, k, K, BLOCK_K)
+        a_ptrs += BLOCK_K * stride_ak
+        b_ptrs += BLOCK_K * stride_bk
         if MODE == 2:       # BLOCK_K == 128: k-block k's scales
             s_a = tl.load(sa_ptr + offs_am * sa_m + k * sa_k)
             s_b = tl.load(sb_ptr + (offs_bn // 128) * sb_n + k * sb_k)
             acc += tl.dot(a, b) * (s_a[:, None] * s_b[None, :])
         else:
             acc = tl.dot(a, b, acc)
-        a_ptrs += BLOCK_K * stride_ak
-        b_ptrs += BLOCK_K * stride_bk
     if MODE == 0:
         acc = acc * (tl.load(sa_ptr) * tl.load(sb_ptr))
     elif MODE == 1:
         acc = acc * (tl.load(sa_ptr + offs_am * sa_m)[:, None] *
                      tl.load(sb_ptr + offs_bn * sb_n)[None, :])
-    c = acc.to(c_ptr.dtype.element_ty)
-    offs_cm = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
-    offs_cn = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
-    c_ptrs = c_ptr + stride_cm * offs_cm[:, None] + stride_cn * offs_cn[None, :]
-    tl.store(c_ptrs, c, mask=(offs_cm[:, None] < M) & (offs_cn[None, :] < N))
+    store_tile(c_ptr, acc, pid_m, pid_n, M, N, stride_cm, stride_cn, BLOCK_M, BLOCK_N)
 
 
 _KEY = ["M", "N", "K", "MODE"]
