@@ -19,14 +19,10 @@ on Hopper).  Autotuned per (M, N, K) over the FP8 configurations of Triton's mat
 
 import torch
 import triton
-import triton.language as tl
 
-from triton_matmul import grouped_tile, load_k_block, store_tile, tile_pointers
+from triton_matmul import MODES, kernel_body, launch
 
 __all__ = ["scaled_mm", "MODES"]
-
-#: scaling modes and the kernel's constexpr for each
-MODES = {"tensor": 0, "row": 1, "block": 2}
 
 
 def _configs(block: bool):
@@ -38,36 +34,9 @@ def _configs(block: bool):
                           num_stages=st, num_warps=nw) for bm, bn, bk, st, nw in shapes]
 
 
-def _body(a_ptr, b_ptr, c_ptr, sa_ptr, sb_ptr, M, N, K, stride_am, stride_ak, stride_bk,
-          stride_bn, stride_cm, stride_cn, sa_m, sa_k, sb_n, sb_k, MODE: tl.constexpr,
-          BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
-          GROUP_M: tl.constexpr):
-    pid_m, pid_n = grouped_tile(M, N, BLOCK_M, BLOCK_N, GROUP_M)
-    offs_am, offs_bn, a_ptrs, b_ptrs = tile_pointers(
-        a_ptr, b_ptr, pid_m, pid_n, M, N, stride_am, stride_ak, stride_bk, stride_bn,
-        BLOCK_M, BLOCK_N, BLOCK_K)
-    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
-    for k in range(0, tl.cdiv(K, BLOCK_K)):
-        a, b = load_k_block(a_ptrs, b_ptrs, k, K, BLOCK_K)
-        a_ptrs += BLOCK_K * stride_ak
-        b_ptrs += BLOCK_K * stride_bk
-        if MODE == 2:       # BLOCK_K == 128: k-block k's scales
-            s_a = tl.load(sa_ptr + offs_am * sa_m + k * sa_k)
-            s_b = tl.load(sb_ptr + (offs_bn // 128) * sb_n + k * sb_k)
-            acc += tl.dot(a, b) * (s_a[:, None] * s_b[None, :])
-        else:
-            acc = tl.dot(a, b, acc)
-    if MODE == 0:
-        acc = acc * (tl.load(sa_ptr) * tl.load(sb_ptr))
-    elif MODE == 1:
-        acc = acc * (tl.load(sa_ptr + offs_am * sa_m)[:, None] *
-                     tl.load(sb_ptr + offs_bn * sb_n)[None, :])
-    store_tile(c_ptr, acc, pid_m, pid_n, M, N, stride_cm, stride_cn, BLOCK_M, BLOCK_N)
-
-
 _KEY = ["M", "N", "K", "MODE"]
-_scaled = triton.autotune(configs=_configs(False), key=_KEY)(triton.jit(_body))
-_blocked = triton.autotune(configs=_configs(True), key=_KEY)(triton.jit(_body))
+_scaled = triton.autotune(configs=_configs(False), key=_KEY)(triton.jit(kernel_body))
+_blocked = triton.autotune(configs=_configs(True), key=_KEY)(triton.jit(kernel_body))
 
 
 def scaled_mm(a, b, scale_a, scale_b, mode, out=None):
@@ -75,6 +44,8 @@ def scaled_mm(a, b, scale_a, scale_b, mode, out=None):
     M, K = a.shape
     K2, N = b.shape
     assert K == K2, "inner dimensions differ"
+    if mode not in ("tensor", "row", "block"):
+        raise ValueError(f"mode must be tensor, row or block, not {mode!r}")
     c = out if out is not None else torch.empty((M, N), device=a.device,
                                                 dtype=torch.bfloat16)
     if mode == "tensor":
@@ -83,8 +54,4 @@ def scaled_mm(a, b, scale_a, scale_b, mode, out=None):
         st = (scale_a.stride(0), 0, scale_b.stride(1), 0)
     else:
         st = (scale_a.stride(0), scale_a.stride(1), scale_b.stride(0), scale_b.stride(1))
-    kern = _blocked if mode == "block" else _scaled
-    grid = lambda meta: (triton.cdiv(M, meta["BLOCK_M"]) * triton.cdiv(N, meta["BLOCK_N"]),)  # noqa: E731
-    kern[grid](a, b, c, scale_a, scale_b, M, N, K, a.stride(0), a.stride(1), b.stride(0),
-               b.stride(1), c.stride(0), c.stride(1), *st, MODE=MODES[mode])
-    return c
+    return launch(_blocked if mode == "block" else _scaled, a, b, c, scale_a, scale_b, st, mode)
