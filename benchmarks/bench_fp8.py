@@ -33,25 +33,13 @@ SM clock (``nvidia-smi``) is printed at the start and the end.
 import argparse
 import json
 import statistics
-import subprocess
 import sys
 import traceback
 
 from _shapes import SHAPES  # noqa: E402  (benchmarks/ is the script's folder)
+from _timing import clocks  # noqa: E402
 MODES = ("tensor", "row", "block")
 E4M3_MAX = 448.0
-
-
-def clocks():
-    """The GPU's SM clock / power / throttle state (``nvidia-smi``), or why not."""
-    q = ("name,clocks.sm,clocks.max.sm,clocks.mem,power.draw,power.limit,temperature.gpu,"
-         "clocks_throttle_reasons.active")
-    try:
-        r = subprocess.run(["nvidia-smi", f"--query-gpu={q}", "--format=csv,noheader"],
-                           capture_output=True, text=True, timeout=20)
-        return f"[{q}] " + (r.stdout.strip() or r.stderr.strip())
-    except Exception as e:          # no nvidia-smi: say so
-        return f"nvidia-smi unavailable: {type(e).__name__}: {e}"
 
 
 def quantize(x, torch, mode, rows_block):

@@ -32,28 +32,16 @@ provider failing is reported and skipped; the rest of the run goes on.  The data
 import argparse
 import json
 import statistics
-import subprocess
 import sys
 import time
 import traceback
 
 from _shapes import SHAPES  # noqa: E402  (benchmarks/ is the script's folder)
+from _timing import clocks  # noqa: E402
 CASES = ("gelu_bias", "relu_lincomb_bias")
 ALPHA, BETA = 1.5, 0.5
 TARGETS = {("gelu_bias", "cublaslt"): 1.10, ("gelu_bias", "eager"): 1.30,
            ("relu_lincomb_bias", "addmm+relu"): 1.15}
-
-
-def clocks():
-    """The GPU's clocks / power / throttle state (``nvidia-smi``), or why not."""
-    q = ("name,clocks.sm,clocks.max.sm,clocks.mem,power.draw,power.limit,temperature.gpu,"
-         "clocks_throttle_reasons.active")
-    try:
-        r = subprocess.run(["nvidia-smi", f"--query-gpu={q}", "--format=csv,noheader"],
-                           capture_output=True, text=True, timeout=20)
-        return f"[{q}] " + (r.stdout.strip() or r.stderr.strip())
-    except Exception as e:          # no nvidia-smi: say so
-        return f"nvidia-smi unavailable: {type(e).__name__}: {e}"
 
 
 def providers(case, A, B, C, bias, torch):

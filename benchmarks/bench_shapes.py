@@ -213,13 +213,8 @@ def gpu_per_call(torch, fn, n):
 
 def gpu_clock():
     """'SM clock, power' of GPU 0 now (``nvidia-smi``), or why not."""
-    import subprocess
-    try:
-        r = subprocess.run(["nvidia-smi", "--query-gpu=clocks.sm,power.draw",
-                            "--format=csv,noheader"], capture_output=True, text=True, timeout=20)
-        return r.stdout.strip().splitlines()[0] if r.stdout.strip() else r.stderr.strip()
-    except Exception as e:      # no nvidia-smi: say so
-        return f"nvidia-smi unavailable: {type(e).__name__}"
+    from _timing import nvidia_smi
+    return next(iter(nvidia_smi("clocks.sm,power.draw").splitlines()), "")
 
 
 def geomean(xs):
