@@ -130,13 +130,13 @@ def check_problem(Am: TensorMeta, Bm: TensorMeta, sam: TensorMeta, sbm: TensorMe
         if X.dtype != "float32":
             raise LaunchError(_OP, nm, "must be float32", expected="float32", actual=X.dtype)
     mode = scaling_of(sam.shape, sbm.shape, M, N, K)
-    a_blk, b_blk = scale_shapes("block", M, N, K)
-    if mode is None and tuple(sam.shape) == a_blk and tuple(sbm.shape) == b_blk[::-1]:
-        raise LaunchError(_OP, "scale_b", "is (ceil(K/128), ceil(N/128)), torch._scaled_mm's "
-                          "layout of the 128x128 block scales; cute_py takes (ceil(N/128), "
-                          "ceil(K/128)) (DeepGEMM's, per block of W = B.T): pass scale_b.t()",
-                          expected=b_blk, actual=tuple(sbm.shape))
     if mode is None:
+        a_blk, b_blk = scale_shapes("block", M, N, K)
+        if tuple(sam.shape) == a_blk and tuple(sbm.shape) == b_blk[::-1]:
+            raise LaunchError(_OP, "scale_b", "is (ceil(K/128), ceil(N/128)), "
+                              "torch._scaled_mm's layout of the 128x128 block scales; cute_py "
+                              "takes (ceil(N/128), ceil(K/128)) (DeepGEMM's, per block of W = "
+                              "B.T): pass scale_b.t()", expected=b_blk, actual=tuple(sbm.shape))
         bad = "scale_a" if all(tuple(sam.shape) != scale_shapes(m, M, N, K)[0]
                                for m in ("row", "block")) and any(
             x != 1 for x in sam.shape) else "scale_b"

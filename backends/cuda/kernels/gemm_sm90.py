@@ -55,6 +55,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from cute_py.errors import LaunchError
+from cute_py.numeric import canonical_type
 from cute_py.pipeline import OrderedSequenceBarrier, PipelineTmaAsync
 
 from ..gemm_common import empty
@@ -1357,7 +1358,7 @@ def default_evt_config(dt: str, tile_n: int, use_c: bool, a_major: str = "K",
     ran 0.62-0.82x the cooperative one's speed; ``tile_n`` 128 is the choice for skinny
     problems."""
     from cute_py.epilogue import evt
-    ed = "float16" if dt == "f16" else "bfloat16"
+    ed = canonical_type(dt)
     tree = evt.linear_combination(element_c=ed) if use_c else None
     return evt_config(tree, dt, tile_n, a_major, b_major, rows_128, cluster_m, batched)
 
@@ -1372,7 +1373,7 @@ def evt_config(tree, dt: str, tile_n: int = 256, a_major: str = "K", b_major: st
     (:func:`half_tile_store_warp`).  Stages are reduced when the tree's epilogue buffers do
     not leave room (``fit_stages``).  ``batched``: D is ``(L, M, N)`` (the epilogue's TMA
     stores take the batch coordinate)."""
-    ed = "float16" if dt == "f16" else "bfloat16"
+    ed = canonical_type(dt)
     bkw = {"batched": True} if batched else {}
     if tile_n == 256 and rows_128:
         return pingpong_evt_config(tree, dt, 64, 256, a_major, b_major, batched)
@@ -1399,7 +1400,7 @@ def pingpong_evt_config(tree, dt: str, tile_m: int = 64, tile_n: int = 256, a_ma
     the (producer, consumer) ``setmaxnreg`` split: at 40 / 232 the plain kernel and SiLU /
     sigmoid epilogues compile without spills, a GELU epilogue spills 212 bytes and needs 24 /
     240 (where the plain kernel's producer spills 56).  ``batched``: D is ``(L, M, N)``."""
-    ed = "float16" if dt == "f16" else "bfloat16"
+    ed = canonical_type(dt)
     bkw = {"batched": True} if batched else {}
     epi = make_epilogue_config(tree, tile_m, tile_n, element_d=ed, schedule="pingpong", **bkw)
     if (tile_m, tile_n) == (64, 256):
@@ -1571,7 +1572,7 @@ def wide_evt_config(dt: str, tile_n: int, a_major: str = "K", b_major: str = "K"
     four mainloop stages fit (three at 192).  Its operand bytes per FLOP are the fewest of the
     16-bit tiles (256x160: 0.0102 per element against 0.0117 for 128x256 and 0.0195 for a
     ping-pong warpgroup's 64x256)."""
-    ed = "float16" if dt == "f16" else "bfloat16"
+    ed = canonical_type(dt)
     sw = b_swizzle(b_major, tile_n)
     cfg = Sm90GemmConfig(256, tile_n, 64, 4, 2, dt, a_major=a_major, b_major=b_major,
                          smem_swizzle=sw,

@@ -385,11 +385,7 @@ def col_scale_layout(cfg, pingpong: bool):
 
 def _col_scale_index(cfg, pingpong: bool, col, region=0) -> str:
     """C text of the float offset of ``(col, region)`` in :func:`col_scale_layout`."""
-    import cute_py as cute
-    from ..lower import crd2idx
-    from ..render import render_expr
-    lay = col_scale_layout(cfg, pingpong)
-    return render_expr(crd2idx((col, region), cute.shape(lay), cute.stride(lay)))
+    return scale_offset(col_scale_layout(cfg, pingpong), col, region)
 
 
 def emit_col_scale_setup(kb, cfg, region: str, pingpong: bool) -> None:
