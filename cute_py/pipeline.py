@@ -105,7 +105,9 @@ class PipelineTmaAsync:
     ``transaction_bytes``: bytes the producer's TMA copies deliver per stage.
     ``num_producers``: arrivals on a full barrier (the leader's ``arrive.expect_tx``).
     ``cluster_size``: CTAs whose consumers release a stage (multicast): empty count =
-    ``consumer_arrivals * cluster_size`` for a 1-D cluster.
+    ``consumer_arrivals * cluster_size``, every CTA's consumers arriving on every CTA of the
+    cluster (in a 2-D cluster also on the CTAs that share no operand tile with them: that
+    only orders their stages, CUTLASS skips those arrivals).
     """
 
     stages: int

@@ -92,7 +92,7 @@ class ComposedGemm:
         d = self.describe()
         return "\n".join([
             f"{c.name}: {c.schedule}, {c.stages} stages, {c.consumer_wgs} consumer warpgroup(s), "
-            f"cluster {c.cluster_m}, {c.smem_bytes()} smem bytes",
+            f"cluster {c.cluster_m}x{c.cluster_n}, {c.smem_bytes()} smem bytes",
             f"tiled_mma: {d['tiled_mma'].atom.name}",
             f"smem_layout_A: {d['smem_layout_A']}",
             f"smem_layout_B: {d['smem_layout_B']}",
@@ -117,12 +117,15 @@ class ComposedGemm:
 
 def make_gemm(tiled_mma, tile_mnk, *, smem_layout_A=None, smem_layout_B=None, copy_A=None,
               copy_B=None, stages=None, mainloop=None, schedule=None, cluster_m=1,
-              epilogue=None, a_major="K", b_major="K", out_dtype=None) -> ComposedGemm:
+              epilogue=None, a_major="K", b_major="K", out_dtype=None,
+              cluster_n=1) -> ComposedGemm:
     """A :class:`ComposedGemm` from algebra objects (see the module docstring).
 
     SM80 only: ``mainloop`` (``"multistage"`` default, ``"pipelined"``, ``"singlestage"``).
-    SM90 only: ``schedule`` (``"cooperative"`` default, ``"pingpong"``), ``cluster_m``,
-    ``epilogue`` (an epilogue configuration).  ``stages``: default 3 (SM80) or as many as fit
+    SM90 only: ``schedule`` (``"cooperative"`` default, ``"pingpong"``), ``cluster_m`` /
+    ``cluster_n`` (CTAs of a cluster along M / N, 1 or 2 each: B's tile multicast to the
+    ``cluster_m`` CTAs sharing it, A's to the ``cluster_n``; ``copy_A`` / ``copy_B`` are then
+    the TMA boxes of one CTA's slice), ``epilogue`` (an epilogue configuration).  ``stages``: default 3 (SM80) or as many as fit
     (SM90).  ``a_major`` / ``b_major``: ``"K"`` or ``"MN"``."""
     arch = _arch_of(tiled_mma)
     am, bm = _major(a_major, "a_major"), _major(b_major, "b_major")
@@ -131,9 +134,10 @@ def make_gemm(tiled_mma, tile_mnk, *, smem_layout_A=None, smem_layout_B=None, co
             if val is not None:
                 raise AtomError(_OP, arg, "is an SM90 option (the tiled MMA is an SM80 atom)",
                                 actual=val)
-        if cluster_m != 1:
-            raise AtomError(_OP, "cluster_m", "is an SM90 option (the tiled MMA is an SM80 "
-                            "atom)", actual=cluster_m)
+        for nm, v in (("cluster_m", cluster_m), ("cluster_n", cluster_n)):
+            if v != 1:
+                raise AtomError(_OP, nm, "is an SM90 option (the tiled MMA is an SM80 atom)",
+                                actual=v)
         from .kernels.gemm_sm80_compose import make_gemm_sm80
         cfg = make_gemm_sm80(tiled_mma, tuple(tile_mnk), stages=3 if stages is None else stages,
                              mainloop=mainloop or "multistage", a_major="K" if am == "K" else "M",
@@ -148,5 +152,6 @@ def make_gemm(tiled_mma, tile_mnk, *, smem_layout_A=None, smem_layout_B=None, co
     cfg = make_gemm_sm90(tiled_mma, tuple(tile_mnk), smem_layout_A=smem_layout_A,
                          smem_layout_B=smem_layout_B, copy_A=copy_A, copy_B=copy_B,
                          stages=stages, schedule=schedule or "cooperative", cluster_m=cluster_m,
+                         cluster_n=cluster_n,
                          epilogue=epilogue, a_major=am, b_major=bm, out_dtype=out_dtype)
     return ComposedGemm(cfg, 90)

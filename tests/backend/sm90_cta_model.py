@@ -4,7 +4,8 @@
 kernel of ``cfg`` does, with a model of the hardware at each step:
 
 - **TMA** (the producer): every box of ``TmaLoad(atom, operand, rows).boxes(tile_k)`` (for B,
-  the boxes of every cluster rank's slice, at ``b_slice_offset``) is written row by row, the
+  the boxes of every cluster rank's slice, at ``b_slice_offset``; for A with a cluster along N
+  at ``a_slice_offset``) is written row by row, the
   box's inner global mode first, at the stage base plus the box's offset, with the swizzle
   applied to the byte address (:func:`tma_writes`);
 - **wgmma** (the consumers): for each consumer warpgroup, m-slab and k-step, the descriptor
@@ -88,13 +89,16 @@ def _load_stage(smem, maps, cfg, which, tile, base):
     """Write one stage of operand ``which`` (``tile``: its rows x tile_k values) into the
     byte-addressed ``smem`` (values stored at byte addresses) through the TMA boxes."""
     eb = maps.elem_bytes
-    atom, rows = (maps.atom_a, cfg.tile_m) if which == "A" else (maps.atom_b,
-                                                                 maps.b_slice_rows)
+    # (A with a_rows: boxes over the whole tile, so every accumulator row is checked)
+    atom, rows = (maps.atom_a, maps.a_slice_rows if cfg.cluster_n > 1 else cfg.tile_m) \
+        if which == "A" else (maps.atom_b, maps.b_slice_rows)
     op = maps.operand(which)
-    ranks = range(cfg.cluster_m) if which == "B" else (0,)
+    # every CTA of the cluster sharing the tile writes its slice (its coordinate along the
+    # other mode): B's cluster_m slices, A's cluster_n
+    ranks = range(cfg.cluster_m if which == "B" else cfg.cluster_n)
     for rank in ranks:
-        slice0 = rank * rows if which == "B" else 0
-        extra = maps.b_slice_offset(rank) if which == "B" else 0
+        slice0 = rank * rows
+        extra = maps.b_slice_offset(rank) if which == "B" else maps.a_slice_offset(rank)
         load = TmaLoad(atom, op, rows)
         for r0, k0, off in load.boxes(cfg.tile_k):
             addr = tma_writes(atom, extra + off, eb, base)

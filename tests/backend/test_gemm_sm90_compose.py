@@ -39,6 +39,9 @@ COMPOSITIONS = {
     "pingpong_cluster2": dict(n=128, schedule="pingpong", cluster_m=2),
     "coop_cluster2_mn": dict(n=256, wgs=2, b="MN", cluster_m=2),
     "tm64_one_wg_n96": dict(n=96, tm=64),
+    "coop_cluster_n2": dict(n=256, wgs=2, cluster_n=2),
+    "pingpong_cluster_n2_mn_a": dict(n=128, a="MN", schedule="pingpong", cluster_n=2),
+    "coop_cluster_2x2_mn": dict(n=128, wgs=2, a="MN", b="MN", cluster_m=2, cluster_n=2),
 }
 
 
@@ -108,6 +111,12 @@ def test_refusals_name_the_argument():
     good = describe(make_gemm_sm90(_mma(64), (128, 64, 64)))
     e = _err(lambda: make_gemm_sm90(_mma(64), (128, 64, 64), copy_A=good.copy_B))
     assert e.arg == "copy_A"
+    # clusters: 1 or 2 CTAs along each mode; an A slice of whole smem atoms (an MN-major SW128
+    # A of 64 rows cannot be cut in two 32-row slices)
+    e = _err(lambda: make_gemm_sm90(_mma(64), (128, 64, 64), cluster_n=3))
+    assert e.arg == "cluster_n"
+    e = _err(lambda: make_gemm_sm90(_mma(64, a="MN"), (64, 64, 64), a_major="MN", cluster_n=2))
+    assert e.arg == "cluster_n" and "64-row" in str(e)
 
 
 def test_composition_with_a_fused_epilogue():

@@ -24,7 +24,7 @@ def _vars():
 def _check(sched, nm, nn, L, S=1, KB=0):
     _, _, Lv, num_m, num_n = _vars()
     unit = ir.var("tile", 0, I32)
-    c = sched.cluster_m
+    cm, cn, c = sched.cluster_m, sched.cluster_n, sched.cluster_size
     kw = {}
     if sched.splits:
         kw = dict(splits_k=ir.var("splits_k", 1, 4096), k_blocks=ir.var("k_blocks", 0, I32 // 64))
@@ -41,8 +41,8 @@ def _check(sched, nm, nn, L, S=1, KB=0):
                           "k_blocks": KB})
         m, n, l_ = (np.broadcast_to(env[k], u.shape) for k in ("m_blk", "n_blk", "l_"))
         w = np.array(want, dtype=np.int64).reshape(-1, 6)
-        assert np.array_equal(m, w[:, 0] * c + rank)
-        assert np.array_equal(n, w[:, 1]) and np.array_equal(l_, w[:, 2])
+        assert np.array_equal(m, w[:, 0] * cm + rank % cm)
+        assert np.array_equal(n, w[:, 1] * cn + rank // cm) and np.array_equal(l_, w[:, 2])
         if sched.splits:
             for k, col in (("split_", 3), ("kb_lo_", 4), ("kb_hi_", 5)):
                 assert np.array_equal(np.broadcast_to(env[k], u.shape), w[:, col]), k
@@ -50,8 +50,8 @@ def _check(sched, nm, nn, L, S=1, KB=0):
         else:
             seen += list(zip(m.tolist(), n.tolist(), l_.tolist()))
     # every tile (of the cluster-rounded grid) exactly once
-    mc = -(-nm // c) * c
-    expect = {(a, b, l) for a in range(mc) for b in range(nn) for l in range(L)}
+    mc, nc = -(-nm // cm) * cm, -(-nn // cn) * cn
+    expect = {(a, b, l) for a in range(mc) for b in range(nc) for l in range(L)}
     if sched.splits:
         expect = {t + (s,) for t in expect for s in range(S)}
     assert len(seen) == len(set(seen)) == len(expect) and set(seen) == expect
@@ -59,12 +59,27 @@ def _check(sched, nm, nn, L, S=1, KB=0):
 
 CASES = [(nm, nn, L, g, c, r) for nm, nn, L in ((1, 1, 1), (7, 5, 2), (16, 3, 1), (13, 17, 3),
                                                  (2, 40, 1))
-         for g, c, r in itertools.product((1, 3, 8), (1, 2), ("m", "n"))]
+         for g, c, r in itertools.product((1, 3, 8), ((1, 1), (2, 1), (1, 2), (2, 2)),
+                                          ("m", "n"))]
 
 
 @pytest.mark.parametrize("nm,nn,L,g,c,r", CASES)
 def test_every_tile_once_in_model_order(nm, nn, L, g, c, r):
-    _check(TileScheduler(group=g, raster=r, cluster_m=c), nm, nn, L)
+    _check(TileScheduler(group=g, raster=r, cluster_m=c[0], cluster_n=c[1]), nm, nn, L)
+
+
+@pytest.mark.parametrize("cm,cn", [(2, 1), (1, 2), (2, 2)])
+def test_cluster_rank_is_cute_cluster_layout(cm, cn):
+    """The CTA of rank r takes the tile at CuTe's ``(cluster_m, cluster_n) : (1, cluster_m)``
+    coordinate of r inside its unit."""
+    import cute_py as cute
+    lay = cute.make_layout((cm, cn), (1, cm))
+    _, _, _, num_m, num_n = _vars()
+    steps = TileScheduler(group=1, cluster_m=cm, cluster_n=cn).program(
+        ir.var("tile", 0, I32), num_m, num_n, rank=ir.var("rank", 0, cm * cn - 1))
+    for r in range(cm * cn):
+        env = run(steps, {"tile": 0, "num_m": 4, "num_n": 4, "rank": r})
+        assert lay(env["m_blk"], env["n_blk"]) == r
 
 
 @pytest.mark.parametrize("S,KB", [(1, 5), (3, 7), (4, 2), (5, 0), (2, 64)])
@@ -81,6 +96,9 @@ def test_persistent_loop_bounds():
     assert ir.evaluate(s.first_unit(blk), {"bid": 7}) == 3
     assert ir.evaluate(s.unit_step(grid), {"grid": 132}) == 66
     assert ir.evaluate(TileScheduler().grid_unit(blk), {"bid": 5}) == 5
+    s22 = TileScheduler(cluster_m=2, cluster_n=2)
+    assert ir.evaluate(s22.first_unit(blk), {"bid": 7}) == 1
+    assert ir.evaluate(s22.unit_step(grid), {"grid": 132}) == 33
 
 
 def test_emits_readable_c():
@@ -98,3 +116,5 @@ def test_emits_readable_c():
 def test_bad_raster():
     with pytest.raises(ValueError):
         TileScheduler(raster="k")
+    with pytest.raises(ValueError):
+        TileScheduler(cluster_n=0)

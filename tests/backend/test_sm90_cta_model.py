@@ -64,3 +64,19 @@ def test_the_model_catches_a_wrong_map(monkeypatch):
     monkeypatch.setattr("sm90_cta_model.derive_maps", lambda c: bad_f)
     D, want = _product(cfg)
     assert not np.array_equal(D, want)
+
+
+@pytest.mark.parametrize("which", ["A", "B"])
+def test_the_model_catches_a_wrong_cluster_slice(monkeypatch, which):
+    """In a 2x2 cluster each CTA writes one slice of A's and of B's tile: placing the second
+    slice of either at the first slice's offset makes the product wrong."""
+    cfg = _compose(**COMPOSITIONS["coop_cluster_2x2_mn"])
+    maps = gemm_sm90_maps.derive_maps(cfg)
+    D, want = _product(cfg)
+    assert np.array_equal(D, want)
+    bad = dataclasses.replace(maps)
+    name = "a_slice_offset" if which == "A" else "b_slice_offset"
+    object.__setattr__(bad, name, lambda rank: 0)
+    monkeypatch.setattr("sm90_cta_model.derive_maps", lambda c: bad)
+    D, want = _product(cfg)
+    assert not np.array_equal(D, want)

@@ -132,9 +132,9 @@ def _check_ksplit(op, cfg) -> None:
     if cfg.epi is not None:
         raise LaunchError(op, "epi", "the ksplit schedule runs the built-in epilogue only "
                           "(epi=None)", actual=cfg.epi)
-    if cfg.splits or cfg.stream_k or cfg.cluster_m != 1:
+    if cfg.splits or cfg.stream_k or cfg.cluster_size != 1:
         raise LaunchError(op, "schedule", "ksplit takes no split_k, stream_k or cluster",
-                          actual=(cfg.split_k, cfg.stream_k, cfg.cluster_m))
+                          actual=(cfg.split_k, cfg.stream_k, cfg.cluster_m, cfg.cluster_n))
 
 
 @lru_cache(maxsize=64)
@@ -190,6 +190,9 @@ class Sm90GemmConfig:
     #                              rows (TMA boxes past M cost time to fill); the wgmma reads the
     #                              stage's stale rows beyond, which feed only accumulator rows
     #                              >= M, never stored nor reduced
+    cluster_n: int = 1           # CTAs per cluster along N (2: A tile multicast); the cluster
+    #                              is cluster_m x cluster_n CTAs, rank r at (r % cluster_m,
+    #                              r // cluster_m)
 
     def __post_init__(self):
         """Block-scaled FP8 (``scaling`` "block") with a TMA-store epilogue (``epi``, whose
@@ -219,6 +222,18 @@ class Sm90GemmConfig:
                 continue
             parts.append(f"{f.name}={v!r}")
         return f"{type(self).__qualname__}({', '.join(parts)})"
+
+    @property
+    def cluster_size(self) -> int:
+        """CTAs of one cluster: ``cluster_m * cluster_n``."""
+        return self.cluster_m * self.cluster_n
+
+    def units(self, M: int, N: int, L: int = 1) -> int:
+        """Work units (clusters' worth of tiles) of an ``M x N`` problem of ``L`` batches,
+        before split-K: ``ceil(ceil(M / tile_m) / cluster_m) * ceil(ceil(N / tile_n) /
+        cluster_n) * L``."""
+        um = -(-(-(-M // self.tile_m)) // self.cluster_m)
+        return um * -(-(-(-N // self.tile_n)) // self.cluster_n) * L
 
     @property
     def splits(self) -> bool:
@@ -266,10 +281,10 @@ class Sm90GemmConfig:
                                   "takes multiples of 32, SW32 of 16)", expected="K",
                                   actual=self.b_major)
         if self.stream_k:
-            if self.splits or self.schedule != "cooperative" or self.cluster_m != 1:
+            if self.splits or self.schedule != "cooperative" or self.cluster_size != 1:
                 raise LaunchError(op, "stream_k", "needs the cooperative schedule, no cluster "
                                   "and no split_k", actual=(self.schedule, self.cluster_m,
-                                                            self.split_k))
+                                                            self.cluster_n, self.split_k))
         if self.splits or self.transpose_d:
             what = "split_k" if self.splits else "transpose_d"
             if self.epi is not None:
@@ -278,6 +293,10 @@ class Sm90GemmConfig:
         if self.split_k == "fixup" and (rows // 64) * self.tile_n // 2 > 64:
             raise LaunchError(op, "split_k", "'fixup' needs at most 64 accumulators per thread "
                               "(the sums of 128 spill)", actual=(self.tile_m, self.tile_n))
+        if self.split_k == "fixup" and self.cluster_size > 1:
+            raise LaunchError(op, "split_k", "'fixup' keeps one workspace slot and counter per "
+                              "work unit, which a cluster's CTAs would share: no cluster",
+                              expected=(1, 1), actual=(self.cluster_m, self.cluster_n))
         if self.split_k == "fixup" and self.smem_bytes() + 16 > 227 * 1024:
             raise LaunchError(op, "stages", "shared memory (with the fix-up flag) exceeds "
                               "227 KB", expected="<= 232432", actual=self.smem_bytes())
@@ -322,8 +341,9 @@ class Sm90GemmConfig:
                                   expected=(self.tile_m, self.tile_n, self.mma_wgs),
                                   actual=(e.cfg.tile_m, e.cfg.tile_n,
                                           e.cfg.fragment.num_threads // 128))
-        if self.cluster_m not in (1, 2):
-            raise LaunchError(op, "cluster_m", "must be 1 or 2", actual=self.cluster_m)
+        for nm in ("cluster_m", "cluster_n"):
+            if getattr(self, nm) not in (1, 2) or isinstance(getattr(self, nm), bool):
+                raise LaunchError(op, nm, "must be 1 or 2", actual=getattr(self, nm))
         for nm in ("a_major", "b_major"):
             if getattr(self, nm) not in ("K", "MN"):
                 raise LaunchError(op, nm, "must be 'K' or 'MN'", actual=getattr(self, nm))
@@ -332,6 +352,17 @@ class Sm90GemmConfig:
                               f"the B tile: the slice needs {b_width}-row multiples (its smem "
                               "atom's " + ("width)" if self.b_major == "MN" else "height)"),
                               actual=(self.tile_n, self.cluster_m))
+        if self.cluster_n > 1:
+            a_width = swizzle_width(sw[0], self.elem_bytes) if self.a_major == "MN" else 8
+            if self.a_rows:
+                raise LaunchError(op, "cluster_n", "multicasts slices of A's whole tile: no "
+                                  "a_rows", expected=1, actual=(self.cluster_n, self.a_rows))
+            if self.tile_m % self.cluster_n or (self.tile_m // self.cluster_n) % a_width:
+                raise LaunchError(op, "cluster_n", f"each CTA of a cluster multicasts a slice "
+                                  f"of the A tile: the slice needs {a_width}-row multiples (its "
+                                  "smem atom's " + ("width)" if self.a_major == "MN"
+                                                    else "height)"),
+                                  actual=(self.tile_m, self.cluster_n))
         if not 2 <= self.stages <= 8:
             raise LaunchError(op, "stages", "must be in [2, 8]", actual=self.stages)
         for nm in ("producer_regs", "consumer_regs"):
@@ -523,7 +554,8 @@ class Sm90GemmConfig:
         else:
             dt = _DT[self.dtype]
         return (f"cute_sm90_gemm_{dt}_{self.tile_m}x{self.tile_n}x{self.tile_k}"
-                f"_s{self.stages}_w{self.consumer_wgs}{pp}_c{self.cluster_m}_{h}")
+                f"_s{self.stages}_w{self.consumer_wgs}{pp}_c{self.cluster_m}"
+                f"{'x%d' % self.cluster_n if self.cluster_n > 1 else ''}_{h}")
 
     def pipeline(self) -> PipelineTmaAsync:
         """The mainloop pipeline: a stage is released by the warps of the warpgroups that
@@ -536,7 +568,8 @@ class Sm90GemmConfig:
         per_warp = LANES if self.block_scales() else 1
         return PipelineTmaAsync(stages=self.stages,
                                 consumer_arrivals=4 * self.mma_wgs * per_warp,
-                                transaction_bytes=self.tx_bytes, cluster_size=self.cluster_m,
+                                transaction_bytes=self.tx_bytes,
+                                cluster_size=self.cluster_size,
                                 num_producers=1 + (LANES if self.block_scales() else 0))
 
     def order(self) -> OrderedSequenceBarrier | None:
@@ -546,7 +579,7 @@ class Sm90GemmConfig:
 
 #: Sm90GemmConfig fields left out of its repr at their defaults (see ``__repr__``)
 _LATE_FIELDS = ("split_k", "transpose_d", "stream_k", "smem_swizzle", "dtype_b", "out_dtype",
-                "scaling", "promote", "a_rows")
+                "scaling", "promote", "a_rows", "cluster_n")
 
 
 @lru_cache(maxsize=None)
@@ -823,7 +856,8 @@ def generate_source(cfg: Sm90GemmConfig) -> str:
     from ..builder import KernelBuilder
     from .gemm_sm90_body import Sm90Body
     kb = KernelBuilder(cfg.name, threads=cfg.threads, min_blocks=1,
-                       cluster=(cfg.cluster_m,) if cfg.cluster_m > 1 else None, arch="sm90a",
+                       cluster=(cfg.cluster_size,) if cfg.cluster_size > 1 else None,
+                       arch="sm90a",
                        origin="cute_py.backends.cuda.kernels.gemm_sm90", description=repr(cfg))
     for ctype, name in _KERNEL_PARAMS:
         kb.param(ctype, name)
@@ -904,7 +938,7 @@ class Sm90Gemm:
         self.maps = derive_maps(cfg)
         self.source = generate_source(cfg)
         self.spec = KernelSpec(self.source, cfg.name, None, (cfg.threads, 1, 1),
-                               (cfg.cluster_m, 1, 1), cfg.smem_bytes(), arch)
+                               (cfg.cluster_size, 1, 1), cfg.smem_bytes(), arch)
         self.kernel = build_kernel(self.spec)
         self.module = self.kernel.module
         self._max_ctas: dict = {}
@@ -922,7 +956,7 @@ class Sm90Gemm:
         n = self._max_ctas.get(dev)
         if n is None:
             sms = driver.sm_count(dev)
-            c = self.cfg.cluster_m
+            c = self.cfg.cluster_size
             n = sms
             if c > 1:
                 n = (sms // c) * c
@@ -1082,8 +1116,8 @@ class Sm90Gemm:
         dev = driver.ensure_context(A.device if A.device >= 0 else None) \
             if device is None else device
         self._function(dev)
-        c = cfg.cluster_m
-        units = -(-(-(-M // cfg.tile_m)) // c) * -(-N // cfg.tile_n) * L * max(1, splits)
+        c = cfg.cluster_size
+        units = cfg.units(M, N, L) * max(1, splits)
         grid = c * max(1, min(units, (max_ctas or self.max_ctas(dev)) // c))
 
         params = []          # (kind, value, role): see kernel.make_plan

@@ -47,10 +47,11 @@ _I32 = (1 << 31) - 1
 def tile_scheduler(cfg):
     """The kernel's :class:`~backends.cuda.arch.common.scheduler.TileScheduler`: groups of
     ``group_m`` tile-rows (tile-columns with ``raster_n``; a cluster always rasters along M),
-    cluster units of ``cluster_m`` CTAs, split-K units with ``split_k``."""
+    cluster units of ``cluster_m x cluster_n`` CTAs, split-K units with ``split_k``."""
     from ..arch.common.scheduler import TileScheduler
-    return TileScheduler(group=cfg.group_m, raster="n" if cfg.raster_n and cfg.cluster_m == 1
-                         else "m", cluster_m=cfg.cluster_m, splits=cfg.splits)
+    return TileScheduler(group=cfg.group_m, raster="n" if cfg.raster_n and cfg.cluster_size == 1
+                         else "m", cluster_m=cfg.cluster_m, cluster_n=cfg.cluster_n,
+                         splits=cfg.splits)
 
 
 def sched_vars(cfg):
@@ -95,8 +96,8 @@ def emit_tile_coords(kb, cfg) -> None:
     num_m, num_n, _ = sched_vars(cfg)
     unit = ir.var("ktile_" if cfg.stream_k else "tile", 0, _I32)
     kw = {}
-    if cfg.cluster_m > 1:
-        kw["rank"] = ir.var("rank_", 0, cfg.cluster_m - 1)
+    if cfg.cluster_size > 1:
+        kw["rank"] = ir.var("rank_", 0, cfg.cluster_size - 1)
     if cfg.splits:
         kw["splits_k"] = ir.var("splits_k", 1, _I32)
         kw["k_blocks"] = ir.var("k_blocks", 0, -(-_I32 // cfg.tile_k))
@@ -127,7 +128,7 @@ class Sm90Body:
         from ..arch.sm90.mainloop import Mainloop
         from ..arch.sm90.tma import TmaLoad
         cfg, maps = self.cfg, self.maps
-        return Mainloop(self.pl, TmaLoad(maps.atom_a, maps.operand("A"), cfg.load_rows_a),
+        return Mainloop(self.pl, TmaLoad(maps.atom_a, maps.operand("A"), maps.a_slice_rows),
                         TmaLoad(maps.atom_b, maps.operand("B"), maps.b_slice_rows),
                         maps.wgmma_atom, cfg.tile_k, maps.slabs, self.a_bytes, self.b_bytes)
 
@@ -256,7 +257,7 @@ class Sm90Body:
             self.pl.init(kb)
             kb.call("prefetch_tma_descriptor", "&tmA")
             kb.call("prefetch_tma_descriptor", "&tmB")
-        if cfg.cluster_m > 1:
+        if cfg.cluster_size > 1:
             kb.call("cluster_arrive")
             kb.call("cluster_wait")
             kb.decl("const u32", "cta_rank", kb.call_expr("cluster_ctarank"), hint=False)
@@ -398,12 +399,8 @@ class Sm90Body:
         first, end, _ = self.k_range
         m_blk = ir.var("m_blk", 0, _I32 // cfg.tile_m)
         n_blk = ir.var("n_blk", 0, _I32 // cfg.tile_n)
-        b_offset, b_row0, b_mask = 0, n_blk * cfg.tile_n, None
-        if cfg.cluster_m > 1:       # this CTA's slice of B, multicast to the cluster
-            rank = ir.var("rank_", 0, cfg.cluster_m - 1)
-            b_offset = rank * maps.b_slice_offset(1)
-            b_row0 = b_row0 + rank * maps.b_slice_rows
-            b_mask = hex((1 << cfg.cluster_m) - 1)
+        a = self.multicast_slice(kb, "A", m_blk * cfg.tile_m)
+        b = self.multicast_slice(kb, "B", n_blk * cfg.tile_n)
         side = None
         warps = self.scale_warps()
         if warps:
@@ -427,8 +424,37 @@ class Sm90Body:
         with kb.for_("kb", first, end, hint=False):
             k = ir.var("kb", 0, _I32 // cfg.tile_k)
             self.mainloop.emit_producer_k_block(
-                kb, "idx", "phase", k * cfg.tile_k, m_blk * cfg.tile_m, b_row0,
-                ir.var("l_", 0, _I32), b_offset=b_offset, b_mask=b_mask, side_copies=side)
+                kb, "idx", "phase", k * cfg.tile_k, a[1], b[1], ir.var("l_", 0, _I32),
+                a_offset=a[0], a_mask=a[2], b_offset=b[0], b_mask=b[2], side_copies=side)
+
+    def multicast_slice(self, kb, which: str, row0):
+        """``(smem byte offset, first global row, multicast mask)`` of the slice of operand
+        ``which``'s tile this CTA loads (``row0``: the tile's first row, IR).  In a
+        ``cluster_m x cluster_n`` cluster (rank ``r`` at ``(r % cluster_m, r / cluster_m)``)
+        the CTAs of one cluster column share B's tile, those of one cluster row A's: B's
+        ``cluster_m`` slices go to the column's CTAs (mask ``((1 << cluster_m) - 1) <<
+        (cluster_m * r_n)``), A's ``cluster_n`` slices to the row's (mask ``sum_j 1 <<
+        (cluster_m * j)``, shifted by ``r_m``); slice ``i`` is the one at the CTA's coordinate
+        along the other mode.  Without sharing: ``(0, row0, None)``."""
+        cfg, maps = self.cfg, self.maps
+        cm, cn = cfg.cluster_m, cfg.cluster_n
+        parts, other = (cn, cm) if which == "A" else (cm, cn)
+        if parts == 1:
+            return 0, row0, None
+        rank = ir.var("rank_", 0, cfg.cluster_size - 1)
+        # the slice index: the CTA's coordinate along the mode whose CTAs share the tile
+        i = (rank if cm == 1 else ir.floordiv(rank, cm)) if which == "A" else \
+            (rank if cn == 1 else rank % cm)
+        if which == "A":
+            offset, rows = i * maps.a_slice_offset(1), maps.a_slice_rows
+            base = sum(1 << (cm * j) for j in range(cn))
+            shift = None if cm == 1 else rank % cm
+        else:
+            offset, rows = i * maps.b_slice_offset(1), maps.b_slice_rows
+            base = (1 << cm) - 1
+            shift = None if cn == 1 else ir.floordiv(rank, cm) * cm
+        mask = hex(base) if shift is None else f"({hex(base)}u << ({kb.expr(shift)}))"
+        return offset, row0 + i * rows, mask
 
     def emit_epilogue_producer(self, kb) -> None:
         """The fused epilogue's C / aux loads: producer warp 1 (ping-pong: warp 1 + w for

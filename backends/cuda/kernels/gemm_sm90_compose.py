@@ -6,7 +6,8 @@ the FP8 ``SM90_64xNx32_F32{E4M3,E5M2}{E4M3,E5M2}_SS_TN`` with ``BK`` = 128) over
 1 or 2 consumer warpgroups along M, the CTA tile ``(BM, BN, BK)``, and optionally the GMMA
 shared-memory layouts (``tile_to_shape(GMMA.Layout_{K,MN}_{SW128,SW64,SW32,INTER}_Atom(T),
 (rows, BK))``; default: the widest swizzle whose atom tiles the stage), the TMA copy atoms (:class:`~backends.cuda.tma.TmaAtom`), the stage count, the
-schedule, a cluster along M and an epilogue, checks them against what the hardware allows and
+schedule, a cluster (``cluster_m x cluster_n`` CTAs: B's tile multicast along M, A's along N)
+and an epilogue, checks them against what the hardware allows and
 what the generator derives, and returns the frozen :class:`Sm90GemmConfig` the kernel source
 is generated from (``generate_source(cfg)``).
 
@@ -121,7 +122,7 @@ def _atom_facts(tiled_mma):
 def make_gemm_sm90(tiled_mma, tile_mnk, *, smem_layout_A=None, smem_layout_B=None, copy_A=None,
                    copy_B=None, stages=None, schedule="cooperative", cluster_m=1, epilogue=None,
                    a_major="K", b_major="K", out_dtype=None, scaling=None,
-                   promote=False) -> Sm90GemmConfig:
+                   promote=False, cluster_n=1) -> Sm90GemmConfig:
     """A :class:`Sm90GemmConfig` built from algebra objects (see the module docstring).
 
     FP8 (an ``SM90_64xNx32_F32{A}{B}_SS_TN`` atom): ``BK`` = 128, ``out_dtype`` "bfloat16" or
@@ -160,7 +161,10 @@ def make_gemm_sm90(tiled_mma, tile_mnk, *, smem_layout_A=None, smem_layout_B=Non
     if tm % (64 * mma_wgs) or tm // mma_wgs > 128:
         raise AtomError(_OP, "tile_mnk", "BM must give each warpgroup 64 or 128 rows (a "
                         "multiple of 64 per warpgroup)", expected=f"64*k*{mma_wgs}", actual=tm)
-    for dim, rows in (("BM", tm), ("BN / cluster_m", tn // max(cluster_m, 1))):
+    for nm, v in (("cluster_m", cluster_m), ("cluster_n", cluster_n)):
+        if v not in (1, 2) or isinstance(v, bool):
+            raise AtomError(_OP, nm, "must be 1 or 2", actual=v)
+    for dim, rows in (("BM / cluster_n", tm // cluster_n), ("BN / cluster_m", tn // cluster_m)):
         if rows > 256:
             raise AtomError(_OP, "tile_mnk", f"a TMA box dimension ({dim}) exceeds 256",
                             expected="<= 256", actual=rows)
@@ -182,7 +186,8 @@ def make_gemm_sm90(tiled_mma, tile_mnk, *, smem_layout_A=None, smem_layout_B=Non
     swa = _swizzle_of(smem_layout_A, sdt, tm, tk, a_major, "smem_layout_A", eb)
     swb = _swizzle_of(smem_layout_B, sdt, tn, tk, b_major, "smem_layout_B", eb)
     cfg = Sm90GemmConfig(tile_m=tm, tile_n=tn, tile_k=tk, stages=stages or 2,
-                         consumer_wgs=consumer_wgs, dtype=dt, cluster_m=cluster_m, epi=epilogue,
+                         consumer_wgs=consumer_wgs, dtype=dt, cluster_m=cluster_m,
+                         cluster_n=cluster_n, epi=epilogue,
                          a_major=a_major, b_major=b_major, schedule=schedule,
                          smem_swizzle=(swa, swb), **fp8_kw)
     if cfg.smem_bytes() > _SMEM_LIMIT:
@@ -215,7 +220,7 @@ def _registers_for_loads(cfg: Sm90GemmConfig, maps) -> Sm90GemmConfig:
     with more, ``setmaxnreg.inc`` waits forever), in multiples of 8."""
     from ..arch.sm90.tma import TmaLoad
     boxes = sum(len(TmaLoad(a, maps.operand(w), r).boxes(cfg.tile_k))
-                for w, a, r in (("A", maps.atom_a, cfg.load_rows_a),
+                for w, a, r in (("A", maps.atom_a, maps.a_slice_rows),
                                 ("B", maps.atom_b, maps.b_slice_rows)))
     if boxes <= 6:
         return cfg

@@ -172,6 +172,8 @@ class Sm90Maps:
     b_slice_rows: int = 0         # rows of the B tile one CTA loads (tile_n / cluster_m)
     elem_bytes: int = 2           # bytes of an operand element (1: 8-bit e4m3 / e5m2)
     dtype_b: str = ""             # B's wgmma input format when it differs from A's (FP8)
+    a_slice_rows: int = 0         # rows of the A tile one CTA loads (tile_m / cluster_n, or
+    #                               a_rows / tile_m without a cluster along N)
 
     def operand(self, which: str):
         """The :class:`~backends.cuda.arch.sm90.wgmma.GmmaOperand` of ``which`` ("A" / "B")."""
@@ -222,10 +224,18 @@ class Sm90Maps:
         return atom.box[list(atom.g_modes).index(0)]
 
     def b_slice_offset(self, rank: int) -> int:
-        """Byte offset in the B tile of the slice CTA ``rank`` of the cluster loads."""
+        """Byte offset in the B tile of slice ``rank`` (the slice the CTA of cluster
+        coordinate ``rank`` along M loads)."""
         if rank * self.b_slice_rows >= self.tile_n:
             return 0
         return self._byte_offset(self.smem_b, rank * self.b_slice_rows, 0)
+
+    def a_slice_offset(self, rank: int) -> int:
+        """Byte offset in the A tile of slice ``rank`` (the slice the CTA of cluster
+        coordinate ``rank`` along N loads)."""
+        if rank * self.a_slice_rows >= self.tile_m:
+            return 0
+        return self._byte_offset(self.smem_a, rank * self.a_slice_rows, 0)
 
     def tma_atom(self, which, rows, K, L, ld, batch_stride) -> TmaAtom:
         """Bind operand ``which`` (``rows x K``, ``L`` batches; ``ld`` = element stride of its
@@ -268,11 +278,12 @@ def _derive(cfg, dt, eb, mma_a, mma_b) -> Sm90Maps:
     sa = smem_tile(dt, cfg.tile_m, cfg.tile_k, am, swa)
     sb = smem_tile(dt, cfg.tile_n, cfg.tile_k, bm, swb)
 
-    ta = make_tma_atom(dt, *_symbolic_operand(am),
-                       _box_tile(dt, getattr(cfg, "a_rows", 0) or cfg.tile_m, cfg.tile_k, am,
-                                 swa, eb))
-    # with a cluster of `cluster_m` CTAs along M, each CTA loads 1/cluster_m of the B tile and
-    # multicasts it to every CTA of the cluster: the box is (a chunk of) that slice
+    # with a cluster of `cluster_n` CTAs along N, each CTA loads 1/cluster_n of the A tile and
+    # multicasts it to the CTAs of its cluster row (the same m_blk); B likewise along M
+    cn = getattr(cfg, "cluster_n", 1)
+    a_slice = cfg.tile_m // cn if cn > 1 else getattr(cfg, "a_rows", 0) or cfg.tile_m
+    ta = make_tma_atom(dt, *_symbolic_operand(am), _box_tile(dt, a_slice, cfg.tile_k, am, swa,
+                                                             eb))
     slice_rows = cfg.tile_n // cfg.cluster_m
     tb = make_tma_atom(dt, *_symbolic_operand(bm),
                        _box_tile(dt, slice_rows, cfg.tile_k, bm, swb, eb))
@@ -284,4 +295,5 @@ def _derive(cfg, dt, eb, mma_a, mma_b) -> Sm90Maps:
     rows = cfg.tile_m // cfg.mma_wgs
     frag = wgmma_fragment(cfg.mma_wgs, cfg.tile_n, rows)
     return Sm90Maps(mma_a, cfg.tile_m, cfg.tile_n, cfg.tile_k, cfg.mma_wgs, sa, sb, ta, tb,
-                    sbo, lbo, layout_type, frag, am, bm, sbo_b, lbo_b, slice_rows, eb, mma_b)
+                    sbo, lbo, layout_type, frag, am, bm, sbo_b, lbo_b, slice_rows, eb, mma_b,
+                    a_slice)

@@ -96,7 +96,7 @@ def splitk_layout(cfg, M: int, N: int, L: int, splits: int) -> SplitKLayout:
     atomic = cfg.split_k == "atomic"
     ws_split = 0 if atomic else L * ws_l
     elements = L * ws_l * (1 if atomic else splits)
-    tiles = -(-(-(-M // cfg.tile_m)) // cfg.cluster_m) * -(-N // cfg.tile_n) * L
+    tiles = cfg.units(M, N, L)
     if cfg.split_k == "fixup":   # one fragment-ordered slot per unit (values x threads)
         nv = cfg.tile_m // cfg.mma_wgs // 64 * cfg.tile_n // 2
         elements = tiles * splits * nv * 128 * cfg.consumer_wgs

@@ -4,7 +4,8 @@ One component for both GEMM families.  A kernel runs *work units* ``unit`` in
 ``[0, num_units)``:
 
 * persistent (SM90): ``for (unit = first; unit < num_units; unit += step)`` with ``first =
-  blockIdx.x / cluster_m`` and ``step = gridDim.x / cluster_m`` (one cluster = one unit);
+  blockIdx.x / C`` and ``step = gridDim.x / C``, ``C = cluster_m * cluster_n`` the CTAs of a
+  cluster (one cluster = one unit);
 * grid-based (SM80): ``unit = blockIdx.x`` (:meth:`TileScheduler.grid_unit`), no loop.
 
 A unit is mapped to a tile by
@@ -17,13 +18,16 @@ A unit is mapped to a tile by
 3. grouped raster inside a batch: groups of ``G`` unit-rows along M (``raster="m"``) or
    unit-columns along N (``raster="n"``), column-major (row-major) inside a group, the last
    group narrower when ``G`` does not divide the count;
-4. cluster: along M a unit is ``cluster_m`` tiles; the CTA takes the tile of its rank
-   (``m_blk = m_unit * cluster_m + rank``); ``G = max(1, group // cluster_m)`` unit-rows.
+4. cluster: a unit is a ``cluster_m x cluster_n`` block of tiles; the CTA of cluster rank
+   ``rank`` takes the tile ``(m_unit * cluster_m + rank % cluster_m, n_unit * cluster_n + rank
+   / cluster_m)`` (CuTe's cluster layout ``(cluster_m, cluster_n) : (1, cluster_m)``);
+   ``G = max(1, group // cluster_m)`` unit-rows (``group // cluster_n`` unit-columns with
+   ``raster="n"``).
 
 Laws (``tests/backend/test_scheduler.py`` checks them by evaluating the emitted IR with NumPy
-against :func:`model`): over ``unit in [0, num_units)`` and ``rank in [0, cluster_m)`` every
-``(m_blk, n_blk, l[, split])`` with ``m_blk < round_up(num_m, cluster_m)`` is produced exactly
-once; the k-block ranges of one tile partition ``[0, KB)``.
+against :func:`model`): over ``unit in [0, num_units)`` and ``rank in [0, C)`` every ``(m_blk,
+n_blk, l[, split])`` with ``m_blk < round_up(num_m, cluster_m)`` and ``n_blk < round_up(num_n,
+cluster_n)`` is produced exactly once; the k-block ranges of one tile partition ``[0, KB)``.
 
 Stream-K hook: a stream-K kernel maps its piece counter to an output tile itself
 (``gemm_sm90_streamk``) and passes that tile index as ``unit`` with ``splits=False``.
@@ -72,40 +76,48 @@ class TileScheduler:
     """Grouped raster, batch, cluster and split-K units (see the module docstring).
 
     ``group``: unit-rows (``raster="m"``) or unit-columns (``raster="n"``) per group, before
-    the cluster division; ``cluster_m``: CTAs per cluster along M; ``splits``: units are
+    the cluster division; ``cluster_m`` / ``cluster_n``: CTAs per cluster along M / N;
+    ``splits``: units are
     ``(tile, split)`` pairs, ``splits_k`` a kernel parameter; ``batched=False``: the units
     cover one batch (the kernel takes the batch from ``blockIdx.z``; no ``l`` is computed)."""
 
     group: int = 8
     raster: str = "m"
     cluster_m: int = 1
+    cluster_n: int = 1
     splits: bool = False
     batched: bool = True
 
     def __post_init__(self):
         if self.raster not in ("m", "n"):
             raise ValueError(f"TileScheduler: raster must be 'm' or 'n', not {self.raster!r}")
-        if self.group < 1 or self.cluster_m < 1:
-            raise ValueError("TileScheduler: group and cluster_m must be >= 1")
+        if self.group < 1 or self.cluster_m < 1 or self.cluster_n < 1:
+            raise ValueError("TileScheduler: group, cluster_m and cluster_n must be >= 1")
+
+    @property
+    def cluster_size(self) -> int:
+        """CTAs of one cluster (one work unit)."""
+        return self.cluster_m * self.cluster_n
 
     @property
     def units_per_group(self) -> int:
-        return max(1, self.group // self.cluster_m)
+        return max(1, self.group // (self.cluster_m if self.raster == "m" else self.cluster_n))
 
     # ------------------------------------------------------------------ unit counts
 
     def num_units(self, num_m: Node, num_n: Node, L: Node, splits_k: Node | None = None) -> Node:
-        """Units of the whole problem: ``ceil(num_m / cluster_m) * num_n * L [* splits_k]``."""
-        n = ir.floordiv(num_m + (self.cluster_m - 1), self.cluster_m) * num_n * L
+        """Units of the whole problem: ``ceil(num_m / cluster_m) * ceil(num_n / cluster_n) * L
+        [* splits_k]``."""
+        n = _ceil(num_m, self.cluster_m) * _ceil(num_n, self.cluster_n) * L
         return n * splits_k if self.splits else n
 
     def first_unit(self, block: Node) -> Node:
         """The persistent loop's first unit of the CTA ``block`` (its cluster's index)."""
-        return ir.floordiv(block, self.cluster_m)
+        return ir.floordiv(block, self.cluster_size)
 
     def unit_step(self, grid: Node) -> Node:
         """The persistent loop's step: clusters in the grid."""
-        return ir.floordiv(grid, self.cluster_m)
+        return ir.floordiv(grid, self.cluster_size)
 
     def grid_unit(self, block: Node) -> Node:
         """Grid-based (non-persistent) kernels: the unit of CTA ``block`` (one per unit)."""
@@ -137,9 +149,11 @@ class TileScheduler:
                  is_out=True)
             bind(out.kb_hi, ir.floordiv(k_blocks * (split + 1), splits_k), 0, k_blocks.hi,
                  is_out=True)
-        c, G = self.cluster_m, self.units_per_group
-        if c > 1:
-            num_m = bind("num_mc_", ir.floordiv(num_m + (c - 1), c))
+        cm, cn, G = self.cluster_m, self.cluster_n, self.units_per_group
+        if cm > 1:
+            num_m = bind("num_mc_", _ceil(num_m, cm))
+        if cn > 1:
+            num_n = bind("num_nc_", _ceil(num_n, cn))
         # "major": the mode the groups are cut along; "minor": the other one
         major, minor = (num_m, num_n) if self.raster == "m" else (num_n, num_m)
         # the kernel's unit counter is an int: the host keeps num_units < 2**31, so the
@@ -158,8 +172,11 @@ class TileScheduler:
         along = first + rr % gs
         across = ir.floordiv(rr, gs)
         m_u, n_u = (along, across) if self.raster == "m" else (across, along)
-        bind(out.m, m_u * c + rank if c > 1 else m_u, is_out=True)
-        bind(out.n, n_u, is_out=True)
+        rank = ir.as_node(rank)
+        rank_m = rank if cn == 1 else rank % cm if cm > 1 else 0
+        rank_n = rank if cm == 1 else ir.floordiv(rank, cm)
+        bind(out.m, m_u * cm + rank_m if cm > 1 else m_u, is_out=True)
+        bind(out.n, n_u * cn + rank_n if cn > 1 else n_u, is_out=True)
         return steps
 
     def emit(self, kb, unit: Node, num_m: Node, num_n: Node, **kw) -> None:
@@ -170,6 +187,11 @@ class TileScheduler:
                 kb.assign(s.name, s.node)
             else:
                 kb.decl("const int", s.name, s.node, hint=False)
+
+
+def _ceil(x: Node, c: int) -> Node:
+    """``ceil(x / c)`` (``x`` itself for ``c == 1``)."""
+    return x if c == 1 else ir.floordiv(x + (c - 1), c)
 
 
 def _rem(x: Node, q: Node, d: Node) -> Node:
@@ -192,13 +214,13 @@ def run(steps, env: dict) -> dict:
 def model(sched: TileScheduler, num_m: int, num_n: int, L: int, splits_k: int = 1,
           k_blocks: int = 0) -> list:
     """Plain-Python statement of the visiting order (the specification the emitted IR is
-    tested against): the list, indexed by unit, of ``(m_unit, n_blk, l, split, kb_lo, kb_hi)``
+    tested against): the list, indexed by unit, of ``(m_unit, n_unit, l, split, kb_lo, kb_hi)``
     built by walking batches, then groups, then the group's columns (rows), then its rows
-    (columns); ``m_unit`` is the cluster unit along M (the CTA of rank r takes ``m_unit *
-    cluster_m + r``)."""
-    c, G = sched.cluster_m, sched.units_per_group
-    mc = -(-num_m // c)
-    major, minor = (mc, num_n) if sched.raster == "m" else (num_n, mc)
+    (columns); ``m_unit`` / ``n_unit`` are the cluster units (the CTA of rank r takes the tile
+    ``(m_unit * cluster_m + r % cluster_m, n_unit * cluster_n + r // cluster_m)``)."""
+    G = sched.units_per_group
+    mc, nc = -(-num_m // sched.cluster_m), -(-num_n // sched.cluster_n)
+    major, minor = (mc, nc) if sched.raster == "m" else (nc, mc)
     order = []
     for l_ in range(L):
         for g0 in range(0, major, G):

@@ -68,12 +68,13 @@ class Mainloop:
         return base + offset if not (isinstance(offset, int) and offset == 0) else base
 
     def emit_producer_k_block(self, kb, idx: str, phase: str, k0, a_row0, b_row0, l, *,
+                              a_offset=0, a_mask: str | None = None,
                               b_offset=0, b_mask: str | None = None,
                               side_copies=None) -> None:
         """One k-block of the producer thread: ``k0`` the k-block's first K index, ``a_row0``
-        / ``b_row0`` the first rows of the A / B boxes, ``l`` the batch (IR); ``b_offset``
-        the smem byte offset of this CTA's slice of B and ``b_mask`` its multicast mask (a
-        cluster).  ``side_copies(kb, idx, fb)``: copies other producer warps make into the
+        / ``b_row0`` the first rows of the A / B boxes, ``l`` the batch (IR); ``a_offset`` /
+        ``b_offset`` the smem byte offsets of this CTA's slices of A / B and ``a_mask`` /
+        ``b_mask`` their multicast masks (a cluster sharing the tile; None: a local load).  ``side_copies(kb, idx, fb)``: copies other producer warps make into the
         stage (waiting for it themselves and arriving on its full barrier ``fb``, IR); the
         producer is then warp 0 (the empty wait) and its elected lane ``leader_`` (the
         loads), with the other warps in the same loop."""
@@ -82,8 +83,8 @@ class Mainloop:
         fb = ir.var("fb_", 0, _U32)
 
         def loads():
-            self.load_a.emit(kb, self.stage("A", i), self.desc_a, fb, a_row0, k0, l,
-                             tile_k=self.tile_k)
+            self.load_a.emit(kb, self.stage("A", i, a_offset), self.desc_a, fb, a_row0, k0,
+                             l, mask=a_mask, tile_k=self.tile_k)
             self.load_b.emit(kb, self.stage("B", i, b_offset), self.desc_b, fb, b_row0, k0,
                              l, mask=b_mask, tile_k=self.tile_k)
         if side_copies is None:
