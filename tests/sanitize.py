@@ -40,7 +40,10 @@ tests' own: NumPy references, poisoned outputs, guard bands):
 * configurations given to ``gemm(config=...)``: split-K (fix-up, workspace, atomic), stream-K,
   transposed D and the "ksplit" schedule, with C; an 8-bit D with amax and scale_result (every scaling mode);
   broadcast batches (a folded shared B; one GEMM per batch); a fused epilogue into a
-  column-major out with a column-major C.
+  column-major out with a column-major C;
+* 2-D clusters (1x2: A's tile multicast along N; 2x2: both operands): the 16-bit cooperative
+  (built-in and EVT epilogues, a store warp, MN-major operands) and ping-pong kernels, FP8
+  per-tensor and block-scaled kernels with a store warp, on odd sizes and a 6-CTA grid.
 
 Each tool runs once over the whole selection (one Python process, compiled kernels come from the
 disk cache).  Exit status: 0 when every tool reports no error.  Not a pytest module on purpose
@@ -73,6 +76,7 @@ FILES = [
     "tests/backend/test_gemm_fused_api_gpu.py",
     "tests/backend/test_gemm_wide_gpu.py",
     "tests/backend/test_gemm_pingpong_gpu.py",
+    "tests/backend/test_gemm_sm90_cluster_gpu.py",
 ]
 SELECT = ("transpose_helper or strided_views or smem or scalar_any"
           " or (7x13x29 and compact) or offset1-batched"
@@ -106,7 +110,9 @@ SELECT = ("transpose_helper or strided_views or smem or scalar_any"
           " or (forced_128x192 and (257-392 or 520-776))"
           " or (streamk_vs_reference_deterministic and f16 and 1000-1000-1000-None-False-256)"
           " or (streamk_with_the_evt_epilogue and (520-1000 or 700-1496))"
-          " or (test_stream_k and (520-1000 or 2100-3000))")
+          " or (test_stream_k and (520-1000 or 2100-3000))"
+          " or (sm90_cluster_gpu and 200x520x328 and f16)"
+          " or (fp8_cluster_gpu and 300x1000x384 and (block_128_evt or tensor_192_evt))")
 
 
 def main(argv=None) -> int:

@@ -58,6 +58,7 @@ KINDS = {
     "coop_evt_sw": dict(evt=True, store_warp=True),
     "coop_128x128_mn": dict(tile_n=128, a_major="MN", b_major="MN", stages=6),
     "pingpong": dict(tile_n=128, schedule="pingpong", stages=5),
+    "pingpong_64x256": dict(tile_m=64, schedule="pingpong", stages=5),
 }
 
 
@@ -68,13 +69,13 @@ def _config(kind, dt, cm, cn, batched):
     tree = evt.lin_comb_bias_elt_act("relu", bias="col", element_c=ed, element_bias=ed) \
         if spec.pop("evt", False) else None
     sw = spec.pop("store_warp", False)
-    tn, stages = spec.pop("tile_n", 256), spec.pop("stages", 4)
+    tm, tn, stages = spec.pop("tile_m", 128), spec.pop("tile_n", 256), spec.pop("stages", 4)
     sched = spec.get("schedule", "cooperative")
     epi = None
     if tree is not None or batched:
-        epi = G.make_epilogue_config(tree, 128 if sched == "cooperative" else 64, tn,
-                                     element_d=ed, schedule=sched, batched=batched)
-    cfg = G.Sm90GemmConfig(128, tn, 64, stages, 2, dt, cluster_m=cm, cluster_n=cn, epi=epi,
+        epi = G.make_epilogue_config(tree, tm, tn, element_d=ed, schedule=sched,
+                                     batched=batched)
+    cfg = G.Sm90GemmConfig(tm, tn, 64, stages, 2, dt, cluster_m=cm, cluster_n=cn, epi=epi,
                            vec2=False, **spec).fit_stages(stages)
     return G.with_store_warp(cfg) if sw else cfg
 
