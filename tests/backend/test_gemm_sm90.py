@@ -285,6 +285,34 @@ def test_config_errors():
     with pytest.raises(LaunchError, match="cluster_m"):         # 36-row B slices
         G.Sm90GemmConfig(128, 72, cluster_m=2).check()
     assert G.Sm90GemmConfig(128, 80, cluster_m=2).check().tile_n == 80   # 40-row slices
+
+
+def test_cluster_shapes_checked_and_named():
+    """2-D clusters: 1 or 2 CTAs along each mode; A's slices whole smem atoms; refused with
+    a_rows, stream-K, "ksplit" and the "fixup" split-K (one slot per unit), each naming the
+    field.  The kernel name carries the shape; a cluster of one along N keeps the old name."""
+    for bad in (3, 0, True):
+        with pytest.raises(LaunchError) as e:
+            G.Sm90GemmConfig(cluster_n=bad).check()
+        assert e.value.arg == "cluster_n"
+    with pytest.raises(LaunchError) as e:                       # 32-row MN-major A slices
+        G.Sm90GemmConfig(64, 256, a_major="MN", consumer_wgs=1, cluster_n=2).check()
+    assert e.value.arg == "cluster_n"
+    with pytest.raises(LaunchError) as e:
+        G.Sm90GemmConfig(64, 64, consumer_wgs=1, a_rows=16, cluster_n=2).check()
+    assert e.value.arg == "cluster_n"
+    with pytest.raises(LaunchError) as e:
+        G.Sm90GemmConfig(128, 128, stages=6, stream_k=True, cluster_n=2).check()
+    assert e.value.arg == "stream_k"
+    for cm, cn in ((2, 1), (1, 2)):
+        with pytest.raises(LaunchError) as e:
+            G.Sm90GemmConfig(128, 64, split_k="fixup", cluster_m=cm, cluster_n=cn).check()
+        assert e.value.arg == "split_k"
+    c = G.Sm90GemmConfig(cluster_m=2, cluster_n=2).check()
+    assert c.cluster_size == 4 and "_c2x2_" in c.name
+    assert "_c2_" in G.Sm90GemmConfig(cluster_m=2).name
+    assert c.pipeline().empty_arrive_count == 4 * 8                 # every CTA's 8 warps
+    assert c.units(1000, 776) == 4 * 2 and G.Sm90GemmConfig().units(1000, 776, 3) == 8 * 4 * 3
     with pytest.raises(LaunchError, match="schedule"):
         G.make_epilogue_config(None, schedule="ping")
 

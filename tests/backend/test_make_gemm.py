@@ -96,6 +96,9 @@ def test_options_of_the_other_family_are_refused():
         make_gemm(_sm80(), (128, 128, 32), cluster_m=2)
     assert e.value.arg == "cluster_m"
     with pytest.raises(AtomError) as e:
+        make_gemm(_sm80(), (128, 128, 32), cluster_n=2)
+    assert e.value.arg == "cluster_n"
+    with pytest.raises(AtomError) as e:
         make_gemm(_sm90(), (128, 128, 64), mainloop="multistage")
     assert e.value.arg == "mainloop"
     with pytest.raises(AtomError) as e:
