@@ -125,8 +125,8 @@ def make_gemm(tiled_mma, tile_mnk, *, smem_layout_A=None, smem_layout_B=None, co
     SM90 only: ``schedule`` (``"cooperative"`` default, ``"pingpong"``), ``cluster_m`` /
     ``cluster_n`` (CTAs of a cluster along M / N, 1 or 2 each: B's tile multicast to the
     ``cluster_m`` CTAs sharing it, A's to the ``cluster_n``; ``copy_A`` / ``copy_B`` are then
-    the TMA boxes of one CTA's slice), ``epilogue`` (an epilogue configuration).  ``stages``: default 3 (SM80) or as many as fit
-    (SM90).  ``a_major`` / ``b_major``: ``"K"`` or ``"MN"``."""
+    the TMA boxes of one CTA's slice), ``epilogue`` (an epilogue configuration).
+    ``stages``: default 3 (SM80) or as many as fit (SM90).  ``a_major`` / ``b_major``: ``"K"`` or ``"MN"``."""
     arch = _arch_of(tiled_mma)
     am, bm = _major(a_major, "a_major"), _major(b_major, "b_major")
     if arch == 80:

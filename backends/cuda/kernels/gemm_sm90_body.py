@@ -438,23 +438,21 @@ class Sm90Body:
         along the other mode.  Without sharing: ``(0, row0, None)``."""
         cfg, maps = self.cfg, self.maps
         cm, cn = cfg.cluster_m, cfg.cluster_n
-        parts, other = (cn, cm) if which == "A" else (cm, cn)
-        if parts == 1:
+        if (cn if which == "A" else cm) == 1:
             return 0, row0, None
-        rank = ir.var("rank_", 0, cfg.cluster_size - 1)
-        # the slice index: the CTA's coordinate along the mode whose CTAs share the tile
-        i = (rank if cm == 1 else ir.floordiv(rank, cm)) if which == "A" else \
-            (rank if cn == 1 else rank % cm)
+        rank_m, rank_n = tile_scheduler(cfg).cluster_coord(
+            ir.var("rank_", 0, cfg.cluster_size - 1))
+        # the slice index is the CTA's coordinate along the mode whose CTAs share the tile;
+        # the mask's shift its coordinate along the other one
         if which == "A":
-            offset, rows = i * maps.a_slice_offset(1), maps.a_slice_rows
-            base = sum(1 << (cm * j) for j in range(cn))
-            shift = None if cm == 1 else rank % cm
+            i, offset, rows = rank_n, maps.a_slice_offset(1), maps.a_slice_rows
+            base, shift = sum(1 << (cm * j) for j in range(cn)), rank_m
         else:
-            offset, rows = i * maps.b_slice_offset(1), maps.b_slice_rows
-            base = (1 << cm) - 1
-            shift = None if cn == 1 else ir.floordiv(rank, cm) * cm
-        mask = hex(base) if shift is None else f"({hex(base)}u << ({kb.expr(shift)}))"
-        return offset, row0 + i * rows, mask
+            i, offset, rows = rank_m, maps.b_slice_offset(1), maps.b_slice_rows
+            base, shift = (1 << cm) - 1, rank_n * cm
+        mask = hex(base) if isinstance(shift, int) and shift == 0 else \
+            f"({hex(base)}u << ({kb.expr(shift)}))"
+        return i * offset, row0 + i * rows, mask
 
     def emit_epilogue_producer(self, kb) -> None:
         """The fused epilogue's C / aux loads: producer warp 1 (ping-pong: warp 1 + w for

@@ -99,6 +99,15 @@ class TileScheduler:
         """CTAs of one cluster (one work unit)."""
         return self.cluster_m * self.cluster_n
 
+    def cluster_coord(self, rank) -> tuple:
+        """``(rank_m, rank_n)``: the coordinate of cluster rank ``rank`` (IR or int) in CuTe's
+        cluster layout ``(cluster_m, cluster_n) : (1, cluster_m)`` -- ``(rank % cluster_m,
+        rank / cluster_m)``, with the trivial mode 0 (no arithmetic for a 1-D cluster)."""
+        cm, cn = self.cluster_m, self.cluster_n
+        rank_m = 0 if cm == 1 else rank if cn == 1 else rank % cm
+        rank_n = 0 if cn == 1 else rank if cm == 1 else ir.floordiv(rank, cm)
+        return rank_m, rank_n
+
     @property
     def units_per_group(self) -> int:
         return max(1, self.group // (self.cluster_m if self.raster == "m" else self.cluster_n))
@@ -172,9 +181,7 @@ class TileScheduler:
         along = first + rr % gs
         across = ir.floordiv(rr, gs)
         m_u, n_u = (along, across) if self.raster == "m" else (across, along)
-        rank = ir.as_node(rank)
-        rank_m = rank if cn == 1 else rank % cm if cm > 1 else 0
-        rank_n = rank if cm == 1 else ir.floordiv(rank, cm)
+        rank_m, rank_n = self.cluster_coord(ir.as_node(rank))
         bind(out.m, m_u * cm + rank_m if cm > 1 else m_u, is_out=True)
         bind(out.n, n_u * cn + rank_n if cn > 1 else n_u, is_out=True)
         return steps

@@ -74,8 +74,8 @@ class Mainloop:
         """One k-block of the producer thread: ``k0`` the k-block's first K index, ``a_row0``
         / ``b_row0`` the first rows of the A / B boxes, ``l`` the batch (IR); ``a_offset`` /
         ``b_offset`` the smem byte offsets of this CTA's slices of A / B and ``a_mask`` /
-        ``b_mask`` their multicast masks (a cluster sharing the tile; None: a local load).  ``side_copies(kb, idx, fb)``: copies other producer warps make into the
-        stage (waiting for it themselves and arriving on its full barrier ``fb``, IR); the
+        ``b_mask`` their multicast masks (a cluster sharing the tile; None: a local load).
+        ``side_copies(kb, idx, fb)``: copies other producer warps make into the stage (waiting for it themselves and arriving on its full barrier ``fb``, IR); the
         producer is then warp 0 (the empty wait) and its elected lane ``leader_`` (the
         loads), with the other warps in the same loop."""
         pl = self.pipeline
