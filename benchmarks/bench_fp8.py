@@ -17,9 +17,12 @@ Providers per scaling mode:
 - block-wise: ``cute_py_block`` against ``torch_block`` (``torch._scaled_mm``'s DeepSeek
   recipe, cuBLAS's 1x128 x 128x128 block scaling, where torch has it), ``triton_block`` (the
   same Triton kernel promoting each 128-deep k-block) and our own per-tensor kernels
-  (``cute_py``, ``cute_py_fast``: the cost of the block scales).  Both read the same scale
-  memory: ``scale_a`` M-major (stride ``(1, M)``, as torch requires), and torch's ``scale_b``
-  ``(K/128, N/128)`` is cute_py's ``(N/128, K/128)`` transposed (``sb.t()``).
+  (``cute_py``, ``cute_py_fast``: the cost of the block scales), and ``deepgemm`` (DeepGEMM's
+  ``gemm_fp8_fp8_bf16_nt``, the recipe's reference kernel, where the ``deep_gemm`` package
+  imports; its host path builds four TMA descriptors per call, so at small problems its
+  time includes host time).  All read the same scale memory: ``scale_a`` M-major (stride
+  ``(1, M)``, as torch and DeepGEMM require), and torch's ``scale_b`` ``(K/128, N/128)`` is
+  cute_py's (and DeepGEMM's) ``(N/128, K/128)`` transposed (``sb.t()``).
 
 Each provider's output is first checked against a float64 product of the dequantized operands
 (relative Frobenius-norm error).  Timing: CUDA events around ``--iters`` back-to-back calls,
@@ -100,6 +103,21 @@ def _triton():
 _triton.said = False
 
 
+def _deepgemm():
+    """The ``deep_gemm`` package, or None where it does not import (said once)."""
+    try:
+        import deep_gemm
+        return deep_gemm
+    except Exception as e:          # not installed here: its provider is left out
+        if not _deepgemm.said:
+            print(f"DeepGEMM provider left out: {type(e).__name__}: {e}")
+            _deepgemm.said = True
+        return None
+
+
+_deepgemm.said = False
+
+
 def providers(mode, qa, qw, sa, sb, torch):
     import cute_py
     B = qw.t()
@@ -135,6 +153,9 @@ def providers(mode, qa, qw, sa, sb, torch):
                                                       out_dtype=torch.bfloat16)
         if tri is not None:
             fns["triton_block"] = lambda: tri.scaled_mm(qa, B, sa, sb, "block", out=out)
+        dg = _deepgemm()
+        if dg is not None:          # writes out, returns None
+            fns["deepgemm"] = lambda: (dg.gemm_fp8_fp8_bf16_nt((qa, sa), (qw, sb), out), out)[1]
         one = torch.ones((), device="cuda")
         fns["cute_py"] = lambda: cute_py.scaled_mm(qa, B, one, one, out=out)
         fns["cute_py_fast"] = lambda: cute_py.scaled_mm(qa, B, one, one, out=out,
@@ -190,8 +211,9 @@ def run_case(name, mode, args, torch, results):
     pairs = ([("cute_py", "torch"), ("cute_py", "triton"), ("cute_py_fast", "torch_fast"),
               ("cute_py_fast", "triton"),
               ("cute_py_e4m3", "torch_e4m3")] if mode != "block"
-             else [("cute_py_block", "torch_block"), ("cute_py_block", "triton_block"),
-                   ("cute_py_block", "cute_py"), ("cute_py_block", "cute_py_fast")])
+             else [("cute_py_block", "torch_block"), ("cute_py_block", "deepgemm"),
+                   ("cute_py_block", "triton_block"), ("cute_py_block", "cute_py"),
+                   ("cute_py_block", "cute_py_fast"), ("deepgemm", "cute_py")])
     line = f"{name:>8} {mode:>6} " + "  ".join(
         f"{p} {flop / med[p] / 1e9:7.1f} TF/s (err {next(r['rel_err'] for r in results if r['shape'] == name and r['mode'] == mode and r['provider'] == p):.1e})"
         for p in med)
