@@ -88,40 +88,26 @@ def problem(name, mode, torch, seed):
     return qa, qw, sa, sb, sw
 
 
-def _triton():
-    """``triton_fp8`` (benchmarks/), or None without Triton (said once)."""
+_LEFT_OUT: set = set()
+
+
+def _optional(module: str, label: str):
+    """Module ``module`` (``triton_fp8`` of benchmarks/, ``deep_gemm``), or None where it does
+    not import: ``label``'s providers are then left out (said once)."""
+    import importlib
     try:
-        import triton_fp8
-        return triton_fp8
-    except Exception as e:          # no Triton here: its providers are left out
-        if not _triton.said:
-            print(f"Triton providers left out: {type(e).__name__}: {e}")
-            _triton.said = True
+        return importlib.import_module(module)
+    except Exception as e:          # not installed here
+        if module not in _LEFT_OUT:
+            print(f"{label} left out: {type(e).__name__}: {e}")
+            _LEFT_OUT.add(module)
         return None
-
-
-_triton.said = False
-
-
-def _deepgemm():
-    """The ``deep_gemm`` package, or None where it does not import (said once)."""
-    try:
-        import deep_gemm
-        return deep_gemm
-    except Exception as e:          # not installed here: its provider is left out
-        if not _deepgemm.said:
-            print(f"DeepGEMM provider left out: {type(e).__name__}: {e}")
-            _deepgemm.said = True
-        return None
-
-
-_deepgemm.said = False
 
 
 def providers(mode, qa, qw, sa, sb, torch):
     import cute_py
     B = qw.t()
-    tri = _triton()
+    tri = _optional("triton_fp8", "Triton providers")
     M, N = qa.shape[0], qw.shape[0]
     out = torch.empty(M, N, device="cuda", dtype=torch.bfloat16)
     fns = {}
@@ -153,7 +139,7 @@ def providers(mode, qa, qw, sa, sb, torch):
                                                       out_dtype=torch.bfloat16)
         if tri is not None:
             fns["triton_block"] = lambda: tri.scaled_mm(qa, B, sa, sb, "block", out=out)
-        dg = _deepgemm()
+        dg = _optional("deep_gemm", "DeepGEMM provider")
         if dg is not None:          # writes out, returns None
             fns["deepgemm"] = lambda: (dg.gemm_fp8_fp8_bf16_nt((qa, sa), (qw, sb), out), out)[1]
         one = torch.ones((), device="cuda")
