@@ -180,12 +180,16 @@ NARROW_MAX_M = 128
 #: problems of at most this many rows run 64-row tiles on one consumer warpgroup (per-tensor
 #: and row-wise): 16x4096x4096 10.1 us against 15.6 for 128x64 tiles ("FP8 GEMM", v19)
 SMALL_M = 64
-#: Block scaling's tile widths and their relative throughput per tile.  With a store warp and
-#: two scale warps loading one turn ahead, 128x192 tiles ran 4096^3 at 1.075x the per-tensor
-#: kernel's time against 1.133x for 128x128 (8 rounds of 128-wide tiles against 6 of
-#: 192-wide: 192 / 1.19 per round breaks even), 2048x8192x4096 1.121 against 1.178
-#: (docs/performance.md, "FP8 GEMM", v18)
-BLOCK_TILES = {128: 1.0, 192: 1.19}
+#: Block scaling's tiles ``(tile_m, tile_n)`` and their throughput per element relative to
+#: 128x128's.  With a store warp and two scale warps loading one turn ahead, 128x192 tiles ran
+#: 4096^3 at 1.075x the per-tensor kernel's time against 1.133x for 128x128 (8 rounds of
+#: 128-wide tiles against 6 of 192-wide: 192 / 1.19 per round breaks even), 2048x8192x4096
+#: 1.121 against 1.178 (docs/performance.md, "FP8 GEMM", v18).  256x128 tiles (each consumer
+#: warpgroup's two 64-row slabs promoted in turn, clusters of two along N: A's tile
+#: multicast) run ~3.5% slower per element than 128x192 ones (CUPTI, 8192^3 804 against 792
+#: us, 8192x6144x4096 310 against 301) and win where their rounds are fewer: 4096^3 105.4
+#: against 113.6 us (4 rounds against 6; "FP8 GEMM", v32)
+BLOCK_TILES = {(128, 128): 1.0, (128, 192): 1.19, (256, 128): 1.15}
 
 
 #: The "ksplit" schedule (two consumer warpgroups sharing each 64-row tile, alternate stages'
@@ -240,11 +244,23 @@ def promoted_tile_n(M, N, sms=132, tile_m=128, narrow=False) -> int:
     return fewest_rounds_width(M, N, tuple(widths.items()), 1, sms, tile_m)
 
 
-def block_tile_n(M, N, sms=132) -> int:
-    """The block-scaled kernel's tile width: :func:`promoted_tile_n`'s wave rule over
-    :data:`BLOCK_TILES`."""
-    from .kernels.gemm_sm90 import fewest_rounds_width
-    return fewest_rounds_width(M, N, tuple(BLOCK_TILES.items()), 1, sms)
+def block_tile(M, N, sms=132) -> tuple:
+    """The block-scaled kernel's tile ``(tile_m, tile_n)``: the fewest tile-rounds of ``sms``
+    CTAs weighted by the tile's elements over its relative throughput (:data:`BLOCK_TILES`),
+    ``ceil(tiles / sms) * tile_m * tile_n / 128 / throughput``; ties to the earlier entry.
+    Tiles of more rows than M are not offered.
+
+    Law: the returned tile's cost is the least of the offered :data:`BLOCK_TILES`' (and no
+    earlier entry costs as little)."""
+    best = None
+    for (tm, tn), eff in BLOCK_TILES.items():
+        if tm > 128 and tm > M:
+            continue
+        tiles = -(-M // tm) * -(-N // tn)
+        cost = -(-tiles // sms) * (tm // 128) * tn / eff
+        if best is None or cost < best[0] - 1e-9:
+            best = (cost, (tm, tn))
+    return best[1]
 
 
 def promoted_raster(N: int, tile_n: int, sms: int = 132) -> tuple:
@@ -267,10 +283,11 @@ def choose_fp8_config(M, N, K, a, b, out, mode, vec2=True, sms=132, fast_accum=F
                       stream_k=False):
     """The FP8 configuration of a problem: two consumer warpgroups, tile_k 128, the most
     stages that fit.  Per-k-block promotion (two accumulator sets) unless ``fast_accum``:
-    128 x :func:`promoted_tile_n` tiles (block scaling: 128 x :func:`block_tile_n`, 128 when
+    128 x :func:`promoted_tile_n` tiles (block scaling: :func:`block_tile`, 128x128 when
     N <= 128; each thread's columns then span one or two 128-column B scale blocks), in
     clusters of two along M when M > 128 (promoted per-tensor / row-wise: the cluster and
-    raster of :func:`promoted_raster`; block scaling: groups of 16 tile-rows); fast
+    raster of :func:`promoted_raster`; block scaling: groups of 16 tile-rows, and 256-row
+    tiles in clusters of two along N, A's tile multicast, in groups of 8 tile-rows); fast
     accumulation (per-tensor / row-wise only: one
     accumulator) 128x256 tiles, or the promoted widths when that gives fewer tiles than SMs
     or N <= 128.
@@ -316,7 +333,7 @@ def choose_fp8_config(M, N, K, a, b, out, mode, vec2=True, sms=132, fast_accum=F
     if small or promote:
         tn = promoted_tile_n(M, N, sms, tm, narrow=narrow)
     elif mode == "block":
-        tn = 128 if N <= 128 else block_tile_n(M, N, sms)
+        tm, tn = (128, 128) if N <= 128 else block_tile(M, N, sms)
     elif N > 128 and -(-M // 128) * -(-N // 256) >= sms:
         tn = 256
     else:       # fast accumulation on fewer 128x256 tiles than SMs: the promoted widths
@@ -339,7 +356,8 @@ def choose_fp8_config(M, N, K, a, b, out, mode, vec2=True, sms=132, fast_accum=F
     ks = promote and small and splits == 1 and not tree_only and ksplit_pays(N, K)
     stream_k = bool(stream_k) and not small and splits == 1 and M > 128 and N > 128
     if stream_k:        # the widest tile: its waves' tail is shared by every CTA
-        tn = 256 if mode != "block" and not promote else 192
+        tm, tn = 128, (256 if mode != "block" and not promote else 192)
+        a_rows = a_rows if a_rows < tm else 0
     if ks or splits > 1 or tn < 64:
         # split-K (the tile's last unit sums the splits), 32-wide tiles and ksplit run the
         # built-in epilogue (the EVT epilogue's subtiles are 64 wide at least)
@@ -353,13 +371,18 @@ def choose_fp8_config(M, N, K, a, b, out, mode, vec2=True, sms=132, fast_accum=F
     # 8192^3 and 4096^3, the same at 8192x14336x4096; the fast-accumulation kernel gained
     # nothing from it (docs/performance.md, "FP8 GEMM", v5)
     cluster = 2 if (promote or mode == "block") and M > 128 else 1
+    cluster_n = 1
     group = 8
     if promote and M > 128:
         cluster, group = promoted_raster(N, tn, sms)
     elif mode == "block" and M > 128:
         # groups of 16 tile-rows: +0.5-2% at 8192^3 and the LLM layers, -0.3% at 4096^3;
-        # no cluster / groups of 4 lose 1-3% here (docs/performance.md, "FP8 GEMM", v25)
+        # no cluster / groups of 4 lose 1-3% here (docs/performance.md, "FP8 GEMM", v25).
+        # 256-row tiles: clusters of two along N (A's 32 KB tile multicast) in groups of 8,
+        # 0.5-2% over clusters along M or groups of 16 ("FP8 GEMM", v32)
         group = 16
+        if tm == 256:
+            cluster, cluster_n, group = 1, 2, 8
     if stream_k:        # stream-K runs without a cluster
         cluster = 1
     epi = None
@@ -377,7 +400,8 @@ def choose_fp8_config(M, N, K, a, b, out, mode, vec2=True, sms=132, fast_accum=F
     cfg = Sm90GemmConfig(tile_m=tm, tile_n=tn, consumer_wgs=wgs, tile_k=128, dtype=a,
                          dtype_b="" if b == a else b,
                          out_dtype=out, scaling=mode, vec2=vec2, promote=promote,
-                         cluster_m=cluster, group_m=group, epi=epi, stream_k=stream_k,
+                         cluster_m=cluster, cluster_n=cluster_n, group_m=group, epi=epi,
+                         stream_k=stream_k,
                          a_rows=a_rows).fit_stages()
     if epi is not None:
         # the stores from a store warp, the whole tile staged: +2-7% over per-subtile

@@ -292,11 +292,15 @@ def test_choose_config():
     assert (c.tile_n, c.promote) == (192, True) and c.check()
     c = choose_fp8_config(4096, 4096, 4096, "e4m3", "e4m3", "bf16", "tensor")
     assert (c.tile_n, c.promote) == (128, True) and c.check()
-    # block scaling: its own wave rule (BLOCK_TILES): 192 wide on large problems, 4096^3 too
+    # block scaling: its own wave rule (BLOCK_TILES): 128x192 on large problems, 256x128
+    # (clusters of two along N, groups of 8) where it takes fewer rounds: 4096^3
     c = choose_fp8_config(8192, 8192, 8192, "e4m3", "e5m2", "f16", "block")
-    assert (c.tile_n, c.dtype_b) == (192, "e5m2") and c.check()
-    c = choose_fp8_config(4096, 4096, 4096, "e4m3", "e4m3", "bf16", "block")
-    assert c.tile_n == 192 and c.check()
+    assert (c.tile_m, c.tile_n, c.dtype_b, c.cluster_m) == (128, 192, "e5m2", 2) and c.check()
+    c = choose_fp8_config(4096, 4096, 4096, "e4m3", "e4m3", "bf16", "block", tma_store=True)
+    assert (c.tile_m, c.tile_n, c.cluster_m, c.cluster_n, c.group_m) == (256, 128, 1, 2, 8)
+    assert (c.producer_regs, c.consumer_regs) == (72, 216) and c.check()
+    c = choose_fp8_config(4096, 4096, 4096, "e4m3", "e4m3", "bf16", "block", stream_k=True)
+    assert (c.tile_m, c.tile_n, c.cluster_n) == (128, 192, 1) and c.check()
     c = choose_fp8_config(1024, 1024, 4096, "e4m3", "e4m3", "bf16", "block")
     assert c.tile_n == 128 and c.check()
 
@@ -307,13 +311,16 @@ def test_block_scaling_takes_a_store_warp_when_two_scale_warps_stay():
     producer registers; with C loaded by the epilogue's producer (warp 1) a store warp would
     leave one scale warp, so the scales keep warps 2 and 3; the built-in epilogue keeps three
     scale warps, no prefetch, 40 registers."""
-    c = choose_fp8_config(4096, 4096, 4096, "e4m3", "e4m3", "bf16", "block", tma_store=True)
+    c = choose_fp8_config(3072, 4096, 4096, "e4m3", "e4m3", "bf16", "block", tma_store=True)
     assert c.epi.store_warp and c.store_warp_id() == 3 and c.scale_warps() == (1, 2)
     assert c.scale_prefetch() and (c.producer_regs, c.consumer_regs) == (56, 224)
     assert c.stages >= 4 and c.check() is c
-    c = choose_fp8_config(4096, 4096, 4096, "e4m3", "e4m3", "bf16", "block")
+    c = choose_fp8_config(3072, 4096, 4096, "e4m3", "e4m3", "bf16", "block")
     assert c.epi is None and c.scale_warps() == (1, 2, 3) and not c.scale_prefetch()
     assert (c.producer_regs, c.consumer_regs) == (40, 232)
+    # 256-row tiles: 3 stages with the whole tile staged, so no store warp (three scale warps)
+    c = choose_fp8_config(4096, 4096, 4096, "e4m3", "e4m3", "bf16", "block", tma_store=True)
+    assert c.tile_m == 256 and not c.epi.store_warp and c.scale_warps() == (1, 2, 3)
     from cute_py.epilogue import evt
     tree = evt.add(evt.AccFetch(), evt.SrcFetch("bfloat16"))
     c = G.Sm90GemmConfig(tile_n=128, tile_k=128, dtype="e4m3", out_dtype="bf16",
@@ -323,10 +330,41 @@ def test_block_scaling_takes_a_store_warp_when_two_scale_warps_stay():
     assert c.scale_prefetch() and c.producer_regs == 56
 
 
+def test_256_row_promotion_takes_the_slabs_in_turn():
+    """A promoting kernel whose warpgroups own two 64-row slabs (256-row tiles) keeps one
+    k-block accumulator set: per k-block, slab 0's wgmmas, ``wait_group<0>``, its promotion
+    into ``tot_[0]`` fenced before slab 1's wgmmas (sunk behind them the promotion kept two
+    sets alive and the consumer spilled), then slab 1's, the stage released after the last;
+    192 accumulators per thread, as 128x192's two sets."""
+    for mode in ("block", "tensor"):
+        cfg = _cfg(tile_m=256, scaling=mode, promote=mode != "block").fit_stages()
+        src = G.generate_source(cfg)
+        body = src.split("consumer warpgroups")[1]
+        assert "float acc[1][64];" in body and "float tot_[2][64];" in body
+        kloop = body.split("for (int kb = ")[1].split("wgmma_wait_group<0>();\n      if")[0]
+        slab0, slab1 = kloop.split("wgmma_fence_operands(tot_[0]);")
+        assert slab0.count("wgmma_commit_group();") == slab1.count("wgmma_commit_group();") == 1
+        assert slab0.count("tot_[0][") == 64 and "tot_[1][" not in slab0
+        assert slab1.count("tot_[1][") == 64 and "tot_[0][" not in slab1
+        assert "mbarrier_arrive(bar_empty" not in slab0
+        assert slab1.index("wgmma_wait_group<0>") < slab1.index("mbarrier_arrive(bar_empty") \
+            < slab1.index("tot_[1][0]")
+        assert "gmma_desc_add(da_, 8192u)" in slab1 and "8192u" not in slab0
+        assert kloop.count("_ss(acc[0], ") == 8
+
+
 def test_block_scaled_registers_rule():
     """Law (``Sm90GemmConfig.__post_init__``): a block-scaled configuration with an ``epi``
-    has at least 56 producer registers and consumers within the CTA's pool; every other
-    configuration keeps the registers it was given."""
+    has at least 56 producer registers (72 with 256-row tiles, ``epi`` or not) and consumers
+    within the CTA's pool; every other configuration keeps the registers it was given."""
+    from backends.cuda.arch.sm90.block_scales import PRODUCER_REGS, producer_regs
+    assert [producer_regs(m) for m in (64, 128, 256)] == [PRODUCER_REGS, PRODUCER_REGS, 72]
+    for e in (None, G.make_epilogue_config(None, tile_m=256, tile_n=128,
+                                            element_d="bfloat16")):
+        cfg = G.Sm90GemmConfig(tile_m=256, tile_n=128, tile_k=128, dtype="e4m3",
+                               out_dtype="bf16", scaling="block", epi=e)
+        assert (cfg.producer_regs, cfg.consumer_regs) == (72, 216)
+        assert cfg.producer_regs * 128 + cfg.consumer_regs * 256 <= cfg.register_pool
     epi = G.make_epilogue_config(None, tile_n=128, element_d="bfloat16")
     for p, c in ((24, 232), (40, 232), (48, 216), (56, 224), (64, 216)):
         cfg = G.Sm90GemmConfig(tile_n=128, tile_k=128, dtype="e4m3", out_dtype="bf16",
@@ -517,7 +555,12 @@ def test_d_layout_addresses_the_output():
                                      tile_m=64, tile_n=128),
                                 dict(dtype="e5m2", dtype_b="e4m3", cluster_m=2, tile_n=256),
                                 dict(out_dtype="f32", scaling="row", vec2=False),
-                                dict(out_dtype="f32", scaling="block")])
+                                dict(out_dtype="f32", scaling="block"),
+                                # 256-row tiles: the slabs promoted in turn
+                                dict(tile_m=256, scaling="block", cluster_m=2),
+                                dict(tile_m=256, scaling="tensor", promote=True),
+                                dict(tile_m=256, scaling="row", promote=True, cluster_n=2,
+                                     out_dtype="f16")])
 def test_more_fp8_configs_compile_without_spills(kw):
     cfg = _cfg(**kw).fit_stages()
     res = _compile(cfg).resources_for(cfg.name)
@@ -591,19 +634,21 @@ def test_promoted_tile_width_rule():
     assert promoted_tile_n(1024, 1024) == 64
 
 
-def test_block_tile_width_rule():
-    """Law: block scaling's width minimises tile-rounds x width / relative throughput over
-    BLOCK_TILES (ties to the narrower); measured cases: 4096^3, 2048x8192 and the LLM layers
-    192; one-wave problems 128."""
-    from backends.cuda.scaled_mm_api import BLOCK_TILES, block_tile_n
+def test_block_tile_rule():
+    """Law: block scaling's tile minimises tile-rounds x elements / relative throughput over
+    BLOCK_TILES (ties to the earlier entry); measured cases: 4096^3 256x128 (4 rounds against
+    6), 8192^3 and the LLM layers 128x192, one-wave problems 128x128."""
+    from backends.cuda.scaled_mm_api import BLOCK_TILES, block_tile
     for M, N in ((8192, 8192), (8192, 14336), (4096, 4096), (2048, 8192), (1024, 1024),
-                 (300, 1000), (129, 3000)):
-        costs = {tn: -(-(-(-M // 128) * -(-N // tn)) // 132) * tn / e
-                 for tn, e in BLOCK_TILES.items()}
+                 (300, 1000), (129, 3000), (4000, 3968), (256, 32768), (16384, 16384),
+                 (136, 32768), (255, 40000)):
+        costs = {t: -(-(-(-M // t[0]) * -(-N // t[1])) // 132) * t[0] * t[1] / 128 / e
+                 for t, e in BLOCK_TILES.items() if t[0] == 128 or t[0] <= M}
         best = min(costs.values())
-        assert block_tile_n(M, N) == min(tn for tn, c in costs.items() if c <= best + 1e-9)
-    assert [block_tile_n(*s) for s in ((4096, 4096), (2048, 8192), (8192, 4096))] == [192] * 3
-    assert block_tile_n(1024, 1024) == 128
+        assert block_tile(M, N) == next(t for t, c in costs.items() if c <= best + 1e-9)
+    assert [block_tile(*s) for s in ((8192, 8192), (8192, 14336), (8192, 4096),
+                                     (8192, 6144))] == [(128, 192)] * 4
+    assert block_tile(4096, 4096) == (256, 128) and block_tile(1024, 1024) == (128, 128)
 
 
 def test_every_choice_is_a_valid_configuration():
@@ -723,13 +768,14 @@ def test_block_scaled_choices_compile_without_spills():
     if not has_compiler():
         pytest.skip("no CUDA compiler")
     seen = set()
-    for M, N in ((4096, 4096), (1024, 1024)):
+    for M, N in ((4096, 4096), (3072, 4096), (1024, 1024)):
         for tma in (True, False):
             cfg = choose_fp8_config(M, N, 1024, "e4m3", "e4m3", "bf16", "block", tma_store=tma)
-            seen.add((cfg.tile_n, cfg.scale_prefetch()))
+            seen.add((cfg.tile_m, cfg.tile_n, cfg.scale_prefetch()))
             res = compile_module(G.generate_source(cfg), arch="sm_90a").resources_for(cfg.name)
             assert res.spills == 0 and res.stack_frame == 0, (cfg.name, res)
-    assert seen == {(192, True), (192, False), (128, True), (128, False)}
+    assert seen == {(128, 192, True), (128, 192, False), (128, 128, True), (128, 128, False),
+                    (256, 128, False)}
 
 
 def test_wide_promoted_configs_compile_without_spills():
@@ -970,7 +1016,8 @@ def test_promoted_raster_law():
     """``promoted_raster``: groups of 4 tile-rows without a cluster exactly where 4-row groups
     over all of N's tiles fit the SMs in one wave, else clusters of two in groups of 16; and
     ``choose_fp8_config`` takes it for promoted per-tensor / row-wise problems above one
-    128-row tile (block scaling: clusters of two in groups of 16)."""
+    128-row tile (block scaling: clusters of two in groups of 16; 256-row tiles clusters of
+    two along N in groups of 8)."""
     from backends.cuda.scaled_mm_api import choose_fp8_config, promoted_raster
     for N in range(64, 20000, 328):
         for tn in (128, 160, 192):
@@ -980,7 +1027,9 @@ def test_promoted_raster_law():
                       (512, 2048, 4096)):
         for mode in ("tensor", "row", "block"):
             cfg = choose_fp8_config(M, N, K, "e4m3", "e4m3", "bf16", mode, tma_store=True)
-            if mode == "block":
+            if mode == "block" and cfg.tile_m == 256:
+                assert (cfg.cluster_m, cfg.cluster_n, cfg.group_m) == (1, 2, 8)
+            elif mode == "block":
                 assert (cfg.cluster_m, cfg.group_m) == ((2, 16) if M > 128 else (1, 8))
             else:
                 assert (cfg.cluster_m, cfg.group_m) == promoted_raster(N, cfg.tile_n)

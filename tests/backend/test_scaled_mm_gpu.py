@@ -454,7 +454,7 @@ def test_block_scaling_with_few_stages(stages, cluster):
     assert all(torch.equal(o, first) for o in outs)
 
 
-@pytest.mark.parametrize("M, N, K", [(4096, 4096, 640), (300, 1000, 128), (300, 1000, 256),
+@pytest.mark.parametrize("M, N, K", [(3072, 4096, 640), (300, 1000, 128), (300, 1000, 256),
                                      (129, 3000, 384), (2048, 3000, 1040), (1000, 776, 1040)])
 def test_block_scaling_store_warp_prefetch(M, N, K):
     """Block scaling through the TMA-store epilogue: a store warp and two scale warps that
@@ -472,6 +472,52 @@ def test_block_scaling_store_warp_prefetch(M, N, K):
     outs = [cute.scaled_mm(A, B, sa, sb, out=_poisoned(M, N, "bfloat16")) for _ in range(10)]
     torch.cuda.synchronize()
     assert all(torch.equal(o, first) for o in outs)
+
+
+@pytest.mark.parametrize("M, N, K, out_dtype", [
+    (4096, 4096, 640, "bfloat16"),      # 512 tiles: 3-4 per CTA
+    (4000, 3968, 1040, "bfloat16"),     # the last tile-row partial; 31 tile-columns: the
+                                        # last cluster's second CTA past N
+    (4096, 4001, 384, "float32"),       # odd N: the built-in epilogue
+    (2048, 8200, 256, "float16")])      # 65 tile-columns, the last 8 wide
+def test_block_scaling_256_row_tiles(M, N, K, out_dtype):
+    """Block scaling's 256x128 tiles (``block_tile``: fewer rounds than 128-row tiles), each
+    consumer warpgroup's two 64-row slabs promoted in turn, clusters of two along N (A's tile
+    multicast): correct into poisoned outputs, and bit-identical over 10 back-to-back
+    calls."""
+    _skip_without_hopper()
+    from cute_py.backends.cuda.scaled_mm_api import choose_fp8_config
+    tma = out_dtype != "float32"
+    out = {"bfloat16": "bf16", "float16": "f16", "float32": "f32"}[out_dtype]
+    cfg = choose_fp8_config(M, N, K, "e4m3", "e4m3", out, "block", tma_store=tma)
+    assert (cfg.tile_m, cfg.tile_n, cfg.cluster_n) == (256, 128, 2), cfg.name
+    A, B, sa, sb, ref = make_problem(M, N, K, "block", seed=M + N + K)
+    first = cute.scaled_mm(A, B, sa, sb, out_dtype=out_dtype, out=_poisoned(M, N, out_dtype))
+    torch.cuda.synchronize()
+    assert _rel(first, ref) < (REL_F32 if out_dtype == "float32" else REL)
+    outs = [cute.scaled_mm(A, B, sa, sb, out_dtype=out_dtype,
+                           out=_poisoned(M, N, out_dtype)) for _ in range(10)]
+    torch.cuda.synchronize()
+    assert all(torch.equal(o, first) for o in outs)
+
+
+@pytest.mark.parametrize("mode, cluster, K", [("tensor", (1, 1), 16384), ("row", (1, 2), 16384),
+                                              ("block", (2, 1), 16384), ("block", (1, 2), 640),
+                                              ("tensor", (1, 2), 384)])
+def test_256_row_promoted_kernels(mode, cluster, K):
+    """The kernel object on 256x128 promoted tiles in every scaling mode (the slabs promoted
+    in turn), clusters along M or N, with the built-in epilogue: K = 16384 within the
+    promoted bound, M and N off the tile (600 x 400: 3 x 4 tiles, the last partial)."""
+    _skip_without_hopper()
+    from cute_py.backends.cuda.kernels import gemm_sm90 as G
+    cfg = G.Sm90GemmConfig(tile_m=256, tile_n=128, tile_k=128, dtype="e4m3", out_dtype="bf16",
+                           scaling=mode, promote=mode != "block", cluster_m=cluster[0],
+                           cluster_n=cluster[1]).fit_stages()
+    M, N = 600, 400
+    A, B, sa, sb, ref = make_problem(M, N, K, mode, seed=50 + len(mode) + K)
+    D = G.get_kernel(cfg)(A, B.t(), scale_a=sa, scale_b=sb)
+    torch.cuda.synchronize()
+    assert _rel(D, ref) < REL
 
 
 def test_empty_problems_follow_torch():

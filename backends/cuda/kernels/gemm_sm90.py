@@ -197,17 +197,19 @@ class Sm90GemmConfig:
     def __post_init__(self):
         """Block-scaled FP8 (``scaling`` "block") with a TMA-store epilogue (``epi``, whose
         store warp or load producer can leave the scales two warps that load one turn ahead:
-        :meth:`scale_prefetch`) runs its producer warpgroup at no fewer than
-        :data:`~backends.cuda.arch.sm90.block_scales.PRODUCER_REGS` registers (at 40 the
-        scale warps spill): a smaller ``producer_regs`` is raised to it and ``consumer_regs``
-        lowered to what the CTA's pool leaves (multiples of 8).  Law: every other
-        configuration keeps its fields as given."""
-        if self.scaling == "block" and self.dtype in ("e4m3", "e5m2") and self.epi is not None:
-            from ..arch.sm90.block_scales import PRODUCER_REGS
-            if isinstance(self.producer_regs, int) and self.producer_regs < PRODUCER_REGS:
-                object.__setattr__(self, "producer_regs", PRODUCER_REGS)
+        :meth:`scale_prefetch`) or with 256-row tiles runs its producer warpgroup at no fewer
+        than :func:`~backends.cuda.arch.sm90.block_scales.producer_regs` registers (56; 72 for
+        256-row tiles: fewer spill in the scale warps): a smaller ``producer_regs`` is raised
+        to it and ``consumer_regs`` lowered to what the CTA's pool leaves (multiples of 8).
+        Law: every other configuration keeps its fields as given."""
+        if self.scaling == "block" and self.dtype in ("e4m3", "e5m2") and \
+                (self.epi is not None or self.tile_m > 128):
+            from ..arch.sm90.block_scales import producer_regs
+            least = producer_regs(self.tile_m)
+            if isinstance(self.producer_regs, int) and self.producer_regs < least:
+                object.__setattr__(self, "producer_regs", least)
                 wgs = self.consumer_wgs if self.consumer_wgs in (1, 2) else 2
-                left = (self.register_pool - PRODUCER_REGS * 128) // (128 * wgs) // 8 * 8
+                left = (self.register_pool - least * 128) // (128 * wgs) // 8 * 8
                 if isinstance(self.consumer_regs, int) and self.consumer_regs > left:
                     object.__setattr__(self, "consumer_regs", left)
 
@@ -776,7 +778,7 @@ def shipped_fp8_configs() -> tuple:
     aligned D without bias on large problems: promoted per-tensor, row-wise and block-scaled
     (128x192; block-scaled also 128x128, its choice when 192-wide tiles leave the last wave
     emptier), clusters of two in rasters of 16 tile-rows, through the TMA-store EVT
-    epilogue; the decode tiles (64x64 on
+    epilogue, and block-scaled 256x128 in clusters of two along N; the decode tiles (64x64 on
     one consumer warpgroup, M <= 64; 64x32 with the built-in epilogue and 16 rows of A, split
     in K or not, or on the "ksplit" schedule); and an e4m3 D with bias, amax and scale_result
     (the FP8 output for the next layer)."""
@@ -799,6 +801,12 @@ def shipped_fp8_configs() -> tuple:
         tma_store("row", 192, True),
         tma_store("block", 128, False),
         tma_store("block", 192, False),
+        # 256-row block-scaled tiles (each warpgroup's two slabs promoted in turn), clusters of
+        # two along N (A multicast), groups of 8: scaled_mm's choice at 4096^3
+        Sm90GemmConfig(tile_m=256, tile_n=128, tile_k=128, dtype="e4m3", out_dtype="bf16",
+                       scaling="block", cluster_n=2, group_m=8,
+                       epi=make_epilogue_config(None, tile_m=256, tile_n=128,
+                                                element_d="bfloat16")).fit_stages(),
         # decode (M <= 64): 64x64 promoted tiles on one consumer warpgroup
         with_store_warp(Sm90GemmConfig(
             tile_m=64, tile_n=64, consumer_wgs=1, tile_k=128, dtype="e4m3", out_dtype="bf16",

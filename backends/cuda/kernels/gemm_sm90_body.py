@@ -153,6 +153,19 @@ class Sm90Body:
         return promotes(self.cfg)
 
     @property
+    def serial(self) -> bool:
+        """A promoting kernel that takes its warpgroup's 64-row slabs in turn into one k-block
+        accumulator set (``gemm_sm90_fp8.serial_slabs``)."""
+        from .gemm_sm90_fp8 import serial_slabs
+        return serial_slabs(self.cfg, self.maps)
+
+    @property
+    def acc_sets(self) -> int:
+        """Slabs of the accumulator array ``acc``: one when :attr:`serial`, else the
+        warpgroup's slabs."""
+        return 1 if self.serial else self.maps.slabs
+
+    @property
     def sums(self) -> str:
         """The accumulators a tile's epilogue (and a split / stream-K fix-up) reads: the
         promoted ``tot_`` (:attr:`block`), else ``acc``."""
@@ -497,7 +510,7 @@ class Sm90Body:
             epi.emit_consumer_state(kb)
             if self.pp:
                 epi.emit_region(kb, self.region_base)
-        kb.decl("float", f"acc[{maps.slabs}][{cfg.tile_n // 2}]", hint=False)
+        kb.decl("float", f"acc[{self.acc_sets}][{cfg.tile_n // 2}]", hint=False)
         if cfg.fp8:
             from . import gemm_sm90_fp8 as f8
             f8.emit_consumer_setup(kb, cfg)
@@ -557,10 +570,10 @@ class Sm90Body:
                 order.signal(kb, cw)
         kb.call("wgmma_wait_group", template="0")
         self.emit_release_previous(kb)
-        with kb.for_("j", 0, maps.slabs, unroll=True, hint=False) as j:
+        with kb.for_("j", 0, self.acc_sets, unroll=True, hint=False) as j:
             kb.call("wgmma_fence_operands", f"acc[{kb.expr(j)}]")
         with kb.if_(empty):
-            with kb.for_("j", 0, maps.slabs, unroll=True, hint=False) as j:
+            with kb.for_("j", 0, self.acc_sets, unroll=True, hint=False) as j:
                 with kb.for_("i", 0, cfg.tile_n // 2, unroll=True, hint=False) as i:
                     kb.assign(f"acc[{kb.expr(j)}][{kb.expr(i)}]", "0.0f")
         kb.comment("---------------- epilogue ----------------")
@@ -624,10 +637,10 @@ class Sm90Body:
             # the k-block's scale loads, wait_group<0>, release of its stage, promotion
             from . import gemm_sm90_fp8 as f8
 
-            def tail(k):
+            def tail(k, slab=None):
                 # block scales are read with generic loads: every thread releases the stage
                 f8.emit_k_block_tail(k, cfg, maps, lambda k2: self.pl.consumer_release(
-                    k2, self.idx, None if cfg.block_scales() else "release_lane"))
+                    k2, self.idx, None if cfg.block_scales() else "release_lane"), slab)
 
             def head(k):
                 f8.emit_promotion_loads(k, cfg, maps)
@@ -641,7 +654,8 @@ class Sm90Body:
             accumulate = "mine_ > 0" if self.ks else f"kb > {self.k_range[0]}"
             head = None
         self.mainloop.emit_consumer_k_block(kb, "idx", "phase", tail, a_offset=a_off,
-                                            accumulate=accumulate, head=head)
+                                            accumulate=accumulate, head=head,
+                                            serial=self.serial)
 
     # ------------------------------------------------------------------ epilogue dispatch
 

@@ -58,7 +58,8 @@ from __future__ import annotations
 
 __all__ = ["FP8_DTYPES", "OUT_DTYPES", "FP8_OUT", "EPI_D", "epilogue_tree", "SCALINGS",
            "check", "PARAMS", "emit_promotion_loads",
-           "emit_promotion", "promotes", "emit_promotion_init", "emit_k_block_tail",
+           "emit_promotion", "promotes", "acc_sets", "serial_slabs", "emit_promotion_init",
+           "emit_k_block_tail",
            "emit_producer_scales",
            "emit_consumer_setup", "emit_epi_prelude", "col_scale_layout", "emit_col_scale_setup",
            "emit_col_scale_load", "emit_col_scale_stage", "acc_expr", "emit_epilogue",
@@ -212,11 +213,12 @@ def check(cfg, op: str = "Sm90GemmConfig") -> None:
         raise LaunchError(op, "promote", "block scaling always promotes (leave promote False)",
                           expected=False, actual=True)
     if cfg.scaling == "block" or cfg.promote:
-        rows = cfg.tile_m // cfg.mma_wgs
-        if (rows // 64) * cfg.tile_n > 192:
-            raise LaunchError(op, "tile", "promotion keeps two accumulator sets: at most "
-                              "96 accumulators per thread per set (128x192)",
-                              actual=(cfg.tile_m, cfg.tile_n))
+        slabs = max(1, cfg.tile_m // cfg.mma_wgs // 64)
+        # the k-block set (one slab's, acc_sets) and the promoted sums (every slab's)
+        if (1 + slabs) * cfg.tile_n // 2 > 192:
+            raise LaunchError(op, "tile", "promotion keeps a k-block accumulator set beside "
+                              "the promoted sums: at most 192 accumulators per thread (128x192, "
+                              "256x128)", actual=(cfg.tile_m, cfg.tile_n))
 
 
 #: The FP8 kernel's parameters after the 16-bit kernel's (scales, bias, scale strides), in the
@@ -243,9 +245,27 @@ def _nblocks(cfg, maps):
     return nbs, [nbs.index(n // chunk) for n in fr.n_val]
 
 
-def _acc(maps, v, name="acc"):
+def _acc(maps, v, name="acc", serial: bool = False):
+    """Accumulator ``v`` of the thread's fragment in ``name`` (``acc[slab][value]``);
+    ``serial``: in the one-slab k-block set of a kernel taking its slabs in turn
+    (:func:`serial_slabs`)."""
     nacc = maps.frag.num_values // maps.slabs
-    return f"{name}[{v // nacc}][{v % nacc}]"
+    return f"{name}[{0 if serial else v // nacc}][{v % nacc}]"
+
+
+def serial_slabs(cfg, maps) -> bool:
+    """A promoting kernel whose warpgroups own more than one 64-row slab keeps one k-block
+    accumulator set and takes the slabs in turn (each slab's wgmmas, ``wait_group<0>``, its
+    promotion into ``tot_[slab]``): ``acc`` holds ``tile_n / 2`` values and ``tot_`` ``slabs *
+    tile_n / 2``, so a 256x128 tile needs 192 accumulators per thread, as a 128x192 one with
+    two full sets (DeepGEMM's 256-row tiles keep their accumulators so)."""
+    return promotes(cfg) and maps.slabs > 1
+
+
+def acc_sets(cfg, maps) -> int:
+    """Slabs of the k-block accumulator set ``acc``: 1 for :func:`serial_slabs`, else one per
+    slab."""
+    return 1 if serial_slabs(cfg, maps) else maps.slabs
 
 
 def emit_promotion_loads(kb, cfg, maps) -> None:
@@ -280,18 +300,23 @@ def emit_producer_scales(kb, cfg, idx, fb, k0, wait, ahead=None, k_end=None) -> 
     bs.emit_producer_stores(kb, idx, fb)
 
 
-def emit_promotion(kb, cfg, maps) -> None:
+def emit_promotion(kb, cfg, maps, slab: int | None = None) -> None:
     """After the k-block's wgmmas completed: ``tot += acc * sa * sb`` (block scaling;
-    ``promote``: ``tot += acc``), one statement per accumulator."""
+    ``promote``: ``tot += acc``), one statement per accumulator (``slab``: that slab's only,
+    :func:`serial_slabs`)."""
     nv = maps.frag.num_values
+    nacc = nv // maps.slabs
+    vs = range(nv) if slab is None else range(slab * nacc, (slab + 1) * nacc)
+    ser = serial_slabs(cfg, maps)
     if cfg.scaling != "block":
-        for v in range(nv):
-            kb.assign(_acc(maps, v, "tot_"), _acc(maps, v), "+=")
+        for v in vs:
+            kb.assign(_acc(maps, v, "tot_"), _acc(maps, v, serial=ser), "+=")
         return
     _, ri = _rows(maps)
     _, ni = _nblocks(cfg, maps)
-    for v in range(nv):
-        kb.assign(_acc(maps, v, "tot_"), f"{_acc(maps, v)} * (sa_[{ri[v]}] * sb_[{ni[v]}])",
+    for v in vs:
+        kb.assign(_acc(maps, v, "tot_"),
+                  f"{_acc(maps, v, serial=ser)} * (sa_[{ri[v]}] * sb_[{ni[v]}])",
                   "+=")
 
 
@@ -318,20 +343,27 @@ def emit_promotion_init(kb, cfg, maps, emit_origin) -> None:
             kb.assign(f"tot_[{kb.expr(j)}][{kb.expr(i)}]", "0.0f")
 
 
-def emit_k_block_tail(kb, cfg, maps, release) -> None:
+def emit_k_block_tail(kb, cfg, maps, release, slab: int | None = None) -> None:
     """After a k-block's ``wgmma_commit_group`` (promoting kernels): ``wgmma_wait_group<0>``,
     the accumulators' operand fence, the stage's release (``release(kb)``: the pipeline's
     consumer release of the current stage) and the promotion into ``tot_``.  (Block scaling
     read the k-block's scales out of its stage before the wgmmas, :func:`emit_promotion_loads`
     as the k-block's head: read after them, the loads queued behind the wgmmas' shared-memory
-    reads and the promotion waited for them.)"""
-    if cfg.scaling != "block":
+    reads and the promotion waited for them.)  ``slab``: after that slab's group
+    (:func:`serial_slabs`): the stage is released after the last slab's, and the slab's sums
+    are fenced after their promotion, so the promotion stays ahead of the next slab's wgmmas
+    (sunk behind them, it keeps the k-block set alive beside the next slab's and the
+    consumer spills: 420 bytes at 256x128)."""
+    if cfg.scaling != "block" and slab in (None, 0):
         kb.comment("promotion: tot_ += acc after the k-block's wgmmas")
     kb.call("wgmma_wait_group", template="0")
-    with kb.for_("j", 0, maps.slabs, unroll=True, hint=False) as j:
+    with kb.for_("j", 0, acc_sets(cfg, maps), unroll=True, hint=False) as j:
         kb.call("wgmma_fence_operands", f"acc[{kb.expr(j)}]")
-    release(kb)
-    emit_promotion(kb, cfg, maps)
+    if slab is None or slab == maps.slabs - 1:
+        release(kb)
+    emit_promotion(kb, cfg, maps, slab)
+    if slab is not None:
+        kb.call("wgmma_fence_operands", f"tot_[{slab}]")
 
 
 def _check_epi(op, cfg) -> None:

@@ -55,7 +55,8 @@ from dataclasses import dataclass
 from ... import ir
 from .pipeline import smem_address
 
-__all__ = ["BlockScaleStages", "LANES", "BLOCK", "PRODUCER_REGS", "scale_warps"]
+__all__ = ["BlockScaleStages", "LANES", "BLOCK", "PRODUCER_REGS", "producer_regs",
+           "scale_warps"]
 
 #: lanes of a scale warp (each one arrival on the full barrier of the stages it fills)
 LANES = 32
@@ -67,6 +68,18 @@ BLOCK = 128
 #: its turn's scales and its next turn's (:meth:`BlockScaleStages.emit_producer_turn`); at
 #: 40 registers ptxas spills 12-60 bytes there (128x128 and 128x192 tiles), at 56 none
 PRODUCER_REGS = 56
+
+
+def producer_regs(tile_m: int) -> int:
+    """The fewest registers of a block-scaled kernel's producer warpgroup for ``tile_m``-row
+    tiles: :data:`PRODUCER_REGS` while a lane copies at most 4 rows, 72 beyond (a 256-row
+    tile's lane holds 8 rows' scales twice: at 56 its scale warps spill 40 bytes, at 64 8-12
+    bytes in clusters with a store warp; the consumers keep 216, which their 192
+    accumulators need no more of).
+
+    Law: never fewer than :data:`PRODUCER_REGS`, a multiple of 8, non-decreasing in
+    ``tile_m``."""
+    return PRODUCER_REGS if tile_m <= 4 * LANES else 72
 
 _I32 = (1 << 31) - 1
 

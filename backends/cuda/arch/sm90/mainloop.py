@@ -103,13 +103,15 @@ class Mainloop:
 
     def emit_consumer_k_block(self, kb, idx: str, phase: str, tail, *, a_offset=0,
                               accumulate: str | None = None, acc: str = "acc",
-                              head=None) -> None:
+                              head=None, serial: bool = False) -> None:
         """One k-block of a consumer warpgroup on the accumulators ``acc``: ``a_offset`` the
         byte offset of the warpgroup's rows in A's stage (IR or 0); ``accumulate`` a C
         condition: the first k-step adds to ``acc`` when it holds (``scale_d``), else
         (None) starts from zero; ``head(kb)`` right after the stage's full-barrier wait
         (reads of the stage before the wgmmas); ``tail(kb)`` after the commit (waits and
-        stage releases)."""
+        stage releases).  ``serial``: the slabs in turn, each its own wgmma group into
+        ``acc[0]`` followed by ``tail(kb, slab)`` (promoting kernels that keep one slab's
+        k-block accumulators)."""
         pl = self.pipeline
         i = ir.var(idx, 0, self.stages - 1)
         a, b = self.load_a.smem, self.load_b.smem
@@ -122,11 +124,12 @@ class Mainloop:
                                                  b.desc_args()), hint=False)
         if accumulate is not None:
             kb.decl("const int", "scale_d", f"{accumulate} ? 1 : 0", hint=False)
-        kb.call("wgmma_fence")
-        with kb.scope():
-            self.atom.emit_k_block(kb, acc, "da_", "db_", a, b, self.slabs,
-                                   self.tile_k // self.atom.k,
-                                   "scale_d" if accumulate is not None else "0")
-        kb.call("wgmma_commit_group")
-        tail(kb)
+        for j in (range(self.slabs) if serial else (None,)):
+            kb.call("wgmma_fence")
+            with kb.scope():
+                self.atom.emit_k_block(kb, acc, "da_", "db_", a, b, self.slabs,
+                                       self.tile_k // self.atom.k,
+                                       "scale_d" if accumulate is not None else "0", slab=j)
+            kb.call("wgmma_commit_group")
+            tail(kb) if j is None else tail(kb, j)
         pl.increment(kb, idx, phase)

@@ -138,17 +138,19 @@ class WgmmaAtom:
         return self.n // 2
 
     def emit_k_block(self, kb, acc: str, desc_a: str, desc_b: str, a: GmmaOperand,
-                     b: GmmaOperand, slabs: int, k_steps: int, scale: str) -> None:
+                     b: GmmaOperand, slabs: int, k_steps: int, scale: str,
+                     slab: int | None = None) -> None:
         """The wgmma calls of one k-block: for each k-step ``kk`` and slab ``j``,
         ``acc[j] += A(slab j, kk) * B(kk)`` (``scale`` decides the first k-step's
-        accumulate, 1 after it)."""
+        accumulate, 1 after it); ``slab``: only that slab's, into ``acc[0]`` (a kernel that
+        keeps one slab's accumulators and takes its slabs in turn)."""
         t = None if self.fp8 else f"{self.trans_a}, {self.trans_b}"
         k = self.k
         for kk in range(k_steps):
-            for j in range(slabs):
+            for j in (range(slabs) if slab is None else (slab,)):
                 # gmma_desc_add / make_gmma_desc are host-device helpers of ptx_sm90.cuh (no
                 # PTX), outside the wrapper table ptx.FUNCTIONS checks
-                kb.call(self.name, f"{acc}[{j}]",
+                kb.call(self.name, f"{acc}[{j if slab is None else 0}]",
                         f"gmma_desc_add({desc_a}, {a.offset(64 * j, k * kk)}u)",
                         f"gmma_desc_add({desc_b}, {b.offset(0, k * kk)}u)",
                         scale if kk == 0 else "1", template=t)
