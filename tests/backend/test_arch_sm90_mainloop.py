@@ -32,8 +32,8 @@ def test_expected_bytes_are_the_boxes_bytes(cfg):
     A's first ``load_rows_a`` rows (all of them unless ``a_rows`` loads part of A's tile);
     the stages themselves hold whole tiles."""
     ml = _mainloop(cfg)
-    a = _box_bytes(ml.load_a, cfg.tile_k)
-    b = _box_bytes(ml.load_b, cfg.tile_k) * cfg.cluster_m     # every CTA's slice lands here
+    a = _box_bytes(ml.load_a, cfg.tile_k) * cfg.cluster_n     # every CTA's slice lands here
+    b = _box_bytes(ml.load_b, cfg.tile_k) * cfg.cluster_m
     assert a == cfg.load_rows_a * cfg.tile_k * cfg.elem_bytes and b == ml.b_bytes
     assert a == ml.a_bytes or (cfg.a_rows and a < ml.a_bytes)
     assert ml.pipeline.desc.transaction_bytes == a + b == cfg.tx_bytes
