@@ -212,8 +212,8 @@ def run_case(name, mode, args, torch, results):
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--shapes", nargs="*", default=list(SHAPES))
-    ap.add_argument("--modes", nargs="*", default=list(MODES))
+    ap.add_argument("--shapes", nargs="*", default=list(SHAPES), choices=list(SHAPES))
+    ap.add_argument("--modes", nargs="*", default=list(MODES), choices=list(MODES))
     ap.add_argument("--rounds", type=int, default=7)
     ap.add_argument("--iters", type=int, default=20)
     ap.add_argument("--seed", type=int, default=0)
