@@ -353,6 +353,36 @@ def test_256_row_promotion_takes_the_slabs_in_turn():
         assert kloop.count("_ss(acc[0], ") == 8
 
 
+def test_serial_slabs_rule():
+    """Law of ``serial_slabs``: exactly the promoting configurations whose warpgroups own
+    several 64-row slabs and whose two full accumulator sets would pass 192 per thread; they
+    run the cooperative schedule only (``schedule``, ``stream_k`` or ``split_k`` named
+    otherwise), and at most 192
+    accumulators per thread (``tile`` named)."""
+    ok = [dict(tile_m=256, tile_n=128, scaling="block"),
+          dict(tile_m=256, tile_n=96, scaling="tensor", promote=True),
+          dict(tile_m=256, tile_n=64, scaling="block"),
+          dict(tile_m=128, tile_n=64, scaling="block", schedule="pingpong"),
+          dict(tile_m=128, tile_n=192, scaling="row", promote=True),
+          dict(tile_m=256, tile_n=128, scaling="tensor")]          # fast accumulation
+    for kw in ok:
+        cfg = _cfg(**kw).fit_stages().check()
+        maps = derive_maps(cfg)
+        want = F.promotes(cfg) and maps.slabs > 1 and maps.slabs * cfg.tile_n > 192
+        assert F.serial_slabs(cfg, maps) == want, kw
+        assert F.acc_sets(cfg, maps) == (1 if want else maps.slabs)
+    for kw, arg in ((dict(tile_m=128, tile_n=128, scaling="tensor", promote=True,
+                          schedule="pingpong"), "schedule"),
+                    (dict(tile_m=256, tile_n=128, scaling="block", stream_k=True), "stream_k"),
+                    (dict(tile_m=256, tile_n=128, scaling="row", promote=True,
+                          split_k="fixup"), "split_k"),
+                    (dict(tile_m=256, tile_n=192, scaling="block"), "tile"),
+                    (dict(tile_n=256, scaling="block"), "tile")):
+        with pytest.raises(LaunchError) as e:
+            _cfg(**kw).fit_stages().check()
+        assert e.value.arg == arg, (kw, e.value)
+
+
 def test_block_scaled_registers_rule():
     """Law (``Sm90GemmConfig.__post_init__``): a block-scaled configuration with an ``epi``
     has at least 56 producer registers (72 with 256-row tiles, ``epi`` or not) and consumers

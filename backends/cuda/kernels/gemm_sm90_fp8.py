@@ -214,11 +214,19 @@ def check(cfg, op: str = "Sm90GemmConfig") -> None:
                           expected=False, actual=True)
     if cfg.scaling == "block" or cfg.promote:
         slabs = max(1, cfg.tile_m // cfg.mma_wgs // 64)
-        # the k-block set (one slab's, acc_sets) and the promoted sums (every slab's)
-        if (1 + slabs) * cfg.tile_n // 2 > 192:
+        serial = slabs * cfg.tile_n > 192       # serial_slabs: one slab's k-block set
+        # the k-block set (every slab's, or one slab's) and the promoted sums (every slab's)
+        if ((1 + slabs) if serial else 2 * slabs) * cfg.tile_n // 2 > 192:
             raise LaunchError(op, "tile", "promotion keeps a k-block accumulator set beside "
                               "the promoted sums: at most 192 accumulators per thread (128x192, "
                               "256x128)", actual=(cfg.tile_m, cfg.tile_n))
+        if serial and (cfg.schedule != "cooperative" or cfg.stream_k or cfg.splits):
+            arg = "stream_k" if cfg.stream_k else ("split_k" if cfg.splits else "schedule")
+            raise LaunchError(op, arg, "promoted tiles whose warpgroups take their "
+                              "64-row slabs in turn (256 x more than 96) run the cooperative "
+                              "schedule, without stream-K or split-K", expected="cooperative",
+                              actual=(cfg.schedule, cfg.tile_m, bool(cfg.stream_k),
+                                      cfg.split_k))
 
 
 #: The FP8 kernel's parameters after the 16-bit kernel's (scales, bias, scale strides), in the
@@ -254,12 +262,14 @@ def _acc(maps, v, name="acc", serial: bool = False):
 
 
 def serial_slabs(cfg, maps) -> bool:
-    """A promoting kernel whose warpgroups own more than one 64-row slab keeps one k-block
-    accumulator set and takes the slabs in turn (each slab's wgmmas, ``wait_group<0>``, its
-    promotion into ``tot_[slab]``): ``acc`` holds ``tile_n / 2`` values and ``tot_`` ``slabs *
-    tile_n / 2``, so a 256x128 tile needs 192 accumulators per thread, as a 128x192 one with
-    two full sets (DeepGEMM's 256-row tiles keep their accumulators so)."""
-    return promotes(cfg) and maps.slabs > 1
+    """A promoting kernel whose warpgroups own more than one 64-row slab and whose two full
+    accumulator sets would pass 192 per thread (``slabs * tile_n > 192``: 256x128) keeps one
+    k-block accumulator set and takes the slabs in turn (each slab's wgmmas,
+    ``wait_group<0>``, its promotion into ``tot_[slab]``): ``acc`` holds ``tile_n / 2`` values
+    and ``tot_`` ``slabs * tile_n / 2``, so a 256x128 tile needs 192 accumulators per thread,
+    as a 128x192 one with two full sets (DeepGEMM's 256-row tiles keep their accumulators
+    so)."""
+    return promotes(cfg) and maps.slabs > 1 and maps.slabs * cfg.tile_n > 192
 
 
 def acc_sets(cfg, maps) -> int:
