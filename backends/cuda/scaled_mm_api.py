@@ -246,21 +246,15 @@ def promoted_tile_n(M, N, sms=132, tile_m=128, narrow=False) -> int:
 
 def block_tile(M, N, sms=132) -> tuple:
     """The block-scaled kernel's tile ``(tile_m, tile_n)``: the fewest tile-rounds of ``sms``
-    CTAs weighted by the tile's elements over its relative throughput (:data:`BLOCK_TILES`),
-    ``ceil(tiles / sms) * tile_m * tile_n / 128 / throughput``; ties to the earlier entry.
-    Tiles of more rows than M are not offered.
+    CTAs weighted by the tile's elements over its relative throughput (:data:`BLOCK_TILES`,
+    ``gemm_sm90.fewest_rounds_tile``: ``ceil(tiles / sms) * tile_m * tile_n / throughput``);
+    ties to the earlier entry.  Tiles of more rows than M are not offered.
 
     Law: the returned tile's cost is the least of the offered :data:`BLOCK_TILES`' (and no
     earlier entry costs as little)."""
-    best = None
-    for (tm, tn), eff in BLOCK_TILES.items():
-        if tm > 128 and tm > M:
-            continue
-        tiles = -(-M // tm) * -(-N // tn)
-        cost = -(-tiles // sms) * (tm // 128) * tn / eff
-        if best is None or cost < best[0] - 1e-9:
-            best = (cost, (tm, tn))
-    return best[1]
+    from .kernels.gemm_sm90 import fewest_rounds_tile
+    offered = [(t, e) for t, e in BLOCK_TILES.items() if t[0] <= 128 or t[0] <= M]
+    return fewest_rounds_tile(M, N, offered, 1, sms)
 
 
 def promoted_raster(N: int, tile_n: int, sms: int = 132) -> tuple:

@@ -679,6 +679,12 @@ def test_block_tile_rule():
     assert [block_tile(*s) for s in ((8192, 8192), (8192, 14336), (8192, 4096),
                                      (8192, 6144))] == [(128, 192)] * 4
     assert block_tile(4096, 4096) == (256, 128) and block_tile(1024, 1024) == (128, 128)
+    # the width rule is the tile rule at one tile_m
+    widths = ((128, 1.0), (160, 1.04), (192, 1.10), (64, 0.85))
+    for M, N in ((4096, 4096), (8192, 14336), (300, 1000), (16, 4096)):
+        for tm in (64, 128):
+            assert G.fewest_rounds_width(M, N, widths, 1, 132, tm) == G.fewest_rounds_tile(
+                M, N, [((tm, w), e) for w, e in widths])[1]
 
 
 def test_every_choice_is_a_valid_configuration():

@@ -65,6 +65,7 @@ from .gemm_sm90_maps import derive_maps
 
 __all__ = ["Sm90GemmConfig", "generate_source", "Sm90Gemm", "SHIPPED_CONFIGS", "with_store_warp",
            "half_tile_store_warp", "coop_tile_n", "COOP_WIDTHS", "fewest_rounds_width",
+           "fewest_rounds_tile",
            "make_epilogue_config", "shipped_epilogue_configs", "shipped_fp8_configs"]
 
 _DT = {"f16": "f16", "float16": "f16", "bf16": "bf16", "bfloat16": "bf16"}
@@ -1549,19 +1550,29 @@ def _pick_tile(M, N, L, num_sms):
 COOP_WIDTHS = ((256, 1.0), (192, 0.96))
 
 
+def fewest_rounds_tile(M: int, N: int, tiles, L: int = 1, num_sms: int = 132) -> tuple:
+    """The tile of ``tiles`` (``((tile_m, tile_n), relative throughput per element)`` pairs)
+    whose tiles of the ``L x M x N`` output take the least time as rounds of ``num_sms``
+    tiles: ``ceil(tiles / num_sms) * tile_m * tile_n / throughput``; ties to the earlier
+    pair.  The wave model of :func:`fewest_rounds_width` and of FP8's ``block_tile``."""
+    best = None
+    for (tm, tn), eff in tiles:
+        count = -(-M // tm) * -(-N // tn) * L
+        cost = -(-count // num_sms) * tm * tn / eff
+        if best is None or cost < best[0] - 1e-9:
+            best = (cost, (tm, tn))
+    return best[1]
+
+
 def fewest_rounds_width(M: int, N: int, widths, L: int = 1, num_sms: int = 132,
                         tile_m: int = 128) -> int:
     """The tile width of ``widths`` (``(width, relative throughput per tile)`` pairs) whose
     ``tile_m x width`` tiles of the ``L x M x N`` output take the least time as rounds of
     ``num_sms`` tiles: ``ceil(tiles / num_sms) * width / throughput``; ties to the earlier
-    pair.  The wave model of :func:`coop_tile_n` and of FP8's ``promoted_tile_n``."""
-    best = None
-    for tn, eff in widths:
-        tiles = -(-M // tile_m) * -(-N // tn) * L
-        cost = -(-tiles // num_sms) * tn / eff
-        if best is None or cost < best[0] - 1e-9:
-            best = (cost, tn)
-    return best[1]
+    pair (:func:`fewest_rounds_tile` at one ``tile_m``).  The wave model of
+    :func:`coop_tile_n` and of FP8's ``promoted_tile_n``."""
+    return fewest_rounds_tile(M, N, (((tile_m, tn), eff) for tn, eff in widths), L,
+                              num_sms)[1]
 
 
 def coop_tile_n(M: int, N: int, L: int = 1, num_sms: int = 132) -> int:

@@ -161,9 +161,10 @@ class Sm90Body:
 
     @property
     def acc_sets(self) -> int:
-        """Slabs of the accumulator array ``acc``: one when :attr:`serial`, else the
-        warpgroup's slabs."""
-        return 1 if self.serial else self.maps.slabs
+        """Slabs of the accumulator array ``acc`` (``gemm_sm90_fp8.acc_sets``: one when
+        :attr:`serial`, else the warpgroup's slabs)."""
+        from .gemm_sm90_fp8 import acc_sets
+        return acc_sets(self.cfg, self.maps)
 
     @property
     def sums(self) -> str:
