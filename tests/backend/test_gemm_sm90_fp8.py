@@ -812,6 +812,13 @@ def test_block_scaled_choices_compile_without_spills():
             assert res.spills == 0 and res.stack_frame == 0, (cfg.name, res)
     assert seen == {(128, 192, True), (128, 192, False), (128, 128, True), (128, 128, False),
                     (256, 128, False)}
+    # 256x128 with the epilogue tree's features: an e4m3 D with bias and amax, an f32 D
+    for out, bias, amax in (("e4m3", "bfloat16", True), ("f32", True, False)):
+        cfg = choose_fp8_config(4096, 4096, 1024, "e4m3", "e4m3", out, "block", tma_store=True,
+                                bias=bias, amax=amax)
+        assert (cfg.tile_m, cfg.producer_regs, cfg.consumer_regs) == (256, 72, 216)
+        res = compile_module(G.generate_source(cfg), arch="sm_90a").resources_for(cfg.name)
+        assert res.spills == 0 and res.stack_frame == 0, (cfg.name, res)
 
 
 def test_wide_promoted_configs_compile_without_spills():
