@@ -157,7 +157,7 @@ class Sm90Body:
         """A promoting kernel that takes its warpgroup's 64-row slabs in turn into one k-block
         accumulator set (``gemm_sm90_fp8.serial_slabs``)."""
         from .gemm_sm90_fp8 import serial_slabs
-        return serial_slabs(self.cfg, self.maps)
+        return serial_slabs(self.cfg)
 
     @property
     def acc_sets(self) -> int:

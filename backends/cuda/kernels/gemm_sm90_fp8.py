@@ -213,8 +213,8 @@ def check(cfg, op: str = "Sm90GemmConfig") -> None:
         raise LaunchError(op, "promote", "block scaling always promotes (leave promote False)",
                           expected=False, actual=True)
     if cfg.scaling == "block" or cfg.promote:
-        slabs = max(1, cfg.tile_m // cfg.mma_wgs // 64)
-        serial = slabs * cfg.tile_n > 192       # serial_slabs: one slab's k-block set
+        slabs = _wg_slabs(cfg)
+        serial = serial_slabs(cfg)              # one slab's k-block set
         # the k-block set (every slab's, or one slab's) and the promoted sums (every slab's)
         if ((1 + slabs) if serial else 2 * slabs) * cfg.tile_n // 2 > 192:
             raise LaunchError(op, "tile", "promotion keeps a k-block accumulator set beside "
@@ -261,7 +261,12 @@ def _acc(maps, v, name="acc", serial: bool = False):
     return f"{name}[{0 if serial else v // nacc}][{v % nacc}]"
 
 
-def serial_slabs(cfg, maps) -> bool:
+def _wg_slabs(cfg) -> int:
+    """64-row slabs of a consumer warpgroup's share of the tile (at least one)."""
+    return max(1, cfg.tile_m // cfg.mma_wgs // 64)
+
+
+def serial_slabs(cfg) -> bool:
     """A promoting kernel whose warpgroups own more than one 64-row slab and whose two full
     accumulator sets would pass 192 per thread (``slabs * tile_n > 192``: 256x128) keeps one
     k-block accumulator set and takes the slabs in turn (each slab's wgmmas,
@@ -269,13 +274,14 @@ def serial_slabs(cfg, maps) -> bool:
     and ``tot_`` ``slabs * tile_n / 2``, so a 256x128 tile needs 192 accumulators per thread,
     as a 128x192 one with two full sets (DeepGEMM's 256-row tiles keep their accumulators
     so)."""
-    return promotes(cfg) and maps.slabs > 1 and maps.slabs * cfg.tile_n > 192
+    slabs = _wg_slabs(cfg)
+    return promotes(cfg) and slabs > 1 and slabs * cfg.tile_n > 192
 
 
 def acc_sets(cfg, maps) -> int:
     """Slabs of the k-block accumulator set ``acc``: 1 for :func:`serial_slabs`, else one per
     slab."""
-    return 1 if serial_slabs(cfg, maps) else maps.slabs
+    return 1 if serial_slabs(cfg) else maps.slabs
 
 
 def emit_promotion_loads(kb, cfg, maps) -> None:
@@ -317,7 +323,7 @@ def emit_promotion(kb, cfg, maps, slab: int | None = None) -> None:
     nv = maps.frag.num_values
     nacc = nv // maps.slabs
     vs = range(nv) if slab is None else range(slab * nacc, (slab + 1) * nacc)
-    ser = serial_slabs(cfg, maps)
+    ser = serial_slabs(cfg)
     if cfg.scaling != "block":
         for v in vs:
             kb.assign(_acc(maps, v, "tot_"), _acc(maps, v, serial=ser), "+=")
