@@ -21,7 +21,7 @@ tests' own: NumPy references, poisoned outputs, guard bands):
   memory (cooperative and ping-pong, several tiles per CTA), the 64-row decode tile (M = 1), the cached
   torch path with an out at 4 mod 8 bytes, decode split in K ('fixup', 64x32 tiles, 24 of
   A's rows loaded), 256x128 promoted tiles (the slabs promoted in turn; block-scaled and
-  per-tensor, clusters of two along N), the "ksplit" decode tiles (two warpgroups on alternate k-blocks, an
+  per-tensor, clusters of two along N; the built-in epilogue and the whole tile staged), the "ksplit" decode tiles (two warpgroups on alternate k-blocks, an
   odd k-block count) and partial A tiles over stale NaN rows; the standalone epilogue with a store warp (whole-tile, two-buffer, one-buffer
   staging);
 * the one-call GEMM's pieces: the cooperative kernel in clusters of two with a row-major B,
@@ -114,7 +114,8 @@ SELECT = ("transpose_helper or strided_views or smem or scalar_any"
           " or (test_stream_k and (520-1000 or 2100-3000))"
           " or (sm90_cluster_gpu and 200x520x328 and f16)"
           " or (fp8_cluster_gpu and 300x1000x384 and (block_128_evt or tensor_192_evt))"
-          " or (256_row_promoted_kernels and (block-cluster3-640 or tensor-cluster4-384))")
+          " or (256_row_promoted_kernels and (block-cluster3-640-False or tensor-cluster4-384-False"
+          " or tensor-cluster5-384-True or row-cluster6-640-True or block-cluster7-384-True))")
 
 
 def main(argv=None) -> int:

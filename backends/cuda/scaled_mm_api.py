@@ -28,7 +28,8 @@ from .tensors import TensorMeta, meta_of, overlaps, span_bytes
 
 __all__ = ["scaled_mm", "check_problem", "choose_fp8_config", "fp8_splits", "ksplit_pays",
            "plan_cache", "clear_plans", "align_of", "OUT_DTYPES", "SPLIT_MIN_KB", "SPLIT_MAX",
-           "SPLIT_MIN", "NARROW_TILES", "NARROW_MAX_M", "KSPLIT_MIN_KB", "KSPLIT_MAX_B_BYTES"]
+           "SPLIT_MIN", "NARROW_TILES", "NARROW_MAX_M", "KSPLIT_MIN_KB", "KSPLIT_MAX_B_BYTES",
+           "LONG_K", "block_tile", "promoted_tile", "promoted_tile_n"]
 
 _OP = "scaled_mm"
 
@@ -190,6 +191,15 @@ SMALL_M = 64
 #: us, 8192x6144x4096 310 against 301) and win where their rounds are fewer: 4096^3 105.4
 #: against 113.6 us (4 rounds against 6; "FP8 GEMM", v32)
 BLOCK_TILES = {(128, 128): 1.0, (128, 192): 1.19, (256, 128): 1.15}
+#: From this K on (96 k-blocks), a 256x128 tile runs per element as fast as a 128x192 one,
+#: promoted or block-scaled: its larger cost per tile (the epilogue of twice the rows, without
+#: a store warp) is spread over many k-blocks, and its mainloop reads less shared memory per
+#: element.  Measured sustained under the power cap (docs/performance.md, "FP8 GEMM", v33) at
+#: 8192x4096x14336 (8 rounds of 256x128 tiles against 11 of 128x192): per-tensor 817 -> 782
+#: us, block 852 -> 817; at K = 4096 and 8192 the 256x128 tiles ran 2-5% slower per element
+#: (8192^3, 8192x14336x4096, 8192x6144x4096), so shorter problems keep the rates above and
+#: promoted kernels 128-row tiles.
+LONG_K = 12288
 
 
 #: The "ksplit" schedule (two consumer warpgroups sharing each 64-row tile, alternate stages'
@@ -244,17 +254,39 @@ def promoted_tile_n(M, N, sms=132, tile_m=128, narrow=False) -> int:
     return fewest_rounds_width(M, N, tuple(widths.items()), 1, sms, tile_m)
 
 
-def block_tile(M, N, sms=132) -> tuple:
+def block_tile(M, N, sms=132, K=0) -> tuple:
     """The block-scaled kernel's tile ``(tile_m, tile_n)``: the fewest tile-rounds of ``sms``
     CTAs weighted by the tile's elements over its relative throughput (:data:`BLOCK_TILES`,
     ``gemm_sm90.fewest_rounds_tile``: ``ceil(tiles / sms) * tile_m * tile_n / throughput``);
-    ties to the earlier entry.  Tiles of more rows than M are not offered.
+    ties to the earlier entry.  Tiles of more rows than M are not offered; from K =
+    :data:`LONG_K` on, 256x128 is counted at 128x192's throughput.
 
     Law: the returned tile's cost is the least of the offered :data:`BLOCK_TILES`' (and no
     earlier entry costs as little)."""
     from .kernels.gemm_sm90 import fewest_rounds_tile
-    offered = [(t, e) for t, e in BLOCK_TILES.items() if t[0] <= 128 or t[0] <= M]
+    rates = dict(BLOCK_TILES)
+    if K >= LONG_K:
+        rates[(256, 128)] = rates[(128, 192)]
+    offered = [(t, e) for t, e in rates.items() if t[0] <= 128 or t[0] <= M]
     return fewest_rounds_tile(M, N, offered, 1, sms)
+
+
+def promoted_tile(M, N, K, sms=132) -> tuple:
+    """The promoted per-tensor / row-wise kernel's tile ``(tile_m, tile_n)`` for problems of
+    more than :data:`NARROW_MAX_M` rows: ``128 x promoted_tile_n``, or from K =
+    :data:`LONG_K` on and M >= 256 a 256x128 tile (each consumer warpgroup's two 64-row slabs
+    promoted in turn) where the wave model counts it at 128x192's throughput per element and
+    it costs less (``gemm_sm90.fewest_rounds_tile``; ties to the 128-row tile): 8192x4096x14336
+    runs 8 rounds of 256x128 tiles against 11 of 128x192.
+
+    Law: the 256-row tile is returned exactly when K >= LONG_K, M >= 256 and its cost is
+    below the 128-row tile's."""
+    from .kernels.gemm_sm90 import fewest_rounds_tile
+    tn = promoted_tile_n(M, N, sms)
+    if K < LONG_K or M < 256:
+        return 128, tn
+    return fewest_rounds_tile(M, N, [((128, tn), PROMOTED_TILES[tn]),
+                                     ((256, 128), PROMOTED_TILES[192])], 1, sms)
 
 
 def promoted_raster(N: int, tile_n: int, sms: int = 132) -> tuple:
@@ -324,10 +356,12 @@ def choose_fp8_config(M, N, K, a, b, out, mode, vec2=True, sms=132, fast_accum=F
     small = mode != "block" and M <= SMALL_M
     tm, wgs = (64, 1) if small else (128, 2)
     narrow = mode != "block" and M <= NARROW_MAX_M and not tree_only
-    if small or promote:
+    if promote and M > NARROW_MAX_M:
+        tm, tn = promoted_tile(M, N, K, sms)
+    elif small or promote:
         tn = promoted_tile_n(M, N, sms, tm, narrow=narrow)
     elif mode == "block":
-        tm, tn = (128, 128) if N <= 128 else block_tile(M, N, sms)
+        tm, tn = (128, 128) if N <= 128 else block_tile(M, N, sms, K)
     elif N > 128 and -(-M // 128) * -(-N // 256) >= sms:
         tn = 256
     else:       # fast accumulation on fewer 128x256 tiles than SMs: the promoted widths
@@ -372,11 +406,12 @@ def choose_fp8_config(M, N, K, a, b, out, mode, vec2=True, sms=132, fast_accum=F
     elif mode == "block" and M > 128:
         # groups of 16 tile-rows: +0.5-2% at 8192^3 and the LLM layers, -0.3% at 4096^3;
         # no cluster / groups of 4 lose 1-3% here (docs/performance.md, "FP8 GEMM", v25).
-        # 256-row tiles: clusters of two along N (A's 32 KB tile multicast) in groups of 8,
-        # 0.5-2% over clusters along M or groups of 16 ("FP8 GEMM", v32)
         group = 16
-        if tm == 256:
-            cluster, cluster_n, group = 1, 2, 8
+    if tm == 256:
+        # 256-row tiles (block-scaled or promoted): clusters of two along N (A's 32 KB tile
+        # multicast) in groups of 8, 0.5-2% over clusters along M or groups of 16 ("FP8
+        # GEMM", v32)
+        cluster, cluster_n, group = 1, 2, 8
     if stream_k:        # stream-K runs without a cluster
         cluster = 1
     epi = None
@@ -397,7 +432,20 @@ def choose_fp8_config(M, N, K, a, b, out, mode, vec2=True, sms=132, fast_accum=F
                          cluster_m=cluster, cluster_n=cluster_n, group_m=group, epi=epi,
                          stream_k=stream_k,
                          a_rows=a_rows).fit_stages()
-    if epi is not None:
+    if epi is not None and tm == 256:
+        # 256-row tiles stage the whole tile (a D buffer per subtile) where 3 mainloop stages
+        # still fit: no subtile waits for an earlier subtile's TMA store; 0.5-1.8% at
+        # 8192x4096x14336 and 8192x6144x4096 over two buffers ("FP8 GEMM", v33)
+        import dataclasses
+        em, en = epi.epilogue_tile
+        whole = dataclasses.replace(epi, stages_d=(tm // em) * (tn // en))
+        try:
+            staged = dataclasses.replace(cfg, epi=whole).fit_stages()
+        except LaunchError:         # an f32 D's whole tile leaves no room for 2 stages
+            staged = cfg
+        if staged.stages >= 3:
+            cfg = staged
+    if epi is not None and tm != 256:
         # the stores from a store warp, the whole tile staged: +2-7% over per-subtile
         # barriers (one stage fewer at 128x192); a whole tile that leaves fewer than 4
         # mainloop stages (f32 D, 128x256 fast-accumulation tiles) keeps the per-subtile

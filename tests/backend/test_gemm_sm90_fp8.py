@@ -664,6 +664,52 @@ def test_promoted_tile_width_rule():
     assert promoted_tile_n(1024, 1024) == 64
 
 
+def test_promoted_tile_rule():
+    """Law of ``promoted_tile``: the 256x128 tile exactly when K >= LONG_K, M >= 256 and its
+    tile-rounds x elements / rate (128x192's rate) cost less than the 128-row tile's
+    (``promoted_tile_n``); measured cases: 8192x4096x14336 256x128 (8 rounds against 11),
+    8192^3 and the LLM layers of K = 4096 128x192."""
+    from backends.cuda.scaled_mm_api import (LONG_K, PROMOTED_TILES, promoted_tile,
+                                             promoted_tile_n)
+    for M in (129, 255, 256, 1000, 2000, 4096, 8192):
+        for N in (136, 1880, 4096, 8192, 14336):
+            for K in (4096, LONG_K - 16, LONG_K, 16384):
+                tn = promoted_tile_n(M, N)
+                c128 = -(-(-(-M // 128) * -(-N // tn)) // 132) * 128 * tn / PROMOTED_TILES[tn]
+                c256 = -(-(-(-M // 256) * -(-N // 128)) // 132) * 256 * 128 / \
+                    PROMOTED_TILES[192]
+                want = (256, 128) if K >= LONG_K and M >= 256 and c256 < c128 - 1e-9 \
+                    else (128, tn)
+                assert promoted_tile(M, N, K) == want, (M, N, K)
+    assert promoted_tile(8192, 4096, 14336) == (256, 128)
+    assert [promoted_tile(8192, n, k) for n, k in ((8192, 8192), (14336, 4096), (6144, 4096),
+                                                   (8192, 16384))] == [(128, 192)] * 4
+
+
+def test_long_k_promoted_choice():
+    """``scaled_mm``'s promoted per-tensor / row-wise choice at 8192x4096x14336: 256x128 tiles
+    in clusters of two along N, groups of 8, the whole tile staged in four D buffers with 3
+    mainloop stages and no store warp; 0 spills with a bf16 D, an e4m3 D with bias and amax,
+    and an f32 D (TMA-store and built-in epilogues)."""
+    from backends.cuda.compiler import compile_module, has_compiler
+    for mode in ("tensor", "row"):
+        c = choose_fp8_config(8192, 4096, 14336, "e4m3", "e4m3", "bf16", mode, tma_store=True)
+        assert (c.tile_m, c.tile_n, c.cluster_m, c.cluster_n, c.group_m) == (256, 128, 1, 2, 8)
+        assert (c.stages, c.epi.stages_d, c.epi.store_warp, c.promote) == (3, 4, False, True)
+        assert c.check() is c
+    if not has_compiler():
+        pytest.skip("no CUDA compiler")
+    for mode, out, bias, amax, tma in (("tensor", "bf16", False, False, True),
+                                       ("row", "e4m3", "bfloat16", True, True),
+                                       ("tensor", "f32", False, False, True),
+                                       ("row", "bf16", False, False, False)):
+        cfg = choose_fp8_config(8192, 4096, 14336, "e4m3", "e4m3", out, mode, tma_store=tma,
+                                bias=bias, amax=amax)
+        assert cfg.tile_m == 256, cfg.name
+        res = compile_module(G.generate_source(cfg), arch="sm_90a").resources_for(cfg.name)
+        assert res.spills == 0 and res.stack_frame == 0, (cfg.name, res)
+
+
 def test_block_tile_rule():
     """Law: block scaling's tile minimises tile-rounds x elements / relative throughput over
     BLOCK_TILES (ties to the earlier entry); measured cases: 4096^3 256x128 (4 rounds against
@@ -679,6 +725,18 @@ def test_block_tile_rule():
     assert [block_tile(*s) for s in ((8192, 8192), (8192, 14336), (8192, 4096),
                                      (8192, 6144))] == [(128, 192)] * 4
     assert block_tile(4096, 4096) == (256, 128) and block_tile(1024, 1024) == (128, 128)
+    # from K = LONG_K on, 256x128 is counted at 128x192's rate: 8 rounds against 11
+    from backends.cuda.scaled_mm_api import LONG_K
+    for M, N in ((8192, 4096), (8192, 8192), (8192, 14336), (4000, 3968), (255, 40000)):
+        rates = {**BLOCK_TILES, (256, 128): BLOCK_TILES[(128, 192)]}
+        costs = {t: -(-(-(-M // t[0]) * -(-N // t[1])) // 132) * t[0] * t[1] / 128 / e
+                 for t, e in rates.items() if t[0] == 128 or t[0] <= M}
+        best = min(costs.values())
+        assert block_tile(M, N, K=LONG_K) == next(t for t, c in costs.items()
+                                                  if c <= best + 1e-9)
+        assert block_tile(M, N, K=LONG_K - 128) == block_tile(M, N)
+    assert block_tile(8192, 4096, K=14336) == (256, 128)
+    assert block_tile(8192, 8192, K=16384) == (128, 192)
     # the width rule is the tile rule at one tile_m
     widths = ((128, 1.0), (160, 1.04), (192, 1.10), (64, 0.85))
     for M, N in ((4096, 4096), (8192, 14336), (300, 1000), (16, 4096)):

@@ -501,18 +501,84 @@ def test_block_scaling_256_row_tiles(M, N, K, out_dtype):
     assert all(torch.equal(o, first) for o in outs)
 
 
-@pytest.mark.parametrize("mode, cluster, K", [("tensor", (1, 1), 16384), ("row", (1, 2), 16384),
-                                              ("block", (2, 1), 16384), ("block", (1, 2), 640),
-                                              ("tensor", (1, 2), 384)])
-def test_256_row_promoted_kernels(mode, cluster, K):
+@pytest.mark.parametrize("mode, M, N, K, out_dtype, bias", [
+    ("tensor", 2000, 1880, 12288, "bfloat16", False),   # 8 x 15 tiles: the last tile-row
+                                                        # partial, the last cluster's second
+                                                        # CTA past N
+    ("row", 2000, 1880, 12400, "float16", True),        # a partial last k-block, a bias
+    ("tensor", 2048, 2048, 12288, "float8_e4m3fn", True),   # an 8-bit D, amax, scale_result
+    ("row", 2000, 2001, 12288, "float32", False)])      # odd N: the built-in epilogue
+def test_promoted_256_row_tiles_at_long_k(mode, M, N, K, out_dtype, bias):
+    """Promoted per-tensor / row-wise problems of long K take 256x128 tiles where they need
+    fewer rounds (``promoted_tile``): each consumer warpgroup's two 64-row slabs promoted in
+    turn, clusters of two along N, the whole tile staged (TMA-store epilogue) -- correct
+    into poisoned outputs against the float64 reference, bit-identical over 10 calls."""
+    _skip_without_hopper()
+    from cute_py.backends.cuda.scaled_mm_api import LONG_K, choose_fp8_config
+    assert K >= LONG_K
+    f8 = out_dtype.startswith("float8")
+    out = {"bfloat16": "bf16", "float16": "f16", "float32": "f32", "float8_e4m3fn": "e4m3"}
+    tma = out_dtype != "float32"
+    cfg = choose_fp8_config(M, N, K, "e4m3", "e4m3", out[out_dtype], mode, tma_store=tma,
+                            bias=bias, amax=f8, scale_result=f8)
+    assert (cfg.tile_m, cfg.tile_n, cfg.cluster_n, cfg.promote) == (256, 128, 2, True), cfg.name
+    assert tma == (cfg.epi is not None) and (not tma or cfg.epi.stages_d == 4), cfg.name
+    A, B, sa, sb, ref = make_problem(M, N, K, mode, seed=M + N + K)
+    kw = {}
+    if bias:
+        bdt = torch.bfloat16 if f8 else getattr(torch, out_dtype)
+        b = torch.randn(N, device="cuda").to(bdt)
+        kw["bias"] = b
+        ref = ref + b.double().cpu().numpy()[None, :]
+    sr = 0.25
+
+    def call():
+        if f8:
+            amax = torch.full((1,), float("nan"), device="cuda")
+            D = cute.scaled_mm(A, B, sa, sb, out_dtype=torch.float8_e4m3fn, amax=amax,
+                               scale_result=torch.full((1,), sr, device="cuda"),
+                               out=torch.full((M, N), float("nan"), device="cuda").to(
+                                   torch.float8_e4m3fn), **kw)
+            return D, amax
+        return cute.scaled_mm(A, B, sa, sb, out_dtype=out_dtype,
+                              out=_poisoned(M, N, out_dtype), **kw), None
+    first, amax = call()
+    torch.cuda.synchronize()
+    if f8:
+        got = first.double().cpu()
+        r = (torch.from_numpy(ref) * sr).clamp(-448.0, 448.0)
+        assert bool(torch.isfinite(got).all())
+        # round to nearest: half an e4m3 ulp of each value, plus the accumulation error
+        bound = 0.5 * _ulp(r, "e4m3") + sr * 1e-3 * float(np.abs(ref).max())
+        assert bool(((got - r).abs() <= bound).all()), float((got - r).abs().max())
+        assert abs(float(amax) - np.abs(ref).max()) <= 1e-3 * np.abs(ref).max()
+    else:
+        assert _rel(first, ref) < (REL_F32 if out_dtype == "float32" else REL)
+    outs = [call()[0] for _ in range(10)]
+    torch.cuda.synchronize()
+    assert all(torch.equal(o.view(torch.uint8) if f8 else o,
+                           first.view(torch.uint8) if f8 else first) for o in outs)
+
+
+@pytest.mark.parametrize("mode, cluster, K, staged", [
+    ("tensor", (1, 1), 16384, False), ("row", (1, 2), 16384, False),
+    ("block", (2, 1), 16384, False), ("block", (1, 2), 640, False),
+    ("tensor", (1, 2), 384, False), ("tensor", (1, 2), 384, True), ("row", (1, 2), 640, True),
+    ("block", (1, 2), 384, True)])
+def test_256_row_promoted_kernels(mode, cluster, K, staged):
     """The kernel object on 256x128 promoted tiles in every scaling mode (the slabs promoted
-    in turn), clusters along M or N, with the built-in epilogue: K = 16384 within the
+    in turn), clusters along M or N, with the built-in epilogue or (``staged``) the
+    TMA-store epilogue staging the whole tile in four D buffers: K = 16384 within the
     promoted bound, M and N off the tile (600 x 400: 3 x 4 tiles, the last partial)."""
     _skip_without_hopper()
     from cute_py.backends.cuda.kernels import gemm_sm90 as G
+    from cute_py.backends.cuda.kernels.gemm_sm90_fp8 import EPI_D, epilogue_tree
+    epi = G.make_epilogue_config(epilogue_tree(None), tile_m=256, tile_n=128,
+                                 element_d=EPI_D["bf16"], stages_d=4) if staged else None
     cfg = G.Sm90GemmConfig(tile_m=256, tile_n=128, tile_k=128, dtype="e4m3", out_dtype="bf16",
                            scaling=mode, promote=mode != "block", cluster_m=cluster[0],
-                           cluster_n=cluster[1]).fit_stages()
+                           cluster_n=cluster[1], epi=epi).fit_stages()
+    assert cfg.stages >= 3
     M, N = 600, 400
     A, B, sa, sb, ref = make_problem(M, N, K, mode, seed=50 + len(mode) + K)
     D = G.get_kernel(cfg)(A, B.t(), scale_a=sa, scale_b=sb)

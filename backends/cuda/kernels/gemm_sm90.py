@@ -779,7 +779,8 @@ def shipped_fp8_configs() -> tuple:
     aligned D without bias on large problems: promoted per-tensor, row-wise and block-scaled
     (128x192; block-scaled also 128x128, its choice when 192-wide tiles leave the last wave
     emptier), clusters of two in rasters of 16 tile-rows, through the TMA-store EVT
-    epilogue, and block-scaled 256x128 in clusters of two along N; the decode tiles (64x64 on
+    epilogue, and block-scaled and promoted per-tensor 256x128 in clusters of two along N
+    (the whole tile staged); the decode tiles (64x64 on
     one consumer warpgroup, M <= 64; 64x32 with the built-in epilogue and 16 rows of A, split
     in K or not, or on the "ksplit" schedule); and an e4m3 D with bias, amax and scale_result
     (the FP8 output for the next layer)."""
@@ -802,12 +803,14 @@ def shipped_fp8_configs() -> tuple:
         tma_store("row", 192, True),
         tma_store("block", 128, False),
         tma_store("block", 192, False),
-        # 256-row block-scaled tiles (each warpgroup's two slabs promoted in turn), clusters of
-        # two along N (A multicast), groups of 8: scaled_mm's choice at 4096^3
-        Sm90GemmConfig(tile_m=256, tile_n=128, tile_k=128, dtype="e4m3", out_dtype="bf16",
-                       scaling="block", cluster_n=2, group_m=8,
-                       epi=make_epilogue_config(None, tile_m=256, tile_n=128,
-                                                element_d="bfloat16")).fit_stages(),
+        # 256-row tiles (each warpgroup's two slabs promoted in turn), clusters of two along
+        # N (A multicast), groups of 8, the whole tile staged in four D buffers: scaled_mm's
+        # choice for block scaling at 4096^3 and, promoted per tensor, at 8192x4096x14336
+        *(Sm90GemmConfig(tile_m=256, tile_n=128, tile_k=128, dtype="e4m3", out_dtype="bf16",
+                         scaling=mode, promote=mode != "block", cluster_n=2, group_m=8,
+                         epi=make_epilogue_config(None, tile_m=256, tile_n=128,
+                                                  element_d="bfloat16", stages_d=4)).fit_stages()
+          for mode in ("block", "tensor")),
         # decode (M <= 64): 64x64 promoted tiles on one consumer warpgroup
         with_store_warp(Sm90GemmConfig(
             tile_m=64, tile_n=64, consumer_wgs=1, tile_k=128, dtype="e4m3", out_dtype="bf16",
