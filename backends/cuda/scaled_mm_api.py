@@ -309,11 +309,13 @@ def choose_fp8_config(M, N, K, a, b, out, mode, vec2=True, sms=132, fast_accum=F
                       stream_k=False):
     """The FP8 configuration of a problem: two consumer warpgroups, tile_k 128, the most
     stages that fit.  Per-k-block promotion (two accumulator sets) unless ``fast_accum``:
-    128 x :func:`promoted_tile_n` tiles (block scaling: :func:`block_tile`, 128x128 when
+    128 x :func:`promoted_tile_n` tiles, or 256x128 from K = :data:`LONG_K` on where
+    :func:`promoted_tile` takes them (block scaling: :func:`block_tile`, 128x128 when
     N <= 128; each thread's columns then span one or two 128-column B scale blocks), in
     clusters of two along M when M > 128 (promoted per-tensor / row-wise: the cluster and
-    raster of :func:`promoted_raster`; block scaling: groups of 16 tile-rows, and 256-row
-    tiles in clusters of two along N, A's tile multicast, in groups of 8 tile-rows); fast
+    raster of :func:`promoted_raster`; block scaling: groups of 16 tile-rows), 256-row
+    tiles in clusters of two along N (A's tile multicast) in groups of 8 tile-rows, the
+    whole tile staged (a D buffer per subtile) where 3 mainloop stages fit; fast
     accumulation (per-tensor / row-wise only: one
     accumulator) 128x256 tiles, or the promoted widths when that gives fewer tiles than SMs
     or N <= 128.

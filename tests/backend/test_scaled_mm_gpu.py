@@ -520,9 +520,13 @@ def test_promoted_256_row_tiles_at_long_k(mode, M, N, K, out_dtype, bias):
     out = {"bfloat16": "bf16", "float16": "f16", "float32": "f32", "float8_e4m3fn": "e4m3"}
     tma = out_dtype != "float32"
     cfg = choose_fp8_config(M, N, K, "e4m3", "e4m3", out[out_dtype], mode, tma_store=tma,
-                            bias=bias, amax=f8, scale_result=f8)
+                            bias=("bfloat16" if f8 else True) if bias else False, amax=f8,
+                            scale_result=f8)
     assert (cfg.tile_m, cfg.tile_n, cfg.cluster_n, cfg.promote) == (256, 128, 2, True), cfg.name
-    assert tma == (cfg.epi is not None) and (not tma or cfg.epi.stages_d == 4), cfg.name
+    assert tma == (cfg.epi is not None), cfg.name
+    if tma:     # the whole tile staged: a D buffer per subtile (four of 16-bit D, two of 8-bit)
+        em, en = cfg.epi.epilogue_tile
+        assert cfg.epi.stages_d == (256 // em) * (128 // en) == (2 if f8 else 4), cfg.name
     A, B, sa, sb, ref = make_problem(M, N, K, mode, seed=M + N + K)
     kw = {}
     if bias:
