@@ -19,8 +19,6 @@ cost the pointer patching and the launch.
 
 from __future__ import annotations
 
-import dataclasses
-
 from cute_py.errors import LaunchError
 
 from .gemm_common import StreamWorkspace, align_of, empty, is_hopper, remember
@@ -437,18 +435,9 @@ def choose_fp8_config(M, N, K, a, b, out, mode, vec2=True, sms=132, fast_accum=F
                          stream_k=stream_k,
                          a_rows=a_rows).fit_stages()
     if epi is not None and tm == 256:
-        # 256-row tiles stage the whole tile (a D buffer per subtile) where 3 mainloop stages
-        # still fit: no subtile waits for an earlier subtile's TMA store; over two buffers,
-        # block scaling 1-2% faster at 8192x4096x14336 and 4096^3, per-tensor within +-1.4%
-        # ("FP8 GEMM", v33)
-        em, en = epi.epilogue_tile
-        whole = dataclasses.replace(epi, stages_d=(tm // em) * (tn // en))
-        try:
-            staged = dataclasses.replace(cfg, epi=whole).fit_stages()
-        except LaunchError:         # an f32 D's whole tile leaves no room for 2 stages
-            staged = cfg
-        if staged.stages >= 3:
-            cfg = staged
+        # 256-row tiles stage the whole tile where 3 mainloop stages still fit (no store warp)
+        from .kernels.gemm_sm90 import whole_tile_staged
+        cfg = whole_tile_staged(cfg)
     if epi is not None and tm != 256:
         # the stores from a store warp, the whole tile staged: +2-7% over per-subtile
         # barriers (one stage fewer at 128x192); a whole tile that leaves fewer than 4

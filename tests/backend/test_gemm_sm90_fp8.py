@@ -686,6 +686,29 @@ def test_promoted_tile_rule():
                                                    (8192, 16384))] == [(128, 192)] * 4
 
 
+def test_whole_tile_staged():
+    """Law of ``whole_tile_staged``: tile, tree, fragment and cluster unchanged, one D buffer
+    per epilogue subtile and no store warp where ``min_stages`` mainloop stages still fit,
+    else the configuration unchanged (an f32 D's 256-row tile; no TMA-store epilogue)."""
+    from backends.cuda.kernels.gemm_sm90_fp8 import EPI_D, epilogue_tree
+    for out, staged in (("bf16", True), ("e4m3", True), ("f32", False)):
+        epi = G.make_epilogue_config(epilogue_tree(None), tile_m=256, tile_n=128,
+                                     element_d=EPI_D[out])
+        cfg = G.Sm90GemmConfig(tile_m=256, tile_n=128, tile_k=128, dtype="e4m3",
+                               out_dtype=out, scaling="block", cluster_n=2, epi=epi).fit_stages()
+        w = G.whole_tile_staged(cfg)
+        assert (w.tile_m, w.tile_n, w.cluster_n, w.epi.tree, w.epi.fragment) == \
+            (cfg.tile_m, cfg.tile_n, cfg.cluster_n, cfg.epi.tree, cfg.epi.fragment)
+        if staged:
+            assert w.epi.stages_d == len(cfg.epilogue().subtiles) == (4 if out == "bf16" else 2)
+            assert w.stages >= 3 and not w.epi.store_warp and w.check() is w
+        else:
+            assert w is cfg
+        assert G.whole_tile_staged(cfg, min_stages=9) is cfg
+    plain = _cfg(tile_m=256, scaling="block").fit_stages()
+    assert G.whole_tile_staged(plain) is plain
+
+
 def test_long_k_promoted_choice():
     """``scaled_mm``'s promoted per-tensor / row-wise choice at 8192x4096x14336: 256x128 tiles
     in clusters of two along N, groups of 8, the whole tile staged in four D buffers with 3

@@ -64,7 +64,7 @@ from ..tensors import TensorMeta, is_array, meta_of
 from .gemm_sm90_maps import derive_maps
 
 __all__ = ["Sm90GemmConfig", "generate_source", "Sm90Gemm", "SHIPPED_CONFIGS", "with_store_warp",
-           "half_tile_store_warp", "coop_tile_n", "COOP_WIDTHS", "fewest_rounds_width",
+           "half_tile_store_warp", "whole_tile_staged", "coop_tile_n", "COOP_WIDTHS", "fewest_rounds_width",
            "fewest_rounds_tile",
            "make_epilogue_config", "shipped_epilogue_configs", "shipped_fp8_configs"]
 
@@ -772,6 +772,25 @@ def half_tile_store_warp(cfg: "Sm90GemmConfig") -> "Sm90GemmConfig":
     return sw if sw.stages >= cfg.stages else cfg
 
 
+def whole_tile_staged(cfg: "Sm90GemmConfig", min_stages: int = 3) -> "Sm90GemmConfig":
+    """``cfg`` with one D staging buffer per epilogue subtile (``stages_d`` = the subtile
+    count; no store warp: the consumers still issue the stores, but no subtile waits for an
+    earlier subtile's store) and the most mainloop stages that then fit, when at least
+    ``min_stages`` fit; else ``cfg`` unchanged (also without a TMA-store epilogue).  FP8's
+    256-row tiles: block scaling 1-2% faster at 8192x4096x14336 and 4096^3 than with two
+    buffers (docs/performance.md, "FP8 GEMM", v33).  Law: tile, tree, fragment and cluster
+    unchanged; the result has ``min_stages`` stages at least or is ``cfg``."""
+    import dataclasses
+    if cfg.epi is None:
+        return cfg
+    whole = dataclasses.replace(cfg.epi, stages_d=len(cfg.epilogue().subtiles))
+    try:
+        staged = dataclasses.replace(cfg, epi=whole).fit_stages()
+    except LaunchError:         # e.g. an f32 D's whole 256-row tile: not even 2 stages fit
+        return cfg
+    return staged if staged.stages >= min_stages else cfg
+
+
 def shipped_fp8_configs() -> tuple:
     """FP8 configurations with golden sources: per-tensor e4m3 -> bf16 (128x256, one
     accumulator), row-wise mixed e4m3 x e5m2 -> f16 (128x128, promoted every k-block),
@@ -806,10 +825,10 @@ def shipped_fp8_configs() -> tuple:
         # 256-row tiles (each warpgroup's two slabs promoted in turn), clusters of two along
         # N (A multicast), groups of 8, the whole tile staged in four D buffers: scaled_mm's
         # choice for block scaling at 4096^3 and, promoted per tensor, at 8192x4096x14336
-        *(Sm90GemmConfig(tile_m=256, tile_n=128, tile_k=128, dtype="e4m3", out_dtype="bf16",
-                         scaling=mode, promote=mode != "block", cluster_n=2, group_m=8,
-                         epi=make_epilogue_config(None, tile_m=256, tile_n=128,
-                                                  element_d="bfloat16", stages_d=4)).fit_stages()
+        *(whole_tile_staged(Sm90GemmConfig(
+            tile_m=256, tile_n=128, tile_k=128, dtype="e4m3", out_dtype="bf16", scaling=mode,
+            promote=mode != "block", cluster_n=2, group_m=8,
+            epi=make_epilogue_config(None, tile_m=256, tile_n=128, element_d="bfloat16")))
           for mode in ("block", "tensor")),
         # decode (M <= 64): 64x64 promoted tiles on one consumer warpgroup
         with_store_warp(Sm90GemmConfig(
